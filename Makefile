@@ -1,0 +1,37 @@
+# `make demo` and `make test` install what they need into .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Tests talk to the system Postgres (a private database per test worker) unless told otherwise.
+export OMNI_TEST_ADMIN_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
+
+.PHONY: install test lint unit demo bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check omni_tasks tests bench
+	$(BIN)/ruff format --check omni_tasks tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -n 2 -q
+
+unit: install
+	$(BIN)/pytest -q tests/unit
+
+demo: install
+	$(BIN)/omni-tasks demo
+
+bench: install
+	$(BIN)/python bench/bench_stats.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,42 @@
+"""Settings read from the environment (``OMNI_*``), with defaults for a laptop."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SQL_DIR = REPO_ROOT / "sql"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="OMNI_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, description="Results DB DSN; unset = embedded Postgres under home"
+    )
+    home: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("omni-tasks")),
+        description="Where the embedded DB, audio and the local Slack outbox live",
+    )
+    baseline_branch: str = "main"
+    benchmark: str = "seed_tts_en"
+    gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
+
+    @property
+    def embedded_pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget cached settings (tests change the environment between cases)."""
+    get_settings.cache_clear()

@@ -1,0 +1,69 @@
+"""The per-clip score exactly as seed-tts-eval computes it (``run_wer.py``).
+
+Normalization: every character of ``string.punctuation`` and ``zhon.hanzi.punctuation`` is
+removed except the ASCII apostrophe, double spaces are replaced once by one, English is
+lowercased; then ``jiwer`` aligns words. This is the one scorer every grading path uses.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import asdict, dataclass
+
+import jiwer
+from zhon.hanzi import punctuation as HANZI_PUNCTUATION
+
+NORMALIZER_VERSION = "seedtts-1"
+
+# Order matches seed-tts-eval (hanzi first, then ASCII); the apostrophe is kept.
+_STRIP = "".join(ch for ch in HANZI_PUNCTUATION + string.punctuation if ch != "'")
+_STRIP_TABLE = str.maketrans("", "", _STRIP)
+
+
+def normalize(text: str, lang: str = "en") -> str:
+    """seed-tts-eval text normalization (no number normalization, by design)."""
+    out = text.translate(_STRIP_TABLE).replace("  ", " ")
+    if lang == "en":
+        out = out.lower()
+    return out
+
+
+@dataclass(frozen=True)
+class WerResult:
+    wer: float
+    wer_capped: float
+    substitutions: int
+    deletions: int
+    insertions: int
+    hits: int
+    ref_words: int
+    hyp_words: int
+    hypothesis_norm: str
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
+    """WER of one clip. An empty hypothesis is all deletions (WER 1)."""
+    ref = normalize(reference, lang)
+    hyp = normalize(hypothesis, lang)
+    ref_words = len(ref.split())
+    if ref_words == 0:
+        raise ValueError(f"reference has no words after normalization: {reference!r}")
+    if not hyp.split():
+        return WerResult(1.0, 1.0, 0, ref_words, 0, 0, ref_words, 0, hyp.strip())
+    out = jiwer.process_words(ref, hyp)
+    errors = out.substitutions + out.deletions + out.insertions
+    wer = errors / ref_words
+    return WerResult(
+        wer=wer,
+        wer_capped=min(wer, 1.0),
+        substitutions=out.substitutions,
+        deletions=out.deletions,
+        insertions=out.insertions,
+        hits=out.hits,
+        ref_words=ref_words,
+        hyp_words=len(hyp.split()),
+        hypothesis_norm=" ".join(hyp.split()),
+    )

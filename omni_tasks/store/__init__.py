@@ -1,0 +1,1 @@
+"""Results store: Postgres over psycopg 3 (connection, migrations, idempotent writes)."""

@@ -1,0 +1,86 @@
+"""Which database, and a connection to it.
+
+``OMNI_DATABASE_URL`` wins; otherwise an embedded Postgres (pgserver) under ``OMNI_HOME`` is
+started on demand and left running (``cleanup_mode=None``) so that consecutive CLI commands
+reuse one server and the DSN printed by ``omni-tasks db url`` keeps working after it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import dict_row
+
+from omni_tasks.config import get_settings
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseError(RuntimeError):
+    """The results database could not be reached or used (message says which and why)."""
+
+
+def embedded_dsn(pgdata: Path) -> str:
+    # pgserver asks platformdirs for a runtime dir, which warns when XDG_RUNTIME_DIR is unset.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    import pgserver
+
+    pgdata.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(pgdata, cleanup_mode=None)
+    return str(server.get_uri())
+
+
+def stop_embedded(pgdata: Path) -> bool:
+    """Stop the embedded server if it runs; True when one was stopped."""
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    from pgserver._commands import pg_ctl
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is None or not info.is_running():
+        return False
+    user = "pgserver" if _is_root() else None
+    pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
+    return True
+
+
+def _is_root() -> bool:
+    import os
+
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def resolve_dsn() -> str:
+    settings = get_settings()
+    if settings.database_url:
+        return settings.database_url
+    return embedded_dsn(settings.embedded_pgdata)
+
+
+def redact(dsn: str) -> str:
+    """Hide the password of a URL or key=value DSN."""
+    dsn = re.sub(r"(://[^:/@]+:)[^@]*(@)", r"\1***\2", dsn)
+    return re.sub(r"(password=)\S+", r"\1***", dsn)
+
+
+def connect(dsn: str | None = None) -> psycopg.Connection[dict]:
+    target = dsn or resolve_dsn()
+    try:
+        return psycopg.connect(target, row_factory=dict_row)  # type: ignore[return-value]
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to results DB {redact(target)}: {exc}") from exc
+
+
+@contextmanager
+def connection(dsn: str | None = None) -> Iterator[psycopg.Connection[dict]]:
+    conn = connect(dsn)
+    try:
+        yield conn
+    finally:
+        conn.close()

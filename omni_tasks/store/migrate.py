@@ -1,0 +1,77 @@
+"""Numbered plain-SQL migrations from ``sql/migrations``, applied once each, in order,
+each in its own transaction, with its checksum recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from omni_tasks.config import SQL_DIR
+
+MIGRATIONS_DIR = SQL_DIR / "migrations"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# Serializes concurrent `db migrate` calls (two workers starting at once).
+_LOCK_ID = 0x0_6D_6E_69
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    found = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if not m:
+            raise ValueError(f"{path}: migration files are named NNNN_snake_name.sql")
+        found.append(Migration(int(m.group(1)), m.group(2), path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"{directory}: two migrations share a version number")
+    return found
+
+
+def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Apply pending migrations; returns those applied now. Safe to call repeatedly."""
+    applied_now = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+        conn.execute(
+            """CREATE TABLE IF NOT EXISTS public.omni_schema_migrations (
+                   version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now())"""
+        )
+        cur = conn.cursor(row_factory=tuple_row)
+        done = dict(cur.execute("SELECT version, checksum FROM public.omni_schema_migrations"))
+        for mig in discover(directory):
+            if mig.version in done:
+                if done[mig.version] != mig.checksum:
+                    raise RuntimeError(
+                        f"migration {mig.path.name} was edited after it was applied; "
+                        "add a new migration instead"
+                    )
+                continue
+            conn.execute(mig.sql.encode())
+            conn.execute(
+                "INSERT INTO public.omni_schema_migrations (version, name, checksum) "
+                "VALUES (%s, %s, %s)",
+                (mig.version, mig.name, mig.checksum),
+            )
+            applied_now.append(mig)
+    return applied_now

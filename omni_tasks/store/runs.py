@@ -1,0 +1,301 @@
+"""Idempotent writes and small reads of runs, clips and gradings.
+
+Writing a run key that exists with identical content is a no-op; with different content it is
+an error naming what differs, unless ``replace=True``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.store.queries import sql
+
+# Fields that say where/when a write happened, not what was measured.
+_AUDIT_FIELDS = {"airflow_dag_id", "airflow_run_id"}
+_JSON_FIELDS = {"lineage", "config", "stack", "execution", "summary", "source"}
+
+
+class RunConflictError(ValueError):
+    """A run key already holds different content."""
+
+
+class RunNotFoundError(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    run_key: str
+    run_id: int
+    outcome: Literal["created", "unchanged", "replaced"]
+    grading_id: int | None = None
+
+
+def stable_hash(value: Any) -> str:
+    blob = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def derive_run_key(spec: RunSpec) -> str:
+    """benchmark:nightly:branch:commit:variant:seed:prompt — readable, and unique per the
+    dimensions that make a run distinct."""
+    commit = (spec.commit_sha or "unknown")[:12]
+    seed = "none" if spec.seed is None else str(spec.seed)
+    prompt = (spec.prompt_fingerprint or "none")[:8]
+    return ":".join(
+        [spec.benchmark, spec.nightly.isoformat(), spec.branch, commit, spec.variant,
+         f"seed{seed}", f"p{prompt}"]
+    )
+
+
+def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(spec):
+        if f.name in _AUDIT_FIELDS:
+            continue
+        v = getattr(spec, f.name)
+        if isinstance(v, dt.datetime):
+            v = v.astimezone(dt.UTC).isoformat()
+        elif isinstance(v, dt.date):
+            v = v.isoformat()
+        out[f.name] = v
+    return out
+
+
+def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
+    return {r.utt_id: dataclasses.asdict(r) for r in rows}
+
+
+def content_of(
+    spec: RunSpec, clips: list[ClipAudio], grading: tuple[Grader, list[ClipGrade]] | None
+) -> dict[str, Any]:
+    content: dict[str, Any] = {
+        "run": _canonical_spec(spec),
+        "clips": _canonical_rows(clips),
+    }
+    if grading is not None:
+        grader, grades = grading
+        content["grading"] = {"grader_id": grader.grader_id, "clips": _canonical_rows(grades)}
+    return content
+
+
+def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    parts = []
+    for key in sorted(set(old["run"]) | set(new["run"])):
+        if old["run"].get(key) != new["run"].get(key):
+            parts.append(f"{key}: {old['run'].get(key)!r} -> {new['run'].get(key)!r}")
+    for section, label in (("clips", "clips"), ("grading", "grades")):
+        o = old.get(section) or {}
+        n = new.get(section) or {}
+        if section == "grading":
+            if o.get("grader_id") != n.get("grader_id"):
+                parts.append(f"grader_id: {o.get('grader_id')!r} -> {n.get('grader_id')!r}")
+            o, n = o.get("clips", {}), n.get("clips", {})
+        if o != n:
+            missing = sorted(set(o) - set(n))
+            added = sorted(set(n) - set(o))
+            changed = sorted(u for u in set(o) & set(n) if o[u] != n[u])
+            detail = []
+            if added:
+                detail.append(f"{len(added)} new (e.g. {added[0]})")
+            if missing:
+                detail.append(f"{len(missing)} missing (e.g. {missing[0]})")
+            if changed:
+                u = changed[0]
+                fields = [k for k in n[u] if o[u].get(k) != n[u].get(k)]
+                detail.append(f"{len(changed)} changed (e.g. {u}: {', '.join(fields)})")
+            parts.append(f"{label}: " + "; ".join(detail))
+    return "; ".join(parts) or "content hash differs"
+
+
+def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, Any]:
+    params: dict[str, Any] = dataclasses.asdict(spec)
+    for k in _JSON_FIELDS:
+        params[k] = Jsonb(params[k])
+    params["run_key"] = run_key
+    params["config_hash"] = stable_hash(spec.config)
+    params["content_hash"] = content_hash
+    return params
+
+
+def save_run(
+    conn: psycopg.Connection,
+    spec: RunSpec,
+    clips: list[ClipAudio],
+    grading: tuple[Grader, list[ClipGrade]] | None = None,
+    *,
+    run_key: str | None = None,
+    replace: bool = False,
+) -> SaveResult:
+    """Store a run with its clips (and optionally one grading) in one transaction."""
+    key = run_key or derive_run_key(spec)
+    content = content_of(spec, clips, grading)
+    digest = stable_hash(content)
+    with conn.transaction():
+        # Serialize writers of one key so two retries cannot both insert.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (key,))
+        row = conn.execute(
+            "SELECT run_id, content_hash FROM omni.run WHERE run_key = %s", (key,)
+        ).fetchone()
+        outcome: Literal["created", "unchanged", "replaced"] = "created"
+        if row is not None:
+            if row["content_hash"] == digest:
+                gid = _grading_id(conn, row["run_id"], grading[0].grader_id) if grading else None
+                return SaveResult(key, row["run_id"], "unchanged", gid)
+            if not replace:
+                old = load_content(conn, key, grading[0].grader_id if grading else None)
+                raise RunConflictError(
+                    f"run {key} already exists with different content "
+                    f"({_describe_difference(old, content)}); use --replace to overwrite it"
+                )
+            conn.execute("DELETE FROM omni.run WHERE run_id = %s", (row["run_id"],))
+            outcome = "replaced"
+        run_id = conn.execute(sql("insert_run"), _run_params(key, spec, digest)).fetchone()[
+            "run_id"
+        ]
+        copy_clip_audio(conn, run_id, clips)
+        grading_id = None
+        if grading is not None:
+            grading_id = insert_grading(conn, run_id, *grading)
+    return SaveResult(key, run_id, outcome, grading_id)
+
+
+def copy_clip_audio(conn: psycopg.Connection, run_id: int, clips: list[ClipAudio]) -> None:
+    with conn.cursor() as cur, cur.copy(sql("copy_clip_audio")) as cp:
+        for c in clips:
+            cp.write_row((run_id, c.utt_id, c.ordinal, c.reference_text, c.synth_status,
+                          c.audio_uri, c.audio_seconds, c.latency_s, c.thinker_text,
+                          c.error_detail))
+
+
+def insert_grading(
+    conn: psycopg.Connection, run_id: int, grader: Grader, grades: list[ClipGrade]
+) -> int:
+    grading_id: int = conn.execute(
+        "INSERT INTO omni.grading (run_id, grader_id, grader) VALUES (%s, %s, %s) "
+        "RETURNING grading_id",
+        (run_id, grader.grader_id, Jsonb(grader.description)),
+    ).fetchone()["grading_id"]
+    with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
+        for g in grades:
+            cp.write_row((grading_id, g.utt_id, g.grade_status, g.hypothesis, g.hypothesis_norm,
+                          g.ref_words, g.hyp_words, g.substitutions, g.deletions, g.insertions,
+                          g.hits, g.wer, g.thinker_wer, g.task_leak, g.is_question,
+                          g.error_detail))
+    return grading_id
+
+
+def _grading_id(conn: psycopg.Connection, run_id: int, grader_id: str) -> int | None:
+    row = conn.execute(
+        "SELECT grading_id FROM omni.grading WHERE run_id = %s AND grader_id = %s",
+        (run_id, grader_id),
+    ).fetchone()
+    return None if row is None else int(row["grading_id"])
+
+
+def get_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
+    row = conn.execute("SELECT * FROM omni.run WHERE run_key = %s", (run_key,)).fetchone()
+    if row is None:
+        raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
+    return dict(row)
+
+
+def spec_from_row(row: dict[str, Any]) -> RunSpec:
+    names = {f.name for f in dataclasses.fields(RunSpec)}
+    return RunSpec(**{k: v for k, v in row.items() if k in names})
+
+
+def load_content(
+    conn: psycopg.Connection, run_key: str, grader_id: str | None
+) -> dict[str, Any]:
+    row = get_run(conn, run_key)
+    clips = [
+        ClipAudio(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipAudio))})
+        for r in conn.execute(
+            "SELECT * FROM omni.clip_audio WHERE run_id = %s ORDER BY ordinal", (row["run_id"],)
+        )
+    ]
+    grading = None
+    gid = _grading_id(conn, row["run_id"], grader_id) if grader_id else None
+    if gid is not None and grader_id is not None:
+        grades = [
+            ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
+            for r in conn.execute(
+                "SELECT * FROM omni.clip_grade WHERE grading_id = %s", (gid,)
+            )
+        ]
+        grading = (Grader(grader_id), grades)
+    return content_of(spec_from_row(row), clips, grading)
+
+
+def list_runs(
+    conn: psycopg.Connection,
+    *,
+    benchmark: str | None = None,
+    branch: str | None = None,
+    nightly: dt.date | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    params = {"benchmark": benchmark, "branch": branch, "nightly": nightly, "limit": limit}
+    return [dict(r) for r in conn.execute(sql("list_runs"), params)]
+
+
+def describe_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
+    """The run as `runs show` reports it."""
+    row = get_run(conn, run_key)
+    by_status = {
+        r["synth_status"]: r["n"]
+        for r in conn.execute(sql("clips_by_status"), {"run_id": row["run_id"]})
+    }
+    gradings = [dict(r) for r in conn.execute(sql("gradings_of_run"), {"run_id": row["run_id"]})]
+    return {
+        "run_key": row["run_key"],
+        "benchmark": row["benchmark"],
+        "branch": row["branch"],
+        "commit": row["commit_sha"],
+        "nightly": row["nightly"].isoformat(),
+        "variant": row["variant"],
+        "seed": row["seed"],
+        "trigger": row["trigger"],
+        "status": row["status"],
+        "n_expected": row["n_expected"],
+        "n_clips": sum(by_status.values()),
+        "clips_by_status": by_status,
+        "gradings": [
+            {"grading_id": g["grading_id"], "grader_id": g["grader_id"],
+             "n_grades": g["n_grades"], "status": g["status"]}
+            for g in gradings
+        ],
+        "lineage": row["lineage"],
+        "stack": row["stack"],
+        "execution": row["execution"],
+        "dataset_fingerprint": row["dataset_fingerprint"],
+        "prompt_fingerprint": row["prompt_fingerprint"],
+        "summary": row["summary"],
+        "source": row["source"],
+    }
+
+
+def latest_grading_id(conn: psycopg.Connection, run_key: str) -> int:
+    row = conn.execute(
+        "SELECT gr.grading_id FROM omni.grading gr JOIN omni.run r USING (run_id) "
+        "WHERE r.run_key = %s ORDER BY gr.grading_id DESC LIMIT 1",
+        (run_key,),
+    ).fetchone()
+    if row is None:
+        get_run(conn, run_key)  # raises if the run itself is missing
+        raise RunNotFoundError(f"run {run_key} has no grading yet (run `omni-tasks grade`)")
+    return int(row["grading_id"])
+
+
+def clip_records(conn: psycopg.Connection, grading_id: int) -> list[ClipRecord]:
+    return [ClipRecord(**r) for r in conn.execute(sql("clip_records"), {"grading_id": grading_id})]
