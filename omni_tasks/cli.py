@@ -20,8 +20,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(help="The results database (embedded Postgres unless OMNI_DATABASE_URL).",
-                     no_args_is_help=True)
+db_app = typer.Typer(
+    help="The results database (embedded Postgres unless OMNI_DATABASE_URL).", no_args_is_help=True
+)
 import_app = typer.Typer(help="Import results produced elsewhere.", no_args_is_help=True)
 runs_app = typer.Typer(help="Inspect stored runs.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -29,7 +30,7 @@ app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
 
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -41,7 +42,7 @@ def _json_out(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
 
 
-def _open_db(migrate: bool = True):  # type: ignore[no-untyped-def]
+def _open_db(migrate: bool = True) -> Any:
     from omni_tasks.store.db import DatabaseError, connect
     from omni_tasks.store.migrate import migrate as run_migrations
 
@@ -113,7 +114,9 @@ def import_vllm_omni(
     ] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (one file only)")] = None,
     benchmark: Annotated[str, typer.Option(help="Benchmark name")] = "seed_tts_en",
-    replace: Annotated[bool, typer.Option(help="Overwrite a run key holding other content")] = False,
+    replace: Annotated[
+        bool, typer.Option(help="Overwrite a run key holding other content")
+    ] = False,
 ) -> None:
     """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
     from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, ArtifactError, parse_artifact
@@ -125,8 +128,9 @@ def import_vllm_omni(
     parsed = []
     for f in files:
         try:
-            parsed.append(parse_artifact(f, branch=branch, benchmark=benchmark, commit=commit,
-                                         nightly=night))
+            parsed.append(
+                parse_artifact(f, branch=branch, benchmark=benchmark, commit=commit, nightly=night)
+            )
         except ArtifactError as exc:
             fail(str(exc))
     conn = _open_db()
@@ -136,12 +140,10 @@ def import_vllm_omni(
                 err.print(f"[yellow]warning:[/] {w}", highlight=False)
             grading = (ARTIFACT_GRADER, art.grades) if art.has_clips else None
             try:
-                res = save_run(conn, art.spec, art.clips, grading, run_key=run_key,
-                               replace=replace)
+                res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
             except RunConflictError as exc:
                 fail(str(exc))
-            err.print(f"{res.outcome}: {len(art.clips)} clips ({art.spec.status})",
-                      highlight=False)
+            err.print(f"{res.outcome}: {len(art.clips)} clips ({art.spec.status})", highlight=False)
             sys.stdout.write(res.run_key + "\n")
 
 
@@ -166,17 +168,26 @@ def runs_list(
 
     conn = _open_db()
     with conn:
-        rows = list_runs(conn, branch=branch,
-                         nightly=_parse_date(nightly) if nightly else None, limit=limit)
+        rows = list_runs(
+            conn, branch=branch, nightly=_parse_date(nightly) if nightly else None, limit=limit
+        )
     if as_json:
         _json_out(rows)
         return
-    table = Table("run key", "nightly", "branch", "commit", "variant", "status", "clips",
-                  "gradings")
+    table = Table(
+        "run key", "nightly", "branch", "commit", "variant", "status", "clips", "gradings"
+    )
     for r in rows:
-        table.add_row(r["run_key"], str(r["nightly"]), r["branch"], (r["commit_sha"] or "?")[:12],
-                      r["variant"], r["status"], f"{r['n_clips']}/{r['n_expected']}",
-                      str(r["n_gradings"]))
+        table.add_row(
+            r["run_key"],
+            str(r["nightly"]),
+            r["branch"],
+            (r["commit_sha"] or "?")[:12],
+            r["variant"],
+            r["status"],
+            f"{r['n_clips']}/{r['n_expected']}",
+            str(r["n_gradings"]),
+        )
     console.print(table)
 
 
@@ -197,14 +208,29 @@ def runs_show(
     if as_json:
         _json_out(info)
         return
-    for k in ("run_key", "benchmark", "nightly", "branch", "commit", "variant", "seed",
-              "trigger", "status"):
+    for k in (
+        "run_key",
+        "benchmark",
+        "nightly",
+        "branch",
+        "commit",
+        "variant",
+        "seed",
+        "trigger",
+        "status",
+    ):
         console.print(f"[bold]{k:>10}[/]: {info[k]}", highlight=False)
-    console.print(f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
-                  f"{info['clips_by_status']}", highlight=False)
+    console.print(
+        f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
+        f"{info['clips_by_status']}",
+        highlight=False,
+    )
     for g in info["gradings"]:
-        console.print(f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
-                      f"({g['n_grades']} grades)", highlight=False)
+        console.print(
+            f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
+            f"({g['n_grades']} grades)",
+            highlight=False,
+        )
 
 
 # ---------------------------------------------------------------- wer
@@ -229,7 +255,9 @@ def wer_cmd(
     console.print(
         f"WER {result.wer:.4f} (capped {result.wer_capped:.4f}); S={result.substitutions} "
         f"D={result.deletions} I={result.insertions} hits={result.hits}; "
-        f"{result.ref_words} reference words, {result.hyp_words} heard", highlight=False)
+        f"{result.ref_words} reference words, {result.hyp_words} heard",
+        highlight=False,
+    )
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -14,8 +14,15 @@ DEFAULT_SYSTEM_PROMPT = (
     "reference audio while reading the new content clearly."
 )
 
-_REQUEST_OPENERS = ("please", "could you", "can you", "would you", "will you", "tell me",
-                    "let me know")
+_REQUEST_OPENERS = (
+    "please",
+    "could you",
+    "can you",
+    "would you",
+    "will you",
+    "tell me",
+    "let me know",
+)
 
 
 def _trigrams(words: list[str]) -> set[tuple[str, str, str]]:

@@ -45,15 +45,17 @@ class WerResult:
 
 
 def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
-    """WER of one clip. An empty hypothesis is all deletions (WER 1)."""
+    """WER of one clip. An empty hypothesis is all deletions (WER 1).
+
+    Words are what jiwer's default transform makes of the text (split on single spaces after
+    stripping), so a tab inside a sentence joins two words exactly as in seed-tts-eval.
+    """
     ref = normalize(reference, lang)
     hyp = normalize(hypothesis, lang)
-    ref_words = len(ref.split())
-    if ref_words == 0:
+    if not ref.strip(" "):
         raise ValueError(f"reference has no words after normalization: {reference!r}")
-    if not hyp.split():
-        return WerResult(1.0, 1.0, 0, ref_words, 0, 0, ref_words, 0, hyp.strip())
     out = jiwer.process_words(ref, hyp)
+    ref_words = out.hits + out.substitutions + out.deletions
     errors = out.substitutions + out.deletions + out.insertions
     wer = errors / ref_words
     return WerResult(
@@ -64,6 +66,6 @@ def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
         insertions=out.insertions,
         hits=out.hits,
         ref_words=ref_words,
-        hyp_words=len(hyp.split()),
-        hypothesis_norm=" ".join(hyp.split()),
+        hyp_words=out.hits + out.substitutions + out.insertions,
+        hypothesis_norm=" ".join(out.hypotheses[0]),
     )

@@ -39,8 +39,12 @@ ERROR_CODES: dict[str, tuple[SynthStatus, str | None]] = {
     "asr_exception": ("ok", "grader_error"),
     "wer_compute_failed": ("ok", "grader_error"),
 }
-SUMMARY_KEYS = ("seed_tts_content_evaluated", "seed_tts_request_failed", "seed_tts_no_pcm",
-                "seed_tts_asr_failed")
+SUMMARY_KEYS = (
+    "seed_tts_content_evaluated",
+    "seed_tts_request_failed",
+    "seed_tts_no_pcm",
+    "seed_tts_asr_failed",
+)
 
 
 class ArtifactError(ValueError):
@@ -99,7 +103,8 @@ def parse_artifact(
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from exc
     _require(isinstance(doc, dict), path, "top level must be a JSON object")
     _require(
-        any(k.startswith("seed_tts_") for k in doc), path,
+        any(k.startswith("seed_tts_") for k in doc),
+        path,
         "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file",
     )
     warnings: list[str] = []
@@ -113,8 +118,9 @@ def parse_artifact(
             raise ArtifactError(f"{path}: 'date': {exc}") from None
 
     items = doc.get("seed_tts_wer_eval_items")
-    _require(items is None or isinstance(items, list), path,
-             "'seed_tts_wer_eval_items' must be a list")
+    _require(
+        items is None or isinstance(items, list), path, "'seed_tts_wer_eval_items' must be a list"
+    )
     clips: list[ClipAudio] = []
     grades: list[ClipGrade] = []
     thinker = _thinker_texts(doc, path, len(items or []), warnings)
@@ -123,8 +129,11 @@ def parse_artifact(
         where = f"seed_tts_wer_eval_items[{i}]"
         _require(isinstance(item, dict), path, f"{where} must be an object")
         utt = item.get("utterance_id")
-        _require(isinstance(utt, str) and bool(utt), path,
-                 f"{where}: 'utterance_id' must be a non-empty string")
+        _require(
+            isinstance(utt, str) and bool(utt),
+            path,
+            f"{where}: 'utterance_id' must be a non-empty string",
+        )
         _require(utt not in seen, path, f"{where}: duplicate utterance_id {utt!r}")
         seen.add(utt)
         ref = item.get("reference_raw", "")
@@ -135,9 +144,13 @@ def parse_artifact(
         if grade is not None:
             grades.append(grade)
 
-    summary = {k: v for k, v in doc.items()
-               if k.startswith("seed_tts_") and k != "seed_tts_wer_eval_items"
-               and (_finite_number(v) or isinstance(v, str))}
+    summary = {
+        k: v
+        for k, v in doc.items()
+        if k.startswith("seed_tts_")
+        and k != "seed_tts_wer_eval_items"
+        and (_finite_number(v) or isinstance(v, str))
+    }
     for k in ("model_id", "date", "max_concurrency"):
         if k in doc and (isinstance(doc[k], str) or _finite_number(doc[k])):
             summary[k] = doc[k]
@@ -167,14 +180,18 @@ def parse_artifact(
         prompt_fingerprint=hashlib.sha256(system_prompt.encode()).hexdigest(),
         system_prompt=system_prompt,
         summary=summary,
-        source={"format": "vllm-omni-seed-tts", "file": path.name,
-                "sha256": hashlib.sha256(raw).hexdigest()},
+        source={
+            "format": "vllm-omni-seed-tts",
+            "file": path.name,
+            "sha256": hashlib.sha256(raw).hexdigest(),
+        },
     )
     return ParsedArtifact(spec, clips, grades, warnings)
 
 
-def _thinker_texts(doc: dict[str, Any], path: Path, n_items: int, warnings: list[str]
-                   ) -> list[str | None] | None:
+def _thinker_texts(
+    doc: dict[str, Any], path: Path, n_items: int, warnings: list[str]
+) -> list[str | None] | None:
     texts = doc.get("generated_texts")
     if texts is None or n_items == 0:
         return None
@@ -189,42 +206,71 @@ def _thinker_texts(doc: dict[str, Any], path: Path, n_items: int, warnings: list
 
 
 def _clip_from_item(
-    item: dict[str, Any], ordinal: int, utt: str, ref: str, thinker_text: str | None,
-    system_prompt: str, path: Path, where: str,
+    item: dict[str, Any],
+    ordinal: int,
+    utt: str,
+    ref: str,
+    thinker_text: str | None,
+    system_prompt: str,
+    path: Path,
+    where: str,
 ) -> tuple[ClipAudio, ClipGrade | None]:
     audio_uri = item.get("audio_path") if isinstance(item.get("audio_path"), str) else None
     question = flags.is_question(ref)
     thinker_wer = _safe_wer(ref, thinker_text) if thinker_text else None
     if "error" in item:
         code = item["error"]
-        _require(code in ERROR_CODES, path,
-                 f"{where} ({utt}): unknown error code {code!r} "
-                 f"(expected one of {', '.join(ERROR_CODES)})")
+        _require(
+            code in ERROR_CODES,
+            path,
+            f"{where} ({utt}): unknown error code {code!r} "
+            f"(expected one of {', '.join(ERROR_CODES)})",
+        )
         synth, grade_status = ERROR_CODES[code]
         detail = item.get("detail") if isinstance(item.get("detail"), str) else None
-        clip = ClipAudio(utt, ordinal, ref, synth, audio_uri=audio_uri,
-                         thinker_text=thinker_text, error_detail=f"{code}: {detail or ''}".strip())
+        clip = ClipAudio(
+            utt,
+            ordinal,
+            ref,
+            synth,
+            audio_uri=audio_uri,
+            thinker_text=thinker_text,
+            error_detail=f"{code}: {detail or ''}".strip(),
+        )
         if grade_status is None:
             return clip, None
         if grade_status == "empty_transcript":
             counts = _safe_score(ref, "")
             return clip, ClipGrade(
-                utt, "empty_transcript", hypothesis="", wer=1.0,
-                thinker_wer=thinker_wer, is_question=question,
+                utt,
+                "empty_transcript",
+                hypothesis="",
+                wer=1.0,
+                thinker_wer=thinker_wer,
+                is_question=question,
                 **(counts or {}),
             )
-        return clip, ClipGrade(utt, "grader_error", thinker_wer=thinker_wer,
-                               is_question=question, error_detail=code)
+        return clip, ClipGrade(
+            utt, "grader_error", thinker_wer=thinker_wer, is_question=question, error_detail=code
+        )
     wer = item.get("wer")
-    _require(_finite_number(wer) and wer >= 0, path,
-             f"{where} ({utt}): 'wer' must be a finite non-negative number, got {wer!r}")
+    _require(
+        _finite_number(wer) and wer >= 0,  # type: ignore[operator]
+        path,
+        f"{where} ({utt}): 'wer' must be a finite non-negative number, got {wer!r}",
+    )
     hyp = item.get("asr_raw", "")
     _require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
     counts = _safe_score(ref, hyp)
     clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
     return clip, ClipGrade(
-        utt, "graded", hypothesis=hyp, wer=float(wer), thinker_wer=thinker_wer,
-        task_leak=flags.task_leak(ref, hyp, system_prompt), is_question=question,
+        utt,
+        "graded",
+        hypothesis=hyp,
+        wer=float(wer),  # type: ignore[arg-type]
+        thinker_wer=thinker_wer,
+        task_leak=flags.task_leak(ref, hyp, system_prompt),
+        is_question=question,
         **(counts or {}),
     )
 
@@ -235,9 +281,15 @@ def _safe_score(ref: str, hyp: str) -> dict[str, Any] | None:
         r = score(ref, hyp)
     except ValueError:
         return None
-    return {"hypothesis_norm": r.hypothesis_norm, "ref_words": r.ref_words,
-            "hyp_words": r.hyp_words, "substitutions": r.substitutions,
-            "deletions": r.deletions, "insertions": r.insertions, "hits": r.hits}
+    return {
+        "hypothesis_norm": r.hypothesis_norm,
+        "ref_words": r.ref_words,
+        "hyp_words": r.hyp_words,
+        "substitutions": r.substitutions,
+        "deletions": r.deletions,
+        "insertions": r.insertions,
+        "hits": r.hits,
+    }
 
 
 def _safe_wer(ref: str, hyp: str) -> float | None:

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -39,7 +40,7 @@ def embedded_dsn(pgdata: Path) -> str:
 def stop_embedded(pgdata: Path) -> bool:
     """Stop the embedded server if it runs; True when one was stopped."""
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
@@ -56,6 +57,14 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+def one(cursor: psycopg.Cursor[Any]) -> dict[str, Any]:
+    """The single row a RETURNING/aggregate statement yields."""
+    row = cursor.fetchone()
+    if row is None:
+        raise DatabaseError("statement returned no row")
+    return dict(row)
+
+
 def resolve_dsn() -> str:
     settings = get_settings()
     if settings.database_url:
@@ -69,16 +78,16 @@ def redact(dsn: str) -> str:
     return re.sub(r"(password=)\S+", r"\1***", dsn)
 
 
-def connect(dsn: str | None = None) -> psycopg.Connection[dict]:
+def connect(dsn: str | None = None) -> psycopg.Connection[Any]:
     target = dsn or resolve_dsn()
     try:
-        return psycopg.connect(target, row_factory=dict_row)  # type: ignore[return-value]
+        return psycopg.connect(target, row_factory=dict_row)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to results DB {redact(target)}: {exc}") from exc
 
 
 @contextmanager
-def connection(dsn: str | None = None) -> Iterator[psycopg.Connection[dict]]:
+def connection(dsn: str | None = None) -> Iterator[psycopg.Connection[Any]]:
     conn = connect(dsn)
     try:
         yield conn

@@ -7,6 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -47,7 +48,7 @@ def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     return found
 
 
-def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     """Apply pending migrations; returns those applied now. Safe to call repeatedly."""
     applied_now = []
     with conn.transaction():
@@ -58,7 +59,9 @@ def migrate(conn: psycopg.Connection, directory: Path = MIGRATIONS_DIR) -> list[
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
         cur = conn.cursor(row_factory=tuple_row)
-        done = dict(cur.execute("SELECT version, checksum FROM public.omni_schema_migrations"))
+        done: dict[int, str] = dict(
+            cur.execute("SELECT version, checksum FROM public.omni_schema_migrations")
+        )
         for mig in discover(directory):
             if mig.version in done:
                 if done[mig.version] != mig.checksum:

@@ -17,6 +17,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 
 # Fields that say where/when a write happened, not what was measured.
@@ -52,8 +53,15 @@ def derive_run_key(spec: RunSpec) -> str:
     seed = "none" if spec.seed is None else str(spec.seed)
     prompt = (spec.prompt_fingerprint or "none")[:8]
     return ":".join(
-        [spec.benchmark, spec.nightly.isoformat(), spec.branch, commit, spec.variant,
-         f"seed{seed}", f"p{prompt}"]
+        [
+            spec.benchmark,
+            spec.nightly.isoformat(),
+            spec.branch,
+            commit,
+            spec.variant,
+            f"seed{seed}",
+            f"p{prompt}",
+        ]
     )
 
 
@@ -128,7 +136,7 @@ def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, Any
 
 
 def save_run(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[Any],
     spec: RunSpec,
     clips: list[ClipAudio],
     grading: tuple[Grader, list[ClipGrade]] | None = None,
@@ -159,9 +167,7 @@ def save_run(
                 )
             conn.execute("DELETE FROM omni.run WHERE run_id = %s", (row["run_id"],))
             outcome = "replaced"
-        run_id = conn.execute(sql("insert_run"), _run_params(key, spec, digest)).fetchone()[
-            "run_id"
-        ]
+        run_id = one(conn.execute(sql("insert_run"), _run_params(key, spec, digest)))["run_id"]
         copy_clip_audio(conn, run_id, clips)
         grading_id = None
         if grading is not None:
@@ -169,32 +175,61 @@ def save_run(
     return SaveResult(key, run_id, outcome, grading_id)
 
 
-def copy_clip_audio(conn: psycopg.Connection, run_id: int, clips: list[ClipAudio]) -> None:
+def copy_clip_audio(conn: psycopg.Connection[Any], run_id: int, clips: list[ClipAudio]) -> None:
     with conn.cursor() as cur, cur.copy(sql("copy_clip_audio")) as cp:
         for c in clips:
-            cp.write_row((run_id, c.utt_id, c.ordinal, c.reference_text, c.synth_status,
-                          c.audio_uri, c.audio_seconds, c.latency_s, c.thinker_text,
-                          c.error_detail))
+            cp.write_row(
+                (
+                    run_id,
+                    c.utt_id,
+                    c.ordinal,
+                    c.reference_text,
+                    c.synth_status,
+                    c.audio_uri,
+                    c.audio_seconds,
+                    c.latency_s,
+                    c.thinker_text,
+                    c.error_detail,
+                )
+            )
 
 
 def insert_grading(
-    conn: psycopg.Connection, run_id: int, grader: Grader, grades: list[ClipGrade]
+    conn: psycopg.Connection[Any], run_id: int, grader: Grader, grades: list[ClipGrade]
 ) -> int:
-    grading_id: int = conn.execute(
-        "INSERT INTO omni.grading (run_id, grader_id, grader) VALUES (%s, %s, %s) "
-        "RETURNING grading_id",
-        (run_id, grader.grader_id, Jsonb(grader.description)),
-    ).fetchone()["grading_id"]
+    grading_id: int = one(
+        conn.execute(
+            "INSERT INTO omni.grading (run_id, grader_id, grader) VALUES (%s, %s, %s) "
+            "RETURNING grading_id",
+            (run_id, grader.grader_id, Jsonb(grader.description)),
+        )
+    )["grading_id"]
     with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
         for g in grades:
-            cp.write_row((grading_id, g.utt_id, g.grade_status, g.hypothesis, g.hypothesis_norm,
-                          g.ref_words, g.hyp_words, g.substitutions, g.deletions, g.insertions,
-                          g.hits, g.wer, g.thinker_wer, g.task_leak, g.is_question,
-                          g.error_detail))
+            cp.write_row(
+                (
+                    grading_id,
+                    g.utt_id,
+                    g.grade_status,
+                    g.hypothesis,
+                    g.hypothesis_norm,
+                    g.ref_words,
+                    g.hyp_words,
+                    g.substitutions,
+                    g.deletions,
+                    g.insertions,
+                    g.hits,
+                    g.wer,
+                    g.thinker_wer,
+                    g.task_leak,
+                    g.is_question,
+                    g.error_detail,
+                )
+            )
     return grading_id
 
 
-def _grading_id(conn: psycopg.Connection, run_id: int, grader_id: str) -> int | None:
+def _grading_id(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
     row = conn.execute(
         "SELECT grading_id FROM omni.grading WHERE run_id = %s AND grader_id = %s",
         (run_id, grader_id),
@@ -202,7 +237,7 @@ def _grading_id(conn: psycopg.Connection, run_id: int, grader_id: str) -> int | 
     return None if row is None else int(row["grading_id"])
 
 
-def get_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
+def get_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     row = conn.execute("SELECT * FROM omni.run WHERE run_key = %s", (run_key,)).fetchone()
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
@@ -215,7 +250,7 @@ def spec_from_row(row: dict[str, Any]) -> RunSpec:
 
 
 def load_content(
-    conn: psycopg.Connection, run_key: str, grader_id: str | None
+    conn: psycopg.Connection[Any], run_key: str, grader_id: str | None
 ) -> dict[str, Any]:
     row = get_run(conn, run_key)
     clips = [
@@ -229,16 +264,14 @@ def load_content(
     if gid is not None and grader_id is not None:
         grades = [
             ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
-            for r in conn.execute(
-                "SELECT * FROM omni.clip_grade WHERE grading_id = %s", (gid,)
-            )
+            for r in conn.execute("SELECT * FROM omni.clip_grade WHERE grading_id = %s", (gid,))
         ]
         grading = (Grader(grader_id), grades)
     return content_of(spec_from_row(row), clips, grading)
 
 
 def list_runs(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[Any],
     *,
     benchmark: str | None = None,
     branch: str | None = None,
@@ -249,7 +282,7 @@ def list_runs(
     return [dict(r) for r in conn.execute(sql("list_runs"), params)]
 
 
-def describe_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
+def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     """The run as `runs show` reports it."""
     row = get_run(conn, run_key)
     by_status = {
@@ -271,8 +304,12 @@ def describe_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
         "n_clips": sum(by_status.values()),
         "clips_by_status": by_status,
         "gradings": [
-            {"grading_id": g["grading_id"], "grader_id": g["grader_id"],
-             "n_grades": g["n_grades"], "status": g["status"]}
+            {
+                "grading_id": g["grading_id"],
+                "grader_id": g["grader_id"],
+                "n_grades": g["n_grades"],
+                "status": g["status"],
+            }
             for g in gradings
         ],
         "lineage": row["lineage"],
@@ -285,7 +322,7 @@ def describe_run(conn: psycopg.Connection, run_key: str) -> dict[str, Any]:
     }
 
 
-def latest_grading_id(conn: psycopg.Connection, run_key: str) -> int:
+def latest_grading_id(conn: psycopg.Connection[Any], run_key: str) -> int:
     row = conn.execute(
         "SELECT gr.grading_id FROM omni.grading gr JOIN omni.run r USING (run_id) "
         "WHERE r.run_key = %s ORDER BY gr.grading_id DESC LIMIT 1",
@@ -297,5 +334,5 @@ def latest_grading_id(conn: psycopg.Connection, run_key: str) -> int:
     return int(row["grading_id"])
 
 
-def clip_records(conn: psycopg.Connection, grading_id: int) -> list[ClipRecord]:
+def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRecord]:
     return [ClipRecord(**r) for r in conn.execute(sql("clip_records"), {"grading_id": grading_id})]

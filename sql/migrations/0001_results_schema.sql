@@ -243,6 +243,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'omni_reader') THEN
         CREATE ROLE omni_reader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
     END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;  -- roles are cluster-wide: another database's migration created it meanwhile
 END $$;
 GRANT USAGE ON SCHEMA omni TO omni_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA omni TO omni_reader;

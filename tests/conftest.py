@@ -1,0 +1,45 @@
+"""Shared fixtures: a private database on the real Postgres server per test session/worker."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from omni_tasks.config import reset_settings
+from omni_tasks.store.db import connect
+from omni_tasks.store.migrate import migrate
+
+ADMIN_DSN = os.environ.get("OMNI_TEST_ADMIN_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+_ROOT_TABLES = "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event"
+
+
+@pytest.fixture(scope="session")
+def results_dsn() -> Iterator[str]:
+    name = f"omni_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = make_conninfo(ADMIN_DSN, dbname=name)
+    with connect(dsn) as conn:
+        migrate(conn)
+    yield dsn
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def db(results_dsn: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[psycopg.Connection]:
+    """A clean results DB; OMNI_DATABASE_URL points at it so CLI calls use it too."""
+    monkeypatch.setenv("OMNI_DATABASE_URL", results_dsn)
+    monkeypatch.setenv("OMNI_HOME", str(tmp_path / "omni-home"))
+    reset_settings()
+    conn = connect(results_dsn)
+    with conn.transaction():
+        conn.execute(f"TRUNCATE {_ROOT_TABLES} RESTART IDENTITY CASCADE")
+    yield conn
+    conn.close()
+    reset_settings()

@@ -1,0 +1,140 @@
+"""Importing artifacts into the real Postgres: idempotency, conflicts, replace, runs list/show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from omni_tasks.cli import app
+from omni_tasks.store.migrate import migrate
+from tests.factories import ab_files, small_artifact, write_json
+
+runner = CliRunner()
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def counts(db: psycopg.Connection) -> tuple[int, int, int, int]:
+    row = db.execute(
+        "SELECT (SELECT count(*) FROM omni.run) r, (SELECT count(*) FROM omni.clip_audio) a, "
+        "(SELECT count(*) FROM omni.grading) g, (SELECT count(*) FROM omni.clip_grade) c"
+    ).fetchone()
+    return row["r"], row["a"], row["g"], row["c"]
+
+
+def test_migrate_twice_is_a_noop(db: psycopg.Connection) -> None:
+    assert migrate(db) == []
+    assert migrate(db) == []
+    r = invoke("db", "migrate")
+    assert r.exit_code == 0 and "up to date" in r.output
+
+
+def test_import_1088_items_then_idempotent_then_conflict_then_replace(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    base, _ = ab_files(tmp_path)
+    r = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc123")
+    assert r.exit_code == 0, r.output
+    key = r.stdout.strip().splitlines()[-1]
+    assert key.startswith("seed_tts_en:2026-11-28:main:abc123:default")
+    assert counts(db) == (1, 1088, 1, 1088)
+
+    again = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc123")
+    assert again.exit_code == 0 and "unchanged" in again.output
+    assert counts(db) == (1, 1088, 1, 1088)
+
+    doc = json.loads(base.read_text())
+    doc["seed_tts_wer_eval_items"][7]["wer"] = 0.5
+    changed = write_json(tmp_path / "changed.json", doc)
+    refused = invoke("import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc123")
+    assert refused.exit_code == 1
+    assert "already exists with different content" in refused.output
+    assert "sim_00007" in refused.output and "wer" in refused.output
+    assert (
+        db.execute("SELECT wer FROM omni.clip_grade WHERE utt_id = 'sim_00007'").fetchone()["wer"]
+        != 0.5
+    )
+
+    replaced = invoke(
+        "import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc123", "--replace"
+    )
+    assert replaced.exit_code == 0 and "replaced" in replaced.output
+    assert counts(db) == (1, 1088, 1, 1088)
+    assert (
+        db.execute("SELECT wer FROM omni.clip_grade WHERE utt_id = 'sim_00007'").fetchone()["wer"]
+        == 0.5
+    )
+
+
+def test_malformed_artifact_writes_nothing(db: psycopg.Connection, tmp_path: Path) -> None:
+    good = write_json(tmp_path / "good.json", small_artifact(3))
+    doc = small_artifact(3)
+    doc["seed_tts_wer_eval_items"][1]["utterance_id"] = "u0"
+    bad = write_json(tmp_path / "bad.json", doc)
+    r = runner.invoke(app, ["import", "vllm-omni", str(good), str(bad), "--branch", "main"])
+    assert r.exit_code == 1
+    assert "bad.json" in r.output and "duplicate utterance_id" in r.output
+    assert "Traceback" not in r.output
+    assert counts(db) == (0, 0, 0, 0)
+
+
+def test_runs_list_and_show_json(db: psycopg.Connection, tmp_path: Path) -> None:
+    doc = small_artifact(4)
+    doc["seed_tts_wer_eval_items"].append(
+        {"utterance_id": "x", "locale": "en", "error": "no_pcm", "reference_raw": "Hi there."}
+    )
+    doc["generated_texts"].append("Hi there.")
+    path = write_json(tmp_path / "a.json", doc)
+    key = invoke(
+        "import", "vllm-omni", str(path), "--branch", "dev/vllm-align", "--nightly", "2026-11-20"
+    ).stdout.strip()
+    listed = json.loads(invoke("runs", "list", "--json").stdout)
+    assert [r["run_key"] for r in listed] == [key]
+    shown = json.loads(invoke("runs", "show", key, "--json").stdout)
+    assert {
+        "run_key",
+        "branch",
+        "commit",
+        "nightly",
+        "status",
+        "n_clips",
+        "clips_by_status",
+        "gradings",
+    } <= set(shown)
+    assert shown["branch"] == "dev/vllm-align" and shown["nightly"] == "2026-11-20"
+    assert shown["clips_by_status"] == {"ok": 4, "no_audio": 1}
+    assert shown["n_clips"] == 5 and shown["status"] == "complete"
+    assert shown["gradings"][0]["n_grades"] == 4
+    missing = runner.invoke(app, ["runs", "show", "nope"])
+    assert missing.exit_code == 1 and "no run with key 'nope'" in missing.output
+
+
+def test_summary_only_import(db: psycopg.Connection, tmp_path: Path) -> None:
+    doc = small_artifact(3)
+    del doc["seed_tts_wer_eval_items"]
+    r = invoke("import", "vllm-omni", str(write_json(tmp_path / "s.json", doc)), "--branch", "main")
+    assert r.exit_code == 0
+    assert "summary_only" in r.output and "gate needs per-clip rows" in r.output
+    assert counts(db) == (1, 0, 0, 0)
+
+
+def test_reader_role_can_only_select(db: psycopg.Connection, tmp_path: Path) -> None:
+    invoke(
+        "import",
+        "vllm-omni",
+        str(write_json(tmp_path / "a.json", small_artifact(2))),
+        "--branch",
+        "main",
+    )
+    with db.transaction():
+        db.execute("SET LOCAL ROLE omni_reader")
+        assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == 2
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
+        db.execute("SET LOCAL ROLE omni_reader")
+        db.execute("DELETE FROM omni.run")
