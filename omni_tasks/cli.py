@@ -238,17 +238,48 @@ def runs_show(
 def wer_cmd(
     reference: Annotated[str, typer.Argument(help="Reference (target) text")],
     hypothesis: Annotated[str, typer.Argument(help="What the ASR heard")],
+    system_prompt: Annotated[
+        str | None, typer.Option(help="System prompt for the task-leak flag (default: §1's)")
+    ] = None,
+    tail_threshold: Annotated[
+        float | None, typer.Option(help="Broken when WER > this (default: the policy's tau)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """Score one clip exactly as seed-tts-eval does."""
+    """Score one clip exactly as seed-tts-eval does, with its failure mode and flags."""
+    from omni_tasks.analysis.failure_modes import diagnose
+    from omni_tasks.grading import flags
     from omni_tasks.grading.wer import score
+    from omni_tasks.records import ClipRecord
 
     try:
         result = score(reference, hypothesis)
     except ValueError as exc:
         fail(str(exc))
-    out = result.to_dict()
+    tau = tail_threshold if tail_threshold is not None else _policy().primary_tau
+    prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
+    clip = ClipRecord(
+        utt_id="-",
+        reference_text=reference,
+        synth_status="ok",
+        grade_status="graded",
+        wer=result.wer,
+        ref_words=result.ref_words,
+        hyp_words=result.hyp_words,
+        task_leak=flags.task_leak(reference, hypothesis, prompt),
+        is_question=flags.is_question(reference),
+    )
+    diag = diagnose(clip, tau)
+    out: dict[str, Any] = result.to_dict()
     out.pop("hypothesis_norm")
+    out.update(
+        tau=tau,
+        broken=diag is not None,
+        failure_mode=diag.mode if diag else None,
+        task_leak=clip.task_leak,
+        is_question=clip.is_question,
+        answered=bool(diag and diag.answered),
+    )
     if as_json:
         _json_out(out)
         return
@@ -256,6 +287,160 @@ def wer_cmd(
         f"WER {result.wer:.4f} (capped {result.wer_capped:.4f}); S={result.substitutions} "
         f"D={result.deletions} I={result.insertions} hits={result.hits}; "
         f"{result.ref_words} reference words, {result.hyp_words} heard",
+        highlight=False,
+    )
+    if diag:
+        flags_on = [f for f in ("task_leak", "is_question", "answered") if out[f]]
+        console.print(
+            f"broken at tau {tau}: {diag.mode}" + (f" ({', '.join(flags_on)})" if flags_on else ""),
+            highlight=False,
+        )
+
+
+# ---------------------------------------------------------------- statistics
+def _policy(tau: float | None = None) -> Any:
+    from omni_tasks.analysis.policy import PolicyError, load_policy
+
+    try:
+        return load_policy().with_tau(tau)
+    except PolicyError as exc:
+        fail(str(exc))
+
+
+@app.command("stats")
+def stats_cmd(
+    run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
+    tail_threshold: Annotated[
+        float | None, typer.Option(help="Broken when WER > this (default: policy tau 0.5)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
+    from omni_tasks.analysis.service import run_stats_for_key
+    from omni_tasks.store.runs import RunNotFoundError
+
+    policy = _policy(tail_threshold)
+    conn = _open_db()
+    with conn:
+        try:
+            stats = run_stats_for_key(conn, run_key, policy.primary_tau, policy)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(stats)
+        return
+    from omni_tasks.report_text import print_stats
+
+    print_stats(console, stats)
+
+
+@app.command("compare")
+def compare_cmd(
+    baseline: Annotated[str, typer.Option(help="Baseline run key")],
+    candidate: Annotated[str, typer.Option(help="Candidate run key")],
+    tail_threshold: Annotated[
+        float | None, typer.Option(help="Broken when WER > this (default: policy tau 0.5)")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test."""
+    from omni_tasks.analysis.service import compare_keys
+    from omni_tasks.store.runs import RunNotFoundError
+
+    policy = _policy(tail_threshold)
+    conn = _open_db()
+    with conn:
+        try:
+            res = compare_keys(conn, baseline, candidate, policy.primary_tau, policy, force=force)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(res)
+        return
+    from omni_tasks.report_text import print_comparison
+
+    print_comparison(console, res)
+
+
+@app.command("gate")
+def gate_cmd(
+    nightly: Annotated[
+        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the latest stored)")
+    ] = None,
+    expect: Annotated[
+        list[str] | None,
+        typer.Option(help="A branch that must have a run (missing = INFRA); repeatable"),
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
+    ] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Gate one nightly: the baseline branch against every other branch and variant."""
+    from omni_tasks.analysis.service import gate_nightly
+
+    settings = get_settings()
+    policy = _policy()
+    bench = benchmark or settings.benchmark
+    conn = _open_db()
+    with conn:
+        if nightly is None:
+            row = conn.execute(
+                "SELECT max(nightly) AS n FROM omni.run WHERE benchmark = %s", (bench,)
+            ).fetchone()
+            if row is None or row["n"] is None:
+                fail(f"no runs stored for {bench}")
+            night = row["n"]
+        else:
+            night = _parse_date(nightly)
+        decisions = gate_nightly(
+            conn,
+            night,
+            policy,
+            benchmark=bench,
+            baseline_branch=baseline or settings.baseline_branch,
+            expect=tuple(expect or ()),
+        )
+    if as_json:
+        _json_out(decisions)
+        return
+    from omni_tasks.report_text import print_gate
+
+    print_gate(console, night, decisions)
+
+
+@app.command("noise")
+def noise_cmd(
+    run_keys: Annotated[list[str], typer.Argument(help="Runs of ONE commit, different seeds")],
+    tail_threshold: Annotated[float | None, typer.Option(help="Tail threshold")] = None,
+    comparisons: Annotated[int, typer.Option(help="Comparisons a night (m)")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
+    import dataclasses
+
+    from omni_tasks.analysis.noise import calibrate
+    from omni_tasks.analysis.service import load_graded_run
+
+    policy = _policy(tail_threshold)
+    conn = _open_db()
+    with conn:
+        runs = [load_graded_run(conn, k).clips for k in run_keys]
+    try:
+        cal = calibrate(runs, policy.primary_tau, policy.alpha, comparisons)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        _json_out(dataclasses.asdict(cal))
+        return
+    console.print(
+        f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
+        f"psi = {cal.psi:.4f}; MDE = {cal.mde:.4f} (80 % power, one-sided alpha "
+        f"{policy.alpha}, m = {comparisons})",
         highlight=False,
     )
 

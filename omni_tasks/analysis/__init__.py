@@ -1,0 +1,1 @@
+"""Gated statistics: pure functions of clip records, plus thin store wrappers (service.py)."""

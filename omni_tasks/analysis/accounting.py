@@ -1,0 +1,41 @@
+"""Clip accounting (DESIGN.md status table): every clip lands in exactly one count."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from omni_tasks.records import ClipRecord
+
+Count = Literal["scored", "failed", "infra"]
+
+_AUDIO = {"ok", "over_long"}
+_FAILED = {"no_audio", "timeout_partial"}  # the model misbehaved: broken, nothing gradable
+_SCORED_GRADES = {"graded", "empty_transcript"}
+
+
+def count_of(clip: ClipRecord) -> Count:
+    if clip.synth_status in _FAILED:
+        return "failed"
+    if clip.synth_status in _AUDIO and clip.grade_status in _SCORED_GRADES:
+        return "scored"
+    # request_failed, timeout_no_output, grader_error, or not graded: transport/server/grader.
+    return "infra"
+
+
+def error_of(clip: ClipRecord) -> float:
+    """Uncapped WER of a scored clip; an empty transcript is WER 1; failed clips count 1."""
+    if count_of(clip) == "failed":
+        return 1.0
+    if clip.grade_status == "empty_transcript":
+        return 1.0 if clip.wer is None else clip.wer
+    return float(clip.wer or 0.0)
+
+
+def is_broken(clip: ClipRecord, tau: float) -> bool:
+    """Broken at threshold tau: failed, ran past the audio cap, or WER > tau."""
+    kind = count_of(clip)
+    if kind == "failed":
+        return True
+    if kind != "scored":
+        return False
+    return clip.synth_status == "over_long" or error_of(clip) > tau

@@ -1,0 +1,139 @@
+"""Paired per-clip A/B of a candidate against a baseline on the same prompts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scipy.stats import t as student_t
+
+from omni_tasks.analysis.accounting import count_of, error_of, is_broken
+from omni_tasks.analysis.failure_modes import diagnose
+from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.records import ClipRecord
+
+FINGERPRINTS = ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerprint", "grader_id")
+
+
+@dataclass(frozen=True)
+class PairedTable:
+    n_paired: int
+    stable_broken: int  # n11
+    regressed: int  # b = n12: fine in the baseline, broken in the candidate
+    improved: int  # c = n21
+    stable_ok: int  # n22
+    mcnemar_p: float
+    mcnemar_p_improve: float
+    delta_tail_fraction: float
+    delta_tail_fraction_ci: tuple[float, float]
+    delta_capped_mean_wer: float | None
+    delta_capped_mean_wer_ci: tuple[float, float] | None
+    regressed_clips: list[str] = field(default_factory=list)
+    improved_clips: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["delta_tail_fraction_ci"] = list(self.delta_tail_fraction_ci)
+        if self.delta_capped_mean_wer_ci is not None:
+            d["delta_capped_mean_wer_ci"] = list(self.delta_capped_mean_wer_ci)
+        return d
+
+
+def paired_table(
+    baseline: Sequence[ClipRecord], candidate: Sequence[ClipRecord], tau: float
+) -> PairedTable:
+    """Clips counted (scored or failed) in both runs only; infra on either side is excluded."""
+    base = {c.utt_id: c for c in baseline if count_of(c) != "infra"}
+    cand = {c.utt_id: c for c in candidate if count_of(c) != "infra"}
+    ids = [u for u in cand if u in base]
+    n11 = n12 = n21 = n22 = 0
+    regressed, improved = [], []
+    diffs = []
+    for u in ids:
+        bb, cb = is_broken(base[u], tau), is_broken(cand[u], tau)
+        if bb and cb:
+            n11 += 1
+        elif cb:
+            n12 += 1
+            regressed.append(u)
+        elif bb:
+            n21 += 1
+            improved.append(u)
+        else:
+            n22 += 1
+        diffs.append(min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0))
+    p_reg, p_imp = mcnemar_exact(n12, n21)
+    delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
+    mean_diff, diff_ci = _paired_t(diffs)
+    worst_first = sorted(regressed, key=lambda u: -error_of(cand[u]))
+    return PairedTable(
+        n_paired=len(ids),
+        stable_broken=n11,
+        regressed=n12,
+        improved=n21,
+        stable_ok=n22,
+        mcnemar_p=p_reg,
+        mcnemar_p_improve=p_imp,
+        delta_tail_fraction=delta,
+        delta_tail_fraction_ci=(lo, hi),
+        delta_capped_mean_wer=mean_diff,
+        delta_capped_mean_wer_ci=diff_ci,
+        regressed_clips=worst_first,
+        improved_clips=improved,
+    )
+
+
+def _paired_t(
+    diffs: list[float], confidence: float = 0.95
+) -> tuple[float | None, tuple[float, float] | None]:
+    """Mean paired difference with a t-interval (n is large; identical runs give a
+    zero-width interval instead of the NaN a BCa bootstrap returns)."""
+    n = len(diffs)
+    if n == 0:
+        return None, None
+    mean = sum(diffs) / n
+    if n == 1:
+        return mean, (mean, mean)
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
+    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
+    return mean, (mean - half, mean + half)
+
+
+def comparability(
+    baseline: dict[str, Any], candidate: dict[str, Any]
+) -> tuple[bool, list[str], list[str]]:
+    """(comparable, reasons it is not, warnings). Unknown on both sides is comparable with a
+    warning; unknown on one side only is a mismatch."""
+    reasons, warnings = [], []
+    if baseline.get("benchmark") != candidate.get("benchmark"):
+        reasons.append(
+            f"benchmark differs: {baseline.get('benchmark')} vs {candidate.get('benchmark')}"
+        )
+    for key in FINGERPRINTS:
+        b, c = baseline.get(key), candidate.get(key)
+        if b is None and c is None:
+            warnings.append(f"{key} unknown on both sides; assumed comparable")
+        elif b != c:
+            reasons.append(f"{key} differs: {_short(b)} vs {_short(c)}")
+    return (not reasons, reasons, warnings)
+
+
+def _short(v: Any) -> str:
+    return "unknown" if v is None else str(v)[:16]
+
+
+def mode_shift(
+    baseline: Sequence[ClipRecord], candidate: Sequence[ClipRecord], tau: float
+) -> dict[str, dict[str, int]]:
+    """Broken clips per failure mode and per origin, both sides."""
+    out: dict[str, dict[str, int]] = {}
+    for side, clips in (("baseline", baseline), ("candidate", candidate)):
+        for c in clips:
+            d = diagnose(c, tau)
+            if d is None:
+                continue
+            for key in (f"mode:{d.mode}", f"origin:{d.origin}"):
+                out.setdefault(key, {"baseline": 0, "candidate": 0})[side] += 1
+    return out

@@ -1,0 +1,90 @@
+"""Per-run statistics at a tail threshold tau (DESIGN.md "Statistics")."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from omni_tasks.analysis.accounting import count_of, error_of, is_broken
+from omni_tasks.analysis.failure_modes import MODES, ORIGINS, diagnose
+from omni_tasks.analysis.intervals import wilson
+from omni_tasks.records import ClipRecord
+
+LONG_AUDIO_SECONDS = 20.0
+
+
+def run_stats(
+    clips: Sequence[ClipRecord], tau: float, n_expected: int | None = None
+) -> dict[str, Any]:
+    """Statistics of one grading. ``n_expected`` above the number of clip rows counts the
+    missing clips as infra (never silently dropped)."""
+    out = _stats(clips, tau, n_expected)
+    out["questions"] = _stats([c for c in clips if c.is_question], tau, None)
+    out["statements"] = _stats([c for c in clips if not c.is_question], tau, None)
+    return out
+
+
+def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> dict[str, Any]:
+    expected = len(clips) if n_expected is None else max(n_expected, len(clips))
+    kinds = [count_of(c) for c in clips]
+    scored = [c for c, k in zip(clips, kinds, strict=True) if k == "scored"]
+    counted = [c for c, k in zip(clips, kinds, strict=True) if k != "infra"]
+    n_scored = len(scored)
+    n_failed = kinds.count("failed")
+    n_infra = expected - n_scored - n_failed
+    n_counted = len(counted)
+
+    uncapped = [error_of(c) for c in scored]
+    capped = [min(error_of(c), 1.0) for c in counted]
+    errors = sorted((error_of(c) for c in counted), reverse=True)
+    total_error = sum(errors)
+    broken = [c for c in counted if is_broken(c, tau)]
+    runaway = [c for c in counted if count_of(c) == "scored" and error_of(c) > 1.0]
+    with_counts = [c for c in scored if c.ref_words]
+    corpus_ref = sum(c.ref_words or 0 for c in with_counts)
+
+    modes: dict[str, dict[str, float]] = {m: {"clips": 0, "error_share": 0.0} for m in MODES}
+    origins: dict[str, int] = dict.fromkeys(ORIGINS, 0)
+    n_leak = n_answered = 0
+    for c in broken:
+        d = diagnose(c, tau)
+        assert d is not None
+        modes[d.mode]["clips"] += 1
+        modes[d.mode]["error_share"] += error_of(c) / total_error if total_error else 0.0
+        origins[d.origin] += 1
+        n_leak += d.task_leak
+        n_answered += d.answered
+
+    audio = [c.audio_seconds for c in clips if c.audio_seconds is not None]
+    return {
+        "tau": tau,
+        "n_expected": expected,
+        "n_scored": n_scored,
+        "n_failed": n_failed,
+        "n_infra": n_infra,
+        "coverage": (n_scored + n_failed) / expected if expected else 0.0,
+        "mean_wer": statistics.fmean(uncapped) if uncapped else None,
+        "median_wer": statistics.median(uncapped) if uncapped else None,
+        "capped_mean_wer": statistics.fmean(capped) if capped else None,
+        "corpus_wer": (
+            sum(error_of(c) * (c.ref_words or 0) for c in with_counts) / corpus_ref
+            if corpus_ref
+            else None
+        ),
+        "n_broken": len(broken),
+        "tail_fraction": len(broken) / n_counted if n_counted else None,
+        "tail_fraction_ci": list(wilson(len(broken), n_counted)) if n_counted else None,
+        "runaway_fraction": len(runaway) / n_counted if n_counted else None,
+        "n_runaway": len(runaway),
+        "top10_error_share": sum(errors[:10]) / total_error if total_error else 0.0,
+        "runaway_error_share": (
+            sum(error_of(c) for c in runaway) / total_error if total_error else 0.0
+        ),
+        "failure_modes": modes,
+        "origins": origins,
+        "task_leak_clips": n_leak,
+        "answered_clips": n_answered,
+        "audio_seconds": sum(audio),
+        "clips_over_20s": sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
+    }

@@ -1,0 +1,505 @@
+"""Statistics against the store: load clip records, compute, upsert, return plain dicts.
+The CLI and the DAG tasks call these; all arithmetic lives in the pure modules."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.analysis import gate as gate_rules
+from omni_tasks.analysis.accounting import error_of
+from omni_tasks.analysis.groups import broken_matrix, compare_groups, seed_from_keys
+from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.run_stats import run_stats
+from omni_tasks.records import ClipRecord
+from omni_tasks.store.db import one
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import clip_records, get_run, latest_grading_id
+
+TOP_REGRESSED = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class GradedRun:
+    run: dict[str, Any]
+    grading_id: int
+    grader_id: str
+    clips: list[ClipRecord]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return {**self.run, "grader_id": self.grader_id}
+
+
+def load_graded_run(conn: psycopg.Connection[Any], run_key: str) -> GradedRun:
+    run = get_run(conn, run_key)
+    gid = latest_grading_id(conn, run_key)
+    grader = one(conn.execute("SELECT grader_id FROM omni.grading WHERE grading_id = %s", (gid,)))[
+        "grader_id"
+    ]
+    return GradedRun(run, gid, grader, clip_records(conn, gid))
+
+
+def stats_for(
+    conn: psycopg.Connection[Any], g: GradedRun, tau: float, policy: GatePolicy
+) -> dict[str, Any]:
+    stats = run_stats(g.clips, tau, g.run["n_expected"])
+    ci = stats["tail_fraction_ci"] or [None, None]
+    conn.execute(
+        sql("upsert_run_stats"),
+        {
+            "grading_id": g.grading_id,
+            "tau": tau,
+            "policy_version": policy.policy_version,
+            **{
+                k: stats[k]
+                for k in (
+                    "n_expected",
+                    "n_scored",
+                    "n_failed",
+                    "n_infra",
+                    "coverage",
+                    "mean_wer",
+                    "median_wer",
+                    "capped_mean_wer",
+                    "tail_fraction",
+                )
+            },
+            "tail_ci_low": ci[0],
+            "tail_ci_high": ci[1],
+            "stats": Jsonb(stats),
+        },
+    )
+    return {
+        "run_key": g.run["run_key"],
+        "branch": g.run["branch"],
+        "grader_id": g.grader_id,
+        **stats,
+    }
+
+
+def run_stats_for_key(
+    conn: psycopg.Connection[Any], run_key: str, tau: float, policy: GatePolicy
+) -> dict[str, Any]:
+    with conn.transaction():
+        return stats_for(conn, load_graded_run(conn, run_key), tau, policy)
+
+
+def compare(
+    conn: psycopg.Connection[Any],
+    baseline: GradedRun,
+    candidate: GradedRun,
+    tau: float,
+    policy: GatePolicy,
+    *,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Paired comparison, stored keyed by (baseline, candidate, tau, policy version), with a
+    single-comparison verdict (m = 1; the nightly gate applies Holm across the night)."""
+    base_stats = stats_for(conn, baseline, tau, policy)
+    cand_stats = stats_for(conn, candidate, tau, policy)
+    comparable, mismatch, warnings = comparability(baseline.meta, candidate.meta)
+    table = paired_table(baseline.clips, candidate.clips, tau)
+    infra = infra_reasons(baseline, candidate, base_stats, cand_stats, policy)
+    if not comparable and not force:
+        infra += [f"not comparable: {r}" for r in mismatch]
+    elif not comparable:
+        warnings += [f"forced despite: {r}" for r in mismatch]
+    evidence = gate_rules.Evidence(
+        n_paired=table.n_paired,
+        regressed=table.regressed,
+        improved=table.improved,
+        p_regress=table.mcnemar_p,
+        p_improve=table.mcnemar_p_improve,
+        delta_tail=table.delta_tail_fraction,
+        delta_tail_ci=table.delta_tail_fraction_ci,
+        infra_reasons=tuple(infra),
+    )
+    verdict = gate_rules.decide_night([evidence], policy.with_tau(tau))[0]
+    base_by_id = {c.utt_id: c for c in baseline.clips}
+    cand_by_id = {c.utt_id: c for c in candidate.clips}
+    top = [
+        {
+            "utt_id": u,
+            "reference": cand_by_id[u].reference_text,
+            "heard": cand_by_id[u].hypothesis,
+            "wer": error_of(cand_by_id[u]),
+            "baseline_heard": base_by_id[u].hypothesis,
+            "baseline_wer": error_of(base_by_id[u]),
+            "audio_uri": cand_by_id[u].audio_uri,
+        }
+        for u in table.regressed_clips[:TOP_REGRESSED]
+    ]
+    result: dict[str, Any] = {
+        **{
+            k: v
+            for k, v in table.to_dict().items()
+            if k not in ("regressed_clips", "improved_clips")
+        },
+        "tau": tau,
+        "delta_mean_wer": _diff(cand_stats["mean_wer"], base_stats["mean_wer"]),
+        "verdict": verdict.verdict,
+        "reasons": verdict.reasons,
+        "warnings": warnings,
+        "comparable": comparable,
+        "mde": verdict.mde,
+        "same_margin": verdict.margin,
+        "mode_shift": mode_shift(baseline.clips, candidate.clips, tau),
+        "top_regressed": top,
+        "regressed_clips": table.regressed_clips,
+        "improved_clips": table.improved_clips,
+        "policy_version": policy.policy_version,
+        "baseline": base_stats,
+        "candidate": cand_stats,
+    }
+    ci = table.delta_tail_fraction_ci
+    result["comparison_id"] = one(
+        conn.execute(
+            sql("upsert_comparison"),
+            {
+                "baseline_grading_id": baseline.grading_id,
+                "candidate_grading_id": candidate.grading_id,
+                "tau": tau,
+                "policy_version": policy.policy_version,
+                "comparable": comparable,
+                "n_paired": table.n_paired,
+                "stable_broken": table.stable_broken,
+                "regressed": table.regressed,
+                "improved": table.improved,
+                "stable_ok": table.stable_ok,
+                "p_regress": table.mcnemar_p,
+                "p_improve": table.mcnemar_p_improve,
+                "delta_tail_fraction": table.delta_tail_fraction,
+                "delta_tail_ci_low": ci[0],
+                "delta_tail_ci_high": ci[1],
+                "delta_capped_mean_wer": table.delta_capped_mean_wer,
+                "result": Jsonb(result),
+            },
+        )
+    )["comparison_id"]
+    return result
+
+
+def compare_keys(
+    conn: psycopg.Connection[Any],
+    baseline_key: str,
+    candidate_key: str,
+    tau: float,
+    policy: GatePolicy,
+    *,
+    force: bool = False,
+) -> dict[str, Any]:
+    with conn.transaction():
+        return compare(
+            conn,
+            load_graded_run(conn, baseline_key),
+            load_graded_run(conn, candidate_key),
+            tau,
+            policy,
+            force=force,
+        )
+
+
+def infra_reasons(
+    baseline: GradedRun,
+    candidate: GradedRun,
+    base_stats: dict[str, Any],
+    cand_stats: dict[str, Any],
+    policy: GatePolicy,
+) -> list[str]:
+    return run_infra_reasons("baseline", baseline, base_stats, policy) + run_infra_reasons(
+        "candidate", candidate, cand_stats, policy
+    )
+
+
+def run_infra_reasons(
+    side: str, g: GradedRun, stats: dict[str, Any], policy: GatePolicy
+) -> list[str]:
+    """Why one run cannot be gated: not complete, or coverage below the floor."""
+    reasons = []
+    if g.run["status"] != "complete":
+        reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete")
+    if stats["coverage"] < policy.coverage_floor:
+        reasons.append(
+            f"{side} coverage {stats['coverage']:.1%} below the "
+            f"{policy.coverage_floor:.0%} floor ({stats['n_infra']} infra clips)"
+        )
+    return reasons
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+# ---------------------------------------------------------------- nightly gate
+@dataclasses.dataclass
+class _Pairing:
+    candidate_branch: str
+    variant: str
+    baseline_branch: str
+    candidates: list[dict[str, Any]]
+    baselines: list[dict[str, Any]]
+
+
+def gate_nightly(
+    conn: psycopg.Connection[Any],
+    nightly: dt.date,
+    policy: GatePolicy,
+    *,
+    benchmark: str,
+    baseline_branch: str,
+    expect: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Decide every candidate (branch x variant) of a nightly against the baseline branch,
+    store the decisions, and refresh confirmation along each key's series."""
+    with conn.transaction():
+        rows = [
+            dict(r)
+            for r in conn.execute(sql("nightly_runs"), {"benchmark": benchmark, "nightly": nightly})
+        ]
+        pairings = _pairings(rows, baseline_branch, expect)
+        evidence, details = [], []
+        for p in pairings:
+            ev, detail = _evidence(conn, p, policy)
+            evidence.append(ev)
+            details.append(detail)
+        verdicts = gate_rules.decide_night(evidence, policy)
+        m = max(sum(1 for e in evidence if not e.infra_reasons), 1)
+        out = []
+        for p, ev, v, detail in zip(pairings, evidence, verdicts, details, strict=True):
+            out.append(_store_decision(conn, nightly, benchmark, p, ev, v, detail, policy, m))
+        for d in out:
+            d["confirmed"] = _refresh_confirmations(conn, benchmark, d, policy)[nightly]
+    return out
+
+
+def _pairings(
+    rows: list[dict[str, Any]], baseline_branch: str, expect: tuple[str, ...]
+) -> list[_Pairing]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["branch"], r["variant"])].append(r)
+    out = []
+    for (branch, variant), runs in sorted(groups.items()):
+        if (branch, variant) == (baseline_branch, "default"):
+            continue
+        base = groups.get((baseline_branch, variant)) if branch != baseline_branch else None
+        base = base or groups.get((baseline_branch, "default"), [])
+        out.append(_Pairing(branch, variant, baseline_branch, runs, base))
+    present = {b for b, _ in groups}
+    for branch in expect:
+        if branch not in present and branch != baseline_branch:
+            out.append(
+                _Pairing(
+                    branch,
+                    "default",
+                    baseline_branch,
+                    [],
+                    groups.get((baseline_branch, "default"), []),
+                )
+            )
+    if baseline_branch in expect and (baseline_branch, "default") not in groups:
+        # Every candidate is INFRA when the baseline itself has no run that night.
+        for p in out:
+            p.baselines = []
+        if not out:
+            out.append(_Pairing(baseline_branch, "default", baseline_branch, [], []))
+    return out
+
+
+def _evidence(
+    conn: psycopg.Connection[Any], p: _Pairing, policy: GatePolicy
+) -> tuple[gate_rules.Evidence, dict[str, Any]]:
+    tau = policy.primary_tau
+    if not p.candidates:
+        return gate_rules.Evidence(
+            infra_reasons=(f"no run for {p.candidate_branch} ({p.variant}) that night",)
+        ), {}
+    if not p.baselines:
+        return gate_rules.Evidence(
+            infra_reasons=(f"no baseline run for {p.baseline_branch} that night",)
+        ), {}
+    ungraded = [r["run_key"] for r in p.candidates + p.baselines if r["grading_id"] is None]
+    if ungraded:
+        return gate_rules.Evidence(
+            infra_reasons=tuple(f"run {k} has no grading" for k in ungraded)
+        ), {}
+    cands = [load_graded_run(conn, r["run_key"]) for r in p.candidates]
+    bases = [load_graded_run(conn, r["run_key"]) for r in p.baselines]
+    if len(cands) == 1 and len(bases) == 1:
+        res = compare(conn, bases[0], cands[0], tau, policy)
+        infra = tuple(res["reasons"]) if res["verdict"] == "INFRA" else ()
+        return gate_rules.Evidence(
+            n_paired=res["n_paired"],
+            regressed=res["regressed"],
+            improved=res["improved"],
+            p_regress=res["mcnemar_p"],
+            p_improve=res["mcnemar_p_improve"],
+            delta_tail=res["delta_tail_fraction"],
+            delta_tail_ci=(res["delta_tail_fraction_ci"][0], res["delta_tail_fraction_ci"][1]),
+            infra_reasons=infra,
+        ), {
+            "comparison_id": res["comparison_id"],
+            "candidate_run_id": cands[0].run["run_id"],
+            "baseline_run_id": bases[0].run["run_id"],
+            "comparison": res,
+        }
+    return _group_evidence(conn, bases, cands, policy)
+
+
+def _group_evidence(
+    conn: psycopg.Connection[Any],
+    bases: list[GradedRun],
+    cands: list[GradedRun],
+    policy: GatePolicy,
+) -> tuple[gate_rules.Evidence, dict[str, Any]]:
+    tau = policy.primary_tau
+    infra: list[str] = []
+    for b in bases:
+        for c in cands:
+            infra += [f"not comparable: {r}" for r in comparability(b.meta, c.meta)[1]]
+    for side, group in (("baseline", bases), ("candidate", cands)):
+        for g in group:
+            infra += run_infra_reasons(side, g, stats_for(conn, g, tau, policy), policy)
+    runs = [g.clips for g in bases + cands]
+    _, mat = broken_matrix(runs, tau)
+    mat_base, mat_cand = mat[:, : len(bases)], mat[:, len(bases) :]
+    keys = [g.run["run_key"] for g in bases + cands]
+    test = compare_groups(mat_base, mat_cand, seed=seed_from_keys(*keys))
+    per_clip = mat_cand.mean(axis=1) - mat_base.mean(axis=1)
+    ev = gate_rules.Evidence(
+        n_paired=test.n_clips,
+        regressed=int((per_clip > 0).sum()),
+        improved=int((per_clip < 0).sum()),
+        p_regress=test.p_regress,
+        p_improve=test.p_improve,
+        delta_tail=test.delta_broken_rate,
+        delta_tail_ci=test.delta_ci,
+        infra_reasons=tuple(dict.fromkeys(infra)),
+    )
+    return ev, {
+        "candidate_run_id": cands[0].run["run_id"],
+        "baseline_run_id": bases[0].run["run_id"],
+        "group_test": {
+            **dataclasses.asdict(test),
+            "runs": keys,
+            "mean_broken": [float(x) for x in np.atleast_1d(mat.mean(0))],
+        },
+    }
+
+
+def _store_decision(
+    conn: psycopg.Connection[Any],
+    nightly: dt.date,
+    benchmark: str,
+    p: _Pairing,
+    ev: gate_rules.Evidence,
+    v: gate_rules.Verdict,
+    detail: dict[str, Any],
+    policy: GatePolicy,
+    m: int,
+) -> dict[str, Any]:
+    decision: dict[str, Any] = {
+        "benchmark": benchmark,
+        "nightly": nightly,
+        "candidate": p.candidate_branch,
+        "baseline": p.baseline_branch,
+        "variant": p.variant,
+        "verdict": v.verdict,
+        "confirmed": False,
+        "mcnemar_p": None if ev.infra_reasons else ev.p_regress,
+        "mcnemar_p_holm": v.p_regress_holm,
+        "delta_tail_fraction": ev.delta_tail,
+        "delta_tail_fraction_ci": list(ev.delta_tail_ci),
+        "regressed": ev.regressed,
+        "improved": ev.improved,
+        "n_paired": ev.n_paired,
+        "reasons": v.reasons,
+        "mde": v.mde,
+        "same_margin": v.margin,
+    }
+    if "group_test" in detail:
+        decision["group_test"] = detail["group_test"]
+    comparison = detail.get("comparison")
+    reported = _reported(comparison["candidate"], policy) if comparison is not None else {}
+    decision["reported"] = reported
+    conn.execute(
+        sql("upsert_gate_decision"),
+        {
+            "benchmark": benchmark,
+            "nightly": nightly,
+            "candidate_branch": p.candidate_branch,
+            "baseline_branch": p.baseline_branch,
+            "variant": p.variant,
+            "policy_version": policy.policy_version,
+            "verdict": v.verdict,
+            "confirmed": False,
+            "mcnemar_p": decision["mcnemar_p"],
+            "mcnemar_p_holm": v.p_regress_holm,
+            "comparison_id": detail.get("comparison_id"),
+            "candidate_run_id": detail.get("candidate_run_id"),
+            "baseline_run_id": detail.get("baseline_run_id"),
+            "reasons": Jsonb(v.reasons + [f"{k}: {x}" for k, x in reported.items()]),
+            "policy": Jsonb(
+                {**policy.model_dump(), "policy_version": policy.policy_version, "m": m}
+            ),
+        },
+    )
+    return decision
+
+
+def _reported(cand: dict[str, Any], policy: GatePolicy) -> dict[str, str]:
+    """Figures reported beside the verdict, never alerted on."""
+    out = {}
+    ci = cand.get("tail_fraction_ci")
+    if ci and ci[1] > policy.slo_tail:
+        out["slo"] = (
+            f"candidate tail Wilson upper bound {ci[1]:.3f} above the {policy.slo_tail:.2f} SLO"
+        )
+    if cand.get("mean_wer") is not None and cand["mean_wer"] > policy.legacy_mean_max:
+        out["legacy_gate"] = (
+            f"mean WER {cand['mean_wer']:.4f} above the legacy {policy.legacy_mean_max} gate"
+        )
+    return out
+
+
+def _refresh_confirmations(
+    conn: psycopg.Connection[Any], benchmark: str, d: dict[str, Any], policy: GatePolicy
+) -> dict[dt.date, bool]:
+    """Recompute `confirmed` along the whole series of this key: a night decided late (a
+    backfill) can confirm, or stop confirming, the night after it."""
+    key = {
+        "benchmark": benchmark,
+        "candidate_branch": d["candidate"],
+        "baseline_branch": d["baseline"],
+        "variant": d["variant"],
+        "policy_version": policy.policy_version,
+    }
+    rows = [dict(r) for r in conn.execute(sql("decision_series"), key)]
+    points = [
+        gate_rules.SeriesPoint(
+            r["nightly"],
+            r["verdict"],
+            r["mcnemar_p_holm"],
+            r["regressed"],
+            r["improved"],
+            r["n_paired"],
+            r["m"],
+        )
+        for r in rows
+    ]
+    flags = gate_rules.confirmations(points, policy)
+    for r, flag in zip(rows, flags, strict=True):
+        if r["confirmed"] != flag:
+            conn.execute(
+                "UPDATE omni.gate_decision SET confirmed = %s WHERE decision_id = %s",
+                (flag, r["decision_id"]),
+            )
+    return {r["nightly"]: f for r, f in zip(rows, flags, strict=True)}

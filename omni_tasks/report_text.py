@@ -1,0 +1,155 @@
+"""Human-readable terminal output for stats, comparisons and gate decisions (rich)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+VERDICT_STYLE = {
+    "REGRESSED": "bold red",
+    "IMPROVED": "bold green",
+    "SAME": "green",
+    "UNKNOWN": "yellow",
+    "INFRA": "magenta",
+}
+
+
+def _f(v: float | None, fmt: str = ".4f") -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def _tail(s: dict[str, Any]) -> str:
+    if s.get("tail_fraction") is None:
+        return "—"
+    lo, hi = s["tail_fraction_ci"]
+    return f"{s['tail_fraction']:.3f} [{lo:.3f}, {hi:.3f}] ({s['n_broken']} clips)"
+
+
+def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
+    rows = [
+        (
+            "clips scored / failed / infra",
+            lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
+        ),
+        ("coverage", lambda s: f"{s['coverage']:.1%}"),
+        ("mean WER (official, uncapped)", lambda s: _f(s["mean_wer"])),
+        ("median WER", lambda s: _f(s["median_wer"])),
+        ("capped mean WER", lambda s: _f(s["capped_mean_wer"])),
+        (f"tail fraction (WER > {sides[0]['tau']}) [95 % Wilson]", _tail),
+        ("runaway clips (WER > 1)", lambda s: str(s["n_runaway"])),
+        ("top-10 share of error", lambda s: f"{s['top10_error_share']:.1%}"),
+    ]
+    for label, fn in rows:
+        table.add_row(label, *[fn(s) for s in sides])
+    for mode in sides[0]["failure_modes"]:
+        table.add_row(
+            f"  {mode.replace('_', '-')} (clips / error share)",
+            *[
+                f"{s['failure_modes'][mode]['clips']} / "
+                f"{s['failure_modes'][mode]['error_share']:.0%}"
+                for s in sides
+            ],
+        )
+    for origin in sides[0]["origins"]:
+        table.add_row(f"  origin {origin}", *[str(s["origins"][origin]) for s in sides])
+    table.add_row(
+        "  task-text leak / answered question",
+        *[f"{s['task_leak_clips']} / {s['answered_clips']}" for s in sides],
+    )
+    table.add_row(
+        "questions: capped mean / tail",
+        *[
+            f"{_f(s['questions']['capped_mean_wer'], '.3f')} / "
+            f"{_f(s['questions']['tail_fraction'], '.3f')}"
+            for s in sides
+        ],
+    )
+    table.add_row(
+        "statements: capped mean / tail",
+        *[
+            f"{_f(s['statements']['capped_mean_wer'], '.3f')} / "
+            f"{_f(s['statements']['tail_fraction'], '.3f')}"
+            for s in sides
+        ],
+    )
+
+
+def print_stats(console: Console, stats: dict[str, Any]) -> None:
+    table = Table("statistic", stats["run_key"], title=f"{stats['branch']} · {stats['grader_id']}")
+    _stats_rows(table, [stats])
+    console.print(table)
+
+
+def print_comparison(console: Console, res: dict[str, Any]) -> None:
+    b, c = res["baseline"], res["candidate"]
+    table = Table(
+        "statistic",
+        f"baseline {b['branch']}",
+        f"candidate {c['branch']}",
+        title=f"{b['run_key']}  vs  {c['run_key']}",
+    )
+    _stats_rows(table, [b, c])
+    console.print(table)
+    lo, hi = res["delta_tail_fraction_ci"]
+    console.print(
+        f"paired over {res['n_paired']} clips: stable-broken {res['stable_broken']}, "
+        f"[red]regressed {res['regressed']}[/], [green]improved {res['improved']}[/], "
+        f"stable-fine {res['stable_ok']}",
+        highlight=False,
+    )
+    console.print(
+        f"exact McNemar p_regress = {res['mcnemar_p']:.3g}, p_improve = "
+        f"{res['mcnemar_p_improve']:.3g}; Δ tail {res['delta_tail_fraction']:+.4f} "
+        f"[{lo:+.4f}, {hi:+.4f}] (Newcombe); Δ capped mean "
+        f"{_f(res['delta_capped_mean_wer'], '+.4f')}",
+        highlight=False,
+    )
+    style = VERDICT_STYLE.get(res["verdict"], "")
+    console.print(
+        f"verdict: [{style}]{res['verdict']}[/] — " + "; ".join(res["reasons"]), highlight=False
+    )
+    for w in res["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if res["top_regressed"]:
+        top = Table("clip", "reference", "heard (candidate)", "WER", title="worst regressed clips")
+        for clip in res["top_regressed"]:
+            top.add_row(
+                clip["utt_id"], clip["reference"], (clip["heard"] or "")[:160], f"{clip['wer']:.2f}"
+            )
+        console.print(top)
+
+
+def print_gate(console: Console, nightly: dt.date, decisions: list[dict[str, Any]]) -> None:
+    table = Table(
+        "candidate",
+        "baseline",
+        "variant",
+        "verdict",
+        "confirmed",
+        "Δ tail [95 %]",
+        "reg:imp",
+        "p (Holm)",
+        title=f"gate · nightly {nightly}",
+    )
+    for d in decisions:
+        lo, hi = d["delta_tail_fraction_ci"]
+        style = VERDICT_STYLE.get(d["verdict"], "")
+        table.add_row(
+            d["candidate"],
+            d["baseline"],
+            d["variant"],
+            f"[{style}]{d['verdict']}[/]",
+            "yes" if d["confirmed"] else "no",
+            "—"
+            if d["verdict"] == "INFRA"
+            else f"{d['delta_tail_fraction']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+            "—" if d["verdict"] == "INFRA" else f"{d['regressed']}:{d['improved']}",
+            _f(d["mcnemar_p_holm"], ".2g"),
+        )
+    console.print(table)
+    for d in decisions:
+        for r in d["reasons"]:
+            console.print(f"  {d['candidate']}/{d['variant']}: {r}", highlight=False)
