@@ -1,0 +1,214 @@
+"""Statistics, comparisons and the nightly gate against the real Postgres."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+from typer.testing import CliRunner
+
+from omni_tasks.cli import app
+from omni_tasks.synthetic import ABShape
+from tests.factories import ab_files
+
+runner = CliRunner()
+WEAK = ABShape(stable_broken=80, regressed=35, improved=12)  # REGRESSED, p ~ 4e-4
+
+
+def run(*args: str) -> str:
+    r = runner.invoke(app, list(args), catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def import_pair(
+    tmp_path: Path,
+    shape: ABShape = ABShape(),
+    date: str = "20261128-020000",
+    seed: int = 0,
+    cand_branch: str = "dev/vllm-align",
+) -> tuple[str, str]:
+    base, cand = ab_files(tmp_path, shape, seed=seed, date=date)
+    a = run("import", "vllm-omni", str(base), "--branch", "main", "--commit", "a1").strip()
+    b = run("import", "vllm-omni", str(cand), "--branch", cand_branch, "--commit", "b1").strip()
+    return a, b
+
+
+def test_reported_ab_is_an_obvious_confirmed_regression(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    a, b = import_pair(tmp_path)
+    cmp = json.loads(
+        run("compare", "--baseline", a, "--candidate", b, "--tail-threshold", "1.0", "--json")
+    )
+    for key in (
+        "n_paired",
+        "stable_broken",
+        "regressed",
+        "improved",
+        "stable_ok",
+        "mcnemar_p",
+        "mcnemar_p_improve",
+        "delta_tail_fraction",
+        "delta_tail_fraction_ci",
+        "delta_capped_mean_wer",
+        "delta_capped_mean_wer_ci",
+        "delta_mean_wer",
+        "verdict",
+        "reasons",
+        "baseline",
+        "candidate",
+    ):
+        assert key in cmp, key
+    assert (cmp["stable_broken"], cmp["regressed"], cmp["improved"]) == (80, 71, 9)
+    assert cmp["mcnemar_p"] < 1e-6 and cmp["verdict"] == "REGRESSED"
+    assert cmp["baseline"]["n_broken"] == 89 and cmp["candidate"]["n_broken"] == 151
+    assert len(cmp["top_regressed"]) == 5
+
+    decisions = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))
+    assert len(decisions) == 1
+    d = decisions[0]
+    assert {
+        "verdict",
+        "confirmed",
+        "mcnemar_p",
+        "mcnemar_p_holm",
+        "candidate",
+        "baseline",
+        "variant",
+        "reasons",
+    } <= set(d)
+    assert (d["verdict"], d["confirmed"], d["candidate"], d["baseline"]) == (
+        "REGRESSED",
+        True,
+        "dev/vllm-align",
+        "main",
+    )
+    stored = db.execute(
+        "SELECT verdict, confirmed, policy ->> 'policy_version' AS v FROM omni.gate_decision"
+    ).fetchall()
+    assert [(r["verdict"], r["confirmed"]) for r in stored] == [("REGRESSED", True)]
+    assert stored[0]["v"].startswith("2026.11+")
+    # Human output carries the same story.
+    text = run("compare", "--baseline", a, "--candidate", b)
+    assert "regressed 71" in text and "REGRESSED" in text
+
+
+def test_stats_json_keys_and_recompute_is_idempotent(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    a, _ = import_pair(tmp_path)
+    s1 = json.loads(run("stats", a, "--json"))
+    for key in (
+        "n_expected",
+        "n_scored",
+        "n_failed",
+        "n_infra",
+        "coverage",
+        "mean_wer",
+        "median_wer",
+        "capped_mean_wer",
+        "corpus_wer",
+        "tail_fraction",
+        "tail_fraction_ci",
+        "runaway_fraction",
+        "top10_error_share",
+        "failure_modes",
+        "origins",
+        "questions",
+        "statements",
+    ):
+        assert key in s1, key
+    s2 = json.loads(run("stats", a, "--json"))
+    assert s1 == s2
+    assert db.execute("SELECT count(*) AS n FROM omni.run_stats").fetchone()["n"] == 1
+
+
+def test_two_weak_nights_confirm_whatever_order_they_are_gated(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
+    import_pair(tmp_path, WEAK, date="20261127-020000", seed=2)
+    later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
+    assert later["verdict"] == "REGRESSED" and not later["confirmed"]
+    # Backfilling the night before confirms the later one (and not itself).
+    earlier = json.loads(run("gate", "--nightly", "2026-11-26", "--json"))[0]
+    assert earlier["verdict"] == "REGRESSED" and not earlier["confirmed"]
+    rows = db.execute("SELECT nightly, confirmed FROM omni.gate_decision ORDER BY nightly")
+    assert [r["confirmed"] for r in rows] == [False, True]
+
+
+def test_missing_expected_branch_and_low_coverage_are_infra(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    import_pair(tmp_path)
+    out = json.loads(
+        run(
+            "gate",
+            "--nightly",
+            "2026-11-28",
+            "--expect",
+            "main",
+            "--expect",
+            "dev/vllm-align",
+            "--expect",
+            "dev/other",
+            "--json",
+        )
+    )
+    by_branch = {d["candidate"]: d for d in out}
+    assert by_branch["dev/other"]["verdict"] == "INFRA"
+    assert "no run for dev/other" in by_branch["dev/other"]["reasons"][0]
+    assert by_branch["dev/vllm-align"]["verdict"] == "REGRESSED"
+
+    doc_path = tmp_path / "low.json"
+    base, cand = ab_files(tmp_path, date="20261129-020000")
+    doc = json.loads(cand.read_text())
+    for item in doc["seed_tts_wer_eval_items"][:40]:
+        item.clear()
+        item.update(utterance_id=f"gone{id(item)}", locale="en", error="request_failed")
+    doc_path.write_text(json.dumps(doc))
+    run("import", "vllm-omni", str(base), "--branch", "main")
+    run("import", "vllm-omni", str(doc_path), "--branch", "dev/vllm-align")
+    d = json.loads(run("gate", "--nightly", "2026-11-29", "--json"))[0]
+    assert d["verdict"] == "INFRA" and "coverage" in " ".join(d["reasons"])
+
+
+def test_fingerprint_mismatch_is_infra_unless_forced(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    a, b = import_pair(tmp_path)
+    db.execute("UPDATE omni.run SET execution_fingerprint = 'h100x2' WHERE run_key = %s", (a,))
+    db.execute("UPDATE omni.run SET execution_fingerprint = 'h200x2' WHERE run_key = %s", (b,))
+    db.commit()
+    cmp = json.loads(run("compare", "--baseline", a, "--candidate", b, "--json"))
+    assert cmp["verdict"] == "INFRA" and "execution_fingerprint differs" in cmp["reasons"][0]
+    forced = json.loads(run("compare", "--baseline", a, "--candidate", b, "--force", "--json"))
+    assert forced["verdict"] == "REGRESSED"
+    assert any("forced despite" in w for w in forced["warnings"])
+
+
+def test_run_groups_in_the_gate(db: psycopg.Connection, tmp_path: Path) -> None:
+    """Two seeds per branch: the gate uses the within-clip permutation test."""
+    for seed in (0, 1):
+        base, cand = ab_files(tmp_path, seed=0, date="20261128-020000")
+        doc_b, doc_c = json.loads(base.read_text()), json.loads(cand.read_text())
+        for doc, branch in ((doc_b, "main"), (doc_c, "dev/vllm-align")):
+            p = tmp_path / f"{branch.replace('/', '_')}_{seed}.json"
+            p.write_text(json.dumps(doc))
+            run(
+                "import",
+                "vllm-omni",
+                str(p),
+                "--branch",
+                branch,
+                "--run-key",
+                f"{branch}:seed{seed}",
+            )
+        db.execute("UPDATE omni.run SET seed = %s WHERE run_key LIKE %s", (seed, f"%seed{seed}"))
+        db.commit()
+    d = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))[0]
+    assert d["verdict"] == "REGRESSED"
+    assert d["group_test"]["size_baseline"] == 2 and d["group_test"]["size_candidate"] == 2
+    assert "permutation" in d["group_test"]["method"]
