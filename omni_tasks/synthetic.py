@@ -20,6 +20,7 @@ _WORDS = (
     "every morning she walked along the harbour to watch ships leave for distant islands "
     "music drifted from an open window across the quiet square near the station"
 ).split()
+_VOCABULARY = sorted(set(_WORDS))
 _QUESTION_OPENERS = ("Could you", "Can you", "Please", "Would you", "Tell me")
 _LEAK = (
     "speech in the same language and style as the reference audio matching the timbre "
@@ -46,7 +47,7 @@ class ABShape:
 def sentences(n: int, rng: random.Random, question_share: float) -> list[str]:
     out = []
     for _ in range(n):
-        words = rng.sample(_WORDS, rng.randint(4, 12))
+        words = rng.sample(_VOCABULARY, rng.randint(4, 12))
         body = " ".join(words)
         if rng.random() < question_share:
             if rng.random() < 0.5:
