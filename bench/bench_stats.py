@@ -31,10 +31,19 @@ def records(path: Path) -> list[ClipRecord]:
     art = parse_artifact(path, branch="bench")
     grades = {g.utt_id: g for g in art.grades}
     return [
-        ClipRecord(c.utt_id, c.reference_text, c.synth_status, grades[c.utt_id].grade_status,
-                   grades[c.utt_id].wer, grades[c.utt_id].ref_words, grades[c.utt_id].hyp_words,
-                   grades[c.utt_id].hypothesis, grades[c.utt_id].thinker_wer,
-                   grades[c.utt_id].task_leak, grades[c.utt_id].is_question)
+        ClipRecord(
+            c.utt_id,
+            c.reference_text,
+            c.synth_status,
+            grades[c.utt_id].grade_status,
+            grades[c.utt_id].wer,
+            grades[c.utt_id].ref_words,
+            grades[c.utt_id].hyp_words,
+            grades[c.utt_id].hypothesis,
+            grades[c.utt_id].thinker_wer,
+            grades[c.utt_id].task_leak,
+            grades[c.utt_id].is_question,
+        )
         for c in art.clips
     ]
 

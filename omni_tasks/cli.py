@@ -464,19 +464,30 @@ def demo_cmd(
         "broken clips of 1088; 80 broken on both, 71 regressed, 9 improved). They are\n"
         "SIMULATED (model_id says so); everything after them is the real pipeline: import,\n"
         "per-clip store in Postgres, statistics, exact paired test, gate, confirmation.",
-        highlight=False)
+        highlight=False,
+    )
     console.print(f"results DB: {redact(resolve_dsn())}", highlight=False)
     conn = _open_db()
     with conn:
-        res = run_demo(conn, settings.home, policy, nights=nights,
-                       last_night=dt.date.today() - dt.timedelta(days=1))
+        res = run_demo(
+            conn,
+            settings.home,
+            policy,
+            nights=nights,
+            last_night=dt.date.today() - dt.timedelta(days=1),
+        )
     print_comparison(console, res.last_comparison)
     for night in res.nights:
         print_gate(console, night, [d for d in res.decisions if d["nightly"] == night])
-    console.print(f"written: {res.out_dir}/ (artifacts, gate_decisions.json, "
-                  "last_comparison.json)", highlight=False)
-    console.print("next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, "
-                  "`omni-tasks gate --nightly DATE`", highlight=False)
+    console.print(
+        f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json)",
+        highlight=False,
+    )
+    console.print(
+        "next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, "
+        "`omni-tasks gate --nightly DATE`",
+        highlight=False,
+    )
 
 
 def main() -> None:  # pragma: no cover - console entry

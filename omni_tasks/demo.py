@@ -32,8 +32,14 @@ class DemoResult:
     last_comparison: dict[str, Any]
 
 
-def run_demo(conn: psycopg.Connection[Any], home: Path, policy: GatePolicy, *, nights: int,
-             last_night: dt.date) -> DemoResult:
+def run_demo(
+    conn: psycopg.Connection[Any],
+    home: Path,
+    policy: GatePolicy,
+    *,
+    nights: int,
+    last_night: dt.date,
+) -> DemoResult:
     out = home / "demo"
     out.mkdir(parents=True, exist_ok=True)
     dates = [last_night - dt.timedelta(days=nights - 1 - i) for i in range(nights)]
@@ -48,8 +54,14 @@ def run_demo(conn: psycopg.Connection[Any], home: Path, policy: GatePolicy, *, n
             art = parse_artifact(path, branch=branch, commit=f"sim{branch[:4]}{i:04d}")
             keys.append(save_run(conn, art.spec, art.clips, (ARTIFACT_GRADER, art.grades)).run_key)
         comparison = compare_keys(conn, keys[0], keys[1], policy.primary_tau, policy)
-        decisions += gate_nightly(conn, night, policy, benchmark=art.spec.benchmark,
-                                  baseline_branch=BASELINE, expect=(BASELINE, CANDIDATE))
+        decisions += gate_nightly(
+            conn,
+            night,
+            policy,
+            benchmark=art.spec.benchmark,
+            baseline_branch=BASELINE,
+            expect=(BASELINE, CANDIDATE),
+        )
     (out / "gate_decisions.json").write_text(json.dumps(decisions, indent=2, default=str))
     (out / "last_comparison.json").write_text(json.dumps(comparison, indent=2, default=str))
     return DemoResult(out, dates, decisions, comparison)
