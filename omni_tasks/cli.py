@@ -445,6 +445,50 @@ def noise_cmd(
     )
 
 
+@app.command("trend")
+def trend_cmd(
+    branch: Annotated[str, typer.Option(help="Branch whose nightly series to read")],
+    variant: Annotated[str, typer.Option(help="Variant")] = "default",
+    metric: Annotated[str, typer.Option(help="tail_fraction or capped_mean_wer")] = (
+        "tail_fraction"
+    ),
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Change points on a branch's nightly series (descriptive; not used by the gate).
+    Reads statistics stored by `stats`, `compare` and `gate`."""
+    import dataclasses
+
+    from omni_tasks.analysis.service import trend
+
+    policy = _policy()
+    conn = _open_db()
+    with conn:
+        try:
+            series, points = trend(
+                conn,
+                benchmark=benchmark or get_settings().benchmark,
+                branch=branch,
+                variant=variant,
+                metric=metric,
+                policy=policy,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out({"series": series, "change_points": [dataclasses.asdict(p) for p in points]})
+        return
+    console.print(
+        f"{branch}/{variant}: {len(series)} nights of {metric} at tau {policy.primary_tau}",
+        highlight=False,
+    )
+    if not points:
+        console.print("no change point (minimum segment 3 nights)")
+    for p in points:
+        why = " (known break: an event)" if p.known_break else ""
+        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}", highlight=False)
+
+
 # ---------------------------------------------------------------- demo
 @app.command("demo")
 def demo_cmd(

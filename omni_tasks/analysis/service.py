@@ -18,6 +18,7 @@ from omni_tasks.analysis.groups import broken_matrix, compare_groups, seed_from_
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
+from omni_tasks.analysis.trend import ChangePoint, change_points
 from omni_tasks.records import ClipRecord
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -503,3 +504,31 @@ def _refresh_confirmations(
                 (flag, r["decision_id"]),
             )
     return {r["nightly"]: f for r, f in zip(rows, flags, strict=True)}
+
+
+def trend(
+    conn: psycopg.Connection[Any],
+    *,
+    benchmark: str,
+    branch: str,
+    variant: str,
+    metric: str,
+    policy: GatePolicy,
+) -> tuple[list[dict[str, Any]], list[ChangePoint]]:
+    """A branch's nightly series of `metric` (from stored run_stats) and its change points,
+    with stack/grader/config events as known breaks."""
+    if metric not in ("tail_fraction", "capped_mean_wer"):
+        raise ValueError(f"unknown metric {metric!r}: tail_fraction or capped_mean_wer")
+    key = {
+        "benchmark": benchmark,
+        "branch": branch,
+        "variant": variant,
+        "tau": policy.primary_tau,
+        "policy_version": policy.policy_version,
+    }
+    series = [dict(r) for r in conn.execute(sql("nightly_series"), key) if r[metric] is not None]
+    breaks = [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]
+    points = change_points(
+        [r["nightly"] for r in series], [r[metric] for r in series], known_breaks=breaks
+    )
+    return series, points

@@ -212,3 +212,40 @@ def test_run_groups_in_the_gate(db: psycopg.Connection, tmp_path: Path) -> None:
     assert d["verdict"] == "REGRESSED"
     assert d["group_test"]["size_baseline"] == 2 and d["group_test"]["size_candidate"] == 2
     assert "permutation" in d["group_test"]["method"]
+
+
+def test_trend_reads_stored_series(db: psycopg.Connection, tmp_path: Path) -> None:
+    """Eight nights: four like main, four like the rebase, on one branch -> one step."""
+    for day in range(1, 9):
+        base, cand = ab_files(tmp_path, seed=day, date=f"202611{day:02d}-020000")
+        path = base if day <= 4 else cand  # main-like nights, then rebase-like nights
+        key = run("import", "vllm-omni", str(path), "--branch", "dev/vllm-align").strip()
+        run("stats", key)
+    out = json.loads(run("trend", "--branch", "dev/vllm-align", "--json"))
+    assert len(out["series"]) == 8
+    assert [p["nightly"] for p in out["change_points"]] == ["2026-11-05"]
+    assert out["change_points"][0]["after"] > out["change_points"][0]["before"]
+
+
+def test_wer_json_carries_failure_mode_and_flags(db: psycopg.Connection) -> None:
+    out = json.loads(
+        run(
+            "wer",
+            "I feel sick, what should I do?",
+            "I'm sorry to hear that you're feeling unwell here are some general "
+            "steps you can take rest and stay hydrated",
+            "--json",
+        )
+    )
+    assert out["failure_mode"] == "over_generation"
+    assert out["is_question"] and out["answered"] and not out["task_leak"]
+    leak = json.loads(
+        run(
+            "wer",
+            "Appearances are deceptive.",
+            "speech in the same language and style as the reference audio",
+            "--json",
+        )
+    )
+    assert leak["task_leak"] and leak["failure_mode"] == "over_generation"
+    assert json.loads(run("wer", "a b c", "a b c", "--json"))["failure_mode"] is None
