@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -298,13 +299,33 @@ def wer_cmd(
 
 
 # ---------------------------------------------------------------- statistics
-def _policy(tau: float | None = None) -> Any:
+def _policy() -> Any:
     from omni_tasks.analysis.policy import PolicyError, load_policy
 
     try:
-        return load_policy().with_tau(tau)
+        return load_policy()
     except PolicyError as exc:
         fail(str(exc))
+
+
+def _compute_and_show(
+    compute: Callable[[Any], dict[str, Any]],
+    show: Callable[[Console, dict[str, Any]], None],
+    as_json: bool,
+) -> None:
+    """Run `compute` on the results DB; print JSON or the human rendering."""
+    from omni_tasks.store.runs import RunNotFoundError
+
+    conn = _open_db()
+    with conn:
+        try:
+            result = compute(conn)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(result)
+    else:
+        show(console, result)
 
 
 @app.command("stats")
@@ -317,21 +338,15 @@ def stats_cmd(
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
     from omni_tasks.analysis.service import run_stats_for_key
-    from omni_tasks.store.runs import RunNotFoundError
-
-    policy = _policy(tail_threshold)
-    conn = _open_db()
-    with conn:
-        try:
-            stats = run_stats_for_key(conn, run_key, policy.primary_tau, policy)
-        except RunNotFoundError as exc:
-            fail(str(exc))
-    if as_json:
-        _json_out(stats)
-        return
     from omni_tasks.report_text import print_stats
 
-    print_stats(console, stats)
+    policy = _policy()
+    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    _compute_and_show(
+        lambda conn: run_stats_for_key(conn, run_key, tau, policy),
+        print_stats,
+        as_json,
+    )
 
 
 @app.command("compare")
@@ -348,21 +363,15 @@ def compare_cmd(
 ) -> None:
     """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test."""
     from omni_tasks.analysis.service import compare_keys
-    from omni_tasks.store.runs import RunNotFoundError
-
-    policy = _policy(tail_threshold)
-    conn = _open_db()
-    with conn:
-        try:
-            res = compare_keys(conn, baseline, candidate, policy.primary_tau, policy, force=force)
-        except RunNotFoundError as exc:
-            fail(str(exc))
-    if as_json:
-        _json_out(res)
-        return
     from omni_tasks.report_text import print_comparison
 
-    print_comparison(console, res)
+    policy = _policy()
+    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    _compute_and_show(
+        lambda conn: compare_keys(conn, baseline, candidate, tau, policy, force=force),
+        print_comparison,
+        as_json,
+    )
 
 
 @app.command("gate")
@@ -426,12 +435,18 @@ def noise_cmd(
     from omni_tasks.analysis.noise import calibrate
     from omni_tasks.analysis.service import load_graded_run
 
-    policy = _policy(tail_threshold)
+    policy = _policy()
+    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    from omni_tasks.store.runs import RunNotFoundError
+
     conn = _open_db()
     with conn:
-        runs = [load_graded_run(conn, k).clips for k in run_keys]
+        try:
+            runs = [load_graded_run(conn, k).clips for k in run_keys]
+        except RunNotFoundError as exc:
+            fail(str(exc))
     try:
-        cal = calibrate(runs, policy.primary_tau, policy.alpha, comparisons)
+        cal = calibrate(runs, tau, policy.alpha, comparisons)
     except ValueError as exc:
         fail(str(exc))
     if as_json:

@@ -37,9 +37,6 @@ class GatePolicy(BaseModel):
     def taus(self) -> list[float]:
         return [self.primary_tau, *[t for t in self.report_taus if t != self.primary_tau]]
 
-    def with_tau(self, tau: float | None) -> GatePolicy:
-        return self if tau is None else self.model_copy(update={"primary_tau": tau})
-
 
 class PolicyError(ValueError):
     pass

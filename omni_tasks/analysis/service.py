@@ -123,7 +123,7 @@ def compare(
         delta_tail_ci=table.delta_tail_fraction_ci,
         infra_reasons=tuple(infra),
     )
-    verdict = gate_rules.decide_night([evidence], policy.with_tau(tau))[0]
+    verdict = gate_rules.decide_night([evidence], policy)[0]
     base_by_id = {c.utt_id: c for c in baseline.clips}
     cand_by_id = {c.utt_id: c for c in candidate.clips}
     top = [

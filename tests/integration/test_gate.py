@@ -249,3 +249,19 @@ def test_wer_json_carries_failure_mode_and_flags(db: psycopg.Connection) -> None
     )
     assert leak["task_leak"] and leak["failure_mode"] == "over_generation"
     assert json.loads(run("wer", "a b c", "a b c", "--json"))["failure_mode"] is None
+
+
+def test_noise_calibration_from_stored_runs(db: psycopg.Connection, tmp_path: Path) -> None:
+    keys = []
+    for seed in (3, 4, 5):
+        base, _ = ab_files(tmp_path, seed=seed)
+        keys.append(
+            run(
+                "import", "vllm-omni", str(base), "--branch", "main", "--run-key", f"aa{seed}"
+            ).strip()
+        )
+    cal = json.loads(run("noise", *keys, "--tail-threshold", "1.0", "--json"))
+    assert cal["n_runs"] == 3 and cal["n_clips"] == 1088
+    # Independent layouts of 89 broken clips: discordance near 2 * 0.082 * 0.918.
+    assert 0.12 < cal["psi"] < 0.18
+    assert cal["mde"] > 0.03
