@@ -518,10 +518,10 @@ def demo_cmd(
     policy = _policy()
     console.rule("omni-tasks demo (SIMULATED data)")
     console.print(
-        "Each night, two results artifacts in the vLLM-Omni nightly's format are generated for\n"
-        "main and dev/vllm-align, shaped like the reported A/B (REFERENCE.md §3: 89 vs 151\n"
-        "broken clips of 1088; 80 broken on both, 71 regressed, 9 improved). They are\n"
-        "SIMULATED (model_id says so); everything after them is the real pipeline: import,\n"
+        "Each night, two results artifacts in the vLLM-Omni nightly's format are generated for "
+        "main and dev/vllm-align, shaped like the reported A/B (REFERENCE.md §3: 89 vs 151 "
+        "broken clips of 1088; 80 broken on both, 71 regressed, 9 improved). They are "
+        "SIMULATED (model_id says so); everything after them is the real pipeline: import, "
         "per-clip store in Postgres, statistics, exact paired test, gate, confirmation.",
         highlight=False,
     )
