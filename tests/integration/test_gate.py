@@ -265,3 +265,29 @@ def test_noise_calibration_from_stored_runs(db: psycopg.Connection, tmp_path: Pa
     # Independent layouts of 89 broken clips: discordance near 2 * 0.082 * 0.918.
     assert 0.12 < cal["psi"] < 0.18
     assert cal["mde"] > 0.03
+
+
+def test_gating_a_night_twice_leaves_tables_identical(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    import_pair(tmp_path)
+    checksum = (
+        "SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS h FROM ("
+        "  SELECT nightly, candidate_branch, verdict, confirmed, mcnemar_p, mcnemar_p_holm,"
+        "         reasons FROM omni.gate_decision"
+        "  UNION ALL SELECT NULL, NULL, NULL, comparable, p_regress, delta_tail_fraction,"
+        "         result - 'comparison_id' FROM omni.comparison"
+        "  UNION ALL SELECT NULL, NULL, NULL, NULL, tail_fraction, capped_mean_wer, stats"
+        "         FROM omni.run_stats) t"
+    )
+    first = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))
+    h1 = db.execute(checksum).fetchone()["h"]
+    second = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))
+    db.commit()
+    assert db.execute(checksum).fetchone()["h"] == h1
+    assert first == second
+    n = db.execute(
+        "SELECT (SELECT count(*) FROM omni.gate_decision) d, "
+        "(SELECT count(*) FROM omni.comparison) c"
+    ).fetchone()
+    assert (n["d"], n["c"]) == (1, 1)
