@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -30,11 +30,17 @@ app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
 
+# Options shared by several commands.
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+TailThreshold = Annotated[
+    float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
+]
+
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
     raise typer.Exit(code)
 
@@ -153,7 +159,6 @@ def _parse_date(value: str) -> dt.date:
         return dt.date.fromisoformat(value)
     except ValueError:
         fail(f"not a date (YYYY-MM-DD): {value!r}")
-        raise
 
 
 # ---------------------------------------------------------------- runs
@@ -162,7 +167,7 @@ def runs_list(
     branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
     nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
     limit: Annotated[int, typer.Option(help="At most this many runs")] = 200,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """List stored runs, newest nightly first."""
     from omni_tasks.store.runs import list_runs
@@ -195,7 +200,7 @@ def runs_list(
 @runs_app.command("show")
 def runs_show(
     run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Show one run: provenance, clips by status, gradings."""
     from omni_tasks.store.runs import RunNotFoundError, describe_run
@@ -242,10 +247,8 @@ def wer_cmd(
     system_prompt: Annotated[
         str | None, typer.Option(help="System prompt for the task-leak flag (default: §1's)")
     ] = None,
-    tail_threshold: Annotated[
-        float | None, typer.Option(help="Broken when WER > this (default: the policy's tau)")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    tail_threshold: TailThreshold = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Score one clip exactly as seed-tts-eval does, with its failure mode and flags."""
     from omni_tasks.analysis.failure_modes import diagnose
@@ -257,7 +260,7 @@ def wer_cmd(
         result = score(reference, hypothesis)
     except ValueError as exc:
         fail(str(exc))
-    tau = tail_threshold if tail_threshold is not None else _policy().primary_tau
+    tau = _tau(_policy(), tail_threshold)
     prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
     clip = ClipRecord(
         utt_id="-",
@@ -328,20 +331,22 @@ def _compute_and_show(
         show(console, result)
 
 
+def _tau(policy: Any, tail_threshold: float | None) -> float:
+    return policy.primary_tau if tail_threshold is None else tail_threshold
+
+
 @app.command("stats")
 def stats_cmd(
     run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
-    tail_threshold: Annotated[
-        float | None, typer.Option(help="Broken when WER > this (default: policy tau 0.5)")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    tail_threshold: TailThreshold = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
     from omni_tasks.analysis.service import run_stats_for_key
     from omni_tasks.report_text import print_stats
 
     policy = _policy()
-    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    tau = _tau(policy, tail_threshold)
     _compute_and_show(
         lambda conn: run_stats_for_key(conn, run_key, tau, policy),
         print_stats,
@@ -353,20 +358,18 @@ def stats_cmd(
 def compare_cmd(
     baseline: Annotated[str, typer.Option(help="Baseline run key")],
     candidate: Annotated[str, typer.Option(help="Candidate run key")],
-    tail_threshold: Annotated[
-        float | None, typer.Option(help="Broken when WER > this (default: policy tau 0.5)")
-    ] = None,
+    tail_threshold: TailThreshold = None,
     force: Annotated[
         bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test."""
     from omni_tasks.analysis.service import compare_keys
     from omni_tasks.report_text import print_comparison
 
     policy = _policy()
-    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    tau = _tau(policy, tail_threshold)
     _compute_and_show(
         lambda conn: compare_keys(conn, baseline, candidate, tau, policy, force=force),
         print_comparison,
@@ -387,7 +390,7 @@ def gate_cmd(
         str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
     ] = None,
     benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Gate one nightly: the baseline branch against every other branch and variant."""
     from omni_tasks.analysis.service import gate_nightly
@@ -425,9 +428,9 @@ def gate_cmd(
 @app.command("noise")
 def noise_cmd(
     run_keys: Annotated[list[str], typer.Argument(help="Runs of ONE commit, different seeds")],
-    tail_threshold: Annotated[float | None, typer.Option(help="Tail threshold")] = None,
+    tail_threshold: TailThreshold = None,
     comparisons: Annotated[int, typer.Option(help="Comparisons a night (m)")] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
     import dataclasses
@@ -436,7 +439,7 @@ def noise_cmd(
     from omni_tasks.analysis.service import load_graded_run
 
     policy = _policy()
-    tau = policy.primary_tau if tail_threshold is None else tail_threshold
+    tau = _tau(policy, tail_threshold)
     from omni_tasks.store.runs import RunNotFoundError
 
     conn = _open_db()
@@ -468,7 +471,7 @@ def trend_cmd(
         "tail_fraction"
     ),
     benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Change points on a branch's nightly series (descriptive; not used by the gate).
     Reads statistics stored by `stats`, `compare` and `gate`."""

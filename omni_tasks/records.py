@@ -13,16 +13,6 @@ GradeStatus = Literal["graded", "empty_transcript", "grader_error"]
 RunStatus = Literal["running", "complete", "partial", "failed", "summary_only"]
 Trigger = Literal["nightly", "backfill", "manual", "bisect", "import"]
 
-SYNTH_STATUSES: tuple[str, ...] = (
-    "ok",
-    "over_long",
-    "no_audio",
-    "timeout_partial",
-    "timeout_no_output",
-    "request_failed",
-)
-GRADE_STATUSES: tuple[str, ...] = ("graded", "empty_transcript", "grader_error")
-
 
 @dataclass(frozen=True)
 class RunSpec:

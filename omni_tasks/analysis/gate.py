@@ -11,8 +11,6 @@ from omni_tasks.analysis.intervals import holm, mcnemar_exact
 from omni_tasks.analysis.noise import mde
 from omni_tasks.analysis.policy import GatePolicy
 
-VERDICTS = ("REGRESSED", "SAME", "IMPROVED", "UNKNOWN", "INFRA")
-
 
 @dataclass(frozen=True)
 class Evidence:

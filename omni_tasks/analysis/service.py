@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from omni_tasks.analysis.trend import ChangePoint, change_points
 from omni_tasks.records import ClipRecord
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
-from omni_tasks.store.runs import clip_records, get_run, latest_grading_id
+from omni_tasks.store.runs import clip_records, get_run, latest_grading
 
 TOP_REGRESSED = 5
 
@@ -41,10 +42,7 @@ class GradedRun:
 
 def load_graded_run(conn: psycopg.Connection[Any], run_key: str) -> GradedRun:
     run = get_run(conn, run_key)
-    gid = latest_grading_id(conn, run_key)
-    grader = one(conn.execute("SELECT grader_id FROM omni.grading WHERE grading_id = %s", (gid,)))[
-        "grader_id"
-    ]
+    gid, grader = latest_grading(conn, run["run_id"], run_key)
     return GradedRun(run, gid, grader, clip_records(conn, gid))
 
 
@@ -267,8 +265,15 @@ def gate_nightly(
         ]
         pairings = _pairings(rows, baseline_branch, expect)
         evidence, details = [], []
+        loaded: dict[str, GradedRun] = {}  # the baseline is shared by every candidate
+
+        def load(run_key: str) -> GradedRun:
+            if run_key not in loaded:
+                loaded[run_key] = load_graded_run(conn, run_key)
+            return loaded[run_key]
+
         for p in pairings:
-            ev, detail = _evidence(conn, p, policy)
+            ev, detail = _evidence(conn, p, policy, load)
             evidence.append(ev)
             details.append(detail)
         verdicts = gate_rules.decide_night(evidence, policy)
@@ -316,7 +321,10 @@ def _pairings(
 
 
 def _evidence(
-    conn: psycopg.Connection[Any], p: _Pairing, policy: GatePolicy
+    conn: psycopg.Connection[Any],
+    p: _Pairing,
+    policy: GatePolicy,
+    load: Callable[[str], GradedRun],
 ) -> tuple[gate_rules.Evidence, dict[str, Any]]:
     tau = policy.primary_tau
     if not p.candidates:
@@ -332,8 +340,8 @@ def _evidence(
         return gate_rules.Evidence(
             infra_reasons=tuple(f"run {k} has no grading" for k in ungraded)
         ), {}
-    cands = [load_graded_run(conn, r["run_key"]) for r in p.candidates]
-    bases = [load_graded_run(conn, r["run_key"]) for r in p.baselines]
+    cands = [load(r["run_key"]) for r in p.candidates]
+    bases = [load(r["run_key"]) for r in p.baselines]
     if len(cands) == 1 and len(bases) == 1:
         res = compare(conn, bases[0], cands[0], tau, policy)
         infra = tuple(res["reasons"]) if res["verdict"] == "INFRA" else ()

@@ -17,7 +17,7 @@ from omni_tasks.config import SQL_DIR
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # Serializes concurrent `db migrate` calls (two workers starting at once).
-_LOCK_ID = 0x0_6D_6E_69
+_LOCK_ID = 0x6D6E69
 
 
 @dataclass(frozen=True)

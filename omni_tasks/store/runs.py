@@ -322,16 +322,16 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     }
 
 
-def latest_grading_id(conn: psycopg.Connection[Any], run_key: str) -> int:
+def latest_grading(conn: psycopg.Connection[Any], run_id: int, run_key: str) -> tuple[int, str]:
+    """(grading_id, grader_id) of the run's newest grading, the one statistics read."""
     row = conn.execute(
-        "SELECT gr.grading_id FROM omni.grading gr JOIN omni.run r USING (run_id) "
-        "WHERE r.run_key = %s ORDER BY gr.grading_id DESC LIMIT 1",
-        (run_key,),
+        "SELECT grading_id, grader_id FROM omni.grading WHERE run_id = %s "
+        "ORDER BY grading_id DESC LIMIT 1",
+        (run_id,),
     ).fetchone()
     if row is None:
-        get_run(conn, run_key)  # raises if the run itself is missing
         raise RunNotFoundError(f"run {run_key} has no grading yet (run `omni-tasks grade`)")
-    return int(row["grading_id"])
+    return int(row["grading_id"]), str(row["grader_id"])
 
 
 def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRecord]:
