@@ -542,6 +542,15 @@ def demo_cmd(
     for night in res.nights:
         print_gate(console, night, [d for d in res.decisions if d["nightly"] == night])
     console.print(
+        "Reading the table: Δ tail = candidate minus baseline share of broken clips (WER > "
+        f"{policy.primary_tau}) with its 95 % Newcombe interval; reg:imp = clips fine in the "
+        "baseline and broken in the candidate : the reverse; p (Holm) = one-sided exact McNemar "
+        "on those clips, Holm-adjusted over the night; confirmed = p < 1e-4 on one night or "
+        "REGRESSED on two consecutive nights (Slack alerts, not built yet, will fire on "
+        "confirmed ones only).",
+        highlight=False,
+    )
+    console.print(
         f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json)",
         highlight=False,
     )
