@@ -11,7 +11,7 @@ export OMNI_TEST_ADMIN_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,whisper,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -3,6 +3,7 @@ functions)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -35,6 +36,30 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output"
 TailThreshold = Annotated[
     float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
 ]
+GraderOpt = Annotated[
+    str | None, typer.Option(help="Use the grading by this grader id (default: the newest)")
+]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        help="ASR backend: faster-whisper (CPU/demo default), transformers (reference-harness "
+        "parity, large-v3), openai-whisper"
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model: a local path, a hub id, or tiny.en (offline package; default)"),
+]
+PrecisionOpt = Annotated[
+    str | None, typer.Option(help="int8/float32 (faster-whisper), fp32/fp16/bf16 (transformers)")
+]
+WindowOpt = Annotated[
+    str,
+    typer.Option(help="truncate30 = first 30 s, like the reference harness; longform = whole clip"),
+]
+BeamOpt = Annotated[int, typer.Option(help="Beam size (1 = greedy, the harness's setting)")]
+BatchOpt = Annotated[int, typer.Option(help="Clips decoded per batch (speed only)")]
+DeviceOpt = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, …")]
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -301,6 +326,65 @@ def wer_cmd(
         )
 
 
+# ---------------------------------------------------------------- grading
+def _load_grader(
+    backend: str, model: str | None, precision: str | None, window: str, beam_size: int,
+    batch_size: int, device: str,
+) -> Any:  # fmt: skip
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec, load_grader
+    from omni_tasks.offline_models import OfflineModelError
+
+    spec = GraderSpec(
+        backend=backend, model=model, precision=precision, window=window, beam_size=beam_size,
+        batch_size=batch_size, device=device,
+    )  # fmt: skip
+    try:
+        return load_grader(spec)
+    except (GraderConfigError, OfflineModelError, OSError) as exc:
+        fail(f"cannot load the grader: {exc}")
+
+
+@app.command("grade")
+def grade_cmd(
+    run_key: Annotated[str, typer.Argument(help="Run whose stored audio to grade")],
+    backend: BackendOpt = "faster-whisper",
+    model: ModelOpt = None,
+    precision: PrecisionOpt = None,
+    window: WindowOpt = "truncate30",
+    beam_size: BeamOpt = 1,
+    batch_size: BatchOpt = 8,
+    device: DeviceOpt = "cpu",
+    replace: Annotated[
+        bool, typer.Option(help="Grade again even if this grader already graded the run")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Grade a run's stored audio into a new grading (re-grading never creates a run).
+
+    Compare it with the original afterwards: `omni-tasks compare --baseline K --candidate K
+    --baseline-grader OLD --candidate-grader NEW` (fingerprints say if they are comparable).
+    """
+    from omni_tasks.grading.grade import grade_run
+    from omni_tasks.store.runs import RunNotFoundError
+
+    grader = _load_grader(backend, model, precision, window, beam_size, batch_size, device)
+    conn = _open_db()
+    with conn:
+        try:
+            outcome = grade_run(conn, run_key, grader, replace=replace)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(dataclasses.asdict(outcome))
+        return
+    verb = "graded" if outcome.created else "already graded (use --replace to grade again)"
+    console.print(f"{outcome.run_key}: {verb} by [bold]{outcome.grader_id}[/]")
+    console.print(
+        f"  {outcome.n_graded} graded, {outcome.n_empty} empty transcripts, "
+        f"{outcome.n_errors} grader errors (grading {outcome.grading_id})"
+    )
+
+
 # ---------------------------------------------------------------- statistics
 def _policy() -> Any:
     from omni_tasks.analysis.policy import PolicyError, load_policy
@@ -339,6 +423,7 @@ def _tau(policy: Any, tail_threshold: float | None) -> float:
 def stats_cmd(
     run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
     tail_threshold: TailThreshold = None,
+    grader: GraderOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
@@ -348,7 +433,7 @@ def stats_cmd(
     policy = _policy()
     tau = _tau(policy, tail_threshold)
     _compute_and_show(
-        lambda conn: run_stats_for_key(conn, run_key, tau, policy),
+        lambda conn: run_stats_for_key(conn, run_key, tau, policy, grader),
         print_stats,
         as_json,
     )
@@ -362,16 +447,30 @@ def compare_cmd(
     force: Annotated[
         bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
     ] = False,
+    baseline_grader: GraderOpt = None,
+    candidate_grader: GraderOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test."""
+    """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test.
+
+    Give the same run twice with two graders to compare a re-grade with the original.
+    """
     from omni_tasks.analysis.service import compare_keys
     from omni_tasks.report_text import print_comparison
 
     policy = _policy()
     tau = _tau(policy, tail_threshold)
     _compute_and_show(
-        lambda conn: compare_keys(conn, baseline, candidate, tau, policy, force=force),
+        lambda conn: compare_keys(
+            conn,
+            baseline,
+            candidate,
+            tau,
+            policy,
+            force=force,
+            baseline_grader=baseline_grader,
+            candidate_grader=candidate_grader,
+        ),
         print_comparison,
         as_json,
     )

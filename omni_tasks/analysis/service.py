@@ -40,9 +40,11 @@ class GradedRun:
         return {**self.run, "grader_id": self.grader_id}
 
 
-def load_graded_run(conn: psycopg.Connection[Any], run_key: str) -> GradedRun:
+def load_graded_run(
+    conn: psycopg.Connection[Any], run_key: str, grader_id: str | None = None
+) -> GradedRun:
     run = get_run(conn, run_key)
-    gid, grader = latest_grading(conn, run["run_id"], run_key)
+    gid, grader = latest_grading(conn, run["run_id"], run_key, grader_id)
     return GradedRun(run, gid, grader, clip_records(conn, gid))
 
 
@@ -85,10 +87,14 @@ def stats_for(
 
 
 def run_stats_for_key(
-    conn: psycopg.Connection[Any], run_key: str, tau: float, policy: GatePolicy
+    conn: psycopg.Connection[Any],
+    run_key: str,
+    tau: float,
+    policy: GatePolicy,
+    grader_id: str | None = None,
 ) -> dict[str, Any]:
     with conn.transaction():
-        return stats_for(conn, load_graded_run(conn, run_key), tau, policy)
+        return stats_for(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
 
 
 def compare(
@@ -194,12 +200,15 @@ def compare_keys(
     policy: GatePolicy,
     *,
     force: bool = False,
+    baseline_grader: str | None = None,
+    candidate_grader: str | None = None,
 ) -> dict[str, Any]:
+    """Compare two runs, or two gradings of one run (a re-grade against the original)."""
     with conn.transaction():
         return compare(
             conn,
-            load_graded_run(conn, baseline_key),
-            load_graded_run(conn, candidate_key),
+            load_graded_run(conn, baseline_key, baseline_grader),
+            load_graded_run(conn, candidate_key, candidate_grader),
             tau,
             policy,
             force=force,

@@ -157,7 +157,7 @@ def save_run(
         outcome: Literal["created", "unchanged", "replaced"] = "created"
         if row is not None:
             if row["content_hash"] == digest:
-                gid = _grading_id(conn, row["run_id"], grading[0].grader_id) if grading else None
+                gid = grading_id_of(conn, row["run_id"], grading[0].grader_id) if grading else None
                 return SaveResult(key, row["run_id"], "unchanged", gid)
             if not replace:
                 old = load_content(conn, key, grading[0].grader_id if grading else None)
@@ -229,7 +229,7 @@ def insert_grading(
     return grading_id
 
 
-def _grading_id(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
+def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
     row = conn.execute(
         "SELECT grading_id FROM omni.grading WHERE run_id = %s AND grader_id = %s",
         (run_id, grader_id),
@@ -260,7 +260,7 @@ def load_content(
         )
     ]
     grading = None
-    gid = _grading_id(conn, row["run_id"], grader_id) if grader_id else None
+    gid = grading_id_of(conn, row["run_id"], grader_id) if grader_id else None
     if gid is not None and grader_id is not None:
         grades = [
             ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
@@ -322,16 +322,42 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     }
 
 
-def latest_grading(conn: psycopg.Connection[Any], run_id: int, run_key: str) -> tuple[int, str]:
-    """(grading_id, grader_id) of the run's newest grading, the one statistics read."""
+def latest_grading(
+    conn: psycopg.Connection[Any], run_id: int, run_key: str, grader_id: str | None = None
+) -> tuple[int, str]:
+    """(grading_id, grader_id) the statistics read: the newest grading, or the one by
+    `grader_id` (after a re-grade, say which grader you mean)."""
     row = conn.execute(
         "SELECT grading_id, grader_id FROM omni.grading WHERE run_id = %s "
-        "ORDER BY grading_id DESC LIMIT 1",
-        (run_id,),
+        "AND (%s::text IS NULL OR grader_id = %s) ORDER BY grading_id DESC LIMIT 1",
+        (run_id, grader_id, grader_id),
     ).fetchone()
     if row is None:
+        if grader_id is not None:
+            known = [g["grader_id"] for g in gradings_of(conn, run_id)]
+            raise RunNotFoundError(
+                f"run {run_key} has no grading by {grader_id}; its gradings: {known or 'none'}"
+            )
         raise RunNotFoundError(f"run {run_key} has no grading yet (run `omni-tasks grade`)")
     return int(row["grading_id"]), str(row["grader_id"])
+
+
+def gradings_of(conn: psycopg.Connection[Any], run_id: int) -> list[dict[str, Any]]:
+    return list(conn.execute(sql("gradings_of_run"), {"run_id": run_id}))
+
+
+def grade_counts(conn: psycopg.Connection[Any], grading_id: int) -> tuple[int, int, int]:
+    """(graded, empty_transcript, grader_error) clip counts of a grading."""
+    row = one(
+        conn.execute(
+            "SELECT count(*) FILTER (WHERE grade_status = 'graded') AS graded, "
+            "count(*) FILTER (WHERE grade_status = 'empty_transcript') AS empty, "
+            "count(*) FILTER (WHERE grade_status = 'grader_error') AS errors "
+            "FROM omni.clip_grade WHERE grading_id = %s",
+            (grading_id,),
+        )
+    )
+    return int(row["graded"]), int(row["empty"]), int(row["errors"])
 
 
 def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRecord]:

@@ -1,0 +1,1 @@
+"""Synthesis: the dataset, the streaming client, the server launcher and the simulator."""
