@@ -26,10 +26,17 @@ class Settings(BaseSettings):
     baseline_branch: str = "main"
     benchmark: str = "seed_tts_en"
     gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
+    audio_root: str | None = Field(
+        default=None, description="Where clip audio is stored: a path or any fsspec URL"
+    )
 
     @property
     def embedded_pgdata(self) -> Path:
         return self.home / "pgdata"
+
+    @property
+    def audio_root_url(self) -> str:
+        return (self.audio_root or str(self.home / "audio")).rstrip("/")
 
 
 @lru_cache(maxsize=1)

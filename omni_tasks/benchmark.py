@@ -1,0 +1,270 @@
+"""`omni-tasks bench`: synthesize a dataset against a target, store the run, grade it.
+
+A target is a URL already serving (`http://…`), or `simulator:PROFILE` (started in-process on
+loopback). A run that is already stored is not synthesized again (a retried task converges);
+its grading is completed if missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from omni_tasks.analysis.run_stats import run_stats
+from omni_tasks.audio import STORE_RATE, write_audio
+from omni_tasks.config import get_settings
+from omni_tasks.dataset import Dataset, load_dataset
+from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
+from omni_tasks.grading.grade import grade_run, grade_transcript
+from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.progress import progress_bar
+from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, RunStatus, Trigger
+from omni_tasks.store import runs
+from omni_tasks.store.queries import sql
+from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
+from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
+
+INFRA_STATUSES = {"request_failed", "timeout_no_output"}
+# Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
+TRANSCRIPT_GRADER_ID = f"simulator-transcript/truncate30/{NORMALIZER_VERSION}"
+
+
+class BenchError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    target: str
+    branch: str
+    dataset: str = "demo"
+    commit: str | None = None
+    seed: int = 42
+    limit: int | None = None
+    run_key: str | None = None
+    prompt_template: str = "seed-tts-default"
+    transcript_mode: bool = False
+    nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+    trigger: Trigger = "manual"
+    variant: str = "default"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = 10
+    timeout_s: float = 900.0
+    audio_cap_s: float = 60.0
+    benchmark: str | None = None
+    commit_time: dt.datetime | None = None
+    observed_head: str | None = None
+    lineage: dict[str, Any] = field(default_factory=dict)
+    stack: dict[str, Any] = field(default_factory=dict)
+    gpu_class: str | None = None
+    airflow_dag_id: str | None = None
+    airflow_run_id: str | None = None
+
+    @property
+    def simulator_profile(self) -> str | None:
+        return self.target.split(":", 1)[1] if self.target.startswith("simulator:") else None
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    run_key: str
+    run_status: str
+    synthesized: bool
+    statuses: dict[str, int]
+    grader_id: str
+    grading_id: int
+    tail_fraction: float | None
+    mean_wer: float | None
+    n_expected: int
+    simulated: bool
+
+    def summary(self) -> str:
+        tail = "n/a" if self.tail_fraction is None else f"{self.tail_fraction:.1%}"
+        mean = "n/a" if self.mean_wer is None else f"{self.mean_wer:.3f}"
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
+        label = " [SIMULATED target]" if self.simulated else ""
+        return (
+            f"{self.run_key}: {self.run_status}, {self.n_expected} clips ({counts}); "
+            f"tail fraction {tail}, mean WER {mean}, grader {self.grader_id}{label}"
+        )
+
+
+@contextmanager
+def target_url(req: BenchRequest) -> Iterator[str]:
+    profile = req.simulator_profile
+    if profile is not None:
+        with running_simulator(SimulatorConfig(profile, req.transcript_mode)) as url:
+            yield url
+    elif req.target.startswith(("http://", "https://")):
+        if req.transcript_mode:
+            raise BenchError("--transcript-mode needs a simulator target (simulator:PROFILE)")
+        yield req.target
+    else:
+        raise BenchError(
+            f"target {req.target!r}: expected http(s)://HOST:PORT or simulator:PROFILE"
+        )
+
+
+def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
+    template = protocol.prompt_template(req.prompt_template)
+    execution = {
+        "gpu_class": req.gpu_class or ("simulator" if req.simulator_profile else None),
+        "client_concurrency": req.concurrency,
+        "server_max_num_seqs": req.overrides.get("max_num_seqs"),
+        "request_template": req.prompt_template,
+        "audio_cap_s": req.audio_cap_s,
+    }
+    stack = dict(req.stack)
+    if req.simulator_profile:
+        stack.update(simulator=f"simulator:{req.simulator_profile}", simulated=True)
+    fingerprint = ds.fingerprint if n == len(ds.utterances) else f"{ds.fingerprint}:first{n}"
+    return RunSpec(
+        benchmark=req.benchmark or get_settings().benchmark,
+        nightly=req.nightly,
+        branch=req.branch,
+        trigger=req.trigger,
+        status="running",
+        n_expected=n,
+        commit_sha=req.commit,
+        commit_time=req.commit_time,
+        observed_head=req.observed_head,
+        lineage=req.lineage,
+        variant=req.variant,
+        config={
+            "target": req.target,
+            "dataset": ds.name,
+            "prompt_template": req.prompt_template,
+            "transcript_mode": req.transcript_mode,
+            "timeout_s": req.timeout_s,
+            "overrides": req.overrides,
+        },
+        stack=stack,
+        execution=execution,
+        execution_fingerprint=hashlib.sha256(
+            json.dumps(execution, sort_keys=True).encode()
+        ).hexdigest(),
+        dataset_fingerprint=fingerprint,
+        prompt_fingerprint=template.fingerprint,
+        system_prompt=template.system_prompt,
+        seed=req.seed,
+        airflow_dag_id=req.airflow_dag_id,
+        airflow_run_id=req.airflow_run_id,
+    )
+
+
+def _run_status(results: list[ClipResult]) -> RunStatus:
+    infra = sum(r.status in INFRA_STATUSES for r in results)
+    if infra == len(results):
+        return "failed"
+    return "partial" if infra else "complete"
+
+
+def _store_audio(run_key: str, results: list[ClipResult]) -> list[ClipAudio]:
+    root = get_settings().audio_root_url
+    safe_key = run_key.replace(":", "_")
+    clips = []
+    for i, r in enumerate(results):
+        uri = None
+        if r.audio is not None and len(r.audio):
+            uri = f"{root}/{safe_key}/{i:05d}_{r.utt.utt_id}.wav"
+            write_audio(uri, r.audio, STORE_RATE)
+        clips.append(
+            ClipAudio(
+                r.utt.utt_id, i, r.utt.target_text, r.status, audio_uri=uri,
+                audio_seconds=round(r.audio_seconds, 3),
+                latency_s=None if r.latency_s is None else round(r.latency_s, 3),
+                thinker_text=r.thinker_text or None, error_detail=r.detail,
+            )
+        )  # fmt: skip
+    return clips
+
+
+def _transcript_grades(
+    results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None
+) -> list[ClipGrade]:
+    words_in_window = int(WINDOW_SAMPLES / 16_000 / protocol.SECONDS_PER_WORD)
+    grades = []
+    for r, c in zip(results, clips, strict=True):
+        if r.heard is None or r.status not in ("ok", "over_long"):
+            continue
+        grades.append(
+            grade_transcript(c, " ".join(r.heard.split()[:words_in_window]), system_prompt)
+        )
+    return grades
+
+
+def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> list[ClipResult]:
+    utterances = ds.limit(req.limit)
+    with target_url(req) as url, progress_bar(show_progress) as bar:
+        task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
+        cfg = ClientConfig(
+            url, protocol.prompt_template(req.prompt_template), seed=req.seed,
+            concurrency=req.concurrency, timeout_s=req.timeout_s, audio_cap_s=req.audio_cap_s,
+        )  # fmt: skip
+        return asyncio.run(synthesize_all(utterances, cfg, on_done=lambda _: bar.advance(task)))
+
+
+def run_benchmark(
+    conn: psycopg.Connection[Any],
+    req: BenchRequest,
+    grader: LoadedGrader | None,
+    *,
+    show_progress: bool = True,
+) -> BenchOutcome:
+    """Synthesize (unless stored), store, grade (unless graded); return the summary."""
+    ds = load_dataset(req.dataset)
+    n = len(ds.limit(req.limit))
+    spec = run_spec(req, ds, n)
+    key = req.run_key or runs.derive_run_key(spec)
+    existing = conn.execute("SELECT run_id FROM omni.run WHERE run_key = %s", (key,)).fetchone()
+    synthesized = existing is None
+    if synthesized:
+        results = synthesize(req, ds, show_progress)
+        clips = _store_audio(key, results)
+        spec = dataclasses.replace(spec, status=_run_status(results))
+        grading = None
+        if req.transcript_mode:
+            grades = _transcript_grades(results, clips, spec.system_prompt)
+            grading = (Grader(TRANSCRIPT_GRADER_ID, {"backend": "simulator-transcript"}), grades)
+        runs.save_run(conn, spec, clips, grading, run_key=key)
+    if req.transcript_mode:
+        grader_id = TRANSCRIPT_GRADER_ID
+        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key, grader_id)
+    else:
+        if grader is None:
+            raise BenchError("a grader is needed for audio runs")
+        outcome = grade_run(conn, key, grader, show_progress=show_progress)
+        grader_id, grading_id = outcome.grader_id, outcome.grading_id
+    return _outcome(
+        conn, key, grader_id, grading_id, synthesized, req.simulator_profile is not None
+    )
+
+
+def _outcome(
+    conn: psycopg.Connection[Any], key: str, grader_id: str, grading_id: int, synthesized: bool,
+    simulated: bool,
+) -> BenchOutcome:  # fmt: skip
+    from omni_tasks.analysis.policy import load_policy
+
+    run = runs.get_run(conn, key)
+    statuses = {
+        r["synth_status"]: int(r["n"])
+        for r in conn.execute(sql("clips_by_status"), {"run_id": run["run_id"]})
+    }
+    stats = run_stats(
+        runs.clip_records(conn, grading_id), load_policy().primary_tau, run["n_expected"]
+    )
+    return BenchOutcome(
+        key, run["status"], synthesized, statuses, grader_id, grading_id,
+        stats["tail_fraction"], stats["mean_wer"], run["n_expected"], simulated,
+    )  # fmt: skip

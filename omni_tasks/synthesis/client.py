@@ -1,0 +1,230 @@
+"""Async streaming client for vLLM-Omni's `/v1/chat/completions` (the seed-TTS protocol).
+
+Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
+`over_long` instead of waits), retries only for connection errors before any output, SSE
+parsing of thinker text and WAV chunks. Every utterance ends with exactly one status:
+
+    ok                 audio received, stream finished
+    over_long          the audio cap was reached; reading stopped (what came is kept)
+    no_audio           the stream finished without a usable audio chunk
+    timeout_partial    the deadline passed after output had begun
+    timeout_no_output  the deadline passed before any output
+    request_failed     HTTP error, or the connection failed (before output, after retries;
+                       or broke off after output)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
+from omni_tasks.dataset import Utterance
+from omni_tasks.records import SynthStatus
+from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis.protocol import PromptTemplate
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    url: str
+    template: PromptTemplate
+    model: str = protocol.DEFAULT_MODEL
+    seed: int | None = None
+    concurrency: int = 10
+    timeout_s: float = 900.0
+    audio_cap_s: float = 60.0
+    retries: int = 3
+    retry_backoff_s: float = 1.0
+
+
+@dataclass
+class ClipResult:
+    """One utterance's outcome; `audio` is 24 kHz mono float32 when any was received."""
+
+    utt: Utterance
+    status: SynthStatus
+    thinker_text: str = ""
+    audio: np.ndarray | None = None
+    audio_seconds: float = 0.0
+    heard: str | None = None  # transcript mode (simulator) only
+    latency_s: float | None = None
+    error_detail: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def detail(self) -> str | None:
+        parts = ([self.error_detail] if self.error_detail else []) + self.notes
+        return "; ".join(parts)[:1000] or None
+
+
+class _Stream:
+    """What has arrived so far on one response stream."""
+
+    def __init__(self, cap_s: float) -> None:
+        self.cap_s = cap_s
+        self.text: list[str] = []
+        self.frames: list[np.ndarray] = []
+        self.heard: list[str] = []
+        self.seconds = 0.0
+        self.rate: int | None = None
+        self.dropped = 0
+        self.any_output = False
+        self.transcript = False
+
+    def feed(self, chunk: dict[str, Any]) -> bool:
+        """Take one SSE chunk; False once the audio cap is reached (stop reading)."""
+        choices = chunk.get("choices") or [{}]
+        delta = choices[0].get("delta") or {}
+        content = delta.get("content")
+        modality = chunk.get("modality")
+        if modality == "audio":
+            data = content or (delta.get("audio") or {}).get("data")
+            if data:
+                self.any_output = True
+                self._audio(data)
+        elif modality == "transcript":
+            self.any_output = self.transcript = True
+            self.heard.append(str(content or ""))
+            self.seconds += float(chunk.get("audio_seconds", 0.0))
+        elif content:
+            self.any_output = True
+            self.text.append(str(content))
+        return self.seconds < self.cap_s
+
+    def _audio(self, data: str) -> None:
+        import base64
+        import binascii
+
+        try:
+            samples, rate = decode_wav(base64.b64decode(data, validate=True), "audio chunk")
+        except (AudioError, binascii.Error, ValueError):
+            self.dropped += 1
+            return
+        if self.rate is None:
+            self.rate = rate
+        elif rate != self.rate:  # the harness drops chunks whose format differs from the first
+            self.dropped += 1
+            return
+        self.frames.append(samples)
+        self.seconds += len(samples) / rate
+
+    def audio(self) -> np.ndarray | None:
+        if not self.frames or self.rate is None:
+            return None
+        samples = resample(np.concatenate(self.frames), self.rate, STORE_RATE)
+        return samples[: int(self.cap_s * STORE_RATE)]
+
+
+def _finish(utt: Utterance, s: _Stream, status: SynthStatus, started: float) -> ClipResult:
+    audio = s.audio()
+    if status == "ok" and audio is None and not s.transcript:
+        status = "no_audio"
+    result = ClipResult(
+        utt,
+        status,
+        thinker_text="".join(s.text).strip(),
+        audio=audio,
+        audio_seconds=min(s.seconds, s.cap_s),
+        heard=" ".join(s.heard).strip() if s.transcript else None,
+        latency_s=time.monotonic() - started,
+    )
+    if s.dropped:
+        result.notes.append(f"dropped {s.dropped} audio chunk(s) that were not WAV like the first")
+    return result
+
+
+async def synthesize_one(
+    client: httpx.AsyncClient, cfg: ClientConfig, utt: Utterance, ref_audio: bytes | None
+) -> ClipResult:
+    body = protocol.request_body(
+        utt.target_text, cfg.template, model=cfg.model, seed=cfg.seed,
+        ref_audio_wav=ref_audio, ref_text=utt.prompt_text,
+    )  # fmt: skip
+    attempt = 0
+    while True:
+        started = time.monotonic()
+        s = _Stream(cfg.audio_cap_s)
+        try:
+            async with asyncio.timeout(cfg.timeout_s):
+                status = await _read(client, cfg, body, s)
+        except TimeoutError:
+            status = "timeout_partial" if s.any_output else "timeout_no_output"
+            result = _finish(utt, s, status, started)
+            result.error_detail = f"no end of stream within {cfg.timeout_s:g} s"
+            return result
+        except _HTTPError as exc:
+            result = _finish(utt, s, "request_failed", started)
+            result.error_detail = str(exc)
+            return result
+        except httpx.TransportError as exc:
+            if not s.any_output and attempt < cfg.retries:
+                attempt += 1
+                await asyncio.sleep(cfg.retry_backoff_s * attempt)
+                continue
+            result = _finish(utt, s, "request_failed", started)
+            when = "after output had begun" if s.any_output else f"after {attempt + 1} attempt(s)"
+            result.error_detail = f"connection failed {when}: {type(exc).__name__}: {exc}"[:500]
+            return result
+        return _finish(utt, s, status, started)
+
+
+class _HTTPError(Exception):
+    pass
+
+
+async def _read(
+    client: httpx.AsyncClient, cfg: ClientConfig, body: dict[str, Any], s: _Stream
+) -> SynthStatus:
+    async with client.stream("POST", cfg.url.rstrip("/") + "/v1/chat/completions", json=body) as r:
+        if r.status_code != 200:
+            text = (await r.aread()).decode("utf-8", "replace")[:300]
+            raise _HTTPError(f"HTTP {r.status_code}: {text}")
+        async for line in r.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return "ok"
+            try:
+                chunk = json.loads(data)
+            except json.JSONDecodeError:
+                s.dropped += 1
+                continue
+            if isinstance(chunk, dict) and not s.feed(chunk):
+                return "over_long"
+    return "ok"  # stream closed without [DONE]: what arrived decides (no audio -> no_audio)
+
+
+async def synthesize_all(
+    utterances: Sequence[Utterance],
+    cfg: ClientConfig,
+    *,
+    on_done: Callable[[ClipResult], None] | None = None,
+) -> list[ClipResult]:
+    """Synthesize every utterance (at most `concurrency` in flight); results in input order."""
+    n = cfg.concurrency
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    timeout = httpx.Timeout(cfg.timeout_s, connect=min(30.0, cfg.timeout_s))
+    gate = asyncio.Semaphore(cfg.concurrency)
+    prompts: dict[str, bytes] = {}
+
+    async def run(client: httpx.AsyncClient, utt: Utterance) -> ClipResult:
+        async with gate:
+            key = str(utt.prompt_wav)
+            if key not in prompts:
+                prompts[key] = await asyncio.to_thread(utt.prompt_wav.read_bytes)
+            result = await synthesize_one(client, cfg, utt, prompts[key])
+        if on_done:
+            on_done(result)
+        return result
+
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        return list(await asyncio.gather(*(run(client, u) for u in utterances)))

@@ -1,0 +1,121 @@
+"""What the simulator does with one request: a pure, deterministic function of
+(profile, seed, text, system prompt). See profiles.yaml for the model of failure."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from omni_tasks.grading.flags import is_question
+
+PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
+RUNAWAY_REPEATS = 40
+EVENTS = ("task_leak", "answer", "babble", "truncate", "talker_loop")
+Event = Literal["ok", "task_leak", "answer", "babble", "truncate", "talker_loop", "runaway"]
+
+BABBLE_WORDS = (
+    "window garden river morning paper yellow quickly market bottle seven travel orange "
+    "letter simple mountain under borrow candle pocket winter listen silver bridge"
+).split()
+ANSWERS = (
+    "Sure, here is the sentence you asked for, read clearly and naturally in English.",
+    "That is a good question and the answer depends on where you are and what you need.",
+    "I am not able to check that right now, but I can help you think it through.",
+    "Of course. Let me read that for you in a clear and natural voice.",
+)
+
+
+class ProfileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    easy: dict[str, float]
+    question: dict[str, float]
+    hard: dict[str, float]
+    hard_question: dict[str, float]
+
+    def rates(self, hard: bool, question: bool) -> dict[str, float]:
+        base = dict(self.hard if hard else self.easy)
+        if question:
+            base.update(self.hard_question if hard else self.question)
+        return base
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the simulated model 'thinks' (thinker text) and what its audio says."""
+
+    event: Event
+    thinker_text: str
+    spoken_text: str
+
+
+def uniform(*parts: object) -> float:
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+@cache
+def _config() -> dict[str, Any]:
+    return dict(yaml.safe_load(PROFILES_FILE.read_text(encoding="utf-8")))
+
+
+def profile_names() -> list[str]:
+    return sorted(_config()["profiles"])
+
+
+def load_profile(name: str) -> Profile:
+    profiles = _config()["profiles"]
+    if name not in profiles:
+        raise ProfileError(f"unknown simulator profile {name!r}; choose one of {profile_names()}")
+    p = profiles[name]
+    return Profile(name, p["easy"], p.get("question", {}), p["hard"], p.get("hard_question", {}))
+
+
+def is_hard(text: str) -> bool:
+    """The shared hard-clip set: the same clips are hard under every profile and seed."""
+    return uniform("hard", text) < float(_config()["hard_fraction"])
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.split()) >= 4]
+
+
+def decide(profile: Profile, seed: int, text: str, system_prompt: str | None) -> Behaviour:
+    rates = profile.rates(is_hard(text), is_question(text))
+    for event in EVENTS:
+        if uniform(seed, text, event) < rates.get(event, 0.0):
+            return _behave(event, seed, text, system_prompt)
+    return Behaviour("ok", text, text)
+
+
+def _behave(event: str, seed: int, text: str, system_prompt: str | None) -> Behaviour:
+    pick = uniform(seed, text, "pick")
+    words = text.split()
+    if event == "task_leak":
+        leaked = _sentences(system_prompt or "") or ["I act as a text to speech engine."]
+        said = " ".join(leaked[int(pick * len(leaked)) :][:2]) + " " + text
+        return Behaviour("task_leak", said, said)
+    if event == "answer":
+        said = ANSWERS[int(pick * len(ANSWERS))] + " " + ANSWERS[int(pick * 7) % len(ANSWERS)]
+        return Behaviour("answer", said, said)
+    if event == "babble":
+        n = max(4, len(words))
+        said = " ".join(BABBLE_WORDS[int(uniform(seed, text, i) * len(BABBLE_WORDS))]
+                        for i in range(n))  # fmt: skip
+        return Behaviour("babble", said, said)
+    if event == "truncate":
+        keep = max(1, int(len(words) * (0.15 + 0.25 * pick)))
+        return Behaviour("truncate", text, " ".join(words[:keep]))
+    if pick < 0.25:  # runaway: keeps repeating well past any audio cap
+        return Behaviour("runaway", text, " ".join([text] * RUNAWAY_REPEATS))
+    return Behaviour("talker_loop", text, " ".join([text] * (3 + int(pick * 3))))
