@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     baseline_branch: str = "main"
     benchmark: str = "seed_tts_en"
     gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
+    cache_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_cache_dir("omni-tasks")),
+        description="Regenerable files (the demo corpus's prompt wavs)",
+    )
     audio_root: str | None = Field(
         default=None, description="Where clip audio is stored: a path or any fsspec URL"
     )

@@ -6,12 +6,13 @@ an error naming the file and line, before any GPU time is spent.
 
 The demo corpus (100 English sentences written for this project, about a third questions or
 requests) ships as `omni_tasks/datasets/demo/meta.lst`; its prompt wavs are spoken by piper on
-first use into `$OMNI_HOME/datasets/demo/` (no audio is committed).
+first use into `$OMNI_CACHE_DIR/datasets/demo/` (no audio is committed).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,19 +108,21 @@ def _check_wav(meta: Path, line: int, wav: Path) -> str:
 
 
 def ensure_demo() -> Path:
-    """The demo corpus under $OMNI_HOME, its prompt wavs spoken by piper on first use."""
+    """The demo corpus in the cache dir, its prompt wavs spoken by piper on first use."""
     from omni_tasks.synthesis.voice import speak
 
-    root = get_settings().home / "datasets" / "demo"
+    root = get_settings().cache_dir / "datasets" / "demo"
     meta = root / "meta.lst"
     if not meta.is_file() or meta.read_bytes() != DEMO_META.read_bytes():
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(DEMO_META, meta)
+        tmp_meta = meta.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(DEMO_META, tmp_meta)
+        tmp_meta.replace(meta)
     for raw in meta.read_text(encoding="utf-8").splitlines():
         _, prompt_text, rel, _ = raw.split("|")
         wav = root / rel
         if not wav.is_file():
-            tmp = wav.with_suffix(".tmp.wav")
+            tmp = wav.with_suffix(f".{os.getpid()}.tmp.wav")
             write_audio(str(tmp), speak(prompt_text), STORE_RATE)
             tmp.replace(wav)  # atomic: a crash never leaves a half-written prompt
     return root

@@ -1,0 +1,115 @@
+"""What exactly served a run: stack versions from the serving environment, the GPU, the commit
+and its lineage (DESIGN.md "Airflow": a candidate reachable from the baseline's head is really
+benchmarking a baseline commit; a commit other than the branch head recorded that night is
+not what the branch looked like)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_VERSIONS = """
+import json, importlib.metadata as m, platform
+out = {"python": platform.python_version()}
+for dist in ("vllm", "vllm-omni", "torch", "transformers"):
+    try:
+        out[dist.replace("-", "_")] = m.version(dist)
+    except m.PackageNotFoundError:
+        out[dist.replace("-", "_")] = None
+try:
+    import torch
+    out["cuda"] = torch.version.cuda
+except Exception:
+    out["cuda"] = None
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class Lineage:
+    reachable_from_baseline_head: bool | None = None
+    differs_from_recorded_head: bool | None = None
+
+    def flags(self) -> dict[str, bool | None]:
+        return {
+            "reachable_from_baseline_head": self.reachable_from_baseline_head,
+            "differs_from_recorded_head": self.differs_from_recorded_head,
+        }
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.reachable_from_baseline_head or self.differs_from_recorded_head)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    stack: dict[str, Any] = field(default_factory=dict)
+    gpus: list[dict[str, str]] = field(default_factory=list)
+    commit: str | None = None
+    commit_time: dt.datetime | None = None
+    lineage: Lineage = field(default_factory=Lineage)
+
+    @property
+    def gpu_class(self) -> str | None:
+        names = sorted({g["name"] for g in self.gpus})
+        return "+".join(names) if names else None
+
+    def stack_record(self) -> dict[str, Any]:
+        driver = sorted({g["driver"] for g in self.gpus})
+        return {**self.stack, "gpu": self.gpu_class, "driver": driver[0] if driver else None}
+
+
+def stack_versions(python: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Versions of vllm, vllm-omni, torch and CUDA as the serving interpreter sees them."""
+    out = subprocess.run(
+        [python, "-c", _VERSIONS], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    if out.returncode != 0:
+        return {"error": f"could not read versions from {python}: {out.stderr.strip()[-300:]}"}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
+    """GPU name and driver per device from nvidia-smi (empty when there is none)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    out = subprocess.run(
+        [smi, "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    wanted = None if not visible else {v.strip() for v in visible.split(",")}
+    gpus = []
+    for line in out.stdout.strip().splitlines():
+        index, name, driver = (p.strip() for p in line.split(",", 2))
+        if wanted is None or index in wanted:
+            gpus.append({"index": index, "name": name, "driver": driver})
+    return gpus
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def commit_time(repo: Path, commit: str) -> dt.datetime | None:
+    out = _git(repo, "show", "-s", "--format=%cI", commit)
+    return dt.datetime.fromisoformat(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def lineage(
+    repo: Path | None, commit: str | None, baseline_head: str | None, recorded_head: str | None
+) -> Lineage:
+    """Both flags; None where the answer is unknown (no repo, no recorded head)."""
+    differs = None if not (commit and recorded_head) else commit != recorded_head
+    reachable = None
+    if repo is not None and commit and baseline_head:
+        out = _git(repo, "merge-base", "--is-ancestor", commit, baseline_head)
+        reachable = {0: True, 1: False}.get(out.returncode)
+    return Lineage(reachable, differs)

@@ -1,0 +1,66 @@
+"""`omni-tasks bench` against the simulator: synthesize, store, grade; idempotent re-runs."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from omni_tasks.cli import app
+
+runner = CliRunner()
+
+
+def _bench(*args: str) -> dict:
+    out = runner.invoke(app, ["bench", "--nightly", "2026-11-28", "--json", *args])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+def test_100_demo_clips_with_real_speech_and_grading(db) -> None:
+    result = _bench("--target", "simulator:rebase", "--branch", "rebase", "--seed", "3")
+    assert result["n_expected"] == 100 and result["simulated"] and result["synthesized"]
+    assert result["grader_id"].startswith("faster-whisper/tiny.en@")
+    rows = db.execute(
+        "SELECT a.synth_status, a.audio_uri, a.thinker_text, g.grade_status, g.wer "
+        "FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
+        "LEFT JOIN omni.clip_grade g ON g.utt_id = a.utt_id AND g.grading_id = %s "
+        "WHERE r.run_key = %s",
+        (result["grading_id"], result["run_key"]),
+    ).fetchall()
+    assert len(rows) == 100
+    for r in rows:  # every clip has audio or a status that says why not
+        assert r["audio_uri"] or r["synth_status"] != "ok"
+        assert r["thinker_text"]
+        assert r["grade_status"] == "graded" or r["audio_uri"] is None
+    assert 0.05 <= result["tail_fraction"] <= 0.35  # the rebase profile on a question-rich corpus
+    clean = sum(r["wer"] is not None and r["wer"] == 0 for r in rows)
+    assert clean >= 60  # piper + tiny.en read most untouched sentences perfectly
+    stack = db.execute("SELECT stack FROM omni.run").fetchone()["stack"]
+    assert stack["simulated"] is True and stack["simulator"] == "simulator:rebase"
+
+
+def test_transcript_mode_is_fast_idempotent_and_labelled(db) -> None:
+    args = ("--target", "simulator:main", "--branch", "main", "--transcript-mode", "--seed", "3")
+    first = _bench(*args)
+    assert first["grader_id"].startswith("simulator-transcript/")
+    snapshot = db.execute("SELECT count(*) AS n FROM omni.clip_grade").fetchone()["n"]
+    again = _bench(*args)
+    assert again["synthesized"] is False and again["run_key"] == first["run_key"]
+    assert db.execute("SELECT count(*) AS n FROM omni.clip_grade").fetchone()["n"] == snapshot
+    text = runner.invoke(app, ["bench", *args, "--nightly", "2026-11-28"])
+    assert "[SIMULATED target]" in text.output
+
+
+def test_bench_input_errors_are_clear(db) -> None:
+    cases = [
+        (["--target", "simulator:nope", "--branch", "b", "--transcript-mode"], "unknown simulator profile"),
+        (["--target", "localhost:8000", "--branch", "b"], "expected http(s)://HOST:PORT"),
+        (["--target", "http://127.0.0.1:9", "--branch", "b", "--transcript-mode"], "needs a simulator"),
+        (["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"], "no such dataset"),
+        (["--target", "simulator:main", "--branch", "b", "--prompt-template", "x",
+          "--transcript-mode"], "unknown prompt template"),
+    ]  # fmt: skip
+    for args, message in cases:
+        out = runner.invoke(app, ["bench", *args])
+        assert out.exit_code == 1 and message in out.output, (args, out.output)

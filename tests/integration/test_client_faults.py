@@ -1,0 +1,130 @@
+"""The streaming client against a local server that misbehaves in every way it will meet."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from omni_tasks.audio import wav_bytes, write_audio
+from omni_tasks.dataset import Utterance
+from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis.client import ClientConfig, synthesize_all
+from omni_tasks.synthesis.simulator import loopback_socket, serve_in_thread
+
+TONE = (0.1 * np.sin(np.arange(24_000) / 10)).astype(np.float32)  # 1 s at 24 kHz
+attempts: Counter[str] = Counter()
+
+
+def _audio(seconds: float = 1.0) -> bytes:
+    return protocol.sse(protocol.audio_chunk(wav_bytes(np.tile(TONE, int(seconds)), 24_000), "m"))
+
+
+async def chat(request: Request) -> Response:
+    case = protocol.target_text(await request.json())
+    attempts[case] += 1
+    if case == "http-500":
+        return JSONResponse({"error": "engine dead"}, status_code=500)
+
+    async def stream():
+        if case == "flaky" and attempts[case] == 1:
+            raise RuntimeError("connection dropped before any output")
+        if case == "stall-first":
+            await asyncio.sleep(5)
+        yield protocol.sse(protocol.text_chunk("thinking ", "m"))
+        if case == "drop":
+            yield _audio()
+            raise RuntimeError("connection dropped mid-stream")
+        if case == "stall":
+            yield _audio()
+            await asyncio.sleep(5)
+        if case in ("non-wav", "non-wav-only"):
+            yield protocol.sse(
+                {"modality": "audio", "choices": [{"delta": {"content": "bm90IGEgd2F2"}}]}
+            )
+            yield protocol.sse({"modality": "audio", "choices": [{"delta": {"content": "%%%"}}]})
+            if case == "non-wav-only":
+                yield protocol.sse("[DONE]")
+                return
+        if case == "five-minutes":
+            for _ in range(30):
+                yield _audio(10)
+        if case != "text-only":
+            yield _audio()
+            yield _audio()
+        yield protocol.sse("[DONE]")
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serve_in_thread(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def prompt(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("p") / "p.wav"
+    write_audio(str(path), TONE, 24_000)
+    return path
+
+
+def _run(url: str, prompt: Path, cases: list[str], **kw) -> dict[str, object]:
+    utts = [Utterance(c, "prompt", prompt, c, i + 1) for i, c in enumerate(cases)]
+    cfg = ClientConfig(url, protocol.prompt_template("seed-tts-default"), seed=1,
+                       timeout_s=1.5, retry_backoff_s=0.05, **kw)  # fmt: skip
+    return {r.utt.utt_id: r for r in asyncio.run(synthesize_all(utts, cfg))}
+
+
+def test_every_misbehaviour_ends_in_its_status(server_url: str, prompt: Path) -> None:
+    cases = ["ok", "drop", "stall", "stall-first", "non-wav", "non-wav-only", "five-minutes",
+             "http-500", "text-only", "flaky"]  # fmt: skip
+    started = time.monotonic()
+    results = _run(server_url, prompt, cases)
+    assert time.monotonic() - started < 6  # nothing waits past its 1.5 s deadline for long
+    status = {k: r.status for k, r in results.items()}
+    assert status == {
+        "ok": "ok",
+        "drop": "request_failed",
+        "stall": "timeout_partial",
+        "stall-first": "timeout_no_output",
+        "non-wav": "ok",
+        "non-wav-only": "no_audio",
+        "five-minutes": "over_long",
+        "http-500": "request_failed",
+        "text-only": "no_audio",
+        "flaky": "ok",
+    }
+    assert (
+        results["ok"].audio_seconds == pytest.approx(2.0)
+        and results["ok"].thinker_text == "thinking"
+    )
+    assert "after output had begun" in (results["drop"].detail or "")
+    assert "dropped 2 audio chunk(s)" in (results["non-wav"].detail or "")
+    assert results["five-minutes"].audio_seconds == pytest.approx(60.0)
+    assert (
+        results["five-minutes"].audio is not None
+        and len(results["five-minutes"].audio) == 60 * 24_000
+    )
+    assert "HTTP 500" in (results["http-500"].detail or "") and attempts["http-500"] == 1
+    assert attempts["flaky"] == 2  # retried: the connection failed before any output
+    assert attempts["drop"] == 1  # not retried: output had begun
+
+
+def test_unreachable_server_is_retried_then_request_failed(prompt: Path) -> None:
+    sock = loopback_socket()
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    results = _run(f"http://127.0.0.1:{port}", prompt, ["ok"], retries=2)
+    assert results["ok"].status == "request_failed"
+    assert "after 3 attempt(s)" in (results["ok"].detail or "")

@@ -1,0 +1,109 @@
+"""The server launcher with a fake `vllm` on PATH that serves the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omni_tasks.dataset import load_dataset
+from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis.client import ClientConfig, synthesize_all
+from omni_tasks.synthesis.server import ServerSpec, ServerStartError, launched, provenance
+
+FAKE_VLLM = """#!{python}
+# A stand-in for `vllm serve MODEL --port P ...`: serves the simulator (transcript mode).
+import sys
+args = sys.argv[1:]
+assert args[0] == "serve" and "--omni" in args, args
+print("fake vllm", " ".join(args), flush=True)
+if "{mode}" == "crash":
+    sys.exit("CUDA out of memory (pretend)")
+from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
+serve_forever(SimulatorConfig("clean", transcript_mode=True), int(args[args.index("--port") + 1]))
+"""
+
+
+def _fake_env(tmp_path: Path, mode: str = "serve") -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "vllm"
+    exe.write_text(FAKE_VLLM.format(python=sys.executable, mode=mode))
+    exe.chmod(0o755)
+    site = tmp_path / "site"  # distributions the serving environment reports
+    for name, version in (("vllm", "0.11.0"), ("vllm_omni", "0.11.0rc1")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(site)}
+
+
+def _git_history(tmp_path: Path) -> tuple[Path, list[str]]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    shas = []
+    for i in range(3):
+        (repo / "f.txt").write_text(str(i))
+        subprocess.run([*git, "add", "f.txt"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", f"c{i}"], check=True)
+        out = subprocess.run(
+            [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+        )
+        shas.append(out.stdout.strip())
+    return repo, shas
+
+
+def test_launch_serve_provenance_and_teardown(tmp_path: Path, monkeypatch) -> None:
+    env = _fake_env(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    deploy = tmp_path / "qwen3_omni_moe.yaml"
+    deploy.write_text(yaml.safe_dump({"stage_args": {"0": {"engine_args": {"max_num_seqs": 5}}}}))
+    spec = ServerSpec(
+        python=sys.executable, model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        log_path=tmp_path / "run" / "server.log", deploy_config=deploy,
+        deploy_overrides={"stage_args": {"0": {"engine_args": {"enforce_eager": True}}}},
+        gpus=(0, 1), env={"PYTHONPATH": env["PYTHONPATH"]}, startup_timeout_s=60,
+    )  # fmt: skip
+    with launched(spec) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        assert server.argv[1:3] == ["serve", spec.model] and "--omni" in server.argv
+        merged = yaml.safe_load(
+            Path(server.argv[server.argv.index("--deploy-config") + 1]).read_text()
+        )
+        assert merged["stage_args"]["0"]["engine_args"] == {
+            "max_num_seqs": 5,
+            "enforce_eager": True,
+        }
+        utts = load_dataset("demo").limit(3)
+        cfg = ClientConfig(server.url, protocol.prompt_template("seed-tts-default"), seed=1)
+        results = asyncio.run(synthesize_all(utts, cfg))
+        assert [r.status for r in results] == ["ok"] * 3
+        pgid = server.pid
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # the whole process group is gone
+    assert "fake vllm serve" in spec.log_path.read_text()
+
+    repo, (c0, c1, c2) = _git_history(tmp_path)
+    prov = provenance(spec, repo=repo, commit=c0, baseline_head=c1, recorded_head=c2)
+    assert prov.stack["vllm"] == "0.11.0" and prov.stack["vllm_omni"] == "0.11.0rc1"
+    assert prov.stack["torch"] is not None and "python" in prov.stack
+    assert prov.commit_time is not None
+    assert prov.lineage.reachable_from_baseline_head is True  # c0 is an ancestor of main's head
+    assert prov.lineage.differs_from_recorded_head is True  # the branch head that night was c2
+    clean = provenance(spec, repo=repo, commit=c2, baseline_head=c1, recorded_head=c2)
+    assert not clean.lineage.flagged
+
+
+def test_a_server_that_dies_at_startup_fails_fast_with_its_log(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", _fake_env(tmp_path, mode="crash")["PATH"])
+    spec = ServerSpec(python=sys.executable, model="m", log_path=tmp_path / "server.log",
+                      startup_timeout_s=60)  # fmt: skip
+    with pytest.raises(ServerStartError, match="CUDA out of memory"), launched(spec):
+        pass
