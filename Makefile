@@ -32,6 +32,8 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/bench_stats.py
+	$(BIN)/python bench/bench_client.py
+	$(BIN)/python bench/bench_grading.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
