@@ -31,6 +31,8 @@ simulator_app = typer.Typer(
     help="The local vLLM-Omni stand-in (piper voice, planted failures).", no_args_is_help=True
 )
 app.add_typer(simulator_app, name="simulator")
+alerts_app = typer.Typer(help="Slack alerts: the outbox and its delivery.", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts")
 app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
@@ -485,6 +487,45 @@ def simulator_profiles() -> None:
     console.print(table)
 
 
+# ---------------------------------------------------------------- alerts
+@alerts_app.command("dispatch")
+def alerts_dispatch(as_json: JsonFlag = False) -> None:
+    """Deliver queued alert messages: to Slack when OMNI_SLACK_TOKEN and OMNI_SLACK_CHANNEL are
+    set, otherwise as Block Kit JSON files under $OMNI_HOME/outbox (printed readably)."""
+    from omni_tasks.alerts.slack import default_sink, dispatch
+
+    sink = default_sink()
+    conn = _open_db()
+    with conn:
+        report = dispatch(conn, sink)
+    if as_json:
+        _json_out({"sink": sink.name, **dataclasses.asdict(report)})
+        return
+    where = "Slack" if sink.name == "slack" else f"local outbox {get_settings().outbox_dir}"
+    console.print(f"alerts → {where}: {report.summary}")
+
+
+@alerts_app.command("list")
+def alerts_list(as_json: JsonFlag = False) -> None:
+    """Alerts (open first) and the state of their messages."""
+    conn = _open_db()
+    with conn:
+        rows = conn.execute(
+            "SELECT a.alert_id, a.alert_key, a.kind, a.state, a.opened_nightly, a.last_nightly, "
+            "a.resolved_nightly, count(o.*) AS messages, "
+            "count(o.*) FILTER (WHERE o.state <> 'sent') AS undelivered "
+            "FROM omni.alert a LEFT JOIN omni.alert_outbox o USING (alert_id) "
+            "GROUP BY a.alert_id ORDER BY a.state, a.opened_nightly DESC"
+        ).fetchall()
+    if as_json:
+        _json_out(rows)
+        return
+    table = Table("id", "key", "kind", "state", "opened", "last", "resolved", "msgs", "undelivered")
+    for r in rows:
+        table.add_row(*(str(r[k]) if r[k] is not None else "" for k in r))
+    console.print(table)
+
+
 # ---------------------------------------------------------------- statistics
 def _policy() -> Any:
     from omni_tasks.analysis.policy import PolicyError, load_policy
@@ -591,8 +632,9 @@ def gate_cmd(
     benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Gate one nightly: the baseline branch against every other branch and variant."""
-    from omni_tasks.analysis.service import gate_nightly
+    """Gate one nightly: the baseline branch against every other branch and variant, and
+    queue the Slack messages its decisions call for (`alerts dispatch` delivers them)."""
+    from omni_tasks.nightly import decide_night
 
     settings = get_settings()
     policy = _policy()
@@ -608,7 +650,7 @@ def gate_cmd(
             night = row["n"]
         else:
             night = _parse_date(nightly)
-        decisions = gate_nightly(
+        outcome = decide_night(
             conn,
             night,
             policy,
@@ -616,12 +658,17 @@ def gate_cmd(
             baseline_branch=baseline or settings.baseline_branch,
             expect=tuple(expect or ()),
         )
+        decisions = outcome.decisions
     if as_json:
         _json_out(decisions)
         return
     from omni_tasks.report_text import print_gate
 
     print_gate(console, night, decisions)
+    if outcome.messages_enqueued:
+        console.print(
+            f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
+        )
 
 
 @app.command("noise")
@@ -740,17 +787,26 @@ def demo_cmd(
     print_comparison(console, res.last_comparison)
     for night in res.nights:
         print_gate(console, night, [d for d in res.decisions if d["nightly"] == night])
+    from omni_tasks.alerts.slack import default_sink, dispatch
+
+    sink = default_sink()
+    console.rule(
+        "Slack (local outbox: no OMNI_SLACK_TOKEN set)" if sink.name == "local" else "Slack"
+    )
+    with _open_db() as conn:
+        report = dispatch(conn, sink)
+    console.print(f"alert delivery: {report.summary}", highlight=False)
     console.print(
         "Reading the table: Δ tail = candidate minus baseline share of broken clips (WER > "
         f"{policy.primary_tau}) with its 95 % Newcombe interval; reg:imp = clips fine in the "
         "baseline and broken in the candidate : the reverse; p (Holm) = one-sided exact McNemar "
         "on those clips, Holm-adjusted over the night; confirmed = p < 1e-4 on one night or "
-        "REGRESSED on two consecutive nights (Slack alerts, not built yet, will fire on "
-        "confirmed ones only).",
+        "REGRESSED on two consecutive nights; only confirmed regressions post to Slack.",
         highlight=False,
     )
     console.print(
-        f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json)",
+        f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json), "
+        f"Slack messages in {settings.outbox_dir}/",
         highlight=False,
     )
     console.print(

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,21 @@ class Settings(BaseSettings):
     audio_root: str | None = Field(
         default=None, description="Where clip audio is stored: a path or any fsspec URL"
     )
+
+    slack_token: SecretStr | None = Field(
+        default=None, description="Slack bot token; unset = messages go to $OMNI_HOME/outbox"
+    )
+    slack_channel: str | None = Field(default=None, description="Slack channel ID for alerts")
+    slack_base_url: str = Field(
+        default="https://slack.com/api/", description="Slack Web API base (tests: a local server)"
+    )
+    grafana_url: str | None = Field(default=None, description="Grafana base URL (links, push)")
+    grafana_token: SecretStr | None = Field(default=None, description="Grafana service token")
+    airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
+
+    @property
+    def outbox_dir(self) -> Path:
+        return self.home / "outbox"
 
     @property
     def embedded_pgdata(self) -> Path:

@@ -16,8 +16,9 @@ from typing import Any
 import psycopg
 
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.service import compare_keys, gate_nightly
+from omni_tasks.analysis.service import compare_keys
 from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.nightly import decide_night
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ab_artifacts
 
@@ -54,14 +55,14 @@ def run_demo(
             art = parse_artifact(path, branch=branch, commit=f"sim{branch[:4]}{i:04d}")
             keys.append(save_run(conn, art.spec, art.clips, (ARTIFACT_GRADER, art.grades)).run_key)
         comparison = compare_keys(conn, keys[0], keys[1], policy.primary_tau, policy)
-        decisions += gate_nightly(
+        decisions += decide_night(
             conn,
             night,
             policy,
             benchmark=art.spec.benchmark,
             baseline_branch=BASELINE,
             expect=(BASELINE, CANDIDATE),
-        )
+        ).decisions
     (out / "gate_decisions.json").write_text(json.dumps(decisions, indent=2, default=str))
     (out / "last_comparison.json").write_text(json.dumps(comparison, indent=2, default=str))
     return DemoResult(out, dates, decisions, comparison)

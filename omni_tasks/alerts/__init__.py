@@ -1,0 +1,1 @@
+"""Alerts: Block Kit messages (blocks), the alert lifecycle (lifecycle), delivery (slack)."""

@@ -1,0 +1,228 @@
+"""Block Kit messages for alerts: pure functions of decisions and comparisons.
+
+Everything user-controlled (transcripts, references, branch names) is escaped for Slack
+(& < >) and cut to fit: at most 50 blocks, 3000 characters per text block, 150 per header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_BLOCKS = 50
+MAX_TEXT = 3000
+MAX_HEADER = 150
+MAX_FALLBACK = 3000
+TOP_CLIPS = 5
+CLIP_TEXT = 280
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str  # the notification / fallback text
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"text": self.text, "blocks": self.blocks}
+
+
+@dataclass(frozen=True)
+class AlertContext:
+    """What a regression alert says; built from a stored gate decision and its comparison."""
+
+    benchmark: str
+    nightly: str
+    candidate: str
+    baseline: str
+    variant: str
+    verdict: str
+    confirmed: bool
+    tau: float
+    comparison: dict[str, Any]
+    p_holm: float | None = None
+    links: dict[str, str] = field(default_factory=dict)
+
+
+def escape(text: object) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plain(text: object) -> str:
+    """For plain_text fields, where entities are shown literally: no angle brackets at all."""
+    return str(text).replace("<", "‹").replace(">", "›")
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, MAX_TEXT)}}
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(plain(text), MAX_HEADER)}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, MAX_TEXT)}]}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _pts(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f}"
+
+
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2g}"
+
+
+def _wer(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _tail(stats: dict[str, Any]) -> str:
+    ci = stats.get("tail_fraction_ci") or [None, None]
+    n = (stats.get("n_scored") or 0) + (stats.get("n_failed") or 0)
+    return f"{_pct(stats.get('tail_fraction'))} [{_pct(ci[0])}, {_pct(ci[1])}] n={n}"
+
+
+def headline(ctx: AlertContext) -> str:
+    state = "confirmed" if ctx.confirmed else "unconfirmed"
+    return (
+        f"{ctx.benchmark}: {ctx.candidate} vs {ctx.baseline} ({ctx.variant}) "
+        f"{ctx.verdict}, {state} — {ctx.nightly}"
+    )
+
+
+def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
+    c = ctx.comparison
+    ci = c.get("delta_tail_fraction_ci") or [None, None]
+    base, cand = c.get("baseline", {}), c.get("candidate", {})
+    tail = (
+        f"*Tail fraction* (WER > {ctx.tau:g}): {escape(ctx.baseline)} {_tail(base)} → "
+        f"{escape(ctx.candidate)} {_tail(cand)}\n"
+        f"*Δ tail* {_pts(c.get('delta_tail_fraction'))} pts "
+        f"(95% CI {_pts(ci[0])} to {_pts(ci[1])})"
+    )
+    paired = (
+        f"*Paired* (n={c.get('n_paired')}): regressed {c.get('regressed')} : improved "
+        f"{c.get('improved')}, stable-broken {c.get('stable_broken')}; exact McNemar "
+        f"p={_p(c.get('mcnemar_p'))}, Holm p={_p(ctx.p_holm)}"
+    )
+    shift = c.get("mode_shift") or {}
+    modes = ", ".join(
+        f"{escape(k.split(':', 1)[1])} {v.get('baseline')}→{v.get('candidate')}"
+        for k, v in sorted(shift.items())
+        if k.startswith("mode:")
+    )
+    origins = ", ".join(
+        f"{escape(k.split(':', 1)[1])} {v.get('baseline')}→{v.get('candidate')}"
+        for k, v in sorted(shift.items())
+        if k.startswith("origin:")
+    )
+    out = [_section(tail), _section(paired)]
+    if modes or origins:
+        out.append(_section(f"*Failure modes* {modes or 'n/a'}\n*Origin* {origins or 'n/a'}"))
+    return out
+
+
+def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
+    top = (ctx.comparison.get("top_regressed") or [])[:TOP_CLIPS]
+    if not top:
+        return []
+    blocks = [_section(f"*Worst regressed clips* (of {ctx.comparison.get('regressed')})")]
+    for t in top:
+        wer = t.get("wer")
+        blocks.append(
+            _section(
+                f"`{escape(clip(str(t.get('utt_id')), 80))}` WER {_wer(wer)}\n"
+                f"> reference: {escape(clip(str(t.get('reference') or ''), CLIP_TEXT))}\n"
+                f"> heard: {escape(clip(str(t.get('heard') or '(nothing)'), CLIP_TEXT))}"
+            )
+        )
+    return blocks
+
+
+def _links(links: dict[str, str]) -> list[dict[str, Any]]:
+    if not links:
+        return []
+    return [_context(" · ".join(f"<{url}|{escape(name)}>" for name, url in links.items()))]
+
+
+def fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep within Slack's block count (the last block says what was left out)."""
+    if len(blocks) <= MAX_BLOCKS:
+        return blocks
+    kept = blocks[: MAX_BLOCKS - 1]
+    return [*kept, _context(f"… {len(blocks) - len(kept)} more blocks left out")]
+
+
+def regression_opened(ctx: AlertContext) -> Message:
+    title = f":rotating_light: {headline(ctx)}"
+    blocks = [_header(title), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
+
+
+def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
+    """The parent message after later REGRESSED nights (chat.update)."""
+    title = f":rotating_light: {headline(ctx)} (open since {opened}, {nights} nights)"
+    blocks = [_header(title), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
+
+
+def regression_still(ctx: AlertContext) -> Message:
+    c = ctx.comparison
+    text = (
+        f"{ctx.nightly}: still REGRESSED — Δ tail {_pts(c.get('delta_tail_fraction'))} pts, "
+        f"regressed {c.get('regressed')} : improved {c.get('improved')}, "
+        f"p={_p(c.get('mcnemar_p'))}"
+    )
+    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text)), *_links(ctx.links)])
+
+
+def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
+    title = (
+        f":white_check_mark: resolved {ctx.nightly}: {ctx.benchmark} {ctx.candidate} vs "
+        f"{ctx.baseline} ({ctx.variant}) — regressed from {opened}"
+    )
+    return Message(clip(escape(title), MAX_FALLBACK), [_header(title), *_links(ctx.links)])
+
+
+def regression_resolved_reply(ctx: AlertContext) -> Message:
+    text = (
+        f"{ctx.nightly}: {ctx.verdict} — second consecutive night without a regression; "
+        "alert resolved."
+    )
+    return Message(escape(text), [_section(escape(text))])
+
+
+def infra(title: str, reasons: list[str], links: dict[str, str] | None = None) -> Message:
+    body = "\n".join(f"• {escape(clip(r, 500))}" for r in reasons[:20]) or "(no reason given)"
+    if len(reasons) > 20:
+        body += f"\n… and {len(reasons) - 20} more"
+    head = f":warning: {title}"
+    blocks = [_header(head), _section(body), *_links(links or {})]
+    return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
+
+
+def infra_resolved(title: str) -> Message:
+    text = f":white_check_mark: {title}"
+    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text))])
+
+
+def render_text(payload: dict[str, Any]) -> str:
+    """A readable plain-text rendering of a payload (the local outbox prints this)."""
+    lines = []
+    for b in payload.get("blocks") or []:
+        if b["type"] in ("header", "section"):
+            lines.append(b["text"]["text"])
+        elif b["type"] == "context":
+            lines.extend(e["text"] for e in b["elements"])
+    if not lines:
+        lines.append(str(payload.get("text", "")))
+    out = "\n".join(lines)
+    return out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")

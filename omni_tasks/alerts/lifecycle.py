@@ -1,0 +1,257 @@
+"""The alert lifecycle (DESIGN.md "Alert lifecycle"), planned from stored gate decisions.
+
+Per key (benchmark, candidate, baseline, variant, metric = tail fraction at the primary τ):
+a confirmed REGRESSED opens an alert (one top-level message, audio of the top three regressed
+clips in its thread); later REGRESSED nights update the parent and reply; two consecutive
+non-INFRA nights that are not REGRESSED resolve it. INFRA nights neither resolve nor break a
+streak; they open an infra alert under their own key, resolved by the next non-INFRA night.
+
+Planning only writes `alert`, `alert_outbox` and `event` rows (in the caller's transaction, so
+with the gate decision); delivery is the dispatcher's job. Every message has an idempotency key,
+so planning a night twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.alerts import blocks
+from omni_tasks.alerts.blocks import AlertContext, Message
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.config import get_settings
+from omni_tasks.store.queries import sql
+
+METRIC = "tail_fraction"
+TOP_AUDIO = 3
+
+
+def regression_key(d: dict[str, Any], tau: float) -> str:
+    return "|".join(
+        [d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"],
+         f"{METRIC}@{tau:g}"]
+    )  # fmt: skip
+
+
+def infra_key(d: dict[str, Any]) -> str:
+    return "|".join([d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"],
+                     "infra"])  # fmt: skip
+
+
+def links_for(d: dict[str, Any]) -> dict[str, str]:
+    s = get_settings()
+    out = {}
+    if s.grafana_url:
+        out["Grafana"] = (
+            f"{s.grafana_url.rstrip('/')}/d/omni-seed-tts-trend?var-benchmark={d['benchmark']}"
+            f"&var-branch={d['candidate_branch']}&var-branch={d['baseline_branch']}"
+        )
+    if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
+        out["Airflow run"] = (
+            f"{s.airflow_url.rstrip('/')}/dags/{d['airflow_dag_id']}/runs/{d['airflow_run_id']}"
+        )
+    report = s.home / "reports" / f"{d['benchmark']}_{d['nightly']}.html"
+    out["Report"] = report.as_uri()
+    return out
+
+
+def enqueue(
+    conn: psycopg.Connection[Any],
+    key: str,
+    alert_id: int | None,
+    kind: str,
+    payload: dict[str, Any],
+) -> int | None:
+    row = conn.execute(
+        sql("insert_outbox"),
+        {"idempotency_key": key, "alert_id": alert_id, "kind": kind, "payload": Jsonb(payload)},
+    ).fetchone()
+    return None if row is None else int(row["message_id"])
+
+
+def _event(
+    conn: psycopg.Connection[Any], kind: str, d: dict[str, Any], text: str, key: str
+) -> None:
+    conn.execute(
+        sql("insert_event"),
+        {
+            "time": dt.datetime.combine(d["nightly"], dt.time(12), dt.UTC),
+            "kind": kind,
+            "benchmark": d["benchmark"],
+            "branch": d["candidate_branch"],
+            "variant": d["variant"],
+            "text": text,
+            "tags": [kind, d["candidate_branch"]],
+            "details": Jsonb({"alert_key": key}),
+            "dedup_key": f"{kind}|{key}|{d['nightly']}",
+        },
+    )
+
+
+def _open_alert(conn: psycopg.Connection[Any], key: str) -> dict[str, Any] | None:
+    return conn.execute(
+        "SELECT * FROM omni.alert WHERE alert_key = %s AND state = 'open'", (key,)
+    ).fetchone()
+
+
+def _context(d: dict[str, Any], tau: float) -> AlertContext:
+    return AlertContext(
+        benchmark=d["benchmark"],
+        nightly=str(d["nightly"]),
+        candidate=d["candidate_branch"],
+        baseline=d["baseline_branch"],
+        variant=d["variant"],
+        verdict=d["verdict"],
+        confirmed=d["confirmed"],
+        tau=tau,
+        comparison=d["comparison"] or {},
+        p_holm=d["mcnemar_p_holm"],
+        links=links_for(d),
+    )
+
+
+def _top_audio(conn: psycopg.Connection[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
+    utts = [t["utt_id"] for t in (d["comparison"] or {}).get("top_regressed", [])]
+    if not utts or d.get("candidate_run_id") is None:
+        return []
+    rows = conn.execute(
+        "SELECT utt_id, audio_uri FROM omni.clip_audio WHERE run_id = %s AND utt_id = ANY(%s) "
+        "AND audio_uri IS NOT NULL",
+        (d["candidate_run_id"], utts),
+    ).fetchall()
+    by_id = {r["utt_id"]: r["audio_uri"] for r in rows}
+    return [{"utt_id": u, "audio_uri": by_id[u]} for u in utts if u in by_id][:TOP_AUDIO]
+
+
+def _msg(m: Message, op: str, **extra: Any) -> dict[str, Any]:
+    return {"op": op, **m.to_payload(), **extra}
+
+
+def _regression(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> None:
+    key = regression_key(d, tau)
+    night = d["nightly"]
+    alert = _open_alert(conn, key)
+    ctx = _context(d, tau)
+    if alert is None:
+        if d["verdict"] != "REGRESSED" or not d["confirmed"]:
+            return  # unconfirmed REGRESSED: dashboards only
+        alert_id = int(
+            conn.execute(
+                "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, last_nightly, "
+                "details) VALUES (%s, 'regression', 'open', %s, %s, %s) RETURNING alert_id",
+                (key, night, night, Jsonb({"decision_id": d["decision_id"]})),
+            ).fetchone()["alert_id"]  # type: ignore[index]
+        )
+        enqueue(conn, f"{key}|{night}|open", alert_id, "post",
+                _msg(blocks.regression_opened(ctx), "post"))  # fmt: skip
+        for clip in _top_audio(conn, d):
+            enqueue(conn, f"{key}|{night}|audio|{clip['utt_id']}", alert_id, "upload",
+                    {"op": "upload", "file": clip["audio_uri"],
+                     "title": f"{clip['utt_id']} ({d['candidate_branch']}, {night})"})  # fmt: skip
+        _event(conn, "regression_opened", d, blocks.headline(ctx), key)
+        return
+    if d["verdict"] == "INFRA" or night <= alert["last_nightly"]:
+        return  # INFRA never moves an alert; an earlier or the same night was already planned
+    if d["verdict"] == "REGRESSED":
+        nights = len(_verdicts(conn, d, alert["opened_nightly"] - dt.timedelta(days=1), night))
+        conn.execute(
+            "UPDATE omni.alert SET last_nightly = %s WHERE alert_id = %s",
+            (night, alert["alert_id"]),
+        )
+        opened = str(alert["opened_nightly"])
+        enqueue(conn, f"{key}|{night}|update", alert["alert_id"], "update",
+                _msg(blocks.regression_parent(ctx, opened, nights), "update"))  # fmt: skip
+        enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
+                _msg(blocks.regression_still(ctx), "reply"))  # fmt: skip
+        return
+    since = _verdicts(conn, d, alert["last_nightly"], night)
+    if sum(v["verdict"] != "INFRA" for v in since) >= 2:
+        conn.execute(
+            "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
+            (night, alert["alert_id"]),
+        )
+        opened = str(alert["opened_nightly"])
+        enqueue(conn, f"{key}|{night}|resolve-update", alert["alert_id"], "update",
+                _msg(blocks.regression_resolved_parent(ctx, opened), "update"))  # fmt: skip
+        enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
+                _msg(blocks.regression_resolved_reply(ctx), "reply"))  # fmt: skip
+        _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
+
+
+def _verdicts(
+    conn: psycopg.Connection[Any], d: dict[str, Any], after: dt.date, until: dt.date
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        sql("verdicts_since"),
+        {"benchmark": d["benchmark"], "candidate_branch": d["candidate_branch"],
+         "baseline_branch": d["baseline_branch"], "variant": d["variant"],
+         "policy_version": d["policy_version"], "after": after, "until": until},
+    ).fetchall()  # fmt: skip
+
+
+def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
+    key = infra_key(d)
+    night = d["nightly"]
+    alert = _open_alert(conn, key)
+    title = (
+        f"INFRA {d['benchmark']} {d['candidate_branch']} vs {d['baseline_branch']} "
+        f"({d['variant']}) — {night}"
+    )
+    reasons = [str(r) for r in d["reasons"] or []]
+    if d["verdict"] == "INFRA":
+        if alert is None:
+            alert_id = int(
+                conn.execute(
+                    "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, "
+                    "last_nightly) VALUES (%s, 'infra', 'open', %s, %s) RETURNING alert_id",
+                    (key, night, night),
+                ).fetchone()["alert_id"]  # type: ignore[index]
+            )
+            enqueue(conn, f"{key}|{night}|open", alert_id, "post",
+                    _msg(blocks.infra(title, reasons, links_for(d)), "post"))  # fmt: skip
+        elif night > alert["last_nightly"]:
+            conn.execute(
+                "UPDATE omni.alert SET last_nightly = %s WHERE alert_id = %s",
+                (night, alert["alert_id"]),
+            )
+            enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
+                    _msg(blocks.infra(f"still {title}", reasons), "reply"))  # fmt: skip
+    elif alert is not None and night > alert["last_nightly"]:
+        conn.execute(
+            "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
+            (night, alert["alert_id"]),
+        )
+        done = f"{d['verdict']} on {night}: infrastructure problem gone"
+        enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
+                _msg(blocks.infra_resolved(done), "reply"))  # fmt: skip
+
+
+def plan_alerts(
+    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, policy: GatePolicy
+) -> int:
+    """Advance every alert of one night's decisions; returns the messages newly enqueued."""
+    before = _outbox_size(conn)
+    decisions = conn.execute(
+        sql("decisions_of_night"),
+        {"benchmark": benchmark, "nightly": nightly, "policy_version": policy.policy_version},
+    ).fetchall()
+    for d in decisions:
+        _infra(conn, d)
+        _regression(conn, d, float(d["tau"] or policy.primary_tau))
+    return _outbox_size(conn) - before
+
+
+def _outbox_size(conn: psycopg.Connection[Any]) -> int:
+    return int(conn.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"])  # type: ignore[index]
+
+
+def raise_infra(
+    conn: psycopg.Connection[Any], key: str, title: str, reasons: list[str], dedup: str
+) -> int | None:
+    """An infra alert from outside the gate (task failure, missing night): one message per
+    `dedup` value, never twice."""
+    payload = _msg(blocks.infra(title, reasons), "post")
+    return enqueue(conn, f"{key}|{dedup}", None, "post", payload)

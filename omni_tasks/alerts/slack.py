@@ -1,0 +1,296 @@
+"""Deliver the alert outbox: to Slack (slack-sdk WebClient) or, with no token, to files.
+
+Each message carries its idempotency key in Slack message metadata. A message is marked
+`sending` (committed) before the API call and `sent` with its `ts` after; a message found in
+`sending` on a later run had an unknown outcome, so the dispatcher first looks for its key in
+the channel (`conversations.history`, or `conversations.replies` for thread replies) and only
+re-sends when it is not there. Updates are idempotent by nature; file uploads are at least
+once. 429s (Retry-After) and 5xx are retried by slack-sdk's retry handlers; a message that still
+fails stays pending for the next run until it has failed `max_attempts` times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import fsspec
+import psycopg
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackClientError
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
+
+from omni_tasks.alerts.blocks import render_text
+from omni_tasks.config import get_settings
+
+log = logging.getLogger(__name__)
+METADATA_TYPE = "omni_tasks_alert"
+
+
+class DeliveryError(RuntimeError):
+    pass
+
+
+class Sink(Protocol):
+    """Where messages go. `find` answers whether a message with this key was already posted."""
+
+    name: str
+
+    def post(self, payload: dict[str, Any], key: str) -> str: ...
+    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str: ...
+    def update(self, ts: str, payload: dict[str, Any]) -> None: ...
+    def upload(self, parent_ts: str, file_uri: str, title: str) -> None: ...
+    def find(self, key: str, parent_ts: str | None) -> str | None: ...
+
+
+def redact(text: str, secret: str | None) -> str:
+    return text.replace(secret, "xox…redacted") if secret else text
+
+
+class SlackSink:
+    name = "slack"
+
+    def __init__(self, token: str, channel: str, base_url: str, retries: int = 3) -> None:
+        self._token = token
+        self.channel = channel
+        self.client = WebClient(
+            token=token,
+            base_url=base_url,
+            timeout=30,
+            retry_handlers=[
+                ConnectionErrorRetryHandler(max_retry_count=retries),
+                RateLimitErrorRetryHandler(max_retry_count=retries),
+                ServerErrorRetryHandler(max_retry_count=retries),
+            ],
+        )
+
+    def _metadata(self, key: str) -> dict[str, Any]:
+        return {"event_type": METADATA_TYPE, "event_payload": {"idempotency_key": key}}
+
+    def post(self, payload: dict[str, Any], key: str) -> str:
+        r = self.client.chat_postMessage(
+            channel=self.channel, text=payload["text"], blocks=payload.get("blocks"),
+            metadata=self._metadata(key), unfurl_links=False,
+        )  # fmt: skip
+        return str(r["ts"])
+
+    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str:
+        r = self.client.chat_postMessage(
+            channel=self.channel, text=payload["text"], blocks=payload.get("blocks"),
+            thread_ts=parent_ts, metadata=self._metadata(key), unfurl_links=False,
+        )  # fmt: skip
+        return str(r["ts"])
+
+    def update(self, ts: str, payload: dict[str, Any]) -> None:
+        self.client.chat_update(
+            channel=self.channel, ts=ts, text=payload["text"], blocks=payload.get("blocks")
+        )
+
+    def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
+        with fsspec.open(file_uri, "rb") as fh:
+            content = fh.read()
+        self.client.files_upload_v2(
+            channel=self.channel, file=content, filename=Path(file_uri).name, title=title,
+            thread_ts=parent_ts,
+        )  # fmt: skip
+
+    def find(self, key: str, parent_ts: str | None) -> str | None:
+        if parent_ts is None:
+            r = self.client.conversations_history(
+                channel=self.channel, include_all_metadata=True, limit=200
+            )
+        else:
+            r = self.client.conversations_replies(
+                channel=self.channel, ts=parent_ts, include_all_metadata=True, limit=200
+            )
+        for m in r.get("messages") or []:
+            meta = m.get("metadata") or {}
+            if (meta.get("event_payload") or {}).get("idempotency_key") == key:
+                return str(m["ts"])
+        return None
+
+
+class LocalSink:
+    """No Slack configured: one Block Kit JSON file per message under $OMNI_HOME/outbox
+    (never twice for one idempotency key), and a readable rendering on stdout."""
+
+    name = "local"
+
+    def __init__(self, root: Path, echo: bool = True) -> None:
+        self.root = root
+        self.echo = echo
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+    def _write(self, doc: dict[str, Any], key: str) -> str:
+        path = self._path(key)
+        if not path.exists():
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(path)
+            if self.echo:
+                where = f" (in thread {doc['thread_ts']})" if doc.get("thread_ts") else ""
+                print(f"── Slack message [{doc['op']}]{where} → {path}")
+                print(render_text(doc.get("payload") or {}) or doc.get("file", ""))
+        return f"local:{path.name}"
+
+    def post(self, payload: dict[str, Any], key: str) -> str:
+        return self._write({"op": "post", "idempotency_key": key, "payload": payload}, key)
+
+    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str:
+        doc = {"op": "reply", "thread_ts": parent_ts, "idempotency_key": key, "payload": payload}
+        return self._write(doc, key)
+
+    def update(self, ts: str, payload: dict[str, Any]) -> None:
+        key = f"update|{ts}|{hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]}"
+        self._write({"op": "update", "ts": ts, "idempotency_key": key, "payload": payload}, key)
+
+    def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
+        key = f"upload|{parent_ts}|{file_uri}"
+        doc = {"op": "upload", "thread_ts": parent_ts, "file": file_uri, "title": title}
+        self._write(doc, key)
+
+    def find(self, key: str, parent_ts: str | None) -> str | None:
+        path = self._path(key)
+        return f"local:{path.name}" if path.exists() else None
+
+
+def default_sink(token: str | None = None, channel: str | None = None) -> Sink:
+    """Slack when a token and channel are configured (env or the caller), else the local outbox."""
+    s = get_settings()
+    token = token or (s.slack_token.get_secret_value() if s.slack_token else None)
+    channel = channel or s.slack_channel
+    if token and channel:
+        return SlackSink(token, channel, s.slack_base_url)
+    return LocalSink(s.outbox_dir)
+
+
+@dataclass(frozen=True)
+class DispatchReport:
+    sent: int
+    recovered: int  # found already delivered after an unknown outcome
+    waiting: int  # replies whose parent is not delivered yet
+    failed: int
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"{self.sent} sent, {self.recovered} already delivered, {self.waiting} waiting, "
+            f"{self.failed} failed"
+        )
+
+
+def _pending(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT o.*, a.parent_ts FROM omni.alert_outbox o "
+        "LEFT JOIN omni.alert a USING (alert_id) "
+        "WHERE o.state IN ('pending', 'sending') ORDER BY o.message_id"
+    ).fetchall()
+    conn.commit()
+    return rows
+
+
+def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5) -> DispatchReport:
+    """Deliver pending outbox messages in order (one dispatcher at a time)."""
+    secret = getattr(sink, "_token", None)
+    channel = str(getattr(sink, "channel", sink.name))
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtext('omni_alert_dispatch')) AS ok")
+    if not got.fetchone()["ok"]:  # type: ignore[index]
+        conn.commit()
+        return DispatchReport(0, 0, 0, 0)
+    sent = recovered = waiting = failed = 0
+    try:
+        for m in _pending(conn):
+            op, payload, key = m["kind"], m["payload"], m["idempotency_key"]
+            parent = _parent_ts(conn, m)
+            if op != "post" and m["alert_id"] is not None and parent is None:
+                waiting += 1
+                continue
+            if m["state"] == "sending" and op in ("post", "reply"):
+                try:
+                    ts = sink.find(key, parent if op == "reply" else None)
+                except (SlackClientError, OSError) as exc:
+                    ts = None
+                    log.warning("could not look up %s: %s", key, redact(str(exc), secret))
+                if ts is not None:
+                    _mark_sent(conn, m, ts, channel)
+                    recovered += 1
+                    continue
+            conn.execute(
+                "UPDATE omni.alert_outbox SET state = 'sending', attempts = attempts + 1 "
+                "WHERE message_id = %s",
+                (m["message_id"],),
+            )
+            conn.commit()  # from here the outcome is unknown until marked
+            try:
+                ts = _send(sink, op, payload, key, parent)
+            except (SlackClientError, DeliveryError, OSError, KeyError) as exc:
+                error = redact(f"{type(exc).__name__}: {exc}", secret)[:500]
+                state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
+                conn.execute(
+                    "UPDATE omni.alert_outbox SET state = %s, last_error = %s "
+                    "WHERE message_id = %s",
+                    (state, error, m["message_id"]),
+                )
+                conn.commit()
+                log.warning("delivery of %s failed (%s): %s", key, state, error)
+                failed += 1
+                continue
+            _mark_sent(conn, m, ts, channel)
+            sent += 1
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtext('omni_alert_dispatch'))")
+        conn.commit()
+    return DispatchReport(sent, recovered, waiting, failed)
+
+
+def _parent_ts(conn: psycopg.Connection[Any], m: dict[str, Any]) -> str | None:
+    if m["alert_id"] is None:
+        return None
+    row = conn.execute(
+        "SELECT parent_ts FROM omni.alert WHERE alert_id = %s", (m["alert_id"],)
+    ).fetchone()
+    conn.commit()
+    return None if row is None else row["parent_ts"]
+
+
+def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, parent: str | None) -> str | None:
+    if op == "post":
+        return sink.post(payload, key)
+    if parent is None:
+        raise DeliveryError(f"{key}: {op} needs the alert's parent message")
+    if op == "reply":
+        return sink.reply(parent, payload, key)
+    if op == "update":
+        sink.update(parent, payload)
+        return parent
+    if op == "upload":
+        sink.upload(parent, payload["file"], payload.get("title", ""))
+        return None
+    raise DeliveryError(f"{key}: unknown outbox operation {op!r}")
+
+
+def _mark_sent(
+    conn: psycopg.Connection[Any], m: dict[str, Any], ts: str | None, channel: str
+) -> None:
+    conn.execute(
+        "UPDATE omni.alert_outbox SET state = 'sent', slack_ts = %s, sent_at = now(), "
+        "last_error = NULL WHERE message_id = %s",
+        (ts, m["message_id"]),
+    )
+    if m["kind"] == "post" and m["alert_id"] is not None:
+        conn.execute(
+            "UPDATE omni.alert SET parent_ts = %s, channel = %s WHERE alert_id = %s",
+            (ts, channel, m["alert_id"]),
+        )
+    conn.commit()

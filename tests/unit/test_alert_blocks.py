@@ -1,0 +1,78 @@
+"""Alert payloads stay within Slack's limits and defuse hostile text."""
+
+from __future__ import annotations
+
+import json
+
+from omni_tasks.alerts import blocks
+from omni_tasks.alerts.blocks import MAX_BLOCKS, MAX_TEXT, AlertContext
+
+HOSTILE = "<!channel> <@U123> & *bold* `code` <https://evil.example|click> \u202e\x00"
+
+
+def _texts(payload: dict) -> list[str]:
+    out = []
+    for b in payload["blocks"]:
+        if "text" in b:
+            out.append(b["text"]["text"])
+        out.extend(e["text"] for e in b.get("elements", []))
+    return out
+
+
+def _ctx(top: list[dict], **kw) -> AlertContext:
+    comparison = {
+        "baseline": {"tail_fraction": 0.082, "tail_fraction_ci": [0.067, 0.1], "n_scored": 1088},
+        "candidate": {"tail_fraction": 0.139, "tail_fraction_ci": [0.12, 0.16], "n_scored": 1088},
+        "delta_tail_fraction": 0.057, "delta_tail_fraction_ci": [0.04, 0.075],
+        "n_paired": 1088, "regressed": len(top), "improved": 9, "stable_broken": 80,
+        "mcnemar_p": 1.2e-12,
+        "mode_shift": {"mode:over_generation": {"baseline": 40, "candidate": 90},
+                       "origin:thinker": {"baseline": 50, "candidate": 120}},
+        "top_regressed": top,
+    }  # fmt: skip
+    args = dict(benchmark="seed_tts_en", nightly="2026-11-28", candidate="rebase",
+                baseline="main", variant="default", verdict="REGRESSED", confirmed=True,
+                tau=0.5, comparison=comparison, p_holm=2.4e-12,
+                links={"Grafana": "http://grafana.local/d/x"})  # fmt: skip
+    args.update(kw)
+    return AlertContext(**args)
+
+
+def test_regression_message_has_the_figures() -> None:
+    top = [{"utt_id": f"u{i}", "reference": "Say this.", "heard": "I act as a TTS engine.",
+            "wer": 7.4 - i} for i in range(8)]  # fmt: skip
+    msg = blocks.regression_opened(_ctx(top)).to_payload()
+    text = "\n".join(_texts(msg))
+    assert "REGRESSED, confirmed" in msg["text"]
+    assert "8.2% [6.7%, 10.0%] n=1088" in text and "13.9%" in text
+    assert "+5.7 pts (95% CI +4.0 to +7.5)" in text
+    assert "regressed 8 : improved 9, stable-broken 80" in text and "p=1.2e-12" in text
+    assert "over_generation 40→90" in text and "thinker 50→120" in text
+    assert text.count("> reference:") == 5  # the five worst only
+    assert "<http://grafana.local/d/x|Grafana>" in text
+
+
+def test_pathological_inputs_stay_within_limits() -> None:
+    huge = "word " * 50_000
+    top = [{"utt_id": HOSTILE * 20, "reference": huge, "heard": HOSTILE + huge, "wer": 1e9}
+           for _ in range(1000)]  # fmt: skip
+    ctx = _ctx(top, candidate=HOSTILE * 50, variant=HOSTILE)
+    for msg in (blocks.regression_opened(ctx), blocks.regression_parent(ctx, "2026-11-01", 3),
+                blocks.regression_still(ctx),
+                blocks.infra(HOSTILE * 100, [HOSTILE * 100] * 1000)):  # fmt: skip
+        payload = msg.to_payload()
+        assert len(payload["blocks"]) <= MAX_BLOCKS
+        assert len(payload["text"]) <= MAX_TEXT
+        for b in payload["blocks"]:
+            if b["type"] == "header":
+                assert len(b["text"]["text"]) <= 150
+        for t in _texts(payload):
+            assert len(t) <= MAX_TEXT
+        body = json.dumps(payload["blocks"])
+        assert "<!channel>" not in body and "<@U123>" not in body  # escaped, never a ping
+
+
+def test_too_many_blocks_are_cut_with_a_note() -> None:
+    many = [{"type": "section", "text": {"type": "mrkdwn", "text": str(i)}} for i in range(80)]
+    fitted = blocks.fit(many)
+    assert len(fitted) == MAX_BLOCKS and "31 more blocks" in fitted[-1]["elements"][0]["text"]
