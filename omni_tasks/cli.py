@@ -31,6 +31,8 @@ simulator_app = typer.Typer(
     help="The local vLLM-Omni stand-in (piper voice, planted failures).", no_args_is_help=True
 )
 app.add_typer(simulator_app, name="simulator")
+dashboards_app = typer.Typer(help="Grafana dashboards as code.", no_args_is_help=True)
+app.add_typer(dashboards_app, name="dashboards")
 alerts_app = typer.Typer(help="Slack alerts: the outbox and its delivery.", no_args_is_help=True)
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(db_app, name="db")
@@ -487,6 +489,70 @@ def simulator_profiles() -> None:
     console.print(table)
 
 
+# ---------------------------------------------------------------- dashboards
+@dashboards_app.command("build")
+def dashboards_build(
+    check: Annotated[
+        bool, typer.Option(help="Only check the committed JSON is what the code generates")
+    ] = False,
+) -> None:
+    """Write dashboards/*.json from omni_tasks/grafana/dashboards.py."""
+    from omni_tasks.grafana.dashboards import DASHBOARD_DIR, dashboards, render, write_all
+
+    if check:
+
+        def current(name: str, d: dict[str, Any]) -> bool:
+            path = DASHBOARD_DIR / name
+            return path.is_file() and path.read_text(encoding="utf-8") == render(d)
+
+        stale = [n for n, d in dashboards().items() if not current(n, d)]
+        if stale:
+            fail(f"out of date: {', '.join(stale)}; run `omni-tasks dashboards build`")
+        console.print("dashboards up to date")
+        return
+    for path in write_all():
+        console.print(f"wrote {path}")
+
+
+@dashboards_app.command("push")
+def dashboards_push() -> None:
+    """Push dashboards and new event annotations to Grafana (OMNI_GRAFANA_URL/_TOKEN)."""
+    from omni_tasks.grafana.push import refresh
+
+    with _open_db() as conn:
+        console.print(refresh(conn).summary, highlight=False)
+
+
+@app.command("report")
+def report_cmd(
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    nightly: Annotated[str | None, typer.Option(help="Nightly date (default: the latest)")] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    tail_threshold: TailThreshold = None,
+) -> None:
+    """One self-contained HTML report of a nightly: verdicts, trend, failure modes, per-clip
+    plots and the regressed clips with their audio (for where no Grafana runs)."""
+    from omni_tasks.report_html import nightly_report
+
+    settings = get_settings()
+    bench = benchmark or settings.benchmark
+    tau = _tau(_policy(), tail_threshold)
+    with _open_db() as conn:
+        if nightly is None:
+            row = conn.execute(
+                "SELECT max(nightly) AS n FROM omni.gate_decision WHERE benchmark = %s", (bench,)
+            ).fetchone()
+            if row is None or row["n"] is None:
+                fail(f"no gated nightly stored for {bench} (run `omni-tasks gate` first)")
+            night = row["n"]
+        else:
+            night = _parse_date(nightly)
+        page = nightly_report(conn, bench, night, tau)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    console.print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained)", highlight=False)
+
+
 # ---------------------------------------------------------------- alerts
 @alerts_app.command("dispatch")
 def alerts_dispatch(as_json: JsonFlag = False) -> None:
@@ -793,9 +859,17 @@ def demo_cmd(
     console.rule(
         "Slack (local outbox: no OMNI_SLACK_TOKEN set)" if sink.name == "local" else "Slack"
     )
+    from omni_tasks.grafana.dashboards import write_all
+    from omni_tasks.report_html import nightly_report
+
     with _open_db() as conn:
         report = dispatch(conn, sink)
+        page = nightly_report(conn, settings.benchmark, res.nights[-1], policy.primary_tau)
     console.print(f"alert delivery: {report.summary}", highlight=False)
+    html_path = settings.home / "reports" / f"{settings.benchmark}_{res.nights[-1]}.html"
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    html_path.write_text(page, encoding="utf-8")
+    dash = write_all(settings.home / "dashboards")
     console.print(
         "Reading the table: Δ tail = candidate minus baseline share of broken clips (WER > "
         f"{policy.primary_tau}) with its 95 % Newcombe interval; reg:imp = clips fine in the "
@@ -806,7 +880,8 @@ def demo_cmd(
     )
     console.print(
         f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json), "
-        f"Slack messages in {settings.outbox_dir}/",
+        f"Slack messages in {settings.outbox_dir}/, HTML report {html_path}, Grafana "
+        f"dashboards {', '.join(str(p) for p in dash)}",
         highlight=False,
     )
     console.print(

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 from omni_tasks.synthetic import ABShape, ab_artifacts
+
+D0 = dt.date(2026, 11, 1)
+REGRESS = ABShape(n=1088, stable_broken=80, regressed=71, improved=9)
+SAME = ABShape(n=1088, stable_broken=80, regressed=4, improved=4)
+
+
+def store_night(db: Any, tmp: Path, i: int, shape: ABShape | None) -> dt.date:
+    """Import night D0+i's main (+ rebase, unless shape is None) artifacts and gate the night
+    (decisions and alert plans), as the nightly does after its runs."""
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
+    from omni_tasks.nightly import decide_night
+    from omni_tasks.store.runs import save_run
+
+    date = D0 + dt.timedelta(days=i)
+    base, cand = ab_artifacts(shape or SAME, seed=100 + i, date=date.strftime("%Y%m%d-020000"))
+    docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
+    for branch, doc in docs:
+        path = write_json(tmp / f"{date}_{branch}.json", doc)
+        art = parse_artifact(path, branch=branch, commit=f"{branch}{i:04d}")
+        save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
+    decide_night(db, date, load_policy(), benchmark=art.spec.benchmark, baseline_branch="main",
+                 expect=("main", "rebase"))  # fmt: skip
+    return date
 
 
 def write_json(path: Path, doc: Any) -> Path:

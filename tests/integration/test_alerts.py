@@ -12,33 +12,13 @@ import pytest
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.audio import write_audio
-from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.nightly import decide_night
-from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.simulator import serve_in_thread
-from omni_tasks.synthetic import ABShape, ab_artifacts
+from omni_tasks.synthetic import ABShape
+from tests.factories import D0, REGRESS, SAME, store_night
 from tests.fakes.slack_api import SlackState, slack_app
 
 TOKEN = "xoxb-planted-secret-0123456789"
-REGRESS = ABShape(n=1088, stable_broken=80, regressed=71, improved=9)
-SAME = ABShape(n=1088, stable_broken=80, regressed=4, improved=4)
-D0 = dt.date(2026, 11, 1)
-
-
-def night(db, tmp: Path, i: int, shape: ABShape | None) -> dt.date:
-    """Store one night's main (+ rebase, unless shape is None) and gate it."""
-    date = D0 + dt.timedelta(days=i)
-    base, cand = ab_artifacts(shape or SAME, seed=100 + i, date=date.strftime("%Y%m%d-020000"))
-    docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
-    for branch, doc in docs:
-        path = tmp / f"{date}_{branch}.json"
-        path.write_text(json.dumps(doc))
-        art = parse_artifact(path, branch=branch, commit=f"{branch}{i:04d}")
-        save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
-    policy = load_policy()
-    decide_night(db, date, policy, benchmark=art.spec.benchmark, baseline_branch="main",
-                 expect=("main", "rebase"))  # fmt: skip
-    return date
 
 
 @pytest.fixture
@@ -50,7 +30,7 @@ def slack():
 
 def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> None:
     state, sink = slack
-    night(db, tmp_path, 0, REGRESS)  # p << 1e-4: confirmed on its first night
+    store_night(db, tmp_path, 0, REGRESS)  # p << 1e-4: confirmed on its first night
     # Give the top regressed clips audio so the thread gets their uploads.
     rows = db.execute(
         "SELECT a.run_id, a.utt_id FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
@@ -71,13 +51,13 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     assert [u["thread_ts"] for u in state.uploads] == [parent] * 3
     assert all(u["bytes"] > 0 and u["done"] for u in state.uploads)
 
-    night(db, tmp_path, 1, REGRESS)
-    night(db, tmp_path, 2, REGRESS)
+    store_night(db, tmp_path, 1, REGRESS)
+    store_night(db, tmp_path, 2, REGRESS)
     dispatch(db, sink)
-    night(db, tmp_path, 3, SAME)  # one quiet night does not resolve
+    store_night(db, tmp_path, 3, SAME)  # one quiet night does not resolve
     dispatch(db, sink)
     assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
-    night(db, tmp_path, 4, SAME)  # the second does
+    store_night(db, tmp_path, 4, SAME)  # the second does
     dispatch(db, sink)
 
     assert len(state.top_level()) == 1
@@ -94,7 +74,7 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
 
 def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, slack) -> None:
     state, sink = slack
-    date = night(db, tmp_path, 0, REGRESS)
+    date = store_night(db, tmp_path, 0, REGRESS)
     dispatch(db, sink)
     decide_night(db, date, load_policy(), benchmark="seed_tts_en", baseline_branch="main",
                  expect=("main", "rebase"))  # fmt: skip
@@ -105,7 +85,7 @@ def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, sl
 def test_unconfirmed_regression_posts_nothing(db, tmp_path, slack) -> None:
     state, sink = slack
     weak = ABShape(n=1088, stable_broken=80, regressed=32, improved=9)  # REGRESSED, p > 1e-4
-    night(db, tmp_path, 0, weak)
+    store_night(db, tmp_path, 0, weak)
     verdict = db.execute("SELECT verdict, confirmed FROM omni.gate_decision "
                          "WHERE candidate_branch = 'rebase'").fetchone()  # fmt: skip
     assert verdict == {"verdict": "REGRESSED", "confirmed": False}
@@ -114,11 +94,11 @@ def test_unconfirmed_regression_posts_nothing(db, tmp_path, slack) -> None:
 
 def test_infra_nights_neither_resolve_nor_open_a_second_alert(db, tmp_path, slack) -> None:
     state, sink = slack
-    night(db, tmp_path, 0, REGRESS)
-    night(db, tmp_path, 1, None)  # rebase missing: INFRA
-    night(db, tmp_path, 2, SAME)
-    night(db, tmp_path, 3, None)  # INFRA again: does not count, does not break the streak
-    night(db, tmp_path, 4, REGRESS)
+    store_night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 1, None)  # rebase missing: INFRA
+    store_night(db, tmp_path, 2, SAME)
+    store_night(db, tmp_path, 3, None)  # INFRA again: does not count, does not break the streak
+    store_night(db, tmp_path, 4, REGRESS)
     dispatch(db, sink)
     alerts = db.execute("SELECT kind, state FROM omni.alert ORDER BY alert_id").fetchall()
     assert [a for a in alerts if a["kind"] == "regression"] == [
@@ -131,7 +111,7 @@ def test_infra_nights_neither_resolve_nor_open_a_second_alert(db, tmp_path, slac
 
 def test_rate_limits_and_server_errors_are_retried(db, tmp_path, slack) -> None:
     state, sink = slack
-    night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 0, REGRESS)
     state.fail_next["chat.postMessage"] = [429, 500]
     report = dispatch(db, sink)
     assert report.sent == 1 and len(state.messages) == 1
@@ -149,7 +129,7 @@ def test_killed_between_send_and_record_does_not_double_post(db, tmp_path, slack
             super().post(payload, key)
             raise Killed  # the process dies before the outbox row is marked sent
 
-    night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 0, REGRESS)
     with pytest.raises(Killed):
         dispatch(db, DiesAfterSending(TOKEN, "C0ALERTS", sink.client.base_url))
     db.rollback()
@@ -165,7 +145,7 @@ def test_killed_between_send_and_record_does_not_double_post(db, tmp_path, slack
 
 def test_failures_keep_the_message_and_never_leak_the_token(db, tmp_path, slack) -> None:
     state, sink = slack
-    night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 0, REGRESS)
     state.fail_next["chat.postMessage"] = [500] * 10
     report = dispatch(db, sink)
     assert report.failed == 1
@@ -177,7 +157,7 @@ def test_failures_keep_the_message_and_never_leak_the_token(db, tmp_path, slack)
 
 
 def test_local_outbox_writes_each_message_once(db, tmp_path, capsys) -> None:
-    night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 0, REGRESS)
     sink = LocalSink(tmp_path / "outbox")
     assert dispatch(db, sink).sent == 1
     db.execute("UPDATE omni.alert_outbox SET state = 'sending'")  # pretend the mark was lost

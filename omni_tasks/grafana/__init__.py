@@ -1,0 +1,1 @@
+"""Grafana: dashboards as code (dashboards) and pushing them + annotations (push)."""

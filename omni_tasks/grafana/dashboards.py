@@ -1,0 +1,233 @@
+"""Dashboards as code: the trend dashboard's JSON, generated from Python.
+
+`omni-tasks dashboards build` writes `dashboards/*.json` (stable uids) and a test keeps the
+committed files equal to this code's output. Panels read the views of
+`sql/migrations/0002_dashboard_views.sql` through the read-only `omni_reader` role.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.config import REPO_ROOT
+
+DASHBOARD_DIR = REPO_ROOT / "dashboards"
+DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "omni-results"}
+TREND_UID = "omni-seed-tts-trend"
+LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
+FILTERS = (
+    "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant) AND tau = $tau"
+)
+
+
+def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> dict[str, Any]:
+    return {"refId": ref, "datasource": DATASOURCE, "rawQuery": True, "editorMode": "code",
+            "format": fmt, "rawSql": " ".join(sql.split())}  # fmt: skip
+
+
+def _panel(
+    pid: int, title: str, kind: str, grid: tuple[int, int, int, int], targets: list[dict[str, Any]],
+    description: str, **extra: Any,
+) -> dict[str, Any]:  # fmt: skip
+    x, y, w, h = grid
+    return {"id": pid, "type": kind, "title": title, "description": description,
+            "datasource": DATASOURCE, "gridPos": {"x": x, "y": y, "w": w, "h": h},
+            "targets": targets, **extra}  # fmt: skip
+
+
+def _line(value: float, color: str) -> dict[str, Any]:
+    return {"mode": "absolute",
+            "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}]}  # fmt: skip
+
+
+def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
+    return {"name": name, "label": label, "type": "query", "datasource": DATASOURCE,
+            "query": sql, "definition": sql, "refresh": 2, "multi": multi, "includeAll": multi,
+            "current": {}, "sort": 1}  # fmt: skip
+
+
+def panels(slo_tail: float) -> list[dict[str, Any]]:
+    trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
+    return [
+        _panel(1, "Tail fraction (share of broken clips, WER > τ)", "timeseries", (0, 0, 12, 9), [
+            _target(f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1", "A"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' 95% low' AS metric, tail_ci_low {trend} ORDER BY 1", "B"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' 95% high' AS metric, tail_ci_high {trend} ORDER BY 1", "C"),
+        ], "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95% "
+           f"interval. Red line: the SLO ({slo_tail:.0%}).",
+           fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "thresholds": _line(slo_tail, "red"),
+                                     "custom": {"thresholdsStyle": {"mode": "line"}}},
+                        "overrides": [{"matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},
+                                       "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}]}]}),
+        _panel(2, "Capped mean WER (and the legacy uncapped mean)", "timeseries", (12, 0, 12, 9), [
+            _target(f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {trend} ORDER BY 1", "A"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {trend} ORDER BY 1", "B"),
+        ], "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
+           f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}).",
+           fieldConfig={"defaults": {"min": 0, "thresholds": _line(LEGACY_GATE, "orange"),
+                                     "custom": {"thresholdsStyle": {"mode": "line"}}}, "overrides": []}),
+        _panel(3, "Failure modes of broken clips", "timeseries", (0, 9, 12, 8), [
+            _target("SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
+                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
+        ], "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
+           "no_output: no audio.",
+           fieldConfig={"defaults": {"custom": {"drawStyle": "bars", "stacking": {"mode": "normal"},
+                                                "fillOpacity": 80}}, "overrides": []}),
+        _panel(4, "Origin of broken clips", "timeseries", (12, 9, 6, 8), [
+            _target("SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
+                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
+        ], "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
+           "right, the speech was not.",
+           fieldConfig={"defaults": {"custom": {"drawStyle": "bars", "stacking": {"mode": "normal"},
+                                                "fillOpacity": 80}}, "overrides": []}),
+        _panel(5, "Questions vs statements", "timeseries", (18, 9, 6, 8), [
+            _target("SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
+                    "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
+        ], "Tail fraction of questions and requests vs statements (answered questions are a "
+           "known failure).", fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []}),
+        _panel(6, "Verdict history", "table", (0, 17, 12, 9), [
+            _target("SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                    "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
+                    "WHERE $__timeFilter(time) AND benchmark = '$benchmark' AND candidate_branch IN "
+                    "($branch) AND variant IN ($variant) ORDER BY time DESC", fmt="table"),
+        ], "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
+           fieldConfig={"defaults": {}, "overrides": [{"matcher": {"id": "byName", "options": "verdict"},
+               "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                              {"id": "mappings", "value": [{"type": "value", "options": {
+                                  "REGRESSED": {"color": "red"}, "IMPROVED": {"color": "green"},
+                                  "SAME": {"color": "blue"}, "UNKNOWN": {"color": "yellow"},
+                                  "INFRA": {"color": "purple"}}}]}]}]}),
+        _panel(7, "Latest paired A/B", "table", (12, 17, 12, 9), [
+            _target("SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                    "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
+                    "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
+                    "WHERE benchmark = '$benchmark' AND candidate_branch IN ($branch) AND variant IN "
+                    "($variant) ORDER BY nightly DESC", fmt="table"),
+        ], "The newest decision per candidate: the paired table and exact McNemar p. Click a "
+           "comparison to list its regressed clips below.",
+           fieldConfig={"defaults": {}, "overrides": [{"matcher": {"id": "byName", "options": "comparison_id"},
+               "properties": [{"id": "links", "value": [{"title": "regressed clips",
+                   "url": "/d/" + TREND_UID + "?${__url_time_range}&var-benchmark=$benchmark&var-comparison=${__value.raw}"}]}]}]}),
+        _panel(8, "Regressed clips of comparison $comparison", "table", (0, 26, 24, 10), [
+            _target("SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
+                    "candidate_wer, candidate_status, audio_uri, thinker_text FROM "
+                    "omni.v_regressed_clips WHERE comparison_id = $comparison ORDER BY candidate_wer "
+                    "DESC NULLS LAST", fmt="table"),
+        ], "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
+           "and the audio."),
+    ]  # fmt: skip
+
+
+def trend_dashboard() -> dict[str, Any]:
+    policy = load_policy()
+    return {
+        "uid": TREND_UID,
+        "title": "omni-tasks · seed-TTS trend",
+        "tags": ["omni-tasks", "seed-tts"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "editable": True,
+        "time": {"from": "now-90d", "to": "now"},
+        "refresh": "",
+        "templating": {
+            "list": [
+                _variable(
+                    "benchmark",
+                    "SELECT DISTINCT benchmark FROM omni.run ORDER BY 1",
+                    False,
+                    "benchmark",
+                ),
+                _variable(
+                    "branch",
+                    "SELECT DISTINCT branch FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+                    True,
+                    "branch",
+                ),
+                _variable(
+                    "variant",
+                    "SELECT DISTINCT variant FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+                    True,
+                    "variant",
+                ),
+                {
+                    "name": "tau",
+                    "label": "τ",
+                    "type": "custom",
+                    "query": "0.5,1",
+                    "current": {"text": "0.5", "value": "0.5"},
+                    "multi": False,
+                    "includeAll": False,
+                },
+                _variable(
+                    "comparison",
+                    "SELECT comparison_id FROM omni.v_latest_paired WHERE benchmark = "
+                    "'$benchmark' AND comparison_id IS NOT NULL ORDER BY nightly DESC",
+                    False,
+                    "comparison",
+                ),
+            ]
+        },
+        "annotations": {
+            "list": [
+                {
+                    "name": "omni events",
+                    "enable": True,
+                    "iconColor": "purple",
+                    "datasource": DATASOURCE,
+                    "target": _target(
+                        "SELECT time, text, tags FROM omni.v_events WHERE $__timeFilter(time) "
+                        "AND (benchmark = '$benchmark' OR benchmark IS NULL) AND "
+                        "grafana_annotation_id IS NULL ORDER BY time",
+                        fmt="table",
+                    ),
+                }
+            ]
+        },
+        "panels": panels(policy.slo_tail),
+    }
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    """File name → dashboard JSON, for every dashboard the project ships."""
+    return {"omni-seed-tts-trend.json": trend_dashboard()}
+
+
+def render(d: dict[str, Any]) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def write_all(out_dir: Path = DASHBOARD_DIR) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, d in dashboards().items():
+        path = out_dir / name
+        path.write_text(render(d), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def panel_queries(d: dict[str, Any]) -> dict[str, str]:
+    """Every SQL a dashboard runs, by 'panel title/refId' (variables and annotations too)."""
+    out = {f"{p['title']}/{t['refId']}": t["rawSql"] for p in d["panels"] for t in p["targets"]}
+    for v in d["templating"]["list"]:
+        if v["type"] == "query":
+            out[f"variable {v['name']}"] = v["query"]
+    for a in d["annotations"]["list"]:
+        out[f"annotation {a['name']}"] = a["target"]["rawSql"]
+    return out
+
+
+def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:
+    """Expand Grafana's macros and variables the way its Postgres datasource does (for tests
+    and for reading a panel's query outside Grafana)."""
+    sql = re.sub(r"\$__timeFilter\((\w+)\)",
+                 lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'", sql)  # fmt: skip
+    for name in sorted(variables, key=len, reverse=True):
+        value = variables[name]
+        rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)
+        sql = sql.replace("${" + name + "}", rendered).replace("$" + name, rendered)
+    return sql

@@ -1,0 +1,98 @@
+"""Push dashboards and event annotations to Grafana (the nightly's refresh task).
+
+Configured by OMNI_GRAFANA_URL + OMNI_GRAFANA_TOKEN; otherwise it only logs where the
+dashboard JSON is. A dashboard is written only when it differs from what Grafana has (so
+refreshing is idempotent), and each event becomes one annotation (its id is stored on the event).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from grafana_client import GrafanaApi, TokenAuth
+from grafana_client.client import GrafanaClientError
+
+from omni_tasks.config import get_settings
+from omni_tasks.grafana.dashboards import DASHBOARD_DIR, TREND_UID, dashboards
+
+log = logging.getLogger(__name__)
+FOLDER_UID = "omni-tasks"
+_VOLATILE = ("id", "version")
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    configured: bool
+    dashboards_written: int = 0
+    dashboards_unchanged: int = 0
+    annotations_created: int = 0
+
+    @property
+    def summary(self) -> str:
+        if not self.configured:
+            return f"Grafana not configured (OMNI_GRAFANA_URL); dashboards JSON in {DASHBOARD_DIR}"
+        return (
+            f"{self.dashboards_written} dashboard(s) written, {self.dashboards_unchanged} "
+            f"unchanged, {self.annotations_created} annotation(s) created"
+        )
+
+
+def client(url: str, token: str) -> GrafanaApi:
+    return GrafanaApi.from_url(url, credential=TokenAuth(token), timeout=10.0)
+
+
+def _stored(api: GrafanaApi, uid: str) -> dict[str, Any] | None:
+    try:
+        found = api.dashboard.get_dashboard(uid)
+    except GrafanaClientError as exc:
+        if getattr(exc, "status_code", None) == 404:
+            return None
+        raise
+    return {k: v for k, v in found["dashboard"].items() if k not in _VOLATILE}
+
+
+def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
+    written = unchanged = 0
+    for d in dashboards().values():
+        if _stored(api, d["uid"]) == d:
+            unchanged += 1
+            continue
+        api.dashboard.update_dashboard({"dashboard": d, "folderUid": FOLDER_UID, "overwrite": True,
+                                        "message": "omni-tasks refresh"})  # fmt: skip
+        written += 1
+    return written, unchanged
+
+
+def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
+    rows = conn.execute(
+        "SELECT event_id, time, kind, text, tags FROM omni.event "
+        "WHERE grafana_annotation_id IS NULL ORDER BY time"
+    ).fetchall()
+    created = 0
+    for e in rows:
+        ms = int(e["time"].timestamp() * 1000)
+        answer = api.annotations.add_annotation(
+            dashboard_uid=TREND_UID, time_from=ms, time_to=ms,
+            tags=["omni-tasks", e["kind"], *e["tags"]], text=e["text"],
+        )  # fmt: skip
+        conn.execute(
+            "UPDATE omni.event SET grafana_annotation_id = %s WHERE event_id = %s",
+            (answer.get("id"), e["event_id"]),
+        )
+        conn.commit()  # recorded one by one: a crash never re-creates what was created
+        created += 1
+    return created
+
+
+def refresh(conn: psycopg.Connection[Any]) -> RefreshReport:
+    s = get_settings()
+    if not (s.grafana_url and s.grafana_token):
+        report = RefreshReport(configured=False)
+        log.info(report.summary)
+        return report
+    api = client(s.grafana_url, s.grafana_token.get_secret_value())
+    written, unchanged = push_dashboards(api)
+    return RefreshReport(True, written, unchanged, annotate_events(conn, api))

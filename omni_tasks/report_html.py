@@ -1,0 +1,199 @@
+"""`omni-tasks report`: one self-contained HTML file for where no Grafana runs.
+
+The same pictures as the dashboard — tail-fraction trend with intervals, failure modes, the
+night's verdicts — plus per-clip baseline-vs-candidate WER and, for every regressed clip, the
+reference, both transcripts and an audio player (audio embedded, so the file travels alone).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+from typing import Any
+
+import fsspec
+import plotly.graph_objects as go
+import plotly.io as pio
+import psycopg
+from plotly.offline import get_plotlyjs
+
+from omni_tasks.store.queries import sql
+
+MAX_AUDIO_CLIPS = 30
+TREND_DAYS = 90
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9em;width:100%}
+td,th{border:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f4f4f4} .REGRESSED{background:#fdd}
+.IMPROVED{background:#dfd} .SAME{background:#def} .UNKNOWN{background:#ffd} .INFRA{background:#ecf}
+.sim{background:#fff3cd;border:1px solid #e0c36c;padding:.5em 1em} audio{width:220px}
+.note{color:#555;font-size:.9em}
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape("" if x is None else str(x))
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def _fig(fig: go.Figure, div_id: str) -> str:
+    fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380,
+                      template="plotly_white")  # fmt: skip
+    return str(pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id))
+
+
+def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    fig = go.Figure()
+    series: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        series.setdefault(f"{r['branch']} / {r['variant']}", []).append(r)
+    for name, pts in sorted(series.items()):
+        y = [p["tail_fraction"] for p in pts]
+        high = [(p["tail_ci_high"] or t) - t for p, t in zip(pts, y, strict=True)]
+        low = [t - (p["tail_ci_low"] or t) for p, t in zip(pts, y, strict=True)]
+        fig.add_trace(go.Scatter(
+            x=[p["nightly"].isoformat() for p in pts], y=y, mode="lines+markers", name=name,
+            error_y={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+        ))  # fmt: skip
+    fig.update_layout(title="Tail fraction per branch (95% Wilson interval)",
+                      yaxis={"tickformat": ".0%", "rangemode": "tozero"})  # fmt: skip
+    return fig
+
+
+def modes_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    fig = go.Figure()
+    for mode in sorted({r["mode"] for r in rows}):
+        pts = [r for r in rows if r["mode"] == mode]
+        fig.add_trace(go.Bar(x=[p["branch"] for p in pts], y=[p["clips"] for p in pts], name=mode))
+    fig.update_layout(barmode="stack", title="Broken clips by failure mode")
+    return fig
+
+
+def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -> go.Figure:
+    # No grade means no audio (failed) or infra: drawn at 1.05 so it stays visible.
+    def v(x: float | None) -> float:
+        return 1.05 if x is None else float(x)
+
+    fig = go.Figure(go.Scatter(
+        x=[v(c["baseline_wer"]) for c in clips], y=[v(c["candidate_wer"]) for c in clips],
+        mode="markers", text=[f"{c['utt_id']}: {c['reference']}" for c in clips],
+        marker={"size": 6, "opacity": 0.6},
+    ))  # fmt: skip
+    fig.update_layout(title=f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)",
+                      xaxis={"range": [-0.05, 1.1]}, yaxis={"range": [-0.05, 1.1]})  # fmt: skip
+    return fig
+
+
+def _audio(uri: str | None) -> str:
+    if not uri:
+        return '<span class="note">no audio</span>'
+    try:
+        with fsspec.open(uri, "rb") as fh:
+            data = base64.b64encode(fh.read()).decode()
+    except OSError:
+        return f'<span class="note">audio missing: {_e(uri)}</span>'
+    return f'<audio controls preload="none" src="data:audio/wav;base64,{data}"></audio>'
+
+
+def clips_table(rows: list[dict[str, Any]]) -> str:
+    head = ("<tr><th>clip</th><th>reference</th><th>baseline heard (WER)</th>"
+            "<th>candidate heard (WER)</th><th>audio</th></tr>")  # fmt: skip
+    body = []
+    for i, r in enumerate(rows):
+        audio = _audio(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else ""
+        body.append(
+            f"<tr><td>{_e(r['utt_id'])}</td><td>{_e(r['reference'])}</td>"
+            f"<td>{_e(r['baseline_heard'])} ({_wer(r['baseline_wer'])})</td>"
+            f"<td>{_e(r['candidate_heard'])} ({_wer(r['candidate_wer'])})</td><td>{audio}</td></tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _wer(x: float | None) -> str:
+    return "no grade" if x is None else f"{x:.2f}"
+
+
+def verdict_table(rows: list[dict[str, Any]]) -> str:
+    head = ("<tr><th>candidate</th><th>baseline</th><th>variant</th><th>verdict</th>"
+            "<th>confirmed</th><th>regressed : improved</th><th>stable-broken</th>"
+            "<th>Δ tail (95% CI)</th><th>p (Holm)</th></tr>")  # fmt: skip
+    body = []
+    for r in rows:
+        ci = f"{_pct(r['delta_tail_ci_low'])} to {_pct(r['delta_tail_ci_high'])}"
+        p = "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}"
+        body.append(
+            f"<tr class='{_e(r['verdict'])}'><td>{_e(r['candidate_branch'])}</td>"
+            f"<td>{_e(r['baseline_branch'])}</td><td>{_e(r['variant'])}</td>"
+            f"<td>{_e(r['verdict'])}</td><td>{'yes' if r['confirmed'] else 'no'}</td>"
+            f"<td>{_e(r['regressed'])} : {_e(r['improved'])}</td><td>{_e(r['stable_broken'])}</td>"
+            f"<td>{_pct(r['delta_tail_fraction'])} ({ci})</td>"
+            f"<td>{p}</td></tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def page(title: str, sections: list[str], simulated: bool) -> str:
+    banner = (
+        '<p class="sim">Contains <b>SIMULATED</b> runs (the local simulator stands in for '
+        "vLLM-Omni); figures show the platform working, not a model's accuracy.</p>"
+        if simulated else ""
+    )  # fmt: skip
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>"
+        f"<h1>{_e(title)}</h1>{banner}{''.join(sections)}"
+        f"<p class='note'>Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by omni-tasks. "
+        "Broken = WER &gt; τ, no audio, or past the audio cap.</p></body></html>"
+    )
+
+
+def nightly_report(
+    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, tau: float
+) -> str:
+    decisions = conn.execute(
+        "SELECT * FROM omni.v_gate_history WHERE benchmark = %s AND nightly = %s "
+        "ORDER BY candidate_branch, variant",
+        (benchmark, nightly),
+    ).fetchall()
+    trend = conn.execute(
+        "SELECT * FROM omni.v_nightly_trend WHERE benchmark = %s AND tau = %s "
+        "AND nightly BETWEEN %s AND %s ORDER BY nightly",
+        (benchmark, tau, nightly - dt.timedelta(days=TREND_DAYS), nightly),
+    ).fetchall()
+    modes = conn.execute(
+        "SELECT branch || ' / ' || variant AS branch, mode, clips FROM omni.v_failure_modes "
+        "WHERE benchmark = %s AND tau = %s AND time = (%s::timestamp AT TIME ZONE 'UTC')",
+        (benchmark, tau, nightly),
+    ).fetchall()
+    simulated = bool(conn.execute(
+        "SELECT bool_or(coalesce((stack ->> 'simulated')::boolean, false) "
+        "OR config::text ILIKE '%%simulat%%') AS s FROM omni.run "
+        "WHERE benchmark = %s AND nightly = %s", (benchmark, nightly),
+    ).fetchone()["s"])  # type: ignore[index]  # fmt: skip
+    verdicts = verdict_table(decisions) if decisions else "<p>No gate decisions.</p>"
+    sections = [
+        f"<h2>Verdicts</h2>{verdicts}",
+        "<h2>Trend</h2>" + _fig(trend_figure(trend), "trend"),
+        "<h2>Failure modes</h2>" + _fig(modes_figure(modes), "modes"),
+    ]
+    for i, d in enumerate(x for x in decisions if x["comparison_id"] is not None):
+        clips = conn.execute(
+            "SELECT * FROM omni.v_regressed_clips WHERE comparison_id = %s "
+            "ORDER BY candidate_wer DESC NULLS FIRST, utt_id", (d["comparison_id"],),
+        ).fetchall()  # fmt: skip
+        pairs = conn.execute(
+            sql("paired_clip_wers"), {"comparison_id": d["comparison_id"]}
+        ).fetchall()
+        title = f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})"
+        sections.append(f"<h2>{_e(title)}: per clip</h2>")
+        sections.append(_fig(scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"]),
+                             f"scatter{i}"))  # fmt: skip
+        sections.append(f"<h3>Regressed clips ({len(clips)})</h3>" + clips_table(clips))
+    return page(f"{benchmark} nightly {nightly}", sections, simulated)

@@ -1,0 +1,122 @@
+"""Dashboards as code: committed JSON = generated; every panel's SQL runs on real data; the
+Grafana push is idempotent; events are annotated once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from omni_tasks.config import reset_settings
+from omni_tasks.grafana.dashboards import (
+    DASHBOARD_DIR,
+    dashboards,
+    expand,
+    panel_queries,
+    render,
+    trend_dashboard,
+)
+from omni_tasks.grafana.push import refresh
+from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.factories import D0, REGRESS, SAME, store_night
+from tests.fakes.grafana_api import GrafanaState, grafana_app
+
+
+def test_committed_dashboards_are_what_the_code_generates() -> None:
+    for name, d in dashboards().items():
+        assert (DASHBOARD_DIR / name).read_text(encoding="utf-8") == render(d), (
+            f"{name} is stale: run `omni-tasks dashboards build`"
+        )
+    uids = [d["uid"] for d in dashboards().values()]
+    assert uids == ["omni-seed-tts-trend"]
+
+
+@pytest.fixture
+def history(db, tmp_path: Path):
+    for i, shape in enumerate([SAME, REGRESS, REGRESS, SAME]):
+        store_night(db, tmp_path, i, shape)
+    db.commit()
+    return db
+
+
+def _run(db: psycopg.Connection, sql: str) -> tuple[list[str], list[tuple]]:
+    cur = db.execute(sql)
+    return [c.name for c in cur.description or []], cur.fetchall()
+
+
+def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
+    comparison = history.execute(
+        "SELECT comparison_id FROM omni.v_latest_paired WHERE candidate_branch = 'rebase'"
+    ).fetchone()["comparison_id"]
+    variables = {"benchmark": "seed_tts_en", "branch": ["main", "rebase"],
+                 "variant": ["default"], "tau": "0.5", "comparison": str(comparison)}  # fmt: skip
+    expected = {
+        "Tail fraction (share of broken clips, WER > τ)/A": ["time", "metric", "tail_fraction"],
+        "Tail fraction (share of broken clips, WER > τ)/B": ["time", "metric", "tail_ci_low"],
+        "Capped mean WER (and the legacy uncapped mean)/B": ["time", "metric", "mean_wer"],
+        "Failure modes of broken clips/A": ["time", "metric", "clips"],
+        "Origin of broken clips/A": ["time", "metric", "clips"],
+        "Questions vs statements/A": ["time", "metric", "tail_fraction"],
+        "Verdict history/A": ["time", "candidate_branch", "baseline_branch", "variant", "verdict",
+                              "confirmed", "mcnemar_p_holm", "delta_tail_fraction", "regressed",
+                              "improved"],
+        "Regressed clips of comparison $comparison/A": [
+            "utt_id", "reference", "baseline_heard", "baseline_wer", "candidate_heard",
+            "candidate_wer", "candidate_status", "audio_uri", "thinker_text"],
+        "annotation omni events": ["time", "text", "tags"],
+        "variable branch": ["branch"],
+    }  # fmt: skip
+    queries = panel_queries(trend_dashboard())
+    assert set(expected) <= set(queries)
+    from_, to = f"{D0}T00:00:00Z", "2026-12-31T00:00:00Z"
+    for name, raw in queries.items():
+        columns, rows = _run(history, expand(raw, variables, from_, to))
+        assert rows, f"{name} returned no rows"
+        if name in expected:
+            assert columns == expected[name], name
+    # Spot-check content: four nights per branch; the regressed clips of the last A/B.
+    _, trend = _run(history, expand(queries["Tail fraction (share of broken clips, WER > τ)/A"],
+                                    variables, from_, to))  # fmt: skip
+    assert len(trend) == 8
+    _, clips = _run(history, expand(queries["Regressed clips of comparison $comparison/A"],
+                                    variables, from_, to))  # fmt: skip
+    assert len(clips) == 4  # night 3 is SAME: 4 regressed clips
+    _, verdicts = _run(history, expand(queries["Verdict history/A"], variables, from_, to))
+    assert [v["verdict"] for v in verdicts] == ["SAME", "REGRESSED", "REGRESSED", "SAME"]
+
+
+def test_the_dashboard_role_reads_views_and_can_only_select(history) -> None:
+    history.execute("SET ROLE omni_reader")
+    try:
+        assert history.execute("SELECT count(*) AS n FROM omni.v_nightly_trend").fetchone()["n"] > 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            history.execute("DELETE FROM omni.run")
+    finally:
+        history.rollback()
+        history.execute("RESET ROLE")
+
+
+def test_push_is_idempotent_and_annotates_each_event_once(history, monkeypatch) -> None:
+    state = GrafanaState()
+    with serve_in_thread(grafana_app(state)) as url:
+        monkeypatch.setenv("OMNI_GRAFANA_URL", url)
+        monkeypatch.setenv("OMNI_GRAFANA_TOKEN", "glsa_planted_secret")
+        reset_settings()
+        first = refresh(history)
+        second = refresh(history)
+    assert (first.dashboards_written, first.annotations_created) == (1, 1)  # regression_opened
+    assert (second.dashboards_written, second.dashboards_unchanged) == (0, 1)
+    assert second.annotations_created == 0 and state.writes == 1
+    assert state.annotations[0]["dashboardUID"] == "omni-seed-tts-trend"
+    assert "regression_opened" in state.annotations[0]["tags"]
+    assert state.auth == {"Bearer glsa_planted_secret"}
+    annotated = history.execute("SELECT grafana_annotation_id FROM omni.event").fetchall()
+    assert [a["grafana_annotation_id"] for a in annotated] == [1]
+
+
+def test_refresh_without_grafana_only_logs(history, monkeypatch) -> None:
+    monkeypatch.delenv("OMNI_GRAFANA_URL", raising=False)
+    reset_settings()
+    report = refresh(history)
+    assert not report.configured and "not configured" in report.summary

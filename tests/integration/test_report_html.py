@@ -1,0 +1,63 @@
+"""The HTML report renders in headless Chromium: plots, audio players, no console errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from omni_tasks.audio import write_audio
+from omni_tasks.cli import app
+from tests.factories import REGRESS, SAME, store_night
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "Debian's chromium is required (`apt-get install chromium`; .ci/run installs it)"
+    return exe
+
+
+def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Path) -> None:
+    for i, shape in enumerate([SAME, REGRESS]):
+        store_night(db, tmp_path, i, shape)
+    regressed = db.execute(
+        "SELECT r.run_id, c.utt_id FROM omni.v_regressed_clips c JOIN omni.run r "
+        "ON r.branch = c.candidate_branch AND r.nightly = c.nightly "
+        "WHERE c.nightly = '2026-11-02' AND c.candidate_branch = 'rebase' "
+        "ORDER BY c.candidate_wer DESC NULLS FIRST, c.utt_id LIMIT 3"
+    ).fetchall()
+    for r in regressed:  # three regressed clips with audio on record
+        uri = tmp_path / "audio" / f"{r['utt_id']}.wav"
+        write_audio(str(uri), 0.1 * np.sin(np.arange(4800, dtype=np.float32)), 24_000)
+        db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
+                   (str(uri), r["run_id"], r["utt_id"]))  # fmt: skip
+    db.commit()
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert page.count("data:audio/wav;base64,") == 3 and "REGRESSED" in page
+    assert "SIMULATED" in page  # the synthetic artifacts say so, and so does the report
+
+    shot = tmp_path / "report.png"
+    run = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--log-level=0", f"--screenshot={shot}", "--window-size=1280,3000", "--dump-dom",
+         out.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
+    dom = run.stdout
+    assert len(re.findall(r'class="main-svg"', dom)) >= 3  # plotly drew trend, modes, scatter
+    assert dom.count("<audio") == 3
+    assert shot.is_file() and shot.stat().st_size > 20_000
+
+
+def test_report_without_decisions_is_a_clear_error(db, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 1 and "no gated nightly" in result.output
