@@ -195,6 +195,53 @@ def _parse_date(value: str) -> dt.date:
 
 
 # ---------------------------------------------------------------- runs
+@import_app.command("buildkite")
+def import_buildkite(
+    org: Annotated[str, typer.Option(help="Buildkite organization slug (e.g. vllm)")],
+    pipeline: Annotated[str, typer.Option(help="Pipeline slug (e.g. vllm-omni)")],
+    branch: Annotated[str | None, typer.Option(help="Only builds of this branch")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only builds created on/after YYYY-MM-DD")
+    ] = None,
+    base_url: Annotated[str, typer.Option(help="API base (tests: a local server)")] = (
+        "https://api.buildkite.com/v2"
+    ),
+    as_json: JsonFlag = False,
+) -> None:
+    """Import the seed-TTS results artifacts of a Buildkite pipeline's builds (idempotent).
+
+    The token comes from BUILDKITE_API_TOKEN (scopes read_builds, read_artifacts).
+    """
+    import os
+
+    from omni_tasks.importers.buildkite import BuildkiteError, BuildkiteSource, import_pipeline
+
+    token = os.environ.get("BUILDKITE_API_TOKEN")
+    if not token:
+        fail("set BUILDKITE_API_TOKEN (a Buildkite API token with read_builds, read_artifacts)")
+    src = BuildkiteSource(org=org, pipeline=pipeline, token=token, base_url=base_url,
+                          branch=branch, since=_parse_date(since) if since else None)  # fmt: skip
+    with _open_db() as conn:
+        try:
+            report = import_pipeline(conn, src)
+        except BuildkiteError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(dataclasses.asdict(report))
+        return
+    for w in report.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for e in report.errors:
+        err.print(f"[red]error:[/] {e}", highlight=False)
+    console.print(
+        f"imported {len(report.imported)} run(s), skipped {report.skipped} already imported; "
+        f"{len(report.builds_without_artifact)} build(s) without a seed-TTS artifact",
+        highlight=False,
+    )
+    for key in report.imported:
+        print(key)
+
+
 @runs_app.command("list")
 def runs_list(
     branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,

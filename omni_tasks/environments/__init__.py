@@ -1,0 +1,32 @@
+"""Execution environments: "give me a Python + server command for commit X".
+
+Strategies (one interface, `Strategy.prepare(commit) -> Environment`):
+  image     a container image per commit (the upstream CI builds one), run as a Kubernetes pod
+  venv      a virtualenv built on a bare GPU host from a git checkout + pinned requirements
+  existing  an interpreter someone manages themselves
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Environment:
+    commit: str
+    strategy: str
+    python: str | None = None  # the interpreter that runs the server (venv, existing)
+    image: str | None = None  # the container image (image strategy)
+    lock: str | None = None  # what is installed (pip freeze), recorded on the run
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Strategy(Protocol):
+    name: str
+
+    def prepare(self, commit: str) -> Environment: ...
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An environment that could not be prepared (the message says which step failed)."""

@@ -1,0 +1,110 @@
+"""`venv`: a virtualenv per commit on a bare GPU host, cached by commit.
+
+Built from a git checkout of the commit plus a pinned requirement spec; the `pip freeze` lock is
+kept and recorded on the run. A finished environment has a READY marker (written last, so a
+crashed build is rebuilt, never half-used); builds of one commit are serialized by a file lock;
+`prune` removes environments unused for longer than a given age.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from omni_tasks.environments import Environment, EnvironmentBuildError
+
+
+def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float = 3600) -> str:
+    out = subprocess.run(list(argv), capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                         check=False)  # fmt: skip
+    if out.returncode != 0:
+        raise EnvironmentBuildError(
+            f"{what} failed ({out.returncode}): {out.stderr.strip()[-800:]}"
+        )
+    return out.stdout
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class VenvStrategy:
+    name = "venv"
+
+    def __init__(
+        self,
+        repo: str,
+        root: Path,
+        requirements: Sequence[str] = (),
+        base_python: str = sys.executable,
+        pip_args: Sequence[str] = (),
+    ) -> None:
+        self.repo = repo
+        self.root = root
+        self.requirements = list(requirements)
+        self.base_python = base_python
+        self.pip_args = list(pip_args)
+
+    def path(self, commit: str) -> Path:
+        return self.root / commit[:16]
+
+    def prepare(self, commit: str) -> Environment:
+        env_dir = self.path(commit)
+        with _locked(self.root / f".{commit[:16]}.lock"):
+            if not (env_dir / "READY").is_file():
+                self._build(commit, env_dir)
+            (env_dir / "READY").touch()  # last use, for pruning
+        python = env_dir / "venv" / "bin" / "python"
+        return Environment(
+            commit, self.name, python=str(python),
+            lock=(env_dir / "lock.txt").read_text(encoding="utf-8"),
+            details={"path": str(env_dir), "repo": self.repo, "requirements": self.requirements},
+        )  # fmt: skip
+
+    def _build(self, commit: str, env_dir: Path) -> None:
+        if env_dir.exists():
+            shutil.rmtree(env_dir)  # a build that died half-way
+        src = env_dir / "src"
+        env_dir.mkdir(parents=True)
+        _run(["git", "clone", "--quiet", "--no-checkout", self.repo, str(src)], "git clone")
+        _run(["git", "-C", str(src), "checkout", "--quiet", commit], f"git checkout {commit}")
+        _run([self.base_python, "-m", "venv", str(env_dir / "venv")], "creating the virtualenv")
+        pip = [str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
+               *self.pip_args]  # fmt: skip
+        if self.requirements:
+            _run([*pip, *self.requirements], "installing the pinned requirements")
+        _run([*pip, str(src)], f"installing the checkout of {commit}")
+        freeze = _run([str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "freeze"], "freeze")
+        (env_dir / "lock.txt").write_text(freeze, encoding="utf-8")
+        tmp = env_dir / "READY.tmp"
+        tmp.write_text(commit, encoding="utf-8")
+        tmp.replace(env_dir / "READY")
+
+    def prune(self, max_age_days: float, now: float | None = None) -> list[Path]:
+        """Remove environments not used for `max_age_days`; returns what was removed."""
+        now = time.time() if now is None else now
+        removed = []
+        for ready in self.root.glob("*/READY"):
+            if now - ready.stat().st_mtime > max_age_days * 86400:
+                with _locked(self.root / f".{ready.parent.name}.lock"):
+                    shutil.rmtree(ready.parent)
+                removed.append(ready.parent)
+        return removed
+
+
+def bin_dir(env: Environment) -> str | None:
+    return None if env.python is None else os.path.dirname(env.python)

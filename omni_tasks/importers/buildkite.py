@@ -1,0 +1,181 @@
+"""Import last quarter's nightlies from the CI that runs today (Buildkite).
+
+Lists a pipeline's builds through the Buildkite REST API, finds each build's
+`qwen_omni_acc_seed_tts_*.json` artifacts, downloads them and imports each as that night's run
+with the build number, commit and branch. Idempotent: an artifact already imported (by its
+Buildkite id) is skipped without downloading. A 429 waits for Retry-After; 5xx and connection
+errors are retried with backoff; 401/404 stop with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, ArtifactError, parse_artifact
+from omni_tasks.store.runs import derive_run_key, save_run
+
+ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
+DEFAULT_API = "https://api.buildkite.com/v2"
+
+
+class BuildkiteError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class BuildkiteSource:
+    org: str
+    pipeline: str
+    token: str
+    base_url: str = DEFAULT_API
+    branch: str | None = None
+    since: dt.date | None = None
+    max_retries: int = 5
+    backoff_s: float = 1.0
+
+
+@dataclass
+class ImportReport:
+    imported: list[str] = field(default_factory=list)  # run keys
+    skipped: int = 0  # artifacts imported before
+    builds_without_artifact: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class BuildkiteClient:
+    def __init__(self, src: BuildkiteSource) -> None:
+        self.src = src
+        self.http = httpx.Client(
+            base_url=src.base_url.rstrip("/") + "/",
+            headers={"Authorization": f"Bearer {src.token}"},
+            timeout=60,
+            follow_redirects=True,  # artifact downloads redirect to storage (auth is dropped)
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _get(self, url: str, params: dict[str, Any] | None = None) -> httpx.Response:
+        for attempt in range(self.src.max_retries + 1):
+            try:
+                r = self.http.get(url, params=params)
+            except httpx.TransportError as exc:
+                if attempt == self.src.max_retries:
+                    raise BuildkiteError(f"Buildkite unreachable: {exc}") from exc
+                time.sleep(self.src.backoff_s * 2**attempt)
+                continue
+            if r.status_code == 429 and attempt < self.src.max_retries:
+                time.sleep(min(float(r.headers.get("Retry-After", "5")), 60.0))
+                continue
+            if r.status_code >= 500 and attempt < self.src.max_retries:
+                time.sleep(self.src.backoff_s * 2**attempt)
+                continue
+            if r.status_code == 401:
+                raise BuildkiteError(
+                    "Buildkite rejected the API token (401): set BUILDKITE_API_TOKEN to a token "
+                    "with read_builds and read_artifacts scopes"
+                )
+            if r.status_code == 404:
+                raise BuildkiteError(
+                    f"Buildkite has no {self.src.org}/{self.src.pipeline} or no access to it "
+                    f"(404 on {r.request.url.path})"
+                )
+            if r.status_code >= 400:
+                raise BuildkiteError(f"Buildkite answered {r.status_code} on {r.request.url.path}")
+            return r
+        raise BuildkiteError("unreachable")  # pragma: no cover
+
+    def builds(self) -> Iterator[dict[str, Any]]:
+        params: dict[str, Any] = {"per_page": 100}
+        if self.src.branch:
+            params["branch"] = self.src.branch
+        if self.src.since:
+            params["created_from"] = f"{self.src.since.isoformat()}T00:00:00Z"
+        url: str | None = f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds"
+        query: dict[str, Any] | None = params
+        while url:
+            r = self._get(url, query)
+            yield from r.json()
+            url = r.links.get("next", {}).get("url")
+            query = None  # the next link carries the query (an empty dict would replace it)
+
+    def artifacts(self, build: int) -> list[dict[str, Any]]:
+        path = (
+            f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds/{build}/artifacts"
+        )
+        return list(self._get(path, {"per_page": 100}).json())
+
+    def download(self, artifact: dict[str, Any]) -> bytes:
+        return self._get(artifact["download_url"]).content
+
+
+def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM omni.run WHERE source -> 'buildkite' ->> 'artifact_id' = %s",
+            (artifact_id,),
+        ).fetchone()
+        is not None
+    )
+
+
+def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> ImportReport:
+    report = ImportReport()
+    client = BuildkiteClient(src)
+    try:
+        builds = sorted(client.builds(), key=lambda b: b["number"])
+        for build in builds:
+            arts = [
+                a
+                for a in client.artifacts(build["number"])
+                if ARTIFACT_PATTERN.search(a.get("path") or a.get("filename") or "")
+            ]
+            if not arts:
+                report.builds_without_artifact.append(build["number"])
+                continue
+            for art in arts:
+                if _already(conn, art["id"]):
+                    report.skipped += 1
+                    continue
+                _import_one(conn, client, src, build, art, report)
+    finally:
+        client.close()
+    return report
+
+
+def _import_one(
+    conn: psycopg.Connection[Any], client: BuildkiteClient, src: BuildkiteSource,
+    build: dict[str, Any], art: dict[str, Any], report: ImportReport,
+) -> None:  # fmt: skip
+    data = client.download(art)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
+        path.write_bytes(data)
+        try:
+            parsed = parse_artifact(path, branch=build["branch"], commit=build.get("commit"))
+        except ArtifactError as exc:
+            report.errors.append(f"build {build['number']}: {exc}")
+            return
+    source = {**parsed.spec.source, "buildkite": {
+        "org": src.org, "pipeline": src.pipeline, "build": build["number"],
+        "artifact_id": art["id"], "web_url": build.get("web_url"), "state": build.get("state"),
+    }}  # fmt: skip
+    spec = dataclasses.replace(parsed.spec, source=source)
+    grading = (ARTIFACT_GRADER, parsed.grades) if parsed.clips else None
+    # Two builds of one commit on one night are two runs: the build number keeps keys apart.
+    key = f"{derive_run_key(spec)}:build{build['number']}"
+    result = save_run(conn, spec, parsed.clips, grading, run_key=key)
+    report.imported.append(result.run_key)
+    report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]

@@ -1,0 +1,76 @@
+"""A local Buildkite REST API (builds with Link pagination, artifacts, redirecting downloads)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+
+@dataclass
+class BuildkiteState:
+    builds: list[dict[str, Any]] = field(default_factory=list)  # newest first, like the API
+    artifacts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    fail_next: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    downloads: int = 0
+    calls: int = 0
+    token: str = "bk-token"
+
+
+def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
+    def guard(request: Request) -> Response | None:
+        state.calls += 1
+        if state.fail_next:
+            status, headers = state.fail_next.pop(0)
+            return JSONResponse({"message": "nope"}, status_code=status, headers=headers)
+        if request.headers.get("authorization") != f"Bearer {state.token}":
+            return JSONResponse({"message": "Authentication required"}, status_code=401)
+        return None
+
+    async def builds(request: Request) -> Response:
+        if (bad := guard(request)) is not None:
+            return bad
+        if request.path_params["pipeline"] != "vllm-omni":
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        rows = [b for b in state.builds
+                if request.query_params.get("branch") in (None, b["branch"])]  # fmt: skip
+        page = int(request.query_params.get("page", "1"))
+        chunk = rows[(page - 1) * page_size : page * page_size]
+        headers = {}
+        if page * page_size < len(rows):
+            nxt = request.url.include_query_params(page=page + 1)
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        return Response(json.dumps(chunk), media_type="application/json", headers=headers)
+
+    async def artifacts(request: Request) -> Response:
+        if (bad := guard(request)) is not None:
+            return bad
+        return JSONResponse(state.artifacts.get(int(request.path_params["number"]), []))
+
+    async def download(request: Request) -> Response:
+        if (bad := guard(request)) is not None:
+            return bad
+        # Like Buildkite: a redirect to storage on another origin (localhost vs 127.0.0.1).
+        port = request.url.port
+        return RedirectResponse(
+            f"http://localhost:{port}/storage/{request.path_params['aid']}", 302
+        )
+
+    async def storage(request: Request) -> Response:
+        state.downloads += 1
+        assert "authorization" not in request.headers  # the token never leaves Buildkite
+        return Response(state.blobs[request.path_params["aid"]], media_type="application/json")
+
+    base = "/v2/organizations/{org}/pipelines/{pipeline}/builds"
+    return Starlette(routes=[
+        Route(base, builds),
+        Route(base + "/{number}/artifacts", artifacts),
+        Route(base + "/{number}/artifacts/{aid}/download", download),
+        Route("/storage/{aid}", storage),
+    ])  # fmt: skip

@@ -1,0 +1,143 @@
+"""Execution environments: a venv per commit (built, cached, reused, served through the
+launcher), the image strategy's pod spec (validated by the provider), GPU leases."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from omni_tasks.environments.gpus import gpu_lease
+from omni_tasks.environments.image import ImageStrategy
+from omni_tasks.environments.venv import VenvStrategy
+from omni_tasks.synthesis.server import ServerSpec, launched, provenance
+
+PYPROJECT = """[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "vllm"
+version = "{version}"
+[project.scripts]
+vllm = "fakevllm:main"
+[tool.setuptools]
+py-modules = ["fakevllm"]
+"""
+FAKE = '''"""`vllm serve …` stand-in: serves the omni-tasks simulator with this commit's profile."""
+import os
+import sys
+
+PROFILE = "{profile}"
+
+
+def main():
+    args = sys.argv[1:]
+    port = args[args.index("--port") + 1]
+    python = os.environ["OMNI_SIM_PYTHON"]
+    os.execv(python, [python, "-m", "omni_tasks", "simulator", "serve", "--profile", PROFILE,
+                      "--port", port, "--transcript-mode"])
+'''
+
+
+def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    repo = tmp_path / "vllm-omni"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    shas = []
+    for version, profile in (("0.11.0", "main"), ("0.11.1", "rebase")):
+        (repo / "pyproject.toml").write_text(PYPROJECT.format(version=version))
+        (repo / "fakevllm.py").write_text(FAKE.format(profile=profile))
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", profile], check=True)
+        shas.append(subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                                   text=True).stdout.strip())  # fmt: skip
+    return repo, shas
+
+
+def test_venv_per_commit_is_built_cached_reused_and_served(tmp_path: Path) -> None:
+    repo, commits = _repo(tmp_path)
+    strategy = VenvStrategy(str(repo), tmp_path / "envs")
+    for commit, profile, version in zip(commits, ("main", "rebase"), ("0.11.0", "0.11.1"),
+                                        strict=True):  # fmt: skip
+        env = strategy.prepare(commit)
+        assert "vllm @ file://" in env.lock or f"vllm=={version}" in env.lock
+        started = time.monotonic()
+        again = strategy.prepare(commit)  # cached: no rebuild
+        assert time.monotonic() - started < 1 and again.python == env.python
+        spec = ServerSpec(python=str(env.python), model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+                          log_path=tmp_path / f"{commit[:8]}.log", startup_timeout_s=60,
+                          env={"OMNI_SIM_PYTHON": sys.executable})  # fmt: skip
+        with launched(spec) as server:
+            models = httpx.get(server.url + "/v1/models").json()["data"]
+            assert models[0]["id"] == f"simulator:{profile}+transcript"
+        assert provenance(spec).stack["vllm"] == version
+    assert len(list((tmp_path / "envs").glob("*/READY"))) == 2
+    # Pruning by age removes environments nobody used recently.
+    assert strategy.prune(max_age_days=1, now=time.time() + 3 * 86400) != []
+    assert list((tmp_path / "envs").glob("*/READY")) == []
+
+
+def test_a_failed_build_says_which_step(tmp_path: Path) -> None:
+    repo, _ = _repo(tmp_path)
+    strategy = VenvStrategy(str(repo), tmp_path / "envs")
+    from omni_tasks.environments import EnvironmentBuildError
+
+    with pytest.raises(EnvironmentBuildError, match="git checkout 0000000"):
+        strategy.prepare("0000000000000000000000000000000000000000")
+
+
+def test_image_pod_spec_passes_the_providers_own_construction(tmp_path: Path) -> None:
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+    from kubernetes.client import ApiClient
+
+    kubeconfig = tmp_path / "kubeconfig"  # parsed only; no cluster is contacted
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "users: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    strategy = ImageStrategy(
+        "public.ecr.aws/vllm/vllm-omni:{commit}", node_selector={"gpu": "h100"}
+    )
+    env = strategy.prepare("0123456789abcdef0123456789abcdef01234567")
+    kwargs = strategy.pod_operator_kwargs(env, ["omni-tasks", "bench", "--target", "http://x"], 2,
+                                          {"OMNI_DATABASE_URL": "postgresql://db/omni"})  # fmt: skip
+    op = KubernetesPodOperator(task_id="bench", config_file=str(kubeconfig), in_cluster=False,
+                               **kwargs)  # fmt: skip
+    pod = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
+    container = pod["spec"]["containers"][0]
+    assert (
+        container["image"]
+        == "public.ecr.aws/vllm/vllm-omni:0123456789abcdef0123456789abcdef01234567"
+    )
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert container["volumeMounts"][0]["mountPath"] == "/root/.cache/huggingface"
+    assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "hf-weights-cache"
+    assert pod["spec"]["nodeSelector"] == {"gpu": "h100"}
+    assert {"name": "OMNI_DATABASE_URL", "value": "postgresql://db/omni"} in container["env"]
+    assert container["command"] == ["omni-tasks"] and container["args"][0] == "bench"
+
+
+def test_two_servers_never_share_a_gpu(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OMNI_GPUS", "0,1")
+    spans: list[tuple[float, float, list[str]]] = []
+
+    def task() -> None:
+        with gpu_lease(2, lock_dir=tmp_path) as gpus:
+            start = time.monotonic()
+            time.sleep(0.5)
+            spans.append((start, time.monotonic(), gpus))
+
+    threads = [threading.Thread(target=task) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (_, a1, ga), (b0, _, gb) = sorted(spans)
+    assert ga == gb == ["0", "1"] and a1 <= b0  # the second waited for both GPUs
