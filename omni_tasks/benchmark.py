@@ -22,7 +22,7 @@ import psycopg
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
-from omni_tasks.dataset import Dataset, load_dataset
+from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
@@ -69,10 +69,22 @@ class BenchRequest:
     gpu_class: str | None = None
     airflow_dag_id: str | None = None
     airflow_run_id: str | None = None
+    only: tuple[str, ...] | None = None  # a subset of utterance ids (bisect's clips)
+    # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
+    history: tuple[str, ...] = ()
+    first_bad: str | None = None
 
     @property
     def simulator_profile(self) -> str | None:
-        return self.target.split(":", 1)[1] if self.target.startswith("simulator:") else None
+        if not self.target.startswith("simulator:"):
+            return None
+        profile = self.target.split(":", 1)[1]
+        if profile != "commit-history":
+            return profile
+        if self.commit not in self.history or self.first_bad not in self.history:
+            raise BenchError("simulator:commit-history needs the commit and first_bad in history")
+        bad = self.history.index(self.commit) >= self.history.index(self.first_bad)
+        return "rebase" if bad else "main"
 
 
 @dataclass(frozen=True)
@@ -127,7 +139,12 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     stack = dict(req.stack)
     if req.simulator_profile:
         stack.update(simulator=f"simulator:{req.simulator_profile}", simulated=True)
-    fingerprint = ds.fingerprint if n == len(ds.utterances) else f"{ds.fingerprint}:first{n}"
+    fingerprint = ds.fingerprint
+    if req.only is not None:
+        subset = hashlib.sha256(",".join(sorted(req.only)).encode()).hexdigest()[:12]
+        fingerprint = f"{ds.fingerprint}:subset{subset}"
+    elif n != len(ds.utterances):
+        fingerprint = f"{ds.fingerprint}:first{n}"
     return RunSpec(
         benchmark=req.benchmark or get_settings().benchmark,
         nightly=req.nightly,
@@ -203,8 +220,15 @@ def _transcript_grades(
     return grades
 
 
+def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:
+    if req.only is not None:
+        wanted = set(req.only)
+        return tuple(u for u in ds.utterances if u.utt_id in wanted)
+    return ds.limit(req.limit)
+
+
 def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> list[ClipResult]:
-    utterances = ds.limit(req.limit)
+    utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
         cfg = ClientConfig(
@@ -223,7 +247,7 @@ def run_benchmark(
 ) -> BenchOutcome:
     """Synthesize (unless stored), store, grade (unless graded); return the summary."""
     ds = load_dataset(req.dataset)
-    n = len(ds.limit(req.limit))
+    n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
     existing = conn.execute("SELECT run_id FROM omni.run WHERE run_key = %s", (key,)).fetchone()

@@ -1,17 +1,56 @@
-"""The nightly's decision step: gate a night and plan its alerts in one transaction, so an
-alert message exists exactly when the decision that caused it does."""
+"""The nightly, step by step: what each task of `seed_tts_nightly` calls.
+
+    record_heads → (prepare environment +) run_branch per branch × seed → summarize
+    → decide_night (compare, gate, plan alerts) → refresh_outputs → dispatch_alerts
+
+Every step is idempotent (a retried task converges): heads are recorded once per night, a
+stored run is not synthesized again, statistics and decisions are upserts, alert messages carry
+idempotency keys. Steps pass small plain values (plans, run keys), never clip data.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
+from pydantic import BaseModel, Field
 
-from omni_tasks.alerts.lifecycle import plan_alerts
+from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.service import gate_nightly
+from omni_tasks.analysis.service import gate_nightly, run_stats_for_key
+from omni_tasks.config import get_settings
+from omni_tasks.store.queries import sql
+
+
+class NightlyParams(BaseModel):
+    """What a nightly (or a manual run of it) benchmarks; the DAG's trigger form."""
+
+    branches: list[str] = Field(default_factory=lambda: ["main", "rebase"])
+    baseline: str = "main"
+    commits: dict[str, str] = Field(default_factory=dict, description="branch → explicit commit")
+    targets: dict[str, str] = Field(
+        default_factory=lambda: {"main": "simulator:main", "rebase": "simulator:rebase"},
+        description="branch → http(s)://… or simulator:PROFILE",
+    )
+    transcript_mode: bool = False
+    repo: str | None = Field(default=None, description="git repo to read branch heads from")
+    variant: str = "default"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    prompt_template: str = "seed-tts-default"
+    seeds: list[int] = Field(default_factory=lambda: [42])
+    limit: int | None = None
+    dataset: str = "demo"
+    benchmark: str | None = None
+    grader: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def bench(self) -> str:
+        return self.benchmark or get_settings().benchmark
 
 
 @dataclass(frozen=True)
@@ -30,6 +69,8 @@ def decide_night(
     baseline_branch: str,
     expect: tuple[str, ...] = (),
 ) -> NightDecision:
+    """Gate a night and plan its alerts in one transaction: an alert message exists exactly
+    when the decision that caused it does."""
     with conn.transaction():
         decisions = gate_nightly(
             conn, nightly, policy, benchmark=benchmark, baseline_branch=baseline_branch,
@@ -37,3 +78,133 @@ def decide_night(
         )  # fmt: skip
         enqueued = plan_alerts(conn, benchmark, nightly, policy)
     return NightDecision(nightly, decisions, enqueued)
+
+
+def _git_head(repo: str, branch: str, before: dt.date | None) -> str | None:
+    args = ["git", "-C", repo, "rev-list", "-1"]
+    if before is not None:
+        args.append(f"--before={before.isoformat()}T23:59:59Z")
+    out = subprocess.run([*args, branch], capture_output=True, text=True, timeout=60, check=False)
+    return out.stdout.strip() or None
+
+
+def record_heads(
+    conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, *, backfill: bool
+) -> list[dict[str, Any]]:
+    """Each branch's commit for the night, recorded in `branch_head` (first sighting wins).
+
+    Explicit commits win; then the head recorded that night; then the repo's head (for a
+    backfill: the last commit before the date, flagged reconstructed); without a repo the
+    simulator targets get a stable synthetic head per branch and night."""
+    plans = []
+    for branch in params.branches:
+        recorded = conn.execute(
+            "SELECT commit_sha, reconstructed FROM omni.branch_head "
+            "WHERE benchmark = %s AND branch = %s AND nightly = %s",
+            (params.bench, branch, nightly),
+        ).fetchone()
+        reconstructed = False
+        if branch in params.commits:
+            commit = params.commits[branch]
+        elif recorded is not None:
+            commit, reconstructed = recorded["commit_sha"], recorded["reconstructed"]
+        elif params.repo:
+            commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
+            reconstructed = backfill
+            if not commit:
+                raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
+        else:
+            commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
+        conn.execute(
+            sql("upsert_branch_head"),
+            {"benchmark": params.bench, "branch": branch, "nightly": nightly,
+             "commit_sha": commit, "commit_time": None, "reconstructed": reconstructed},
+        )  # fmt: skip
+        night = nightly.isoformat()
+        for seed in params.seeds:
+            plans.append({"branch": branch, "commit": commit, "seed": seed, "nightly": night,
+                          "reconstructed": reconstructed})  # fmt: skip
+    conn.commit()
+    return plans
+
+
+def run_branch(
+    conn: psycopg.Connection[Any],
+    params: NightlyParams,
+    plan: dict[str, Any],
+    *,
+    trigger: str,
+    airflow_ids: tuple[str | None, str | None] = (None, None),
+    show_progress: bool = False,
+) -> str:
+    """Synthesize, grade and store one branch × seed of the night; returns its run key."""
+    from omni_tasks.benchmark import BenchRequest, run_benchmark
+    from omni_tasks.grading.asr import GraderSpec, load_grader
+
+    target = params.targets.get(plan["branch"])
+    if target is None:
+        raise ValueError(f"no target for branch {plan['branch']!r} (params.targets)")
+    nightly = dt.date.fromisoformat(plan["nightly"])
+    recorded = conn.execute(
+        "SELECT commit_sha FROM omni.branch_head WHERE benchmark = %s AND branch = %s "
+        "AND nightly = %s", (params.bench, plan["branch"], nightly),
+    ).fetchone()  # fmt: skip
+    lineage = {
+        "differs_from_recorded_head": None if recorded is None
+        else recorded["commit_sha"] != plan["commit"],
+        "reconstructed_head": plan.get("reconstructed", False),
+    }  # fmt: skip
+    req = BenchRequest(
+        target=target, branch=plan["branch"], dataset=params.dataset, commit=plan["commit"],
+        seed=plan["seed"], limit=params.limit, prompt_template=params.prompt_template,
+        transcript_mode=params.transcript_mode, nightly=nightly, trigger=trigger,  # type: ignore[arg-type]
+        variant=params.variant, overrides=params.overrides, benchmark=params.bench,
+        observed_head=None if recorded is None else recorded["commit_sha"], lineage=lineage,
+        airflow_dag_id=airflow_ids[0], airflow_run_id=airflow_ids[1],
+    )  # fmt: skip
+    grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
+    outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
+    conn.commit()
+    return outcome.run_key
+
+
+def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePolicy) -> list[str]:
+    """Per-run statistics at every τ the policy reports (upserts run_stats)."""
+    for key in run_keys:
+        for tau in policy.taus:
+            run_stats_for_key(conn, key, tau, policy)
+    conn.commit()
+    return run_keys
+
+
+def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date,
+                    tau: float) -> dict[str, str]:  # fmt: skip
+    """Grafana (when configured) and the night's HTML report; returns where things are."""
+    from omni_tasks.grafana.push import refresh
+    from omni_tasks.report_html import nightly_report
+
+    settings = get_settings()
+    summary = refresh(conn).summary
+    path: Path = settings.home / "reports" / f"{benchmark}_{nightly}.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(nightly_report(conn, benchmark, nightly, tau), encoding="utf-8")
+    tmp.replace(path)
+    return {"grafana": summary, "report": str(path)}
+
+
+def dispatch_alerts(conn: psycopg.Connection[Any], token: str | None = None,
+                    channel: str | None = None) -> str:  # fmt: skip
+    from omni_tasks.alerts.slack import default_sink, dispatch
+
+    return dispatch(conn, default_sink(token, channel)).summary
+
+
+def task_failed(conn: psycopg.Connection[Any], benchmark: str, dag_id: str, task_id: str,
+                run_id: str, try_number: int, error: str) -> None:  # fmt: skip
+    """An Airflow task failed: an INFRA alert through the outbox (once per try)."""
+    raise_infra(
+        conn, f"{benchmark}|task|{dag_id}.{task_id}", f"INFRA task failed: {dag_id}.{task_id}",
+        [f"run {run_id}, try {try_number}", error[:1000]], dedup=f"{run_id}|{try_number}",
+    )  # fmt: skip
+    conn.commit()

@@ -1,0 +1,58 @@
+"""seed-TTS nightly: benchmark every branch on GPU workers, gate, refresh dashboards, alert.
+
+record_heads → run_branch (mapped: branch × seed, `gpu` queue and pool) → summarize → decide
+(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) → dispatch_alerts.
+Every task is idempotent, so retries and re-runs converge. Backfill:
+`airflow backfill create --dag-id seed_tts_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import dag, get_current_context, task
+
+from omni_tasks import dag_support as s
+
+
+@dag(
+    dag_id="seed_tts_nightly",
+    schedule="0 2 * * *",
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["omni", "seed-tts", "nightly"],
+    params=s.nightly_params(),
+    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    doc_md=__doc__,
+)
+def seed_tts_nightly() -> None:
+    @task
+    def record_heads() -> list[dict]:
+        return s.record_heads(get_current_context())
+
+    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=s.GPU_SLOTS_PER_SERVER,
+          map_index_template="{{ branch_label }}")  # fmt: skip
+    def run_branch(plan: dict) -> str:
+        return s.run_branch(get_current_context(), plan)
+
+    @task
+    def summarize(run_keys: list[str]) -> list[str]:
+        return s.summarize(get_current_context(), run_keys)
+
+    @task
+    def decide(run_keys: list[str]) -> str:
+        return s.decide(get_current_context(), run_keys)
+
+    @task
+    def refresh(night: str) -> dict:
+        return s.refresh(get_current_context(), night)
+
+    @task(trigger_rule="all_done")
+    def dispatch_alerts() -> str:
+        return s.dispatch_alerts(get_current_context())
+
+    night = decide(summarize(run_branch.expand(plan=record_heads())))
+    refresh(night) >> dispatch_alerts()
+
+
+seed_tts_nightly()
