@@ -109,8 +109,8 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     from omni_tasks import nightly
 
     context["branch_label"] = f"{plan['branch']} seed {plan['seed']}"
-    trigger = "backfill" if _is_backfill(context) else (
-        "nightly" if str(context["dag_run"].run_type).endswith("scheduled") else "manual")  # fmt: skip
+    scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
+    trigger = "backfill" if _is_backfill(context) else ("nightly" if scheduled else "manual")
     with results_db() as conn:
         return nightly.run_branch(
             conn, _params(context), plan, trigger=trigger,
@@ -183,3 +183,77 @@ def on_task_failure(context: dict[str, Any]) -> None:
                                 context["run_id"], ti.try_number, error)  # fmt: skip
     except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)
+
+
+def bisect_params() -> dict[str, Any]:
+    from airflow.sdk import Param
+
+    return {
+        "history": Param([], type="array", description="Commits, oldest (good) to newest (bad)"),
+        "target": Param("simulator:commit-history", type="string",
+                        description="http(s)://… or simulator:PROFILE"),
+        "branch": Param("rebase", type="string"),
+        "baseline": Param("main", type="string"),
+        "first_bad": Param(None, type=["null", "string"],
+                           description="simulator:commit-history: where the step is planted"),
+        "transcript_mode": Param(False, type="boolean"),
+        "dataset": Param("demo", type="string"),
+        "limit": Param(None, type=["null", "integer"]),
+        "seed": Param(1000, type="integer"),
+        "alpha": Param(0.05, type="number"),
+        "max_repeats": Param(3, type="integer"),
+    }  # fmt: skip
+
+
+def bisect(context: dict[str, Any]) -> dict[str, Any]:
+    from omni_tasks.bisection import BisectParams, run_bisect, summary
+
+    p = BisectParams(**dict(context["params"]))
+    with results_db() as conn:
+        result = run_bisect(conn, p, _nightly(context))
+    log.info("%s", summary(p, result))
+    return {"first_bad": result.first_bad, "last_good": result.last_good,
+            "steps": len(result.steps), "evaluations": result.evaluations}  # fmt: skip
+
+
+def regrade_params() -> dict[str, Any]:
+    from airflow.sdk import Param
+
+    return {
+        "run_key": Param("", type="string", description="Run whose stored audio to grade"),
+        "backend": Param("faster-whisper", type="string",
+                         enum=["faster-whisper", "transformers", "openai-whisper"]),
+        "model": Param(None, type=["null", "string"]),
+        "precision": Param(None, type=["null", "string"]),
+        "window": Param("truncate30", type="string", enum=["truncate30", "longform"]),
+        "device": Param("cpu", type="string"),
+        "batch_size": Param(8, type="integer"),
+    }  # fmt: skip
+
+
+def regrade(context: dict[str, Any]) -> dict[str, Any]:
+    from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.grading.grade import grade_run
+
+    p = dict(context["params"])
+    grader = load_grader(GraderSpec(
+        backend=p["backend"], model=p["model"], precision=p["precision"], window=p["window"],
+        device=p["device"], batch_size=p["batch_size"],
+    ))  # fmt: skip
+    with results_db() as conn:
+        out = grade_run(conn, p["run_key"], grader, show_progress=False)
+        conn.commit()
+    return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
+
+
+def check_freshness(context: dict[str, Any]) -> list[str]:
+    from omni_tasks.bisection import check_freshness as check
+    from omni_tasks.config import get_settings
+
+    branches = list(context["params"]["branches"])
+    night = _nightly(context)
+    with results_db() as conn:
+        missing = check(conn, get_settings().benchmark, branches, night)
+    if missing:
+        log.warning("no results for %s on %s: INFRA alert queued", ", ".join(missing), night)
+    return missing

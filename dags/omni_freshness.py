@@ -1,0 +1,33 @@
+"""Freshness watchdog: a branch with no complete nightly run by the deadline is an INFRA alert."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+
+from omni_tasks import dag_support as s
+
+
+@dag(
+    dag_id="omni_freshness",
+    schedule="0 9 * * *",  # the nightly starts at 02:00 UTC; results are due by 09:00
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["omni", "seed-tts", "watchdog"],
+    params={"branches": Param(["main", "rebase"], type="array")},
+    default_args=s.DEFAULT_ARGS,
+    doc_md=__doc__,
+)
+def omni_freshness() -> None:
+    @task
+    def check() -> list[str]:
+        return s.check_freshness(get_current_context())
+
+    @task(trigger_rule="all_done")
+    def dispatch_alerts() -> str:
+        return s.dispatch_alerts(get_current_context())
+
+    check() >> dispatch_alerts()
+
+
+omni_freshness()

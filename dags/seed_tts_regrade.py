@@ -1,0 +1,33 @@
+"""seed-TTS re-grade (manual): grade a run's stored audio with another grader.
+
+Adds a grading to the run (never a new run); compare it with the original through
+`omni-tasks compare --baseline-grader/--candidate-grader`.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import dag, get_current_context, task
+
+from omni_tasks import dag_support as s
+
+
+@dag(
+    dag_id="seed_tts_regrade",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["omni", "seed-tts", "regrade"],
+    params=s.regrade_params(),
+    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    doc_md=__doc__,
+)
+def seed_tts_regrade() -> None:
+    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1)
+    def regrade() -> dict:
+        return s.regrade(get_current_context())
+
+    regrade()
+
+
+seed_tts_regrade()

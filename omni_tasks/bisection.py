@@ -1,0 +1,143 @@
+"""The bisect job: fresh runs of the endpoints and midpoints, stored as `bisect` runs, with the
+per-step evidence kept as events (and a reply in the alert's Slack thread when one is open)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from pydantic import BaseModel, Field
+
+from omni_tasks.alerts import blocks
+from omni_tasks.alerts.lifecycle import enqueue
+from omni_tasks.analysis.accounting import is_broken
+from omni_tasks.analysis.bisect import BisectResult, bisect
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.config import get_settings
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import clip_records
+
+
+class BisectParams(BaseModel):
+    history: list[str] = Field(description="commits oldest (good) to newest (bad)")
+    target: str = Field(description="http(s)://… or simulator:PROFILE / simulator:commit-history")
+    branch: str = "rebase"
+    baseline: str = "main"
+    variant: str = "default"
+    first_bad: str | None = Field(default=None, description="simulator:commit-history only")
+    transcript_mode: bool = False
+    dataset: str = "demo"
+    limit: int | None = None
+    seed: int = 1000
+    alpha: float = 0.05
+    max_repeats: int = 3
+    control: int = 50
+    benchmark: str | None = None
+    grader: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def bench(self) -> str:
+        return self.benchmark or get_settings().benchmark
+
+    @property
+    def bisect_id(self) -> str:
+        blob = "|".join([*self.history, self.target, str(self.seed), self.dataset, str(self.limit)])
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
+    from omni_tasks.benchmark import BenchRequest, run_benchmark
+    from omni_tasks.grading.asr import GraderSpec, load_grader
+
+    tau = load_policy().primary_tau
+    grader = None if p.transcript_mode else load_grader(GraderSpec(**p.grader))
+
+    def evaluate(commit: str, seed: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
+        part = (
+            "all"
+            if clips is None
+            else "d" + hashlib.sha256(",".join(clips).encode()).hexdigest()[:6]
+        )
+        req = BenchRequest(
+            target=p.target, branch=p.branch, dataset=p.dataset, commit=commit, seed=seed,
+            limit=p.limit if clips is None else None, only=clips, nightly=today,
+            trigger="bisect", variant=p.variant, transcript_mode=p.transcript_mode,
+            benchmark=p.bench, history=tuple(p.history), first_bad=p.first_bad,
+            run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
+        )  # fmt: skip
+        outcome = run_benchmark(conn, req, grader, show_progress=False)
+        conn.commit()
+        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
+
+    result = bisect(p.history, evaluate, seed=p.seed, alpha=p.alpha, max_repeats=p.max_repeats,
+                    control=p.control)  # fmt: skip
+    _record(conn, p, result, today)
+    return result
+
+
+def summary(p: BisectParams, r: BisectResult) -> str:
+    lines = [f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): first bad commit "
+             f"{r.first_bad} (last good {r.last_good}); {r.regressed} regressed : {r.improved} "
+             f"improved clips between the endpoints, {len(r.discriminating)} clips per step, "
+             f"{r.evaluations} runs"]  # fmt: skip
+    for s in r.steps:
+        flag = " (forced at the repeat cap)" if s.forced else ""
+        lines.append(f"  {s.commit[:12]} #{s.index}: {s.decision}{flag}, broken {list(s.broken)} "
+                     f"of {s.n_clips} at seeds {list(s.seeds)}, LLR {s.llr:+.1f}")  # fmt: skip
+    return "\n".join(lines + r.notes)
+
+
+def _record(
+    conn: psycopg.Connection[Any], p: BisectParams, r: BisectResult, today: dt.date
+) -> None:
+    when = dt.datetime.combine(today, dt.time(12), dt.UTC)
+    text = summary(p, r)
+    for i, step in enumerate(r.steps):
+        conn.execute(sql("insert_event"), {
+            "time": when, "kind": "bisect_step", "benchmark": p.bench, "branch": p.branch,
+            "variant": p.variant, "text": f"bisect step {i + 1}: {step.commit} {step.decision}",
+            "tags": ["bisect"], "details": Jsonb(dataclasses.asdict(step)),
+            "dedup_key": f"bisect_step|{p.bisect_id}|{i}",
+        })  # fmt: skip
+    conn.execute(sql("insert_event"), {
+        "time": when, "kind": "bisect_result", "benchmark": p.bench, "branch": p.branch,
+        "variant": p.variant, "text": f"first bad commit {r.first_bad}", "tags": ["bisect"],
+        "details": Jsonb({"summary": text, "first_bad": r.first_bad, "last_good": r.last_good,
+                          "discriminating": list(r.discriminating)}),
+        "dedup_key": f"bisect_result|{p.bisect_id}",
+    })  # fmt: skip
+    alert = conn.execute(
+        "SELECT alert_id, alert_key FROM omni.alert WHERE state = 'open' AND kind = 'regression' "
+        "AND alert_key LIKE %s", (f"{p.bench}|{p.branch}|{p.baseline}|{p.variant}|%",),
+    ).fetchone()  # fmt: skip
+    if alert is not None:
+        msg = blocks.Message(blocks.escape(text)[:3000], [blocks._section(blocks.escape(text))])
+        enqueue(conn, f"{alert['alert_key']}|bisect|{p.bisect_id}", alert["alert_id"], "reply",
+                {"op": "reply", **msg.to_payload()})  # fmt: skip
+    conn.commit()
+
+
+def check_freshness(
+    conn: psycopg.Connection[Any], benchmark: str, branches: list[str], nightly: dt.date
+) -> list[str]:
+    """Branches without a complete run for `nightly`; each missing one raises an INFRA alert."""
+    from omni_tasks.alerts.lifecycle import raise_infra
+
+    missing = []
+    for branch in branches:
+        row = conn.execute(
+            "SELECT 1 FROM omni.run WHERE benchmark = %s AND branch = %s AND nightly = %s "
+            "AND status IN ('complete', 'partial')", (benchmark, branch, nightly),
+        ).fetchone()  # fmt: skip
+        if row is None:
+            missing.append(branch)
+            raise_infra(conn, f"{benchmark}|{branch}|freshness",
+                        f"INFRA no {branch} results for the {nightly} nightly",
+                        [f"no complete {benchmark} run of {branch} for {nightly} by the deadline"],
+                        dedup=nightly.isoformat())  # fmt: skip
+    conn.commit()
+    return missing

@@ -1,0 +1,37 @@
+"""A private Airflow home for tests: SQLite metadata DB, our dags/ and plugins/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def airflow_env(home: Path, results_dsn: str, omni_home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "dags"),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO / "plugins"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__UNIT_TEST_MODE="False",
+        OMNI_DATABASE_URL=results_dsn,
+        OMNI_HOME=str(omni_home),
+    )
+    return env
+
+
+def migrate(env: dict[str, str]) -> None:
+    subprocess.run([str(REPO / ".venv/bin/airflow"), "db", "migrate"], env=env, check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+
+
+def dags_test(
+    env: dict[str, str], dag_id: str, date: str, conf: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(REPO / ".venv/bin/airflow"), "dags", "test", dag_id, date, "-c", conf],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip

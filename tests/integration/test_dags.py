@@ -1,0 +1,120 @@
+"""The DAGs: integrity (no parse-time I/O, conventions), the nightly and bisect run by
+`airflow dags test` on real Postgres, and re-runs that change nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from omni_tasks.audio import write_audio
+from tests.airflow_env import airflow_env, dags_test, migrate
+
+TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog"}
+
+
+@pytest.fixture(scope="module")
+def af(tmp_path_factory, results_dsn):
+    root = tmp_path_factory.mktemp("airflow")
+    env = airflow_env(root / "home", results_dsn, root / "omni-home")
+    migrate(env)
+    return env
+
+
+def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
+    def no_io(*args, **kwargs):
+        raise AssertionError("a DAG file touched the network or a database at parse time")
+
+    monkeypatch.setattr(psycopg, "connect", no_io)
+    monkeypatch.setattr("socket.socket.connect", no_io)
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
+    assert bag.import_errors == {}
+    assert set(bag.dags) == {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade",
+                             "omni_freshness"}  # fmt: skip
+    for dag in bag.dags.values():
+        assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
+        for t in dag.tasks:
+            assert t.owner == "omni-tasks" and t.retries >= 1, (dag.dag_id, t.task_id)
+    nightly = bag.dags["seed_tts_nightly"]
+    assert [t.task_id for t in nightly.topological_sort()] == [
+        "record_heads", "run_branch", "summarize", "decide", "refresh", "dispatch_alerts"]  # fmt: skip
+    run = nightly.get_task("run_branch")
+    assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
+    assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
+    assert nightly.catchup is False
+
+
+def _checksum(db: psycopg.Connection) -> dict[str, str]:
+    """Content of every results table, audit timestamps excluded."""
+    audit = {"created_at", "computed_at", "decided_at", "observed_at", "sent_at", "latency_s"}
+    out = {}
+    for table in ("run", "clip_audio", "grading", "clip_grade", "run_stats", "comparison",
+                  "gate_decision", "alert", "alert_outbox", "branch_head", "event"):  # fmt: skip
+        rows = db.execute(f"SELECT * FROM omni.{table}").fetchall()
+        canon = sorted(json.dumps({k: v for k, v in r.items() if k not in audit}, default=str,
+                                  sort_keys=True) for r in rows)  # fmt: skip
+        out[table] = hashlib.sha256("\n".join(canon).encode()).hexdigest()
+    return out
+
+
+def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
+    conf = json.dumps({"transcript_mode": True, "targets": {"main": "simulator:main",
+                       "rebase": "simulator:rebase"}})  # fmt: skip
+    first = dags_test(af, "seed_tts_nightly", "2026-11-20", conf)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    runs = db.execute("SELECT branch, status, trigger, n_expected FROM omni.run ORDER BY branch")
+    assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
+        ("main", "complete", 100), ("rebase", "complete", 100)]  # fmt: skip
+    decision = db.execute("SELECT verdict, candidate_branch FROM omni.gate_decision").fetchall()
+    assert len(decision) == 1 and decision[0]["candidate_branch"] == "rebase"
+    assert db.execute("SELECT count(*) AS n FROM omni.comparison").fetchone()["n"] == 1
+    assert db.execute("SELECT count(*) AS n FROM omni.branch_head").fetchone()["n"] == 2
+    report = Path(af["OMNI_HOME"]) / "reports" / "seed_tts_en_2026-11-20.html"
+    assert report.is_file()
+    before = _checksum(db)
+    db.commit()
+    second = dags_test(af, "seed_tts_nightly", "2026-11-20", conf)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert _checksum(db) == before
+
+
+def _corpus(root: Path, n: int = 1088) -> Path:
+    """A seed-tts-eval-shaped locale dir of n sentences (about 10 % questions)."""
+    import random
+
+    rng = random.Random(5)
+    words = "alpha river stone quiet market orange seven garden window yellow bridge".split()
+    (root / "prompt-wavs").mkdir(parents=True)
+    write_audio(str(root / "prompt-wavs" / "p.wav"), np.full(4800, 0.1, np.float32), 24_000)
+    lines = []
+    for i in range(n):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize()
+        lines.append(
+            f"u{i:04d}|prompt|prompt-wavs/p.wav|{text} {i}{'?' if rng.random() < 0.1 else '.'}"
+        )
+    (root / "meta.lst").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> None:
+    history = [f"{i:02d}" + "c" * 38 for i in range(16)]
+    first_bad = history[9]
+    conf = json.dumps({"history": history, "target": "simulator:commit-history",
+                       "first_bad": first_bad, "transcript_mode": True,
+                       "dataset": str(_corpus(tmp_path / "en"))})  # fmt: skip
+    out = dags_test(af, "seed_tts_bisect", "2026-11-21", conf)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'").fetchone()
+    assert result["details"]["first_bad"] == first_bad
+    steps = db.execute("SELECT count(*) AS n FROM omni.event WHERE kind = 'bisect_step'").fetchone()
+    assert steps["n"] <= math.ceil(math.log2(len(history))) + 2
+    n_runs = db.execute("SELECT count(*) AS n FROM omni.run WHERE trigger = 'bisect'").fetchone()
+    assert n_runs["n"] <= math.ceil(math.log2(len(history))) + 2  # endpoints + one run per step
