@@ -869,71 +869,86 @@ def trend_cmd(
 # ---------------------------------------------------------------- demo
 @app.command("demo")
 def demo_cmd(
-    nights: Annotated[int, typer.Option(min=1, max=30, help="Consecutive nightly dates")] = 2,
+    nights: Annotated[
+        int, typer.Option(min=1, max=30, help="Consecutive nightly dates (new seed each)")
+    ] = 1,
+    transcript_mode: Annotated[
+        bool, typer.Option(help="Skip audio: the simulator returns what would be heard (fast)")
+    ] = False,
 ) -> None:
-    """Run import → stats → paired A/B → gate end to end on simulated main vs rebase nights."""
-    from omni_tasks.demo import run_demo
-    from omni_tasks.report_text import print_comparison, print_gate
+    """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
+    from omni_tasks.alerts.blocks import render_text
+    from omni_tasks.demo import BASELINE, CANDIDATE, night_summary, run_nights
+    from omni_tasks.grafana.dashboards import write_all
     from omni_tasks.store.db import redact, resolve_dsn
 
     settings = get_settings()
-    policy = _policy()
-    console.rule("omni-tasks demo (SIMULATED data)")
+    console.rule("omni-tasks demo — SIMULATED targets, real pipeline")
     console.print(
-        "Each night, two results artifacts in the vLLM-Omni nightly's format are generated for "
-        "main and dev/vllm-align, shaped like the reported A/B (REFERENCE.md §3: 89 vs 151 "
-        "broken clips of 1088; 80 broken on both, 71 regressed, 9 improved). They are "
-        "SIMULATED (model_id says so); everything after them is the real pipeline: import, "
-        "per-clip store in Postgres, statistics, exact paired test, gate, confirmation.",
+        "What is simulated: the two vLLM-Omni servers. `main` and `rebase` are the local "
+        "simulator (omni_tasks/synthesis/simulator.py): it speaks each sentence of the 100-clip "
+        "demo corpus with piper (a real neural TTS) and plants Qwen3-Omni's failures — reading "
+        "its instructions aloud, answering questions, babbling, truncating, looping. `main` "
+        "fails ≈ 8 % of clips like the real main branch; `rebase` uses the `rebase-demo` "
+        "profile, whose failure rates are raised so that 100 clips show the step in one night "
+        "(the real 8 → 14 % step needs ~1088 clips). Everything else is the real thing: Airflow "
+        "runs the nightly DAG; Whisper tiny.en grades every clip; Postgres stores every clip; "
+        "the paired exact test gates; alerts go to the Slack outbox (no token set); dashboards "
+        "JSON and the HTML report are written.",
         highlight=False,
     )
-    console.print(f"results DB: {redact(resolve_dsn())}", highlight=False)
-    conn = _open_db()
-    with conn:
-        res = run_demo(
-            conn,
-            settings.home,
-            policy,
-            nights=nights,
-            last_night=dt.date.today() - dt.timedelta(days=1),
-        )
-    print_comparison(console, res.last_comparison)
-    for night in res.nights:
-        print_gate(console, night, [d for d in res.decisions if d["nightly"] == night])
-    from omni_tasks.alerts.slack import default_sink, dispatch
-
-    sink = default_sink()
-    console.rule(
-        "Slack (local outbox: no OMNI_SLACK_TOKEN set)" if sink.name == "local" else "Slack"
-    )
-    from omni_tasks.grafana.dashboards import write_all
-    from omni_tasks.report_html import nightly_report
-
+    dsn = resolve_dsn()
+    console.print(f"results DB: {redact(dsn)}", highlight=False)
+    last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    runs = run_nights(nights, last, transcript_mode, dsn,
+                      lambda line: console.print(line, highlight=False))  # fmt: skip
+    failed = [r for r in runs if r.returncode != 0]
+    if failed:
+        fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
     with _open_db() as conn:
-        report = dispatch(conn, sink)
-        page = nightly_report(conn, settings.benchmark, res.nights[-1], policy.primary_tau)
-    console.print(f"alert delivery: {report.summary}", highlight=False)
-    html_path = settings.home / "reports" / f"{settings.benchmark}_{res.nights[-1]}.html"
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(page, encoding="utf-8")
+        for r in runs:
+            s = night_summary(conn, settings.benchmark, r.nightly)
+            table = Table("branch", "tail fraction [95 %]", "capped mean", "mean (legacy)",
+                          title=f"nightly {r.nightly} (seed {r.seed}, 100 clips each)")  # fmt: skip
+            for b in s["branches"]:
+                table.add_row(b["branch"], f"{b['tail_fraction']:.1%} [{b['tail_ci_low']:.1%}, "
+                              f"{b['tail_ci_high']:.1%}]", f"{b['capped_mean_wer']:.3f}",
+                              f"{b['mean_wer']:.3f}")  # fmt: skip
+            console.print(table)
+            gate = Table("candidate vs baseline", "verdict", "reg:imp", "Δ tail [95 %]",
+                         "p (Holm)", title="gate")  # fmt: skip
+            for d in s["decisions"]:
+                ci = f"[{d['delta_tail_ci_low']:+.1%}, {d['delta_tail_ci_high']:+.1%}]"
+                p_holm = d["mcnemar_p_holm"]
+                verdict = d["verdict"] + (" (confirmed)" if d["confirmed"] else "")
+                gate.add_row(f"{d['candidate_branch']} vs {d['baseline_branch']}", verdict,
+                             f"{d['regressed']}:{d['improved']}",
+                             f"{d['delta_tail_fraction']:+.1%} {ci}",
+                             "" if p_holm is None else f"{p_holm:.2g}")  # fmt: skip
+            console.print(gate)
+        sent = conn.execute(
+            "SELECT kind, payload, slack_ts FROM omni.alert_outbox WHERE state = 'sent' "
+            "ORDER BY message_id"
+        ).fetchall()
     dash = write_all(settings.home / "dashboards")
+    console.rule(f"Slack: {len(sent)} message(s) in the local outbox")
+    for m in sent:
+        console.print(f"[bold]{m['kind']}[/] ({m['slack_ts']})")
+        console.print(render_text(m["payload"]) if m["kind"] != "upload"
+                      else f"audio: {m['payload']['file']}", highlight=False)  # fmt: skip
+    console.rule("written")
+    report = settings.home / "reports" / f"{settings.benchmark}_{runs[-1].nightly}.html"
     console.print(
-        "Reading the table: Δ tail = candidate minus baseline share of broken clips (WER > "
-        f"{policy.primary_tau}) with its 95 % Newcombe interval; reg:imp = clips fine in the "
-        "baseline and broken in the candidate : the reverse; p (Holm) = one-sided exact McNemar "
-        "on those clips, Holm-adjusted over the night; confirmed = p < 1e-4 on one night or "
-        "REGRESSED on two consecutive nights; only confirmed regressions post to Slack.",
-        highlight=False,
-    )
-    console.print(
-        f"written: {res.out_dir}/ (artifacts, gate_decisions.json, last_comparison.json), "
-        f"Slack messages in {settings.outbox_dir}/, HTML report {html_path}, Grafana "
-        f"dashboards {', '.join(str(p) for p in dash)}",
-        highlight=False,
-    )
-    console.print(
-        "next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, "
-        "`omni-tasks gate --nightly DATE`",
+        f"HTML report      {report}\n"
+        f"Slack outbox     {settings.outbox_dir}/\n"
+        f"dashboards JSON  {', '.join(str(p) for p in dash)}\n"
+        f"clip audio       {settings.audio_root_url}/\n"
+        f"Airflow logs     {settings.home / 'demo'}/\n"
+        f"How to read it: tail fraction = share of clips broken (WER > 0.5, no audio, or past the "
+        f"60 s cap); reg:imp = clips fine on {BASELINE} and broken on {CANDIDATE} : the reverse; "
+        "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-4 on one night or "
+        "REGRESSED two nights running — only confirmed regressions post to Slack.\n"
+        "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
         highlight=False,
     )
 

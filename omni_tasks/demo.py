@@ -1,68 +1,102 @@
-"""`omni-tasks demo`: the import → statistics → paired A/B → gate path end to end on the
-embedded default, with simulated artifacts shaped like the reported A/B (REFERENCE.md §3).
-
-Until the synthesis and Airflow pieces land, this is the honest end-to-end path the platform
-has: everything past "a results artifact exists" is the real code on a real Postgres.
+"""`omni-tasks demo`: the nightly DAG, run by Airflow (`airflow dags test`), end to end on the
+embedded defaults — embedded Postgres, simulator targets for `main` and `rebase`, the demo corpus
+spoken by piper and graded by Whisper tiny.en, the local Slack outbox, dashboards JSON and the
+HTML report.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
+from omni_tasks.config import REPO_ROOT, get_settings
 
-from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.service import compare_keys
-from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.nightly import decide_night
-from omni_tasks.store.runs import save_run
-from omni_tasks.synthetic import ab_artifacts
-
-BASELINE, CANDIDATE = "main", "dev/vllm-align"
+BASELINE, CANDIDATE = "main", "rebase"
+PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
 
 
 @dataclass(frozen=True)
-class DemoResult:
-    out_dir: Path
-    nights: list[dt.date]
-    decisions: list[dict[str, Any]]
-    last_comparison: dict[str, Any]
+class DemoNight:
+    nightly: dt.date
+    seed: int
+    log: Path
+    returncode: int
 
 
-def run_demo(
-    conn: psycopg.Connection[Any],
-    home: Path,
-    policy: GatePolicy,
-    *,
+def airflow_env(home: Path, dsn: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(
+        AIRFLOW_HOME=str(home / "airflow"),
+        AIRFLOW__CORE__DAGS_FOLDER=str(REPO_ROOT / "dags"),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO_ROOT / "plugins"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        OMNI_DATABASE_URL=dsn,
+        OMNI_HOME=str(home),
+    )
+    return env
+
+
+def _airflow() -> str:
+    return str(Path(sys.executable).with_name("airflow"))
+
+
+def run_nights(
     nights: int,
     last_night: dt.date,
-) -> DemoResult:
-    out = home / "demo"
-    out.mkdir(parents=True, exist_ok=True)
-    dates = [last_night - dt.timedelta(days=nights - 1 - i) for i in range(nights)]
-    decisions: list[dict[str, Any]] = []
-    comparison: dict[str, Any] = {}
-    for i, night in enumerate(dates):
-        base_doc, cand_doc = ab_artifacts(seed=1000 + i, date=night.strftime("%Y%m%d-020000"))
-        keys = []
-        for branch, doc in ((BASELINE, base_doc), (CANDIDATE, cand_doc)):
-            path = out / f"{night}_{branch.replace('/', '_')}.json"
-            path.write_text(json.dumps(doc), encoding="utf-8")
-            art = parse_artifact(path, branch=branch, commit=f"sim{branch[:4]}{i:04d}")
-            keys.append(save_run(conn, art.spec, art.clips, (ARTIFACT_GRADER, art.grades)).run_key)
-        comparison = compare_keys(conn, keys[0], keys[1], policy.primary_tau, policy)
-        decisions += decide_night(
-            conn,
-            night,
-            policy,
-            benchmark=art.spec.benchmark,
-            baseline_branch=BASELINE,
-            expect=(BASELINE, CANDIDATE),
-        ).decisions
-    (out / "gate_decisions.json").write_text(json.dumps(decisions, indent=2, default=str))
-    (out / "last_comparison.json").write_text(json.dumps(comparison, indent=2, default=str))
-    return DemoResult(out, dates, decisions, comparison)
+    transcript_mode: bool,
+    dsn: str,
+    on_line: Callable[[str], None],
+) -> list[DemoNight]:
+    home = get_settings().home
+    env = airflow_env(home, dsn)
+    (home / "demo").mkdir(parents=True, exist_ok=True)
+    if not (home / "airflow" / "airflow.db").is_file():
+        on_line("preparing Airflow's metadata DB (SQLite, once)")
+        subprocess.run([_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
+    out = []
+    for i in range(nights):
+        night = last_night - dt.timedelta(days=nights - 1 - i)
+        seed = 42 + (night - dt.date(2026, 1, 1)).days  # a new seed every night
+        conf = {"targets": PROFILES, "seeds": [seed], "transcript_mode": transcript_mode,
+                "branches": [BASELINE, CANDIDATE], "baseline": BASELINE}  # fmt: skip
+        log = home / "demo" / f"airflow_{night}.log"
+        on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
+        with log.open("w") as fh:
+            proc = subprocess.Popen(
+                [_airflow(), "dags", "test", "seed_tts_nightly", night.isoformat(), "-c",
+                 json.dumps(conf)],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                fh.write(line)
+                if "[DAG TEST] starting task_id=" in line:
+                    task = line.split("task_id=")[1].split()[0]
+                    index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
+                    label = {"0": f" ({BASELINE})", "1": f" ({CANDIDATE})"}.get(index, "")
+                    on_line(f"  task {task}{label}")
+            proc.wait()
+        out.append(DemoNight(night, seed, log, proc.returncode))
+        if proc.returncode != 0:
+            break
+    return out
+
+
+def night_summary(conn: Any, benchmark: str, night: dt.date) -> dict[str, Any]:
+    branches = conn.execute(
+        "SELECT branch, tail_fraction, tail_ci_low, tail_ci_high, capped_mean_wer, mean_wer "
+        "FROM omni.v_nightly_trend WHERE benchmark = %s AND nightly = %s AND tau = 0.5 "
+        "ORDER BY branch", (benchmark, night),
+    ).fetchall()  # fmt: skip
+    decisions = conn.execute(
+        "SELECT * FROM omni.v_gate_history WHERE benchmark = %s AND nightly = %s",
+        (benchmark, night),
+    ).fetchall()
+    return {"branches": branches, "decisions": decisions}
