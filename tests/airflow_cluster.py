@@ -1,0 +1,156 @@
+"""A real Airflow 3 deployment for tests: api-server, scheduler, dag-processor (and Celery
+workers), all on loopback, metadata in a private Postgres database, started and stopped here."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / ".venv" / "bin"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    env: dict[str, str]
+    api: str
+    meta_dsn: str
+    logs: Path
+
+    def airflow(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BIN / "airflow"), *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout, check=False)  # fmt: skip
+
+    def token(self) -> str:
+        r = httpx.get(f"{self.api}/auth/token", timeout=30)
+        r.raise_for_status()
+        return str(r.json()["access_token"])
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 600) -> str:
+        deadline = time.monotonic() + timeout
+        headers = {"Authorization": f"Bearer {self.token()}"}
+        while time.monotonic() < deadline:
+            r = httpx.get(f"{self.api}/api/v2/dags/{dag_id}/dagRuns/{run_id}", headers=headers,
+                          timeout=30)  # fmt: skip
+            state = r.json().get("state") if r.status_code == 200 else None
+            if state in ("success", "failed"):
+                return str(state)
+            time.sleep(2)
+        raise TimeoutError(
+            f"{dag_id} {run_id} did not finish in {timeout:g} s; logs in {self.logs}"
+        )
+
+    def wait_for_dag(self, dag_id: str, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = httpx.get(f"{self.api}/api/v2/dags/{dag_id}",
+                          headers={"Authorization": f"Bearer {self.token()}"}, timeout=30)  # fmt: skip
+            if r.status_code == 200:
+                return
+            time.sleep(2)
+        raise TimeoutError(f"{dag_id} was not parsed in {timeout:g} s; logs in {self.logs}")
+
+
+@contextmanager
+def airflow_cluster(
+    admin_dsn: str, dags: Path, tmp: Path, *, executor: str, workers: list[str] = (),
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Cluster]:  # fmt: skip
+    name = f"airflow_meta_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    parts = conninfo_to_dict(make_conninfo(admin_dsn, dbname=name))
+    meta = (f"postgresql+psycopg2://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}:"
+            f"{parts.get('port', 5432)}/{name}")  # fmt: skip
+    port = _port()
+    api = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(
+        AIRFLOW_HOME=str(tmp / "airflow-home"),
+        AIRFLOW__CORE__DAGS_FOLDER=str(dags),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO / "plugins"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__EXECUTOR=executor,
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{api}/execution/",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=meta,
+        AIRFLOW__API__HOST="127.0.0.1",
+        AIRFLOW__API__PORT=str(port),
+        AIRFLOW__API__BASE_URL=api,
+        AIRFLOW__API_AUTH__JWT_SECRET=uuid.uuid4().hex,
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+        AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="5",
+        AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+        AIRFLOW__CELERY__BROKER_URL="redis://127.0.0.1:6379/7",
+        AIRFLOW__CELERY__RESULT_BACKEND=f"db+postgresql://{parts.get('user', 'postgres')}@"
+        f"{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{name}",
+        AIRFLOW__CELERY__WORKER_CONCURRENCY="2",
+        **(extra_env or {}),
+    )
+    logs = tmp / "airflow-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+    commands = {
+        "api-server": ["api-server", "--port", str(port), "--host", "127.0.0.1"],
+        "scheduler": ["scheduler"],
+        "dag-processor": ["dag-processor"],
+        **{
+            f"worker-{q}": [
+                "celery",
+                "worker",
+                "--queues",
+                q,
+                "--concurrency",
+                "2",
+                "--hostname",
+                f"{q}@%h",
+            ]
+            for q in workers
+        },
+    }
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for label, args in commands.items():
+            fh = (logs / f"{label}.log").open("wb")
+            procs.append(subprocess.Popen([str(BIN / "airflow"), *args], env=env, stdout=fh,
+                                          stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{api}/api/v2/monitor/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"api-server did not come up; logs in {logs}")
+            time.sleep(1)
+        yield Cluster(env, api, make_conninfo(admin_dsn, dbname=name), logs)
+    finally:
+        for p in procs:
+            with suppress(ProcessLookupError):
+                os.killpg(p.pid, 15)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+        with psycopg.connect(admin_dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
