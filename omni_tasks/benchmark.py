@@ -118,13 +118,27 @@ def target_url(req: BenchRequest) -> Iterator[str]:
         with running_simulator(SimulatorConfig(profile, req.transcript_mode)) as url:
             yield url
     elif req.target.startswith(("http://", "https://")):
-        if req.transcript_mode:
-            raise BenchError("--transcript-mode needs a simulator target (simulator:PROFILE)")
+        if req.transcript_mode and not _is_simulator(req.target):
+            raise BenchError(
+                f"--transcript-mode needs a simulator: {req.target} does not serve one "
+                "(start `omni-tasks simulator serve --transcript-mode`, or use simulator:PROFILE)"
+            )
         yield req.target
     else:
         raise BenchError(
             f"target {req.target!r}: expected http(s)://HOST:PORT or simulator:PROFILE"
         )
+
+
+def _is_simulator(url: str) -> bool:
+    """An already-running simulator (it names itself in /v1/models)."""
+    import httpx
+
+    try:
+        models = httpx.get(url.rstrip("/") + "/v1/models", timeout=10).json()["data"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return False
+    return any(str(m.get("id", "")).startswith("simulator:") for m in models)
 
 
 def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
@@ -250,8 +264,12 @@ def run_benchmark(
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
-    existing = conn.execute("SELECT run_id FROM omni.run WHERE run_key = %s", (key,)).fetchone()
-    synthesized = existing is None
+    existing = conn.execute(
+        "SELECT run_id, status FROM omni.run WHERE run_key = %s", (key,)
+    ).fetchone()
+    # A complete run is never synthesized again; a partial or failed one (server died, infra
+    # errors) is redone and replaced, so re-running a failed task converges to a clean run.
+    synthesized = existing is None or existing["status"] in ("partial", "failed")
     if synthesized:
         results = synthesize(req, ds, show_progress)
         clips = _store_audio(key, results)
@@ -260,7 +278,7 @@ def run_benchmark(
         if req.transcript_mode:
             grades = _transcript_grades(results, clips, spec.system_prompt)
             grading = (Grader(TRANSCRIPT_GRADER_ID, {"backend": "simulator-transcript"}), grades)
-        runs.save_run(conn, spec, clips, grading, run_key=key)
+        runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
     if req.transcript_mode:
         grader_id = TRANSCRIPT_GRADER_ID
         grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key, grader_id)

@@ -179,17 +179,18 @@ def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePo
 
 def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date,
                     tau: float) -> dict[str, str]:  # fmt: skip
-    """Grafana (when configured) and the night's HTML report; returns where things are."""
+    """The night's HTML report, then Grafana (when configured); returns where things are.
+    A Grafana outage fails this task (so it is retried) after the report is written."""
     from omni_tasks.grafana.push import refresh
     from omni_tasks.report_html import nightly_report
 
     settings = get_settings()
-    summary = refresh(conn).summary
     path: Path = settings.home / "reports" / f"{benchmark}_{nightly}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(nightly_report(conn, benchmark, nightly, tau), encoding="utf-8")
-    tmp.replace(path)
+    tmp.replace(path)  # the report first: it must exist even when Grafana is down
+    summary = refresh(conn).summary
     return {"grafana": summary, "report": str(path)}
 
 

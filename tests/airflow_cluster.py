@@ -120,7 +120,7 @@ def airflow_cluster(
                 q,
                 "--concurrency",
                 "2",
-                "--hostname",
+                "--celery-hostname",
                 f"{q}@%h",
             ]
             for q in workers

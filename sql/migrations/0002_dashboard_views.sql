@@ -4,18 +4,22 @@
 -- clip tables except the regressed-clips drill-down, which is bounded by one comparison.
 
 -- One row per run x tau: the statistics of the run's newest grading (newest policy version).
+-- Written so that filters on run columns (benchmark, branch, nightly) reach the run table
+-- before any join: a 90-day panel touches 90 nights of runs, not a year of them.
 CREATE VIEW omni.v_run_stats AS
-SELECT DISTINCT ON (r.run_id, s.tau)
-    (r.nightly::timestamp AT TIME ZONE 'UTC') AS time,
-    r.run_id, r.run_key, r.benchmark, r.nightly, r.branch, r.variant, r.seed, r.commit_sha,
-    r.status, r.trigger, g.grading_id, g.grader_id, s.tau, s.policy_version,
-    s.tail_fraction, s.tail_ci_low, s.tail_ci_high, s.capped_mean_wer, s.mean_wer,
-    s.median_wer, s.coverage, s.n_expected, s.n_scored, s.n_failed, s.n_infra,
-    coalesce((s.stats ->> 'n_broken')::int, 0) AS n_broken, s.stats
+SELECT (r.nightly::timestamp AT TIME ZONE 'UTC') AS time,
+       r.run_id, r.run_key, r.benchmark, r.nightly, r.branch, r.variant, r.seed, r.commit_sha,
+       r.status, r.trigger, g.grading_id, g.grader_id, s.tau, s.policy_version,
+       s.tail_fraction, s.tail_ci_low, s.tail_ci_high, s.capped_mean_wer, s.mean_wer,
+       s.median_wer, s.coverage, s.n_expected, s.n_scored, s.n_failed, s.n_infra,
+       coalesce((s.stats ->> 'n_broken')::int, 0) AS n_broken, s.stats
 FROM omni.run r
-JOIN omni.grading g ON g.run_id = r.run_id
-JOIN omni.run_stats s ON s.grading_id = g.grading_id
-ORDER BY r.run_id, s.tau, g.grading_id DESC, s.computed_at DESC;
+JOIN omni.grading g
+  ON g.grading_id = (SELECT max(g2.grading_id) FROM omni.grading g2 WHERE g2.run_id = r.run_id)
+JOIN LATERAL (
+    SELECT DISTINCT ON (rs.tau) rs.* FROM omni.run_stats rs
+    WHERE rs.grading_id = g.grading_id ORDER BY rs.tau, rs.computed_at DESC
+) s ON true;
 
 -- Nightly trend per benchmark x branch x variant x tau, seeds pooled, with the night's verdict
 -- for that branch as a candidate (NULL for the baseline itself).

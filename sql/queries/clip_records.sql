@@ -4,6 +4,6 @@ SELECT a.utt_id, a.reference_text, a.synth_status, g.grade_status, g.wer, g.ref_
        coalesce(g.is_question, false) AS is_question, a.audio_seconds, a.audio_uri
 FROM omni.grading gr
 JOIN omni.clip_audio a ON a.run_id = gr.run_id
-LEFT JOIN omni.clip_grade g ON g.grading_id = gr.grading_id AND g.utt_id = a.utt_id
+LEFT JOIN omni.clip_grade g ON g.grading_id = %(grading_id)s AND g.utt_id = a.utt_id
 WHERE gr.grading_id = %(grading_id)s
 ORDER BY a.ordinal

@@ -1,0 +1,99 @@
+"""Platform overhead per nightly: everything but synthesis and ASR, for 2 branches × 1088
+clips — store, statistics, paired compare + gate + alert plan, dashboards/report, alert
+delivery. Goal: < 10 s. The baseline printed beside it is the raw COPY of the same clip rows
+(the I/O floor on this box), measured in the same run.
+
+    .venv/bin/python bench/bench_platform.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from common import scratch_db
+
+from omni_tasks import nightly
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.config import reset_settings
+from omni_tasks.grafana.dashboards import write_all
+from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import save_run
+from omni_tasks.synthetic import ab_artifacts
+
+
+def main() -> None:
+    night = dt.date(2026, 11, 28)
+    policy = load_policy()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["OMNI_HOME"] = tmp
+        reset_settings()
+        arts = []
+        for branch, doc in zip(("main", "rebase"), ab_artifacts(seed=3), strict=True):
+            path = Path(tmp) / f"{branch}.json"
+            path.write_text(json.dumps(doc))
+            arts.append(parse_artifact(path, branch=branch, nightly=night))
+        with scratch_db() as conn:
+            stages: dict[str, float] = {}
+            t0 = time.perf_counter()
+            keys = [save_run(conn, a.spec, a.clips, (ARTIFACT_GRADER, a.grades)).run_key
+                    for a in arts]  # fmt: skip
+            stages["store 2 runs (parse excluded)"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            nightly.summarize(conn, keys, policy)
+            stages[f"statistics ({len(policy.taus)} τ × 2 runs)"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = nightly.decide_night(conn, night, policy, benchmark="seed_tts_en",
+                                       baseline_branch="main", expect=("main", "rebase"))  # fmt: skip
+            stages["compare + gate + alert plan"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            nightly.refresh_outputs(conn, "seed_tts_en", night, policy.primary_tau)
+            write_all(Path(tmp) / "dashboards")
+            stages["dashboards JSON + HTML report"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            import contextlib
+            import io
+
+            with contextlib.redirect_stdout(io.StringIO()):
+                nightly.dispatch_alerts(conn)
+            stages["alert delivery (local outbox)"] = time.perf_counter() - t0
+
+            # Baseline: raw COPY of the same clip rows into fresh runs.
+            t0 = time.perf_counter()
+            for i, a in enumerate(arts):
+                with conn.transaction():
+                    rid = conn.execute(
+                        "INSERT INTO omni.run (run_key, benchmark, nightly, branch, trigger, "
+                        "status, config_hash, n_expected, content_hash) VALUES (%s, 'b', %s, "
+                        "'x', 'import', 'complete', '', 1088, '') RETURNING run_id",
+                        (f"floor{i}", night),
+                    ).fetchone()["run_id"]  # type: ignore[index]
+                    gid = conn.execute("INSERT INTO omni.grading (run_id, grader_id) VALUES "
+                                       "(%s, 'g') RETURNING grading_id", (rid,)).fetchone()["grading_id"]  # type: ignore[index]  # fmt: skip
+                    with conn.cursor() as cur:
+                        with cur.copy(sql("copy_clip_audio")) as cp:
+                            for c in a.clips:
+                                cp.write_row((rid, *dataclasses.astuple(c)))
+                        with cur.copy(sql("copy_clip_grade")) as cp:
+                            for g in a.grades:
+                                cp.write_row((gid, *dataclasses.astuple(g)))
+            floor = time.perf_counter() - t0
+    total = sum(stages.values())
+    verdict = out.decisions[0]["verdict"] if out.decisions else "n/a"
+    print(f"nightly platform overhead, 2 branches × 1088 clips (verdict {verdict})")
+    for name, s in stages.items():
+        print(f"  {name:38} {s:7.3f} s")
+    print(f"  {'total':38} {total:7.3f} s   (goal < 10 s: {'met' if total < 10 else 'MISSED'})")
+    print(
+        f"  raw COPY of the same rows (floor)      {floor:7.3f} s   total = {total / floor:.1f}× floor"
+    )
+
+
+if __name__ == "__main__":
+    main()
