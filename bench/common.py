@@ -50,4 +50,4 @@ def timed(fn: Callable[[], Any], repeat: int = 5) -> tuple[float, list[float]]:
 
 def p95(samples: list[float]) -> float:
     s = sorted(samples)
-    return s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
