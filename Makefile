@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests talk to the system Postgres (a private database per test worker) unless told otherwise.
 export OMNI_TEST_ADMIN_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install test lint unit demo bench clean
+.PHONY: install test lint unit demo bench bench-scale clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,17 @@ unit: install
 demo: install
 	$(BIN)/omni-tasks demo
 
+# Default scale runs in a few minutes; `make bench-scale` adds the 1 M / 10 M / 30 M curve.
 bench: install
 	$(BIN)/python bench/bench_stats.py
+	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_platform.py
 	$(BIN)/python bench/bench_client.py
 	$(BIN)/python bench/bench_grading.py
+	$(BIN)/python bench/bench_scale.py
+
+bench-scale: install
+	$(BIN)/python bench/bench_scale.py --sizes 1e6 1e7 3e7
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -102,6 +102,8 @@ def airflow_cluster(
         AIRFLOW__CELERY__RESULT_BACKEND=f"db+postgresql://{parts.get('user', 'postgres')}@"
         f"{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{name}",
         AIRFLOW__CELERY__WORKER_CONCURRENCY="2",
+        # A private key space on the shared Redis: no other test's worker can take our tasks.
+        AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__GLOBAL_KEYPREFIX=f"{name}:",
         **(extra_env or {}),
     )
     logs = tmp / "airflow-logs"
@@ -130,7 +132,9 @@ def airflow_cluster(
     try:
         for label, args in commands.items():
             fh = (logs / f"{label}.log").open("wb")
-            procs.append(subprocess.Popen([str(BIN / "airflow"), *args], env=env, stdout=fh,
+            # Each worker serves its logs on its own port (the default one would clash).
+            penv = {**env, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_port())}
+            procs.append(subprocess.Popen([str(BIN / "airflow"), *args], env=penv, stdout=fh,
                                           stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
         deadline = time.monotonic() + 120
         while True:

@@ -47,8 +47,9 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
 
         import json
 
+        # The 02:00 runs of the 10th and the 11th: a run counts when its logical date is in range.
         out = c.airflow("backfill", "create", "--dag-id", "seed_tts_nightly", "--from-date",
-                        "2026-11-10", "--to-date", "2026-11-11", "--dag-run-conf",
+                        "2026-11-10", "--to-date", "2026-11-12", "--dag-run-conf",
                         json.dumps(CONF))  # fmt: skip
         assert out.returncode == 0, out.stdout + out.stderr
         deadline = time.monotonic() + 600
