@@ -53,6 +53,10 @@ def nightly_params() -> dict[str, Any]:
         "limit": Param(d.limit, type=["null", "integer"], description="Only the first N clips"),
         "dataset": Param(d.dataset, type="string", description="demo or a locale directory"),
         "grader": Param(d.grader, type="object", description="GraderSpec fields (backend, …)"),
+        "environment": Param(d.environment, type="object",
+                             description="vllm-serve: {strategy: venv|existing, repo, python}"),
+        "server": Param(d.server, type="object",
+                        description="vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
     }  # fmt: skip
 
 

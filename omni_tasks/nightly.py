@@ -47,6 +47,15 @@ class NightlyParams(BaseModel):
     dataset: str = "demo"
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
+        "requirements, python}",
+    )
+    server: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
+    )
 
     @property
     def bench(self) -> str:
@@ -163,9 +172,59 @@ def run_branch(
         airflow_dag_id=airflow_ids[0], airflow_run_id=airflow_ids[1],
     )  # fmt: skip
     grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
-    outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
+    if target == "vllm-serve":
+        outcome = _served(conn, params, req, grader, show_progress)
+    else:
+        outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
     conn.commit()
     return outcome.run_key
+
+
+def _served(
+    conn: psycopg.Connection[Any], params: NightlyParams, req: Any, grader: Any,
+    show_progress: bool,
+) -> Any:  # fmt: skip
+    """Launch the commit's own server (its environment, its GPUs, a free port), run the
+    benchmark against it with the server's provenance on the run, stop it."""
+    import dataclasses
+
+    from omni_tasks.benchmark import run_benchmark
+    from omni_tasks.environments.existing import ExistingStrategy
+    from omni_tasks.environments.gpus import gpu_lease
+    from omni_tasks.environments.venv import VenvStrategy
+    from omni_tasks.synthesis.server import ServerSpec, launched, provenance
+
+    env_cfg, srv = params.environment, params.server
+    strategy = (
+        VenvStrategy(env_cfg["repo"], Path(env_cfg.get("root", get_settings().home / "envs")),
+                     env_cfg.get("requirements", ()))
+        if env_cfg.get("strategy", "existing") == "venv"
+        else ExistingStrategy(env_cfg.get("python", "python3"))
+    )  # fmt: skip
+    env = strategy.prepare(str(req.commit))
+    log = (
+        get_settings().home
+        / "server-logs"
+        / f"{req.branch}_{req.nightly}_{str(req.commit)[:12]}.log"
+    )
+    deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
+    with gpu_lease(int(srv.get("gpus", 2))) as gpus:
+        spec = ServerSpec(
+            python=str(env.python), model=srv.get("model", "Qwen/Qwen3-Omni-30B-A3B-Instruct"),
+            log_path=log, deploy_config=deploy,
+            deploy_overrides=params.overrides, gpus=tuple(int(g) for g in gpus),
+            env={str(k): str(v) for k, v in srv.get("env", {}).items()},
+            startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
+        )  # fmt: skip
+        prov = provenance(spec, repo=Path(params.repo) if params.repo else None,
+                          commit=req.commit, recorded_head=req.observed_head)  # fmt: skip
+        with launched(spec) as server:
+            served = dataclasses.replace(
+                req, target=server.url, stack={**prov.stack_record(), "server_log": str(log)},
+                gpu_class=prov.gpu_class, lineage={**req.lineage, **prov.lineage.flags()},
+                commit_time=prov.commit_time,
+            )  # fmt: skip
+            return run_benchmark(conn, served, grader, show_progress=show_progress)
 
 
 def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePolicy) -> list[str]:

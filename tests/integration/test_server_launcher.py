@@ -107,3 +107,29 @@ def test_a_server_that_dies_at_startup_fails_fast_with_its_log(tmp_path: Path, m
                       startup_timeout_s=60)  # fmt: skip
     with pytest.raises(ServerStartError, match="CUDA out of memory"), launched(spec):
         pass
+
+
+def test_nightly_serves_each_branch_from_its_own_environment(
+    db, tmp_path: Path, monkeypatch
+) -> None:
+    """A `vllm-serve` target: the nightly launches the commit's server (fake vllm), on its GPUs
+    and a free port, benchmarks it, records the stack, and stops it."""
+    import datetime as dt
+
+    from omni_tasks.nightly import NightlyParams, record_heads, run_branch
+
+    env = _fake_env(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("OMNI_GPUS", "0,1")
+    params = NightlyParams(
+        branches=["main"], targets={"main": "vllm-serve"}, transcript_mode=True, limit=5,
+        environment={"strategy": "existing", "python": sys.executable},
+        server={"gpus": 2, "startup_timeout_s": 60, "env": {"PYTHONPATH": env["PYTHONPATH"]}},
+    )  # fmt: skip
+    (plan,) = record_heads(db, params, dt.date(2026, 11, 24), backfill=False)
+    key = run_branch(db, params, plan, trigger="manual")
+    run = db.execute("SELECT status, stack, execution FROM omni.run WHERE run_key = %s",
+                     (key,)).fetchone()  # fmt: skip
+    assert run["status"] == "complete"
+    assert run["stack"]["vllm"] == "0.11.0" and run["stack"]["server_log"].endswith(".log")
+    assert "fake vllm serve" in Path(run["stack"]["server_log"]).read_text()
