@@ -1,0 +1,33 @@
+"""The Airflow plugin's links point at the trend dashboard and the night's report."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "omni_links.py"
+
+
+def _plugin():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("omni_links", PLUGIN)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_links_and_macros(monkeypatch) -> None:
+    monkeypatch.setenv("OMNI_GRAFANA_URL", "https://grafana.example/")
+    monkeypatch.setenv("OMNI_REPORT_BASE_URL", "https://reports.example/omni")
+    m = _plugin()
+    key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00")
+    links = {
+        link.name: link.get_link(None, ti_key=key)
+        for link in m.OmniLinksPlugin.global_operator_extra_links
+    }
+    assert links == {
+        "Grafana trend": "https://grafana.example/d/omni-seed-tts-trend?var-benchmark=seed_tts_en",
+        "Nightly report": "https://reports.example/omni/seed_tts_en_2026-11-28.html",
+    }
+    assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
