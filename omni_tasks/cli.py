@@ -931,11 +931,15 @@ def demo_cmd(
             "ORDER BY message_id"
         ).fetchall()
     dash = write_all(settings.home / "dashboards")
-    console.rule(f"Slack: {len(sent)} message(s) in the local outbox")
-    for m in sent:
-        console.print(f"[bold]{m['kind']}[/] ({m['slack_ts']})")
-        console.print(render_text(m["payload"]) if m["kind"] != "upload"
-                      else f"audio: {m['payload']['file']}", highlight=False)  # fmt: skip
+    posts = [m for m in sent if m["kind"] != "upload"]
+    audio = [m["payload"]["file"] for m in sent if m["kind"] == "upload"]
+    console.rule(f"Slack (local outbox): {len(posts)} message(s), {len(audio)} audio file(s) "
+                 "in the thread")  # fmt: skip
+    for m in posts:
+        console.print(f"[bold]{m['kind']}[/] → {m['slack_ts']}")
+        console.print(render_text(m["payload"]), highlight=False)
+    for f in audio:
+        console.print(f"audio in thread: {f}", highlight=False)
     console.rule("written")
     report = settings.home / "reports" / f"{settings.benchmark}_{runs[-1].nightly}.html"
     console.print(
