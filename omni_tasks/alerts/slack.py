@@ -58,13 +58,15 @@ def redact(text: str, secret: str | None) -> str:
 class SlackSink:
     name = "slack"
 
-    def __init__(self, token: str, channel: str, base_url: str, retries: int = 3) -> None:
+    def __init__(
+        self, token: str, channel: str, base_url: str, retries: int = 3, timeout_s: int = 30
+    ) -> None:
         self._token = token
         self.channel = channel
         self.client = WebClient(
             token=token,
             base_url=base_url,
-            timeout=30,
+            timeout=timeout_s,
             retry_handlers=[
                 ConnectionErrorRetryHandler(max_retry_count=retries),
                 RateLimitErrorRetryHandler(max_retry_count=retries),
@@ -237,6 +239,8 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
             except (SlackClientError, DeliveryError, OSError, KeyError) as exc:
                 error = redact(f"{type(exc).__name__}: {exc}", secret)[:500]
                 state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
+                if op in ("post", "reply") and _unknown_outcome(exc):
+                    state = "sending"  # it may have been posted: look it up before re-sending
                 conn.execute(
                     "UPDATE omni.alert_outbox SET state = %s, last_error = %s "
                     "WHERE message_id = %s",
@@ -252,6 +256,14 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
         conn.execute("SELECT pg_advisory_unlock(hashtext('omni_alert_dispatch'))")
         conn.commit()
     return DispatchReport(sent, recovered, waiting, failed)
+
+
+def _unknown_outcome(exc: BaseException) -> bool:
+    """A timeout or a broken connection after the request went out: Slack may have posted it.
+    (An API error response is a known outcome: nothing was posted.)"""
+    from slack_sdk.errors import SlackApiError
+
+    return not isinstance(exc, (SlackApiError, DeliveryError, KeyError))
 
 
 def _parent_ts(conn: psycopg.Connection[Any], m: dict[str, Any]) -> str | None:

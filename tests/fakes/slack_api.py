@@ -25,6 +25,8 @@ class SlackState:
     uploads: list[dict[str, Any]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     fail_next: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # Seconds to wait before answering (the message is posted first, like a slow Slack).
+    delay_next: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     tokens: set[str] = field(default_factory=set)
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -65,6 +67,10 @@ def slack_app(state: SlackState) -> Starlette:
             state.messages.append({"ts": ts, "channel": a["channel"], "text": a.get("text"),
                                    "blocks": a.get("blocks"), "thread_ts": a.get("thread_ts"),
                                    "metadata": a.get("metadata")})  # fmt: skip
+            if state.delay_next[name]:
+                import asyncio
+
+                await asyncio.sleep(state.delay_next[name].pop(0))
             return JSONResponse({"ok": True, "channel": a["channel"], "ts": ts})
         if name == "chat.update":
             state.updates.append({"ts": a["ts"], "text": a.get("text"), "blocks": a.get("blocks")})

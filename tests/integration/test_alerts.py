@@ -169,3 +169,15 @@ def test_local_outbox_writes_each_message_once(db, tmp_path, capsys) -> None:
     assert doc["op"] == "post" and doc["payload"]["blocks"][0]["type"] == "header"
     printed = capsys.readouterr().out
     assert "REGRESSED" in printed and "regressed 71 : improved 9" in printed
+
+
+def test_a_slack_timeout_is_an_unknown_outcome_resolved_by_lookup(db, tmp_path, slack) -> None:
+    state, sink = slack
+    store_night(db, tmp_path, 0, REGRESS)
+    state.delay_next["chat.postMessage"] = [3.0]  # posted, but the answer comes too late
+    impatient = SlackSink(TOKEN, "C0ALERTS", sink.client.base_url, retries=0, timeout_s=1)
+    assert dispatch(db, impatient).failed == 1
+    assert db.execute("SELECT state FROM omni.alert_outbox").fetchone()["state"] == "sending"
+    report = dispatch(db, sink)
+    assert (report.recovered, report.sent) == (1, 0)
+    assert len(state.messages) == 1  # never posted twice
