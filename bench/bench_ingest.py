@@ -14,10 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import scratch_db
+from common import bare_run, raw_copy, scratch_db
 
 from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ab_artifacts
 
@@ -40,48 +39,21 @@ def main() -> None:
             save_run(conn, spec, art.clips, (ARTIFACT_GRADER, art.grades))
         store_s = (time.perf_counter() - t0) / args.runs
 
-        def run_row(label: str) -> int:
-            return int(conn.execute(
-                "INSERT INTO omni.run (run_key, benchmark, nightly, branch, trigger, status, "
-                "config_hash, n_expected, content_hash) VALUES (%s, 'b', '2026-11-01', %s, "
-                "'import', 'complete', '', 1088, %s) RETURNING run_id", (label, label, label),
-            ).fetchone()["run_id"])  # type: ignore[index]  # fmt: skip
-
-        def grading_row(run_id: int) -> int:
-            return int(conn.execute(
-                "INSERT INTO omni.grading (run_id, grader_id) VALUES (%s, 'g') RETURNING grading_id",
-                (run_id,)).fetchone()["grading_id"])  # type: ignore[index]  # fmt: skip
-
-        audio = [(c.utt_id, c.ordinal, c.reference_text, c.synth_status, c.audio_uri,
-                  c.audio_seconds, c.latency_s, c.thinker_text, c.error_detail) for c in art.clips]  # fmt: skip
-        grades = [(g.utt_id, g.grade_status, g.hypothesis, g.hypothesis_norm, g.ref_words,
-                   g.hyp_words, g.substitutions, g.deletions, g.insertions, g.hits, g.wer,
-                   g.thinker_wer, g.task_leak, g.is_question, g.error_detail) for g in art.grades]  # fmt: skip
         t0 = time.perf_counter()
         for i in range(args.runs):
-            with conn.transaction():
-                rid = run_row(f"copy{i}")
-                gid = grading_row(rid)
-                with conn.cursor() as cur:
-                    with cur.copy(sql("copy_clip_audio")) as cp:
-                        for a in audio:
-                            cp.write_row((rid, *a))
-                    with cur.copy(sql("copy_clip_grade")) as cp:
-                        for g in grades:
-                            cp.write_row((gid, *g))
+            raw_copy(conn, f"copy{i}", art.clips, art.grades)
         copy_s = (time.perf_counter() - t0) / args.runs
 
         t0 = time.perf_counter()
         for i in range(max(1, args.runs // 2)):
             with conn.transaction():
-                rid = run_row(f"insert{i}")
-                gid = grading_row(rid)
-                for a in audio:
+                rid, gid = bare_run(conn, f"insert{i}")
+                for a in map(dataclasses.astuple, art.clips):
                     conn.execute("INSERT INTO omni.clip_audio (run_id, utt_id, ordinal, "
                                  "reference_text, synth_status, audio_uri, audio_seconds, "
                                  "latency_s, thinker_text, error_detail) VALUES "
                                  "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", (rid, *a))  # fmt: skip
-                for g in grades:
+                for g in map(dataclasses.astuple, art.grades):
                     conn.execute("INSERT INTO omni.clip_grade (grading_id, utt_id, grade_status, "
                                  "hypothesis, hypothesis_norm, ref_words, hyp_words, "
                                  "substitutions, deletions, insertions, hits, wer, thinker_wer, "

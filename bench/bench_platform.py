@@ -8,7 +8,6 @@ delivery. Goal: < 10 s. The baseline printed beside it is the raw COPY of the sa
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import os
@@ -16,14 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import scratch_db
+from common import raw_copy, scratch_db
 
 from omni_tasks import nightly
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import reset_settings
 from omni_tasks.grafana.dashboards import write_all
 from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ab_artifacts
 
@@ -67,22 +65,7 @@ def main() -> None:
             # Baseline: raw COPY of the same clip rows into fresh runs.
             t0 = time.perf_counter()
             for i, a in enumerate(arts):
-                with conn.transaction():
-                    rid = conn.execute(
-                        "INSERT INTO omni.run (run_key, benchmark, nightly, branch, trigger, "
-                        "status, config_hash, n_expected, content_hash) VALUES (%s, 'b', %s, "
-                        "'x', 'import', 'complete', '', 1088, '') RETURNING run_id",
-                        (f"floor{i}", night),
-                    ).fetchone()["run_id"]  # type: ignore[index]
-                    gid = conn.execute("INSERT INTO omni.grading (run_id, grader_id) VALUES "
-                                       "(%s, 'g') RETURNING grading_id", (rid,)).fetchone()["grading_id"]  # type: ignore[index]  # fmt: skip
-                    with conn.cursor() as cur:
-                        with cur.copy(sql("copy_clip_audio")) as cp:
-                            for c in a.clips:
-                                cp.write_row((rid, *dataclasses.astuple(c)))
-                        with cur.copy(sql("copy_clip_grade")) as cp:
-                            for g in a.grades:
-                                cp.write_row((gid, *dataclasses.astuple(g)))
+                raw_copy(conn, f"floor{i}", a.clips, a.grades)
             floor = time.perf_counter() - t0
     total = sum(stages.values())
     verdict = out.decisions[0]["verdict"] if out.decisions else "n/a"

@@ -51,3 +51,36 @@ def timed(fn: Callable[[], Any], repeat: int = 5) -> tuple[float, list[float]]:
 def p95(samples: list[float]) -> float:
     s = sorted(samples)
     return s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
+
+
+def bare_run(conn: psycopg.Connection[Any], label: str) -> tuple[int, int]:
+    """A minimal run + grading row (no hashing, no checks): the baselines' target."""
+    run_id = conn.execute(
+        "INSERT INTO omni.run (run_key, benchmark, nightly, branch, trigger, status, config_hash, "
+        "n_expected, content_hash) VALUES (%s, 'b', '2026-11-01', %s, 'import', 'complete', '', "
+        "1088, %s) RETURNING run_id", (label, label, label),
+    ).fetchone()["run_id"]  # type: ignore[index]  # fmt: skip
+    grading_id = conn.execute(
+        "INSERT INTO omni.grading (run_id, grader_id) VALUES (%s, 'g') RETURNING grading_id",
+        (run_id,),
+    ).fetchone()["grading_id"]  # type: ignore[index]
+    return int(run_id), int(grading_id)
+
+
+def raw_copy(
+    conn: psycopg.Connection[Any], label: str, clips: list[Any], grades: list[Any]
+) -> None:
+    """The I/O floor: the same clip rows through plain COPY, in one transaction."""
+    import dataclasses
+
+    from omni_tasks.store.queries import sql
+
+    with conn.transaction():
+        run_id, grading_id = bare_run(conn, label)
+        with conn.cursor() as cur:
+            with cur.copy(sql("copy_clip_audio")) as cp:
+                for c in clips:
+                    cp.write_row((run_id, *dataclasses.astuple(c)))
+            with cur.copy(sql("copy_clip_grade")) as cp:
+                for g in grades:
+                    cp.write_row((grading_id, *dataclasses.astuple(g)))

@@ -187,6 +187,19 @@ def import_vllm_omni(
             sys.stdout.write(res.run_key + "\n")
 
 
+def _night(conn: Any, nightly: str | None, bench: str, table: str, missing: str) -> dt.date:
+    """The night asked for, or the latest one with rows in `omni.<table>`."""
+    if nightly is not None:
+        return _parse_date(nightly)
+    row = conn.execute(
+        f"SELECT max(nightly) AS n FROM omni.{table} WHERE benchmark = %s", (bench,)
+    ).fetchone()
+    if row is None or row["n"] is None:
+        fail(missing)
+    night: dt.date = row["n"]
+    return night
+
+
 def _parse_date(value: str) -> dt.date:
     try:
         return dt.date.fromisoformat(value)
@@ -585,15 +598,8 @@ def report_cmd(
     bench = benchmark or settings.benchmark
     tau = _tau(_policy(), tail_threshold)
     with _open_db() as conn:
-        if nightly is None:
-            row = conn.execute(
-                "SELECT max(nightly) AS n FROM omni.gate_decision WHERE benchmark = %s", (bench,)
-            ).fetchone()
-            if row is None or row["n"] is None:
-                fail(f"no gated nightly stored for {bench} (run `omni-tasks gate` first)")
-            night = row["n"]
-        else:
-            night = _parse_date(nightly)
+        missing = f"no gated nightly stored for {bench} (run `omni-tasks gate` first)"
+        night = _night(conn, nightly, bench, "gate_decision", missing)
         page = nightly_report(conn, bench, night, tau)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
@@ -754,15 +760,7 @@ def gate_cmd(
     bench = benchmark or settings.benchmark
     conn = _open_db()
     with conn:
-        if nightly is None:
-            row = conn.execute(
-                "SELECT max(nightly) AS n FROM omni.run WHERE benchmark = %s", (bench,)
-            ).fetchone()
-            if row is None or row["n"] is None:
-                fail(f"no runs stored for {bench}")
-            night = row["n"]
-        else:
-            night = _parse_date(nightly)
+        night = _night(conn, nightly, bench, "run", f"no runs stored for {bench}")
         outcome = decide_night(
             conn,
             night,
@@ -941,7 +939,7 @@ def demo_cmd(
     for f in audio:
         console.print(f"audio in thread: {f}", highlight=False)
     console.rule("written")
-    report = settings.home / "reports" / f"{settings.benchmark}_{runs[-1].nightly}.html"
+    report = settings.report_path(settings.benchmark, runs[-1].nightly)
     console.print(
         f"HTML report      {report}\n"
         f"Slack outbox     {settings.outbox_dir}/\n"

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     grafana_token: SecretStr | None = Field(default=None, description="Grafana service token")
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
 
+    def report_path(self, benchmark: str, nightly: object) -> Path:
+        """Where the nightly writes a night's HTML report (alerts and the demo link to it)."""
+        return self.home / "reports" / f"{benchmark}_{nightly}.html"
+
     @property
     def outbox_dir(self) -> Path:
         return self.home / "outbox"

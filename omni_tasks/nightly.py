@@ -243,8 +243,7 @@ def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.d
     from omni_tasks.grafana.push import refresh
     from omni_tasks.report_html import nightly_report
 
-    settings = get_settings()
-    path: Path = settings.home / "reports" / f"{benchmark}_{nightly}.html"
+    path = get_settings().report_path(benchmark, nightly)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(nightly_report(conn, benchmark, nightly, tau), encoding="utf-8")

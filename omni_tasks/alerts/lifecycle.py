@@ -53,8 +53,7 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
         out["Airflow run"] = (
             f"{s.airflow_url.rstrip('/')}/dags/{d['airflow_dag_id']}/runs/{d['airflow_run_id']}"
         )
-    report = s.home / "reports" / f"{d['benchmark']}_{d['nightly']}.html"
-    out["Report"] = report.as_uri()
+    out["Report"] = s.report_path(d["benchmark"], d["nightly"]).as_uri()
     return out
 
 

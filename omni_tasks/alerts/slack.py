@@ -194,9 +194,7 @@ class DispatchReport:
 
 def _pending(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     rows = conn.execute(
-        "SELECT o.*, a.parent_ts FROM omni.alert_outbox o "
-        "LEFT JOIN omni.alert a USING (alert_id) "
-        "WHERE o.state IN ('pending', 'sending') ORDER BY o.message_id"
+        "SELECT * FROM omni.alert_outbox WHERE state IN ('pending', 'sending') ORDER BY message_id"
     ).fetchall()
     conn.commit()
     return rows

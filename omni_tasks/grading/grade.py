@@ -52,17 +52,11 @@ def grade_transcript(clip: ClipAudio, hypothesis: str, system_prompt: str | None
         clip.utt_id,
         "graded" if hypothesis.strip() else "empty_transcript",
         hypothesis=hypothesis,
-        hypothesis_norm=result.hypothesis_norm,
-        ref_words=result.ref_words,
-        hyp_words=result.hyp_words,
-        substitutions=result.substitutions,
-        deletions=result.deletions,
-        insertions=result.insertions,
-        hits=result.hits,
         wer=result.wer,
         thinker_wer=thinker_wer,
         task_leak=flags.task_leak(clip.reference_text, hypothesis, system_prompt),
         is_question=question,
+        **result.grade_fields(),  # type: ignore[arg-type]
     )
 
 

@@ -43,6 +43,18 @@ class WerResult:
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
 
+    def grade_fields(self) -> dict[str, int | str]:
+        """The word counts and normalized hypothesis a ClipGrade stores."""
+        return {
+            "hypothesis_norm": self.hypothesis_norm,
+            "ref_words": self.ref_words,
+            "hyp_words": self.hyp_words,
+            "substitutions": self.substitutions,
+            "deletions": self.deletions,
+            "insertions": self.insertions,
+            "hits": self.hits,
+        }
+
 
 def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
     """WER of one clip. An empty hypothesis is all deletions (WER 1).

@@ -278,18 +278,9 @@ def _clip_from_item(
 def _safe_score(ref: str, hyp: str) -> dict[str, Any] | None:
     """Word counts from our scorer; None when the reference has no words."""
     try:
-        r = score(ref, hyp)
+        return dict(score(ref, hyp).grade_fields())
     except ValueError:
         return None
-    return {
-        "hypothesis_norm": r.hypothesis_norm,
-        "ref_words": r.ref_words,
-        "hyp_words": r.hyp_words,
-        "substitutions": r.substitutions,
-        "deletions": r.deletions,
-        "insertions": r.insertions,
-        "hits": r.hits,
-    }
 
 
 def _safe_wer(ref: str, hyp: str) -> float | None:
