@@ -200,6 +200,22 @@ def regression_resolved_reply(ctx: AlertContext) -> Message:
     return Message(escape(text), [_section(escape(text))])
 
 
+def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
+    title = (
+        f":grey_question: withdrawn: {ctx.benchmark} {ctx.candidate} vs {ctx.baseline} "
+        f"({ctx.variant}) — the {opened} regression is no longer confirmed"
+    )
+    return Message(clip(escape(title), MAX_FALLBACK), [_header(title), *_links(ctx.links)])
+
+
+def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Message:
+    text = (
+        f"{opened}: {why}. A night decided later (a backfill) changed the series, so this "
+        "alert is resolved; a new one opens if the regression is confirmed again."
+    )
+    return Message(escape(text), [_section(escape(text))])
+
+
 def infra(title: str, reasons: list[str], links: dict[str, str] | None = None) -> Message:
     body = "\n".join(f"• {escape(clip(r, 500))}" for r in reasons[:20]) or "(no reason given)"
     if len(reasons) > 20:

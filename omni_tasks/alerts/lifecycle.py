@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, Message
+from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.store.queries import sql
@@ -129,7 +130,39 @@ def _msg(m: Message, op: str, **extra: Any) -> dict[str, Any]:
     return {"op": op, **m.to_payload(), **extra}
 
 
-def _regression(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> None:
+def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> None:
+    """Resolve, with a note, an open alert whose opening night is no longer a confirmed
+    REGRESSED (a backfilled night changed its series); never leave it silently open."""
+    key = regression_key(d, tau)
+    alert = _open_alert(conn, key)
+    if alert is None or "decision_id" not in alert["details"]:
+        return
+    opener = conn.execute(
+        sql("decision_by_id"), {"decision_id": alert["details"]["decision_id"]}
+    ).fetchone()
+    if opener is not None and opener["verdict"] == "REGRESSED" and opener["confirmed"]:
+        return
+    why = (
+        "its decision is gone"
+        if opener is None
+        else f"now {opener['verdict']}{'' if opener['confirmed'] else ', not confirmed'}"
+    )
+    night, opened = d["nightly"], str(alert["opened_nightly"])
+    conn.execute(
+        "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
+        (max(night, alert["last_nightly"]), alert["alert_id"]),
+    )
+    ctx = _context(d, tau)
+    enqueue(conn, f"{key}|{opened}|withdrawn-update", alert["alert_id"], "update",
+            _msg(blocks.regression_withdrawn_parent(ctx, opened), "update"))  # fmt: skip
+    enqueue(conn, f"{key}|{opened}|withdrawn-reply", alert["alert_id"], "reply",
+            _msg(blocks.regression_withdrawn_reply(ctx, opened, why), "reply"))  # fmt: skip
+    _event(conn, "regression_withdrawn", d, f"withdrawn: {opened} no longer confirmed", key)
+
+
+def _regression(
+    conn: psycopg.Connection[Any], d: dict[str, Any], tau: float, policy: GatePolicy
+) -> None:
     key = regression_key(d, tau)
     night = d["nightly"]
     alert = _open_alert(conn, key)
@@ -166,8 +199,11 @@ def _regression(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) ->
         enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
                 _msg(blocks.regression_still(ctx), "reply"))  # fmt: skip
         return
-    since = _verdicts(conn, d, alert["last_nightly"], night)
-    if sum(v["verdict"] != "INFRA" for v in since) >= 2:
+    # Resolved by two consecutive non-INFRA nights without a regression (the gate's meaning of
+    # "consecutive": within confirm_window_days of each other).
+    calm = [v["nightly"] for v in _verdicts(conn, d, alert["last_nightly"], night)
+            if v["verdict"] != "INFRA"]  # fmt: skip
+    if len(calm) >= 2 and consecutive(calm[-2], calm[-1], policy):
         conn.execute(
             "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
             (night, alert["alert_id"]),
@@ -233,14 +269,35 @@ def plan_alerts(
 ) -> int:
     """Advance every alert of one night's decisions; returns the messages newly enqueued."""
     before = _outbox_size(conn)
-    decisions = conn.execute(
-        sql("decisions_of_night"),
-        {"benchmark": benchmark, "nightly": nightly, "policy_version": policy.policy_version},
-    ).fetchall()
-    for d in decisions:
+    for d in _decisions(conn, benchmark, nightly, nightly, policy):
+        tau = float(d["tau"] or policy.primary_tau)
         _infra(conn, d)
-        _regression(conn, d, float(d["tau"] or policy.primary_tau))
+        _withdraw(conn, d, tau)
+        _regression(conn, d, tau, policy)
+        # A night decided late (a backfill) can confirm or unconfirm the nights after it:
+        # replay them (planning is idempotent, so nights already planned add nothing).
+        for later in _decisions(conn, benchmark, nightly + dt.timedelta(days=1), dt.date.max,
+                                policy, key=d):  # fmt: skip
+            _withdraw(conn, later, tau)
+            _regression(conn, later, tau, policy)
     return _outbox_size(conn) - before
+
+
+def _decisions(
+    conn: psycopg.Connection[Any],
+    benchmark: str,
+    first: dt.date,
+    last: dt.date,
+    policy: GatePolicy,
+    key: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    return conn.execute(
+        sql("decisions_of_night"),
+        {"benchmark": benchmark, "nightly": first, "until": last,
+         "policy_version": policy.policy_version,
+         "candidate_branch": key and key["candidate_branch"],
+         "baseline_branch": key and key["baseline_branch"], "variant": key and key["variant"]},
+    ).fetchall()  # fmt: skip
 
 
 def _outbox_size(conn: psycopg.Connection[Any]) -> int:

@@ -1,12 +1,15 @@
 """Find the first bad commit between a good and a bad one, with a sequential test per step.
 
-The endpoints are run on every clip; the *discriminating* clips are those that differ between
-them (regressed and improved) plus a seeded control sample of the rest. Each midpoint is run on
-those clips only and judged by a binomial sequential probability ratio test between the two
-endpoints' broken rates on the same clips (same seed): bad when the log-likelihood ratio
+The endpoints are run on every clip at the selection seed; the *discriminating* clips are
+those that differ between them (regressed and improved) plus a seeded control sample of the
+rest. Those selection runs only choose clips, never judge them: reusing them would bias the good
+endpoint's count low on exactly the clips chosen because it was fine there (selection bias),
+and tilt every step towards "bad". Each midpoint is run on the discriminating clips and judged
+by a binomial sequential probability ratio test between the two endpoints' broken rates
+measured afresh on the same clips at the same (fresh) seed: bad when the log-likelihood ratio
 crosses log((1-β)/α_step), good when it crosses log(β/(1-α_step)), otherwise repeated with the
-next seed (endpoints re-measured at that seed), up to a cap; α is split over the ⌈log2 n⌉ steps
-(Bonferroni). A step still undecided at the cap is decided by the sign of the ratio and marked.
+next seed, up to a cap; α is split over the ⌈log2 n⌉ steps (Bonferroni). A step still undecided
+at the cap is decided by the sign of the ratio and marked.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def bisect(
     steps_needed = max(1, math.ceil(math.log2(len(history) - 1))) if len(history) > 2 else 1
     a_step = alpha / steps_needed
     upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
-    endpoint = {seed: (sum(good_all[u] for u in d), sum(bad_all[u] for u in d))}
+    endpoint: dict[int, tuple[int, int]] = {}  # fresh seed -> (good, bad) broken counts on d
 
     lo, hi = 0, len(history) - 1
     steps: list[BisectStep] = []
@@ -93,7 +96,7 @@ def bisect(
         mid = (lo + hi) // 2
         llr, seeds, counts = 0.0, [], []
         for r in range(max_repeats):
-            s = seed + r
+            s = seed + 1 + r  # never the selection seed
             if s not in endpoint:
                 g, b = run(history[0], s, d), run(history[-1], s, d)
                 endpoint[s] = (sum(g.values()), sum(b.values()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from omni_tasks.analysis.intervals import holm, mcnemar_exact
 from omni_tasks.analysis.noise import mde
@@ -24,6 +25,22 @@ class Evidence:
     delta_tail: float = 0.0
     delta_tail_ci: tuple[float, float] = (-1.0, 1.0)
     infra_reasons: tuple[str, ...] = ()
+    # Δ tail as an exact ratio of counts, so a step that sits exactly on the practical minimum
+    # is not lost to float rounding; None means (regressed − improved) / n_paired.
+    delta_exact: Fraction | None = None
+
+    @property
+    def delta_counts(self) -> Fraction:
+        if self.delta_exact is not None:
+            return self.delta_exact
+        if self.n_paired == 0:
+            return Fraction(0)
+        return Fraction(self.regressed - self.improved, self.n_paired)
+
+
+def at_least(delta: Fraction, threshold: float) -> bool:
+    """delta ≥ threshold, with the policy's decimal threshold read exactly (0.02 is 1/50)."""
+    return delta >= Fraction(repr(threshold))
 
 
 @dataclass(frozen=True)
@@ -54,15 +71,23 @@ def decide_night(items: Sequence[Evidence], policy: GatePolicy) -> list[Verdict]
         margin = max(policy.same_margin, detectable)
         p_reg, p_imp = adj_reg[i], adj_imp[i]
         lo, hi = e.delta_tail_ci
+        delta = e.delta_counts
         reasons = [
             f"Δ tail {e.delta_tail:+.4f} [{lo:+.4f}, {hi:+.4f}], "
             f"regressed:improved {e.regressed}:{e.improved}, "
             f"Holm p_regress {p_reg:.3g} (m={m})"
         ]
-        if p_reg < policy.alpha and e.delta_tail >= policy.min_effect:
+        if p_reg < policy.alpha and at_least(delta, policy.min_effect):
             verdict = "REGRESSED"
-        elif p_imp < policy.alpha and -e.delta_tail >= policy.min_effect:
+        elif p_imp < policy.alpha and at_least(-delta, policy.min_effect):
             verdict = "IMPROVED"
+        elif margin > policy.max_same_margin:
+            # Too few clips to call anything equivalent: a ±30-point "SAME" says nothing.
+            verdict = "UNKNOWN"
+            reasons.append(
+                f"equivalence margin ±{margin:.4f} (MDE {detectable:.4f}) exceeds the "
+                f"±{policy.max_same_margin:.2f} cap: too few paired clips to call SAME"
+            )
         elif -margin < lo and hi < margin:
             verdict = "SAME"
             reasons.append(f"interval inside ±{margin:.4f} (MDE {detectable:.4f})")
@@ -87,12 +112,22 @@ class SeriesPoint:
     improved: int
     n_paired: int
     m: int = 1
+    # A run-group night is decided by a permutation test and stores no paired table, so the
+    # pooling rule skips it (it still counts as a consecutive REGRESSED night).
+    paired: bool = True
+
+
+def consecutive(earlier: dt.date, later: dt.date, policy: GatePolicy) -> bool:
+    """Two non-INFRA nights of a series are consecutive when no other non-INFRA night lies
+    between them and they are at most `confirm_window_days` apart (INFRA or missing nights
+    inside the window neither break nor extend a streak)."""
+    return 0 < (later - earlier).days <= policy.confirm_window_days
 
 
 def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[bool]:
     """Whether each REGRESSED point is confirmed, in the input order. Nights are taken in
-    nightly order (whatever order they were decided in); INFRA nights neither confirm nor
-    break a streak."""
+    nightly order (whatever order they were decided in); a night decided late (a backfill)
+    can confirm, or stop confirming, the night after it."""
     order = sorted(range(len(series)), key=lambda i: series[i].nightly)
     confirmed = [False] * len(series)
     previous: SeriesPoint | None = None
@@ -100,20 +135,25 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
         point = series[i]
         if point.verdict == "INFRA":
             continue
+        prev = (
+            previous if previous and consecutive(previous.nightly, point.nightly, policy) else None
+        )
         if point.verdict == "REGRESSED":
             confirmed[i] = (
                 (point.p_regress_holm is not None and point.p_regress_holm < policy.confirm_p)
-                or (previous is not None and previous.verdict == "REGRESSED")
-                or (previous is not None and _pooled_regressed(previous, point, policy))
+                or (prev is not None and prev.verdict == "REGRESSED")
+                or (prev is not None and _pooled_regressed(prev, point, policy))
             )
         previous = point
     return confirmed
 
 
 def _pooled_regressed(a: SeriesPoint, b: SeriesPoint, policy: GatePolicy) -> bool:
+    if not (a.paired and b.paired):
+        return False  # a group night has no paired table to pool
     n = a.n_paired + b.n_paired
     if n == 0:
         return False
     reg, imp = a.regressed + b.regressed, a.improved + b.improved
     p, _ = mcnemar_exact(reg, imp)
-    return min(1.0, p * b.m) < policy.alpha and (reg - imp) / n >= policy.min_effect
+    return min(1.0, p * b.m) < policy.alpha and at_least(Fraction(reg - imp, n), policy.min_effect)

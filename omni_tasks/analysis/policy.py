@@ -11,6 +11,25 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+# What decides a verdict or a confirmation; everything else is reported only.
+DECISION_FIELDS = {
+    "primary_tau",
+    "alpha",
+    "min_effect",
+    "same_margin",
+    "max_same_margin",
+    "power",
+    "noise_psi",
+    "coverage_floor",
+    "confirm_p",
+    "confirm_window_days",
+}
+ADDED_AFTER_LEGACY = {"max_same_margin", "confirm_window_days"}
+
+
+def _hash(fields: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
+
 
 class GatePolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -25,13 +44,22 @@ class GatePolicy(BaseModel):
     noise_psi: float | None = Field(default=None, ge=0, le=1)
     coverage_floor: float = Field(ge=0, le=1)
     confirm_p: float = Field(gt=0, lt=1)
+    max_same_margin: float = Field(default=0.10, gt=0, le=1)
+    confirm_window_days: int = Field(default=3, ge=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
 
     @property
     def policy_version(self) -> str:
-        blob = json.dumps(self.model_dump(), sort_keys=True)
-        return f"{self.version}+{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+        """`version` plus a hash of the fields that change a decision: a report-only edit
+        (SLO, legacy gate, report taus) keeps the version, so streaks and alerts carry on."""
+        return f"{self.version}+{_hash(self.model_dump(include=DECISION_FIELDS))}"
+
+    @property
+    def legacy_policy_version(self) -> str:
+        """The version this policy had before it was hashed by decision fields only (every
+        field of the time, the later additions left out); migration 0004 maps it."""
+        return f"{self.version}+{_hash(self.model_dump(exclude=ADDED_AFTER_LEGACY))}"
 
     @property
     def taus(self) -> list[float]:

@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.analysis import gate as gate_rules
 from omni_tasks.analysis.accounting import error_of
-from omni_tasks.analysis.groups import broken_matrix, compare_groups, seed_from_keys
+from omni_tasks.analysis.groups import broken_matrix, compare_groups
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
@@ -390,7 +390,7 @@ def _group_evidence(
     _, mat = broken_matrix(runs, tau)
     mat_base, mat_cand = mat[:, : len(bases)], mat[:, len(bases) :]
     keys = [g.run["run_key"] for g in bases + cands]
-    test = compare_groups(mat_base, mat_cand, seed=seed_from_keys(*keys))
+    test = compare_groups(mat_base, mat_cand)
     per_clip = mat_cand.mean(axis=1) - mat_base.mean(axis=1)
     ev = gate_rules.Evidence(
         n_paired=test.n_clips,
@@ -401,12 +401,13 @@ def _group_evidence(
         delta_tail=test.delta_broken_rate,
         delta_tail_ci=test.delta_ci,
         infra_reasons=tuple(dict.fromkeys(infra)),
+        delta_exact=test.delta_exact,
     )
     return ev, {
         "candidate_run_id": cands[0].run["run_id"],
         "baseline_run_id": bases[0].run["run_id"],
         "group_test": {
-            **dataclasses.asdict(test),
+            **{k: v for k, v in dataclasses.asdict(test).items() if k != "delta_exact"},
             "runs": keys,
             "mean_broken": [float(x) for x in np.atleast_1d(mat.mean(0))],
         },
@@ -510,6 +511,7 @@ def _refresh_confirmations(
             r["improved"],
             r["n_paired"],
             r["m"],
+            r["paired"],
         )
         for r in rows
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,15 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from omni_tasks.config import SQL_DIR
+from omni_tasks.store import policy_versions
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 # Serializes concurrent `db migrate` calls (two workers starting at once).
 _LOCK_ID = 0x6D6E69
+# Data rewrites that SQL cannot express, run right after their migration's SQL, in its
+# transaction.
+DATA_STEPS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {4: policy_versions.rehash}
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,8 @@ def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> 
                     )
                 continue
             conn.execute(mig.sql.encode())
+            if mig.version in DATA_STEPS:
+                DATA_STEPS[mig.version](conn)
             conn.execute(
                 "INSERT INTO public.omni_schema_migrations (version, name, checksum) "
                 "VALUES (%s, %s, %s)",

@@ -1,7 +1,9 @@
--- A gate key's decisions with the paired counts that confirmation needs.
+-- A gate key's decisions with the paired counts that confirmation needs (a run-group night
+-- has no comparison: paired = false, and pooling skips it).
 SELECT d.decision_id, d.nightly, d.verdict, d.confirmed, d.mcnemar_p_holm,
        coalesce(c.regressed, 0) AS regressed, coalesce(c.improved, 0) AS improved,
-       coalesce(c.n_paired, 0) AS n_paired, coalesce((d.policy ->> 'm')::int, 1) AS m
+       coalesce(c.n_paired, 0) AS n_paired, coalesce((d.policy ->> 'm')::int, 1) AS m,
+       d.comparison_id IS NOT NULL AS paired
 FROM omni.gate_decision d
 LEFT JOIN omni.comparison c USING (comparison_id)
 WHERE d.benchmark = %(benchmark)s AND d.candidate_branch = %(candidate_branch)s

@@ -181,3 +181,49 @@ def test_a_slack_timeout_is_an_unknown_outcome_resolved_by_lookup(db, tmp_path, 
     report = dispatch(db, sink)
     assert (report.recovered, report.sent) == (1, 0)
     assert len(state.messages) == 1  # never posted twice
+
+
+WEAK = ABShape(n=1088, stable_broken=80, regressed=32, improved=9)  # REGRESSED, p > 1e-4
+
+
+def test_a_backfill_that_unconfirms_the_opening_night_withdraws_the_alert(
+    db, tmp_path, slack
+) -> None:
+    state, sink = slack
+    store_night(db, tmp_path, 1, WEAK)
+    store_night(db, tmp_path, 3, WEAK)  # consecutive within the 3-day window: confirmed
+    dispatch(db, sink)
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
+    parent = state.top_level()[0]["ts"]
+    store_night(db, tmp_path, 2, SAME)  # backfilled: night 3 is no longer confirmed
+    dispatch(db, sink)
+    rows = db.execute("SELECT nightly, confirmed FROM omni.gate_decision "
+                      "WHERE candidate_branch = 'rebase' ORDER BY nightly").fetchall()  # fmt: skip
+    assert [r["confirmed"] for r in rows] == [False, False, False]
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "resolved"
+    assert "withdrawn" in state.updates[-1]["text"]
+    assert "no longer confirmed" in state.updates[-1]["text"]
+    assert "backfill" in state.replies(parent)[-1]["text"]
+    assert len(state.top_level()) == 1
+    kinds = sorted(r["kind"] for r in db.execute("SELECT kind FROM omni.event"))
+    assert kinds == ["regression_opened", "regression_withdrawn"]
+
+
+def test_a_backfill_that_confirms_a_later_night_opens_its_alert(db, tmp_path, slack) -> None:
+    state, sink = slack
+    store_night(db, tmp_path, 2, WEAK)  # alone: unconfirmed, nothing posted
+    dispatch(db, sink)
+    assert state.messages == []
+    store_night(db, tmp_path, 1, WEAK)  # backfilled the night before: night 2 confirms
+    dispatch(db, sink)
+    alert = db.execute("SELECT state, opened_nightly FROM omni.alert").fetchone()
+    assert alert == {"state": "open", "opened_nightly": D0 + dt.timedelta(days=2)}
+    assert len(state.top_level()) == 1
+
+
+def test_nights_weeks_apart_are_not_consecutive(db, tmp_path, slack) -> None:
+    state, sink = slack
+    store_night(db, tmp_path, 1, WEAK)
+    store_night(db, tmp_path, 15, WEAK)
+    dispatch(db, sink)
+    assert state.messages == []

@@ -291,3 +291,59 @@ def test_gating_a_night_twice_leaves_tables_identical(
         "(SELECT count(*) FROM omni.comparison) c"
     ).fetchone()
     assert (n["d"], n["c"]) == (1, 1)
+
+
+def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.store import policy_versions
+
+    policy = load_policy()
+    # The version the code before issue 18 stored for the built-in policy.
+    assert policy.legacy_policy_version == "2026.11+3576947b" != policy.policy_version
+    import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
+    import_pair(tmp_path, WEAK, date="20261127-020000", seed=2)
+    run("gate", "--nightly", "2026-11-26")
+    # Night 1 as the old code stored it: its version and policy document without the new fields.
+    legacy = policy.model_dump(exclude={"max_same_margin", "confirm_window_days"})
+    db.execute(
+        "UPDATE omni.gate_decision SET policy_version = %s, policy = %s",
+        (policy.legacy_policy_version,
+         json.dumps({**legacy, "policy_version": policy.legacy_policy_version, "m": 1})),
+    )  # fmt: skip
+    db.execute("UPDATE omni.run_stats SET policy_version = %s", (policy.legacy_policy_version,))
+    policy_versions.rehash(db)
+    db.commit()
+    versions = {
+        r["policy_version"] for r in db.execute("SELECT policy_version FROM omni.gate_decision")
+    }
+    assert versions == {policy.policy_version}
+    stats = {r["policy_version"] for r in db.execute("SELECT policy_version FROM omni.run_stats")}
+    assert stats == {policy.policy_version}
+    # The next night continues the streak of the migrated one.
+    later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
+    assert later["verdict"] == "REGRESSED" and later["confirmed"]
+
+
+def test_a_report_only_policy_edit_keeps_the_streak(
+    db: psycopg.Connection, tmp_path: Path, monkeypatch
+) -> None:
+    import yaml
+
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.config import reset_settings
+
+    import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
+    import_pair(tmp_path, WEAK, date="20261127-020000", seed=2)
+    run("gate", "--nightly", "2026-11-26")
+    edited = tmp_path / "policy.yaml"
+    edited.write_text(yaml.safe_dump({**load_policy().model_dump(), "slo_tail": 0.2}))
+    monkeypatch.setenv("OMNI_GATE_POLICY", str(edited))
+    reset_settings()
+    try:
+        later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
+    finally:
+        monkeypatch.delenv("OMNI_GATE_POLICY")
+        reset_settings()
+    assert later["verdict"] == "REGRESSED" and later["confirmed"]

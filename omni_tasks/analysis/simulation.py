@@ -1,0 +1,201 @@
+"""Seeded simulations of the gate and the bisection over the real decision code: the
+evidence for their error rates (tests assert them; `bench/bench_statistics_sim.py` reports
+them at full size).
+
+Clips follow a two-class model fitted to the seed-TTS tail (REFERENCE.md §3-4): a hard set that
+usually fails and a large set that rarely does, 8 % broken on average, A/A discordance ψ ≈ 6 %.
+Rare events (false confirmation ≈ 1e-4 a night) are simulated as counts, not clips: a night's
+paired table is a sum of two multinomials, and only nights that can be REGRESSED go through the
+full decision code (no other night can confirm).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binom
+
+from omni_tasks.analysis.bisect import bisect
+from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
+from omni_tasks.analysis.groups import compare_groups
+from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.analysis.policy import GatePolicy
+
+N_CLIPS = 1088
+HARD_SHARE, HARD_P, EASY_P = 0.075, 0.8, 0.0216
+
+
+def aa_probabilities(n: int = N_CLIPS) -> np.ndarray:
+    probs = np.full(n, EASY_P)
+    probs[: int(HARD_SHARE * n)] = HARD_P
+    return probs
+
+
+def _cells(p: float) -> list[float]:
+    """(both broken, candidate only, baseline only, neither) for one clip under A/A."""
+    return [p * p, p * (1 - p), (1 - p) * p, (1 - p) * (1 - p)]
+
+
+def aa_tables(rng: np.random.Generator, nights: int, n: int = N_CLIPS) -> np.ndarray:
+    """(nights x 4) paired tables (n11, n12, n21, n22) of two runs of one commit."""
+    hard = int(HARD_SHARE * n)
+    return rng.multinomial(hard, _cells(HARD_P), size=nights) + rng.multinomial(
+        n - hard, _cells(EASY_P), size=nights
+    )
+
+
+def paired_point(when: dt.date, table: Sequence[int], policy: GatePolicy) -> SeriesPoint:
+    n11, n12, n21, n22 = (int(x) for x in table)
+    delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
+    p_reg, p_imp = mcnemar_exact(n12, n21)
+    ev = Evidence(n11 + n12 + n21 + n22, n12, n21, p_reg, p_imp, delta, (lo, hi))
+    v = decide_night([ev], policy)[0]
+    return SeriesPoint(when, v.verdict, v.p_regress_holm, n12, n21, ev.n_paired)
+
+
+def group_point(
+    when: dt.date, rng: np.random.Generator, policy: GatePolicy, k: int = 2
+) -> SeriesPoint:
+    """A run-group night: k seeds a side, clip by clip, decided by the exact group test."""
+    probs = aa_probabilities()[:, None]
+    base = (rng.random((probs.size, k)) < probs).astype(np.int64)
+    cand = (rng.random((probs.size, k)) < probs).astype(np.int64)
+    t = compare_groups(base, cand)
+    per_clip = cand.mean(axis=1) - base.mean(axis=1)
+    ev = Evidence(
+        t.n_clips,
+        int((per_clip > 0).sum()),
+        int((per_clip < 0).sum()),
+        t.p_regress,
+        t.p_improve,
+        t.delta_broken_rate,
+        t.delta_ci,
+        delta_exact=t.delta_exact,
+    )
+    v = decide_night([ev], policy)[0]
+    return SeriesPoint(when, v.verdict, v.p_regress_holm, 0, 0, t.n_clips, paired=False)
+
+
+@dataclass(frozen=True)
+class ConfirmationRate:
+    nights: int
+    regressed: int  # A/A nights decided REGRESSED
+    confirmed: int  # of those, confirmed: false confirmations
+    after_group: int  # confirmed nights whose previous night was a group night
+
+    @property
+    def rate(self) -> float:
+        return self.confirmed / self.nights
+
+
+def aa_false_confirmation(
+    policy: GatePolicy, nights: int, seed: int, group_share: float = 0.5
+) -> ConfirmationRate:
+    """A/A paired nights, each after a previous night that is a group night with probability
+    `group_share` and a paired A/A night otherwise; how many are (falsely) confirmed."""
+    rng = np.random.default_rng(seed)
+    tables = aa_tables(rng, nights)
+    b, c, n = tables[:, 1], tables[:, 2], tables.sum(axis=1)
+    # Necessary for REGRESSED (m = 1, so Holm is the raw p): the rest cannot confirm.
+    p = binom.sf(b - 1, b + c, 0.5)
+    maybe = np.flatnonzero((p < policy.alpha) & ((b - c) * 50 >= n))
+    d1, d2 = dt.date(2027, 1, 1), dt.date(2027, 1, 2)
+    regressed = confirmed = after_group = 0
+    for i in maybe:
+        point = paired_point(d2, tables[i], policy)
+        if point.verdict != "REGRESSED":
+            continue
+        regressed += 1
+        group = rng.random() < group_share
+        prev = (
+            group_point(d1, rng, policy)
+            if group
+            else paired_point(d1, aa_tables(rng, 1)[0], policy)
+        )
+        if confirmations([prev, point], policy)[1]:
+            confirmed += 1
+            after_group += group
+    return ConfirmationRate(nights, regressed, confirmed, after_group)
+
+
+@dataclass(frozen=True)
+class BisectErrors:
+    histories: int
+    wrong_first_bad: int
+    good_steps: int
+    good_called_bad: int
+    bad_steps: int
+    bad_called_good: int
+    forced_steps: int
+    evaluations: int
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "histories": self.histories,
+            "wrong_first_bad_rate": self.wrong_first_bad / self.histories,
+            "good_called_bad_per_step": self.good_called_bad / max(self.good_steps, 1),
+            "bad_called_good_per_step": self.bad_called_good / max(self.bad_steps, 1),
+            "undecided_steps": self.forced_steps,
+            "evaluations_per_bisect": self.evaluations / self.histories,
+        }
+
+
+STEP_LIFT = 0.5
+
+
+def step_probabilities(bad_tail: float, n: int = N_CLIPS) -> tuple[np.ndarray, np.ndarray]:
+    """Good commits at the A/A model's ≈ 8 % tail; a bad commit raises the failure probability
+    of a regressed set of easy clips by STEP_LIFT (so a rerun of the bad commit reproduces only
+    about half of one run's regressed clips), the set sized so the bad tail is `bad_tail`."""
+    good = aa_probabilities(n)
+    extra = round((bad_tail - float(good.mean())) * n / STEP_LIFT)
+    bad = good.copy()
+    bad[int(HARD_SHARE * n) : int(HARD_SHARE * n) + extra] += STEP_LIFT
+    return good, bad
+
+
+def bisect_errors(bad_tail: float, histories: int, seed: int, commits: int = 16) -> BisectErrors:
+    """Bisect `histories` simulated histories of `commits` commits whose first bad commit is
+    drawn uniformly; count wrong answers and per-step errors."""
+    good_p, bad_p = step_probabilities(bad_tail)
+    rng = np.random.default_rng(seed)
+    wrong = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0
+    for h in range(histories):
+        first_bad = int(rng.integers(1, commits))
+        history = [f"h{h}c{i:02d}" for i in range(commits)]
+        evaluate = _history(history, first_bad, good_p, bad_p, int(rng.integers(2**32)))
+        res = bisect(history, evaluate, seed=0)
+        wrong += res.first_bad != history[first_bad]
+        evaluations += res.evaluations
+        for step in res.steps:
+            forced += step.forced
+            if step.index < first_bad:
+                good_steps += 1
+                good_bad += step.decision == "bad"
+            else:
+                bad_steps += 1
+                bad_good += step.decision == "good"
+    return BisectErrors(histories, wrong, good_steps, good_bad, bad_steps, bad_good, forced,
+                        evaluations)  # fmt: skip
+
+
+def _history(
+    history: list[str], first_bad: int, good_p: np.ndarray, bad_p: np.ndarray, stream: int
+) -> Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]:
+    """A simulated benchmark of one history: each (commit, seed) run draws every clip once, so
+    a run on a subset of clips sees the same outcomes as the full run would."""
+    names = [f"u{i:04d}" for i in range(good_p.size)]
+    index = {u: i for i, u in enumerate(names)}
+
+    def evaluate(commit: str, s: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
+        i = history.index(commit)
+        probs = bad_p if i >= first_bad else good_p
+        draws = np.random.default_rng([stream, i, s]).random(good_p.size)
+        ids = names if clips is None else list(clips)
+        idx = np.array([index[u] for u in ids])
+        return dict(zip(ids, (draws[idx] < probs[idx]).tolist(), strict=True))
+
+    return evaluate

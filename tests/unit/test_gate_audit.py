@@ -1,0 +1,144 @@
+"""The seven defects of the statistics audit (issue 18), each pinned with its failing input."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
+from omni_tasks.analysis.groups import compare_groups, null_distribution
+from omni_tasks.analysis.intervals import holm, mcnemar_exact, newcombe_paired
+from omni_tasks.analysis.policy import load_policy
+
+POLICY = load_policy()
+
+
+def table_evidence(n11: int, n12: int, n21: int, n22: int) -> Evidence:
+    delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
+    p_reg, p_imp = mcnemar_exact(n12, n21)
+    return Evidence(n11 + n12 + n21 + n22, n12, n21, p_reg, p_imp, delta, (lo, hi))
+
+
+def day(d: int, month: int = 1) -> dt.date:
+    return dt.date(2027, month, d)
+
+
+def paired(when: dt.date, n11: int, n12: int, n21: int, n22: int) -> SeriesPoint:
+    v = decide_night([table_evidence(n11, n12, n21, n22)], POLICY)[0]
+    return SeriesPoint(when, v.verdict, v.p_regress_holm, n12, n21, n11 + n12 + n21 + n22)
+
+
+# 1 — a run-group night stores no paired table: pooling skips it.
+def test_a_group_night_does_not_let_the_next_night_confirm_on_its_own() -> None:
+    after = paired(day(2), 60, 55, 28, 945)
+    assert after.verdict == "REGRESSED" and after.p_regress_holm == pytest.approx(0.002, abs=5e-4)
+    group = SeriesPoint(day(1), "UNKNOWN", 0.2, 0, 0, 0, paired=False)
+    assert confirmations([group, after], POLICY) == [False, False]
+    # The same night after a paired SAME night is not confirmed either (the reference case).
+    same = paired(day(1), 60, 20, 20, 988)
+    assert same.verdict == "SAME"
+    assert confirmations([same, after], POLICY) == [False, False]
+    # A group night that was itself REGRESSED is a consecutive REGRESSED night: confirms.
+    group_regressed = SeriesPoint(day(1), "REGRESSED", 0.003, 0, 0, 0, paired=False)
+    assert confirmations([group_regressed, after], POLICY) == [False, True]
+
+
+# 2 — a group night can confirm on one night: its p-value is exact, with no 1e-4 floor.
+def test_a_large_group_step_gets_an_exact_p_below_the_confirmation_threshold() -> None:
+    rng = np.random.default_rng(2)
+    base = (rng.random((1088, 2)) < 0.08).astype(np.int64)
+    cand = (rng.random((1088, 2)) < 0.36).astype(np.int64)  # Δ ≈ +28 points
+    test = compare_groups(base, cand)
+    assert test.delta_broken_rate > 0.25
+    assert test.p_regress < 1e-20 < POLICY.confirm_p
+    ev = Evidence(1088, 400, 50, test.p_regress, test.p_improve, test.delta_broken_rate,
+                  test.delta_ci, delta_exact=test.delta_exact)  # fmt: skip
+    v = decide_night([ev], POLICY)[0]
+    point = SeriesPoint(day(1), v.verdict, v.p_regress_holm, 0, 0, 0, paired=False)
+    assert confirmations([point], POLICY) == [True]
+
+
+def brute_force_p(base: np.ndarray, cand: np.ndarray) -> float:
+    """Every within-clip relabelling, enumerated: the definition of the permutation p-value."""
+    ka, kb = base.shape[1], cand.shape[1]
+    both = np.concatenate([base, cand], axis=1)
+    t_obs = int(cand.sum())
+    per_clip = []
+    for row in both:
+        outcomes = [sum(row[list(c)]) for c in itertools.combinations(range(ka + kb), kb)]
+        per_clip.append(outcomes)
+    hits = total = 0
+    for combo in itertools.product(*per_clip):
+        total += 1
+        hits += sum(combo) >= t_obs
+    return hits / total
+
+
+def test_exact_group_p_equals_full_enumeration() -> None:
+    rng = np.random.default_rng(5)
+    for kb in (1, 2, 3):
+        base = (rng.random((6, 2)) < 0.4).astype(np.int64)
+        cand = (rng.random((6, kb)) < 0.6).astype(np.int64)
+        assert compare_groups(base, cand).p_regress == pytest.approx(brute_force_p(base, cand))
+    pmf, _ = null_distribution(np.array([1, 2, 2, 3, 1]), 2, 3)
+    assert pmf.sum() == pytest.approx(1.0)
+
+
+# 4 — Δ from counts: an exact 2-point step is REGRESSED.
+def test_an_exact_two_point_step_is_regressed_despite_float_rounding() -> None:
+    ev = table_evidence(46, 40, 20, 894)
+    assert ev.delta_tail < 0.02  # 0.01999999999999999 as floats
+    v = decide_night([ev], POLICY)[0]
+    assert v.verdict == "REGRESSED"
+    assert v.p_regress_holm == pytest.approx(0.0067, abs=1e-4)
+    # Mirror image: exactly −2 points is IMPROVED.
+    assert decide_night([table_evidence(46, 20, 40, 894)], POLICY)[0].verdict == "IMPROVED"
+
+
+# 5 — small n: the margin is capped, so SAME cannot mean "within ±129 points".
+def test_small_n_is_unknown_not_same() -> None:
+    v = decide_night([table_evidence(0, 6, 0, 0)], POLICY)[0]
+    assert v.verdict == "UNKNOWN"
+    assert any("cap" in r for r in v.reasons)
+    for n in range(1, 16):
+        assert decide_night([table_evidence(0, 0, 0, n)], POLICY)[0].verdict != "SAME"
+    # A full night of identical runs is still SAME.
+    assert decide_night([table_evidence(90, 0, 0, 998)], POLICY)[0].verdict == "SAME"
+
+
+# 6 — "consecutive" means within confirm_window_days (default 3).
+def weak(when: dt.date, verdict: str = "REGRESSED") -> SeriesPoint:
+    return SeriesPoint(when, verdict, 0.004 if verdict == "REGRESSED" else None, 20, 5, 1088)
+
+
+def test_consecutive_nights_lie_within_the_window() -> None:
+    assert confirmations([weak(day(1)), weak(day(2))], POLICY) == [False, True]
+    assert confirmations([weak(day(1)), weak(day(15))], POLICY) == [False, False]
+    assert confirmations([weak(day(1)), weak(day(15, 2))], POLICY) == [False, False]
+    infra_between = [weak(day(1)), weak(day(2), "INFRA"), weak(day(3))]
+    assert confirmations(infra_between, POLICY) == [False, False, True]
+    # A missing night inside the window neither breaks nor extends: 1st and 4th confirm,
+    # 1st and 5th do not.
+    assert confirmations([weak(day(1)), weak(day(4))], POLICY) == [False, True]
+    assert confirmations([weak(day(1)), weak(day(5))], POLICY) == [False, False]
+
+
+# 7 — the policy version hashes decision-relevant fields only.
+def test_a_report_only_edit_keeps_the_policy_version() -> None:
+    v = POLICY.policy_version
+    assert POLICY.model_copy(update={"slo_tail": 0.2}).policy_version == v
+    assert POLICY.model_copy(update={"legacy_mean_max": 0.5}).policy_version == v
+    assert POLICY.model_copy(update={"report_taus": [1.0, 2.0]}).policy_version == v
+    assert POLICY.model_copy(update={"alpha": 0.05}).policy_version != v
+    assert POLICY.model_copy(update={"confirm_window_days": 7}).policy_version != v
+
+
+def test_mcnemar_and_holm_still_match_scipy() -> None:
+    assert mcnemar_exact(55, 28)[0] == pytest.approx(
+        binomtest(55, 83, 0.5, alternative="greater").pvalue, rel=1e-12
+    )
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
