@@ -8,6 +8,8 @@ Clips are stored as the reference harness keeps them: 24 kHz mono 16-bit PCM; Wh
 from __future__ import annotations
 
 import io
+import os
+import stat
 from math import gcd
 
 import fsspec
@@ -15,12 +17,76 @@ import numpy as np
 import soundfile as sf
 from scipy.signal import resample_poly
 
+from omni_tasks.config import get_settings
+from omni_tasks.names import under
+
 STORE_RATE = 24_000
 WHISPER_RATE = 16_000
+# A clip is capped at 60 s of 24 kHz 16-bit audio (2.9 MB); long-form grading may see a few
+# minutes. Anything far larger is not a clip.
+MAX_AUDIO_BYTES = 64 * 1024 * 1024
 
 
 class AudioError(ValueError):
     """A file that is not decodable audio."""
+
+
+class AudioUnavailable(AudioError):
+    """Audio that may not or cannot be read: outside its root, not a regular file, too big."""
+
+
+def audio_roots() -> list[str]:
+    return [get_settings().audio_root_url]
+
+
+def check_audio_uri(uri: str, roots: list[str] | None = None) -> str:
+    """The one rule for audio locations that come from data (artifacts, stored rows): a regular
+    file under an audio root (symlinks resolved) or a URL under a configured URL root. Returns
+    `uri`; raises AudioUnavailable with the reason."""
+    roots = audio_roots() if roots is None else roots
+    if "\x00" in uri or not uri:
+        raise AudioUnavailable("empty or NUL in the path")
+    if not any(under(uri, r) for r in roots):
+        kind = "URL" if "://" in uri else "path"
+        raise AudioUnavailable(f"{kind} outside the audio root")
+    return uri
+
+
+def load_audio_bytes(uri: str, roots: list[str] | None = None) -> bytes:
+    """The bytes of the clip at `uri`, after `check_audio_uri`, at most MAX_AUDIO_BYTES."""
+    check_audio_uri(uri, roots)
+    if "://" not in uri:
+        return _read_local(uri)
+    try:
+        fs, path = fsspec.core.url_to_fs(uri)
+        if fs.size(path) > MAX_AUDIO_BYTES:
+            raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
+        with fs.open(path, "rb") as fh:
+            data: bytes = fh.read(MAX_AUDIO_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise AudioUnavailable(f"cannot read: {type(exc).__name__}") from exc
+    if len(data) > MAX_AUDIO_BYTES:
+        raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
+    return data
+
+
+def _read_local(path: str) -> bytes:
+    try:
+        # Non-blocking so a FIFO cannot hang the reader; fstat on the open descriptor, so what
+        # was checked is what is read.
+        fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise AudioUnavailable(f"cannot open: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AudioUnavailable("not a regular file")
+        if info.st_size > MAX_AUDIO_BYTES:
+            raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
+        data = fh.read(MAX_AUDIO_BYTES + 1)
+    if len(data) > MAX_AUDIO_BYTES:
+        raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
+    return data
 
 
 def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
@@ -30,20 +96,34 @@ def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     return resample_poly(samples, target // g, rate // g).astype(np.float32)
 
 
+# What a speech clip's header may declare; anything else is refused before decoding (a chunk
+# declaring 2,147,483,647 Hz would otherwise ask the resampler for hundreds of GiB).
+RATES = (8_000, 384_000)
+MAX_CHANNELS = 8
+MAX_SECONDS = 3_600
+
+
 def decode_wav(data: bytes, where: str = "audio") -> tuple[np.ndarray, int]:
     """Mono float32 samples in [-1, 1] and the sample rate; channels are averaged."""
     try:
-        samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+        with sf.SoundFile(io.BytesIO(data)) as f:
+            rate, channels, frames = int(f.samplerate), int(f.channels), int(f.frames)
+            if not RATES[0] <= rate <= RATES[1]:
+                raise AudioError(f"{where}: sample rate {rate} Hz outside {RATES[0]}–{RATES[1]}")
+            if not 1 <= channels <= MAX_CHANNELS:
+                raise AudioError(f"{where}: {channels} channels (at most {MAX_CHANNELS})")
+            if frames > MAX_SECONDS * rate:
+                raise AudioError(f"{where}: declares {frames} frames (over {MAX_SECONDS} s)")
+            samples = f.read(dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         raise AudioError(f"{where}: not decodable audio ({exc})") from exc
-    return samples.mean(axis=1), int(rate)
+    return samples.mean(axis=1), rate
 
 
 def read_audio(uri: str, rate: int = WHISPER_RATE) -> np.ndarray:
-    """The clip at `uri` as mono float32 at `rate` (default: what Whisper hears)."""
-    with fsspec.open(uri, "rb") as fh:
-        data = fh.read()
-    samples, native = decode_wav(data, uri)
+    """The clip at `uri` (under the audio root) as mono float32 at `rate` (default: what
+    Whisper hears)."""
+    samples, native = decode_wav(load_audio_bytes(uri), uri)
     return resample(samples, native, rate)
 
 

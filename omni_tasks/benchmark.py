@@ -26,6 +26,7 @@ from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.names import InvalidName, check_name, path_component
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, RunStatus, Trigger
 from omni_tasks.store import runs
@@ -73,6 +74,25 @@ class BenchRequest:
     # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
     history: tuple[str, ...] = ()
     first_bad: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked before any request: names become path components and keys, and a bad value
+        # must not cost a synthesis first.
+        try:
+            check_name(self.branch, "branch")
+            check_name(self.variant, "variant")
+            if self.benchmark is not None:
+                check_name(self.benchmark, "benchmark")
+            if self.run_key is not None:
+                check_name(self.run_key, "run key")
+        except InvalidName as exc:
+            raise BenchError(str(exc)) from None
+        if self.concurrency < 1:
+            raise BenchError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.limit is not None and self.limit < 1:
+            raise BenchError(f"limit must be at least 1 (or unset for all), got {self.limit}")
+        if not (self.timeout_s > 0 and self.audio_cap_s > 0):
+            raise BenchError("timeout and audio cap must be positive numbers of seconds")
 
     @property
     def simulator_profile(self) -> str | None:
@@ -201,13 +221,12 @@ def _run_status(results: list[ClipResult]) -> RunStatus:
 
 
 def _store_audio(run_key: str, results: list[ClipResult]) -> list[ClipAudio]:
-    root = get_settings().audio_root_url
-    safe_key = run_key.replace(":", "_")
+    folder = f"{get_settings().audio_root_url}/{path_component(run_key)}"
     clips = []
     for i, r in enumerate(results):
         uri = None
         if r.audio is not None and len(r.audio):
-            uri = f"{root}/{safe_key}/{i:05d}_{r.utt.utt_id}.wav"
+            uri = f"{folder}/{path_component(f'{i:05d}_{r.utt.utt_id}')}.wav"
             write_audio(uri, r.audio, STORE_RATE)
         clips.append(
             ClipAudio(

@@ -3,6 +3,7 @@ functions)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -157,21 +158,43 @@ def import_vllm_omni(
     replace: Annotated[
         bool, typer.Option(help="Overwrite a run key holding other content")
     ] = False,
+    audio_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory the artifact's audio_path files may lie in (they are copied into "
+            "the audio root); other paths are stored as audio unavailable"
+        ),
+    ] = None,
 ) -> None:
     """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
-    from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, ArtifactError, parse_artifact
+    from omni_tasks.audio import AudioUnavailable, audio_roots
+    from omni_tasks.importers.vllm_omni import (
+        ARTIFACT_GRADER,
+        ArtifactError,
+        adopt_audio,
+        parse_artifact,
+    )
     from omni_tasks.store.runs import RunConflictError, save_run
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
+    from omni_tasks.names import InvalidName, check_name
+
+    try:
+        check_name(run_key or "x", "run key")
+    except InvalidName as exc:
+        fail(str(exc))
     night = _parse_date(nightly) if nightly else None
+    roots = audio_roots() + ([str(audio_root)] if audio_root else [])
     parsed = []
     for f in files:
         try:
-            parsed.append(
-                parse_artifact(f, branch=branch, benchmark=benchmark, commit=commit, nightly=night)
-            )
-        except ArtifactError as exc:
+            art = parse_artifact(
+                f, branch=branch, benchmark=benchmark, commit=commit, nightly=night,
+                audio_roots=roots,
+            )  # fmt: skip
+            parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
+        except (ArtifactError, AudioUnavailable) as exc:
             fail(str(exc))
     conn = _open_db()
     with conn:
@@ -491,12 +514,15 @@ def bench_cmd(
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError
 
-    req = BenchRequest(
-        target=target, branch=branch, dataset=dataset, commit=commit, seed=seed, limit=limit,
-        run_key=run_key, prompt_template=prompt_template, transcript_mode=transcript_mode,
-        nightly=_parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
-        variant=variant, concurrency=concurrency, timeout_s=timeout, audio_cap_s=audio_cap,
-    )  # fmt: skip
+    try:
+        req = BenchRequest(
+            target=target, branch=branch, dataset=dataset, commit=commit, seed=seed, limit=limit,
+            run_key=run_key, prompt_template=prompt_template, transcript_mode=transcript_mode,
+            nightly=_parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
+            variant=variant, concurrency=concurrency, timeout_s=timeout, audio_cap_s=audio_cap,
+        )  # fmt: skip
+    except BenchError as exc:
+        fail(str(exc))
     grader = None
     if not transcript_mode:
         grader = _load_grader(backend, model, precision, window, 1, batch_size, device)
@@ -615,7 +641,8 @@ def alerts_dispatch(as_json: JsonFlag = False) -> None:
 
     sink = default_sink()
     conn = _open_db()
-    with conn:
+    # With --json, stdout carries only the JSON: the local outbox's readable echo goes to stderr.
+    with conn, contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
         report = dispatch(conn, sink)
     if as_json:
         _json_out({"sink": sink.name, **dataclasses.asdict(report)})

@@ -44,10 +44,22 @@ class Settings(BaseSettings):
     grafana_url: str | None = Field(default=None, description="Grafana base URL (links, push)")
     grafana_token: SecretStr | None = Field(default=None, description="Grafana service token")
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
+    trusted_roots: list[str] = Field(
+        default_factory=list,
+        description="JSON list of directories (or URL prefixes) that trigger-form paths (repo, "
+        "dataset, environment, deploy config) must lie under; OMNI_HOME and the cache dir are "
+        "always trusted",
+    )
 
     def report_path(self, benchmark: str, nightly: object) -> Path:
         """Where the nightly writes a night's HTML report (alerts and the demo link to it)."""
-        return self.home / "reports" / f"{benchmark}_{nightly}.html"
+        from omni_tasks.names import path_component
+
+        return self.home / "reports" / f"{path_component(f'{benchmark}_{nightly}')}.html"
+
+    @property
+    def trusted(self) -> list[str]:
+        return [str(self.home), str(self.cache_dir), *self.trusted_roots]
 
     @property
     def outbox_dir(self) -> Path:

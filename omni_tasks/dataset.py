@@ -21,6 +21,7 @@ import soundfile as sf
 
 from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
+from omni_tasks.names import InvalidName, check_text
 
 DEMO_META = Path(__file__).parent / "datasets" / "demo" / "meta.lst"
 
@@ -62,19 +63,29 @@ def load_dataset(source: str | Path) -> Dataset:
     if not meta.is_file():
         raise DatasetError(f"{meta}: no such dataset file (expected a locale dir with meta.lst)")
     try:
-        lines = meta.read_text(encoding="utf-8").splitlines()
+        lines = meta.read_text(encoding="utf-8-sig").splitlines()  # a leading BOM is dropped
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{meta}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     utterances: list[Utterance] = []
     seen: dict[str, int] = {}
     digest = hashlib.sha256()
     audio_digests: dict[Path, str] = {}
+    root = meta.parent.resolve()
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        try:
+            check_text(raw, "line")
+        except InvalidName as exc:
+            raise _fail(meta, number, str(exc)) from None
         fields = raw.split("|")
         if len(fields) not in (4, 5):
             raise _fail(meta, number, f"expected 4 or 5 '|'-separated fields, got {len(fields)}")
+        if len(fields) == 5 and not fields[4].strip().lower().endswith(".wav"):
+            raise _fail(
+                meta, number, "the 5th field is not a .wav path: is there a '|' in the target "
+                "text? (the format has no escape for it)",
+            )  # fmt: skip
         utt_id, prompt_text, prompt_rel, target = (f.strip() for f in fields[:4])
         if not utt_id or not target:
             raise _fail(meta, number, "utterance id and target text must not be empty")
@@ -84,6 +95,10 @@ def load_dataset(source: str | Path) -> Dataset:
             )
         seen[utt_id] = number
         wav = (meta.parent / prompt_rel).resolve()
+        if not wav.is_relative_to(root):
+            raise _fail(
+                meta, number, f"prompt wav {prompt_rel!r} lies outside the dataset directory"
+            )
         if wav not in audio_digests:
             audio_digests[wav] = _check_wav(meta, number, wav)
         digest.update(f"{utt_id}|{prompt_text}|{audio_digests[wav]}|{target}\n".encode())

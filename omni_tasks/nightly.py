@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.service import gate_nightly, run_stats_for_key
 from omni_tasks.config import get_settings
+from omni_tasks.names import check_branch, check_name, path_component, require_trusted
 from omni_tasks.store.queries import sql
 
 
@@ -61,6 +62,36 @@ class NightlyParams(BaseModel):
     def bench(self) -> str:
         return self.benchmark or get_settings().benchmark
 
+    @model_validator(mode="after")
+    def _checked(self) -> NightlyParams:
+        """Trigger-form values are data: branch names must be git branch names, and every
+        value that names a path or an executable run on the GPU worker must lie under a
+        trusted root (OMNI_TRUSTED_ROOTS), so a form cannot point the worker at any file."""
+        for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
+            check_branch(branch)
+        check_name(self.variant, "variant")
+        if self.benchmark is not None:
+            check_name(self.benchmark, "benchmark")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
+        paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
+        for key in ("repo", "root"):
+            paths[f"environment.{key}"] = self.environment.get(key)
+        for i, req in enumerate(self.environment.get("requirements") or ()):
+            if str(req).startswith("-"):
+                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
+            if "/" in str(req) or str(req).startswith("."):
+                paths[f"environment.requirements[{i}]"] = req
+        python = self.environment.get("python")
+        if python not in (None, "python", "python3"):
+            paths["environment.python"] = python
+        if "/" in self.dataset or self.dataset.startswith("."):
+            paths["dataset"] = self.dataset
+        for what, value in paths.items():
+            if value is not None:
+                require_trusted(str(value), what)
+        return self
+
 
 @dataclass(frozen=True)
 class NightDecision:
@@ -93,7 +124,10 @@ def _git_head(repo: str, branch: str, before: dt.date | None) -> str | None:
     args = ["git", "-C", repo, "rev-list", "-1"]
     if before is not None:
         args.append(f"--before={before.isoformat()}T23:59:59Z")
-    out = subprocess.run([*args, branch], capture_output=True, text=True, timeout=60, check=False)
+    # A branch from the trigger form is data: checked as a ref, and after --end-of-options so
+    # git never reads it as an option ("--" would make rev-list read it as a path).
+    args += ["--end-of-options", check_branch(branch)]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     return out.stdout.strip() or None
 
 
@@ -205,7 +239,7 @@ def _served(
     log = (
         get_settings().home
         / "server-logs"
-        / f"{req.branch}_{req.nightly}_{str(req.commit)[:12]}.log"
+        / f"{path_component(f'{req.branch}_{req.nightly}_{str(req.commit)[:12]}')}.log"
     )
     deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
     with gpu_lease(int(srv.get("gpus", 2))) as gpus:

@@ -6,6 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from omni_tasks.names import check_name
+
 SynthStatus = Literal[
     "ok", "over_long", "no_audio", "timeout_partial", "timeout_no_output", "request_failed"
 ]
@@ -41,6 +43,12 @@ class RunSpec:
     airflow_run_id: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Names become keys, path components and URL parts: refused here, before any write.
+        check_name(self.benchmark, "benchmark")
+        check_name(self.branch, "branch")
+        check_name(self.variant, "variant")
 
 
 @dataclass(frozen=True)

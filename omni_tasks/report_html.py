@@ -12,12 +12,12 @@ import datetime as dt
 import html
 from typing import Any
 
-import fsspec
 import plotly.graph_objects as go
 import plotly.io as pio
 import psycopg
 from plotly.offline import get_plotlyjs
 
+from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.store.queries import sql
 
 MAX_AUDIO_CLIPS = 30
@@ -95,10 +95,9 @@ def _audio(uri: str | None) -> str:
     if not uri:
         return '<span class="note">no audio</span>'
     try:
-        with fsspec.open(uri, "rb") as fh:
-            data = base64.b64encode(fh.read()).decode()
-    except OSError:
-        return f'<span class="note">audio missing: {_e(uri)}</span>'
+        data = base64.b64encode(load_audio_bytes(uri)).decode()
+    except AudioUnavailable as exc:
+        return f'<span class="note">audio missing ({_e(exc)})</span>'
     return f'<audio controls preload="none" src="data:audio/wav;base64,{data}"></audio>'
 
 

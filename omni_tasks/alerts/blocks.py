@@ -6,6 +6,7 @@ Everything user-controlled (transcripts, references, branch names) is escaped fo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +44,19 @@ class AlertContext:
     links: dict[str, str] = field(default_factory=dict)
 
 
-def escape(text: object) -> str:
+# mrkdwn has no escape for its formatting characters: data that could start bold, strike or
+# code is shown with look-alikes (an underscore inside a word cannot start italics: kept).
+_FORMATTING = str.maketrans({"*": "∗", "~": "∼", "`": "ˋ"})
+_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def entities(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape(text: object) -> str:
+    """Data (names, transcripts) for mrkdwn: no mentions, links or formatting can come from it."""
+    return _LOOSE_UNDERSCORE.sub("＿", entities(text).translate(_FORMATTING))
 
 
 def plain(text: object) -> str:
@@ -150,7 +162,14 @@ def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
 def _links(links: dict[str, str]) -> list[dict[str, Any]]:
     if not links:
         return []
-    return [_context(" · ".join(f"<{url}|{escape(name)}>" for name, url in links.items()))]
+    return [
+        _context(
+            " · ".join(
+                f"<{entities(url).replace('|', '%7C')}|{escape(name)}>"
+                for name, url in links.items()
+            )
+        )
+    ]
 
 
 def fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

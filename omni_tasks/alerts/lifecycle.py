@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -46,14 +47,14 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     s = get_settings()
     out = {}
     if s.grafana_url:
-        out["Grafana"] = (
-            f"{s.grafana_url.rstrip('/')}/d/omni-seed-tts-trend?var-benchmark={d['benchmark']}"
-            f"&var-branch={d['candidate_branch']}&var-branch={d['baseline_branch']}"
-        )
+        query = urlencode(
+            [("var-benchmark", d["benchmark"]), ("var-branch", d["candidate_branch"]),
+             ("var-branch", d["baseline_branch"])]
+        )  # fmt: skip
+        out["Grafana"] = f"{s.grafana_url.rstrip('/')}/d/omni-seed-tts-trend?{query}"
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
-        out["Airflow run"] = (
-            f"{s.airflow_url.rstrip('/')}/dags/{d['airflow_dag_id']}/runs/{d['airflow_run_id']}"
-        )
+        dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
+        out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"
     out["Report"] = s.report_path(d["benchmark"], d["nightly"]).as_uri()
     return out
 

@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import fsspec
 import psycopg
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackClientError
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
@@ -29,6 +27,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from omni_tasks.alerts.blocks import render_text
+from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.config import get_settings
 
 log = logging.getLogger(__name__)
@@ -97,8 +96,7 @@ class SlackSink:
         )
 
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
-        with fsspec.open(file_uri, "rb") as fh:
-            content = fh.read()
+        content = load_audio_bytes(file_uri)  # the audio-root rule and the size cap
         self.client.files_upload_v2(
             channel=self.channel, file=content, filename=Path(file_uri).name, title=title,
             thread_ts=parent_ts,
@@ -219,7 +217,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
             if m["state"] == "sending" and op in ("post", "reply"):
                 try:
                     ts = sink.find(key, parent if op == "reply" else None)
-                except (SlackClientError, OSError) as exc:
+                except Exception as exc:
                     ts = None
                     log.warning("could not look up %s: %s", key, redact(str(exc), secret))
                 if ts is not None:
@@ -234,10 +232,12 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
             conn.commit()  # from here the outcome is unknown until marked
             try:
                 ts = _send(sink, op, payload, key, parent)
-            except (SlackClientError, DeliveryError, OSError, KeyError) as exc:
+            except Exception as exc:
+                if isinstance(exc, AudioUnavailable):
+                    exc = DeliveryError(f"audio unavailable: {exc}")
                 error = redact(f"{type(exc).__name__}: {exc}", secret)[:500]
                 state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
-                if op in ("post", "reply") and _unknown_outcome(exc):
+                if op in ("post", "reply") and _unknown_outcome(exc) and state != "failed":
                     state = "sending"  # it may have been posted: look it up before re-sending
                 conn.execute(
                     "UPDATE omni.alert_outbox SET state = %s, last_error = %s "
@@ -258,10 +258,9 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
 
 def _unknown_outcome(exc: BaseException) -> bool:
     """A timeout or a broken connection after the request went out: Slack may have posted it.
-    (An API error response is a known outcome: nothing was posted.)"""
-    from slack_sdk.errors import SlackApiError
-
-    return not isinstance(exc, (SlackApiError, DeliveryError, KeyError))
+    An API error response, or any error raised before sending (a bad payload, unreadable
+    audio), is a known outcome: nothing was posted."""
+    return isinstance(exc, OSError)
 
 
 def _parent_ts(conn: psycopg.Connection[Any], m: dict[str, Any]) -> str | None:

@@ -282,7 +282,12 @@ def gate_nightly(
             return loaded[run_key]
 
         for p in pairings:
-            ev, detail = _evidence(conn, p, policy, load)
+            try:
+                with conn.transaction():  # a savepoint: one bad pair leaves the rest decidable
+                    ev, detail = _evidence(conn, p, policy, load)
+            except (ValueError, ArithmeticError) as exc:
+                reason = f"statistics could not be computed: {type(exc).__name__}: {exc}"
+                ev, detail = gate_rules.Evidence(infra_reasons=(reason[:500],)), {}
             evidence.append(ev)
             details.append(detail)
         verdicts = gate_rules.decide_night(evidence, policy)

@@ -14,7 +14,7 @@ import datetime as dt
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,12 +54,31 @@ class ImportReport:
     errors: list[str] = field(default_factory=list)
 
 
+class ApiHostAuth(httpx.Auth):
+    """The bearer token on requests to the API's own origin only: an artifact's download_url,
+    a pagination link or a redirect to any other host gets no token (httpx also drops it on
+    cross-origin redirects)."""
+
+    def __init__(self, token: str, base_url: str) -> None:
+        self._token = token
+        self._origin = httpx.URL(base_url)
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        url = request.url
+        if (url.scheme, url.host, url.port) == (
+            self._origin.scheme, self._origin.host, self._origin.port,
+        ):  # fmt: skip
+            request.headers["Authorization"] = f"Bearer {self._token}"
+        yield request
+
+
 class BuildkiteClient:
     def __init__(self, src: BuildkiteSource) -> None:
         self.src = src
+        base = src.base_url.rstrip("/") + "/"
         self.http = httpx.Client(
-            base_url=src.base_url.rstrip("/") + "/",
-            headers={"Authorization": f"Bearer {src.token}"},
+            base_url=base,
+            auth=ApiHostAuth(src.token, base),
             timeout=60,
             follow_redirects=True,  # artifact downloads redirect to storage (auth is dropped)
         )

@@ -7,17 +7,24 @@ write: a malformed file raises :class:`ArtifactError` naming the file and the pr
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fsspec
+
+from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
+from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
+from omni_tasks.names import InvalidName, check_name, check_text, path_component, under
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, SynthStatus
 
 ARTIFACT_GRADER = Grader(
@@ -45,6 +52,14 @@ SUMMARY_KEYS = (
     "seed_tts_no_pcm",
     "seed_tts_asr_failed",
 )
+
+
+# Documented bounds (README "Untrusted input"): a runaway clip scores WER in the tens or
+# hundreds (more under whole-clip grading); nothing real comes near these.
+MAX_WER = 1e5
+MAX_COUNT = 1e9
+MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+MAX_UTT_ID = 200
 
 
 class ArtifactError(ValueError):
@@ -80,8 +95,36 @@ def _require(cond: bool, path: Path, message: str) -> None:
         raise ArtifactError(f"{path}: {message}")
 
 
-def _finite_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def _finite_number(v: Any, bound: float = MAX_COUNT) -> bool:
+    """A JSON number within ±bound (huge ints are compared as ints: no float overflow)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return abs(v) <= bound if isinstance(v, int) else math.isfinite(v) and abs(v) <= bound
+
+
+def _numbers_in_range(doc: dict[str, Any], path: Path) -> None:
+    """Refuse non-finite numbers (NaN, Infinity, 1e400) and numbers past the bounds anywhere
+    in the summary: nothing is stored from such an artifact."""
+    for k, v in doc.items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and not _finite_number(v):
+            raise ArtifactError(
+                f"{path}: {k!r} = {_short_number(v)} is not finite or beyond ±{MAX_COUNT:g}"
+            )
+
+
+def _short_number(v: int | float) -> str:
+    text = repr(v) if isinstance(v, float) else str(v) if abs(v) < 10**30 else "a huge integer"
+    return text[:40]
+
+
+def _text(item: dict[str, Any], key: str, path: Path, where: str) -> None:
+    """Refuse NUL, control characters and lone surrogates in an item's texts."""
+    value = item.get(key)
+    if isinstance(value, str):
+        try:
+            check_text(value, f"{where} {key!r}", multiline=key != "utterance_id")
+        except InvalidName as exc:
+            raise ArtifactError(f"{path}: {exc}") from None
 
 
 def parse_artifact(
@@ -92,16 +135,17 @@ def parse_artifact(
     commit: str | None = None,
     nightly: dt.date | None = None,
     system_prompt: str = flags.DEFAULT_SYSTEM_PROMPT,
+    audio_roots: list[str] | None = None,
 ) -> ParsedArtifact:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ArtifactError(f"{path}: cannot read: {exc.strerror}") from exc
+    """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
+    elsewhere is stored as "audio unavailable (reason)" and the import goes on."""
+    raw = _read_regular(path)
     try:
         doc = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from exc
     _require(isinstance(doc, dict), path, "top level must be a JSON object")
+    _numbers_in_range(doc, path)
     _require(
         any(k.startswith("seed_tts_") for k in doc),
         path,
@@ -125,6 +169,7 @@ def parse_artifact(
     grades: list[ClipGrade] = []
     thinker = _thinker_texts(doc, path, len(items or []), warnings)
     seen: set[str] = set()
+    unavailable: list[str] = []
     for i, item in enumerate(items or []):
         where = f"seed_tts_wer_eval_items[{i}]"
         _require(isinstance(item, dict), path, f"{where} must be an object")
@@ -134,16 +179,26 @@ def parse_artifact(
             path,
             f"{where}: 'utterance_id' must be a non-empty string",
         )
+        for key in ("utterance_id", "reference_raw", "asr_raw", "detail", "locale"):
+            _text(item, key, path, where)
+        _require(len(utt) <= MAX_UTT_ID, path, f"{where}: 'utterance_id' longer than {MAX_UTT_ID}")
         _require(utt not in seen, path, f"{where}: duplicate utterance_id {utt!r}")
         seen.add(utt)
         ref = item.get("reference_raw", "")
         _require(isinstance(ref, str), path, f"{where} ({utt}): 'reference_raw' must be a string")
         text = thinker[i] if thinker else None
         clip, grade = _clip_from_item(item, i, utt, ref, text, system_prompt, path, where)
+        clip = _checked_audio(clip, audio_roots, unavailable)
         clips.append(clip)
         if grade is not None:
             grades.append(grade)
 
+    if unavailable:
+        warnings.append(
+            f"{path}: {len(unavailable)} clips' audio_path refused and stored as audio "
+            f"unavailable (first: {unavailable[0]}); grading, the report and Slack treat them "
+            "as audio missing"
+        )
     summary = {
         k: v
         for k, v in doc.items()
@@ -167,6 +222,11 @@ def parse_artifact(
     execution = {}
     if _finite_number(doc.get("max_concurrency")):
         execution["client_concurrency"] = doc["max_concurrency"]
+    try:
+        check_name(branch, "branch")
+        check_name(benchmark, "benchmark")
+    except InvalidName as exc:
+        raise ArtifactError(f"{path}: {exc}") from None
     spec = RunSpec(
         benchmark=benchmark,
         nightly=nightly,
@@ -187,6 +247,50 @@ def parse_artifact(
         },
     )
     return ParsedArtifact(spec, clips, grades, warnings)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The artifact's bytes: a regular file only (not /dev/zero, a FIFO or a directory),
+    within the size cap."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ArtifactError(f"{path}: not a regular file")
+        if info.st_size > MAX_ARTIFACT_BYTES:
+            raise ArtifactError(f"{path}: larger than {MAX_ARTIFACT_BYTES} bytes")
+        return path.read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
+    """The one path rule (audio.check_audio_uri): audio outside its root is never stored."""
+    if clip.audio_uri is None:
+        return clip
+    try:
+        check_audio_uri(clip.audio_uri, roots)
+        return clip
+    except AudioUnavailable as exc:
+        refused.append(f"{clip.utt_id}: {exc}")
+        note = f"audio unavailable ({exc})"
+        detail = f"{clip.error_detail}; {note}" if clip.error_detail else note
+        return dataclasses.replace(clip, audio_uri=None, error_detail=detail)
+
+
+def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
+    """Copy the clips whose audio lies under `import_root` (an import's --audio-root) into the
+    audio root, so every later reader (grading, report, Slack) needs only the audio root."""
+    root = get_settings().audio_root_url
+    folder = f"{root}/imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
+    clips = []
+    for c in art.clips:
+        if c.audio_uri is not None and not under(c.audio_uri, root):
+            target = f"{folder}/{path_component(c.utt_id)}.wav"
+            with fsspec.open(target, "wb", auto_mkdir=True) as fh:
+                fh.write(load_audio_bytes(c.audio_uri, [import_root]))
+            c = dataclasses.replace(c, audio_uri=target)
+        clips.append(c)
+    return dataclasses.replace(art, clips=clips)
 
 
 def _thinker_texts(
@@ -221,7 +325,7 @@ def _clip_from_item(
     if "error" in item:
         code = item["error"]
         _require(
-            code in ERROR_CODES,
+            isinstance(code, str) and code in ERROR_CODES,
             path,
             f"{where} ({utt}): unknown error code {code!r} "
             f"(expected one of {', '.join(ERROR_CODES)})",
@@ -255,9 +359,10 @@ def _clip_from_item(
         )
     wer = item.get("wer")
     _require(
-        _finite_number(wer) and wer >= 0,  # type: ignore[operator]
+        _finite_number(wer, MAX_WER) and wer >= 0,  # type: ignore[operator]
         path,
-        f"{where} ({utt}): 'wer' must be a finite non-negative number, got {wer!r}",
+        f"{where} ({utt}): 'wer' must be a finite number in [0, {MAX_WER:g}], "
+        f"got {_short_number(wer) if isinstance(wer, int | float) else repr(wer)[:40]}",
     )
     hyp = item.get("asr_raw", "")
     _require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")

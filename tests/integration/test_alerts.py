@@ -37,7 +37,7 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
         "WHERE r.branch = 'rebase'"
     ).fetchall()
     for r in rows:
-        uri = tmp_path / "audio" / f"{r['utt_id']}.wav"
+        uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
         write_audio(str(uri), np.zeros(2400, np.float32), 24_000)
         db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
                    (str(uri), r["run_id"], r["utt_id"]))  # fmt: skip

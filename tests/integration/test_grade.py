@@ -27,10 +27,10 @@ SAID = {
 def _store_run(db, tmp_path: Path) -> str:
     clips = []
     for i, (utt, text) in enumerate(SAID.items()):
-        uri = str(tmp_path / "audio" / f"{utt}.wav")
+        uri = str(tmp_path / "omni-home" / "audio" / f"{utt}.wav")
         write_audio(uri, speak(text), STORE_RATE)
         clips.append(ClipAudio(utt, i, text, "ok", audio_uri=uri, thinker_text=text))
-    broken = tmp_path / "audio" / "u3.wav"
+    broken = tmp_path / "omni-home" / "audio" / "u3.wav"
     broken.write_bytes(b"RIFF not really a wav")
     clips.append(ClipAudio("u3", 3, "Bring an umbrella today.", "ok", audio_uri=str(broken)))
     clips.append(ClipAudio("u4", 4, "Nothing came back.", "request_failed", error_detail="500"))

@@ -127,7 +127,7 @@ def test_malformed_files_name_file_and_problem(
         (lambda items: items[1].update(utterance_id="u0"), "duplicate utterance_id 'u0'"),
         (lambda items: items[2].update(wer=float("nan")), r"items\[2\] \(u2\): 'wer' must be"),
         (lambda items: items[2].update(wer="0.1"), "'wer' must be a finite"),
-        (lambda items: items[0].update(wer=-1), "'wer' must be a finite non-negative"),
+        (lambda items: items[0].update(wer=-1), r"'wer' must be a finite number in \[0, 100000\]"),
         (lambda items: items[0].update(asr_raw=5), "'asr_raw' must be a string"),
         (lambda items: items[0].pop("utterance_id"), "'utterance_id' must be a non-empty"),
         (lambda items: items[3].update(error="boom"), "unknown error code 'boom'"),
