@@ -15,7 +15,7 @@ import re
 import subprocess
 import unicodedata
 
-_SAFE = re.compile(r"^[A-Za-z0-9_+@=-][A-Za-z0-9._+@=-]{0,79}$")
+_SAFE = re.compile(r"^[A-Za-z0-9_+@=][A-Za-z0-9._+@=-]{0,79}$")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._+@=-]+")
 MAX_NAME = 200  # branch, benchmark and variant names; utt ids and run keys may be longer
 MAX_KEY = 400

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +38,10 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
     uncapped = [error_of(c) for c in scored]
     capped = [min(error_of(c), 1.0) for c in counted]
     errors = sorted((error_of(c) for c in counted), reverse=True)
-    total_error = sum(errors)
+    # Shares of error are ratios: computed on errors scaled by the largest one, so no sum can
+    # overflow whatever finite WERs are stored.
+    scale = errors[0] if errors and errors[0] > 0 else 1.0
+    total_error = math.fsum(e / scale for e in errors)
     broken = [c for c in counted if is_broken(c, tau)]
     runaway = [c for c in counted if count_of(c) == "scored" and error_of(c) > 1.0]
     with_counts = [c for c in scored if c.ref_words]
@@ -52,7 +54,7 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         d = diagnose(c, tau)
         assert d is not None
         modes[d.mode]["clips"] += 1
-        modes[d.mode]["error_share"] += error_of(c) / total_error if total_error else 0.0
+        modes[d.mode]["error_share"] += error_of(c) / scale / total_error if total_error else 0.0
         origins[d.origin] += 1
         n_leak += d.task_leak
         n_answered += d.answered
@@ -66,10 +68,10 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "n_infra": n_infra,
         "coverage": (n_scored + n_failed) / expected if expected else 0.0,
         "mean_wer": _mean(uncapped) if uncapped else None,
-        "median_wer": statistics.median(uncapped) if uncapped else None,
+        "median_wer": _median(uncapped) if uncapped else None,
         "capped_mean_wer": _mean(capped) if capped else None,
         "corpus_wer": (
-            sum(error_of(c) * (c.ref_words or 0) for c in with_counts) / corpus_ref
+            math.fsum(error_of(c) * ((c.ref_words or 0) / corpus_ref) for c in with_counts)
             if corpus_ref
             else None
         ),
@@ -78,9 +80,11 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "tail_fraction_ci": list(wilson(len(broken), n_counted)) if n_counted else None,
         "runaway_fraction": len(runaway) / n_counted if n_counted else None,
         "n_runaway": len(runaway),
-        "top10_error_share": sum(errors[:10]) / total_error if total_error else 0.0,
+        "top10_error_share": (
+            math.fsum(e / scale for e in errors[:10]) / total_error if total_error else 0.0
+        ),
         "runaway_error_share": (
-            sum(error_of(c) for c in runaway) / total_error if total_error else 0.0
+            math.fsum(error_of(c) / scale for c in runaway) / total_error if total_error else 0.0
         ),
         "failure_modes": modes,
         "origins": origins,
@@ -89,6 +93,12 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "audio_seconds": sum(audio),
         "clips_over_20s": sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
     }
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else ordered[mid - 1] / 2 + ordered[mid] / 2
 
 
 def _mean(values: list[float]) -> float:

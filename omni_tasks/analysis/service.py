@@ -285,7 +285,7 @@ def gate_nightly(
             try:
                 with conn.transaction():  # a savepoint: one bad pair leaves the rest decidable
                     ev, detail = _evidence(conn, p, policy, load)
-            except (ValueError, ArithmeticError) as exc:
+            except (ValueError, ArithmeticError, psycopg.DataError) as exc:
                 reason = f"statistics could not be computed: {type(exc).__name__}: {exc}"
                 ev, detail = gate_rules.Evidence(infra_reasons=(reason[:500],)), {}
             evidence.append(ev)
