@@ -223,7 +223,7 @@ def test_trigger_form_paths_must_lie_under_a_trusted_root(tmp_path: Path, monkey
             {"server": {"deploy_config": "/proc/self/environ"}},
             {"environment": {"root": str(tmp_path / "home" / ".." / "elsewhere")}},
         ):
-            with pytest.raises(ValueError, match="trusted root|pip options"):
+            with pytest.raises(ValueError, match=r"trusted root|pip options"):
                 NightlyParams(**field)  # type: ignore[arg-type]
         monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path / "repos")]))
         reset_settings()
