@@ -76,24 +76,28 @@ def _is_url(value: str) -> bool:
     return "://" in value or value.startswith("git@")
 
 
-def under(path: str, root: str) -> bool:
-    """`path` (symlinks resolved) lies inside `root`; URLs compare as prefixes at a '/'."""
+def under(path: str, root: str, *, resolve: bool = True) -> bool:
+    """`path` lies inside `root` (symlinks resolved unless `resolve` is False, '..' always);
+    URLs compare as prefixes at a '/'."""
     if _is_url(path) or _is_url(root):
         if not (_is_url(path) and _is_url(root)) or "/../" in f"{path}/":
             return False
         base = root.rstrip("/")
         return path == base or path.startswith(base + "/")
-    real, base = os.path.realpath(path), os.path.realpath(root)
+    norm = os.path.realpath if resolve else os.path.abspath
+    real, base = norm(path), norm(root)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def require_trusted(value: str, what: str) -> str:
-    """A path or URL from a trigger form, accepted only under a trusted root."""
+    """A path or URL from a trigger form, accepted only under a trusted root. Compared as
+    written ('..' resolved): the roots are the operator's, and so are any links inside them
+    (a venv's python links to the system interpreter)."""
     from omni_tasks.config import get_settings
 
     check_text(value, what, max_len=4096)
     roots = get_settings().trusted
-    if not any(under(value, r) for r in roots):
+    if not any(under(value, r, resolve=False) for r in roots):
         raise InvalidName(
             f"{what} {value[:120]!r} is not under a trusted root; allowed: {', '.join(roots)} "
             "(add directories or URL prefixes to OMNI_TRUSTED_ROOTS)"

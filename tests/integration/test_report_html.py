@@ -31,7 +31,7 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
         "ORDER BY c.candidate_wer DESC NULLS FIRST, c.utt_id LIMIT 3"
     ).fetchall()
     for r in regressed:  # three regressed clips with audio on record
-        uri = tmp_path / "audio" / f"{r['utt_id']}.wav"
+        uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
         write_audio(str(uri), 0.1 * np.sin(np.arange(4800, dtype=np.float32)), 24_000)
         db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
                    (str(uri), r["run_id"], r["utt_id"]))  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -116,11 +117,15 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     and a free port, benchmarks it, records the stack, and stops it."""
     import datetime as dt
 
+    from omni_tasks.config import reset_settings
     from omni_tasks.nightly import NightlyParams, record_heads, run_branch
 
     env = _fake_env(tmp_path)
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.setenv("OMNI_GPUS", "0,1")
+    # The worker's own interpreter is a trusted executable here (trigger-form paths are not).
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
+    reset_settings()
     params = NightlyParams(
         branches=["main"], targets={"main": "vllm-serve"}, transcript_mode=True, limit=5,
         environment={"strategy": "existing", "python": sys.executable},
