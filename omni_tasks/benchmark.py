@@ -34,6 +34,7 @@ from omni_tasks.store.queries import sql
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
+from omni_tasks.synthesis.stages import STAGE_NAMES, StageDefaults, effective
 
 INFRA_STATUSES = {"request_failed", "timeout_no_output"}
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
@@ -74,6 +75,9 @@ class BenchRequest:
     # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
     history: tuple[str, ...] = ()
     first_bad: str | None = None
+    # The target's stage defaults (its deploy config): needed to send the run seed to every
+    # stage; unknown for a URL target without a deploy config (then no seed is sent).
+    stage_defaults: StageDefaults | None = None
 
     def __post_init__(self) -> None:
         # Checked before any request: names become path components and keys, and a bad value
@@ -93,6 +97,13 @@ class BenchRequest:
             raise BenchError(f"limit must be at least 1 (or unset for all), got {self.limit}")
         if not (self.timeout_s > 0 and self.audio_cap_s > 0):
             raise BenchError("timeout and audio cap must be positive numbers of seconds")
+
+    @property
+    def stages(self) -> StageDefaults | None:
+        """The stage defaults requests are built against (the simulator's are known)."""
+        if self.stage_defaults is None and self.simulator_profile is not None:
+            return StageDefaults.nightly()
+        return self.stage_defaults
 
     @property
     def simulator_profile(self) -> str | None:
@@ -135,7 +146,10 @@ class BenchOutcome:
 def target_url(req: BenchRequest) -> Iterator[str]:
     profile = req.simulator_profile
     if profile is not None:
-        with running_simulator(SimulatorConfig(profile, req.transcript_mode)) as url:
+        sim = SimulatorConfig(
+            profile, req.transcript_mode, stage_defaults=req.stages or StageDefaults.nightly()
+        )
+        with running_simulator(sim) as url:
             yield url
     elif req.target.startswith(("http://", "https://")):
         if req.transcript_mode and not _is_simulator(req.target):
@@ -161,14 +175,45 @@ def _is_simulator(url: str) -> bool:
     return any(str(m.get("id", "")).startswith("simulator:") for m in models)
 
 
+def stage_settings(req: BenchRequest) -> dict[str, Any]:
+    """What the run's requests make each stage do, as the server applies them: recorded on the
+    run so a comparison can tell two runs' stage settings apart."""
+    template = protocol.prompt_template(req.prompt_template)
+    body = protocol.request_body("x", template, seed=req.seed, stages=req.stages)
+    if req.stages is None:
+        note = "stage defaults unknown (no deploy config): the run seed was not sent"
+        return {"known": False, "seed_sent": False, "note": note}
+    settings = effective(body, req.stages)
+    return {
+        "known": True,
+        "source": req.stages.source,
+        "seed_sent": req.seed is not None,
+        "effective": dict(zip(STAGE_NAMES, settings, strict=True)),
+    }
+
+
+def _stage_fingerprint(settings: dict[str, Any]) -> str | None:
+    """The stage settings without the seed (seeds are a run dimension: run groups differ in
+    it), hashed; None when unknown."""
+    if not settings.get("known"):
+        return None
+    unseeded = {
+        stage: {field: v for field, v in values.items() if field != "seed"}
+        for stage, values in settings["effective"].items()
+    }
+    return hashlib.sha256(json.dumps(unseeded, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     template = protocol.prompt_template(req.prompt_template)
+    stages = stage_settings(req)
     execution = {
         "gpu_class": req.gpu_class or ("simulator" if req.simulator_profile else None),
         "client_concurrency": req.concurrency,
         "server_max_num_seqs": req.overrides.get("max_num_seqs"),
         "request_template": req.prompt_template,
         "audio_cap_s": req.audio_cap_s,
+        "stage_settings": _stage_fingerprint(stages),
     }
     stack = dict(req.stack)
     if req.simulator_profile:
@@ -198,6 +243,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             "transcript_mode": req.transcript_mode,
             "timeout_s": req.timeout_s,
             "overrides": req.overrides,
+            "stage_settings": stages,
         },
         stack=stack,
         execution=execution,
@@ -265,7 +311,7 @@ def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> li
     with target_url(req) as url, progress_bar(show_progress) as bar:
         task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
         cfg = ClientConfig(
-            url, protocol.prompt_template(req.prompt_template), seed=req.seed,
+            url, protocol.prompt_template(req.prompt_template), seed=req.seed, stages=req.stages,
             concurrency=req.concurrency, timeout_s=req.timeout_s, audio_cap_s=req.audio_cap_s,
         )  # fmt: skip
         return asyncio.run(synthesize_all(utterances, cfg, on_done=lambda _: bar.advance(task)))

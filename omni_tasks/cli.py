@@ -499,6 +499,13 @@ def bench_cmd(
     nightly: Annotated[str | None, typer.Option(help="Nightly date (default today, UTC)")] = None,
     variant: Annotated[str, typer.Option(help="Variant name (config overrides)")] = "default",
     concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 10,
+    deploy_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="The target's vLLM-Omni deploy yaml: its per-stage defaults let the run seed "
+            "reach every stage (without it, an http(s) target gets no seed)"
+        ),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Per-request deadline, seconds")] = 900.0,
     audio_cap: Annotated[float, typer.Option(help="Stop reading after this much audio (s)")] = 60.0,
     backend: BackendOpt = "faster-whisper",
@@ -513,16 +520,28 @@ def bench_cmd(
     from omni_tasks.benchmark import BenchError, BenchRequest, run_benchmark
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError
+    from omni_tasks.synthesis.stages import DeployConfigError, StageDefaults
 
+    try:
+        stages = StageDefaults.load(deploy_config) if deploy_config else None
+    except DeployConfigError as exc:
+        fail(str(exc))
     try:
         req = BenchRequest(
             target=target, branch=branch, dataset=dataset, commit=commit, seed=seed, limit=limit,
             run_key=run_key, prompt_template=prompt_template, transcript_mode=transcript_mode,
             nightly=_parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
             variant=variant, concurrency=concurrency, timeout_s=timeout, audio_cap_s=audio_cap,
+            stage_defaults=stages,
         )  # fmt: skip
     except BenchError as exc:
         fail(str(exc))
+    if req.stages is None and seed is not None:
+        err.print(
+            f"[yellow]warning:[/] {target}: stage defaults unknown (pass --deploy-config), so "
+            f"the run seed {seed} is not sent: each stage samples with the server's own settings",
+            highlight=False,
+        )
     grader = None
     if not transcript_mode:
         grader = _load_grader(backend, model, precision, window, 1, batch_size, device)

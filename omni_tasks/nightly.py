@@ -226,7 +226,13 @@ def _served(
     from omni_tasks.environments.existing import ExistingStrategy
     from omni_tasks.environments.gpus import gpu_lease
     from omni_tasks.environments.venv import VenvStrategy
-    from omni_tasks.synthesis.server import ServerSpec, launched, provenance
+    from omni_tasks.synthesis.server import (
+        ServerSpec,
+        effective_deploy_config,
+        launched,
+        provenance,
+    )
+    from omni_tasks.synthesis.stages import StageDefaults
 
     env_cfg, srv = params.environment, params.server
     strategy = (
@@ -250,13 +256,17 @@ def _served(
             env={str(k): str(v) for k, v in srv.get("env", {}).items()},
             startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
         )  # fmt: skip
+        # The stage defaults the server will run with, read before it starts: a deploy config
+        # without the three stages is an error before any GPU time or request.
+        deployed = effective_deploy_config(spec)
+        stages = StageDefaults.load(deployed) if deployed is not None else None
         prov = provenance(spec, repo=Path(params.repo) if params.repo else None,
                           commit=req.commit, recorded_head=req.observed_head)  # fmt: skip
         with launched(spec) as server:
             served = dataclasses.replace(
                 req, target=server.url, stack={**prov.stack_record(), "server_log": str(log)},
                 gpu_class=prov.gpu_class, lineage={**req.lineage, **prov.lineage.flags()},
-                commit_time=prov.commit_time,
+                commit_time=prov.commit_time, stage_defaults=stages,
             )  # fmt: skip
             return run_benchmark(conn, served, grader, show_progress=show_progress)
 

@@ -115,9 +115,28 @@ def comparability(
         b, c = baseline.get(key), candidate.get(key)
         if b is None and c is None:
             warnings.append(f"{key} unknown on both sides; assumed comparable")
+        elif (
+            b != c
+            and key == "execution_fingerprint"
+            and _stage_settings_unknown_only(baseline.get("execution"), candidate.get("execution"))
+        ):
+            warnings.append(
+                "per-stage settings unknown on one side (a run stored before they were "
+                "recorded, or a target without a deploy config); assumed comparable"
+            )
         elif b != c:
             reasons.append(f"{key} differs: {_short(b)} vs {_short(c)}")
     return (not reasons, reasons, warnings)
+
+
+def _stage_settings_unknown_only(a: Any, b: Any) -> bool:
+    """The two executions differ only in per-stage settings that one side does not know."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    rest_a = {k: v for k, v in a.items() if k != "stage_settings"}
+    rest_b = {k: v for k, v in b.items() if k != "stage_settings"}
+    known_a, known_b = a.get("stage_settings") is not None, b.get("stage_settings") is not None
+    return rest_a == rest_b and known_a != known_b
 
 
 def _short(v: Any) -> str:

@@ -9,8 +9,10 @@ parsing of thinker text and WAV chunks. Every utterance ends with exactly one st
     no_audio           the stream finished without a usable audio chunk
     timeout_partial    the deadline passed after output had begun
     timeout_no_output  the deadline passed before any output
-    request_failed     HTTP error, or the connection failed (before output, after retries;
-                       or broke off after output)
+    request_failed     HTTP error, the connection failed (before output, after retries; or
+                       broke off after output), or the server sent an in-stream error chunk
+                       (HTTP 200, `data: {"error": …}`): infra whatever audio came before it,
+                       as the 0.30 harness counts it
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from omni_tasks.dataset import Utterance
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.protocol import PromptTemplate
+from omni_tasks.synthesis.stages import StageDefaults
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class ClientConfig:
     template: PromptTemplate
     model: str = protocol.DEFAULT_MODEL
     seed: int | None = None
+    stages: StageDefaults | None = None  # the server's stage defaults (needed to send a seed)
     concurrency: int = 10
     timeout_s: float = 900.0
     audio_cap_s: float = 60.0
@@ -78,9 +82,14 @@ class _Stream:
         self.dropped = 0
         self.any_output = False
         self.transcript = False
+        self.error: str | None = None
 
     def feed(self, chunk: dict[str, Any]) -> bool:
         """Take one SSE chunk; False once the audio cap is reached (stop reading)."""
+        if (error := chunk.get("error")) is not None:
+            message = error.get("message") if isinstance(error, dict) else None
+            self.error = str(message or error)[:500]
+            return True
         choices = chunk.get("choices") or [{}]
         delta = choices[0].get("delta") or {}
         content = delta.get("content")
@@ -145,7 +154,7 @@ async def synthesize_one(
     client: httpx.AsyncClient, cfg: ClientConfig, utt: Utterance, ref_audio: bytes | None
 ) -> ClipResult:
     body = protocol.request_body(
-        utt.target_text, cfg.template, model=cfg.model, seed=cfg.seed,
+        utt.target_text, cfg.template, model=cfg.model, seed=cfg.seed, stages=cfg.stages,
         ref_audio_wav=ref_audio, ref_text=utt.prompt_text,
     )  # fmt: skip
     attempt = 0
@@ -172,6 +181,10 @@ async def synthesize_one(
             result = _finish(utt, s, "request_failed", started)
             when = "after output had begun" if s.any_output else f"after {attempt + 1} attempt(s)"
             result.error_detail = f"connection failed {when}: {type(exc).__name__}: {exc}"[:500]
+            return result
+        if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
+            result = _finish(utt, s, "request_failed", started)
+            result.error_detail = f"in-stream error from the server: {s.error}"
             return result
         return _finish(utt, s, status, started)
 

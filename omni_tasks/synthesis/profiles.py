@@ -42,6 +42,7 @@ class Profile:
     question: dict[str, float]
     hard: dict[str, float]
     hard_question: dict[str, float]
+    stream_error: float = 0.0  # share of requests whose stream ends in an in-stream error chunk
 
     def rates(self, hard: bool, question: bool) -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
@@ -78,7 +79,8 @@ def load_profile(name: str) -> Profile:
     if name not in profiles:
         raise ProfileError(f"unknown simulator profile {name!r}; choose one of {profile_names()}")
     p = profiles[name]
-    return Profile(name, p["easy"], p.get("question", {}), p["hard"], p.get("hard_question", {}))
+    return Profile(name, p["easy"], p.get("question", {}), p["hard"], p.get("hard_question", {}),
+                   float(p.get("stream_error", 0.0)))  # fmt: skip
 
 
 def is_hard(text: str) -> bool:

@@ -10,14 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_tasks.grading.flags import DEFAULT_SYSTEM_PROMPT
+from omni_tasks.synthesis.stages import StageDefaults
 
 DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
-# Effective per-stage sampling of the nightly (thinker greedy; talker as its deploy yaml).
-STAGE_SAMPLING: tuple[dict[str, Any], ...] = (
-    {"temperature": 0.0, "top_k": 1},
-    {"temperature": 0.9, "top_k": 50},
-    {},
-)
 
 
 @dataclass(frozen=True)
@@ -60,11 +55,14 @@ def request_body(
     *,
     model: str = DEFAULT_MODEL,
     seed: int | None = None,
+    stages: StageDefaults | None = None,
     ref_audio_wav: bytes | None = None,
     ref_text: str | None = None,
 ) -> dict[str, Any]:
-    """The exact chat-completions body of the reference harness, plus the run seed for every
-    stage through `sampling_params_list` (the top-level fields only reach stage 0)."""
+    """The exact chat-completions body of the reference harness. A run seed is added only with
+    the server's stage defaults known: as complete per-stage settings with the seed changed (a
+    list entry replaces a stage's settings, so a partial one would cut every stage to vLLM's
+    16-token default). Without stage defaults the seed is not sent (the run records that)."""
     messages: list[dict[str, Any]] = []
     if template.system_prompt is not None:
         messages.append(
@@ -88,9 +86,8 @@ def request_body(
         body["ref_audio"] = "data:audio/wav;base64," + base64.b64encode(ref_audio_wav).decode()
     if ref_text is not None:
         body["ref_text"] = ref_text
-    if seed is not None:
-        body["seed"] = seed
-        body["sampling_params_list"] = [{**s, "seed": seed} for s in STAGE_SAMPLING]
+    if seed is not None and stages is not None:
+        body["sampling_params_list"] = stages.seeded(body, seed)
     return body
 
 
@@ -115,28 +112,98 @@ def system_prompt_of(body: dict[str, Any]) -> str | None:
     return None
 
 
-def seed_of(body: dict[str, Any]) -> int:
-    stages = body.get("sampling_params_list") or []
-    for stage in stages[1:]:  # the talker's seed decides what the audio says
-        if isinstance(stage, dict) and "seed" in stage:
-            return int(stage["seed"])
-    return int(body.get("seed", 42))  # the deploy yaml's seed when none is sent
-
-
 def sse(chunk: dict[str, Any] | str) -> bytes:
     data = chunk if isinstance(chunk, str) else json.dumps(chunk)
     return f"data: {data}\n\n".encode()
 
 
+@dataclass
+class StreamWriter:
+    """The chunks of one response stream, shaped as vLLM-Omni's `serving_chat.py` emits them:
+    `id`/`object`/`created`/`model` on every chunk; per modality a first chunk whose delta has
+    the role and empty content; continuous `usage` when asked; the last content chunk carries
+    `finish_reason`; a final usage chunk with `choices: []`; an error is `{"error": {...}}`."""
+
+    model: str
+    request_id: str
+    created: int
+    usage: bool = True
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def _chunk(self, modality: str | None, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.request_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
+        if modality is not None:
+            out["modality"] = modality
+        if self.usage:
+            out["usage"] = {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            }
+        return out
+
+    def role(self, modality: str) -> bytes:
+        delta = {"role": "assistant", "content": ""}
+        return sse(self._chunk(modality, [{"index": 0, "delta": delta, "finish_reason": None}]))
+
+    def text(self, content: str, tokens: int, finish: str | None = None) -> bytes:
+        self.completion_tokens += tokens
+        choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+        return sse(self._chunk("text", [choice]))
+
+    def audio(self, wav: bytes, rate: int, finish: str | None = None) -> bytes:
+        choice = {
+            "index": 0,
+            "delta": {"role": "assistant", "content": base64.b64encode(wav).decode()},
+            "audio_metadata": {"sample_rate": rate, "format": "wav"},
+            "finish_reason": finish,
+        }
+        return sse(self._chunk("audio", [choice]))
+
+    def final_usage(self) -> bytes:
+        usage, self.usage = self.usage, False
+        chunk = self._chunk(None, [])
+        self.usage = usage
+        chunk["usage"] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+        return sse(chunk)
+
+    @staticmethod
+    def error(message: str, code: int = 500) -> bytes:
+        return sse({"error": {"message": message, "type": "InternalServerError", "code": code}})
+
+    @staticmethod
+    def done() -> bytes:
+        return sse("[DONE]")
+
+
 def text_chunk(content: str, model: str) -> dict[str, Any]:
-    return {"object": "chat.completion.chunk", "model": model, "modality": "text",
-            "choices": [{"index": 0, "delta": {"content": content}}]}  # fmt: skip
+    return {
+        "object": "chat.completion.chunk",
+        "model": model,
+        "modality": "text",
+        "choices": [{"index": 0, "delta": {"content": content}}],
+    }
 
 
 def audio_chunk(wav: bytes, model: str) -> dict[str, Any]:
     content = base64.b64encode(wav).decode()
-    return {"object": "chat.completion.chunk", "model": model, "modality": "audio",
-            "choices": [{"index": 0, "delta": {"content": content}}]}  # fmt: skip
+    return {
+        "object": "chat.completion.chunk",
+        "model": model,
+        "modality": "audio",
+        "choices": [{"index": 0, "delta": {"content": content}}],
+    }
 
 
 # Transcript mode (simulator only): what would have been heard, without audio, in chunks that
@@ -145,6 +212,11 @@ SECONDS_PER_WORD = 0.4
 
 
 def transcript_chunk(words: str, seconds: float, model: str) -> dict[str, Any]:
-    return {"object": "chat.completion.chunk", "model": model, "modality": "transcript",
-            "simulated": True, "audio_seconds": seconds,
-            "choices": [{"index": 0, "delta": {"content": words}}]}  # fmt: skip
+    return {
+        "object": "chat.completion.chunk",
+        "model": model,
+        "modality": "transcript",
+        "simulated": True,
+        "audio_seconds": seconds,
+        "choices": [{"index": 0, "delta": {"content": words}}],
+    }

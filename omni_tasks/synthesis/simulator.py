@@ -11,13 +11,17 @@ tests. Every response names it: model `simulator:<profile>` and an `x-omni-simul
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import math
 import socket
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import numpy as np
@@ -29,7 +33,8 @@ from starlette.routing import Route
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
 from omni_tasks.synthesis import protocol
-from omni_tasks.synthesis.profiles import RUNAWAY_REPEATS, Behaviour, Profile, decide, load_profile
+from omni_tasks.synthesis.profiles import Behaviour, Profile, decide, load_profile, uniform
+from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
 
 CHUNK_SECONDS = 1.0
@@ -40,10 +45,45 @@ class SimulatorConfig:
     profile: str = "main"
     transcript_mode: bool = False
     chunk_seconds: float = CHUNK_SECONDS
+    # The deploy it pretends to run: a request's sampling_params_list is applied against these
+    # by the server's rule (stages.effective), so a partial list truncates here as it does there.
+    stage_defaults: StageDefaults = field(default_factory=StageDefaults.nightly)
 
     @property
     def model_name(self) -> str:
         return f"simulator:{self.profile}" + ("+transcript" if self.transcript_mode else "")
+
+
+# How many tokens each stage spends (Qwen3-Omni: ~1.3 text tokens a word; the talker's codec
+# runs at 12.5 frames a second, code2wav decodes those frames): a stage whose effective
+# max_tokens is below what the utterance needs stops early, as on the real server.
+THINKER_TOKENS_PER_WORD = 1.3
+CODEC_FRAMES_PER_SECOND = 12.5
+
+
+def budgeted(b: Behaviour, stages: list[dict[str, Any]]) -> Behaviour:
+    """The behaviour cut where the stages' effective max_tokens run out."""
+    think = b.thinker_text.split()
+    think_cap = _cap(stages[0], THINKER_TOKENS_PER_WORD)
+    frame_cap = min(
+        _cap(stages[1], CODEC_FRAMES_PER_SECOND * protocol.SECONDS_PER_WORD),
+        _cap(stages[2], CODEC_FRAMES_PER_SECOND * protocol.SECONDS_PER_WORD),
+    )
+    spoken = b.spoken_text.split()
+    kept_text = think[:think_cap]
+    # The talker voices the thinker's text: a cut thinker cuts the speech in proportion.
+    share = len(kept_text) / len(think) if think else 1.0
+    kept_speech = spoken[: min(frame_cap, math.ceil(len(spoken) * share))]
+    if len(kept_text) == len(think) and len(kept_speech) == len(spoken):
+        return b
+    return dataclasses.replace(
+        b, thinker_text=" ".join(kept_text), spoken_text=" ".join(kept_speech)
+    )
+
+
+def _cap(stage: dict[str, Any], tokens_per_word: float) -> int:
+    limit = stage.get("max_tokens")
+    return 10**9 if limit is None else int(limit / tokens_per_word)
 
 
 def _thinker_chunks(text: str) -> list[str]:
@@ -52,28 +92,44 @@ def _thinker_chunks(text: str) -> list[str]:
     return [" ".join(words[i : i + step]) + " " for i in range(0, len(words), step)]
 
 
-async def _audio_stream(b: Behaviour, cfg: SimulatorConfig) -> AsyncIterator[bytes]:
-    model = cfg.model_name
+async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig) -> AsyncIterator[bytes]:
     if b.event == "runaway":
         # Loop the sentence's audio rather than synthesizing minutes of speech.
         once = await anyio.to_thread.run_sync(speak, b.thinker_text)
-        samples = np.tile(once, RUNAWAY_REPEATS)
-    else:
+        repeats = max(1, round(len(b.spoken_text.split()) / max(1, len(b.thinker_text.split()))))
+        samples = np.tile(once, repeats)
+    elif b.spoken_text.strip():
         samples = await anyio.to_thread.run_sync(speak, b.spoken_text)
+    else:
+        return
     step = int(cfg.chunk_seconds * STORE_RATE)
     for i in range(0, len(samples), step):
-        wav = wav_bytes(samples[i : i + step], STORE_RATE)
-        yield protocol.sse(protocol.audio_chunk(wav, model))
+        yield wav_bytes(samples[i : i + step], STORE_RATE)
         await asyncio.sleep(0)
 
 
-async def _transcript_stream(b: Behaviour, cfg: SimulatorConfig) -> AsyncIterator[bytes]:
+def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[dict[str, Any]]:
     words = b.spoken_text.split()
     per_chunk = max(1, int(cfg.chunk_seconds / protocol.SECONDS_PER_WORD))
-    for i in range(0, len(words), per_chunk):
-        part = words[i : i + per_chunk]
-        seconds = len(part) * protocol.SECONDS_PER_WORD
-        yield protocol.sse(protocol.transcript_chunk(" ".join(part), seconds, cfg.model_name))
+    return [
+        protocol.transcript_chunk(
+            " ".join(words[i : i + per_chunk]),
+            len(words[i : i + per_chunk]) * protocol.SECONDS_PER_WORD,
+            cfg.model_name,
+        )
+        for i in range(0, len(words), per_chunk)
+    ]
+
+
+async def _content(
+    b: Behaviour, cfg: SimulatorConfig, w: protocol.StreamWriter
+) -> AsyncIterator[bytes]:
+    if cfg.transcript_mode:
+        for chunk in _transcript_chunks(b, cfg):
+            yield protocol.sse(chunk)
+        return
+    async for wav in _audio_chunks(b, cfg):
+        yield w.audio(wav, STORE_RATE)
 
 
 def create_app(cfg: SimulatorConfig) -> Starlette:
@@ -88,15 +144,46 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         text = protocol.target_text(body)
         if not text.strip():
             return JSONResponse({"error": "no user text"}, status_code=400, headers=headers)
-        behaviour = decide(profile, protocol.seed_of(body), text, protocol.system_prompt_of(body))
+        try:
+            applied = effective(body, cfg.stage_defaults)
+        except InvalidStageSettings as exc:  # the server's SamplingParams(**entry) raises too
+            return JSONResponse(
+                {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
+                status_code=400,
+                headers=headers,
+            )
+        # The talker's effective seed decides what the audio says (none: a fixed default).
+        seed = applied[1]["seed"] if applied[1]["seed"] is not None else 42
+        behaviour = budgeted(decide(profile, seed, text, protocol.system_prompt_of(body)), applied)
+        broken_off = uniform(seed, text, "stream_error") < profile.stream_error
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        w = protocol.StreamWriter(
+            cfg.model_name,
+            "chatcmpl-" + uuid.uuid4().hex[:24],
+            int(time.time()),
+            usage=usage,
+            prompt_tokens=len(text.split()) * 2,
+        )
 
         async def stream() -> AsyncIterator[bytes]:
-            for piece in _thinker_chunks(behaviour.thinker_text):
-                yield protocol.sse(protocol.text_chunk(piece, cfg.model_name))
-            source = _transcript_stream if cfg.transcript_mode else _audio_stream
-            async for chunk in source(behaviour, cfg):
+            yield w.role("text")
+            pieces = _thinker_chunks(behaviour.thinker_text)
+            for i, piece in enumerate(pieces):
+                tokens = round(len(piece.split()) * THINKER_TOKENS_PER_WORD)
+                yield w.text(piece, tokens, "stop" if i == len(pieces) - 1 else None)
+            if not cfg.transcript_mode:
+                yield w.role("audio")
+            sent = 0
+            async for chunk in _content(behaviour, cfg, w):
+                if broken_off and sent >= 1:  # the fault: the server's error chunk mid-audio
+                    yield w.error("EngineCore encountered an issue: stage 1 died")
+                    yield w.done()
+                    return
                 yield chunk
-            yield protocol.sse("[DONE]")
+                sent += 1
+            if usage:
+                yield w.final_usage()
+            yield w.done()
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 

@@ -12,9 +12,16 @@ from omni_tasks.synthesis.profiles import ProfileError, decide, load_profile
 from omni_tasks.synthesis.protocol import (
     prompt_template,
     request_body,
-    seed_of,
     system_prompt_of,
     target_text,
+)
+from omni_tasks.synthesis.simulator import budgeted
+from omni_tasks.synthesis.stages import (
+    NIGHTLY_STAGE_DEFAULTS,
+    DeployConfigError,
+    InvalidStageSettings,
+    StageDefaults,
+    effective,
 )
 
 
@@ -88,16 +95,58 @@ def test_unknown_profile_is_a_clear_error() -> None:
         load_profile("nope")
 
 
-def test_request_body_is_the_harness_protocol_with_a_seed_for_every_stage() -> None:
-    body = request_body("Say this.", prompt_template("seed-tts-default"), seed=7,
+def test_request_body_is_the_harness_protocol_with_complete_seeded_stages() -> None:
+    nightly = StageDefaults.nightly()
+    body = request_body("Say this.", prompt_template("seed-tts-default"), seed=7, stages=nightly,
                         ref_audio_wav=b"RIFF", ref_text="hello")  # fmt: skip
     assert body["stream"] is True and body["modalities"] == ["text", "audio"]
     assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
     assert body["task_type"] == "Base" and body["language"] == "English"
     assert body["ref_audio"].startswith("data:audio/wav;base64,") and body["ref_text"] == "hello"
-    assert [s["seed"] for s in body["sampling_params_list"]] == [7, 7, 7]
-    assert target_text(body) == "Say this." and seed_of(body) == 7
-    assert system_prompt_of(body) == DEFAULT_SYSTEM_PROMPT
+    stages = body["sampling_params_list"]
+    assert [s["seed"] for s in stages] == [7, 7, 7]
+    # Complete settings: the request's fields on the thinker, the deploy's on the others.
+    assert [s["max_tokens"] for s in stages] == [2048, 1000, 2000]
+    assert stages[1]["repetition_penalty"] == 1.05 and stages[2]["temperature"] == 0.0
+    assert target_text(body) == "Say this." and system_prompt_of(body) == DEFAULT_SYSTEM_PROMPT
+    # Seeded or not, the server applies the same settings but the seed.
+    plain = request_body("Say this.", prompt_template("seed-tts-default"))
+    assert "sampling_params_list" not in plain and "seed" not in plain
+    unseeded = [{k: v for k, v in s.items() if k != "seed"} for s in effective(body, nightly)]
+    assert unseeded == [
+        {k: v for k, v in s.items() if k != "seed"} for s in effective(plain, nightly)
+    ]
+    # Stage defaults unknown: no seed is sent at all (never a partial list).
+    assert "sampling_params_list" not in request_body("x", prompt_template("read-aloud"), seed=7)
     read_aloud = request_body("Say this.", prompt_template("read-aloud"))
-    assert system_prompt_of(read_aloud) is None and "seed" not in read_aloud
-    assert target_text(read_aloud).endswith(": Say this.")
+    assert system_prompt_of(read_aloud) is None and target_text(read_aloud).endswith(": Say this.")
+
+
+def test_a_partial_list_takes_vllm_defaults_and_truncates_every_stage() -> None:
+    nightly = StageDefaults.nightly()
+    partial = {"sampling_params_list": [{"temperature": 0.0, "seed": 1}, {"seed": 1}, {"seed": 1}]}
+    applied = effective(partial, nightly)
+    assert [s["max_tokens"] for s in applied] == [16, 16, 16]
+    assert [s["repetition_penalty"] for s in applied] == [1.0, 1.0, 1.0]
+    assert applied[2]["temperature"] == 1.0
+    # A short list keeps the deploy defaults of the stages it leaves out.
+    assert effective({"sampling_params_list": [{}]}, nightly)[1]["max_tokens"] == 1000
+    with pytest.raises(InvalidStageSettings, match="unknown sampling fields bogus"):
+        effective({"sampling_params_list": [{"bogus": 1}]}, nightly)
+    # The simulator cuts the speech where 16 codec frames run out (about three words).
+    b = decide(load_profile("clean"), 1, "One two three four five six seven eight.", None)
+    cut = budgeted(b, applied)
+    assert len(cut.spoken_text.split()) <= 3 < len(b.spoken_text.split())
+    assert budgeted(b, effective({}, nightly)) == b
+
+
+def test_deploy_configs_need_their_three_stages() -> None:
+    good = {"stages": [{"stage_id": i, "default_sampling_params": dict(d)}
+                       for i, d in enumerate(NIGHTLY_STAGE_DEFAULTS)]}  # fmt: skip
+    assert StageDefaults.from_deploy(good, "d.yaml").stages == NIGHTLY_STAGE_DEFAULTS
+    for doc, message in (({}, "expected a 'stages' list"),
+                         ({"stages": good["stages"][:2]}, "got 2 stages"),
+                         ({"stages": [{"stage_id": 0}] * 3}, r"stage 0 \(thinker\) has no"),
+                         ({"stages": [{"default_sampling_params": {"beam": 2}}] * 3}, "beam")):  # fmt: skip
+        with pytest.raises(DeployConfigError, match=message):
+            StageDefaults.from_deploy(doc, "d.yaml")

@@ -1,0 +1,154 @@
+"""Per-stage sampling settings of a vLLM-Omni server, and the server's rule for a request's
+`sampling_params_list` (REFERENCE.md §1).
+
+The server builds a fresh `SamplingParams(**entry)` from each list entry: an entry *replaces*
+its stage's deploy defaults, and every field it does not name takes vLLM's default (max_tokens
+16!). Stages the list leaves out keep their deploy defaults. Without a list, the request's
+OpenAI fields (temperature, max_tokens, …) override stage 0 only. So a run seed may reach the
+stages only as *complete* settings: the deploy defaults the server runs with, with the seed set.
+The conformance suite (`tests/conformance/`) checks all of this against upstream's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STAGE_NAMES = ("thinker", "talker", "code2wav")
+
+# vLLM's SamplingParams defaults for the fields a deploy or a request sets (vllm/sampling_params.py;
+# the conformance suite reads them from the matching vLLM release's source and compares).
+VLLM_DEFAULTS: dict[str, Any] = {
+    "n": 1,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "repetition_penalty": 1.0,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "min_p": 0.0,
+    "seed": None,
+    "stop": None,
+    "stop_token_ids": None,
+    "ignore_eos": False,
+    "max_tokens": 16,
+    "min_tokens": 0,
+}
+
+# The request fields the server copies onto stage 0 when no list is sent (upstream's
+# `OmniOpenAIServingChat._OPENAI_SAMPLING_FIELDS`; checked by the conformance suite).
+REQUEST_OVERRIDES = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "min_tokens",
+        "seed",
+        "ignore_eos",
+        "stop",
+        "stop_token_ids",
+        "frequency_penalty",
+        "presence_penalty",
+    }
+)
+
+# The nightly's Qwen3-Omni server: `vllm_omni/deploy/qwen3_omni_moe.yaml` (0.30.0) under the CI
+# overlay (max_tokens 150 / 1000 / 2000). The simulator serves with these.
+NIGHTLY_STAGE_DEFAULTS: tuple[dict[str, Any], ...] = (
+    {"temperature": 0.0, "max_tokens": 150},
+    {"seed": 42, "temperature": 0.9, "top_k": 50, "max_tokens": 1000, "repetition_penalty": 1.05},
+    {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "max_tokens": 2000, "repetition_penalty": 1.1},
+)
+
+
+class DeployConfigError(ValueError):
+    """A deploy config without the stages a request needs; the message names the file."""
+
+
+class InvalidStageSettings(ValueError):
+    """A sampling_params_list the server would refuse (it raises on unknown fields)."""
+
+
+@dataclass(frozen=True)
+class StageDefaults:
+    """Each stage's default sampling settings on the server, and where they were read."""
+
+    stages: tuple[dict[str, Any], ...]
+    source: str
+
+    @classmethod
+    def nightly(cls) -> StageDefaults:
+        return cls(
+            NIGHTLY_STAGE_DEFAULTS, "nightly deploy (qwen3_omni_moe.yaml 0.30.0 + CI overlay)"
+        )
+
+    @classmethod
+    def from_deploy(cls, doc: Any, source: str) -> StageDefaults:
+        """From a vLLM-Omni deploy config (`stages: [{stage_id, default_sampling_params}]`)."""
+        stages = doc.get("stages") if isinstance(doc, dict) else None
+        if not isinstance(stages, list) or len(stages) != len(STAGE_NAMES):
+            raise DeployConfigError(
+                f"{source}: expected a 'stages' list with {len(STAGE_NAMES)} stages "
+                f"({', '.join(STAGE_NAMES)}), got {_describe(stages)}"
+            )
+        out = []
+        for i, stage in enumerate(stages):
+            params = stage.get("default_sampling_params") if isinstance(stage, dict) else None
+            if not isinstance(params, dict):
+                raise DeployConfigError(
+                    f"{source}: stage {i} ({STAGE_NAMES[i]}) has no default_sampling_params"
+                )
+            unknown = sorted(set(params) - set(VLLM_DEFAULTS))
+            if unknown:
+                raise DeployConfigError(
+                    f"{source}: stage {i} default_sampling_params has fields this client does "
+                    f"not model: {', '.join(unknown)}"
+                )
+            out.append(dict(params))
+        return cls(tuple(out), source)
+
+    @classmethod
+    def load(cls, path: Path) -> StageDefaults:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
+        return cls.from_deploy(doc, str(path))
+
+    def seeded(self, body: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+        """Complete per-stage settings with only the seed changed: what the server would apply
+        to `body` without a list (stage 0 takes the request's OpenAI fields), plus the seed."""
+        return [{**s, "seed": seed} for s in self.applied(body)]
+
+    def applied(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The deploy defaults as a request without a list leaves them (fields set only)."""
+        first = {**self.stages[0], **{k: body[k] for k in REQUEST_OVERRIDES if k in body}}
+        return [first, *(dict(s) for s in self.stages[1:])]
+
+
+def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[dict[str, Any]]:
+    """Each stage's full settings as the server applies them to `body` (the server's rule)."""
+    entries = body.get("sampling_params_list")
+    if entries is None:
+        return [{**VLLM_DEFAULTS, **s} for s in defaults.applied(body)]
+    if not isinstance(entries, Sequence) or not all(isinstance(e, Mapping) for e in entries):
+        raise InvalidStageSettings("sampling_params_list must be a list of objects")
+    out = []
+    for i, entry in enumerate(entries):
+        unknown = sorted(set(entry) - set(VLLM_DEFAULTS))
+        if unknown:
+            raise InvalidStageSettings(f"stage {i}: unknown sampling fields {', '.join(unknown)}")
+        out.append({**VLLM_DEFAULTS, **entry})  # replaces: no merge with the deploy defaults
+    tail = [{**VLLM_DEFAULTS, **s} for s in defaults.stages[len(entries) :]]
+    return out + tail
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return f"{len(value)} stages"
+    return "none" if value is None else type(value).__name__
