@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests talk to the system Postgres (a private database per test worker) unless told otherwise.
 export OMNI_TEST_ADMIN_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install test lint unit demo bench bench-scale clean
+.PHONY: install test lint unit conformance demo bench bench-scale clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: lint
 
 unit: install
 	$(BIN)/pytest -q tests/unit
+
+# vLLM-Omni's released code (pinned wheels, fetched and hash-checked on first use) against
+# ours; `make test` runs it too.
+conformance: install
+	$(BIN)/pytest -q tests/conformance
 
 demo: install
 	$(BIN)/omni-tasks demo
