@@ -364,6 +364,9 @@ def wer_cmd(
         str | None, typer.Option(help="System prompt for the task-leak flag (default: §1's)")
     ] = None,
     tail_threshold: TailThreshold = None,
+    lang: Annotated[
+        str, typer.Option(help="en (words, lowercased) or zh (per character), as seed-tts-eval")
+    ] = "en",
     as_json: JsonFlag = False,
 ) -> None:
     """Score one clip exactly as seed-tts-eval does, with its failure mode and flags."""
@@ -373,7 +376,7 @@ def wer_cmd(
     from omni_tasks.records import ClipRecord
 
     try:
-        result = score(reference, hypothesis)
+        result = score(reference, hypothesis, lang)
     except ValueError as exc:
         fail(str(exc))
     tau = _tau(_policy(), tail_threshold)

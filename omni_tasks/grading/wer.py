@@ -1,8 +1,11 @@
-"""The per-clip score exactly as seed-tts-eval computes it (``run_wer.py``).
+"""The per-clip score exactly as seed-tts-eval computes it (``run_wer.py``; vLLM-Omni's
+``process_one_official``, which the conformance suite runs against this).
 
 Normalization: every character of ``string.punctuation`` and ``zhon.hanzi.punctuation`` is
 removed except the ASCII apostrophe, double spaces are replaced once by one, English is
-lowercased; then ``jiwer`` aligns words. This is the one scorer every grading path uses.
+lowercased, Chinese is split into single characters; then ``jiwer`` aligns words. A reference
+empty after normalization is scored as jiwer 4 scores it (the hypothesis's word count: all
+insertions; 0 when the hypothesis is empty too). This is the one scorer every grading path uses.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import jiwer
 from zhon.hanzi import punctuation as HANZI_PUNCTUATION
 
 NORMALIZER_VERSION = "seedtts-1"
+LANGS = ("en", "zh")
 
 # Order matches seed-tts-eval (hanzi first, then ASCII); the apostrophe is kept.
 _STRIP = "".join(ch for ch in HANZI_PUNCTUATION + string.punctuation if ch != "'")
@@ -22,10 +26,12 @@ _STRIP_TABLE = str.maketrans("", "", _STRIP)
 
 def normalize(text: str, lang: str = "en") -> str:
     """seed-tts-eval text normalization (no number normalization, by design)."""
+    if lang not in LANGS:
+        raise ValueError(f"unsupported language {lang!r}; choose one of {', '.join(LANGS)}")
     out = text.translate(_STRIP_TABLE).replace("  ", " ")
-    if lang == "en":
-        out = out.lower()
-    return out
+    if lang == "zh":
+        return " ".join(out)  # per character, as upstream scores Chinese
+    return out.lower()
 
 
 @dataclass(frozen=True)
@@ -64,12 +70,11 @@ def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
     """
     ref = normalize(reference, lang)
     hyp = normalize(hypothesis, lang)
-    if not ref.strip(" "):
-        raise ValueError(f"reference has no words after normalization: {reference!r}")
     out = jiwer.process_words(ref, hyp)
     ref_words = out.hits + out.substitutions + out.deletions
     errors = out.substitutions + out.deletions + out.insertions
-    wer = errors / ref_words
+    # An empty reference: jiwer 4's figure (the inserted words), as upstream counts it.
+    wer = errors / ref_words if ref_words else float(out.wer)
     return WerResult(
         wer=wer,
         wer_capped=min(wer, 1.0),

@@ -94,6 +94,14 @@ def test_apostrophe_kept_typographic_removed() -> None:
     assert normalize("Don’t") == "dont"
 
 
-def test_empty_reference_is_an_error() -> None:
-    with pytest.raises(ValueError, match="reference has no words"):
-        score("?!", "hello")
+def test_an_empty_reference_counts_the_hypothesis_words_as_upstream() -> None:
+    assert score("!!!", "something").wer == 1.0
+    assert score("?!", "two words").wer == 2.0
+    assert score("!!!", "").wer == 0.0
+
+
+def test_chinese_is_scored_per_character() -> None:
+    assert score("今天天气很好。", "今天天气真好", "zh").wer == pytest.approx(1 / 6)
+    assert normalize("你好，世界！", "zh") == "你 好 世 界"
+    with pytest.raises(ValueError, match="unsupported language 'fr'"):
+        score("a", "a", "fr")
