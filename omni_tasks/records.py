@@ -110,3 +110,4 @@ class ClipRecord:
     is_question: bool = False
     audio_seconds: float | None = None
     audio_uri: str | None = None
+    synth_detail: str | None = None  # the synthesis error detail (an artifact's failure code)

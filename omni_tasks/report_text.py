@@ -28,6 +28,18 @@ def _tail(s: dict[str, Any]) -> str:
     return f"{s['tail_fraction']:.3f} [{lo:.3f}, {hi:.3f}] ({s['n_broken']} clips)"
 
 
+def _official(s: dict[str, Any]) -> str:
+    o = s.get("official") or {}
+    if not o:
+        return "n/a"
+    return (
+        f"{_f(o['seed_tts_content_error_mean'])} over {o['seed_tts_content_evaluated']} "
+        f"(median {_f(o['seed_tts_content_error_median'])}; failed: request "
+        f"{o['seed_tts_request_failed']}, no pcm {o['seed_tts_no_pcm']}, asr "
+        f"{o['seed_tts_asr_failed']})"
+    )
+
+
 def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
     rows = [
         (
@@ -35,8 +47,9 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
             lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
         ),
         ("coverage", lambda s: f"{s['coverage']:.1%}"),
-        ("mean WER (official, uncapped)", lambda s: _f(s["mean_wer"])),
+        ("mean WER (uncapped; empty transcript = 1)", lambda s: _f(s["mean_wer"])),
         ("median WER", lambda s: _f(s["median_wer"])),
+        ("harness mean WER (official: graded clips only)", _official),
         ("capped mean WER", lambda s: _f(s["capped_mean_wer"])),
         (f"tail fraction (WER > {sides[0]['tau']}) [95 % Wilson]", _tail),
         ("runaway clips (WER > 1)", lambda s: str(s["n_runaway"])),

@@ -9,6 +9,7 @@ from typing import Any
 from omni_tasks.analysis.accounting import count_of, error_of, is_broken
 from omni_tasks.analysis.failure_modes import MODES, ORIGINS, diagnose
 from omni_tasks.analysis.intervals import wilson
+from omni_tasks.analysis.official import official_summary
 from omni_tasks.records import ClipRecord
 
 LONG_AUDIO_SECONDS = 20.0
@@ -90,6 +91,7 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "origins": origins,
         "task_leak_clips": n_leak,
         "answered_clips": n_answered,
+        "official": official_summary(clips),
         "audio_seconds": sum(audio),
         "clips_over_20s": sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
     }

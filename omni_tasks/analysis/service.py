@@ -487,9 +487,10 @@ def _reported(cand: dict[str, Any], policy: GatePolicy) -> dict[str, str]:
         out["slo"] = (
             f"candidate tail Wilson upper bound {ci[1]:.3f} above the {policy.slo_tail:.2f} SLO"
         )
-    if cand.get("mean_wer") is not None and cand["mean_wer"] > policy.legacy_mean_max:
+    legacy = (cand.get("official") or {}).get("seed_tts_content_error_mean")
+    if legacy is not None and legacy > policy.legacy_mean_max:
         out["legacy_gate"] = (
-            f"mean WER {cand['mean_wer']:.4f} above the legacy {policy.legacy_mean_max} gate"
+            f"harness mean WER {legacy:.4f} above the legacy {policy.legacy_mean_max} gate"
         )
     return out
 

@@ -20,12 +20,13 @@ from typing import Any
 
 import fsspec
 
+from omni_tasks.analysis.official import disagreements, official_summary
 from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.names import InvalidName, check_name, check_text, path_component, under
-from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, SynthStatus
+from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
 
 ARTIFACT_GRADER = Grader(
     grader_id="artifact:vllm-omni-seed-tts",
@@ -193,6 +194,14 @@ def parse_artifact(
         if grade is not None:
             grades.append(grade)
 
+    if clips:
+        mismatch = disagreements(doc, official_summary(_records(clips, grades)))
+        if mismatch:
+            warnings.append(
+                f"{path}: the artifact's summary disagrees with its own items ("
+                + "; ".join(mismatch)
+                + "); the items are stored, the figures recomputed from them"
+            )
     if unavailable:
         warnings.append(
             f"{path}: {len(unavailable)} clips' audio_path refused and stored as audio "
@@ -247,6 +256,17 @@ def parse_artifact(
         },
     )
     return ParsedArtifact(spec, clips, grades, warnings)
+
+
+def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord]:
+    by_id = {g.utt_id: g for g in grades}
+    out = []
+    for c in clips:
+        g = by_id.get(c.utt_id)
+        out.append(ClipRecord(c.utt_id, c.reference_text, c.synth_status,
+                              g.grade_status if g else None, g.wer if g else None,
+                              synth_detail=c.error_detail))  # fmt: skip
+    return out
 
 
 def _read_regular(path: Path) -> bytes:

@@ -1,0 +1,68 @@
+"""The reference harness's own summary (vLLM-Omni `compute_seed_tts_wer_metrics`), recomputed
+from clip records by its rules, so a run's official figures can be checked against an
+artifact's and shown beside ours.
+
+Upstream's mean and median cover only clips with a WER: every failure is left out, and so is
+`empty_asr` (a silent or noise clip). Our capped mean and tail fraction count those as broken
+instead (README "Reading the output" says why the two means differ). Counts: `request_failed`
+(ours: request_failed and timeouts), `no_pcm` (no usable audio), `asr_failed` (empty_audio,
+asr_exception, empty_asr, wer_compute_failed: ours empty_transcript and grader_error).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from omni_tasks.records import ClipRecord
+
+FIGURES = (
+    "seed_tts_content_evaluated",
+    "seed_tts_content_error_mean",
+    "seed_tts_content_error_median",
+    "seed_tts_request_failed",
+    "seed_tts_no_pcm",
+    "seed_tts_asr_failed",
+)
+
+
+def official_summary(clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    errs = [c.wer for c in clips if c.grade_status == "graded" and c.wer is not None]
+    request_failed = no_pcm = asr_failed = 0
+    for c in clips:
+        if c.synth_status in ("request_failed", "timeout_no_output", "timeout_partial"):
+            request_failed += 1
+        elif c.synth_status == "no_audio":
+            if (c.synth_detail or "").startswith("empty_audio"):
+                asr_failed += 1
+            else:
+                no_pcm += 1
+        elif c.grade_status in ("empty_transcript", "grader_error"):
+            asr_failed += 1
+    return {
+        "seed_tts_content_evaluated": len(errs),
+        # statistics.fmean, as upstream: exactly rounded (fsum), so the order does not matter.
+        "seed_tts_content_error_mean": _fmean(errs) if errs else None,
+        "seed_tts_content_error_median": statistics.median(errs) if errs else None,
+        "seed_tts_request_failed": request_failed,
+        "seed_tts_no_pcm": no_pcm,
+        "seed_tts_asr_failed": asr_failed,
+    }
+
+
+def _fmean(values: list[float]) -> float:
+    try:
+        return statistics.fmean(values)
+    except OverflowError:  # WERs near the float limit (refused on import): still no crash
+        return math.fsum(v / len(values) for v in values)
+
+
+def disagreements(reported: dict[str, Any], recomputed: dict[str, Any]) -> list[str]:
+    """The artifact's own figures that its items do not reproduce, named with both values."""
+    out = []
+    for key in FIGURES:
+        if key in reported and reported[key] != recomputed[key]:
+            out.append(f"{key}: artifact {reported[key]!r}, items give {recomputed[key]!r}")
+    return out
