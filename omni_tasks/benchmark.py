@@ -286,7 +286,7 @@ def _store_audio(run_key: str, results: list[ClipResult]) -> list[ClipAudio]:
 
 
 def _transcript_grades(
-    results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None
+    results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None, lang: str
 ) -> list[ClipGrade]:
     words_in_window = int(WINDOW_SAMPLES / 16_000 / protocol.SECONDS_PER_WORD)
     grades = []
@@ -294,7 +294,7 @@ def _transcript_grades(
         if r.heard is None or r.status not in ("ok", "over_long"):
             continue
         grades.append(
-            grade_transcript(c, " ".join(r.heard.split()[:words_in_window]), system_prompt)
+            grade_transcript(c, " ".join(r.heard.split()[:words_in_window]), system_prompt, lang)
         )
     return grades
 
@@ -341,7 +341,7 @@ def run_benchmark(
         spec = dataclasses.replace(spec, status=_run_status(results))
         grading = None
         if req.transcript_mode:
-            grades = _transcript_grades(results, clips, spec.system_prompt)
+            grades = _transcript_grades(results, clips, spec.system_prompt, ds.lang)
             grading = (Grader(TRANSCRIPT_GRADER_ID, {"backend": "simulator-transcript"}), grades)
         runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
     if req.transcript_mode:

@@ -165,6 +165,13 @@ def import_vllm_omni(
             "the audio root); other paths are stored as audio unavailable"
         ),
     ] = None,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            help="The seed-tts-eval locale dir the run used: fills the reference text of failure "
+            "items (upstream writes none for them)"
+        ),
+    ] = None,
 ) -> None:
     """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
     from omni_tasks.audio import AudioUnavailable, audio_roots
@@ -186,12 +193,20 @@ def import_vllm_omni(
         fail(str(exc))
     night = _parse_date(nightly) if nightly else None
     roots = audio_roots() + ([str(audio_root)] if audio_root else [])
+    references = None
+    if dataset is not None:
+        from omni_tasks.dataset import DatasetError, load_dataset
+
+        try:
+            references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
+        except DatasetError as exc:
+            fail(str(exc))
     parsed = []
     for f in files:
         try:
             art = parse_artifact(
                 f, branch=branch, benchmark=benchmark, commit=commit, nightly=night,
-                audio_roots=roots,
+                audio_roots=roots, references=references,
             )  # fmt: skip
             parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
         except (ArtifactError, AudioUnavailable) as exc:

@@ -45,6 +45,12 @@ class Dataset:
     meta: Path
     utterances: tuple[Utterance, ...]
     fingerprint: str  # rows + prompt audio: two runs share prompts iff fingerprints match
+    skipped: int = 0  # rows upstream's loader skips too ('#' comments, empty targets)
+
+    @property
+    def lang(self) -> str:
+        """How it is scored: a `zh…` locale directory per character, anything else as English."""
+        return "zh" if self.name.lower().startswith("zh") else "en"
 
     def limit(self, n: int | None) -> tuple[Utterance, ...]:
         return self.utterances if n is None else self.utterances[:n]
@@ -71,8 +77,12 @@ def load_dataset(source: str | Path) -> Dataset:
     digest = hashlib.sha256()
     audio_digests: dict[Path, str] = {}
     root = meta.parent.resolve()
+    skipped = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
+            continue
+        if raw.strip().startswith("#"):  # upstream's loader skips comment lines
+            skipped += 1
             continue
         try:
             check_text(raw, "line")
@@ -87,8 +97,11 @@ def load_dataset(source: str | Path) -> Dataset:
                 "text? (the format has no escape for it)",
             )  # fmt: skip
         utt_id, prompt_text, prompt_rel, target = (f.strip() for f in fields[:4])
-        if not utt_id or not target:
-            raise _fail(meta, number, "utterance id and target text must not be empty")
+        if not target:  # upstream's loader skips rows without a target: so do we, counted
+            skipped += 1
+            continue
+        if not utt_id:
+            raise _fail(meta, number, "utterance id must not be empty")
         if utt_id in seen:
             raise _fail(
                 meta, number, f"duplicate utterance id {utt_id!r} (first on line {seen[utt_id]})"
@@ -106,7 +119,7 @@ def load_dataset(source: str | Path) -> Dataset:
     if not utterances:
         raise DatasetError(f"{meta}: no utterances")
     name = meta.parent.name if meta.name == "meta.lst" else meta.stem
-    return Dataset(name, meta, tuple(utterances), digest.hexdigest())
+    return Dataset(name, meta, tuple(utterances), digest.hexdigest(), skipped)
 
 
 def _check_wav(meta: Path, line: int, wav: Path) -> str:

@@ -37,14 +37,16 @@ class GradingOutcome:
     created: bool
 
 
-def grade_transcript(clip: ClipAudio, hypothesis: str, system_prompt: str | None) -> ClipGrade:
+def grade_transcript(
+    clip: ClipAudio, hypothesis: str, system_prompt: str | None, lang: str = "en"
+) -> ClipGrade:
     """Score one transcript against the clip's reference (and the thinker text, if any)."""
     question = flags.is_question(clip.reference_text)
     try:
         thinker_wer = (
-            score(clip.reference_text, clip.thinker_text).wer if clip.thinker_text else None
+            score(clip.reference_text, clip.thinker_text, lang).wer if clip.thinker_text else None
         )
-        result = score(clip.reference_text, hypothesis)
+        result = score(clip.reference_text, hypothesis, lang)
     except ValueError as exc:
         return ClipGrade(clip.utt_id, "grader_error", hypothesis=hypothesis, is_question=question,
                          error_detail=f"unscorable reference: {exc}")  # fmt: skip

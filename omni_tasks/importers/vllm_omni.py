@@ -137,9 +137,11 @@ def parse_artifact(
     nightly: dt.date | None = None,
     system_prompt: str = flags.DEFAULT_SYSTEM_PROMPT,
     audio_roots: list[str] | None = None,
+    references: dict[str, str] | None = None,
 ) -> ParsedArtifact:
     """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
-    elsewhere is stored as "audio unavailable (reason)" and the import goes on."""
+    elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
+    utt id → target text (the dataset's), for the failure items that carry none."""
     raw = _read_regular(path)
     try:
         doc = json.loads(raw)
@@ -171,6 +173,7 @@ def parse_artifact(
     thinker = _thinker_texts(doc, path, len(items or []), warnings)
     seen: set[str] = set()
     unavailable: list[str] = []
+    no_reference = 0
     for i, item in enumerate(items or []):
         where = f"seed_tts_wer_eval_items[{i}]"
         _require(isinstance(item, dict), path, f"{where} must be an object")
@@ -187,6 +190,11 @@ def parse_artifact(
         seen.add(utt)
         ref = item.get("reference_raw", "")
         _require(isinstance(ref, str), path, f"{where} ({utt}): 'reference_raw' must be a string")
+        if not ref and "reference_raw" not in item:  # failure items carry none upstream
+            if references is not None and utt in references:
+                ref = references[utt]
+            else:
+                no_reference += 1
         text = thinker[i] if thinker else None
         clip, grade = _clip_from_item(item, i, utt, ref, text, system_prompt, path, where)
         clip = _checked_audio(clip, audio_roots, unavailable)
@@ -202,6 +210,12 @@ def parse_artifact(
                 + "; ".join(mismatch)
                 + "); the items are stored, the figures recomputed from them"
             )
+    if no_reference:
+        warnings.append(
+            f"{path}: {no_reference} failure items carry no reference text (upstream writes none "
+            "for them); pass --dataset DIR (the seed-tts-eval locale dir) to fill them, so their "
+            "question and task-leak flags are known"
+        )
     if unavailable:
         warnings.append(
             f"{path}: {len(unavailable)} clips' audio_path refused and stored as audio "
@@ -329,6 +343,12 @@ def _thinker_texts(
     return [t if isinstance(t, str) else None for t in texts]
 
 
+def _lang_of(item: dict[str, Any]) -> str:
+    """The item's own locale decides how it is scored (upstream: `zh…` per character)."""
+    locale = item.get("locale")
+    return "zh" if isinstance(locale, str) and locale.lower().startswith("zh") else "en"
+
+
 def _clip_from_item(
     item: dict[str, Any],
     ordinal: int,
@@ -340,8 +360,9 @@ def _clip_from_item(
     where: str,
 ) -> tuple[ClipAudio, ClipGrade | None]:
     audio_uri = item.get("audio_path") if isinstance(item.get("audio_path"), str) else None
+    lang = _lang_of(item)
     question = flags.is_question(ref)
-    thinker_wer = _safe_wer(ref, thinker_text) if thinker_text else None
+    thinker_wer = score(ref, thinker_text, lang).wer if thinker_text else None
     if "error" in item:
         code = item["error"]
         _require(
@@ -364,7 +385,7 @@ def _clip_from_item(
         if grade_status is None:
             return clip, None
         if grade_status == "empty_transcript":
-            counts = _safe_score(ref, "")
+            counts = _counts(ref, "", lang)
             return clip, ClipGrade(
                 utt,
                 "empty_transcript",
@@ -372,7 +393,7 @@ def _clip_from_item(
                 wer=1.0,
                 thinker_wer=thinker_wer,
                 is_question=question,
-                **(counts or {}),
+                **counts,
             )
         return clip, ClipGrade(
             utt, "grader_error", thinker_wer=thinker_wer, is_question=question, error_detail=code
@@ -386,7 +407,7 @@ def _clip_from_item(
     )
     hyp = item.get("asr_raw", "")
     _require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
-    counts = _safe_score(ref, hyp)
+    counts = _counts(ref, hyp, lang)
     clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
     return clip, ClipGrade(
         utt,
@@ -396,20 +417,10 @@ def _clip_from_item(
         thinker_wer=thinker_wer,
         task_leak=flags.task_leak(ref, hyp, system_prompt),
         is_question=question,
-        **(counts or {}),
+        **counts,
     )
 
 
-def _safe_score(ref: str, hyp: str) -> dict[str, Any] | None:
-    """Word counts from our scorer; None when the reference has no words."""
-    try:
-        return dict(score(ref, hyp).grade_fields())
-    except ValueError:
-        return None
-
-
-def _safe_wer(ref: str, hyp: str) -> float | None:
-    try:
-        return score(ref, hyp).wer
-    except ValueError:
-        return None
+def _counts(ref: str, hyp: str, lang: str) -> dict[str, Any]:
+    """Word (or, for zh, character) counts from our scorer."""
+    return dict(score(ref, hyp, lang).grade_fields())

@@ -46,8 +46,8 @@ def test_hostile_targets_are_stored_verbatim(db, tmp_path: Path) -> None:
 
 
 def test_bad_datasets_are_clear_errors(db, tmp_path: Path) -> None:
-    empty = _locale(tmp_path / "a", ["fine sentence.", ""])
-    (empty / "meta.lst").write_text("x|p|prompt-wavs/p.wav|fine.\ny|p|prompt-wavs/p.wav|\n")
+    empty = _locale(tmp_path / "a", ["fine sentence."])
+    (empty / "meta.lst").write_text("x|p|prompt-wavs/p.wav|fine.\n|p|prompt-wavs/p.wav|target\n")
     bad_utf8 = _locale(tmp_path / "b", ["fine."])
     (bad_utf8 / "meta.lst").write_bytes(b"x|p|prompt-wavs/p.wav|caf\xe9\n")
     missing = _locale(tmp_path / "c", ["fine."])

@@ -53,7 +53,8 @@ def test_fingerprint_follows_rows_and_prompt_audio(tmp_path: Path) -> None:
         (["u1|p|prompt-wavs/a.wav|x", "", "u2|p|prompt-wavs/missing.wav|y"], None,
          r"meta.lst:3: prompt wav .*missing.wav does not exist"),
         (["u1|p|prompt-wavs/bad.wav|x"], {"bad.wav": b"RIFF garbage"}, r"meta.lst:1: .*does not decode"),
-        (["u1|p|prompt-wavs/a.wav|   "], None, r"meta.lst:1: utterance id and target text"),
+        (["|p|prompt-wavs/a.wav|text"], None, r"meta.lst:1: utterance id must not be empty"),
+        (["u1|p|prompt-wavs/a.wav|   "], None, r"meta.lst: no utterances"),
         ([""], None, r"no utterances"),
     ],
 )  # fmt: skip

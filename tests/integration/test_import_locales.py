@@ -1,0 +1,66 @@
+"""Imports the way upstream writes them: per-item locale (zh scored per character), failure
+items without a reference filled from the dataset, and locale directories read by upstream's
+meta.lst rules ('#' comments and rows without a target skipped)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from omni_tasks.audio import write_audio
+from omni_tasks.cli import app
+from omni_tasks.dataset import load_dataset
+from tests.factories import write_json
+
+runner = CliRunner()
+
+
+def locale_dir(root: Path, rows: list[str]) -> Path:
+    (root / "prompt-wavs").mkdir(parents=True)
+    write_audio(str(root / "prompt-wavs" / "p.wav"), np.full(2400, 0.1, np.float32), 24_000)
+    (root / "meta.lst").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def test_a_zh_locale_dir_loads_by_upstreams_rules(tmp_path: Path) -> None:
+    zh = locale_dir(tmp_path / "zh", ["# seed-tts-eval zh", "z1|提示|prompt-wavs/p.wav|今天天气很好。",
+                                      "z2|提示|prompt-wavs/p.wav|", "z3|提示|prompt-wavs/p.wav|你好，世界！"])  # fmt: skip
+    ds = load_dataset(zh)
+    assert [u.utt_id for u in ds.utterances] == ["z1", "z3"]
+    assert ds.skipped == 2 and ds.lang == "zh"
+
+
+def test_items_are_scored_in_their_locale_and_references_filled(db, tmp_path: Path) -> None:
+    en = locale_dir(tmp_path / "en", ["e1|p|prompt-wavs/p.wav|Seven yellow bottles.",
+                                      "e2|p|prompt-wavs/p.wav|Could you open the door?"])  # fmt: skip
+    doc = {
+        "date": "20261129-021500",
+        "seed_tts_content_evaluated": 1,
+        "seed_tts_content_error_mean": 1 / 6,
+        "seed_tts_wer_eval_items": [
+            {"utterance_id": "z1", "locale": "zh", "wer": 1 / 6,
+             "reference_raw": "今天天气很好。", "asr_raw": "今天天气真好"},
+            {"utterance_id": "e1", "locale": "en", "error": "request_failed", "detail": "x"},
+            {"utterance_id": "e2", "locale": "en", "error": "no_pcm"},
+        ],
+    }  # fmt: skip
+    art = write_json(tmp_path / "a.json", doc)
+    out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "main"])
+    assert out.exit_code == 0 and "2 failure items carry no reference text" in out.output
+    zh = db.execute("SELECT ref_words, substitutions FROM omni.clip_grade WHERE utt_id = 'z1'")
+    assert zh.fetchone() == {"ref_words": 6, "substitutions": 1}  # characters, not words
+    db.execute("DELETE FROM omni.run")
+    db.commit()
+    out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "main",
+                              "--dataset", str(en)])  # fmt: skip
+    assert out.exit_code == 0 and "carry no reference" not in out.output
+    rows = db.execute("SELECT utt_id, reference_text FROM omni.clip_audio").fetchall()
+    refs = {r["utt_id"]: r["reference_text"] for r in rows}
+    assert refs["e2"] == "Could you open the door?" and refs["e1"] == "Seven yellow bottles."
+    key = db.execute("SELECT run_key FROM omni.run").fetchone()["run_key"]
+    stats = json.loads(runner.invoke(app, ["stats", "--json", key]).stdout)
+    assert stats["official"]["seed_tts_content_error_mean"] == pytest.approx(1 / 6, abs=0)
