@@ -91,6 +91,13 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
 
 
 def print_stats(console: Console, stats: dict[str, Any]) -> None:
+    if stats.get("summary_only"):
+        console.print(
+            f"{stats['run_key']} ({stats['branch']}) [bold]summary-only[/]: official "
+            f"{_official(stats)} of {stats['n_expected']} — {stats['note']}",
+            highlight=False,
+        )
+        return
     table = Table("statistic", stats["run_key"], title=f"{stats['branch']} · {stats['grader_id']}")
     _stats_rows(table, [stats])
     console.print(table)

@@ -108,6 +108,24 @@ def test_d_a_summary_only_artifact_imports_as_such(upstream: Upstream, db, tmp_p
     run = db.execute("SELECT status, n_expected, summary FROM omni.run").fetchone()
     assert run["status"] == "summary_only" and run["n_expected"] == len(CASES)
     assert run["summary"]["seed_tts_content_error_mean"] == doc["seed_tts_content_error_mean"]
+    # History, not an error: stats shows the official figures, marked summary-only ...
+    key = out.stdout.strip()
+    stats = json.loads(runner.invoke(app, ["stats", key, "--json"]).stdout)
+    assert (
+        stats["summary_only"]
+        and stats["official"]["seed_tts_content_error_mean"] == (doc["seed_tts_content_error_mean"])
+    )
+    text = runner.invoke(app, ["stats", key])
+    assert text.exit_code == 0 and "summary-only" in text.output
+    # ... and the gate never decides from a mean alone: INFRA, saying which flags to add.
+    other = tmp_path / "b.json"
+    other.write_text(json.dumps(doc))
+    assert (
+        runner.invoke(app, ["import", "vllm-omni", str(other), "--branch", "rebase"]).exit_code == 0
+    )
+    decision = json.loads(runner.invoke(app, ["gate", "--json"]).stdout)[0]
+    assert decision["verdict"] == "INFRA"
+    assert "--seed-tts-wer-save-items --save-detailed" in " ".join(decision["reasons"])
 
 
 def test_d_an_artifact_contradicting_its_items_warns(
