@@ -172,11 +172,17 @@ def import_vllm_omni(
             "items (upstream writes none for them)"
         ),
     ] = None,
+    harness_version: Annotated[
+        str | None,
+        typer.Option(
+            help="vllm-omni version that wrote the artifact (0.26.0, 0.28.0, 0.30.0): names the "
+            "grading's window policy (artifacts carry none; unknown pairs only with unknown)"
+        ),
+    ] = None,
 ) -> None:
     """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
     from omni_tasks.audio import AudioUnavailable, audio_roots
     from omni_tasks.importers.vllm_omni import (
-        ARTIFACT_GRADER,
         ArtifactError,
         adopt_audio,
         parse_artifact,
@@ -206,7 +212,7 @@ def import_vllm_omni(
         try:
             art = parse_artifact(
                 f, branch=branch, benchmark=benchmark, commit=commit, nightly=night,
-                audio_roots=roots, references=references,
+                audio_roots=roots, references=references, harness_version=harness_version,
             )  # fmt: skip
             parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
         except (ArtifactError, AudioUnavailable) as exc:
@@ -216,7 +222,7 @@ def import_vllm_omni(
         for art in parsed:
             for w in art.warnings:
                 err.print(f"[yellow]warning:[/] {w}", highlight=False)
-            grading = (ARTIFACT_GRADER, art.grades) if art.has_clips else None
+            grading = (art.grader, art.grades) if art.has_clips else None
             try:
                 res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
             except RunConflictError as exc:

@@ -38,6 +38,32 @@ ARTIFACT_GRADER = Grader(
     },
 )
 
+# The reference harness's window policy by version (REFERENCE.md §2): one padded 30 s window up to
+# 0.28.0; from 0.30.0 clips over 30 s are transcribed whole (with timestamps).
+HARNESS_WINDOW = {"0.26.0": "truncate30", "0.28.0": "truncate30", "0.30.0": "whole-timestamps"}
+
+
+def artifact_grader(harness_version: str | None) -> Grader:
+    """The grader an artifact's WERs come from. Its id names the window policy when the harness
+    version is known; an unknown version keeps the bare id, which pairs only with gradings of
+    the same (unknown) policy, with a warning from the comparison."""
+    if harness_version is None:
+        return ARTIFACT_GRADER
+    if harness_version not in HARNESS_WINDOW:
+        raise ArtifactError(
+            f"unknown harness version {harness_version!r}; known: {', '.join(HARNESS_WINDOW)}"
+        )
+    window = HARNESS_WINDOW[harness_version]
+    return Grader(
+        grader_id=f"{ARTIFACT_GRADER.grader_id}/{window}",
+        description={
+            **ARTIFACT_GRADER.description,
+            "harness_version": harness_version,
+            "window": window,
+        },
+    )
+
+
 # Artifact failure codes -> (synthesis status, grading status or None when nothing was graded).
 ERROR_CODES: dict[str, tuple[SynthStatus, str | None]] = {
     "request_failed": ("request_failed", None),
@@ -73,6 +99,7 @@ class ParsedArtifact:
     clips: list[ClipAudio]
     grades: list[ClipGrade]
     warnings: list[str] = field(default_factory=list)
+    grader: Grader = ARTIFACT_GRADER
 
     @property
     def has_clips(self) -> bool:
@@ -138,10 +165,12 @@ def parse_artifact(
     system_prompt: str = flags.DEFAULT_SYSTEM_PROMPT,
     audio_roots: list[str] | None = None,
     references: dict[str, str] | None = None,
+    harness_version: str | None = None,
 ) -> ParsedArtifact:
     """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
     elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
     utt id → target text (the dataset's), for the failure items that carry none."""
+    grader = artifact_grader(harness_version)
     raw = _read_regular(path)
     try:
         doc = json.loads(raw)
@@ -269,7 +298,7 @@ def parse_artifact(
             "sha256": hashlib.sha256(raw).hexdigest(),
         },
     )
-    return ParsedArtifact(spec, clips, grades, warnings)
+    return ParsedArtifact(spec, clips, grades, warnings, grader)
 
 
 def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord]:

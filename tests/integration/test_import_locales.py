@@ -64,3 +64,25 @@ def test_items_are_scored_in_their_locale_and_references_filled(db, tmp_path: Pa
     key = db.execute("SELECT run_key FROM omni.run").fetchone()["run_key"]
     stats = json.loads(runner.invoke(app, ["stats", "--json", key]).stdout)
     assert stats["official"]["seed_tts_content_error_mean"] == pytest.approx(1 / 6, abs=0)
+
+
+def test_the_harness_version_names_the_window_policy(db, tmp_path: Path) -> None:
+    from tests.factories import ab_files
+
+    base, cand = ab_files(tmp_path)
+    bad = runner.invoke(app, ["import", "vllm-omni", str(base), "--branch", "main",
+                              "--harness-version", "9.9"])  # fmt: skip
+    assert (
+        bad.exit_code == 1 and "unknown harness version '9.9'; known: 0.26.0, 0.28.0" in bad.output
+    )
+    a = runner.invoke(app, ["import", "vllm-omni", str(base), "--branch", "main",
+                            "--harness-version", "0.28.0"]).stdout.strip()  # fmt: skip
+    b = runner.invoke(app, ["import", "vllm-omni", str(cand), "--branch", "rebase",
+                            "--harness-version", "0.30.0"]).stdout.strip()  # fmt: skip
+    graders = {r["grader_id"] for r in db.execute("SELECT grader_id FROM omni.grading")}
+    assert graders == {"artifact:vllm-omni-seed-tts/truncate30",
+                       "artifact:vllm-omni-seed-tts/whole-timestamps"}  # fmt: skip
+    cmp = json.loads(
+        runner.invoke(app, ["compare", "--baseline", a, "--candidate", b, "--json"]).stdout
+    )
+    assert cmp["verdict"] == "INFRA" and "grader_id differs" in " ".join(cmp["reasons"])
