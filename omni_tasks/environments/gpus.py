@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -47,22 +48,31 @@ def gpu_lease(
     deadline = time.monotonic() + timeout_s
     held: dict[str, IO[str]] = {}
     try:
-        while len(held) < n:
+        while True:
             for g in gpus:
-                if g in held or len(held) == n:
-                    continue
+                if len(held) == n:
+                    break
                 fh: IO[str] = (lock_dir / f"gpu{g}.lock").open("w")
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     held[g] = fh
                 except BlockingIOError:
                     fh.close()
-            if len(held) < n:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"no {n} free GPU(s) within {timeout_s:g} s")
-                time.sleep(1)
+            if len(held) == n:
+                break
+            # All or nothing: holding some GPUs while waiting for others deadlocks two tasks
+            # that each took one; let go, and retry after a random pause so they do not collide.
+            _release(held)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {n} free GPU(s) within {timeout_s:g} s")
+            time.sleep(random.uniform(0.2, 1.0))
         yield sorted(held)
     finally:
-        for fh in held.values():
-            fcntl.flock(fh, fcntl.LOCK_UN)
-            fh.close()
+        _release(held)
+
+
+def _release(held: dict[str, IO[str]]) -> None:
+    for fh in held.values():
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+    held.clear()

@@ -141,3 +141,23 @@ def test_two_servers_never_share_a_gpu(tmp_path: Path, monkeypatch) -> None:
         t.join()
     (_, a1, ga), (b0, _, gb) = sorted(spans)
     assert ga == gb == ["0", "1"] and a1 <= b0  # the second waited for both GPUs
+
+
+def test_a_waiting_lease_holds_no_gpu(tmp_path: Path, monkeypatch) -> None:
+    """All or nothing: a task waiting for two GPUs must not sit on one of them (two such
+    tasks, one GPU each, would wait for each other forever)."""
+    monkeypatch.setenv("OMNI_GPUS", "0,1")
+    got: list[list[str]] = []
+    with gpu_lease(1, lock_dir=tmp_path) as first:  # takes GPU 0
+        waiter = threading.Thread(target=lambda: got.append(_lease_two(tmp_path)))
+        waiter.start()
+        time.sleep(1.5)  # the waiter has tried several times by now
+        with gpu_lease(1, lock_dir=tmp_path, timeout_s=2) as second:  # GPU 1 must be free
+            assert first == ["0"] and second == ["1"]
+    waiter.join(10)
+    assert got == [["0", "1"]]
+
+
+def _lease_two(lock_dir: Path) -> list[str]:
+    with gpu_lease(2, lock_dir=lock_dir, timeout_s=30) as gpus:
+        return gpus
