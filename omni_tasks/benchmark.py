@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -130,15 +131,17 @@ class BenchOutcome:
     mean_wer: float | None
     n_expected: int
     simulated: bool
+    failure: str | None = None  # the most common reason of the clips that failed to synthesize
 
     def summary(self) -> str:
         tail = "n/a" if self.tail_fraction is None else f"{self.tail_fraction:.1%}"
         mean = "n/a" if self.mean_wer is None else f"{self.mean_wer:.3f}"
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
         label = " [SIMULATED target]" if self.simulated else ""
+        why = f"; failed: {self.failure}" if self.failure else ""
         return (
             f"{self.run_key}: {self.run_status}, {self.n_expected} clips ({counts}); "
-            f"tail fraction {tail}, mean WER {mean}, grader {self.grader_id}{label}"
+            f"tail fraction {tail}, mean WER {mean}, grader {self.grader_id}{label}{why}"
         )
 
 
@@ -368,10 +371,15 @@ def _outcome(
         r["synth_status"]: int(r["n"])
         for r in conn.execute(sql("clips_by_status"), {"run_id": run["run_id"]})
     }
-    stats = run_stats(
-        runs.clip_records(conn, grading_id), load_policy().primary_tau, run["n_expected"]
-    )
+    clips = runs.clip_records(conn, grading_id)
+    stats = run_stats(clips, load_policy().primary_tau, run["n_expected"])
+    reasons = Counter(c.synth_detail or c.synth_status for c in clips
+                      if c.synth_status in INFRA_STATUSES)  # fmt: skip
+    failure = None
+    if reasons:
+        reason, n = reasons.most_common(1)[0]
+        failure = f"{n} of {len(clips)} clips: {reason}"
     return BenchOutcome(
         key, run["status"], synthesized, statuses, grader_id, grading_id,
-        stats["tail_fraction"], stats["mean_wer"], run["n_expected"], simulated,
+        stats["tail_fraction"], stats["mean_wer"], run["n_expected"], simulated, failure,
     )  # fmt: skip

@@ -577,11 +577,13 @@ def bench_cmd(
             fail(str(exc))
     if as_json:
         _json_out(dataclasses.asdict(outcome))
-        return
-    if not outcome.synthesized:
-        console.print("[dim]already stored: not synthesized again[/]")
-    console.print(outcome.summary(), soft_wrap=True)
-    print(outcome.run_key)
+    else:
+        if not outcome.synthesized:
+            console.print("[dim]already stored: not synthesized again[/]")
+        console.print(outcome.summary(), soft_wrap=True)
+        print(outcome.run_key)
+    if outcome.run_status == "failed":  # stored (nothing is lost), but not a result: exit 1
+        fail(f"run {outcome.run_key} failed: {outcome.failure}")
 
 
 @simulator_app.command("serve")
@@ -819,12 +821,27 @@ def gate_cmd(
         str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
     ] = None,
     benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            help="For CI: exit 3 when a decision has one of these verdicts, comma-separated "
+            "(regressed, infra, unknown, improved, same)"
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Gate one nightly: the baseline branch against every other branch and variant, and
-    queue the Slack messages its decisions call for (`alerts dispatch` delivers them)."""
+    queue the Slack messages its decisions call for (`alerts dispatch` delivers them).
+
+    Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
+    3 a decision matched --fail-on."""
     from omni_tasks.nightly import decide_night
 
+    verdicts = {"regressed", "infra", "unknown", "improved", "same"}
+    wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
+    if wanted - verdicts:
+        fail(f"--fail-on: unknown verdict(s) {', '.join(sorted(wanted - verdicts))}; "
+             f"choose from {', '.join(sorted(verdicts))}", code=2)  # fmt: skip
     settings = get_settings()
     policy = _policy()
     bench = benchmark or settings.benchmark
@@ -840,16 +857,21 @@ def gate_cmd(
             expect=tuple(expect or ()),
         )
         decisions = outcome.decisions
+    matched = [d for d in decisions if d["verdict"].lower() in wanted]
     if as_json:
         _json_out(decisions)
-        return
-    from omni_tasks.report_text import print_gate
+    else:
+        from omni_tasks.report_text import print_gate
 
-    print_gate(console, night, decisions)
-    if outcome.messages_enqueued:
-        console.print(
-            f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
-        )
+        print_gate(console, night, decisions)
+        if outcome.messages_enqueued:
+            console.print(
+                f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
+            )
+    if matched:
+        names = ", ".join(f"{d['candidate']} {d['verdict']}" for d in matched)
+        err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
+        raise typer.Exit(3)
 
 
 @app.command("noise")

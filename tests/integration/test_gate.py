@@ -347,3 +347,26 @@ def test_a_report_only_policy_edit_keeps_the_streak(
         monkeypatch.delenv("OMNI_GATE_POLICY")
         reset_settings()
     assert later["verdict"] == "REGRESSED" and later["confirmed"]
+
+
+def test_gate_fail_on_exits_3_on_a_matching_decision(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    import_pair(tmp_path, ABShape(), date="20261126-020000", seed=1)  # the reported A/B
+    out = runner.invoke(app, ["gate", "--nightly", "2026-11-26", "--fail-on", "regressed,infra"])
+    assert out.exit_code == 3 and "REGRESSED (--fail-on regressed,infra)" in out.output
+    same = ABShape(stable_broken=80, regressed=4, improved=4)
+    import_pair(tmp_path, same, date="20261127-020000", seed=2)
+    out = runner.invoke(app, ["gate", "--nightly", "2026-11-27", "--fail-on", "regressed"])
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(app, ["gate", "--fail-on", "broken"])
+    assert out.exit_code == 2 and "unknown verdict(s) broken" in out.output
+
+
+def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connection) -> None:
+    out = runner.invoke(app, ["bench", "--target", "http://127.0.0.1:1", "--branch", "main",
+                              "--limit", "2", "--timeout", "5"])  # fmt: skip
+    assert out.exit_code == 1, out.output
+    assert "failed: 2 of 2 clips: connection failed" in out.output
+    row = db.execute("SELECT status FROM omni.run").fetchone()
+    assert row["status"] == "failed"  # stored, nothing lost
