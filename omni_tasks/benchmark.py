@@ -27,7 +27,7 @@ from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
-from omni_tasks.names import InvalidName, check_name, path_component
+from omni_tasks.names import InvalidName, check_name, check_run_key, path_component
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, RunStatus, Trigger
 from omni_tasks.store import runs
@@ -89,7 +89,7 @@ class BenchRequest:
             if self.benchmark is not None:
                 check_name(self.benchmark, "benchmark")
             if self.run_key is not None:
-                check_name(self.run_key, "run key")
+                check_run_key(self.run_key)
         except InvalidName as exc:
             raise BenchError(str(exc)) from None
         if self.concurrency < 1:

@@ -191,10 +191,11 @@ def import_vllm_omni(
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
-    from omni_tasks.names import InvalidName, check_name
+    from omni_tasks.names import InvalidName, check_run_key
 
     try:
-        check_name(run_key or "x", "run key")
+        if run_key is not None:
+            check_run_key(run_key)
     except InvalidName as exc:
         fail(str(exc))
     night = _parse_date(nightly) if nightly else None

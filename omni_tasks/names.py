@@ -51,11 +51,16 @@ def check_text(
     return value
 
 
-def check_name(value: str, what: str) -> str:
-    """A branch, benchmark, variant or run-key name: non-empty, one line, bounded."""
+def check_name(value: str, what: str, max_len: int = MAX_NAME) -> str:
+    """A branch, benchmark or variant name: non-empty, one line, bounded."""
     if not value:
         raise InvalidName(f"{what}: must not be empty")
-    return check_text(value, what, max_len=MAX_KEY if what == "run key" else MAX_NAME)
+    return check_text(value, what, max_len=max_len)
+
+
+def check_run_key(value: str) -> str:
+    """A run key: as a name, but longer (it joins several names)."""
+    return check_name(value, "run key", MAX_KEY)
 
 
 def check_branch(value: str) -> str:

@@ -56,7 +56,13 @@ def _fmean(values: list[float]) -> float:
     try:
         return statistics.fmean(values)
     except OverflowError:  # WERs near the float limit (refused on import): still no crash
-        return math.fsum(v / len(values) for v in values)
+        return finite_mean(values)
+
+
+def finite_mean(values: list[float]) -> float:
+    """A mean that cannot overflow for any finite inputs (each term divided first)."""
+    n = len(values)
+    return math.fsum(v / n for v in values)
 
 
 def disagreements(reported: dict[str, Any], recomputed: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 from omni_tasks.analysis.accounting import count_of, error_of, is_broken
 from omni_tasks.analysis.failure_modes import MODES, ORIGINS, diagnose
 from omni_tasks.analysis.intervals import wilson
-from omni_tasks.analysis.official import official_summary
+from omni_tasks.analysis.official import finite_mean, official_summary
 from omni_tasks.records import ClipRecord
 
 LONG_AUDIO_SECONDS = 20.0
@@ -68,9 +68,9 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "n_failed": n_failed,
         "n_infra": n_infra,
         "coverage": (n_scored + n_failed) / expected if expected else 0.0,
-        "mean_wer": _mean(uncapped) if uncapped else None,
+        "mean_wer": finite_mean(uncapped) if uncapped else None,
         "median_wer": _median(uncapped) if uncapped else None,
-        "capped_mean_wer": _mean(capped) if capped else None,
+        "capped_mean_wer": finite_mean(capped) if capped else None,
         "corpus_wer": (
             math.fsum(error_of(c) * ((c.ref_words or 0) / corpus_ref) for c in with_counts)
             if corpus_ref
@@ -101,10 +101,3 @@ def _median(values: list[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else ordered[mid - 1] / 2 + ordered[mid] / 2
-
-
-def _mean(values: list[float]) -> float:
-    """Mean that cannot overflow for any finite inputs (each term divided first): a stored
-    WER near the float limit gives a huge mean, never an exception that stops the gate."""
-    n = len(values)
-    return math.fsum(v / n for v in values)

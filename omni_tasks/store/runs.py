@@ -16,7 +16,7 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
-from omni_tasks.names import check_name
+from omni_tasks.names import check_run_key
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -146,7 +146,7 @@ def save_run(
     replace: bool = False,
 ) -> SaveResult:
     """Store a run with its clips (and optionally one grading) in one transaction."""
-    key = check_name(run_key or derive_run_key(spec), "run key")
+    key = check_run_key(run_key or derive_run_key(spec))
     content = content_of(spec, clips, grading)
     digest = stable_hash(content)
     with conn.transaction():

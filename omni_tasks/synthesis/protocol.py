@@ -142,12 +142,15 @@ class StreamWriter:
         if modality is not None:
             out["modality"] = modality
         if self.usage:
-            out["usage"] = {
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-            }
+            out["usage"] = self._usage()
         return out
+
+    def _usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
     def role(self, modality: str) -> bytes:
         delta = {"role": "assistant", "content": ""}
@@ -168,15 +171,7 @@ class StreamWriter:
         return sse(self._chunk("audio", [choice]))
 
     def final_usage(self) -> bytes:
-        usage, self.usage = self.usage, False
-        chunk = self._chunk(None, [])
-        self.usage = usage
-        chunk["usage"] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        }
-        return sse(chunk)
+        return sse({**self._chunk(None, []), "usage": self._usage()})
 
     @staticmethod
     def error(message: str, code: int = 500) -> bytes:
