@@ -27,6 +27,7 @@ from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.names import InvalidName, check_name, check_run_key, path_component
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, RunStatus, Trigger
@@ -79,6 +80,7 @@ class BenchRequest:
     # The target's stage defaults (its deploy config): needed to send the run seed to every
     # stage; unknown for a URL target without a deploy config (then no seed is sent).
     stage_defaults: StageDefaults | None = None
+    harness_version: str | None = None  # the reference harness the run's grading must match
 
     def __post_init__(self) -> None:
         # Checked before any request: names become path components and keys, and a bad value
@@ -96,6 +98,11 @@ class BenchRequest:
             raise BenchError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.limit is not None and self.limit < 1:
             raise BenchError(f"limit must be at least 1 (or unset for all), got {self.limit}")
+        if self.harness_version is not None:
+            try:
+                harness_window(self.harness_version)
+            except UnknownHarness as exc:
+                raise BenchError(str(exc)) from None
         if not (self.timeout_s > 0 and self.audio_cap_s > 0):
             raise BenchError("timeout and audio cap must be positive numbers of seconds")
 
@@ -247,6 +254,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             "timeout_s": req.timeout_s,
             "overrides": req.overrides,
             "stage_settings": stages,
+            "harness_version": req.harness_version,
         },
         stack=stack,
         execution=execution,

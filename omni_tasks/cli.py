@@ -40,6 +40,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
 
+TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
+
 # Options shared by several commands.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
 TailThreshold = Annotated[
@@ -63,8 +65,26 @@ PrecisionOpt = Annotated[
     str | None, typer.Option(help="int8/float32 (faster-whisper), fp32/fp16/bf16 (transformers)")
 ]
 WindowOpt = Annotated[
-    str,
-    typer.Option(help="truncate30 = first 30 s, like the reference harness; longform = whole clip"),
+    str | None,
+    typer.Option(
+        help="truncate30 = first 30 s (harness <= 0.28); whole-timestamps = clips over 30 s "
+        "whole, with timestamps (harness 0.30, transformers); longform = the backend's own "
+        "long-form decoding (diagnosis). Default: the harness version's, else truncate30"
+    ),
+]
+HarnessOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="vllm-omni version whose reference harness the grading must match (0.26.0, 0.28.0, "
+        "0.30.0): sets the transformers grader's window policy and is recorded"
+    ),
+]
+ArtifactHarnessOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="vllm-omni version that wrote the artifacts (0.26.0, 0.28.0, 0.30.0): names the "
+        "grading's window policy (artifacts carry none; unknown pairs only with unknown)"
+    ),
 ]
 BeamOpt = Annotated[int, typer.Option(help="Beam size (1 = greedy, the harness's setting)")]
 BatchOpt = Annotated[int, typer.Option(help="Clips decoded per batch (speed only)")]
@@ -172,13 +192,7 @@ def import_vllm_omni(
             "items (upstream writes none for them)"
         ),
     ] = None,
-    harness_version: Annotated[
-        str | None,
-        typer.Option(
-            help="vllm-omni version that wrote the artifact (0.26.0, 0.28.0, 0.30.0): names the "
-            "grading's window policy (artifacts carry none; unknown pairs only with unknown)"
-        ),
-    ] = None,
+    harness_version: ArtifactHarnessOpt = None,
 ) -> None:
     """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
     from omni_tasks.audio import AudioUnavailable, audio_roots
@@ -264,6 +278,7 @@ def import_buildkite(
     base_url: Annotated[str, typer.Option(help="API base (tests: a local server)")] = (
         "https://api.buildkite.com/v2"
     ),
+    harness_version: ArtifactHarnessOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Import the seed-TTS results artifacts of a Buildkite pipeline's builds (idempotent).
@@ -278,7 +293,8 @@ def import_buildkite(
     if not token:
         fail("set BUILDKITE_API_TOKEN (a Buildkite API token with read_builds, read_artifacts)")
     src = BuildkiteSource(org=org, pipeline=pipeline, token=token, base_url=base_url,
-                          branch=branch, since=_parse_date(since) if since else None)  # fmt: skip
+                          branch=branch, since=_parse_date(since) if since else None,
+                          harness_version=harness_version)  # fmt: skip
     with _open_db() as conn:
         try:
             report = import_pipeline(conn, src)
@@ -444,15 +460,15 @@ def wer_cmd(
 
 # ---------------------------------------------------------------- grading
 def _load_grader(
-    backend: str, model: str | None, precision: str | None, window: str, beam_size: int,
-    batch_size: int, device: str,
+    backend: str, model: str | None, precision: str | None, window: str | None, beam_size: int,
+    batch_size: int, device: str, harness_version: str | None,
 ) -> Any:  # fmt: skip
     from omni_tasks.grading.asr import GraderConfigError, GraderSpec, load_grader
     from omni_tasks.offline_models import OfflineModelError
 
     spec = GraderSpec(
         backend=backend, model=model, precision=precision, window=window, beam_size=beam_size,
-        batch_size=batch_size, device=device,
+        batch_size=batch_size, device=device, harness_version=harness_version,
     )  # fmt: skip
     try:
         return load_grader(spec)
@@ -466,7 +482,8 @@ def grade_cmd(
     backend: BackendOpt = "faster-whisper",
     model: ModelOpt = None,
     precision: PrecisionOpt = None,
-    window: WindowOpt = "truncate30",
+    window: WindowOpt = None,
+    harness_version: HarnessOpt = None,
     beam_size: BeamOpt = 1,
     batch_size: BatchOpt = 8,
     device: DeviceOpt = "cpu",
@@ -483,7 +500,9 @@ def grade_cmd(
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store.runs import RunNotFoundError
 
-    grader = _load_grader(backend, model, precision, window, beam_size, batch_size, device)
+    grader = _load_grader(
+        backend, model, precision, window, beam_size, batch_size, device, harness_version
+    )
     conn = _open_db()
     with conn:
         try:
@@ -536,7 +555,8 @@ def bench_cmd(
     backend: BackendOpt = "faster-whisper",
     model: ModelOpt = None,
     precision: PrecisionOpt = None,
-    window: WindowOpt = "truncate30",
+    window: WindowOpt = None,
+    harness_version: HarnessOpt = None,
     batch_size: BatchOpt = 8,
     device: DeviceOpt = "cpu",
     as_json: JsonFlag = False,
@@ -557,7 +577,7 @@ def bench_cmd(
             run_key=run_key, prompt_template=prompt_template, transcript_mode=transcript_mode,
             nightly=_parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
             variant=variant, concurrency=concurrency, timeout_s=timeout, audio_cap_s=audio_cap,
-            stage_defaults=stages,
+            stage_defaults=stages, harness_version=harness_version,
         )  # fmt: skip
     except BenchError as exc:
         fail(str(exc))
@@ -569,7 +589,9 @@ def bench_cmd(
         )
     grader = None
     if not transcript_mode:
-        grader = _load_grader(backend, model, precision, window, 1, batch_size, device)
+        grader = _load_grader(
+            backend, model, precision, window, 1, batch_size, device, harness_version
+        )
     conn = _open_db()
     with conn:
         try:
@@ -917,9 +939,13 @@ def noise_cmd(
 def trend_cmd(
     branch: Annotated[str, typer.Option(help="Branch whose nightly series to read")],
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
-    metric: Annotated[str, typer.Option(help="tail_fraction or capped_mean_wer")] = (
-        "tail_fraction"
-    ),
+    metric: Annotated[
+        str,
+        typer.Option(
+            help="tail_fraction, capped_mean_wer, or official_mean (the harness's figure; "
+            "summary-only imports included, marked)"
+        ),
+    ] = "tail_fraction",
     benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -946,10 +972,15 @@ def trend_cmd(
     if as_json:
         _json_out({"series": series, "change_points": [dataclasses.asdict(p) for p in points]})
         return
+    summary_only = sum(bool(r.get("summary_only")) for r in series)
+    at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"
+    marked = f" ({summary_only} summary-only, marked *)" if summary_only else ""
     console.print(
-        f"{branch}/{variant}: {len(series)} nights of {metric} at tau {policy.primary_tau}",
-        highlight=False,
+        f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}", highlight=False
     )
+    for r in series[-TREND_ROWS:]:
+        star = " *" if r.get("summary_only") else ""
+        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}", highlight=False)
     if not points:
         console.print("no change point (minimum segment 3 nights)")
     for p in points:

@@ -223,13 +223,22 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
 def regrade_params() -> dict[str, Any]:
     from airflow.sdk import Param
 
+    from omni_tasks.grading.asr import BACKENDS
+    from omni_tasks.grading.windows import HARNESS_WINDOW, WINDOWS
+
     return {
         "run_key": Param("", type="string", description="Run whose stored audio to grade"),
-        "backend": Param("faster-whisper", type="string",
-                         enum=["faster-whisper", "transformers", "openai-whisper"]),
+        "backend": Param("faster-whisper", type="string", enum=list(BACKENDS)),
         "model": Param(None, type=["null", "string"]),
         "precision": Param(None, type=["null", "string"]),
-        "window": Param("truncate30", type="string", enum=["truncate30", "longform"]),
+        "window": Param(
+            None, type=["null", "string"], enum=[None, *WINDOWS],
+            description="Default: the harness version's window policy, else truncate30",
+        ),
+        "harness_version": Param(
+            None, type=["null", "string"], enum=[None, *HARNESS_WINDOW],
+            description="The vllm-omni reference harness the re-grade must match",
+        ),
         "device": Param("cpu", type="string"),
         "batch_size": Param(8, type="integer"),
     }  # fmt: skip
@@ -242,7 +251,7 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
     p = dict(context["params"])
     grader = load_grader(GraderSpec(
         backend=p["backend"], model=p["model"], precision=p["precision"], window=p["window"],
-        device=p["device"], batch_size=p["batch_size"],
+        device=p["device"], batch_size=p["batch_size"], harness_version=p.get("harness_version"),
     ))  # fmt: skip
     with results_db() as conn:
         out = grade_run(conn, p["run_key"], grader, show_progress=False)

@@ -204,6 +204,7 @@ def run_branch(
         variant=params.variant, overrides=params.overrides, benchmark=params.bench,
         observed_head=None if recorded is None else recorded["commit_sha"], lineage=lineage,
         airflow_dag_id=airflow_ids[0], airflow_run_id=airflow_ids[1],
+        harness_version=params.grader.get("harness_version"),
     )  # fmt: skip
     grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
     if target == "vllm-serve":

@@ -138,6 +138,23 @@ def verdict_table(rows: list[dict[str, Any]]) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
+def official_table(rows: list[dict[str, Any]]) -> str:
+    """The harness's own mean per branch (failures left out), summary-only runs marked."""
+    if not rows:
+        return "<p>No run with the harness's figures.</p>"
+    body = "".join(
+        f"<tr><td>{_e(r['branch'])} / {_e(r['variant'])}</td><td>{_wer(r['official_mean'])}</td>"
+        f"<td>{r['evaluated'] if r['evaluated'] is not None else '—'}</td>"
+        f"<td>{'summary-only: no per-clip rows, not gated' if r['summary_only'] else 'per-clip'}"
+        "</td></tr>"
+        for r in rows
+    )
+    return (
+        "<table><tr><th>branch</th><th>official mean WER</th><th>clips evaluated</th>"
+        f"<th>rows</th></tr>{body}</table>"
+    )
+
+
 def page(title: str, sections: list[str], simulated: bool) -> str:
     banner = (
         '<p class="sim">Contains <b>SIMULATED</b> runs (the local simulator stands in for '
@@ -176,9 +193,14 @@ def nightly_report(
         "OR config::text ILIKE '%%simulat%%') AS s FROM omni.run "
         "WHERE benchmark = %s AND nightly = %s", (benchmark, nightly),
     ).fetchone()["s"])  # type: ignore[index]  # fmt: skip
+    official = conn.execute(
+        "SELECT * FROM omni.v_official_trend WHERE benchmark = %s AND nightly = %s "
+        "ORDER BY branch, variant", (benchmark, nightly),
+    ).fetchall()  # fmt: skip
     verdicts = verdict_table(decisions) if decisions else "<p>No gate decisions.</p>"
     sections = [
         f"<h2>Verdicts</h2>{verdicts}",
+        "<h2>Harness figures</h2>" + official_table(official),
         "<h2>Trend</h2>" + _fig(trend_figure(trend), "trend"),
         "<h2>Failure modes</h2>" + _fig(modes_figure(modes), "modes"),
     ]

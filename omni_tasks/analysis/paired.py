@@ -12,6 +12,7 @@ from scipy.stats import t as student_t
 from omni_tasks.analysis.accounting import count_of, error_of, is_broken
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.grading.windows import harnesses_of, window_of
 from omni_tasks.records import ClipRecord
 
 FINGERPRINTS = ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerprint", "grader_id")
@@ -124,9 +125,35 @@ def comparability(
                 "per-stage settings unknown on one side (a run stored before they were "
                 "recorded, or a target without a deploy config); assumed comparable"
             )
+        elif key == "grader_id" and b is not None and c is not None:
+            reason, warning = _graders(str(b), str(c))
+            reasons += [reason] if reason else []
+            warnings += [warning] if warning else []
         elif b != c:
             reasons.append(f"{key} differs: {_short(b)} vs {_short(c)}")
     return (not reasons, reasons, warnings)
+
+
+def _graders(b: str, c: str) -> tuple[str | None, str | None]:
+    """(reason, warning) for two grader ids. Differing window policies get a message of their
+    own: the same clips score differently under them (runaway clips most), by harness version."""
+    wb, wc = window_of(b), window_of(c)
+    if b == c:
+        unknown = "window policy unknown (an artifact imported without --harness-version)"
+        return None, (f"{unknown} on both sides; assumed the same" if wb is None else None)
+    if wb is not None and wc is not None and wb != wc:
+        return (
+            f"window policies differ: {wb} ({_harnesses(wb)}) vs {wc} ({_harnesses(wc)}); "
+            "re-grade one run under the other's policy (grade --window/--harness-version) "
+            "or force the comparison",
+            None,
+        )
+    return f"grader_id differs: {b} vs {c}", None
+
+
+def _harnesses(window: str) -> str:
+    versions = harnesses_of(window)
+    return "harness " + ", ".join(versions) if versions else "no harness version"
 
 
 def _stage_settings_unknown_only(a: Any, b: Any) -> bool:

@@ -101,6 +101,7 @@ def run_stats_for_key(
         return stats_for(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
 
 
+TREND_METRICS = ("tail_fraction", "capped_mean_wer", "official_mean")
 SUMMARY_ONLY_REASON = (
     "summary-only (no per-clip rows): the gate needs per-clip rows; the nightly writes them "
     "with --seed-tts-wer-save-items --save-detailed"
@@ -568,10 +569,11 @@ def trend(
     metric: str,
     policy: GatePolicy,
 ) -> tuple[list[dict[str, Any]], list[ChangePoint]]:
-    """A branch's nightly series of `metric` (from stored run_stats) and its change points,
-    with stack/grader/config events as known breaks."""
-    if metric not in ("tail_fraction", "capped_mean_wer"):
-        raise ValueError(f"unknown metric {metric!r}: tail_fraction or capped_mean_wer")
+    """A branch's nightly series of `metric` (from stored run_stats; `official_mean` from the
+    harness's figure, summary-only nights included and marked) and its change points, with
+    stack/grader/config events as known breaks."""
+    if metric not in TREND_METRICS:
+        raise ValueError(f"unknown metric {metric!r}: {' or '.join(TREND_METRICS)}")
     key = {
         "benchmark": benchmark,
         "branch": branch,
@@ -579,7 +581,12 @@ def trend(
         "tau": policy.primary_tau,
         "policy_version": policy.policy_version,
     }
-    series = [dict(r) for r in conn.execute(sql("nightly_series"), key) if r[metric] is not None]
+    if metric == "official_mean":
+        series = [dict(r) for r in conn.execute(sql("official_series"), key)]
+    else:
+        series = [
+            dict(r) for r in conn.execute(sql("nightly_series"), key) if r[metric] is not None
+        ]
     breaks = [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]
     points = change_points(
         [r["nightly"] for r in series], [r[metric] for r in series], known_breaks=breaks

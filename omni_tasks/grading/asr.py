@@ -5,28 +5,35 @@ Every backend turns 16 kHz mono clips into transcripts; the seed-tts-eval scorer
 (backend, model weights, precision, window policy, decoding options, normalizer), so two
 gradings with different ids are never silently compared.
 
-Window policies: `truncate30` hears only the first 30 s of a clip, exactly like the reference
-harness (its feature extractor takes one padded 30 s window); `longform` hears the whole clip
-(for diagnosing runaways; not comparable with history).
+Window policies follow the reference harness's version (`HARNESS_WINDOW`): `truncate30` hears
+only the first 30 s of a clip, as the harness up to 0.28.0 does (its feature extractor takes one
+padded 30 s window); `whole-timestamps` is the 0.30.0 call, clips up to 30 s as before and longer
+ones whole, decoded with timestamps (transformers backend only, since it is that library's
+long-form algorithm); `longform` hears the whole clip with the backend's own long-form decoding
+(for diagnosing runaways; comparable with no harness version).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.grading.windows import WINDOWS, UnknownHarness, harness_window, harnesses_of
 
-Backend = Literal["transformers", "openai-whisper", "faster-whisper"]
-Window = Literal["truncate30", "longform"]
 BACKENDS: tuple[str, ...] = ("transformers", "openai-whisper", "faster-whisper")
-WINDOWS: tuple[str, ...] = ("truncate30", "longform")
+BACKEND_WINDOWS: dict[str, tuple[str, ...]] = {
+    "transformers": ("truncate30", "whole-timestamps"),
+    "openai-whisper": ("truncate30", "longform"),
+    "faster-whisper": ("truncate30", "longform"),
+}
 WINDOW_SAMPLES = 30 * 16_000
 WINDOW_FRAMES = 3000
 
@@ -34,6 +41,13 @@ DEFAULT_MODEL: dict[str, str] = {
     "faster-whisper": "tiny.en",
     "transformers": "openai/whisper-large-v3",
     "openai-whisper": "large-v3",
+}
+# None: the model's generation config decides (the harness passes no limit: large-v3 stops at
+# 448 tokens in all); the CTranslate2 and openai-whisper defaults are their own 224.
+DEFAULT_MAX_NEW_TOKENS: dict[str, int | None] = {
+    "faster-whisper": 224,
+    "transformers": None,
+    "openai-whisper": 224,
 }
 DEFAULT_PRECISION: dict[str, str] = {
     "faster-whisper": "int8",
@@ -58,26 +72,24 @@ class GraderSpec:
     backend: str = "faster-whisper"
     model: str | None = None
     precision: str | None = None
-    window: str = "truncate30"
+    window: str | None = None  # default: the harness version's policy, else truncate30
     beam_size: int = 1
-    max_new_tokens: int = 224
+    max_new_tokens: int | None = None  # default per backend (DEFAULT_MAX_NEW_TOKENS)
     language: str = "en"
     device: str = "cpu"
     batch_size: int = 8
+    harness_version: str | None = None  # the reference harness the grading is meant to match
 
     def resolved(self) -> GraderSpec:
         if self.backend not in BACKENDS:
             raise GraderConfigError(
                 f"unknown ASR backend {self.backend!r}; choose one of {BACKENDS}"
             )
-        if self.window not in WINDOWS:
+        window = self._window()
+        if window not in BACKEND_WINDOWS[self.backend]:
             raise GraderConfigError(
-                f"unknown window policy {self.window!r}; choose one of {WINDOWS}"
-            )
-        if self.backend == "transformers" and self.window != "truncate30":
-            raise GraderConfigError(
-                "the transformers backend reproduces the reference harness: "
-                "window 'truncate30' only"
+                f"window policy {window!r} is not available for {self.backend}; choose one of "
+                f"{BACKEND_WINDOWS[self.backend]}"
             )
         precision = self.precision or DEFAULT_PRECISION[self.backend]
         if precision not in PRECISIONS[self.backend]:
@@ -85,28 +97,49 @@ class GraderSpec:
                 f"precision {precision!r} is not available for {self.backend}; "
                 f"choose one of {PRECISIONS[self.backend]}"
             )
-        if self.beam_size < 1 or self.batch_size < 1 or self.max_new_tokens < 1:
+        max_new = self.max_new_tokens
+        if max_new is None:
+            max_new = DEFAULT_MAX_NEW_TOKENS[self.backend]
+        if self.beam_size < 1 or self.batch_size < 1 or (max_new is not None and max_new < 1):
             raise GraderConfigError("beam size, batch size and max new tokens must be positive")
-        return GraderSpec(
-            backend=self.backend,
+        return dataclasses.replace(
+            self,
             model=self.model or DEFAULT_MODEL[self.backend],
             precision=precision,
-            window=self.window,
-            beam_size=self.beam_size,
-            max_new_tokens=self.max_new_tokens,
-            language=self.language,
-            device=self.device,
-            batch_size=self.batch_size,
+            window=window,
+            max_new_tokens=max_new,
         )
+
+    def _window(self) -> str:
+        if self.window is not None and self.window not in WINDOWS:
+            raise GraderConfigError(
+                f"unknown window policy {self.window!r}; choose one of {WINDOWS}"
+            )
+        try:
+            wanted = None if self.harness_version is None else harness_window(self.harness_version)
+        except UnknownHarness as exc:
+            raise GraderConfigError(str(exc)) from None
+        if wanted is None or self.backend != "transformers":
+            return self.window or "truncate30"
+        if self.window not in (None, wanted):
+            raise GraderConfigError(
+                f"harness {self.harness_version} grades with window {wanted!r}; "
+                f"window {self.window!r} would not match it"
+            )
+        return wanted
 
     @property
     def decoding(self) -> str:
         search = "greedy" if self.beam_size == 1 else f"beam{self.beam_size}"
-        return f"{search}-t0-max{self.max_new_tokens}-{self.language}"
+        limit = "gen" if self.max_new_tokens is None else str(self.max_new_tokens)
+        return f"{search}-t0-max{limit}-{self.language}"
 
-    def grader_id(self, model_label: str) -> str:
+    def grader_id(self, model_label: str, runtime: str | None = None) -> str:
+        """`backend[==runtime]/model/precision/window/decoding/normalizer`. The runtime is the
+        library version where the decoding path depends on it."""
+        backend = self.backend if runtime is None else f"{self.backend}=={runtime}"
         return "/".join(
-            (self.backend, model_label, str(self.precision), self.window, self.decoding,
+            (backend, model_label, str(self.precision), str(self.window), self.decoding,
              NORMALIZER_VERSION)
         )  # fmt: skip
 
@@ -121,20 +154,23 @@ class LoadedGrader:
 
     @property
     def grader_id(self) -> str:
-        return self.spec.grader_id(self.model_label)
+        return self.spec.grader_id(self.model_label, self.backend.runtime)
 
     def description(self) -> dict[str, Any]:
         described = asdict(self.spec)
         described.update(
             model_label=self.model_label,
+            runtime=self.backend.runtime,
             normalizer=NORMALIZER_VERSION,
             decoding=self.spec.decoding,
-            comparable_with_reference_harness=self.spec.window == "truncate30",
+            harness_versions_matched=harnesses_of(str(self.spec.window)),
         )
         return described
 
 
 class Transcriber(Protocol):
+    runtime: str | None  # library version recorded in the grader id, where decoding depends on it
+
     def features(self, audio: np.ndarray) -> np.ndarray:
         """The log-mel input the model hears for one 16 kHz clip (n_mels × frames)."""
 
@@ -142,7 +178,7 @@ class Transcriber(Protocol):
         """One transcript per 16 kHz clip; clips of one call are decoded as one batch."""
 
 
-def window(audio: np.ndarray, policy: str) -> np.ndarray:
+def window(audio: np.ndarray, policy: str | None) -> np.ndarray:
     """The part of the clip a grader hears under its window policy."""
     return audio[:WINDOW_SAMPLES] if policy == "truncate30" else audio
 

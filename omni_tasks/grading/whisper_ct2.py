@@ -39,6 +39,8 @@ def _model_dir(model: str) -> tuple[str, str]:
 
 
 class FasterWhisperBackend:
+    runtime: str | None = None
+
     def __init__(self, spec: GraderSpec) -> None:
         self.spec = spec
         source, self.model_label = _model_dir(str(spec.model))
@@ -73,7 +75,7 @@ class FasterWhisperBackend:
             ctranslate2.StorageView.from_array(batch),
             [self._prompt] * len(clips),
             beam_size=self.spec.beam_size,
-            max_length=self.spec.max_new_tokens + len(self._prompt),
+            max_length=int(self.spec.max_new_tokens or 224) + len(self._prompt),
         )
         eot = self._tokenizer.eot
         return [

@@ -17,6 +17,8 @@ from omni_tasks.grading.asr import GraderSpec, weights_label, window
 
 
 class OpenAIWhisperBackend:
+    runtime: str | None = None
+
     def __init__(self, spec: GraderSpec) -> None:
         self.spec = spec
         path = Path(str(spec.model))

@@ -19,9 +19,8 @@ DASHBOARD_DIR = REPO_ROOT / "dashboards"
 DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "omni-results"}
 TREND_UID = "omni-seed-tts-trend"
 LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
-FILTERS = (
-    "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant) AND tau = $tau"
-)
+KEY_FILTERS = "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant)"
+FILTERS = KEY_FILTERS + " AND tau = $tau"
 
 
 def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> dict[str, Any]:
@@ -66,8 +65,13 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
         _panel(2, "Capped mean WER (and the legacy uncapped mean)", "timeseries", (12, 0, 12, 9), [
             _target(f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {trend} ORDER BY 1", "A"),
             _target(f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {trend} ORDER BY 1", "B"),
+            _target("SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
+                    "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
+                    "FROM omni.v_official_trend WHERE $__timeFilter(time) AND " + KEY_FILTERS + " ORDER BY 1", "C"),
         ], "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
-           f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}).",
+           f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
+           "the harness's own mean (failures left out), also for summary-only imports, which "
+           "have no per-clip rows and so no other figure here.",
            fieldConfig={"defaults": {"min": 0, "thresholds": _line(LEGACY_GATE, "orange"),
                                      "custom": {"thresholdsStyle": {"mode": "line"}}}, "overrides": []}),
         _panel(3, "Failure modes of broken clips", "timeseries", (0, 9, 12, 8), [

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, ArtifactError, parse_artifact
+from omni_tasks.importers.vllm_omni import ArtifactError, artifact_grader, parse_artifact
 from omni_tasks.store.runs import derive_run_key, save_run
 
 ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
@@ -43,6 +43,7 @@ class BuildkiteSource:
     since: dt.date | None = None
     max_retries: int = 5
     backoff_s: float = 1.0
+    harness_version: str | None = None  # the vllm-omni version the builds ran, when known
 
 
 @dataclass
@@ -151,6 +152,10 @@ def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
 
 
 def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> ImportReport:
+    try:
+        artifact_grader(src.harness_version)  # an unknown version stops before any download
+    except ArtifactError as exc:
+        raise BuildkiteError(str(exc)) from None
     report = ImportReport()
     client = BuildkiteClient(src)
     try:
@@ -183,7 +188,10 @@ def _import_one(
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
         path.write_bytes(data)
         try:
-            parsed = parse_artifact(path, branch=build["branch"], commit=build.get("commit"))
+            parsed = parse_artifact(
+                path, branch=build["branch"], commit=build.get("commit"),
+                harness_version=src.harness_version,
+            )  # fmt: skip
         except ArtifactError as exc:
             report.errors.append(f"build {build['number']}: {exc}")
             return
@@ -192,7 +200,7 @@ def _import_one(
         "artifact_id": art["id"], "web_url": build.get("web_url"), "state": build.get("state"),
     }}  # fmt: skip
     spec = dataclasses.replace(parsed.spec, source=source)
-    grading = (ARTIFACT_GRADER, parsed.grades) if parsed.clips else None
+    grading = (parsed.grader, parsed.grades) if parsed.clips else None
     # Two builds of one commit on one night are two runs: the build number keeps keys apart.
     key = f"{derive_run_key(spec)}:build{build['number']}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)

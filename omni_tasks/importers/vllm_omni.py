@@ -25,6 +25,7 @@ from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
+from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.names import InvalidName, check_name, check_text, path_component, under
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
 
@@ -38,10 +39,6 @@ ARTIFACT_GRADER = Grader(
     },
 )
 
-# The reference harness's window policy by version (REFERENCE.md §2): one padded 30 s window up to
-# 0.28.0; from 0.30.0 clips over 30 s are transcribed whole (with timestamps).
-HARNESS_WINDOW = {"0.26.0": "truncate30", "0.28.0": "truncate30", "0.30.0": "whole-timestamps"}
-
 
 def artifact_grader(harness_version: str | None) -> Grader:
     """The grader an artifact's WERs come from. Its id names the window policy when the harness
@@ -49,11 +46,10 @@ def artifact_grader(harness_version: str | None) -> Grader:
     the same (unknown) policy, with a warning from the comparison."""
     if harness_version is None:
         return ARTIFACT_GRADER
-    if harness_version not in HARNESS_WINDOW:
-        raise ArtifactError(
-            f"unknown harness version {harness_version!r}; known: {', '.join(HARNESS_WINDOW)}"
-        )
-    window = HARNESS_WINDOW[harness_version]
+    try:
+        window = harness_window(harness_version)
+    except UnknownHarness as exc:
+        raise ArtifactError(str(exc)) from None
     return Grader(
         grader_id=f"{ARTIFACT_GRADER.grader_id}/{window}",
         description={

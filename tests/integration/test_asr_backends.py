@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import transformers
 
 from omni_tasks.audio import WHISPER_RATE
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
@@ -59,7 +60,7 @@ def test_faster_whisper_window_policies(tiny_en: LoadedGrader, speech) -> None:
 
 def test_tiny_en_grader_id_pins_the_offline_model(tiny_en: LoadedGrader) -> None:
     assert tiny_en.grader_id.startswith("faster-whisper/tiny.en@")
-    assert tiny_en.description()["comparable_with_reference_harness"] is True
+    assert tiny_en.description()["harness_versions_matched"] == ["0.26.0", "0.28.0"]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +81,23 @@ def test_transformers_backend_plumbing(hf_dirs: tuple[Path, Path], speech) -> No
     assert len(texts) == 3 and all(isinstance(t, str) for t in texts)
     # Batching changes no input: every clip is one padded 30 s window.
     assert [grader.backend.transcribe([c])[0] for c in speech[:3]] == texts
-    assert grader.grader_id.startswith("transformers/whisper-a@")
+    assert grader.grader_id.startswith(f"transformers=={transformers.__version__}/whisper-a@")
     assert "/fp32/truncate30/greedy-t0-max8-en/" in grader.grader_id
+
+
+def test_transformers_whole_timestamps_hears_long_clips_whole(hf_dirs, speech) -> None:
+    """Harness 0.30's policy: long clips whole (features past 30 s), batched with each other
+    only; batched transcripts equal one-at-a-time ones."""
+    grader = load_grader(
+        GraderSpec(backend="transformers", model=str(hf_dirs[0]), harness_version="0.30.0",
+                   max_new_tokens=16)
+    )  # fmt: skip
+    assert grader.backend.features(FORTY_SECONDS).shape == (80, 4000)
+    assert grader.backend.features(speech[0]).shape == (80, 3000)
+    clips = [speech[0], FORTY_SECONDS, speech[1], np.zeros(0, np.float32), FORTY_SECONDS[:-8000]]
+    batched = grader.backend.transcribe(clips)
+    assert batched == [grader.backend.transcribe([c])[0] for c in clips]
+    assert batched[3] == ""
 
 
 def test_transformers_ids_follow_weights_and_precision(hf_dirs: tuple[Path, Path]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -138,3 +139,45 @@ def test_reader_role_can_only_select(db: psycopg.Connection, tmp_path: Path) -> 
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction():
         db.execute("SET LOCAL ROLE omni_reader")
         db.execute("DELETE FROM omni.run")
+
+
+def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """Today's nightly artifacts have no per-clip rows: their official mean still makes a
+    trend (marked summary-only), the report lists it, the dashboard's official series has it."""
+    from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
+    from omni_tasks.report_html import nightly_report
+
+    for day, mean, items in (("20261101", 0.021, False), ("20261102", 0.034, True)):
+        doc = small_artifact(3, date=f"{day}-021500")
+        doc["seed_tts_content_error_mean"] = mean
+        if not items:
+            del doc["seed_tts_wer_eval_items"]
+        else:  # one clip misheard: the recomputed mean is 1/3 of that clip's WER
+            doc["seed_tts_wer_eval_items"][0].update(wer=0.1, asr_raw="sentence numbr 0")
+            doc["seed_tts_content_error_mean"] = 0.1 / 3
+        path = write_json(tmp_path / f"{day}.json", doc)
+        assert invoke("import", "vllm-omni", str(path), "--branch", "main").exit_code == 0
+    r = invoke("trend", "--branch", "main", "--metric", "official_mean", "--json")
+    series = json.loads(r.stdout)["series"]
+    assert [(s["nightly"], s["summary_only"]) for s in series] == [
+        ("2026-11-01", True),
+        ("2026-11-02", False),
+    ]
+    assert series[0]["official_mean"] == pytest.approx(0.021)
+    text = invoke("trend", "--branch", "main", "--metric", "official_mean")
+    assert "1 summary-only, marked *" in text.output and "0.0210 *" in text.output
+
+    html = nightly_report(db, "seed_tts_en", dt.date(2026, 11, 1), 0.5)
+    assert "summary-only: no per-clip rows, not gated" in html
+    query = panel_queries(trend_dashboard())["Capped mean WER (and the legacy uncapped mean)/C"]
+    variables = {"benchmark": "seed_tts_en", "branch": ["main"], "variant": ["default"],
+                 "tau": "0.5"}  # fmt: skip
+    rows = db.execute(
+        expand(query, variables, "2026-10-01T00:00:00Z", "2026-12-01T00:00:00Z")
+    ).fetchall()
+    assert [r["metric"] for r in rows] == [
+        "main / default official (summary-only)",
+        "main / default official",
+    ]

@@ -6,6 +6,7 @@ import pytest
 
 from omni_tasks.grading.asr import GraderConfigError, GraderSpec, window
 from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.grading.windows import window_of
 
 
 def _id(**kw: object) -> str:
@@ -40,11 +41,44 @@ def test_speed_only_choices_keep_the_id() -> None:
 
 
 def test_id_names_backend_model_precision_window_decoding_normalizer() -> None:
-    grader_id = _id(backend="transformers", precision="bf16")
+    grader_id = _id(backend="faster-whisper", precision="float32")
     assert (
         grader_id
-        == f"transformers/m@00000000/bf16/truncate30/greedy-t0-max224-en/{NORMALIZER_VERSION}"
+        == f"faster-whisper/m@00000000/float32/truncate30/greedy-t0-max224-en/{NORMALIZER_VERSION}"
     )
+
+
+def test_the_transformers_id_records_the_library_version_and_no_token_limit() -> None:
+    """The harness passes no limit (large-v3's generation config stops at 448 tokens), and its
+    decoding path depends on the transformers version (forced_decoder_ids or the fallback)."""
+    spec = GraderSpec(backend="transformers", precision="bf16").resolved()
+    assert spec.max_new_tokens is None
+    assert spec.grader_id("m@00000000", "5.24.0") == (
+        f"transformers==5.24.0/m@00000000/bf16/truncate30/greedy-t0-maxgen-en/{NORMALIZER_VERSION}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "policy"),
+    [("0.26.0", "truncate30"), ("0.28.0", "truncate30"), ("0.30.0", "whole-timestamps")],
+)
+def test_the_harness_version_picks_the_transformers_window(version: str, policy: str) -> None:
+    spec = GraderSpec(backend="transformers", harness_version=version).resolved()
+    assert spec.window == policy
+    assert f"/{policy}/" in spec.grader_id("m@00000000")
+
+
+def test_a_window_that_contradicts_the_harness_version_is_refused() -> None:
+    with pytest.raises(GraderConfigError, match=r"harness 0\.30\.0 grades with window"):
+        GraderSpec(backend="transformers", harness_version="0.30.0", window="truncate30").resolved()
+    with pytest.raises(GraderConfigError, match=r"known: 0\.26\.0, 0\.28\.0, 0\.30\.0"):
+        GraderSpec(backend="transformers", harness_version="0.29.0").resolved()
+
+
+def test_window_of_reads_the_policy_from_any_grader_id() -> None:
+    assert window_of(_id(backend="transformers", harness_version="0.30.0")) == "whole-timestamps"
+    assert window_of("artifact:vllm-omni-seed-tts/truncate30") == "truncate30"
+    assert window_of("artifact:vllm-omni-seed-tts") is None
 
 
 @pytest.mark.parametrize(
@@ -52,7 +86,8 @@ def test_id_names_backend_model_precision_window_decoding_normalizer() -> None:
     [
         ({"backend": "whisper.cpp"}, "unknown ASR backend"),
         ({"window": "30s"}, "unknown window policy"),
-        ({"backend": "transformers", "window": "longform"}, "truncate30"),
+        ({"backend": "transformers", "window": "longform"}, "not available for transformers"),
+        ({"window": "whole-timestamps"}, "not available for faster-whisper"),
         ({"precision": "bf16"}, "not available for faster-whisper"),
         ({"beam_size": 0}, "positive"),
     ],

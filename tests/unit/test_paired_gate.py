@@ -139,6 +139,24 @@ def test_fingerprints_decide_comparability() -> None:
     assert not ok
 
 
+def test_window_policies_that_differ_are_named_and_unknown_ones_warn() -> None:
+    base = {"benchmark": "b", "dataset_fingerprint": "d", "prompt_fingerprint": "p",
+            "execution_fingerprint": "e"}  # fmt: skip
+    old = {**base, "grader_id": "artifact:vllm-omni-seed-tts/truncate30"}
+    new = {**base, "grader_id": "artifact:vllm-omni-seed-tts/whole-timestamps"}
+    ok, reasons, _ = comparability(old, new)
+    assert not ok and reasons == [
+        "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs whole-timestamps "
+        "(harness 0.30.0); re-grade one run under the other's policy "
+        "(grade --window/--harness-version) or force the comparison"
+    ]
+    bare = {**base, "grader_id": "artifact:vllm-omni-seed-tts"}
+    ok, _, warnings = comparability(bare, dict(bare))
+    assert ok and any("window policy unknown" in w for w in warnings)
+    ok, reasons, _ = comparability(bare, old)  # unknown pairs only with unknown
+    assert not ok and "grader_id differs" in reasons[0]
+
+
 def draw_run(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.random(probs.size) < probs
 
