@@ -1,7 +1,9 @@
 """seed-TTS nightly: benchmark every branch on GPU workers, gate, refresh dashboards, alert.
 
 record_heads → run_branch (mapped: branch × seed, `gpu` queue and pool) → summarize → decide
-(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) → dispatch_alerts.
+(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) → dispatch_alerts,
+which runs whatever failed; `watcher` then fails the DAG run when any task failed (otherwise
+the always-run leaf would mark a failed night successful).
 Every task is idempotent, so retries and re-runs converge. Backfill:
 `airflow backfill create --dag-id seed_tts_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
 """
@@ -51,8 +53,18 @@ def seed_tts_nightly() -> None:
     def dispatch_alerts() -> str:
         return s.dispatch_alerts(get_current_context())
 
-    night = decide(summarize(run_branch.expand(plan=record_heads())))
-    refresh(night) >> dispatch_alerts()
+    @task(trigger_rule="one_failed", retries=0)
+    def watcher() -> None:
+        s.fail_the_run()
+
+    heads = record_heads()
+    runs = run_branch.expand(plan=heads)
+    stats = summarize(runs)
+    night = decide(stats)
+    done = refresh(night)
+    alerts = dispatch_alerts()
+    done >> alerts
+    [heads, runs, stats, night, done, alerts] >> watcher()
 
 
 seed_tts_nightly()

@@ -29,34 +29,31 @@ GPU_SLOTS_PER_SERVER = 2  # thinker on one GPU; talker, code2wav and Whisper on 
 
 
 def nightly_params() -> dict[str, Any]:
-    """The trigger form of seed_tts_nightly (Param objects built from NightlyParams' defaults)."""
+    """The trigger form of seed_tts_nightly. Every field is empty by default: the deployment
+    config (omni_tasks.deployment) supplies the run; a non-empty field overrides it once."""
     from airflow.sdk import Param
 
-    from omni_tasks.nightly import NightlyParams
+    def field(kind: str, description: str, **kw: Any) -> Any:
+        return Param(None, type=["null", kind], description=description, **kw)
 
-    d = NightlyParams()
     return {
-        "branches": Param(d.branches, type="array", description="Branches to benchmark"),
-        "baseline": Param(d.baseline, type="string", description="The gate's baseline branch"),
-        "commits": Param(d.commits, type="object", description="branch → explicit commit"),
-        "targets": Param(d.targets, type="object",
-                         description="branch → http(s)://… (serving) or simulator:PROFILE"),
-        "transcript_mode": Param(d.transcript_mode, type="boolean",
-                                 description="Simulator only: no audio (fast)"),
-        "repo": Param(d.repo, type=["null", "string"], description="git repo for branch heads"),
-        "variant": Param(d.variant, type="string", description="Variant name"),
-        "overrides": Param(d.overrides, type="object",
-                           description="Deploy overrides, e.g. stage-0 enforce_eager"),
-        "prompt_template": Param(d.prompt_template, type="string",
-                                 enum=["seed-tts-default", "read-aloud"]),
-        "seeds": Param(d.seeds, type="array", description="Several seeds form a run group"),
-        "limit": Param(d.limit, type=["null", "integer"], description="Only the first N clips"),
-        "dataset": Param(d.dataset, type="string", description="demo or a locale directory"),
-        "grader": Param(d.grader, type="object", description="GraderSpec fields (backend, …)"),
-        "environment": Param(d.environment, type="object",
-                             description="vllm-serve: {strategy: venv|existing, repo, python}"),
-        "server": Param(d.server, type="object",
-                        description="vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
+        "branches": field("array", "Branches to benchmark"),
+        "baseline": field("string", "The gate's baseline branch"),
+        "commits": field("object", "branch → explicit commit"),
+        "targets": field("object", "branch → vllm-serve, http(s)://…, {url, deploy_config} or "
+                         "simulator:PROFILE"),
+        "transcript_mode": field("boolean", "Simulator only: no audio (fast)"),
+        "repo": field("string", "git repo for branch heads"),
+        "variant": field("string", "Variant name"),
+        "overrides": field("object", "Deploy overrides, e.g. stage-0 enforce_eager"),
+        "prompt_template": field("string", "seed-tts-default or read-aloud",
+                                 enum=[None, "seed-tts-default", "read-aloud"]),
+        "seeds": field("array", "Several seeds form a run group"),
+        "limit": field("integer", "Only the first N clips"),
+        "dataset": field("string", "demo or a locale directory"),
+        "grader": field("object", "GraderSpec fields (backend, harness_version, …)"),
+        "environment": field("object", "vllm-serve: {strategy: venv|existing, repo, python}"),
+        "server": field("object", "vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
     }  # fmt: skip
 
 
@@ -86,9 +83,22 @@ def results_db() -> Iterator[psycopg.Connection[Any]]:
 
 
 def _params(context: dict[str, Any]) -> Any:
-    from omni_tasks.nightly import NightlyParams
+    """The run's parameters (deployment config + trigger form). A config error fails the task
+    at once, without retries, naming the field."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
 
-    return NightlyParams(**dict(context["params"]))
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve
+
+    run_type = str(getattr(context["dag_run"], "run_type", "")).lower()
+    try:
+        return resolve(
+            dict(context["params"]),
+            Variable.get(VARIABLE, default=None),
+            scheduled=run_type.endswith(("scheduled", "backfill")),
+        )
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config: {exc}") from None
 
 
 def _nightly(context: dict[str, Any]) -> dt.date:
@@ -98,6 +108,27 @@ def _nightly(context: dict[str, Any]) -> dt.date:
 
 def _is_backfill(context: dict[str, Any]) -> bool:
     return str(getattr(context["dag_run"], "run_type", "")).lower().endswith("backfill")
+
+
+@contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Stop the task after `seconds` (the deployment config's GPU timeout, read at run time, so
+    it cannot be an operator argument). A launched server is stopped by its own context
+    manager as the timeout unwinds; finished clips stay stored."""
+    import signal
+
+    from airflow.sdk.exceptions import AirflowTaskTimeout
+
+    def expire(signum: int, frame: Any) -> None:
+        raise AirflowTaskTimeout(f"{what}: over the GPU task timeout of {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,9 +146,11 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     context["branch_label"] = f"{plan['branch']} seed {plan['seed']}"
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if _is_backfill(context) else ("nightly" if scheduled else "manual")
-    with results_db() as conn:
+    params = _params(context)
+    timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
+    with timeout, results_db() as conn:
         return nightly.run_branch(
-            conn, _params(context), plan, trigger=trigger,
+            conn, params, plan, trigger=trigger,
             airflow_ids=(context["dag"].dag_id, context["run_id"]),
         )  # fmt: skip
 
@@ -172,6 +205,13 @@ def dispatch_alerts(context: dict[str, Any]) -> str:
         summary = nightly.dispatch_alerts(conn, token, channel)
     log.info("alerts: %s", summary)
     return summary
+
+
+def fail_the_run() -> None:
+    """The nightly's watcher: runs only when a task failed, and fails the DAG run with it."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    raise AirflowFailException("a task of this nightly failed (its log says why); alerts sent")
 
 
 def on_task_failure(context: dict[str, Any]) -> None:

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from omni_tasks.config import REPO_ROOT, get_settings
+from omni_tasks.deployment import ENV
 
 BASELINE, CANDIDATE = "main", "rebase"
 PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
@@ -43,6 +46,21 @@ def airflow_env(home: Path, dsn: str) -> dict[str, str]:
     return env
 
 
+def write_config(path: Path, transcript_mode: bool) -> Path:
+    """The demo's deployment config: what a production config names, on the simulator."""
+    config = {
+        "version": 1,
+        "branches": [BASELINE, CANDIDATE],
+        "baseline": BASELINE,
+        "targets": PROFILES,
+        "transcript_mode": transcript_mode,
+        "dataset": "demo",
+        "grader": {"backend": "faster-whisper"},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def _airflow() -> str:
     return str(Path(sys.executable).with_name("airflow"))
 
@@ -60,12 +78,12 @@ def run_nights(
     if not (home / "airflow" / "airflow.db").is_file():
         on_line("preparing Airflow's metadata DB (SQLite, once)")
         subprocess.run([_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
+    env[ENV] = str(write_config(home / "demo" / "nightly.yaml", transcript_mode))
     out = []
     for i in range(nights):
         night = last_night - dt.timedelta(days=nights - 1 - i)
         seed = 42 + (night - dt.date(2026, 1, 1)).days  # a new seed every night
-        conf = {"targets": PROFILES, "seeds": [seed], "transcript_mode": transcript_mode,
-                "branches": [BASELINE, CANDIDATE], "baseline": BASELINE}  # fmt: skip
+        conf = {"seeds": [seed]}  # the trigger form overrides the config's seed for one run
         log = home / "demo" / f"airflow_{night}.log"
         on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
         with log.open("w") as fh:

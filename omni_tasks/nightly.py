@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
@@ -28,15 +28,34 @@ from omni_tasks.names import check_branch, check_name, path_component, require_t
 from omni_tasks.store.queries import sql
 
 
-class NightlyParams(BaseModel):
-    """What a nightly (or a manual run of it) benchmarks; the DAG's trigger form."""
+class UrlTarget(BaseModel):
+    """A serving vLLM-Omni by URL, with the deploy yaml it runs (its stage defaults let the run
+    seed reach every stage; without it no per-stage seed is sent)."""
 
+    model_config = ConfigDict(extra="forbid")
+    url: str
+    deploy_config: str | None = None
+
+
+class AutoBisect(BaseModel):
+    """Bisect a confirmed regression's commit range automatically, within a GPU budget."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = False
+    max_runs: int = Field(default=12, ge=2, description="Benchmark runs one bisection may use")
+
+
+class NightlyParams(BaseModel):
+    """What a nightly (or a manual run of it) benchmarks: the deployment config's fields, which
+    the trigger form may override (omni_tasks.deployment)."""
+
+    model_config = ConfigDict(extra="forbid")
     branches: list[str] = Field(default_factory=lambda: ["main", "rebase"])
     baseline: str = "main"
     commits: dict[str, str] = Field(default_factory=dict, description="branch → explicit commit")
-    targets: dict[str, str] = Field(
-        default_factory=lambda: {"main": "simulator:main", "rebase": "simulator:rebase"},
-        description="branch → http(s)://… or simulator:PROFILE",
+    targets: dict[str, str | UrlTarget] = Field(
+        default_factory=dict,
+        description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
     )
     transcript_mode: bool = False
     repo: str | None = Field(default=None, description="git repo to read branch heads from")
@@ -57,6 +76,18 @@ class NightlyParams(BaseModel):
         default_factory=dict,
         description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
     )
+    gpu_task_timeout_s: float = Field(
+        default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
+    )
+    auto_bisect: AutoBisect = Field(default_factory=AutoBisect)
+
+    def target_url(self, branch: str) -> str:
+        target = self.targets[branch]
+        return target.url if isinstance(target, UrlTarget) else target
+
+    def target_deploy_config(self, branch: str) -> str | None:
+        target = self.targets.get(branch)
+        return target.deploy_config if isinstance(target, UrlTarget) else None
 
     @property
     def bench(self) -> str:
@@ -75,6 +106,8 @@ class NightlyParams(BaseModel):
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
         paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
+        for branch in self.targets:
+            paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
         for key in ("repo", "root"):
             paths[f"environment.{key}"] = self.environment.get(key)
         for i, req in enumerate(self.environment.get("requirements") or ()):
@@ -183,10 +216,12 @@ def run_branch(
     """Synthesize, grade and store one branch × seed of the night; returns its run key."""
     from omni_tasks.benchmark import BenchRequest, run_benchmark
     from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.synthesis.stages import StageDefaults
 
-    target = params.targets.get(plan["branch"])
-    if target is None:
+    if plan["branch"] not in params.targets:
         raise ValueError(f"no target for branch {plan['branch']!r} (params.targets)")
+    target = params.target_url(plan["branch"])
+    deploy = params.target_deploy_config(plan["branch"])
     nightly = dt.date.fromisoformat(plan["nightly"])
     recorded = conn.execute(
         "SELECT commit_sha FROM omni.branch_head WHERE benchmark = %s AND branch = %s "
@@ -205,6 +240,7 @@ def run_branch(
         observed_head=None if recorded is None else recorded["commit_sha"], lineage=lineage,
         airflow_dag_id=airflow_ids[0], airflow_run_id=airflow_ids[1],
         harness_version=params.grader.get("harness_version"),
+        stage_defaults=StageDefaults.load(Path(deploy)) if deploy else None,
     )  # fmt: skip
     grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
     if target == "vllm-serve":

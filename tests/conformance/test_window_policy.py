@@ -34,8 +34,10 @@ def clips() -> list[np.ndarray]:
 
 
 def _upstream_transcribe(upstream: Upstream, model_dir: Path):  # type: ignore[no-untyped-def]
-    """Upstream's function, its module globals holding our model as `_ensure_en_asr` would."""
-    fn = upstream.load(EVAL, ["_transcribe_en_f32_16k"])["_transcribe_en_f32_16k"]
+    """Upstream's function, its module globals holding our model as `_ensure_en_asr` would.
+    Loaded into a namespace of its own: check (d) scripts this function in the shared one."""
+    fresh = Upstream(upstream.version, upstream.standins)
+    fn = fresh.load(EVAL, ["_transcribe_en_f32_16k"])["_transcribe_en_f32_16k"]
     space = fn.__globals__
     space["_en_processor"] = WhisperProcessor.from_pretrained(str(model_dir))
     space["_en_model"] = WhisperForConditionalGeneration.from_pretrained(str(model_dir)).eval()

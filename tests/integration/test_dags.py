@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
+import yaml
 
 from omni_tasks.audio import write_audio
 from tests.airflow_env import airflow_env, dags_test, migrate
+from tests.fakes.vllm_env import fake_vllm_env
 
 TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog"}
 
@@ -42,10 +45,13 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
         for t in dag.tasks:
-            assert t.owner == "omni-tasks" and t.retries >= 1, (dag.dag_id, t.task_id)
+            assert t.owner == "omni-tasks", (dag.dag_id, t.task_id)
+            assert t.retries >= 1 or t.task_id == "watcher", (dag.dag_id, t.task_id)
     nightly = bag.dags["seed_tts_nightly"]
     assert [t.task_id for t in nightly.topological_sort()] == [
-        "record_heads", "run_branch", "summarize", "decide", "refresh", "dispatch_alerts"]  # fmt: skip
+        "record_heads", "run_branch", "summarize", "decide", "refresh", "dispatch_alerts",
+        "watcher"]  # fmt: skip
+    assert nightly.get_task("watcher").trigger_rule == "one_failed"
     run = nightly.get_task("run_branch")
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
@@ -119,3 +125,48 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
     n_runs = db.execute("SELECT count(*) AS n FROM omni.run WHERE trigger = 'bisect'").fetchone()
     # Endpoints on every clip, both measured afresh on the discriminating clips, one run a step.
     assert n_runs["n"] <= math.ceil(math.log2(len(history))) + 4
+
+
+def _with_config(af: dict[str, str], tmp_path: Path, config: dict, **env: str) -> dict[str, str]:
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, **config}))
+    return {**af, "OMNI_NIGHTLY_CONFIG": str(path), **env}
+
+
+def test_a_production_shaped_config_runs_the_nightly(af, db, tmp_path: Path) -> None:
+    """Both branches served by `vllm serve` from an environment (the fake one: its `vllm`
+    serves the simulator), 2 GPUs per server, read from the deployment config alone."""
+    fake = fake_vllm_env(tmp_path)
+    config = {
+        "branches": ["main", "rebase"], "baseline": "main",
+        "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
+        "environment": {"strategy": "existing", "python": sys.executable},
+        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2,
+                   "startup_timeout_s": 120, "env": {"PYTHONPATH": fake["PYTHONPATH"]}},
+        "transcript_mode": True, "limit": 10, "gpu_task_timeout_s": 600,
+        "grader": {"backend": "transformers", "harness_version": "0.30.0"},
+    }  # fmt: skip
+    env = _with_config(af, tmp_path, config, PATH=fake["PATH"], OMNI_GPUS="0,1",
+                       OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix]))  # fmt: skip
+    out = dags_test(env, "seed_tts_nightly", "2026-11-23", "{}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    runs = db.execute("SELECT branch, status, n_expected, stack, config FROM omni.run "
+                      "ORDER BY branch").fetchall()  # fmt: skip
+    assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
+        ("main", "complete", 10), ("rebase", "complete", 10)]  # fmt: skip
+    assert {r["stack"]["vllm"] for r in runs} == {"0.11.0"}
+    assert {r["config"]["harness_version"] for r in runs} == {"0.30.0"}
+    assert db.execute("SELECT count(*) AS n FROM omni.gate_decision").fetchone()["n"] == 1
+
+
+def test_a_config_typo_fails_at_once_naming_the_field(af, db, tmp_path: Path) -> None:
+    """No retries with backoff: the first task fails for good, the log says what to fix."""
+    config = {"branches": ["main", "rebse"],
+              "targets": {"main": "simulator:main", "rebase": "simulator:rebase"}}  # fmt: skip
+    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-24", "{}")
+    log = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "targets: branch 'rebse' has no target (targets: main, rebase)" in log
+    assert "AirflowFailException" in log and "up_for_retry" not in log.lower()
+    assert "DagRun Finished" in log and "state=failed" in log
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0

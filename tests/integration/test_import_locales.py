@@ -85,4 +85,7 @@ def test_the_harness_version_names_the_window_policy(db, tmp_path: Path) -> None
     cmp = json.loads(
         runner.invoke(app, ["compare", "--baseline", a, "--candidate", b, "--json"]).stdout
     )
-    assert cmp["verdict"] == "INFRA" and "grader_id differs" in " ".join(cmp["reasons"])
+    assert cmp["verdict"] == "INFRA"
+    assert "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs whole-timestamps" in (
+        " ".join(cmp["reasons"])
+    )

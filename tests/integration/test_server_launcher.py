@@ -16,32 +16,7 @@ from omni_tasks.dataset import load_dataset
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.server import ServerSpec, ServerStartError, launched, provenance
-
-FAKE_VLLM = """#!{python}
-# A stand-in for `vllm serve MODEL --port P ...`: serves the simulator (transcript mode).
-import sys
-args = sys.argv[1:]
-assert args[0] == "serve" and "--omni" in args, args
-print("fake vllm", " ".join(args), flush=True)
-if "{mode}" == "crash":
-    sys.exit("CUDA out of memory (pretend)")
-from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
-serve_forever(SimulatorConfig("clean", transcript_mode=True), int(args[args.index("--port") + 1]))
-"""
-
-
-def _fake_env(tmp_path: Path, mode: str = "serve") -> dict[str, str]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "vllm"
-    exe.write_text(FAKE_VLLM.format(python=sys.executable, mode=mode))
-    exe.chmod(0o755)
-    site = tmp_path / "site"  # distributions the serving environment reports
-    for name, version in (("vllm", "0.11.0"), ("vllm_omni", "0.11.0rc1")):
-        info = site / f"{name}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(site)}
+from tests.fakes.vllm_env import fake_vllm_env as _fake_env
 
 
 def _git_history(tmp_path: Path) -> tuple[Path, list[str]]:

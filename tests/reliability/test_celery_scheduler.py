@@ -12,15 +12,25 @@ import httpx
 from tests.airflow_cluster import REPO, airflow_cluster
 from tests.conftest import ADMIN_DSN
 
-CONF = {"transcript_mode": True, "limit": 20}
+CONF = {"limit": 20}  # the trigger form overrides the deployment config for a run
+CONFIG = """version: 1
+branches: [main, rebase]
+baseline: main
+targets: {main: "simulator:main", rebase: "simulator:rebase"}
+transcript_mode: true
+limit: 50
+"""
 
 
 def test_nightly_through_rest_api_and_a_backfill_with_celery(
     db, results_dsn, tmp_path: Path
 ) -> None:
     # No cron runs: only what the test triggers (an unpaused nightly would otherwise start its
-    # latest scheduled interval with the default, audio-producing params).
+    # latest scheduled interval). The runs read the deployment config (OMNI_NIGHTLY_CONFIG).
+    config = tmp_path / "nightly.yaml"
+    config.write_text(CONFIG)
     extra = {
+        "OMNI_NIGHTLY_CONFIG": str(config),
         "OMNI_DATABASE_URL": results_dsn,
         "OMNI_HOME": str(tmp_path / "omni-home"),
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",

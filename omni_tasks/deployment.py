@@ -1,0 +1,153 @@
+"""The nightly's deployment config: what a scheduled run benchmarks, where, and how long it may
+take. A versioned YAML, named by the Airflow Variable `omni_nightly_config` (the YAML itself or
+a path) or by `OMNI_NIGHTLY_CONFIG` (a path). Its keys are the trigger form's fields plus
+`version`; a manual run's non-empty form fields override it for that run.
+
+Validated when a DAG run starts: every error names its field, and the DAG turns it into a
+failure that is not retried (a typo must not retry for many minutes). A scheduled run without
+a config fails: it would otherwise benchmark nothing real.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from omni_tasks.nightly import NightlyParams
+
+VARIABLE = "omni_nightly_config"
+ENV = "OMNI_NIGHTLY_CONFIG"
+VERSION = 1
+BENCHMARKS = ("seed_tts_en", "seed_tts_zh")
+STRATEGIES = ("existing", "venv")
+
+
+class ConfigError(ValueError):
+    """A deployment config (or trigger form) that cannot run; the message names the field."""
+
+
+def source(variable: str | None) -> tuple[str, str] | None:
+    """(where, YAML text) of the configured deployment, or None when nothing is configured."""
+    if variable and variable.strip():
+        if "\n" in variable or ":" in variable.split("/", 1)[0]:
+            return f"Variable {VARIABLE}", variable
+        return _read(Path(variable), f"Variable {VARIABLE}")
+    path = os.environ.get(ENV)
+    return _read(Path(path), ENV) if path else None
+
+
+def _read(path: Path, named_by: str) -> tuple[str, str]:
+    try:
+        return str(path), path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{named_by} names {path}, which cannot be read: {exc.strerror}"
+        ) from None
+
+
+def parse(where: str, text: str) -> dict[str, Any]:
+    """The config's fields (without `version`), checked for shape only."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
+    version = doc.pop("version", None)
+    if version != VERSION:
+        raise ConfigError(f"{where}: version: expected {VERSION}, got {version!r}")
+    return doc
+
+
+def resolve(
+    form: dict[str, Any], variable: str | None = None, *, scheduled: bool = False
+) -> NightlyParams:
+    """The run's parameters: the deployment config, then the form's non-empty fields."""
+    found = source(variable)
+    given = {k: v for k, v in form.items() if v not in (None, "", [], {})}
+    if found is None and (scheduled or "targets" not in given):
+        raise ConfigError(
+            f"no deployment config: set the Airflow Variable {VARIABLE} (YAML or a path) or "
+            f"{ENV} (a path){'' if scheduled else ', or give targets in the trigger form'}; "
+            "see README 'Deployment config'"
+        )
+    where, config = ("trigger form", {}) if found is None else (found[0], parse(*found))
+    try:
+        params = NightlyParams(**{**config, **given})
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {_first(exc)}") from None
+    except ValueError as exc:  # a check of ours outside pydantic's field errors
+        raise ConfigError(f"{where}: {exc}") from None
+    check_complete(params, where)
+    return params
+
+
+def _first(exc: ValidationError) -> str:
+    """Pydantic's errors as `field: message` (a whole-model check names its field itself)."""
+    out = []
+    for e in exc.errors()[:3]:
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        out.append(f"{'.'.join(str(p) for p in e['loc'])}: {msg}" if e["loc"] else msg)
+    return "; ".join(out)
+
+
+def check_complete(p: NightlyParams, where: str) -> None:
+    """What a run needs before its first request: a target per branch, known names, a dataset
+    that exists, a grader that can be built."""
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec
+    from omni_tasks.synthesis.profiles import profile_names
+
+    def fail(field: str, message: str) -> None:
+        raise ConfigError(f"{where}: {field}: {message}")
+
+    if not p.branches:
+        fail("branches", "no branch to benchmark")
+    for branch in p.branches:
+        if branch not in p.targets:
+            fail("targets", f"branch {branch!r} has no target (targets: {_names(p.targets)})")
+    for branch in p.targets:
+        if branch not in p.branches:
+            fail(f"targets.{branch}", f"not one of the branches ({_names(p.branches)})")
+        url = p.target_url(branch)
+        if url.startswith("simulator:"):
+            profile = url.split(":", 1)[1]
+            if profile not in profile_names():
+                fail(f"targets.{branch}", f"unknown simulator profile {profile!r} "
+                     f"(known: {_names(profile_names())})")  # fmt: skip
+        elif url == "vllm-serve":
+            strategy = p.environment.get("strategy", "existing")
+            if strategy not in STRATEGIES:
+                fail("environment.strategy", f"{strategy!r} is not available (choose one of "
+                     f"{_names(STRATEGIES)})")  # fmt: skip
+            if strategy == "venv" and not p.environment.get("repo"):
+                fail("environment.repo", "the venv strategy needs the repo to install from")
+        elif not url.startswith(("http://", "https://")):
+            fail(f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or "
+                 "vllm-serve")  # fmt: skip
+    if p.baseline not in p.branches:
+        fail("baseline", f"{p.baseline!r} is not one of the branches ({_names(p.branches)})")
+    if p.benchmark is not None and p.benchmark not in BENCHMARKS:
+        fail("benchmark", f"unknown benchmark {p.benchmark!r} (known: {_names(BENCHMARKS)})")
+    if not p.seeds:
+        fail("seeds", "at least one seed")
+    if p.dataset != "demo" and not (Path(p.dataset) / "meta.lst").is_file():
+        fail("dataset", f"{p.dataset} has no meta.lst (a seed-tts-eval locale dir, or demo)")
+    for branch in p.targets:
+        deploy = p.target_deploy_config(branch)
+        if deploy is not None and not Path(deploy).is_file():
+            fail(f"targets.{branch}.deploy_config", f"{deploy} does not exist")
+    if not p.transcript_mode:
+        try:
+            GraderSpec(**p.grader).resolved()
+        except TypeError as exc:
+            fail("grader", str(exc).replace("GraderSpec.__init__() ", ""))
+        except GraderConfigError as exc:
+            fail("grader", str(exc))
+
+
+def _names(values: Any) -> str:
+    return ", ".join(str(v) for v in values) or "none"

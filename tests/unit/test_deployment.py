@@ -1,0 +1,112 @@
+"""The deployment config: a typo is an error naming its field, before anything runs; the
+trigger form overrides the config for one run; a scheduled run without a config fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from omni_tasks.deployment import ENV, ConfigError, resolve
+
+BASE = {
+    "version": 1,
+    "branches": ["main", "rebase"],
+    "baseline": "main",
+    "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+    "transcript_mode": True,
+}
+
+
+def _yaml(**changes: object) -> str:
+    doc = {**BASE, **changes}
+    return yaml.safe_dump({k: v for k, v in doc.items() if v is not None})
+
+
+def test_the_config_is_the_run_and_the_form_overrides_it_once() -> None:
+    params = resolve({"seeds": [7], "limit": None, "branches": []}, _yaml())
+    assert params.seeds == [7] and params.branches == ["main", "rebase"]
+    assert params.target_url("rebase") == "simulator:rebase"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"branchs": ["main"]}, "branchs: Extra inputs are not permitted"),
+        ({"branches": ["main", "rebse"]}, "targets: branch 'rebse' has no target"),
+        (
+            {"targets": {"main": "simulator:main", "rebase": "simulator:rebase", "x": "vllm-serve"}},
+            "targets.x: not one of the branches",
+        ),
+        ({"targets": {"main": "simulator:mian", "rebase": "simulator:rebase"}}, "unknown simulator profile 'mian'"),
+        ({"targets": {"main": "ftp://h", "rebase": "simulator:rebase"}}, "targets.main: 'ftp://h' is not"),
+        ({"benchmark": "seed_tts_fr"}, "benchmark: unknown benchmark 'seed_tts_fr'"),
+        ({"baseline": "trunk"}, "baseline: 'trunk' is not one of the branches"),
+        ({"version": None}, "version: expected 1, got None"),
+        ({"gpu_task_timeout_s": 0}, "gpu_task_timeout_s: Input should be greater than 0"),
+        ({"seeds": []}, "seeds: at least one seed"),
+        ({"dataset": "/nonexistent/en"}, "dataset '/nonexistent/en' is not under a trusted root"),
+        (
+            {"targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
+             "environment": {"strategy": "image"}},
+            "environment.strategy: 'image' is not available",
+        ),
+        (
+            {"transcript_mode": False, "grader": {"backend": "transformers", "harness_version": "0.29.0"}},
+            "grader: unknown harness version '0.29.0'",
+        ),
+        ({"transcript_mode": False, "grader": {"backend": "faster-whisper", "windw": "x"}}, "grader: got an unexpected keyword argument 'windw'"),
+    ],
+)  # fmt: skip
+def test_a_typo_is_an_error_that_names_the_field(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve({}, _yaml(**changes))
+    assert message in str(caught.value)
+
+
+def test_the_form_is_checked_like_the_config() -> None:
+    with pytest.raises(ConfigError, match="branch 'rebse' has no target"):
+        resolve({"branches": ["main", "rebse"]}, _yaml())
+
+
+def test_a_scheduled_run_needs_a_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    with pytest.raises(ConfigError, match="no deployment config: set the Airflow Variable"):
+        resolve({}, None, scheduled=True)
+    with pytest.raises(ConfigError, match="or give targets in the trigger form"):
+        resolve({"seeds": [1]}, None)
+    manual = resolve({"targets": BASE["targets"]}, None)  # a complete form needs no config
+    assert manual.target_url("main") == "simulator:main"
+
+
+def test_the_variable_or_the_env_may_name_a_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "nightly.yaml"
+    path.write_text(_yaml(seeds=[3]))
+    assert resolve({}, str(path)).seeds == [3]
+    monkeypatch.setenv(ENV, str(path))
+    assert resolve({}, None, scheduled=True).seeds == [3]
+    monkeypatch.setenv(ENV, str(tmp_path / "missing.yaml"))
+    with pytest.raises(ConfigError, match=r"OMNI_NIGHTLY_CONFIG names .*missing\.yaml"):
+        resolve({}, None, scheduled=True)
+
+
+def test_a_url_target_carries_its_deploy_config(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    reset_settings()
+    try:
+        targets = {"main": {"url": "http://gpu-1:8091", "deploy_config": str(tmp_path / "d.yaml")},
+                   "rebase": "http://gpu-2:8091"}  # fmt: skip
+        with pytest.raises(ConfigError, match=r"targets\.main\.deploy_config: .*does not exist"):
+            resolve({}, _yaml(targets=targets))
+        (tmp_path / "d.yaml").write_text("stages: []\n")
+        params = resolve({}, _yaml(targets=targets))
+        assert params.target_url("main") == "http://gpu-1:8091"
+        assert params.target_deploy_config("main") == str(tmp_path / "d.yaml")
+        assert params.target_deploy_config("rebase") is None
+    finally:
+        reset_settings()
