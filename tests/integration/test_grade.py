@@ -91,8 +91,9 @@ def test_cli_grade_then_compare_regrade_with_original(db, tmp_path: Path, tiny_e
     assert out.exit_code == 0, out.output
     result = json.loads(out.output)
     assert result["comparable"] is False
-    assert "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs longform (no harness" in (
-        json.dumps(result["warnings"] + result["reasons"])
+    assert (
+        "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs longform (no harness"
+        in (json.dumps(result["warnings"] + result["reasons"]))
     )
 
 
