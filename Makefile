@@ -3,10 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Tests talk to the system Postgres (a private database per test worker) unless told otherwise.
-export OMNI_TEST_ADMIN_DSN ?= postgresql://postgres@127.0.0.1:5432/postgres
+# Tests use a private database per test worker on the system Postgres at 127.0.0.1:5432 when
+# one answers, else on an embedded one (OMNI_TEST_ADMIN_DSN overrides both).
 
-.PHONY: install test lint unit conformance demo bench bench-scale clean
+.PHONY: install system-deps test lint unit conformance demo bench bench-scale clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,11 @@ lint: install
 	$(BIN)/ruff format --check omni_tasks tests bench
 	$(BIN)/mypy
 
-test: lint
+# Chromium, docker-compose and Redis (installed when root, else the command to run is printed).
+system-deps:
+	.ci/system-deps
+
+test: lint system-deps
 	$(BIN)/pytest -n 2 -q
 
 unit: install

@@ -1,9 +1,10 @@
 """What the DAG files import: params, default args, and one small function per task.
 
 Nothing here touches the DB, the network or Airflow connections at import (DAG files are parsed
-often); each task function opens what it needs when it runs. The results DB comes from the
-Airflow connection `omni_results` when defined, else from OMNI_DATABASE_URL / the embedded
-default; the Slack token from the connection `slack_api_default` when defined, else from env.
+often); each task function opens what it needs when it runs. The results DB comes through
+PostgresHook (connection `omni_results`) when defined, else from OMNI_DATABASE_URL / the
+embedded default; Slack through SlackHook (`slack_api_default`) when defined, else from env,
+else the local outbox. A defined but broken connection fails the task; it never falls back.
 """
 
 from __future__ import annotations
@@ -57,13 +58,26 @@ def nightly_params() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _airflow_conn_uri(conn_id: str) -> str | None:
-    try:
-        from airflow.sdk import Connection
+RESULTS_CONN = "omni_results"
+SLACK_CONN = "slack_api_default"
 
-        return str(Connection.get(conn_id).get_uri())
-    except Exception:  # not defined (or no Airflow context): fall back to settings
+
+def _results_dsn() -> str | None:
+    """The results DB through PostgresHook (connection `omni_results`), or None when that
+    connection is not defined (then OMNI_DATABASE_URL / the embedded default). A defined but
+    unusable connection is an error, never a silent fallback."""
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+    from psycopg.conninfo import make_conninfo
+
+    try:
+        url = PostgresHook(postgres_conn_id=RESULTS_CONN).sqlalchemy_url
+    except AirflowNotFoundException:
         return None
+    # The hook's SQLAlchemy URL as a libpq DSN (a socket directory as host included).
+    fields = {"host": url.host, "port": url.port, "user": url.username,
+              "password": url.password, "dbname": url.database, **url.query}  # fmt: skip
+    return make_conninfo(**{k: str(v) for k, v in fields.items() if v is not None})
 
 
 @contextmanager
@@ -71,15 +85,35 @@ def results_db() -> Iterator[psycopg.Connection[Any]]:
     from omni_tasks.store.db import connect
     from omni_tasks.store.migrate import migrate
 
-    uri = _airflow_conn_uri("omni_results")
-    if uri is not None:
-        uri = uri.replace("postgres://", "postgresql://", 1)
-    conn = connect(uri)
+    conn = connect(_results_dsn())
     try:
         migrate(conn)
         yield conn
     finally:
         conn.close()
+
+
+def _slack_sink() -> Any:
+    """Slack through SlackHook (connection `slack_api_default`: the bot token as its password,
+    the channel ID in its extra `channel`), else the env settings, else the local outbox."""
+    from airflow.providers.slack.hooks.slack import SlackHook
+    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    from omni_tasks.alerts.slack import SlackSink, default_sink, retry_handlers
+    from omni_tasks.config import get_settings
+
+    hook = SlackHook(slack_conn_id=SLACK_CONN, retry_handlers=retry_handlers())
+    try:
+        conn = hook.get_connection(SLACK_CONN)
+    except AirflowNotFoundException:
+        return default_sink()
+    channel = (conn.extra_dejson or {}).get("channel") or get_settings().slack_channel
+    if not conn.password or not channel:
+        raise AirflowFailException(
+            f"Airflow connection {SLACK_CONN} needs the bot token as its password and the "
+            'channel ID in its extra {"channel": "C…"} (or OMNI_SLACK_CHANNEL)'
+        )
+    return SlackSink(conn.password, channel, "", client=hook.client)
 
 
 def _params(context: dict[str, Any]) -> Any:
@@ -191,20 +225,19 @@ def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
 
 
 def dispatch_alerts(context: dict[str, Any]) -> str:
-    from omni_tasks import nightly
+    from airflow.sdk.exceptions import AirflowFailException
 
-    token = channel = None
-    try:
-        from airflow.sdk import Connection
+    from omni_tasks.alerts.slack import SlackConfigError, dispatch
 
-        slack = Connection.get("slack_api_default")
-        token, channel = slack.password, (slack.extra_dejson or {}).get("channel")
-    except Exception:  # no Airflow connection: env settings (or the local outbox)
-        pass
+    sink = _slack_sink()
+    log.info("alerts go to %s", getattr(sink, "channel", None) or f"the local outbox ({sink.name})")
     with results_db() as conn:
-        summary = nightly.dispatch_alerts(conn, token, channel)
-    log.info("alerts: %s", summary)
-    return summary
+        try:
+            report = dispatch(conn, sink)
+        except SlackConfigError as exc:
+            raise AirflowFailException(str(exc)) from None
+    log.info("alerts: %s", report.summary)
+    return report.summary
 
 
 def fail_the_run() -> None:

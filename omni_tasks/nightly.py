@@ -1,7 +1,7 @@
 """The nightly, step by step: what each task of `seed_tts_nightly` calls.
 
     record_heads → (prepare environment +) run_branch per branch × seed → summarize
-    → decide_night (compare, gate, plan alerts) → refresh_outputs → dispatch_alerts
+    → decide_night (compare, gate, plan alerts) → refresh_outputs → (alerts.slack.dispatch)
 
 Every step is idempotent (a retried task converges): heads are recorded once per night, a
 stored run is not synthesized again, statistics and decisions are upserts, alert messages carry
@@ -331,13 +331,6 @@ def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.d
     tmp.replace(path)  # the report first: it must exist even when Grafana is down
     summary = refresh(conn).summary
     return {"grafana": summary, "report": str(path)}
-
-
-def dispatch_alerts(conn: psycopg.Connection[Any], token: str | None = None,
-                    channel: str | None = None) -> str:  # fmt: skip
-    from omni_tasks.alerts.slack import default_sink, dispatch
-
-    return dispatch(conn, default_sink(token, channel)).summary
 
 
 def task_failed(conn: psycopg.Connection[Any], benchmark: str, dag_id: str, task_id: str,

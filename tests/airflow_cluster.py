@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -19,6 +20,16 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".venv" / "bin"
+
+
+def _sa_url(scheme: str, parts: dict[str, Any], db: str) -> str:
+    """A SQLAlchemy URL for a database of the admin DSN's server (TCP, or the socket dir of
+    the embedded server that tests use when no system Postgres answers)."""
+    user, host = parts.get("user", "postgres"), str(parts.get("host", "127.0.0.1"))
+    port = parts.get("port", 5432)
+    if host.startswith("/"):
+        return f"{scheme}://{user}@/{db}?host={host}&port={port}"
+    return f"{scheme}://{user}@{host}:{port}/{db}"
 
 
 def _port() -> int:
@@ -77,8 +88,7 @@ def airflow_cluster(
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     parts = conninfo_to_dict(make_conninfo(admin_dsn, dbname=name))
-    meta = (f"postgresql+psycopg2://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}:"
-            f"{parts.get('port', 5432)}/{name}")  # fmt: skip
+    meta = _sa_url("postgresql+psycopg2", parts, name)
     port = _port()
     api = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
@@ -99,8 +109,7 @@ def airflow_cluster(
         AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="5",
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
         AIRFLOW__CELERY__BROKER_URL="redis://127.0.0.1:6379/7",
-        AIRFLOW__CELERY__RESULT_BACKEND=f"db+postgresql://{parts.get('user', 'postgres')}@"
-        f"{parts.get('host', '127.0.0.1')}:{parts.get('port', 5432)}/{name}",
+        AIRFLOW__CELERY__RESULT_BACKEND=_sa_url("db+postgresql", parts, name),
         AIRFLOW__CELERY__WORKER_CONCURRENCY="2",
         # A private key space on the shared Redis: no other test's worker can take our tasks.
         AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__GLOBAL_KEYPREFIX=f"{name}:",

@@ -14,7 +14,26 @@ from omni_tasks.config import reset_settings
 from omni_tasks.store.db import connect
 from omni_tasks.store.migrate import migrate
 
-ADMIN_DSN = os.environ.get("OMNI_TEST_ADMIN_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+SYSTEM_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _admin_dsn() -> str:
+    """OMNI_TEST_ADMIN_DSN when set; else the system Postgres when one answers; else an
+    embedded one (pgserver, under the cache dir), so a fresh machine needs no server."""
+    explicit = os.environ.get("OMNI_TEST_ADMIN_DSN")
+    if explicit:
+        return explicit
+    try:
+        psycopg.connect(SYSTEM_DSN, connect_timeout=3).close()
+        return SYSTEM_DSN
+    except psycopg.OperationalError:
+        from omni_tasks.config import get_settings
+        from omni_tasks.store.db import embedded_dsn
+
+        return embedded_dsn(get_settings().cache_dir / "test-postgres")
+
+
+ADMIN_DSN = _admin_dsn()
 _ROOT_TABLES = "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event"
 
 

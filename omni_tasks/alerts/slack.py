@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import psycopg
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
@@ -32,6 +33,23 @@ from omni_tasks.config import get_settings
 
 log = logging.getLogger(__name__)
 METADATA_TYPE = "omni_tasks_alert"
+
+
+class SlackConfigError(RuntimeError):
+    """Slack refused the configuration itself (token, scope, channel): no message can go out
+    until someone fixes it, so the dispatch stops and every message stays in the outbox."""
+
+
+# Slack API errors that no retry fixes, with what to fix.
+CONFIG_ERRORS = {
+    "invalid_auth": "the token is not valid",
+    "not_authed": "no token was sent",
+    "token_revoked": "the token was revoked",
+    "account_inactive": "the token's account is inactive",
+    "missing_scope": "the token lacks a scope it needs",
+    "channel_not_found": "the channel ID does not exist (use the channel's ID, not its name)",
+    "not_in_channel": "the bot is not a member of the channel (invite it)",
+}
 
 
 class DeliveryError(RuntimeError):
@@ -58,19 +76,16 @@ class SlackSink:
     name = "slack"
 
     def __init__(
-        self, token: str, channel: str, base_url: str, retries: int = 3, timeout_s: int = 30
-    ) -> None:
+        self, token: str, channel: str, base_url: str, retries: int = 3, timeout_s: int = 30,
+        client: WebClient | None = None,
+    ) -> None:  # fmt: skip
         self._token = token
         self.channel = channel
-        self.client = WebClient(
+        self.client = client or WebClient(
             token=token,
             base_url=base_url,
             timeout=timeout_s,
-            retry_handlers=[
-                ConnectionErrorRetryHandler(max_retry_count=retries),
-                RateLimitErrorRetryHandler(max_retry_count=retries),
-                ServerErrorRetryHandler(max_retry_count=retries),
-            ],
+            retry_handlers=retry_handlers(retries),
         )
 
     def _metadata(self, key: str) -> dict[str, Any]:
@@ -165,6 +180,25 @@ class LocalSink:
         return f"local:{path.name}" if path.exists() else None
 
 
+def retry_handlers(retries: int = 3) -> list[Any]:
+    return [
+        ConnectionErrorRetryHandler(max_retry_count=retries),
+        RateLimitErrorRetryHandler(max_retry_count=retries),
+        ServerErrorRetryHandler(max_retry_count=retries),
+    ]
+
+
+def config_error(exc: BaseException) -> str | None:
+    """What to fix, when Slack refused the configuration rather than one message."""
+    if not isinstance(exc, SlackApiError):
+        return None
+    code = str(exc.response.get("error", ""))
+    if code not in CONFIG_ERRORS:
+        return None
+    needed = exc.response.get("needed")
+    return f"{code}: {CONFIG_ERRORS[code]}" + (f" (needed: {needed})" if needed else "")
+
+
 def default_sink(token: str | None = None, channel: str | None = None) -> Sink:
     """Slack when a token and channel are configured (env or the caller), else the local outbox."""
     s = get_settings()
@@ -233,6 +267,21 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
             try:
                 ts = _send(sink, op, payload, key, parent)
             except Exception as exc:
+                if (fix := config_error(exc)) is not None:
+                    conn.execute(  # nothing was posted; the attempt does not count
+                        "UPDATE omni.alert_outbox SET state = 'pending', attempts = attempts - 1, "
+                        "last_error = %s WHERE message_id = %s",
+                        (f"Slack refused the configuration: {fix}", m["message_id"]),
+                    )
+                    conn.commit()
+                    left = conn.execute(
+                        "SELECT count(*) AS n FROM omni.alert_outbox WHERE state <> 'sent'"
+                    ).fetchone()["n"]  # type: ignore[index]
+                    conn.commit()
+                    raise SlackConfigError(
+                        f"Slack refused the configuration ({fix}) for channel {channel}: fix "
+                        f"the Slack connection or token; {left} message(s) stay in the outbox"
+                    ) from None
                 if isinstance(exc, AudioUnavailable):
                     exc = DeliveryError(f"audio unavailable: {exc}")
                 error = redact(f"{type(exc).__name__}: {exc}", secret)[:500]
@@ -249,6 +298,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                 failed += 1
                 continue
             _mark_sent(conn, m, ts, channel)
+            log.info("%s %s: delivered to %s (%s)", op, key, sink.name, ts or channel)
             sent += 1
     finally:
         conn.execute("SELECT pg_advisory_unlock(hashtext('omni_alert_dispatch'))")

@@ -25,6 +25,8 @@ class SlackState:
     uploads: list[dict[str, Any]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     fail_next: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # Answer every call with this API error (e.g. "missing_scope"), as Slack does: HTTP 200.
+    refuse_with: str | None = None
     # Seconds to wait before answering (the message is posted first, like a slow Slack).
     delay_next: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     tokens: set[str] = field(default_factory=set)
@@ -56,6 +58,9 @@ def slack_app(state: SlackState) -> Starlette:
         name = request.path_params["name"]
         state.calls.append(name)
         state.tokens.add(request.headers.get("authorization", ""))
+        if state.refuse_with is not None:
+            needed = {"needed": "chat:write"} if state.refuse_with == "missing_scope" else {}
+            return JSONResponse({"ok": False, "error": state.refuse_with, **needed})
         if state.fail_next[name]:
             status = state.fail_next[name].pop(0)
             headers = {"Retry-After": "1"} if status == 429 else {}

@@ -15,7 +15,9 @@ import pytest
 import yaml
 
 from omni_tasks.audio import write_audio
+from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.airflow_env import airflow_env, dags_test, migrate
+from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
 TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog"}
@@ -170,3 +172,51 @@ def test_a_config_typo_fails_at_once_naming_the_field(af, db, tmp_path: Path) ->
     assert "AirflowFailException" in log and "up_for_retry" not in log.lower()
     assert "DagRun Finished" in log and "state=failed" in log
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
+
+
+def _uri(dsn: str) -> str:
+    """An Airflow connection URI for a libpq DSN."""
+    from urllib.parse import quote
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    p = conninfo_to_dict(dsn)
+    host = quote(str(p["host"]), safe="")  # the embedded server's socket directory, too
+    return f"postgresql://{p.get('user', 'postgres')}@{host}:{p.get('port', 5432)}/{p['dbname']}"
+
+
+def test_connections_go_through_provider_hooks_and_a_refused_token_keeps_the_outbox(
+    af, db, tmp_path: Path
+) -> None:
+    """The results DB through PostgresHook (`omni_results`; OMNI_DATABASE_URL points nowhere),
+    Slack through SlackHook (`slack_api_default`). A token without chat:write fails the
+    dispatch task naming what to fix, and every message stays queued; fixed, the next run
+    delivers them."""
+    slack = SlackState(refuse_with="missing_scope")
+    conf = json.dumps({"transcript_mode": True, "targets": {"main": "simulator:main",
+                       "rebase": "simulator:rebase-demo"}})  # fmt: skip
+    with serve_in_thread(slack_app(slack)) as slack_url:
+        env = {
+            **af,
+            "OMNI_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nowhere",
+            "AIRFLOW_CONN_OMNI_RESULTS": _uri(af["OMNI_DATABASE_URL"]),
+            "AIRFLOW_CONN_SLACK_API_DEFAULT": json.dumps({
+                "conn_type": "slack", "password": "xoxb-test",
+                "extra": {"channel": "C0ALERTS", "base_url": f"{slack_url}/api/"}}),
+        }  # fmt: skip
+        refused = dags_test(env, "seed_tts_nightly", "2026-11-25", conf)
+        log = refused.stdout + refused.stderr
+        assert refused.returncode != 0
+        assert "missing_scope: the token lacks a scope it needs (needed: chat:write)" in log
+        assert "message(s) stay in the outbox" in log
+        queued = db.execute("SELECT state, attempts FROM omni.alert_outbox").fetchall()
+        assert queued and {(q["state"], q["attempts"]) for q in queued} == {("pending", 0)}
+        assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 2
+        db.commit()
+        slack.refuse_with = None
+        fixed = dags_test(env, "seed_tts_nightly", "2026-11-25", conf)
+    assert fixed.returncode == 0, fixed.stdout[-3000:]
+    assert "delivered to slack" in fixed.stdout + fixed.stderr
+    states = db.execute("SELECT DISTINCT state FROM omni.alert_outbox").fetchall()
+    assert [s["state"] for s in states] == ["sent"]
+    assert slack.messages and {m["channel"] for m in slack.messages} == {"C0ALERTS"}
