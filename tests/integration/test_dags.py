@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -220,3 +221,23 @@ def test_connections_go_through_provider_hooks_and_a_refused_token_keeps_the_out
     states = db.execute("SELECT DISTINCT state FROM omni.alert_outbox").fetchall()
     assert [s["state"] for s in states] == ["sent"]
     assert slack.messages and {m["channel"] for m in slack.messages} == {"C0ALERTS"}
+
+
+def test_the_readme_takes_a_newcomer_to_dags_list(tmp_path: Path) -> None:
+    """The README's commands, run as written in a fresh directory: the four DAGs and the pool."""
+    import re
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
+    section = readme.split("**From nothing to `airflow dags list`**", 1)[1]
+    script = re.search(r"```bash\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    for name in (".venv", "dags", "plugins"):
+        (tmp_path / name).symlink_to(repo / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    for dag_id in ("seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness"):
+        assert re.search(rf"^{dag_id}\s*\|", out.stdout, re.M), out.stdout[-2000:]
+    assert re.search(r"^gpu\s*\|\s*4\s*\|", out.stdout, re.M)
