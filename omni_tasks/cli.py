@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from omni_tasks.config import get_settings
 
@@ -114,6 +114,18 @@ def _open_db(migrate: bool = True) -> Any:
     except DatabaseError as exc:
         fail(str(exc))
     return conn
+
+
+def _keys(*texts: str) -> list[str]:
+    """Run keys from what the user typed: a key or a unique prefix of one."""
+    from omni_tasks.store.runs import RunNotFoundError, resolve_run_key
+
+    conn = _open_db()
+    with conn:
+        try:
+            return [resolve_run_key(conn, t) for t in texts]
+        except RunNotFoundError as exc:
+            fail(str(exc))
 
 
 # ---------------------------------------------------------------- db
@@ -334,9 +346,10 @@ def runs_list(
     if as_json:
         _json_out(rows)
         return
-    table = Table(
-        "run key", "nightly", "branch", "commit", "variant", "status", "clips", "gradings"
-    )
+    table = Table("nightly", "branch", "commit", "variant", "status", "clips", "gradings")
+    # Keys are what commands take: never cut, so they can be copied (any unique prefix works).
+    width = max((len(r["run_key"]) for r in rows), default=7)
+    table.columns.insert(0, Column("run key", no_wrap=True, min_width=width))
     for r in rows:
         table.add_row(
             r["run_key"],
@@ -351,14 +364,38 @@ def runs_list(
     console.print(table)
 
 
+@runs_app.command("delete")
+def runs_delete(
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (there is no undo)")] = False,
+) -> None:
+    """Delete a run: its clips, gradings, statistics, comparisons and stored audio. Gate
+    decisions that used it keep their verdicts (their link to the run is cleared)."""
+    from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
+
+    (key,) = _keys(run_key)
+    conn = _open_db()
+    with conn:
+        info = describe_run(conn, key)
+        what = f"{key} ({info['branch']}, {info['nightly']}, {info['n_clips']} clips)"
+        if not yes:
+            fail(f"would delete {what}; pass --yes to delete it")
+        try:
+            delete_run(conn, key)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    console.print(f"deleted {what}", highlight=False)
+
+
 @runs_app.command("show")
 def runs_show(
-    run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
     as_json: JsonFlag = False,
 ) -> None:
     """Show one run: provenance, clips by status, gradings."""
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
+    (run_key,) = _keys(run_key)
     conn = _open_db()
     with conn:
         try:
@@ -478,7 +515,9 @@ def _load_grader(
 
 @app.command("grade")
 def grade_cmd(
-    run_key: Annotated[str, typer.Argument(help="Run whose stored audio to grade")],
+    run_key: Annotated[
+        str, typer.Argument(help="Run whose stored audio to grade (key or unique prefix)")
+    ],
     backend: BackendOpt = "faster-whisper",
     model: ModelOpt = None,
     precision: PrecisionOpt = None,
@@ -500,6 +539,7 @@ def grade_cmd(
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store.runs import RunNotFoundError
 
+    (run_key,) = _keys(run_key)
     grader = _load_grader(
         backend, model, precision, window, beam_size, batch_size, device, harness_version
     )
@@ -776,7 +816,7 @@ def _tau(policy: Any, tail_threshold: float | None) -> float:
 
 @app.command("stats")
 def stats_cmd(
-    run_key: Annotated[str, typer.Argument(help="Run key (see `runs list`)")],
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
     tail_threshold: TailThreshold = None,
     grader: GraderOpt = None,
     as_json: JsonFlag = False,
@@ -784,6 +824,8 @@ def stats_cmd(
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
     from omni_tasks.analysis.service import run_stats_for_key
     from omni_tasks.report_text import print_stats
+
+    (run_key,) = _keys(run_key)
 
     policy = _policy()
     tau = _tau(policy, tail_threshold)
@@ -796,8 +838,8 @@ def stats_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    baseline: Annotated[str, typer.Option(help="Baseline run key")],
-    candidate: Annotated[str, typer.Option(help="Candidate run key")],
+    baseline: Annotated[str, typer.Option(help="Baseline run key (or a unique prefix)")],
+    candidate: Annotated[str, typer.Option(help="Candidate run key (or a unique prefix)")],
     tail_threshold: TailThreshold = None,
     force: Annotated[
         bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
@@ -813,6 +855,7 @@ def compare_cmd(
     from omni_tasks.analysis.service import compare_keys
     from omni_tasks.report_text import print_comparison
 
+    baseline, candidate = _keys(baseline, candidate)
     policy = _policy()
     tau = _tau(policy, tail_threshold)
     _compute_and_show(

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import psycopg
 from psycopg.types.json import Jsonb
 
-from omni_tasks.names import check_run_key
+from omni_tasks.config import get_settings
+from omni_tasks.names import check_run_key, path_component
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -243,6 +244,30 @@ def get_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
     return dict(row)
+
+
+def resolve_run_key(conn: psycopg.Connection[Any], text: str) -> str:
+    """The run key a user means: the key itself, or the one key that starts with `text`."""
+    rows = conn.execute(sql("run_keys_by_prefix"), {"text": text}).fetchall()
+    if not rows:
+        raise RunNotFoundError(f"no run with key {text!r} (see `omni-tasks runs list`)")
+    if rows[0]["exact"] or len(rows) == 1:
+        return str(rows[0]["run_key"])
+    shown = ", ".join(r["run_key"] for r in rows[:5]) + (", …" if len(rows) > 5 else "")
+    raise RunNotFoundError(f"{text!r} is the start of several run keys: {shown}; type more of it")
+
+
+def delete_run(conn: psycopg.Connection[Any], run_key: str) -> None:
+    """Delete a run's rows (one transaction), then its stored audio folder."""
+    import fsspec
+
+    with conn.transaction():
+        if conn.execute(sql("delete_run"), {"run_key": run_key}).fetchone() is None:
+            raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
+    folder = f"{get_settings().audio_root_url}/{path_component(run_key)}"
+    fs, path = fsspec.core.url_to_fs(folder)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
 
 
 def spec_from_row(row: dict[str, Any]) -> RunSpec:

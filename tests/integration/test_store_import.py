@@ -181,3 +181,37 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
         "main / default official (summary-only)",
         "main / default official",
     ]
+
+
+def test_runs_list_keys_are_whole_and_commands_take_a_unique_prefix(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    keys = []
+    for branch in ("main", "dev/vllm-align"):
+        path = write_json(tmp_path / f"{branch.replace('/', '_')}.json", small_artifact(3))
+        keys.append(invoke("import", "vllm-omni", str(path), "--branch", branch).stdout.strip())
+    narrow = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["runs", "list"])
+    for key in keys:  # whole on one line at 80 columns, so it can be copied
+        assert any(key in line for line in narrow.output.splitlines()), narrow.output
+    common = next(i for i, (a, b) in enumerate(zip(*keys, strict=False)) if a != b)
+    unique = keys[1][: common + 1]
+    shown = json.loads(invoke("runs", "show", unique, "--json").stdout)
+    assert shown["run_key"] == keys[1]
+    assert invoke("stats", unique, "--json").exit_code == 0
+    ambiguous = runner.invoke(app, ["runs", "show", keys[0][:common]])
+    assert ambiguous.exit_code == 1 and "start of several run keys" in ambiguous.output
+
+
+def test_runs_delete_needs_yes_and_removes_everything_of_the_run(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    key = invoke("import", "vllm-omni", str(write_json(tmp_path / "a.json", small_artifact(4))),
+                 "--branch", "main").stdout.strip()  # fmt: skip
+    refused = runner.invoke(app, ["runs", "delete", key])
+    assert refused.exit_code == 1 and "pass --yes" in refused.output
+    assert counts(db) == (1, 4, 1, 4)
+    done = invoke("runs", "delete", key[:-2], "--yes")
+    assert done.exit_code == 0 and f"deleted {key}" in done.output
+    assert counts(db) == (0, 0, 0, 0)
+    gone = runner.invoke(app, ["runs", "show", key])
+    assert gone.exit_code == 1 and "no run with key" in gone.output
