@@ -759,13 +759,70 @@ def alerts_dispatch(as_json: JsonFlag = False) -> None:
     console.print(f"alerts → {where}: {report.summary}")
 
 
+def _triage(action: str, alert_id: int, note: str | None, link: str | None, by: str | None,
+            as_json: bool) -> None:  # fmt: skip
+    import getpass
+
+    from omni_tasks.alerts.triage import TriageError, triage
+
+    conn = _open_db()
+    with conn:
+        try:
+            done = triage(conn, alert_id, action, by=by or getpass.getuser(), note=note, link=link)
+        except TriageError as exc:
+            fail(str(exc))
+    if as_json:
+        _json_out(dataclasses.asdict(done))
+        return
+    console.print(
+        f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at the "
+        "next `alerts dispatch`",
+        highlight=False,
+    )
+
+
+AlertArg = Annotated[int, typer.Argument(help="Alert id (see `alerts list`)")]
+NoteOpt = Annotated[str | None, typer.Option(help="Why (shown in Slack and on the dashboard)")]
+LinkOpt = Annotated[str | None, typer.Option(help="A bug or PR URL to link")]
+ByOpt = Annotated[str | None, typer.Option(help="Who acts (default: the login name)")]
+
+
+@alerts_app.command("ack")
+def alerts_ack(
+    alert: AlertArg, note: NoteOpt = None, link: LinkOpt = None, by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:  # fmt: skip
+    """Acknowledge an open alert: someone owns it; nightly updates continue."""
+    _triage("ack", alert, note, link, by, as_json)
+
+
+@alerts_app.command("invalid")
+def alerts_invalid(
+    alert: AlertArg, note: NoteOpt = None, link: LinkOpt = None, by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:  # fmt: skip
+    """Mark an open alert invalid: it closes, and later nights of its key open a new alert
+    only when the candidate runs a commit the invalid alert never covered."""
+    _triage("invalid", alert, note, link, by, as_json)
+
+
+@alerts_app.command("reopen")
+def alerts_reopen(
+    alert: AlertArg, note: NoteOpt = None, link: LinkOpt = None, by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:  # fmt: skip
+    """Reopen an alert marked invalid."""
+    _triage("reopen", alert, note, link, by, as_json)
+
+
 @alerts_app.command("list")
 def alerts_list(as_json: JsonFlag = False) -> None:
     """Alerts (open first) and the state of their messages."""
     conn = _open_db()
     with conn:
         rows = conn.execute(
-            "SELECT a.alert_id, a.alert_key, a.kind, a.state, a.opened_nightly, a.last_nightly, "
+            "SELECT a.alert_id, a.alert_key, a.kind, a.state, "
+            "a.details -> 'triage' ->> 'status' AS triage, a.opened_nightly, a.last_nightly, "
             "a.resolved_nightly, count(o.*) AS messages, "
             "count(o.*) FILTER (WHERE o.state <> 'sent') AS undelivered "
             "FROM omni.alert a LEFT JOIN omni.alert_outbox o USING (alert_id) "
@@ -774,7 +831,8 @@ def alerts_list(as_json: JsonFlag = False) -> None:
     if as_json:
         _json_out(rows)
         return
-    table = Table("id", "key", "kind", "state", "opened", "last", "resolved", "msgs", "undelivered")
+    table = Table("id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs",
+                  "undelivered")  # fmt: skip
     for r in rows:
         table.add_row(*(str(r[k]) if r[k] is not None else "" for k in r))
     console.print(table)

@@ -14,7 +14,9 @@ REGRESS = ABShape(n=1088, stable_broken=80, regressed=71, improved=9)
 SAME = ABShape(n=1088, stable_broken=80, regressed=4, improved=4)
 
 
-def store_night(db: Any, tmp: Path, i: int, shape: ABShape | None) -> dt.date:
+def store_night(
+    db: Any, tmp: Path, i: int, shape: ABShape | None, candidate_commit: str | None = None
+) -> dt.date:
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts and gate the night
     (decisions and alert plans), as the nightly does after its runs."""
     from omni_tasks.analysis.policy import load_policy
@@ -27,7 +29,8 @@ def store_night(db: Any, tmp: Path, i: int, shape: ABShape | None) -> dt.date:
     docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
     for branch, doc in docs:
         path = write_json(tmp / f"{date}_{branch}.json", doc)
-        art = parse_artifact(path, branch=branch, commit=f"{branch}{i:04d}")
+        commit = candidate_commit if branch == "rebase" and candidate_commit else f"{branch}{i:04d}"
+        art = parse_artifact(path, branch=branch, commit=commit)
         save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
     decide_night(db, date, load_policy(), benchmark=art.spec.benchmark, baseline_branch="main",
                  expect=("main", "rebase"))  # fmt: skip

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, Message
+from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
@@ -168,14 +169,18 @@ def _regression(
     night = d["nightly"]
     alert = _open_alert(conn, key)
     ctx = _context(d, tau)
+    commit = _candidate_commit(conn, d)
     if alert is None:
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
+        invalid = conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone()
+        if invalid is not None and commit in invalid["details"].get("commits", []):
+            return  # marked invalid by a person; only a new commit in the range reopens it
         alert_id = int(
             conn.execute(
                 "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, last_nightly, "
                 "details) VALUES (%s, 'regression', 'open', %s, %s, %s) RETURNING alert_id",
-                (key, night, night, Jsonb({"decision_id": d["decision_id"]})),
+                (key, night, night, Jsonb({"decision_id": d["decision_id"], "commits": [commit]})),
             ).fetchone()["alert_id"]  # type: ignore[index]
         )
         enqueue(conn, f"{key}|{night}|open", alert_id, "post",
@@ -190,13 +195,15 @@ def _regression(
         return  # INFRA never moves an alert; an earlier or the same night was already planned
     if d["verdict"] == "REGRESSED":
         nights = len(_verdicts(conn, d, alert["opened_nightly"] - dt.timedelta(days=1), night))
+        commits = [*alert["details"].get("commits", []), commit]
         conn.execute(
-            "UPDATE omni.alert SET last_nightly = %s WHERE alert_id = %s",
-            (night, alert["alert_id"]),
+            "UPDATE omni.alert SET last_nightly = %s, details = details || %s WHERE alert_id = %s",
+            (night, Jsonb({"commits": sorted(set(commits) - {None})}), alert["alert_id"]),
         )
         opened = str(alert["opened_nightly"])
+        parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(conn, f"{key}|{night}|update", alert["alert_id"], "update",
-                _msg(blocks.regression_parent(ctx, opened, nights), "update"))  # fmt: skip
+                with_status(parent, alert["details"]))  # fmt: skip
         enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
                 _msg(blocks.regression_still(ctx), "reply"))  # fmt: skip
         return
@@ -215,6 +222,15 @@ def _regression(
         enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
                 _msg(blocks.regression_resolved_reply(ctx), "reply"))  # fmt: skip
         _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
+
+
+def _candidate_commit(conn: psycopg.Connection[Any], d: dict[str, Any]) -> str | None:
+    if d.get("candidate_run_id") is None:
+        return None
+    row = conn.execute(
+        "SELECT commit_sha FROM omni.run WHERE run_id = %s", (d["candidate_run_id"],)
+    ).fetchone()
+    return None if row is None else row["commit_sha"]
 
 
 def _verdicts(

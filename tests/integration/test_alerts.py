@@ -227,3 +227,57 @@ def test_nights_weeks_apart_are_not_consecutive(db, tmp_path, slack) -> None:
     store_night(db, tmp_path, 15, WEAK)
     dispatch(db, sink)
     assert state.messages == []
+
+
+def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_commit(
+    db, tmp_path, slack
+) -> None:
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    state, sink = slack
+    cli = CliRunner()
+    store_night(db, tmp_path, 0, REGRESS, candidate_commit="bad0001")
+    dispatch(db, sink)
+    (alert_id,) = [r["alert_id"] for r in db.execute("SELECT alert_id FROM omni.alert")]
+    db.commit()  # the CLI works on its own connection
+    parent = state.top_level()[0]["ts"]
+    bad = cli.invoke(app, ["alerts", "ack", str(alert_id), "--link", "javascript:alert(1)"])
+    assert bad.exit_code == 1 and "--link must be an http(s) URL" in bad.output
+
+    ack = cli.invoke(app, ["alerts", "ack", str(alert_id), "--by", "alice", "--note",
+                           "bisecting", "--link", "https://github.com/o/r/issues/7"])  # fmt: skip
+    assert ack.exit_code == 0, ack.output
+    dispatch(db, sink)
+    status = json.dumps(state.updates[-1]["blocks"])
+    assert state.updates[-1]["ts"] == parent and "*Acknowledged* by alice" in status
+    assert "bisecting" in status and "https://github.com/o/r/issues/7|linked issue" in status
+    assert "Acknowledged by alice" in state.replies(parent)[-1]["text"].replace("*", "")
+
+    store_night(db, tmp_path, 1, REGRESS, candidate_commit="bad0001")  # updates continue
+    dispatch(db, sink)
+    db.commit()
+    assert "*Acknowledged* by alice" in json.dumps(state.updates[-1]["blocks"])
+
+    invalid = cli.invoke(app, ["alerts", "invalid", str(alert_id), "--by", "bob",
+                               "--note", "runner had a bad GPU"])  # fmt: skip
+    assert invalid.exit_code == 0, invalid.output
+    dispatch(db, sink)
+    assert "*Invalid* by bob" in json.dumps(state.updates[-1]["blocks"])
+    row = db.execute("SELECT state, details FROM omni.alert").fetchone()
+    assert row["state"] == "resolved"
+    history = row["details"]["triage"]["history"]
+    assert [(h["status"], h["by"]) for h in history] == [("acknowledged", "alice"),
+                                                         ("invalid", "bob")]  # fmt: skip
+    assert all(h["at"] for h in history)
+
+    store_night(db, tmp_path, 2, REGRESS, candidate_commit="bad0001")  # same commit: held
+    assert db.execute("SELECT count(*) AS n FROM omni.alert").fetchone()["n"] == 1
+    store_night(db, tmp_path, 3, REGRESS, candidate_commit="new0002")  # a new commit: opens
+    assert db.execute("SELECT count(*) AS n FROM omni.alert").fetchone()["n"] == 2
+    db.commit()
+    again = cli.invoke(app, ["alerts", "reopen", str(alert_id)])
+    assert again.exit_code == 1 and "another open alert" in again.output
+    kinds = {r["kind"] for r in db.execute("SELECT kind FROM omni.event")}
+    assert {"alert_acknowledged", "alert_invalid"} <= kinds

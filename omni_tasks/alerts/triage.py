@@ -1,0 +1,139 @@
+"""Alert triage, as people do it in Perfherder: acknowledge, mark invalid, reopen.
+
+Each action is kept in the alert's history (who, when, note, link), shown as a status line on
+the Slack parent message (an `update` through the outbox, so delivery is idempotent and waits
+for the parent) with a reply in its thread, and annotated on the dashboards (an event).
+- acknowledged: someone owns it; nightly updates continue, the status line stays.
+- invalid: the alert closes; a later night of the same key opens a new alert only when its
+  candidate commit is one the invalid alert never covered.
+- reopen: back to open, status cleared.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.alerts.blocks import entities, escape
+from omni_tasks.store.queries import sql
+
+ACTIONS = {"ack": "acknowledged", "invalid": "invalid", "reopen": "reopened"}
+STATUS_BLOCK = "triage"
+
+
+class TriageError(ValueError):
+    """An action that does not apply to the alert's state."""
+
+
+@dataclass(frozen=True)
+class Triaged:
+    alert_id: int
+    alert_key: str
+    status: str
+    state: str
+
+
+def status_line(entry: dict[str, Any]) -> str:
+    """The parent message's status line for a triage entry (data escaped)."""
+    text = f"*{entry['status'].capitalize()}* by {escape(entry['by'])}, {entry['at'][:16]} UTC"
+    if entry.get("note"):
+        text += f": {escape(entry['note'])}"
+    if entry.get("link"):
+        text += f" · <{entities(entry['link']).replace('|', '%7C')}|linked issue>"
+    return text
+
+
+def with_status(payload: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """A parent payload carrying the alert's current triage status line (or none)."""
+    blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
+    history = (details.get("triage") or {}).get("history") or []
+    if history and history[-1]["status"] != "reopened":
+        line = {"type": "context", "block_id": STATUS_BLOCK,
+                "elements": [{"type": "mrkdwn", "text": status_line(history[-1])}]}  # fmt: skip
+        blocks.insert(1 if blocks else 0, line)
+    return {**payload, "blocks": blocks}
+
+
+def _check_link(link: str | None) -> None:
+    if link is not None and not link.startswith(("https://", "http://")):
+        raise TriageError(f"--link must be an http(s) URL, got {link!r}")
+    if link is not None and (len(link) > 500 or any(c in link for c in "<> \n")):
+        raise TriageError("--link must be one URL without spaces or angle brackets")
+
+
+def triage(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    action: str,
+    *,
+    by: str,
+    note: str | None = None,
+    link: str | None = None,
+    now: dt.datetime | None = None,
+) -> Triaged:
+    """Apply one triage action in one transaction (alert, history, outbox, event)."""
+    if action not in ACTIONS:
+        raise TriageError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+    _check_link(link)
+    if note is not None and len(note) > 1000:
+        raise TriageError("--note is limited to 1000 characters")
+    now = now or dt.datetime.now(dt.UTC)
+    with conn.transaction():
+        alert = conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone()
+        if alert is None:
+            raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
+        state, status = alert["state"], ACTIONS[action]
+        current = ((alert["details"] or {}).get("triage") or {}).get("status")
+        if action in ("ack", "invalid") and state != "open":
+            raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
+        if action == "reopen" and state == "open":
+            raise TriageError(f"alert #{alert_id} is already open")
+        if action == "reopen" and current != "invalid":
+            raise TriageError(f"alert #{alert_id} was resolved by the nightly, not marked invalid")
+        entry = {"status": status, "by": by, "at": now.isoformat(), "note": note, "link": link}
+        history = [*((alert["details"] or {}).get("triage") or {}).get("history", []), entry]
+        details = {**(alert["details"] or {}), "triage": {"status": status, "history": history}}
+        state = {"invalid": "resolved", "reopen": "open"}.get(action, state)
+        try:
+            conn.execute(
+                sql("update_alert_triage"),
+                {"alert_id": alert_id, "state": state, "details": Jsonb(details),
+                 "resolved_nightly": alert["last_nightly"] if state == "resolved" else None},
+            )  # fmt: skip
+        except psycopg.errors.UniqueViolation:
+            raise TriageError(
+                f"alert #{alert_id} cannot reopen: its key has another open alert"
+            ) from None
+        _announce(conn, alert, details, entry, len(history))
+    return Triaged(alert_id, alert["alert_key"], status, state)
+
+
+def _announce(
+    conn: psycopg.Connection[Any], alert: dict[str, Any], details: dict[str, Any],
+    entry: dict[str, Any], n: int,
+) -> None:  # fmt: skip
+    from omni_tasks.alerts.lifecycle import enqueue
+
+    key, alert_id = alert["alert_key"], alert["alert_id"]
+    parent = conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
+    if parent is not None:
+        enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-update", alert_id, "update",
+                with_status(dict(parent["payload"]), details))  # fmt: skip
+    line = status_line(entry)
+    enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-reply", alert_id, "reply",
+            {"op": "reply", "text": line, "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": line}}]})  # fmt: skip
+    benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
+    conn.execute(
+        sql("insert_event"),
+        {"time": dt.datetime.fromisoformat(entry["at"]), "kind": f"alert_{entry['status']}",
+         "benchmark": benchmark, "branch": branch, "variant": variant,
+         "text": f"alert #{alert_id} {entry['status']} by {entry['by']}"
+                 + (f": {entry['note']}" if entry.get("note") else ""),
+         "tags": ["triage", entry["status"]], "details": Jsonb({"alert_key": key, **entry}),
+         "dedup_key": f"triage|{alert_id}|{n}"},
+    )  # fmt: skip
