@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr
@@ -43,7 +44,17 @@ class Settings(BaseSettings):
     )
     grafana_url: str | None = Field(default=None, description="Grafana base URL (links, push)")
     grafana_token: SecretStr | None = Field(default=None, description="Grafana service token")
+    grafana_dashboards: Literal["api", "provisioned"] = Field(
+        default="api",
+        description="api: push dashboards into the omni-tasks (API) folder; provisioned: "
+        "Grafana loads them from files (compose), only annotations are pushed",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
+    public_url: str | None = Field(
+        default=None,
+        description="Where the Airflow API server (its omni plugin app serving reports and "
+        "audio) is reachable by people reading alerts; unset: no report link is sent",
+    )
     trusted_roots: list[str] = Field(
         default_factory=list,
         description="JSON list of directories (or URL prefixes) that trigger-form paths (repo, "

@@ -1,5 +1,6 @@
-"""Airflow plugin: links from a task to its Grafana dashboard and the night's HTML report, and
-macros with the same URLs for templates."""
+"""Airflow plugin: links from a task to its Grafana dashboard and the night's HTML report,
+macros with the same URLs for templates, and the evidence app (reports and clip audio over
+HTTP, under /omni on the API server, authenticated by Airflow's own token check)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ def grafana_url(benchmark: str = "seed_tts_en") -> str:
 
 
 def report_url(nightly: str, benchmark: str = "seed_tts_en") -> str:
-    base = os.environ.get("OMNI_REPORT_BASE_URL")
-    if base:
-        return f"{base.rstrip('/')}/{benchmark}_{nightly}.html"
-    home = os.environ.get("OMNI_HOME", os.path.expanduser("~/.local/share/omni-tasks"))
-    return f"file://{home}/reports/{benchmark}_{nightly}.html"
+    """The night's report as the evidence app serves it ("" without OMNI_PUBLIC_URL)."""
+    from omni_tasks.links import report_url as served
+
+    return served(benchmark, nightly) or ""
 
 
 class GrafanaLink(BaseOperatorLink):
@@ -39,7 +39,16 @@ class ReportLink(BaseOperatorLink):
         return report_url(night)
 
 
+def _evidence_app():  # type: ignore[no-untyped-def]
+    from omni_tasks.serving import evidence_app
+
+    return evidence_app()
+
+
 class OmniLinksPlugin(AirflowPlugin):
     name = "omni_links"
+    fastapi_apps = [  # noqa: RUF012 (the plugin API)
+        {"app": _evidence_app(), "url_prefix": "/omni", "name": "omni-tasks evidence"}
+    ]
     global_operator_extra_links = [GrafanaLink(), ReportLink()]  # noqa: RUF012 (the plugin API)
     macros = [grafana_url, report_url]  # noqa: RUF012 (the plugin API)

@@ -26,6 +26,7 @@ from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
+from omni_tasks.links import report_url
 from omni_tasks.store.queries import sql
 
 METRIC = "tail_fraction"
@@ -56,7 +57,9 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
         dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
         out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"
-    out["Report"] = s.report_path(d["benchmark"], d["nightly"]).as_uri()
+    report = report_url(d["benchmark"], d["nightly"])
+    if report is not None:  # served by the plugin app; never a file:// link
+        out["Report"] = report
     return out
 
 

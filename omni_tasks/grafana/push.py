@@ -1,8 +1,12 @@
 """Push dashboards and event annotations to Grafana (the nightly's refresh task).
 
 Configured by OMNI_GRAFANA_URL + OMNI_GRAFANA_TOKEN; otherwise it only logs where the
-dashboard JSON is. A dashboard is written only when it differs from what Grafana has (so
-refreshing is idempotent), and each event becomes one annotation (its id is stored on the event).
+dashboard JSON is. One deployment mode per install (OMNI_GRAFANA_DASHBOARDS), never both on one
+uid: `provisioned` (the compose file: Grafana loads dashboards/*.json from files and refuses API
+saves of them, so only annotations are pushed) or `api` (dashboards saved through the API into
+a folder of their own that no provisioning uses). A dashboard is written only when it differs
+from what Grafana has (so refreshing is idempotent), and each event becomes one annotation (its
+id is stored on the event).
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ from omni_tasks.config import get_settings
 from omni_tasks.grafana.dashboards import DASHBOARD_DIR, TREND_UID, dashboards
 
 log = logging.getLogger(__name__)
-FOLDER_UID = "omni-tasks"
+FOLDER_UID = "omni-tasks-api"  # not the provisioned folder ("omni-tasks")
+FOLDER_TITLE = "omni-tasks (API)"
+
+
+class GrafanaError(RuntimeError):
+    """Grafana refused the configuration; the message says what to fix."""
+
+
 _VOLATILE = ("id", "version")
 
 
@@ -44,20 +55,38 @@ def client(url: str, token: str) -> GrafanaApi:
     return GrafanaApi.from_url(url, credential=TokenAuth(token), timeout=10.0)
 
 
-def _stored(api: GrafanaApi, uid: str) -> dict[str, Any] | None:
+def _found(api: GrafanaApi, uid: str) -> dict[str, Any] | None:
+    """Grafana's answer for a dashboard uid (dashboard and meta), or None."""
     try:
-        found = api.dashboard.get_dashboard(uid)
+        return dict(api.dashboard.get_dashboard(uid))
     except GrafanaClientError as exc:
         if getattr(exc, "status_code", None) == 404:
             return None
         raise
-    return {k: v for k, v in found["dashboard"].items() if k not in _VOLATILE}
+
+
+def _ensure_folder(api: GrafanaApi) -> None:
+    try:
+        api.folder.get_folder(FOLDER_UID)
+    except GrafanaClientError as exc:
+        if getattr(exc, "status_code", None) != 404:
+            raise
+        api.folder.create_folder(FOLDER_TITLE, uid=FOLDER_UID)
 
 
 def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
     written = unchanged = 0
+    _ensure_folder(api)
     for d in dashboards().values():
-        if _stored(api, d["uid"]) == d:
+        found = _found(api, d["uid"])
+        if found is not None and found.get("meta", {}).get("provisioned"):
+            raise GrafanaError(
+                f"dashboard {d['uid']} is file-provisioned in this Grafana, which refuses API "
+                "saves of it: set OMNI_GRAFANA_DASHBOARDS=provisioned (the compose mode), or "
+                "remove its provisioning to push through the API"
+            )
+        if found is not None and {k: v for k, v in found["dashboard"].items()
+                                  if k not in _VOLATILE} == d:  # fmt: skip
             unchanged += 1
             continue
         api.dashboard.update_dashboard({"dashboard": d, "folderUid": FOLDER_UID, "overwrite": True,
@@ -94,5 +123,13 @@ def refresh(conn: psycopg.Connection[Any]) -> RefreshReport:
         log.info(report.summary)
         return report
     api = client(s.grafana_url, s.grafana_token.get_secret_value())
-    written, unchanged = push_dashboards(api)
-    return RefreshReport(True, written, unchanged, annotate_events(conn, api))
+    try:
+        written, unchanged = push_dashboards(api) if s.grafana_dashboards == "api" else (0, 0)
+        return RefreshReport(True, written, unchanged, annotate_events(conn, api))
+    except GrafanaClientError as exc:
+        if getattr(exc, "status_code", None) in (401, 403):
+            raise GrafanaError(
+                f"Grafana at {s.grafana_url} refused the token ({exc.status_code}): check "
+                "OMNI_GRAFANA_TOKEN (a service account token with Editor on the folder)"
+            ) from None
+        raise

@@ -18,19 +18,41 @@ class GrafanaState:
     annotations: list[dict[str, Any]] = field(default_factory=list)
     writes: int = 0
     auth: set[str] = field(default_factory=set)
+    # File-provisioned dashboards, as Grafana keeps them: readable, never saved through the API.
+    provisioned: set[str] = field(default_factory=set)
+    folders: dict[str, str] = field(default_factory=dict)  # uid -> title
+    token: str | None = None  # when set, any other bearer token gets a 401
 
 
 def grafana_app(state: GrafanaState) -> Starlette:
-    async def get_dashboard(request: Request) -> Response:
+    def refused(request: Request) -> Response | None:
         state.auth.add(request.headers.get("authorization", ""))
-        d = state.dashboards.get(request.path_params["uid"])
+        if (
+            state.token is not None
+            and request.headers.get("authorization") != f"Bearer {state.token}"
+        ):
+            return JSONResponse({"message": "invalid API key"}, status_code=401)
+        return None
+
+    async def get_dashboard(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        uid = request.path_params["uid"]
+        d = state.dashboards.get(uid)
         if d is None:
             return JSONResponse({"message": "Dashboard not found"}, status_code=404)
-        return JSONResponse({"dashboard": d, "meta": {"folderUid": "omni-tasks"}})
+        meta = {"folderUid": "omni-tasks", "provisioned": uid in state.provisioned}
+        return JSONResponse({"dashboard": d, "meta": meta})
 
     async def save_dashboard(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
         body = await request.json()
         d = dict(body["dashboard"])
+        if d["uid"] in state.provisioned:  # Grafana's rule for file-provisioned dashboards
+            return JSONResponse({"message": "Cannot save provisioned dashboard"}, status_code=400)
+        if body.get("folderUid") and body["folderUid"] not in state.folders:
+            return JSONResponse({"message": "folder not found"}, status_code=400)
         old = state.dashboards.get(d["uid"], {})
         d["id"] = old.get("id", len(state.dashboards) + 1)
         d["version"] = old.get("version", 0) + 1
@@ -38,7 +60,24 @@ def grafana_app(state: GrafanaState) -> Starlette:
         state.writes += 1
         return JSONResponse({"status": "success", "uid": d["uid"], "version": d["version"]})
 
+    async def get_folder(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        uid = request.path_params["uid"]
+        if uid not in state.folders:
+            return JSONResponse({"message": "folder not found"}, status_code=404)
+        return JSONResponse({"uid": uid, "title": state.folders[uid]})
+
+    async def create_folder(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        body = await request.json()
+        state.folders[body["uid"]] = body["title"]
+        return JSONResponse({"uid": body["uid"], "title": body["title"]})
+
     async def add_annotation(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
         body = await request.json()
         body["id"] = len(state.annotations) + 1
         state.annotations.append(body)
@@ -48,4 +87,6 @@ def grafana_app(state: GrafanaState) -> Starlette:
         Route("/api/dashboards/uid/{uid}", get_dashboard),
         Route("/api/dashboards/db", save_dashboard, methods=["POST"]),
         Route("/api/annotations", add_annotation, methods=["POST"]),
+        Route("/api/folders/{uid}", get_folder),
+        Route("/api/folders", create_folder, methods=["POST"]),
     ])  # fmt: skip

@@ -120,3 +120,50 @@ def test_refresh_without_grafana_only_logs(history, monkeypatch) -> None:
     reset_settings()
     report = refresh(history)
     assert not report.configured and "not configured" in report.summary
+
+
+def _grafana(monkeypatch, url: str, mode: str | None = None, token: str = "glsa_t") -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OMNI_GRAFANA_URL", url)
+    monkeypatch.setenv("OMNI_GRAFANA_TOKEN", token)
+    if mode:
+        monkeypatch.setenv("OMNI_GRAFANA_DASHBOARDS", mode)
+    reset_settings()
+
+
+def test_one_mode_per_install_never_both_on_one_uid(history, monkeypatch) -> None:
+    """Grafana refuses an API save of a file-provisioned dashboard (the fake enforces it): the
+    api mode says what to fix; the compose (provisioned) mode pushes annotations only."""
+    from omni_tasks.grafana.push import FOLDER_UID, GrafanaError
+
+    provisioned = trend_dashboard()
+    state = GrafanaState(dashboards={provisioned["uid"]: provisioned},
+                         provisioned={provisioned["uid"]})  # fmt: skip
+    with serve_in_thread(grafana_app(state)) as url:
+        _grafana(monkeypatch, url)
+        with pytest.raises(GrafanaError, match=r"file-provisioned.*OMNI_GRAFANA_DASHBOARDS"):
+            refresh(history)
+        _grafana(monkeypatch, url, "provisioned")
+        report = refresh(history)
+    assert (report.dashboards_written, report.annotations_created) == (0, 1)
+    assert state.writes == 0 and len(state.annotations) == 1
+    fresh = GrafanaState()
+    with serve_in_thread(grafana_app(fresh)) as url:
+        _grafana(monkeypatch, url, "api")
+        assert refresh(history).dashboards_written == 1
+    assert FOLDER_UID in fresh.folders and FOLDER_UID != "omni-tasks"
+    reset_settings()
+
+
+def test_a_refused_grafana_token_is_a_clear_error(history, monkeypatch) -> None:
+    from omni_tasks.grafana.push import GrafanaError
+
+    state = GrafanaState(token="glsa_right")
+    with serve_in_thread(grafana_app(state)) as url:
+        _grafana(monkeypatch, url, token="glsa_wrong")
+        with pytest.raises(
+            GrafanaError, match=r"refused the token \(401\): check OMNI_GRAFANA_TOKEN"
+        ):
+            refresh(history)
+    assert history.execute("SELECT count(*) AS n FROM omni.event "
+                           "WHERE grafana_annotation_id IS NULL").fetchone()["n"] >= 1  # fmt: skip
+    reset_settings()

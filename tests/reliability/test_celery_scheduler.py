@@ -22,6 +22,32 @@ limit: 50
 """
 
 
+def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """The plugin app on the real API server: the night's report and a clip, with Airflow's
+    token only (Airflow does not guard plugin apps; the app checks it itself)."""
+    import numpy as np
+
+    from omni_tasks.audio import write_audio
+
+    write_audio(str(home / "audio" / "run-x" / "00000_u0.wav"), np.zeros(2400, np.float32), 24_000)
+    auth = {"Authorization": f"Bearer {c.token()}"}
+    report = f"{c.api}/omni/reports/seed_tts_en_2026-11-20.html"
+    # Exactly Airflow's own decision: a forged token is refused, and no token at all gets what
+    # the core API gives it (this cluster's simple auth manager makes everyone an admin).
+    forged = {"Authorization": "Bearer not-a-jwt"}
+    refused = httpx.get(report, headers=forged, timeout=30).status_code
+    assert refused in (401, 403)
+    assert refused == httpx.get(f"{c.api}/api/v2/dags", headers=forged, timeout=30).status_code
+    core = httpx.get(f"{c.api}/api/v2/dags", timeout=30).status_code
+    assert httpx.get(report, timeout=30).status_code == (200 if core == 200 else refused)
+    served = httpx.get(report, headers=auth, timeout=30)
+    assert served.status_code == 200 and "<html" in served.text
+    clip = httpx.get(f"{c.api}/omni/audio/run-x/00000_u0.wav", headers=auth, timeout=30)
+    assert clip.status_code == 200 and clip.content[:4] == b"RIFF"
+    escape = httpx.get(f"{c.api}/omni/reports/..%2F..%2Fetc%2Fpasswd", headers=auth, timeout=30)
+    assert escape.status_code == 404
+
+
 def test_nightly_through_rest_api_and_a_backfill_with_celery(
     db, results_dsn, tmp_path: Path
 ) -> None:
@@ -31,6 +57,7 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
     config.write_text(CONFIG)
     extra = {
         "OMNI_NIGHTLY_CONFIG": str(config),
+        "OMNI_PUBLIC_URL": "http://127.0.0.1",  # links only; the test calls the API server
         "OMNI_DATABASE_URL": results_dsn,
         "OMNI_HOME": str(tmp_path / "omni-home"),
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
@@ -54,6 +81,7 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
         assert db.execute("SELECT count(*) AS n FROM omni.gate_decision "
                           "WHERE nightly = '2026-11-20'").fetchone()["n"] == 1  # fmt: skip
         db.commit()
+        _evidence_is_served_behind_airflow_auth(c, tmp_path / "omni-home")
 
         import json
 

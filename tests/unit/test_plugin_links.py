@@ -18,8 +18,11 @@ def _plugin():  # type: ignore[no-untyped-def]
 
 
 def test_links_and_macros(monkeypatch) -> None:
+    from omni_tasks.config import reset_settings
+
     monkeypatch.setenv("OMNI_GRAFANA_URL", "https://grafana.example/")
-    monkeypatch.setenv("OMNI_REPORT_BASE_URL", "https://reports.example/omni")
+    monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example/")
+    reset_settings()
     m = _plugin()
     key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00")
     links = {
@@ -28,6 +31,11 @@ def test_links_and_macros(monkeypatch) -> None:
     }
     assert links == {
         "Grafana trend": "https://grafana.example/d/omni-seed-tts-trend?var-benchmark=seed_tts_en",
-        "Nightly report": "https://reports.example/omni/seed_tts_en_2026-11-28.html",
+        "Nightly report": "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html",
     }
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
+    (app,) = m.OmniLinksPlugin.fastapi_apps
+    assert app["url_prefix"] == "/omni"
+    monkeypatch.delenv("OMNI_PUBLIC_URL")
+    reset_settings()
+    assert m.report_url("2026-11-28") == ""  # no public URL: no link, never file://

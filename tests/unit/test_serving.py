@@ -1,0 +1,72 @@
+"""The evidence app's path rule: names from URLs are single components, audio comes only from
+under the audio root, and nothing is served without the auth dependency passing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi import HTTPException, Request
+from fastapi.testclient import TestClient
+
+from omni_tasks.audio import write_audio
+from omni_tasks.config import reset_settings
+from omni_tasks.serving import evidence_app
+
+
+def _token_required(request: Request) -> str:
+    if request.headers.get("authorization") != "Bearer good":
+        raise HTTPException(status_code=401, detail="Not authenticated")
+    return "user"
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
+    reset_settings()
+    (tmp_path / "home" / "reports").mkdir(parents=True)
+    (tmp_path / "home" / "reports" / "seed_tts_en_2026-11-20.html").write_text("<html>r</html>")
+    write_audio(str(tmp_path / "home" / "audio" / "run1" / "00001_u1.wav"),
+                np.zeros(2400, np.float32), 24_000)  # fmt: skip
+    (tmp_path / "secret.wav").write_bytes(b"RIFF-not-yours")
+    os.symlink(tmp_path / "secret.wav", tmp_path / "home" / "audio" / "run1" / "link.wav")
+    yield TestClient(evidence_app(auth=_token_required))
+    reset_settings()
+
+
+def test_reports_and_audio_are_served_to_authenticated_callers(client) -> None:  # type: ignore[no-untyped-def]
+    ok = {"Authorization": "Bearer good"}
+    assert client.get("/reports/seed_tts_en_2026-11-20.html").status_code == 401
+    r = client.get("/reports/seed_tts_en_2026-11-20.html", headers=ok)
+    assert r.status_code == 200 and r.text == "<html>r</html>"
+    a = client.get("/audio/run1/00001_u1.wav", headers=ok)
+    assert a.status_code == 200 and a.content[:4] == b"RIFF"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/reports/..%2F..%2Fetc%2Fpasswd", "/reports/%2Fetc%2Fpasswd", "/audio/run1/link.wav",
+     "/audio/..%2F..%2F/secret.wav", "/audio/run1/missing.wav", "/reports/x.json"],
+)  # fmt: skip
+def test_nothing_outside_its_place_is_served(client, path: str) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(path, headers={"Authorization": "Bearer good"}).status_code == 404
+
+
+def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    from omni_tasks.alerts.lifecycle import links_for
+
+    d = {"benchmark": "seed_tts_en", "nightly": dt.date(2026, 11, 20), "candidate_branch": "rebase",
+         "baseline_branch": "main"}  # fmt: skip
+    monkeypatch.delenv("OMNI_PUBLIC_URL", raising=False)
+    reset_settings()
+    assert "Report" not in links_for(d) and "file://" not in str(links_for(d))
+    monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example")
+    reset_settings()
+    assert links_for(d)["Report"] == (
+        "https://airflow.example/omni/reports/seed_tts_en_2026-11-20.html"
+    )
+    reset_settings()
