@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -332,7 +333,7 @@ def import_buildkite(
 def runs_list(
     branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
     nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many runs")] = 200,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
     as_json: JsonFlag = False,
 ) -> None:
     """List stored runs, newest nightly first."""
@@ -869,6 +870,8 @@ def _compute_and_show(
 
 
 def _tau(policy: Any, tail_threshold: float | None) -> float:
+    if tail_threshold is not None and not (math.isfinite(tail_threshold) and tail_threshold > 0):
+        fail(f"--tail-threshold must be a positive number of WER, got {tail_threshold}")
     return policy.primary_tau if tail_threshold is None else tail_threshold
 
 
@@ -883,10 +886,9 @@ def stats_cmd(
     from omni_tasks.analysis.service import run_stats_for_key
     from omni_tasks.report_text import print_stats
 
-    (run_key,) = _keys(run_key)
-
     policy = _policy()
     tau = _tau(policy, tail_threshold)
+    (run_key,) = _keys(run_key)
     _compute_and_show(
         lambda conn: run_stats_for_key(conn, run_key, tau, policy, grader),
         print_stats,
@@ -913,9 +915,9 @@ def compare_cmd(
     from omni_tasks.analysis.service import compare_keys
     from omni_tasks.report_text import print_comparison
 
-    baseline, candidate = _keys(baseline, candidate)
     policy = _policy()
     tau = _tau(policy, tail_threshold)
+    baseline, candidate = _keys(baseline, candidate)
     _compute_and_show(
         lambda conn: compare_keys(
             conn,

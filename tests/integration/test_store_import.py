@@ -215,3 +215,17 @@ def test_runs_delete_needs_yes_and_removes_everything_of_the_run(
     assert counts(db) == (0, 0, 0, 0)
     gone = runner.invoke(app, ["runs", "show", key])
     assert gone.exit_code == 1 and "no run with key" in gone.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["stats", "k", "--tail-threshold", "nan"], "--tail-threshold must be a positive"),
+        (["compare", "--baseline", "a", "--candidate", "b", "--tail-threshold", "0"],
+         "--tail-threshold must be a positive"),
+        (["runs", "list", "--limit", "-1"], "Invalid value for '--limit'"),
+    ],
+)  # fmt: skip
+def test_out_of_range_options_are_refused_with_a_message(db, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    out = runner.invoke(app, args)
+    assert out.exit_code != 0 and message in out.output
