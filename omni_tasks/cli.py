@@ -429,6 +429,9 @@ def runs_show(
             f"({g['n_grades']} grades)",
             highlight=False,
         )
+    console.print(
+        f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", highlight=False, soft_wrap=True
+    )
 
 
 # ---------------------------------------------------------------- wer

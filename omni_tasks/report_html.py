@@ -18,6 +18,7 @@ import psycopg
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
+from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.queries import sql
 
 MAX_AUDIO_CLIPS = 30
@@ -197,12 +198,19 @@ def nightly_report(
         "SELECT * FROM omni.v_official_trend WHERE benchmark = %s AND nightly = %s "
         "ORDER BY branch, variant", (benchmark, nightly),
     ).fetchall()  # fmt: skip
+    runs = conn.execute(sql("runs_of_night"), {"benchmark": benchmark, "nightly": nightly})
+    reproduce = "".join(
+        f"<p>{_e(r['branch'])} / {_e(r['variant'])} (seed {r['seed']}):</p>"
+        f"<pre>{_e(reproduce_command(r, {'grader': r['grader']}))}</pre>"
+        for r in runs
+    )
     verdicts = verdict_table(decisions) if decisions else "<p>No gate decisions.</p>"
     sections = [
         f"<h2>Verdicts</h2>{verdicts}",
         "<h2>Harness figures</h2>" + official_table(official),
         "<h2>Trend</h2>" + _fig(trend_figure(trend), "trend"),
         "<h2>Failure modes</h2>" + _fig(modes_figure(modes), "modes"),
+        "<h2>Reproduce</h2>" + (reproduce or "<p>No runs.</p>"),
     ]
     for i, d in enumerate(x for x in decisions if x["comparison_id"] is not None):
         clips = conn.execute(

@@ -27,6 +27,7 @@ from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.links import report_url
+from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.queries import sql
 
 METRIC = "tail_fraction"
@@ -186,8 +187,10 @@ def _regression(
                 (key, night, night, Jsonb({"decision_id": d["decision_id"], "commits": [commit]})),
             ).fetchone()["alert_id"]  # type: ignore[index]
         )
-        enqueue(conn, f"{key}|{night}|open", alert_id, "post",
-                _msg(blocks.regression_opened(ctx), "post"))  # fmt: skip
+        opened_msg = _msg(blocks.regression_opened(ctx), "post")
+        if (command := _reproduce(conn, d)) is not None:
+            opened_msg["blocks"] = [*opened_msg["blocks"], command]
+        enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
         for clip in _top_audio(conn, d):
             enqueue(conn, f"{key}|{night}|audio|{clip['utt_id']}", alert_id, "upload",
                     {"op": "upload", "file": clip["audio_uri"],
@@ -225,6 +228,18 @@ def _regression(
         enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
                 _msg(blocks.regression_resolved_reply(ctx), "reply"))  # fmt: skip
         _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
+
+
+def _reproduce(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str, Any] | None:
+    """A context block with the command that reproduces the candidate's run."""
+    if d.get("candidate_run_id") is None:
+        return None
+    run = conn.execute(sql("runs_of_night"), {"benchmark": d["benchmark"], "nightly": d["nightly"]})
+    row = next((r for r in run if r["run_id"] == d["candidate_run_id"]), None)
+    if row is None:
+        return None
+    line = f"Reproduce the candidate's run: `{blocks.entities(reproduce_command(row, row))}`"
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}
 
 
 def _candidate_commit(conn: psycopg.Connection[Any], d: dict[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from omni_tasks.config import get_settings
 from omni_tasks.names import check_run_key, path_component
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 
@@ -345,6 +346,7 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
         "prompt_fingerprint": row["prompt_fingerprint"],
         "summary": row["summary"],
         "source": row["source"],
+        "reproduce": reproduce_command(row, gradings[-1] if gradings else None),
     }
 
 

@@ -64,3 +64,19 @@ def test_bench_input_errors_are_clear(db) -> None:
     for args, message in cases:
         out = runner.invoke(app, ["bench", *args])
         assert out.exit_code == 1 and message in out.output, (args, out.output)
+
+
+def test_the_reproduce_command_recreates_the_same_run(db) -> None:
+    import shlex
+
+    first = _bench("--target", "simulator:main", "--branch", "main", "--transcript-mode",
+                   "--seed", "5", "--limit", "12", "--commit", "abc123")  # fmt: skip
+    shown = json.loads(runner.invoke(app, ["runs", "show", first["run_key"], "--json"]).output)
+    command = shlex.split(shown["reproduce"])
+    assert command[:2] == ["omni-tasks", "bench"] and "--limit" in command
+    again = runner.invoke(app, [*command[1:], "--json"])
+    assert again.exit_code == 0, again.output
+    result = json.loads(again.output)
+    assert result["run_key"] == first["run_key"] and result["synthesized"] is False
+    text = runner.invoke(app, ["runs", "show", first["run_key"][:30]])
+    assert "reproduce" in text.output and "omni-tasks bench --target simulator:main" in text.output

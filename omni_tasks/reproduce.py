@@ -1,0 +1,44 @@
+"""The command that reproduces a stored run: what `runs show`, the HTML report and the alert
+print next to a result. Built from what the run recorded (target, commit, seed, dataset,
+variant, prompt template, subset, harness version) and its newest grading's grader."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+_GRADER_FLAGS = (("backend", "--backend"), ("model", "--model"), ("precision", "--precision"),
+                 ("window", "--window"), ("harness_version", "--harness-version"))  # fmt: skip
+
+
+def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None) -> str:
+    """A shell command line (quoted); an imported run names its import instead."""
+    config, source = run.get("config") or {}, run.get("source") or {}
+    if "target" not in config:
+        where = source.get("path") or source.get("file") or "ARTIFACT.json"
+        args = ["omni-tasks", "import", "vllm-omni", str(where), "--branch", run["branch"]]
+        if run.get("commit_sha"):
+            args += ["--commit", run["commit_sha"]]
+        return shlex.join(args)
+    target = str(config["target"])
+    if (run.get("stack") or {}).get("server_log"):  # a server the nightly launched and stopped
+        target = f"http://SERVER-AT-{str(run.get('commit_sha') or 'COMMIT')[:12]}:8091"
+    template = str(config.get("prompt_template", "seed-tts-default"))
+    args = ["omni-tasks", "bench", "--target", target, "--branch", run["branch"]]
+    args += ["--dataset", str(config.get("dataset", "demo")), "--nightly", str(run["nightly"])]
+    args += ["--variant", run.get("variant") or "default", "--prompt-template", template]
+    if run.get("commit_sha"):
+        args += ["--commit", run["commit_sha"]]
+    if run.get("seed") is not None:
+        args += ["--seed", str(run["seed"])]
+    subset = str(run.get("dataset_fingerprint") or "").rpartition(":first")[2]
+    if ":first" in str(run.get("dataset_fingerprint") or "") and subset.isdigit():
+        args += ["--limit", subset]
+    if config.get("transcript_mode"):
+        args.append("--transcript-mode")
+    described = (grader or {}).get("grader") or {}
+    for field, flag in _GRADER_FLAGS:
+        value = described.get(field) or (config.get(field) if field == "harness_version" else None)
+        if value:
+            args += [flag, str(value)]
+    return shlex.join(args)

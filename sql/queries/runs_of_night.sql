@@ -1,0 +1,9 @@
+-- A night's runs with their newest grading's grader (what reproduces each).
+SELECT r.*, g.grader
+FROM omni.run r
+LEFT JOIN LATERAL (
+    SELECT gr.grader FROM omni.grading gr WHERE gr.run_id = r.run_id
+    ORDER BY gr.grading_id DESC LIMIT 1
+) g ON true
+WHERE r.benchmark = %(benchmark)s AND r.nightly = %(nightly)s
+ORDER BY r.branch, r.variant, r.seed
