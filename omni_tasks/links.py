@@ -25,6 +25,14 @@ def report_url(benchmark: str, nightly: dt.date | str) -> str | None:
     return f"{base.rstrip('/')}{PREFIX}/reports/{quote(report_name(benchmark, nightly))}"
 
 
+def served_report(path: str) -> str | None:
+    """The served URL of a report file the nightly wrote (its name is all that travels)."""
+    base = get_settings().public_url
+    if not base:
+        return None
+    return f"{base.rstrip('/')}{PREFIX}/reports/{quote(path_component(path.rsplit('/', 1)[-1]))}"
+
+
 def audio_url(run_key: str, file_name: str) -> str | None:
     base = get_settings().public_url
     if not base:

@@ -32,11 +32,21 @@ class GrafanaLink(BaseOperatorLink):
 
 
 class ReportLink(BaseOperatorLink):
+    """The report the run's `refresh` task wrote (its XCom says where), as the evidence app
+    serves it: never a date guessed from the run id, never a file:// URL."""
+
     name = "Nightly report"
 
     def get_link(self, operator, *, ti_key) -> str:  # type: ignore[no-untyped-def]
-        night = ti_key.run_id.split("__")[-1][:10] if "__" in ti_key.run_id else ti_key.run_id[:10]
-        return report_url(night)
+        from airflow.providers.common.compat.sdk import XCom
+
+        from omni_tasks.links import served_report
+
+        written = XCom.get_one(key="return_value", dag_id=ti_key.dag_id, task_id="refresh",
+                               run_id=ti_key.run_id)  # fmt: skip
+        if not isinstance(written, dict) or not written.get("report"):
+            return ""
+        return served_report(str(written["report"])) or ""
 
 
 def _evidence_app():  # type: ignore[no-untyped-def]

@@ -46,6 +46,14 @@ def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ign
     assert clip.status_code == 200 and clip.content[:4] == b"RIFF"
     escape = httpx.get(f"{c.api}/omni/reports/..%2F..%2Fetc%2Fpasswd", headers=auth, timeout=30)
     assert escape.status_code == 404
+    # The task's "Nightly report" link comes from the refresh task's XCom (the report it wrote),
+    # as the served URL: the run id's own date (today) would name another night.
+    links = httpx.get(f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/rest-1/taskInstances/"
+                      "decide/links", headers=auth, timeout=30)  # fmt: skip
+    assert links.status_code == 200, links.text
+    assert links.json()["Nightly report"] == (
+        "http://127.0.0.1/omni/reports/seed_tts_en_2026-11-20.html"
+    )
 
 
 def test_nightly_through_rest_api_and_a_backfill_with_celery(

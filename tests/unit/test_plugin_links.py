@@ -25,14 +25,14 @@ def test_links_and_macros(monkeypatch) -> None:
     reset_settings()
     m = _plugin()
     key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00")
-    links = {
-        link.name: link.get_link(None, ti_key=key)
-        for link in m.OmniLinksPlugin.global_operator_extra_links
-    }
-    assert links == {
-        "Grafana trend": "https://grafana.example/d/omni-seed-tts-trend?var-benchmark=seed_tts_en",
-        "Nightly report": "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html",
-    }
+    grafana, report = m.OmniLinksPlugin.global_operator_extra_links
+    assert grafana.get_link(None, ti_key=key) == (
+        "https://grafana.example/d/omni-seed-tts-trend?var-benchmark=seed_tts_en"
+    )
+    assert report.name == "Nightly report"  # read from the refresh task's XCom: the cluster test
+    assert m.report_url("2026-11-28") == (
+        "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html"
+    )
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
     (app,) = m.OmniLinksPlugin.fastapi_apps
     assert app["url_prefix"] == "/omni"
