@@ -9,6 +9,14 @@ It reproduces the transformers backend's calls (feature extractor with one padde
 many clips' tokens batching changed.
 
     python bench/bench_grading_gpu.py --clips bench/.data/clips16k.npz --out result.json
+
+`--longform N` adds the harness 0.30 policy (`whole-timestamps`) on a mix of N clips, 10 % of
+them over 30 s (31-90 s): the harness's pattern (one clip per call: long clips with
+`truncation=False, padding="longest", return_timestamps=True`) against the backend's batching
+(short with short, long with long, the attention mask giving each clip's length). Decoding is
+forced to `--tokens` tokens per 30 s window, so random weights emit no end timestamp and every
+window is decoded: a fixed pattern (seeking on predicted timestamps is what random weights
+cannot show). Clips are seeded noise: content does not change the arithmetic.
 """
 
 from __future__ import annotations
@@ -66,6 +74,60 @@ def grade(model, fe, clips, batch: int, dtype, tokens: int, device: str):
     return out
 
 
+@torch.inference_mode()
+def grade_whole(model, fe, clips, batch: int, tokens: int, device: str):
+    """The 0.30 call: clips up to 30 s as one window each, longer ones whole with timestamps;
+    short and long clips never share a call."""
+    out: dict[int, list[int]] = {}
+    for long in (False, True):
+        group = [i for i, c in enumerate(clips) if (len(c) > 30 * 16_000) == long]
+        for j in range(0, len(group), batch):
+            idx = group[j : j + batch]
+            extra = {"truncation": False, "padding": "longest"} if long else {}
+            inputs = fe([clips[i] for i in idx], sampling_rate=16_000, return_tensors="pt",
+                        return_attention_mask=True, **extra)  # fmt: skip
+            ids = model.generate(inputs.input_features.to(device, torch.float32),
+                                 attention_mask=inputs.attention_mask.to(device),
+                                 language="en", task="transcribe", do_sample=False, num_beams=1,
+                                 min_new_tokens=tokens, max_new_tokens=tokens,
+                                 **({"return_timestamps": True} if long else {}))  # fmt: skip
+            seqs = ids["sequences"] if isinstance(ids, dict) else ids
+            for i, row in zip(idx, seqs.tolist(), strict=True):
+                out[i] = [t for t in row if t != EOT]
+    return [out[i] for i in range(len(clips))]
+
+
+def longform(model, fe, n: int, tokens: int, device: str) -> dict:
+    rng = np.random.default_rng(0)
+    seconds = [rng.uniform(31, 90) if i % 10 == 9 else rng.uniform(4, 15) for i in range(n)]
+    clips = [(0.05 * rng.standard_normal(int(s * 16_000))).astype(np.float32) for s in seconds]
+    model = model.to(torch.float32)
+    runs = {}
+    for batch in (1, 16):
+        grade_whole(model, fe, clips[:2] + clips[9:10], batch, tokens, device)  # warm-up
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        ids = grade_whole(model, fe, clips, batch, tokens, device)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        runs[batch] = (time.perf_counter() - t0, ids,
+                       torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None)  # fmt: skip
+    (one_s, one_ids, one_mem), (b_s, b_ids, b_mem) = runs[1], runs[16]
+    long = [i for i, s in enumerate(seconds) if s > 30]
+    return {
+        "policy": "whole-timestamps", "precision": "fp32", "clips": n, "long_clips": len(long),
+        "audio_s": round(sum(seconds), 1), "tokens_per_window": tokens,
+        "one_per_call_s": round(one_s, 3), "batched16_s": round(b_s, 3),
+        "batched_over_one_per_call": round(one_s / b_s, 2),
+        "changed_by_batching": sum(a != b for a, b in zip(one_ids, b_ids, strict=True)),
+        "changed_long": sum(one_ids[i] != b_ids[i] for i in long),
+        "peak_gib_one": None if one_mem is None else round(one_mem, 2),
+        "peak_gib_batched": None if b_mem is None else round(b_mem, 2),
+    }  # fmt: skip
+
+
 def timed(model, fe, clips, batch, dtype, tokens, device):
     grade(model, fe, clips[: min(batch, 4)], batch, dtype, tokens, device)  # warm-up
     if device.startswith("cuda"):
@@ -79,22 +141,25 @@ def timed(model, fe, clips, batch, dtype, tokens, device):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--clips", required=True, help="npz with an array 'clips' (16 kHz, padded)")
+    ap.add_argument("--clips", default=None, help="npz with an array 'clips' (16 kHz, padded)")
     ap.add_argument("--lengths", default=None)
     ap.add_argument("--n", type=int, default=128, help="clips to grade per configuration")
     ap.add_argument("--tokens", type=int, default=32, help="decoded tokens per clip (forced)")
     ap.add_argument("--shape", choices=["large-v3", "tiny"], default="large-v3")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--longform", type=int, default=0, help="clips of the whole-timestamps mix")
     args = ap.parse_args()
     transformers.logging.set_verbosity_error()
 
-    data = np.load(args.clips)
-    clips = [
-        data["clips"][i, : data["lengths"][i]].astype(np.float32)
-        for i in range(len(data["lengths"]))
-    ]
-    clips = (clips * (args.n // len(clips) + 1))[: args.n]
+    clips: list[np.ndarray] = []
+    if args.clips:
+        data = np.load(args.clips)
+        clips = [
+            data["clips"][i, : data["lengths"][i]].astype(np.float32)
+            for i in range(len(data["lengths"]))
+        ]
+        clips = (clips * (args.n // len(clips) + 1))[: args.n]
     shape = LARGE_V3 if args.shape == "large-v3" else TINY
     fe = WhisperFeatureExtractor(feature_size=shape["num_mel_bins"])
     model = build(shape, args.device)
@@ -104,7 +169,7 @@ def main() -> None:
                "tokens_per_clip": args.tokens, "runs": []}  # fmt: skip
     baseline_ids = None
     baseline_s = None
-    for precision, dtype, batch in [*runs, ("bf16", torch.bfloat16, 128)]:
+    for precision, dtype, batch in [*runs, ("bf16", torch.bfloat16, 128)] if clips else []:
         m = model.to(dtype)
         seconds, ids = timed(m, fe, clips, batch, dtype, args.tokens, args.device)
         entry = {"precision": precision, "batch": batch, "seconds": round(seconds, 3),
@@ -118,6 +183,9 @@ def main() -> None:
             )
         results["runs"].append(entry)
         print(json.dumps(entry), flush=True)
+    if args.longform:
+        results["longform"] = longform(model, fe, args.longform, args.tokens, args.device)
+        print(json.dumps(results["longform"]), flush=True)
     print(json.dumps(results, indent=1))
     if args.out:
         with open(args.out, "w") as fh:
