@@ -543,10 +543,10 @@ def grade_cmd(
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store.runs import RunNotFoundError
 
-    (run_key,) = _keys(run_key)
     grader = _load_grader(
         backend, model, precision, window, beam_size, batch_size, device, harness_version
     )
+    (run_key,) = _keys(run_key)
     conn = _open_db()
     with conn:
         try:
