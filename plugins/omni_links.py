@@ -38,12 +38,18 @@ class ReportLink(BaseOperatorLink):
     name = "Nightly report"
 
     def get_link(self, operator, *, ti_key) -> str:  # type: ignore[no-untyped-def]
-        from airflow.providers.common.compat.sdk import XCom
+        # Links are built in the API server, which reads XComs from the metadata DB (the task
+        # SDK's XCom needs a running task's supervisor).
+        from airflow.models.xcom import XComModel
+        from airflow.utils.session import create_session
 
         from omni_tasks.links import served_report
 
-        written = XCom.get_one(key="return_value", dag_id=ti_key.dag_id, task_id="refresh",
-                               run_id=ti_key.run_id)  # fmt: skip
+        query = XComModel.get_many(run_id=ti_key.run_id, key="return_value", task_ids="refresh",
+                                   dag_ids=ti_key.dag_id, limit=1)  # fmt: skip
+        with create_session() as session:
+            row = session.scalars(query).first()
+            written = None if row is None else XComModel.deserialize_value(row)
         if not isinstance(written, dict) or not written.get("report"):
             return ""
         return served_report(str(written["report"])) or ""

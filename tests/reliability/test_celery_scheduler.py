@@ -51,7 +51,7 @@ def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ign
     links = httpx.get(f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/rest-1/taskInstances/"
                       "decide/links", headers=auth, timeout=30)  # fmt: skip
     assert links.status_code == 200, links.text
-    assert links.json()["Nightly report"] == (
+    assert links.json()["extra_links"]["Nightly report"] == (
         "http://127.0.0.1/omni/reports/seed_tts_en_2026-11-20.html"
     )
 
