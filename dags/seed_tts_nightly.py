@@ -1,7 +1,8 @@
 """seed-TTS nightly: benchmark every branch on GPU workers, gate, refresh dashboards, alert.
 
 record_heads → run_branch (mapped: branch × seed, `gpu` queue and pool) → summarize → decide
-(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) → dispatch_alerts,
+(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) and plan_bisects →
+auto_bisect (triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts,
 which runs whatever failed; `watcher` then fails the DAG run when any task failed (otherwise
 the always-run leaf would mark a failed night successful).
 Every task is idempotent, so retries and re-runs converge. Backfill:
@@ -11,6 +12,7 @@ Every task is idempotent, so retries and re-runs converge. Backfill:
 from __future__ import annotations
 
 import pendulum
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag, get_current_context, task
 
 from omni_tasks import dag_support as s
@@ -49,6 +51,10 @@ def seed_tts_nightly() -> None:
     def refresh(night: str) -> dict:
         return s.refresh(get_current_context(), night)
 
+    @task
+    def plan_bisects(night: str) -> list[dict]:
+        return s.plan_bisects(get_current_context(), night)
+
     @task(trigger_rule="all_done")
     def dispatch_alerts() -> str:
         return s.dispatch_alerts(get_current_context())
@@ -62,9 +68,13 @@ def seed_tts_nightly() -> None:
     stats = summarize(runs)
     night = decide(stats)
     done = refresh(night)
+    planned = plan_bisects(night)
+    bisects = TriggerDagRunOperator.partial(
+        task_id="auto_bisect", trigger_dag_id="seed_tts_bisect", skip_when_already_exists=True
+    ).expand_kwargs(planned)
     alerts = dispatch_alerts()
-    done >> alerts
-    [heads, runs, stats, night, done, alerts] >> watcher()
+    [done, bisects] >> alerts
+    [heads, runs, stats, night, done, planned, bisects, alerts] >> watcher()
 
 
 seed_tts_nightly()

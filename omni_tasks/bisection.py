@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel, Field
+from pydantic import Field, model_validator
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.lifecycle import enqueue
@@ -18,13 +18,20 @@ from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import get_settings
+from omni_tasks.names import check_branch, check_name, require_trusted
+from omni_tasks.nightly import Serving, served
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
 
 
-class BisectParams(BaseModel):
+class BisectParams(Serving):
+    """A bisect's parameters (the DAG's trigger form, or the conf auto-bisect sends). A
+    `vllm-serve` target launches each commit's own server as the nightly does (Serving)."""
+
     history: list[str] = Field(description="commits oldest (good) to newest (bad)")
-    target: str = Field(description="http(s)://… or simulator:PROFILE / simulator:commit-history")
+    target: str = Field(
+        description="vllm-serve, http(s)://… or simulator:PROFILE / simulator:commit-history"
+    )
     branch: str = "rebase"
     baseline: str = "main"
     variant: str = "default"
@@ -38,6 +45,19 @@ class BisectParams(BaseModel):
     control: int = 50
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
+    alert_id: int | None = Field(default=None, description="the alert whose thread gets the result")
+
+    @model_validator(mode="after")
+    def _checked(self) -> BisectParams:
+        for branch in (self.branch, self.baseline):
+            check_branch(branch)
+        check_name(self.variant, "variant")
+        if "/" in self.dataset or self.dataset.startswith("."):
+            require_trusted(self.dataset, "dataset")
+        for what, value in self.serving_paths().items():
+            if value is not None:
+                require_trusted(str(value), what)
+        return self
 
     @property
     def bench(self) -> str:
@@ -67,9 +87,13 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             limit=p.limit if clips is None else None, only=clips, nightly=today,
             trigger="bisect", variant=p.variant, transcript_mode=p.transcript_mode,
             benchmark=p.bench, history=tuple(p.history), first_bad=p.first_bad,
+            overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )  # fmt: skip
-        outcome = run_benchmark(conn, req, grader, show_progress=False)
+        if p.target == "vllm-serve":  # the commit's own server, launched for this run
+            outcome = served(conn, p, req, grader)
+        else:
+            outcome = run_benchmark(conn, req, grader, show_progress=False)
         conn.commit()
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 
@@ -110,12 +134,10 @@ def _record(
                           "discriminating": list(r.discriminating)}),
         "dedup_key": f"bisect_result|{p.bisect_id}",
     })  # fmt: skip
-    alert = conn.execute(
-        "SELECT alert_id, alert_key FROM omni.alert WHERE state = 'open' AND kind = 'regression' "
-        "AND alert_key LIKE %s", (f"{p.bench}|{p.branch}|{p.baseline}|{p.variant}|%",),
-    ).fetchone()  # fmt: skip
+    prefix = "|".join([p.bench, p.branch, p.baseline, p.variant, "%"])
+    alert = conn.execute(sql("bisect_alert"), {"alert_id": p.alert_id, "prefix": prefix}).fetchone()
     if alert is not None:
-        msg = blocks.Message(blocks.escape(text)[:3000], [blocks._section(blocks.escape(text))])
+        msg = blocks.note(text)
         enqueue(conn, f"{alert['alert_key']}|bisect|{p.bisect_id}", alert["alert_id"], "reply",
                 {"op": "reply", **msg.to_payload()})  # fmt: skip
     conn.commit()

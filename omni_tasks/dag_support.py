@@ -213,6 +213,17 @@ def decide(context: dict[str, Any], run_keys: list[str]) -> str:
     return night.isoformat()
 
 
+def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
+    """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
+    from omni_tasks.auto_bisect import plan_bisects as plan
+
+    with results_db() as conn:
+        triggers = plan(conn, _params(context), dt.date.fromisoformat(night))
+    for t in triggers:
+        log.info("auto-bisect: %s over %d commits", t["trigger_run_id"], len(t["conf"]["history"]))
+    return triggers
+
+
 def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
     from omni_tasks import nightly
     from omni_tasks.analysis.policy import load_policy
@@ -279,13 +290,27 @@ def bisect_params() -> dict[str, Any]:
         "seed": Param(1000, type="integer"),
         "alpha": Param(0.05, type="number"),
         "max_repeats": Param(3, type="integer"),
+        "variant": Param("default", type="string"),
+        "benchmark": Param(None, type=["null", "string"]),
+        "grader": Param({}, type="object", description="GraderSpec fields"),
+        "environment": Param({}, type="object", description="vllm-serve: as the nightly's"),
+        "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
+        "overrides": Param({}, type="object", description="Deploy overrides"),
+        "repo": Param(None, type=["null", "string"]),
+        "alert_id": Param(None, type=["null", "integer"],
+                          description="The alert whose Slack thread gets the result"),
     }  # fmt: skip
 
 
 def bisect(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk.exceptions import AirflowFailException
+
     from omni_tasks.bisection import BisectParams, run_bisect, summary
 
-    p = BisectParams(**dict(context["params"]))
+    try:
+        p = BisectParams(**dict(context["params"]))
+    except ValueError as exc:  # a bad form is not retried
+        raise AirflowFailException(f"bisect parameters: {exc}") from None
     with results_db() as conn:
         result = run_bisect(conn, p, _nightly(context))
     log.info("%s", summary(p, result))

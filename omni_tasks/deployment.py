@@ -140,6 +140,8 @@ def check_complete(p: NightlyParams, where: str) -> None:
         deploy = p.target_deploy_config(branch)
         if deploy is not None and not Path(deploy).is_file():
             fail(f"targets.{branch}.deploy_config", f"{deploy} does not exist")
+    if p.auto_bisect.enabled and not p.repo:
+        fail("auto_bisect.enabled", "auto-bisect lists the commits of a range: set repo")
     if not p.transcript_mode:
         try:
             GraderSpec(**p.grader).resolved()

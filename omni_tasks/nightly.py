@@ -45,7 +45,40 @@ class AutoBisect(BaseModel):
     max_runs: int = Field(default=12, ge=2, description="Benchmark runs one bisection may use")
 
 
-class NightlyParams(BaseModel):
+class Serving(BaseModel):
+    """How a `vllm-serve` target is launched per commit (the nightly's and the bisect's): the
+    commit's environment, the server settings, deploy overrides, and the repo. Every value that
+    names a path or an executable run on the GPU worker must lie under a trusted root
+    (OMNI_TRUSTED_ROOTS), so a trigger form cannot point the worker at any file."""
+
+    repo: str | None = Field(default=None, description="git repo to read branch heads from")
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
+        "requirements, python}",
+    )
+    server: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
+    )
+
+    def serving_paths(self) -> dict[str, Any]:
+        paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
+        for key in ("repo", "root"):
+            paths[f"environment.{key}"] = self.environment.get(key)
+        for i, req in enumerate(self.environment.get("requirements") or ()):
+            if str(req).startswith("-"):
+                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
+            if "/" in str(req) or str(req).startswith("."):
+                paths[f"environment.requirements[{i}]"] = req
+        python = self.environment.get("python")
+        if python not in (None, "python", "python3"):
+            paths["environment.python"] = python
+        return paths
+
+
+class NightlyParams(Serving):
     """What a nightly (or a manual run of it) benchmarks: the deployment config's fields, which
     the trigger form may override (omni_tasks.deployment)."""
 
@@ -58,24 +91,13 @@ class NightlyParams(BaseModel):
         description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
     )
     transcript_mode: bool = False
-    repo: str | None = Field(default=None, description="git repo to read branch heads from")
     variant: str = "default"
-    overrides: dict[str, Any] = Field(default_factory=dict)
     prompt_template: str = "seed-tts-default"
     seeds: list[int] = Field(default_factory=lambda: [42])
     limit: int | None = None
     dataset: str = "demo"
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
-    environment: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
-        "requirements, python}",
-    )
-    server: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
-    )
     gpu_task_timeout_s: float = Field(
         default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
     )
@@ -95,9 +117,8 @@ class NightlyParams(BaseModel):
 
     @model_validator(mode="after")
     def _checked(self) -> NightlyParams:
-        """Trigger-form values are data: branch names must be git branch names, and every
-        value that names a path or an executable run on the GPU worker must lie under a
-        trusted root (OMNI_TRUSTED_ROOTS), so a form cannot point the worker at any file."""
+        """Trigger-form values are data: branch names must be git branch names, and paths must
+        lie under a trusted root (see Serving)."""
         for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
             check_branch(branch)
         check_name(self.variant, "variant")
@@ -105,19 +126,9 @@ class NightlyParams(BaseModel):
             check_name(self.benchmark, "benchmark")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
+        paths = self.serving_paths()
         for branch in self.targets:
             paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
-        for key in ("repo", "root"):
-            paths[f"environment.{key}"] = self.environment.get(key)
-        for i, req in enumerate(self.environment.get("requirements") or ()):
-            if str(req).startswith("-"):
-                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
-            if "/" in str(req) or str(req).startswith("."):
-                paths[f"environment.requirements[{i}]"] = req
-        python = self.environment.get("python")
-        if python not in (None, "python", "python3"):
-            paths["environment.python"] = python
         if "/" in self.dataset or self.dataset.startswith("."):
             paths["dataset"] = self.dataset
         for what, value in paths.items():
@@ -244,16 +255,16 @@ def run_branch(
     )  # fmt: skip
     grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
     if target == "vllm-serve":
-        outcome = _served(conn, params, req, grader, show_progress)
+        outcome = served(conn, params, req, grader, show_progress=show_progress)
     else:
         outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
     conn.commit()
     return outcome.run_key
 
 
-def _served(
-    conn: psycopg.Connection[Any], params: NightlyParams, req: Any, grader: Any,
-    show_progress: bool,
+def served(
+    conn: psycopg.Connection[Any], params: Serving, req: Any, grader: Any, *,
+    show_progress: bool = False,
 ) -> Any:  # fmt: skip
     """Launch the commit's own server (its environment, its GPUs, a free port), run the
     benchmark against it with the server's provenance on the run, stop it."""

@@ -180,6 +180,11 @@ def fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*kept, _context(f"… {len(blocks) - len(kept)} more blocks left out")]
 
 
+def note(text: str) -> Message:
+    """A plain thread reply (bisect results, auto-bisect notes); `text` is escaped here."""
+    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text))])
+
+
 def regression_opened(ctx: AlertContext) -> Message:
     title = f":rotating_light: {headline(ctx)}"
     blocks = [_header(title), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]

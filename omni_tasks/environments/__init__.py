@@ -1,7 +1,6 @@
 """Execution environments: "give me a Python + server command for commit X".
 
 Strategies (one interface, `Strategy.prepare(commit) -> Environment`):
-  image     a container image per commit (the upstream CI builds one), run as a Kubernetes pod
   venv      a virtualenv built on a bare GPU host from a git checkout + pinned requirements
   existing  an interpreter someone manages themselves
 """
@@ -17,7 +16,6 @@ class Environment:
     commit: str
     strategy: str
     python: str | None = None  # the interpreter that runs the server (venv, existing)
-    image: str | None = None  # the container image (image strategy)
     lock: str | None = None  # what is installed (pip freeze), recorded on the run
     details: dict[str, Any] = field(default_factory=dict)
 

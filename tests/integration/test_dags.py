@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -52,12 +53,15 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
             assert t.retries >= 1 or t.task_id == "watcher", (dag.dag_id, t.task_id)
     nightly = bag.dags["seed_tts_nightly"]
     assert [t.task_id for t in nightly.topological_sort()] == [
-        "record_heads", "run_branch", "summarize", "decide", "refresh", "dispatch_alerts",
-        "watcher"]  # fmt: skip
+        "record_heads", "run_branch", "summarize", "decide", "refresh", "plan_bisects",
+        "auto_bisect", "dispatch_alerts", "watcher"]  # fmt: skip
     assert nightly.get_task("watcher").trigger_rule == "one_failed"
     run = nightly.get_task("run_branch")
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
+    trigger = nightly.get_task("auto_bisect")
+    assert {k: trigger.partial_kwargs[k] for k in ("trigger_dag_id", "skip_when_already_exists")
+            } == {"trigger_dag_id": "seed_tts_bisect", "skip_when_already_exists": True}  # fmt: skip
     assert nightly.catchup is False
 
 
@@ -241,3 +245,48 @@ def test_the_readme_takes_a_newcomer_to_dags_list(tmp_path: Path) -> None:
     for dag_id in ("seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness"):
         assert re.search(rf"^{dag_id}\s*\|", out.stdout, re.M), out.stdout[-2000:]
     assert re.search(r"^gpu\s*\|\s*4\s*\|", out.stdout, re.M)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> None:
+    """A SAME night on a good commit, then a confirmed REGRESSED night four commits later: the
+    nightly's auto_bisect task triggers seed_tts_bisect over that range, and a re-run of the
+    night triggers nothing new (the run id is fixed per alert)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i in range(5):
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+             "-m", f"c{i}")  # fmt: skip
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    config = {
+        "branches": ["main", "rebase"], "baseline": "main", "repo": str(repo),
+        "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+        "transcript_mode": True, "auto_bisect": {"enabled": True, "max_runs": 20},
+        "dataset": str(_corpus(tmp_path / "en")),  # enough clips to call the good night SAME
+    }  # fmt: skip
+    env = _with_config(af, tmp_path, config, OMNI_TRUSTED_ROOTS=json.dumps([str(tmp_path)]))
+    good = {"commits": {"main": commits[0], "rebase": commits[0]},
+            "targets": {"main": "simulator:main", "rebase": "simulator:main"}}  # fmt: skip
+    bad = {"commits": {"main": commits[0], "rebase": commits[4]}}
+    for night, conf in (("2026-11-27", good), ("2026-11-28", bad), ("2026-11-28", bad)):
+        out = dags_test(env, "seed_tts_nightly", night, json.dumps(conf))
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        db.commit()
+    verdicts = [r["verdict"] for r in db.execute(
+        "SELECT verdict FROM omni.gate_decision ORDER BY nightly")]  # fmt: skip
+    assert verdicts == ["SAME", "REGRESSED"]
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("airflow")), "dags", "list-runs", "seed_tts_bisect",
+         "-o", "json"], env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    runs = json.loads(listed.stdout.strip().splitlines()[-1])  # after Airflow's log lines
+    assert [r["run_id"] for r in runs] == ["auto_bisect__alert1"]
+    assert runs[0]["state"] == "queued"  # the scheduler (not `dags test`) starts it
+    details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]
+    assert details["bisect"]["conf"]["history"] == commits

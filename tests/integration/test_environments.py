@@ -1,8 +1,10 @@
 """Execution environments: a venv per commit (built, cached, reused, served through the
-launcher), the image strategy's pod spec (validated by the provider), GPU leases."""
+launcher), GPU leases."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import subprocess
 import sys
 import threading
@@ -13,7 +15,6 @@ import httpx
 import pytest
 
 from omni_tasks.environments.gpus import gpu_lease
-from omni_tasks.environments.image import ImageStrategy
 from omni_tasks.environments.venv import VenvStrategy
 from omni_tasks.synthesis.server import ServerSpec, launched, provenance
 
@@ -44,13 +45,17 @@ def main():
 '''
 
 
-def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
+def _repo(
+    tmp_path: Path,
+    history: tuple[tuple[str, str], ...] = (("0.11.0", "main"), ("0.11.1", "rebase")),
+) -> tuple[Path, list[str]]:
+    """A vllm-omni stand-in whose commits serve the simulator profile each names."""
     repo = tmp_path / "vllm-omni"
     repo.mkdir()
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q"], check=True)
     shas = []
-    for version, profile in (("0.11.0", "main"), ("0.11.1", "rebase")):
+    for version, profile in history:
         (repo / "pyproject.toml").write_text(PYPROJECT.format(version=version))
         (repo / "fakevllm.py").write_text(FAKE.format(profile=profile))
         subprocess.run([*git, "add", "."], check=True)
@@ -92,38 +97,6 @@ def test_a_failed_build_says_which_step(tmp_path: Path) -> None:
         strategy.prepare("0000000000000000000000000000000000000000")
 
 
-def test_image_pod_spec_passes_the_providers_own_construction(tmp_path: Path) -> None:
-    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
-    from kubernetes.client import ApiClient
-
-    kubeconfig = tmp_path / "kubeconfig"  # parsed only; no cluster is contacted
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
-        "users: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-        "current-context: x\n"
-    )
-    strategy = ImageStrategy(
-        "public.ecr.aws/vllm/vllm-omni:{commit}", node_selector={"gpu": "h100"}
-    )
-    env = strategy.prepare("0123456789abcdef0123456789abcdef01234567")
-    kwargs = strategy.pod_operator_kwargs(env, ["omni-tasks", "bench", "--target", "http://x"], 2,
-                                          {"OMNI_DATABASE_URL": "postgresql://db/omni"})  # fmt: skip
-    op = KubernetesPodOperator(task_id="bench", config_file=str(kubeconfig), in_cluster=False,
-                               **kwargs)  # fmt: skip
-    pod = ApiClient().sanitize_for_serialization(op.build_pod_request_obj())
-    container = pod["spec"]["containers"][0]
-    assert (
-        container["image"]
-        == "public.ecr.aws/vllm/vllm-omni:0123456789abcdef0123456789abcdef01234567"
-    )
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
-    assert container["volumeMounts"][0]["mountPath"] == "/root/.cache/huggingface"
-    assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "hf-weights-cache"
-    assert pod["spec"]["nodeSelector"] == {"gpu": "h100"}
-    assert {"name": "OMNI_DATABASE_URL", "value": "postgresql://db/omni"} in container["env"]
-    assert container["command"] == ["omni-tasks"] and container["args"][0] == "bench"
-
-
 def test_two_servers_never_share_a_gpu(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OMNI_GPUS", "0,1")
     spans: list[tuple[float, float, list[str]]] = []
@@ -161,3 +134,28 @@ def test_a_waiting_lease_holds_no_gpu(tmp_path: Path, monkeypatch) -> None:
 def _lease_two(lock_dir: Path) -> list[str]:
     with gpu_lease(2, lock_dir=lock_dir, timeout_s=30) as gpus:
         return gpus
+
+
+def test_a_bisect_serves_each_commit_from_its_own_environment(db, tmp_path, monkeypatch) -> None:
+    """The bisect job with a `vllm-serve` target (what auto-bisect sends): every evaluation
+    launches the commit's own server from its own venv, and the planted step is found."""
+    from omni_tasks.bisection import BisectParams, run_bisect
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    monkeypatch.setenv("OMNI_GPUS", "0,1")
+    reset_settings()
+    repo, commits = _repo(
+        tmp_path, (("0.11.0", "main"), ("0.11.1", "main"), ("0.11.2", "rebase-demo"))
+    )
+    p = BisectParams(
+        history=commits, target="vllm-serve", transcript_mode=True, max_repeats=2,
+        environment={"strategy": "venv", "repo": str(repo), "root": str(tmp_path / "envs")},
+        server={"gpus": 2, "startup_timeout_s": 60, "env": {"OMNI_SIM_PYTHON": sys.executable}},
+    )  # fmt: skip
+    result = run_bisect(db, p, dt.date(2026, 11, 29))
+    assert (result.last_good, result.first_bad) == (commits[1], commits[2])
+    runs = db.execute("SELECT commit_sha, stack FROM omni.run WHERE trigger = 'bisect'").fetchall()
+    assert len(runs) == result.evaluations
+    versions = {r["commit_sha"]: r["stack"]["vllm"] for r in runs}
+    assert versions == dict(zip(commits, ("0.11.0", "0.11.1", "0.11.2"), strict=True))

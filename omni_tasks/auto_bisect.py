@@ -1,0 +1,196 @@
+"""Auto-bisect: after the gate, plan one `seed_tts_bisect` run per confirmed regression.
+
+For each open regression alert without a bisect yet, the range is the candidate branch's head
+on the last good night (SAME or IMPROVED) and on the first bad night of the streak (INFRA and
+UNKNOWN nights are neither). A bisect is planned when the repo shows more than one commit in
+`last_good..first_bad`, the last good commit is an ancestor of the first bad one (no
+force-push), the target can serve every commit (`vllm-serve` or the simulator; a fixed URL
+serves one) and the configured GPU budget covers the worst case. Whatever the outcome, the
+alert's thread says it once, and the alert's details keep it, so a later night or a re-run of
+this one plans nothing new. The trigger's run id is fixed per alert, so Airflow starts it once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import subprocess
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.alerts import blocks
+from omni_tasks.alerts.lifecycle import enqueue
+from omni_tasks.nightly import NightlyParams
+from omni_tasks.store.queries import sql
+
+BISECT_DAG = "seed_tts_bisect"
+MAX_REPEATS = 3  # the bisect's repeat cap per step when the budget allows it
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def worst_case_runs(n_commits: int, repeats: int) -> int:
+    """Benchmark runs a bisect of `n_commits` (both endpoints included) may take: the two
+    selection runs, then per fresh seed both endpoints again and one midpoint per step."""
+    steps = max(1, math.ceil(math.log2(n_commits - 1)))
+    return 2 + repeats * (2 + steps)
+
+
+def repeats_within(n_commits: int, max_runs: int) -> int:
+    """The largest repeat cap (≤ MAX_REPEATS) whose worst case fits `max_runs`; 0 if none."""
+    fitting = [r for r in range(1, MAX_REPEATS + 1) if worst_case_runs(n_commits, r) <= max_runs]
+    return max(fitting, default=0)
+
+
+def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
+    """`good`, then the commits of good..bad oldest first (ending at `bad`); None when `good` is
+    not an ancestor of `bad` (a force-push rewrote the branch)."""
+    for sha in (good, bad):
+        if not _SHA.fullmatch(sha):
+            raise ValueError(f"not a commit SHA: {sha!r}")
+    git = ["git", "-C", repo]
+    ancestor = subprocess.run(
+        [*git, "merge-base", "--is-ancestor", good, bad], capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    if ancestor.returncode == 1:
+        return None
+    if ancestor.returncode != 0:
+        raise RuntimeError(f"git merge-base in {repo}: {ancestor.stderr.strip()}")
+    out = subprocess.run(
+        [*git, "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return [good, *out.stdout.split()]
+
+
+def _range(conn: psycopg.Connection[Any], bench: str, alert: dict[str, Any]) -> dict[str, Any]:
+    """The last good and first bad night (and heads) before and at the alert's opening."""
+    rows = conn.execute(sql("verdicts_until"), {
+        "benchmark": bench, "candidate_branch": alert["candidate_branch"],
+        "baseline_branch": alert["baseline_branch"], "variant": alert["variant"],
+        "policy_version": alert["policy_version"], "until": alert["opened_nightly"],
+    }).fetchall()  # fmt: skip
+    first_bad = last_good = None
+    for row in rows:  # newest first
+        if row["verdict"] == "REGRESSED":
+            first_bad = row
+        elif row["verdict"] in ("SAME", "IMPROVED") and first_bad is not None:
+            last_good = row
+            break
+    return {"first_bad": first_bad, "last_good": last_good}
+
+
+def _decide(
+    conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any]
+) -> dict[str, Any]:
+    """The alert's bisect: {"status": "triggered", conf…} or {"status": "skipped", "why"}."""
+    branch = alert["candidate_branch"]
+    r = _range(conn, params.bench, alert)
+    bad, good = r["first_bad"], r["last_good"]
+    if bad is None or good is None or not bad["commit_sha"] or not good["commit_sha"]:
+        why = f"no good night of {branch} on record before the regression, so no range"
+        return {"status": "skipped", "why": why}
+    ends = {
+        "last_good": good["commit_sha"],
+        "first_bad": bad["commit_sha"],
+        "last_good_night": str(good["nightly"]),
+        "first_bad_night": str(bad["nightly"]),
+    }
+    span = (
+        f"{good['commit_sha'][:12]} ({good['nightly']}) .. "
+        f"{bad['commit_sha'][:12]} ({bad['nightly']})"
+    )
+
+    def skipped(why: str) -> dict[str, Any]:
+        return {"status": "skipped", **ends, "why": why}
+
+    if good["commit_sha"] == bad["commit_sha"]:
+        return skipped(f"{branch} did not change between the last good and the first bad night "
+                       f"({span}): not a commit of {branch}")  # fmt: skip
+    if not params.repo:
+        return skipped("no repo in the deployment config, so the range's commits are unknown")
+    history = commit_range(params.repo, good["commit_sha"], bad["commit_sha"])
+    if history is None:
+        return skipped(f"the last good commit is not an ancestor of the first bad one "
+                       f"({span}): the branch was rewritten (force-push), so no range")  # fmt: skip
+    if len(history) <= 2:
+        return skipped(f"the range {span} is one commit: {bad['commit_sha'][:12]} is the first "
+                       "bad commit")  # fmt: skip
+    target = params.targets.get(branch)
+    if not isinstance(target, str) or not (
+        target == "vllm-serve" or target.startswith("simulator:")
+    ):
+        return skipped(f"{branch}'s target serves one commit (a URL); a bisect needs a server "
+                       "per commit (target vllm-serve)")  # fmt: skip
+    budget = params.auto_bisect.max_runs
+    repeats = repeats_within(len(history), budget)
+    if repeats == 0:
+        return skipped(f"{len(history) - 1} commits in {span} need up to "
+                       f"{worst_case_runs(len(history), 1)} benchmark runs, over the budget of "
+                       f"{budget} (auto_bisect.max_runs)")  # fmt: skip
+    conf = {
+        "history": history,
+        "target": target,
+        "branch": branch,
+        "baseline": alert["baseline_branch"],
+        "variant": alert["variant"],
+        "benchmark": params.bench,
+        "dataset": params.dataset,
+        "limit": params.limit,
+        "seed": params.seeds[0],
+        "max_repeats": repeats,
+        "transcript_mode": params.transcript_mode,
+        "grader": params.grader,
+        "environment": params.environment,
+        "server": params.server,
+        "overrides": params.overrides,
+        "repo": params.repo,
+        "alert_id": alert["alert_id"],
+    }
+    return {
+        "status": "triggered",
+        **ends,
+        "commits": len(history) - 1,
+        "max_runs": worst_case_runs(len(history), repeats),
+        "trigger_run_id": f"auto_bisect__alert{alert['alert_id']}",
+        "conf": conf,
+    }
+
+
+def _note(plan: dict[str, Any]) -> str:
+    if plan["status"] == "skipped":
+        return f"No automatic bisect: {plan['why']}."
+    return (
+        f"Auto-bisect started: {plan['commits']} commits after {plan['last_good'][:12]} "
+        f"(good on {plan['last_good_night']}) up to {plan['first_bad'][:12]} (bad on "
+        f"{plan['first_bad_night']}), at most {plan['max_runs']} benchmark runs. Airflow run "
+        f"`{BISECT_DAG}` / `{plan['trigger_run_id']}`; its result is replied here."
+    )
+
+
+def plan_bisects(
+    conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date
+) -> list[dict[str, Any]]:
+    """TriggerDagRunOperator arguments, one per bisect planned on `nightly` (a re-run of the
+    night gets the same ones back; Airflow skips a run id that exists)."""
+    if not params.auto_bisect.enabled:
+        return []
+    triggers = []
+    with conn.transaction():
+        for alert in conn.execute(sql("open_regression_alerts"), {"benchmark": params.bench}):
+            plan = alert["details"].get("bisect")
+            if plan is None:
+                plan = {"night": nightly.isoformat(), **_decide(conn, params, alert)}
+                details = Jsonb({"bisect": plan})
+                conn.execute(
+                    sql("merge_alert_details"), {"alert_id": alert["alert_id"], "details": details}
+                )
+                reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
+                key = f"{alert['alert_key']}|auto-bisect"
+                enqueue(conn, key, alert["alert_id"], "reply", reply)
+            if plan["status"] == "triggered" and plan["night"] == nightly.isoformat():
+                triggers.append({"trigger_run_id": plan["trigger_run_id"], "conf": plan["conf"]})
+    return triggers

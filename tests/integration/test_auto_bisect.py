@@ -1,0 +1,128 @@
+"""Auto-bisect: a confirmed regression's commit range is bisected once, only when it holds more
+than one commit, never across a force-push, and within the GPU budget; the thread says which."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from omni_tasks.alerts.slack import SlackSink, dispatch
+from omni_tasks.auto_bisect import plan_bisects, repeats_within, worst_case_runs
+from omni_tasks.bisection import BisectParams
+from omni_tasks.nightly import NightlyParams
+from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.factories import REGRESS, SAME, store_night
+from tests.fakes.slack_api import SlackState, slack_app
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    return out.stdout.strip()
+
+
+def _repo(root: Path, n: int) -> tuple[Path, list[str]]:
+    """A repo with n commits on one branch; returns them oldest first."""
+    root.mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "rebase")
+    commits = []
+    for i in range(n):
+        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+             "-m", f"c{i}")  # fmt: skip
+        commits.append(_git(root, "rev-parse", "HEAD"))
+    return root, commits
+
+
+def _params(repo: Path, max_runs: int = 12, target: str = "vllm-serve") -> NightlyParams:
+    return NightlyParams(
+        branches=["main", "rebase"], repo=str(repo), seeds=[7],
+        targets={"main": target, "rebase": target},
+        auto_bisect={"enabled": True, "max_runs": max_runs},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def slack():
+    state = SlackState()
+    with serve_in_thread(slack_app(state)) as url:
+        yield state, SlackSink("xoxb-test", "C0ALERTS", f"{url}/api/")
+
+
+def test_the_budget_sets_the_repeat_cap() -> None:
+    # 9 commits: 3 steps; per fresh seed both endpoints and one midpoint per step.
+    assert worst_case_runs(9, 3) == 2 + 3 * (2 + 3)
+    assert repeats_within(9, 17) == 3 and repeats_within(9, 16) == 2
+    assert repeats_within(9, 6) == 0  # below even one repeat: no bisect
+
+
+def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -> None:
+    state, sink = slack
+    repo, commits = _repo(tmp_path / "omni-home" / "repo", 6)
+    good, bad = commits[1], commits[5]
+    store_night(db, tmp_path, 0, SAME, candidate_commit=good)
+    night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)  # confirmed at once
+    params = _params(repo)
+
+    (trigger,) = plan_bisects(db, params, night)
+    assert trigger["trigger_run_id"] == "auto_bisect__alert1"
+    assert trigger["conf"]["history"] == commits[1:6]
+    assert trigger["conf"]["target"] == "vllm-serve" and trigger["conf"]["alert_id"] == 1
+    assert BisectParams(**trigger["conf"]).history == commits[1:6]  # what the bisect DAG reads
+    assert trigger["conf"]["max_repeats"] == 2  # 2 steps: 2 + 3 * 4 = 14 runs is over 12
+    # A re-run of the same night gets the same trigger back (Airflow skips the existing run id);
+    # a later night of the still-open alert plans nothing.
+    assert plan_bisects(db, params, night) == [trigger]
+    later = store_night(db, tmp_path, 2, REGRESS, candidate_commit=bad)
+    assert plan_bisects(db, params, later) == []
+
+    dispatch(db, sink)
+    parent = state.top_level()[0]["ts"]
+    notes = [m["text"] for m in state.replies(parent) if "bisect" in m["text"].lower()]
+    assert len(notes) == 1 and "Auto-bisect started: 4 commits" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("one commit", "is one commit"),
+        ("force-push", "not an ancestor of the first bad one"),
+        ("budget", "over the budget of 6"),
+        ("url target", "needs a server per commit"),
+    ],
+)
+def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str, why: str) -> None:
+    state, sink = slack
+    repo, commits = _repo(tmp_path / "omni-home" / "repo", 6)
+    good, bad = commits[4], commits[5]  # adjacent: one commit
+    if case in ("budget", "url target"):
+        good = commits[0]
+    if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
+        _git(repo, "reset", "-q", "--hard", commits[2])
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+             "-m", "rewritten")  # fmt: skip
+        bad = _git(repo, "rev-parse", "HEAD")
+    store_night(db, tmp_path, 0, SAME, candidate_commit=good)
+    night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
+    params = _params(
+        repo, max_runs=6 if case == "budget" else 12,
+        target="http://gpu-host:8091" if case == "url target" else "vllm-serve",
+    )  # fmt: skip
+
+    assert plan_bisects(db, params, night) == []
+    details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]
+    assert details["bisect"]["status"] == "skipped" and why in details["bisect"]["why"]
+    dispatch(db, sink)
+    replies = [m["text"] for m in state.replies(state.top_level()[0]["ts"])]
+    assert sum("No automatic bisect" in r for r in replies) == 1
+    assert any(why in r for r in replies)
+
+
+def test_disabled_by_default(db, tmp_path: Path) -> None:
+    repo, commits = _repo(tmp_path / "omni-home" / "repo", 4)
+    store_night(db, tmp_path, 0, SAME, candidate_commit=commits[0])
+    night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=commits[3])
+    params = NightlyParams(repo=str(repo), targets={"main": "vllm-serve", "rebase": "vllm-serve"})
+    assert plan_bisects(db, params, night) == []
+    assert "bisect" not in db.execute("SELECT details FROM omni.alert").fetchone()["details"]
