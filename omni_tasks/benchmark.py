@@ -24,6 +24,7 @@ from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
+from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
@@ -141,7 +142,7 @@ class BenchOutcome:
     failure: str | None = None  # the most common reason of the clips that failed to synthesize
 
     def summary(self) -> str:
-        tail = "n/a" if self.tail_fraction is None else f"{self.tail_fraction:.1%}"
+        tail = pct(self.tail_fraction)
         mean = "n/a" if self.mean_wer is None else f"{self.mean_wer:.3f}"
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
         label = " [SIMULATED target]" if self.simulated else ""

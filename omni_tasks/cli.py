@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from omni_tasks.config import get_settings
+from omni_tasks.formatting import pct_ci, pts_ci
 
 app = typer.Typer(
     help="Nightly accuracy-regression tracking for omni (speech-out) models (seed-TTS WER).",
@@ -1139,19 +1140,19 @@ def demo_cmd(
             table = Table("branch", "tail fraction [95 %]", "capped mean", "mean (legacy)",
                           title=f"nightly {r.nightly} (seed {r.seed}, 100 clips each)")  # fmt: skip
             for b in s["branches"]:
-                table.add_row(b["branch"], f"{b['tail_fraction']:.1%} [{b['tail_ci_low']:.1%}, "
-                              f"{b['tail_ci_high']:.1%}]", f"{b['capped_mean_wer']:.3f}",
+                tail = pct_ci(b["tail_fraction"], (b["tail_ci_low"], b["tail_ci_high"]))
+                table.add_row(b["branch"], tail, f"{b['capped_mean_wer']:.3f}",
                               f"{b['mean_wer']:.3f}")  # fmt: skip
             console.print(table)
             gate = Table("candidate vs baseline", "verdict", "reg:imp", "Δ tail [95 %]",
                          "p (Holm)", title="gate")  # fmt: skip
             for d in s["decisions"]:
-                ci = f"[{d['delta_tail_ci_low']:+.1%}, {d['delta_tail_ci_high']:+.1%}]"
+                ci = (d["delta_tail_ci_low"], d["delta_tail_ci_high"])
                 p_holm = d["mcnemar_p_holm"]
                 verdict = d["verdict"] + (" (confirmed)" if d["confirmed"] else "")
                 gate.add_row(f"{d['candidate_branch']} vs {d['baseline_branch']}", verdict,
                              f"{d['regressed']}:{d['improved']}",
-                             f"{d['delta_tail_fraction']:+.1%} {ci}",
+                             pts_ci(d["delta_tail_fraction"], ci),
                              "" if p_holm is None else f"{p_holm:.2g}")  # fmt: skip
             console.print(gate)
         sent = conn.execute(

@@ -18,6 +18,7 @@ import psycopg
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
+from omni_tasks.formatting import pts_ci
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.queries import sql
 
@@ -40,10 +41,6 @@ def _e(x: object) -> str:
     return html.escape("" if x is None else str(x))
 
 
-def _pct(x: float | None) -> str:
-    return "" if x is None else f"{100 * x:.1f}%"
-
-
 def _fig(fig: go.Figure, div_id: str) -> str:
     fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380,
                       template="plotly_white")  # fmt: skip
@@ -63,7 +60,7 @@ def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
             x=[p["nightly"].isoformat() for p in pts], y=y, mode="lines+markers", name=name,
             error_y={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
         ))  # fmt: skip
-    fig.update_layout(title="Tail fraction per branch (95% Wilson interval)",
+    fig.update_layout(title="Tail fraction per branch (95 % Wilson interval)",
                       yaxis={"tickformat": ".0%", "rangemode": "tozero"})  # fmt: skip
     return fig
 
@@ -123,17 +120,17 @@ def _wer(x: float | None) -> str:
 def verdict_table(rows: list[dict[str, Any]]) -> str:
     head = ("<tr><th>candidate</th><th>baseline</th><th>variant</th><th>verdict</th>"
             "<th>confirmed</th><th>regressed : improved</th><th>stable-broken</th>"
-            "<th>Δ tail (95% CI)</th><th>p (Holm)</th></tr>")  # fmt: skip
+            "<th>Δ tail [95 %]</th><th>p (Holm)</th></tr>")  # fmt: skip
     body = []
     for r in rows:
-        ci = f"{_pct(r['delta_tail_ci_low'])} to {_pct(r['delta_tail_ci_high'])}"
+        ci = (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
         p = "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}"
         body.append(
             f"<tr class='{_e(r['verdict'])}'><td>{_e(r['candidate_branch'])}</td>"
             f"<td>{_e(r['baseline_branch'])}</td><td>{_e(r['variant'])}</td>"
             f"<td>{_e(r['verdict'])}</td><td>{'yes' if r['confirmed'] else 'no'}</td>"
             f"<td>{_e(r['regressed'])} : {_e(r['improved'])}</td><td>{_e(r['stable_broken'])}</td>"
-            f"<td>{_pct(r['delta_tail_fraction'])} ({ci})</td>"
+            f"<td>{pts_ci(r['delta_tail_fraction'], ci)}</td>"
             f"<td>{p}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"

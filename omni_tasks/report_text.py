@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from omni_tasks.formatting import pct, pct_ci, pts_ci
+
 VERDICT_STYLE = {
     "REGRESSED": "bold red",
     "IMPROVED": "bold green",
@@ -24,8 +26,7 @@ def _f(v: float | None, fmt: str = ".4f") -> str:
 def _tail(s: dict[str, Any]) -> str:
     if s.get("tail_fraction") is None:
         return "—"
-    lo, hi = s["tail_fraction_ci"]
-    return f"{s['tail_fraction']:.3f} [{lo:.3f}, {hi:.3f}] ({s['n_broken']} clips)"
+    return f"{pct_ci(s['tail_fraction'], s['tail_fraction_ci'])} ({s['n_broken']} clips)"
 
 
 def _official(s: dict[str, Any]) -> str:
@@ -46,14 +47,14 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
             "clips scored / failed / infra",
             lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
         ),
-        ("coverage", lambda s: f"{s['coverage']:.1%}"),
+        ("coverage", lambda s: pct(s["coverage"])),
         ("mean WER (uncapped; empty transcript = 1)", lambda s: _f(s["mean_wer"])),
         ("median WER", lambda s: _f(s["median_wer"])),
         ("harness mean WER (official: graded clips only)", _official),
         ("capped mean WER", lambda s: _f(s["capped_mean_wer"])),
         (f"tail fraction (WER > {sides[0]['tau']}) [95 % Wilson]", _tail),
         ("runaway clips (WER > 1)", lambda s: str(s["n_runaway"])),
-        ("top-10 share of error", lambda s: f"{s['top10_error_share']:.1%}"),
+        ("top-10 share of error", lambda s: pct(s["top10_error_share"])),
     ]
     for label, fn in rows:
         table.add_row(label, *[fn(s) for s in sides])
@@ -62,7 +63,7 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
             f"  {mode.replace('_', '-')} (clips / error share)",
             *[
                 f"{s['failure_modes'][mode]['clips']} / "
-                f"{s['failure_modes'][mode]['error_share']:.0%}"
+                f"{pct(s['failure_modes'][mode]['error_share'])}"
                 for s in sides
             ],
         )
@@ -76,7 +77,7 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
         "questions: capped mean / tail",
         *[
             f"{_f(s['questions']['capped_mean_wer'], '.3f')} / "
-            f"{_f(s['questions']['tail_fraction'], '.3f')}"
+            f"{pct(s['questions']['tail_fraction'])}"
             for s in sides
         ],
     )
@@ -84,7 +85,7 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
         "statements: capped mean / tail",
         *[
             f"{_f(s['statements']['capped_mean_wer'], '.3f')} / "
-            f"{_f(s['statements']['tail_fraction'], '.3f')}"
+            f"{pct(s['statements']['tail_fraction'])}"
             for s in sides
         ],
     )
@@ -113,7 +114,6 @@ def print_comparison(console: Console, res: dict[str, Any]) -> None:
     )
     _stats_rows(table, [b, c])
     console.print(table)
-    lo, hi = res["delta_tail_fraction_ci"]
     console.print(
         f"paired over {res['n_paired']} clips: stable-broken {res['stable_broken']}, "
         f"[red]regressed {res['regressed']}[/], [green]improved {res['improved']}[/], "
@@ -122,8 +122,9 @@ def print_comparison(console: Console, res: dict[str, Any]) -> None:
     )
     console.print(
         f"exact McNemar p_regress = {res['mcnemar_p']:.3g}, p_improve = "
-        f"{res['mcnemar_p_improve']:.3g}; Δ tail {res['delta_tail_fraction']:+.4f} "
-        f"[{lo:+.4f}, {hi:+.4f}] (Newcombe); Δ capped mean "
+        f"{res['mcnemar_p_improve']:.3g}; Δ tail "
+        f"{pts_ci(res['delta_tail_fraction'], res['delta_tail_fraction_ci'])} (Newcombe); "
+        f"Δ capped mean "
         f"{_f(res['delta_capped_mean_wer'], '+.4f')}",
         highlight=False,
     )
@@ -155,7 +156,6 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[dict[str, Any
         title=f"gate · nightly {nightly}",
     )
     for d in decisions:
-        lo, hi = d["delta_tail_fraction_ci"]
         style = VERDICT_STYLE.get(d["verdict"], "")
         table.add_row(
             d["candidate"],
@@ -165,7 +165,7 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[dict[str, Any
             "yes" if d["confirmed"] else "no",
             "—"
             if d["verdict"] == "INFRA"
-            else f"{d['delta_tail_fraction']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+            else pts_ci(d["delta_tail_fraction"], d["delta_tail_fraction_ci"]),
             "—" if d["verdict"] == "INFRA" else f"{d['regressed']}:{d['improved']}",
             _f(d["mcnemar_p_holm"], ".2g"),
         )

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from omni_tasks.formatting import pct_ci, pts, pts_ci
+
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
 MAX_HEADER = 150
@@ -80,14 +82,6 @@ def _context(text: str) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, MAX_TEXT)}]}
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _pts(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f}"
-
-
 def _p(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2g}"
 
@@ -99,7 +93,7 @@ def _wer(x: float | None) -> str:
 def _tail(stats: dict[str, Any]) -> str:
     ci = stats.get("tail_fraction_ci") or [None, None]
     n = (stats.get("n_scored") or 0) + (stats.get("n_failed") or 0)
-    return f"{_pct(stats.get('tail_fraction'))} [{_pct(ci[0])}, {_pct(ci[1])}] n={n}"
+    return f"{pct_ci(stats.get('tail_fraction'), ci)} n={n}"
 
 
 def headline(ctx: AlertContext) -> str:
@@ -117,8 +111,7 @@ def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
     tail = (
         f"*Tail fraction* (WER > {ctx.tau:g}): {escape(ctx.baseline)} {_tail(base)} → "
         f"{escape(ctx.candidate)} {_tail(cand)}\n"
-        f"*Δ tail* {_pts(c.get('delta_tail_fraction'))} pts "
-        f"(95% CI {_pts(ci[0])} to {_pts(ci[1])})"
+        f"*Δ tail* {pts_ci(c.get('delta_tail_fraction'), ci)}"
     )
     paired = (
         f"*Paired* (n={c.get('n_paired')}): regressed {c.get('regressed')} : improved "
@@ -201,7 +194,7 @@ def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
 def regression_still(ctx: AlertContext) -> Message:
     c = ctx.comparison
     text = (
-        f"{ctx.nightly}: still REGRESSED — Δ tail {_pts(c.get('delta_tail_fraction'))} pts, "
+        f"{ctx.nightly}: still REGRESSED — Δ tail {pts(c.get('delta_tail_fraction'))}, "
         f"regressed {c.get('regressed')} : improved {c.get('improved')}, "
         f"p={_p(c.get('mcnemar_p'))}"
     )

@@ -11,6 +11,7 @@ from fractions import Fraction
 from omni_tasks.analysis.intervals import holm, mcnemar_exact
 from omni_tasks.analysis.noise import mde
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.formatting import pts, pts_ci, within_pts
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def decide_night(items: Sequence[Evidence], policy: GatePolicy) -> list[Verdict]
         lo, hi = e.delta_tail_ci
         delta = e.delta_counts
         reasons = [
-            f"Δ tail {e.delta_tail:+.4f} [{lo:+.4f}, {hi:+.4f}], "
+            f"Δ tail {pts_ci(e.delta_tail, e.delta_tail_ci)}, "
             f"regressed:improved {e.regressed}:{e.improved}, "
             f"Holm p_regress {p_reg:.3g} (m={m})"
         ]
@@ -85,16 +86,16 @@ def decide_night(items: Sequence[Evidence], policy: GatePolicy) -> list[Verdict]
             # Too few clips to call anything equivalent: a ±30-point "SAME" says nothing.
             verdict = "UNKNOWN"
             reasons.append(
-                f"equivalence margin ±{margin:.4f} (MDE {detectable:.4f}) exceeds the "
-                f"±{policy.max_same_margin:.2f} cap: too few paired clips to call SAME"
+                f"equivalence margin {within_pts(margin)} (MDE {pts(detectable)}) exceeds the "
+                f"{within_pts(policy.max_same_margin)} cap: too few paired clips to call SAME"
             )
         elif -margin < lo and hi < margin:
             verdict = "SAME"
-            reasons.append(f"interval inside ±{margin:.4f} (MDE {detectable:.4f})")
+            reasons.append(f"interval inside {within_pts(margin)} (MDE {pts(detectable)})")
         else:
             verdict = "UNKNOWN"
             reasons.append(
-                f"interval not inside ±{margin:.4f} (MDE {detectable:.4f}) and "
+                f"interval not inside {within_pts(margin)} (MDE {pts(detectable)}) and "
                 "not significant: more seeds or nights would tell"
             )
         out.append(Verdict(verdict, p_reg, p_imp, margin, detectable, reasons))

@@ -21,6 +21,7 @@ from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.analysis.trend import ChangePoint, change_points
+from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -260,8 +261,8 @@ def run_infra_reasons(
         reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete")
     if stats["coverage"] < policy.coverage_floor:
         reasons.append(
-            f"{side} coverage {stats['coverage']:.1%} below the "
-            f"{policy.coverage_floor:.0%} floor ({stats['n_infra']} infra clips)"
+            f"{side} coverage {pct(stats['coverage'])} below the "
+            f"{pct(policy.coverage_floor, 0)} floor ({stats['n_infra']} infra clips)"
         )
     return reasons
 

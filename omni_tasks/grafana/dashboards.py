@@ -14,6 +14,7 @@ from typing import Any
 
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import REPO_ROOT
+from omni_tasks.formatting import pct
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"
 DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "omni-results"}
@@ -54,10 +55,10 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
     return [
         _panel(1, "Tail fraction (share of broken clips, WER > τ)", "timeseries", (0, 0, 12, 9), [
             _target(f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1", "A"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' 95% low' AS metric, tail_ci_low {trend} ORDER BY 1", "B"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' 95% high' AS metric, tail_ci_high {trend} ORDER BY 1", "C"),
-        ], "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95% "
-           f"interval. Red line: the SLO ({slo_tail:.0%}).",
+            _target(f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {trend} ORDER BY 1", "B"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {trend} ORDER BY 1", "C"),
+        ], "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95 % "
+           f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
            fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "thresholds": _line(slo_tail, "red"),
                                      "custom": {"thresholdsStyle": {"mode": "line"}}},
                         "overrides": [{"matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},

@@ -1,0 +1,43 @@
+"""How fractions read, the same in the terminal, the report, Slack and Grafana texts.
+
+A fraction is a percentage with one decimal and a space before the sign (`13.9 %`), its 95 %
+interval in brackets (`13.9 % [12.1 %, 15.9 %]`); a difference of fractions is in percentage
+points with its sign (`+6.2 pts [+3.9, +8.5]`). A missing value is `n/a`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MISSING = "n/a"
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return MISSING if x is None else f"{100 * x:.{digits}f} %"
+
+
+def pct_ci(x: float | None, ci: Sequence[float | None] | None) -> str:
+    lo, hi = ci if ci else (None, None)
+    if x is None:
+        return MISSING
+    if lo is None or hi is None:
+        return pct(x)
+    return f"{pct(x)} [{pct(lo)}, {pct(hi)}]"
+
+
+def pts(x: float | None) -> str:
+    return MISSING if x is None else f"{100 * x:+.1f} pts"
+
+
+def pts_ci(x: float | None, ci: Sequence[float | None] | None) -> str:
+    lo, hi = ci if ci else (None, None)
+    if x is None:
+        return MISSING
+    if lo is None or hi is None:
+        return pts(x)
+    return f"{pts(x)} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+def within_pts(x: float) -> str:
+    """A symmetric margin: `±4.1 pts`."""
+    return f"±{100 * x:.1f} pts"
