@@ -21,7 +21,6 @@ from typing import Any
 import psycopg
 
 from omni_tasks.analysis.run_stats import run_stats
-from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
@@ -29,9 +28,17 @@ from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
 from omni_tasks.grading.grade import grade_run, grade_transcript
 from omni_tasks.grading.wer import NORMALIZER_VERSION
 from omni_tasks.grading.windows import UnknownHarness, harness_window
-from omni_tasks.names import InvalidName, check_name, check_run_key, path_component
+from omni_tasks.names import InvalidName, check_name, check_run_key
+from omni_tasks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.progress import progress_bar
-from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, RunStatus, Trigger
+from omni_tasks.records import (
+    INFRA_STATUSES,
+    ClipAudio,
+    ClipGrade,
+    Grader,
+    RunSpec,
+    Trigger,
+)
 from omni_tasks.store import runs
 from omni_tasks.store.queries import sql
 from omni_tasks.synthesis import protocol
@@ -39,7 +46,6 @@ from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 from omni_tasks.synthesis.stages import STAGE_NAMES, StageDefaults, effective
 
-INFRA_STATUSES = {"request_failed", "timeout_no_output"}
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
 TRANSCRIPT_GRADER_ID = f"simulator-transcript/truncate30/{NORMALIZER_VERSION}"
 
@@ -271,32 +277,6 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     )
 
 
-def _run_status(results: list[ClipResult]) -> RunStatus:
-    infra = sum(r.status in INFRA_STATUSES for r in results)
-    if infra == len(results):
-        return "failed"
-    return "partial" if infra else "complete"
-
-
-def _store_audio(run_key: str, results: list[ClipResult]) -> list[ClipAudio]:
-    folder = f"{get_settings().audio_root_url}/{path_component(run_key)}"
-    clips = []
-    for i, r in enumerate(results):
-        uri = None
-        if r.audio is not None and len(r.audio):
-            uri = f"{folder}/{path_component(f'{i:05d}_{r.utt.utt_id}')}.wav"
-            write_audio(uri, r.audio, STORE_RATE)
-        clips.append(
-            ClipAudio(
-                r.utt.utt_id, i, r.utt.target_text, r.status, audio_uri=uri,
-                audio_seconds=round(r.audio_seconds, 3),
-                latency_s=None if r.latency_s is None else round(r.latency_s, 3),
-                thinker_text=r.thinker_text or None, error_detail=r.detail,
-            )
-        )  # fmt: skip
-    return clips
-
-
 def _transcript_grades(
     results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None, lang: str
 ) -> list[ClipGrade]:
@@ -318,15 +298,35 @@ def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:
     return ds.limit(req.limit)
 
 
+def client_config(req: BenchRequest, url: str) -> ClientConfig:
+    return ClientConfig(
+        url, protocol.prompt_template(req.prompt_template), seed=req.seed, stages=req.stages,
+        concurrency=req.concurrency, timeout_s=req.timeout_s, audio_cap_s=req.audio_cap_s,
+    )  # fmt: skip
+
+
 def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> list[ClipResult]:
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
-        cfg = ClientConfig(
-            url, protocol.prompt_template(req.prompt_template), seed=req.seed, stages=req.stages,
-            concurrency=req.concurrency, timeout_s=req.timeout_s, audio_cap_s=req.audio_cap_s,
-        )  # fmt: skip
+        cfg = client_config(req, url)
         return asyncio.run(synthesize_all(utterances, cfg, on_done=lambda _: bar.advance(task)))
+
+
+def _pipelined(
+    conn: psycopg.Connection[Any], req: BenchRequest, ds: Dataset, key: str, spec: RunSpec,
+    grader: LoadedGrader, show_progress: bool,
+) -> int:  # fmt: skip
+    """Synthesize and grade at once (omni_tasks.pipeline); returns the grading id."""
+    utterances = utterances_of(req, ds)
+    with target_url(req) as url, progress_bar(show_progress) as bar:
+        tasks = {
+            "synthesized": bar.add_task(f"synthesizing {req.branch}", total=len(utterances)),
+            "graded": bar.add_task(f"grading {req.branch}", total=None),
+        }
+        out = run_pipelined(conn, key, spec, utterances, client_config(req, url), grader,
+                            on_clip=lambda what: bar.advance(tasks[what]))  # fmt: skip
+    return out.grading_id
 
 
 def run_benchmark(
@@ -336,7 +336,8 @@ def run_benchmark(
     *,
     show_progress: bool = True,
 ) -> BenchOutcome:
-    """Synthesize (unless stored), store, grade (unless graded); return the summary."""
+    """Synthesize (unless stored) and grade (unless graded), then summarize. Audio runs are
+    pipelined: clips are graded while the rest synthesize (omni_tasks.pipeline)."""
     ds = load_dataset(req.dataset)
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
@@ -345,25 +346,28 @@ def run_benchmark(
         "SELECT run_id, status FROM omni.run WHERE run_key = %s", (key,)
     ).fetchone()
     # A complete run is never synthesized again; a partial or failed one (server died, infra
-    # errors) is redone and replaced, so re-running a failed task converges to a clean run.
-    synthesized = existing is None or existing["status"] in ("partial", "failed")
-    if synthesized:
-        results = synthesize(req, ds, show_progress)
-        clips = _store_audio(key, results)
-        spec = dataclasses.replace(spec, status=_run_status(results))
-        grading = None
-        if req.transcript_mode:
+    # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
+    # `running` one (the task crashed) is resumed where it stopped.
+    synthesized = existing is None or existing["status"] in ("partial", "failed", "running")
+    if not req.transcript_mode and grader is None:
+        raise BenchError("a grader is needed for audio runs")
+    if req.transcript_mode:
+        if synthesized:
+            results = synthesize(req, ds, show_progress)
+            clips = [clip_audio(key, i, r) for i, r in enumerate(results)]
+            spec = dataclasses.replace(spec, status=run_status(clips))
             grades = _transcript_grades(results, clips, spec.system_prompt, ds.lang)
             grading = (Grader(TRANSCRIPT_GRADER_ID, {"backend": "simulator-transcript"}), grades)
-        runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
-    if req.transcript_mode:
+            runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
         grader_id = TRANSCRIPT_GRADER_ID
         grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key, grader_id)
     else:
-        if grader is None:
-            raise BenchError("a grader is needed for audio runs")
-        outcome = grade_run(conn, key, grader, show_progress=show_progress)
-        grader_id, grading_id = outcome.grader_id, outcome.grading_id
+        assert grader is not None
+        grader_id = grader.grader_id
+        if synthesized:
+            grading_id = _pipelined(conn, req, ds, key, spec, grader, show_progress)
+        else:
+            grading_id = grade_run(conn, key, grader, show_progress=show_progress).grading_id
     return _outcome(
         conn, key, grader_id, grading_id, synthesized, req.simulator_profile is not None
     )

@@ -7,7 +7,7 @@ never a run. Grading the same run with the same grader again returns the stored 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,6 @@ from omni_tasks.grading.wer import score
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import ClipAudio, ClipGrade, Grader
 from omni_tasks.store import runs
-from omni_tasks.store.queries import sql
 
 log = logging.getLogger(__name__)
 
@@ -71,33 +70,27 @@ def _error(clip: ClipAudio, detail: str) -> ClipGrade:
     )
 
 
-def grade_clips(
-    grader: LoadedGrader,
-    clips: Sequence[ClipAudio],
-    system_prompt: str | None,
-    *,
-    on_progress: Callable[[int], None] | None = None,
-) -> list[ClipGrade]:
-    """Grades for every clip that has audio; clips without audio get none (synthesis failed).
+def block_of(clip: ClipAudio, size: int) -> int:
+    """The fixed batch a clip belongs to: its index in the run over the batch size. Batches
+    never depend on arrival order or on which neighbours have audio, so a grader id gives the
+    same transcripts sequential or pipelined (batch composition can change a transcript)."""
+    return clip.ordinal // size
 
-    Clips are decoded in batches of the spec's batch size; a batch that fails is retried clip by
-    clip so one bad file costs one `grader_error`, not the batch.
-    """
-    audible = [c for c in clips if c.audio_uri]
+
+def grade_batch(
+    grader: LoadedGrader, batch: Sequence[ClipAudio], system_prompt: str | None
+) -> list[ClipGrade]:
+    """Grades of one batch's clips with audio; an unreadable file is that clip's grader_error."""
     grades: list[ClipGrade] = []
-    size = grader.spec.batch_size
-    for start in range(0, len(audible), size):
-        batch = audible[start : start + size]
-        loaded: list[tuple[ClipAudio, np.ndarray]] = []
-        for clip in batch:
-            try:
-                loaded.append((clip, read_audio(str(clip.audio_uri))))
-            except (OSError, ValueError) as exc:
-                grades.append(_error(clip, f"audio unreadable: {exc}"))
-        grades.extend(_transcribe(grader, loaded, system_prompt))
-        if on_progress:
-            on_progress(len(batch))
-    return grades
+    loaded: list[tuple[ClipAudio, np.ndarray]] = []
+    for clip in batch:
+        if not clip.audio_uri:
+            continue
+        try:
+            loaded.append((clip, read_audio(str(clip.audio_uri))))
+        except (OSError, ValueError) as exc:
+            grades.append(_error(clip, f"audio unreadable: {exc}"))
+    return grades + _transcribe(grader, loaded, system_prompt)
 
 
 def _transcribe(
@@ -115,6 +108,18 @@ def _transcribe(
     return [grade_transcript(c, t, system_prompt) for (c, _), t in zip(loaded, texts, strict=True)]
 
 
+def pending_blocks(
+    clips: Sequence[ClipAudio], size: int, graded: set[str]
+) -> list[list[ClipAudio]]:
+    """The fixed batches with audio still to grade; a batch's grades are stored together, so
+    a batch is either all graded or not at all."""
+    blocks: dict[int, list[ClipAudio]] = {}
+    for clip in clips:
+        if clip.audio_uri:
+            blocks.setdefault(block_of(clip, size), []).append(clip)
+    return [blocks[b] for b in sorted(blocks) if not any(c.utt_id in graded for c in blocks[b])]
+
+
 def grade_run(
     conn: psycopg.Connection[Any],
     run_key: str,
@@ -123,29 +128,34 @@ def grade_run(
     replace: bool = False,
     show_progress: bool = True,
 ) -> GradingOutcome:
-    """Grade a stored run's audio with `grader` into its own grading (idempotent per grader)."""
+    """Grade a stored run's audio with `grader` into its own grading (idempotent per grader).
+
+    Each batch's grades are committed as they are made and the grading is `running` until the
+    last one, so a crash loses at most one batch and a re-run grades only what is missing;
+    statistics read complete gradings only."""
     run = runs.get_run(conn, run_key)
-    existing = runs.grading_id_of(conn, run["run_id"], grader.grader_id)
-    if existing is not None and not replace:
-        counts = runs.grade_counts(conn, existing)
-        return GradingOutcome(run_key, existing, grader.grader_id, *counts, created=False)
-    clips = [
-        ClipAudio(**r) for r in conn.execute(sql("clip_audio_of_run"), {"run_id": run["run_id"]})
-    ]
+    existing = runs.grading_of(conn, run["run_id"], grader.grader_id)
+    if existing is not None and existing[1] == "complete" and not replace:
+        counts = runs.grade_counts(conn, existing[0])
+        return GradingOutcome(run_key, existing[0], grader.grader_id, *counts, created=False)
+    if existing is not None and replace:
+        conn.execute("DELETE FROM omni.grading WHERE grading_id = %s", (existing[0],))
+    clips = runs.stored_clips(conn, run["run_id"])
+    described = Grader(grader.grader_id, grader.description())
+    grading_id, _ = runs.open_grading(conn, run["run_id"], described)
+    conn.commit()
+    todo = pending_blocks(clips, grader.spec.batch_size, runs.graded_utts(conn, grading_id))
     with progress_bar(show_progress) as bar:
-        task = bar.add_task(f"grading {run_key}", total=sum(1 for c in clips if c.audio_uri))
-        grades = grade_clips(
-            grader, clips, run["system_prompt"], on_progress=lambda n: bar.advance(task, n)
-        )
-    with conn.transaction():
-        if existing is not None:
-            conn.execute("DELETE FROM omni.grading WHERE grading_id = %s", (existing,))
-        grading_id = runs.insert_grading(
-            conn, run["run_id"], Grader(grader.grader_id, grader.description()), grades
-        )
-    n_graded = sum(g.grade_status == "graded" for g in grades)
-    n_empty = sum(g.grade_status == "empty_transcript" for g in grades)
+        task = bar.add_task(f"grading {run_key}", total=sum(len(b) for b in todo))
+        for block in todo:
+            runs.copy_clip_grades(
+                conn, grading_id, grade_batch(grader, block, run["system_prompt"])
+            )
+            conn.commit()
+            bar.advance(task, len(block))
+    runs.finish_grading(conn, grading_id)
+    conn.commit()
+    n_graded, n_empty, n_errors = runs.grade_counts(conn, grading_id)
     return GradingOutcome(
-        run_key, grading_id, grader.grader_id, n_graded, n_empty, len(grades) - n_graded - n_empty,
-        created=True,
-    )  # fmt: skip
+        run_key, grading_id, grader.grader_id, n_graded, n_empty, n_errors, created=True
+    )

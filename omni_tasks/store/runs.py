@@ -207,6 +207,13 @@ def insert_grading(
             (run_id, grader.grader_id, Jsonb(grader.description)),
         )
     )["grading_id"]
+    copy_clip_grades(conn, grading_id, grades)
+    return grading_id
+
+
+def copy_clip_grades(
+    conn: psycopg.Connection[Any], grading_id: int, grades: list[ClipGrade]
+) -> None:
     with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
         for g in grades:
             cp.write_row(
@@ -229,7 +236,68 @@ def insert_grading(
                     g.error_detail,
                 )
             )
-    return grading_id
+
+
+def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tuple[int, bool]:
+    """The run row a pipelined run writes clip by clip: (run_id, resumed). A run left
+    `running` by a crash is resumed (its stored clips kept); a partial or failed one is
+    replaced; the content hash is set when the last clip is stored (finish_run)."""
+    key = check_run_key(run_key)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (key,))
+        row = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
+        if row is not None and row["status"] == "running":
+            return int(row["run_id"]), True
+        if row is not None:
+            conn.execute("DELETE FROM omni.run WHERE run_id = %s", (row["run_id"],))
+        running = dataclasses.replace(spec, status="running")
+        run_id = one(conn.execute(sql("insert_run"), _run_params(key, running, "pending")))
+    return int(run_id["run_id"]), False
+
+
+def insert_clip_audio(conn: psycopg.Connection[Any], run_id: int, clip: ClipAudio) -> None:
+    conn.execute(sql("insert_clip_audio"), {"run_id": run_id, **dataclasses.asdict(clip)})
+
+
+def stored_clips(conn: psycopg.Connection[Any], run_id: int) -> list[ClipAudio]:
+    """A run's stored clips in dataset order."""
+    return [ClipAudio(**r) for r in conn.execute(sql("clip_audio_of_run"), {"run_id": run_id})]
+
+
+def finish_run(
+    conn: psycopg.Connection[Any], run_id: int, spec: RunSpec, clips: list[ClipAudio]
+) -> None:
+    digest = stable_hash(content_of(spec, clips, None))
+    conn.execute(
+        sql("finish_run"), {"run_id": run_id, "status": spec.status, "content_hash": digest}
+    )
+
+
+def open_grading(conn: psycopg.Connection[Any], run_id: int, grader: Grader) -> tuple[int, str]:
+    """(grading_id, status): a new `running` grading, or the existing one of that grader."""
+    row = one(conn.execute(sql("open_grading"), {
+        "run_id": run_id, "grader_id": grader.grader_id, "grader": Jsonb(grader.description),
+    }))  # fmt: skip
+    return int(row["grading_id"]), str(row["status"])
+
+
+def graded_utts(conn: psycopg.Connection[Any], grading_id: int) -> set[str]:
+    return {r["utt_id"] for r in conn.execute(sql("graded_utts"), {"grading_id": grading_id})}
+
+
+def finish_grading(conn: psycopg.Connection[Any], grading_id: int) -> None:
+    conn.execute(sql("finish_grading"), {"grading_id": grading_id})
+
+
+def grading_of(
+    conn: psycopg.Connection[Any], run_id: int, grader_id: str
+) -> tuple[int, str] | None:
+    """(grading_id, status) of a run's grading by `grader_id`, if any."""
+    row = conn.execute(
+        "SELECT grading_id, status FROM omni.grading WHERE run_id = %s AND grader_id = %s",
+        (run_id, grader_id),
+    ).fetchone()
+    return None if row is None else (int(row["grading_id"]), str(row["status"]))
 
 
 def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
@@ -356,7 +424,7 @@ def latest_grading(
     """(grading_id, grader_id) the statistics read: the newest grading, or the one by
     `grader_id` (after a re-grade, say which grader you mean)."""
     row = conn.execute(
-        "SELECT grading_id, grader_id FROM omni.grading WHERE run_id = %s "
+        "SELECT grading_id, grader_id FROM omni.grading WHERE run_id = %s AND status = 'complete' "
         "AND (%s::text IS NULL OR grader_id = %s) ORDER BY grading_id DESC LIMIT 1",
         (run_id, grader_id, grader_id),
     ).fetchone()

@@ -110,7 +110,12 @@ def test_full_audio_storage_fails_cleanly_and_the_rerun_converges(
     with pytest.raises(OSError):
         run_benchmark(db, req, grader, show_progress=False)
     db.rollback()
-    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0  # nothing half
+    # Nothing half-finished is read: the run stays `running` with no clips, its grading is not
+    # complete, so statistics and the gate never see it; the re-run resumes it.
+    (run,) = db.execute("SELECT run_id, status FROM omni.run").fetchall()
+    assert run["status"] == "running"
+    assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == 0
+    assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
     reset_settings()
     out = run_benchmark(db, req, grader, show_progress=False)
