@@ -159,3 +159,72 @@ def test_results_db_down_is_a_clear_error_and_a_rerun_converges(tmp_path) -> Non
         again = run_benchmark(conn, req, None, show_progress=False)
         assert not again.synthesized and again.run_key == out.run_key
     srv.cleanup()
+
+
+class GraderDied(BaseException):
+    """What a dying grader raises (CUDA error, OOM kill of its thread): not a per-clip error."""
+
+
+class DyingBackend:
+    """The real transcriber, dying after `calls` batches; counts the clips it transcribed."""
+
+    def __init__(self, real, calls: int | None) -> None:  # type: ignore[no-untyped-def]
+        self.real, self.calls, self.clips = real, calls, 0
+        self.runtime = real.runtime
+
+    def features(self, audio):  # type: ignore[no-untyped-def]
+        return self.real.features(audio)
+
+    def transcribe(self, clips):  # type: ignore[no-untyped-def]
+        if self.calls is not None:
+            if self.calls == 0:
+                raise GraderDied("grader died mid-run")
+            self.calls -= 1
+        self.clips += len(clips)
+        return self.real.transcribe(clips)
+
+
+def _grade_rows(db, key: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    rows = db.execute(
+        "SELECT g.utt_id, g.grade_status, g.hypothesis, g.wer FROM omni.clip_grade g "
+        "JOIN omni.grading gr USING (grading_id) JOIN omni.run r USING (run_id) "
+        "WHERE r.run_key = %s ORDER BY g.utt_id", (key,)).fetchall()  # fmt: skip
+    return [tuple(r.values()) for r in rows]
+
+
+def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> None:
+    """Pipelined run (synthesis and grading at once): the grader dies after two batches. Every
+    clip's audio is stored, the grades of the two batches are kept, the run and its grading stay
+    `running` (never read by statistics); the re-run synthesizes nothing, grades only the
+    missing batches, and the rows equal a clean run's."""
+    from dataclasses import replace
+
+    from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
+
+    real = load_grader(GraderSpec(batch_size=4))
+    dying = DyingBackend(real.backend, calls=2)
+    req = BenchRequest(target="simulator:main", branch="main", commit="c0ffee", seed=3, limit=14,
+                       nightly=NIGHT, concurrency=4)  # fmt: skip
+    with pytest.raises(GraderDied):
+        run_benchmark(db, req, LoadedGrader(real.spec, real.model_label, dying),
+                      show_progress=False)  # fmt: skip
+    db.rollback()
+    run = db.execute("SELECT run_key, status FROM omni.run").fetchone()
+    assert run["status"] == "running"
+    assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == 14
+    assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
+    kept = _grade_rows(db, run["run_key"])
+    assert len(kept) == 8  # two batches of four
+
+    healthy = DyingBackend(real.backend, calls=None)
+    again = run_benchmark(db, req, LoadedGrader(real.spec, real.model_label, healthy),
+                          show_progress=False)  # fmt: skip
+    assert again.run_key == run["run_key"] and again.run_status == "complete"
+    assert healthy.clips == 6  # only the missing batches: 4 + 2
+    final = _grade_rows(db, again.run_key)
+    assert set(kept) <= set(final) and len(final) == 14
+    assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "complete"
+
+    clean = run_benchmark(db, replace(req, run_key="clean-reference"), real, show_progress=False)
+    assert [r[1:] for r in _grade_rows(db, clean.run_key)] == [r[1:] for r in final]
+    assert _content(db, clean.run_key) == _content(db, again.run_key)
