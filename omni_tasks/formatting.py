@@ -16,13 +16,17 @@ def pct(x: float | None, digits: int = 1) -> str:
     return MISSING if x is None else f"{100 * x:.{digits}f} %"
 
 
-def pct_ci(x: float | None, ci: Sequence[float | None] | None) -> str:
+def _with_ci(x: float | None, ci: Sequence[float | None] | None, main: str, bound: str) -> str:
     lo, hi = ci if ci else (None, None)
     if x is None:
         return MISSING
     if lo is None or hi is None:
-        return pct(x)
-    return f"{pct(x)} [{pct(lo)}, {pct(hi)}]"
+        return main.format(100 * x)
+    return f"{main.format(100 * x)} [{bound.format(100 * lo)}, {bound.format(100 * hi)}]"
+
+
+def pct_ci(x: float | None, ci: Sequence[float | None] | None) -> str:
+    return _with_ci(x, ci, "{:.1f} %", "{:.1f} %")
 
 
 def pts(x: float | None) -> str:
@@ -30,12 +34,7 @@ def pts(x: float | None) -> str:
 
 
 def pts_ci(x: float | None, ci: Sequence[float | None] | None) -> str:
-    lo, hi = ci if ci else (None, None)
-    if x is None:
-        return MISSING
-    if lo is None or hi is None:
-        return pts(x)
-    return f"{pts(x)} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return _with_ci(x, ci, "{:+.1f} pts", "{:+.1f}")
 
 
 def within_pts(x: float) -> str:

@@ -72,3 +72,12 @@ def ab_files(
         write_json(tmp_path / f"base_{seed}_{date}.json", base),
         write_json(tmp_path / f"cand_{seed}_{date}.json", cand),
     )
+
+
+def grade_rows(db: Any, run_key: str) -> list[tuple[Any, ...]]:
+    """A run's clip grades as (utt_id, status, hypothesis, wer, hyp_words), by utt_id."""
+    rows = db.execute(
+        "SELECT g.utt_id, g.grade_status, g.hypothesis, g.wer, g.hyp_words FROM omni.clip_grade g "
+        "JOIN omni.grading gr USING (grading_id) JOIN omni.run r USING (run_id) "
+        "WHERE r.run_key = %s ORDER BY g.utt_id", (run_key,)).fetchall()  # fmt: skip
+    return [tuple(r.values()) for r in rows]

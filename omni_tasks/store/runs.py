@@ -434,6 +434,12 @@ def latest_grading(
             raise RunNotFoundError(
                 f"run {run_key} has no grading by {grader_id}; its gradings: {known or 'none'}"
             )
+        running = [g["grader_id"] for g in gradings_of(conn, run_id) if g["status"] == "running"]
+        if running:
+            raise RunNotFoundError(
+                f"run {run_key}: its grading by {running[0]} is not complete (still running, or "
+                "interrupted: re-run the task or `omni-tasks grade` to finish it)"
+            )
         raise RunNotFoundError(f"run {run_key} has no grading yet (run `omni-tasks grade`)")
     return int(row["grading_id"]), str(row["grader_id"])
 

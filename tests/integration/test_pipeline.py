@@ -17,6 +17,7 @@ from omni_tasks.grading.grade import grade_run
 from omni_tasks.pipeline import BatchGrader, clip_audio, run_status
 from omni_tasks.records import ClipAudio
 from omni_tasks.store import runs
+from tests.factories import grade_rows
 
 NIGHT = dt.date(2026, 11, 26)
 
@@ -24,14 +25,6 @@ NIGHT = dt.date(2026, 11, 26)
 @pytest.fixture(scope="module")
 def tiny_en() -> LoadedGrader:
     return load_grader(GraderSpec(batch_size=4))
-
-
-def _grades(db, key: str) -> list[tuple]:  # type: ignore[no-untyped-def]
-    rows = db.execute(
-        "SELECT g.utt_id, g.grade_status, g.hypothesis, g.wer, g.hyp_words FROM omni.clip_grade g "
-        "JOIN omni.grading gr USING (grading_id) JOIN omni.run r USING (run_id) "
-        "WHERE r.run_key = %s ORDER BY g.utt_id", (key,)).fetchall()  # fmt: skip
-    return [tuple(r.values()) for r in rows]
 
 
 def test_pipelined_rows_equal_sequential_rows_under_one_grader_id(db, tiny_en) -> None:
@@ -50,8 +43,8 @@ def test_pipelined_rows_equal_sequential_rows_under_one_grader_id(db, tiny_en) -
     graded = grade_run(db, "sequential", tiny_en, show_progress=False)
 
     assert piped.grader_id == graded.grader_id
-    assert len(_grades(db, "pipelined")) == 11
-    assert _grades(db, "pipelined") == _grades(db, "sequential")
+    assert len(grade_rows(db, "pipelined")) == 11
+    assert grade_rows(db, "pipelined") == grade_rows(db, "sequential")
     statuses = db.execute("SELECT DISTINCT status FROM omni.grading").fetchall()
     assert statuses == [{"status": "complete"}]
 

@@ -18,6 +18,7 @@ from omni_tasks.benchmark import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
 from omni_tasks.nightly import decide_night, refresh_outputs
 from omni_tasks.synthesis.simulator import SimulatorConfig, create_app, serve_in_thread
+from tests.factories import grade_rows
 
 NIGHT = dt.date(2026, 11, 25)
 
@@ -184,14 +185,6 @@ class DyingBackend:
         return self.real.transcribe(clips)
 
 
-def _grade_rows(db, key: str) -> list[tuple]:  # type: ignore[no-untyped-def]
-    rows = db.execute(
-        "SELECT g.utt_id, g.grade_status, g.hypothesis, g.wer FROM omni.clip_grade g "
-        "JOIN omni.grading gr USING (grading_id) JOIN omni.run r USING (run_id) "
-        "WHERE r.run_key = %s ORDER BY g.utt_id", (key,)).fetchall()  # fmt: skip
-    return [tuple(r.values()) for r in rows]
-
-
 def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> None:
     """Pipelined run (synthesis and grading at once): the grader dies after two batches. Every
     clip's audio is stored, the grades of the two batches are kept, the run and its grading stay
@@ -213,18 +206,24 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
     assert run["status"] == "running"
     assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == 14
     assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
-    kept = _grade_rows(db, run["run_key"])
+    kept = grade_rows(db, run["run_key"])
     assert len(kept) == 8  # two batches of four
+    from omni_tasks.analysis.service import run_stats_for_key
+    from omni_tasks.store.runs import RunNotFoundError
+
+    with pytest.raises(RunNotFoundError, match="is not complete"):  # statistics never read it
+        run_stats_for_key(db, run["run_key"], 0.5, load_policy())
+    db.rollback()
 
     healthy = DyingBackend(real.backend, calls=None)
     again = run_benchmark(db, req, LoadedGrader(real.spec, real.model_label, healthy),
                           show_progress=False)  # fmt: skip
     assert again.run_key == run["run_key"] and again.run_status == "complete"
     assert healthy.clips == 6  # only the missing batches: 4 + 2
-    final = _grade_rows(db, again.run_key)
+    final = grade_rows(db, again.run_key)
     assert set(kept) <= set(final) and len(final) == 14
     assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "complete"
 
     clean = run_benchmark(db, replace(req, run_key="clean-reference"), real, show_progress=False)
-    assert [r[1:] for r in _grade_rows(db, clean.run_key)] == [r[1:] for r in final]
+    assert [r[1:] for r in grade_rows(db, clean.run_key)] == [r[1:] for r in final]
     assert _content(db, clean.run_key) == _content(db, again.run_key)
