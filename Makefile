@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests use a private database per test worker on the system Postgres at 127.0.0.1:5432 when
 # one answers, else on an embedded one (OMNI_TEST_ADMIN_DSN overrides both).
 
-.PHONY: install system-deps test lint unit conformance demo bench bench-scale clean
+.PHONY: install system-deps test lint unit conformance demo bench bench-scale bench-pipeline clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ bench: install
 
 bench-scale: install
 	$(BIN)/python bench/bench_scale.py --sizes 1e6 1e7 3e7
+
+# About 25 minutes: synthesis alone takes 3 minutes by design, then the demo nightly.
+bench-pipeline: install
+	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_pipeline.py --demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

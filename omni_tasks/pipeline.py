@@ -86,6 +86,7 @@ class BatchGrader(threading.Thread):
             b: min(self.size, n_clips - b * self.size) for b in range(-(-n_clips // self.size))
         }
         self.error: BaseException | None = None
+        self.abandoned = threading.Event()  # the run stopped: grade nothing more
 
     def offer(self, clip: ClipAudio, graded: bool) -> None:
         """A stored clip (blocks while the queue is full); `graded`: its batch is stored."""
@@ -99,6 +100,8 @@ class BatchGrader(threading.Thread):
         done: set[int] = set()
         try:
             while (item := self.inbox.get()) is not None:
+                if self.abandoned.is_set():
+                    continue
                 clip, graded = item
                 b = block_of(clip, self.size)
                 if graded:
@@ -164,6 +167,10 @@ def run_pipelined(
     try:
         if todo:
             asyncio.run(synthesize_all(todo, cfg, on_done=on_done))
+    except BaseException:
+        # A failure or a timeout: stop at once. What is stored stays; the re-run does the rest.
+        worker.abandoned.set()
+        raise
     finally:
         worker.close()
         while worker.is_alive() or not worker.outbox.empty():
