@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SQL_DIR = REPO_ROOT / "sql"
+SQL_DIR = Path(__file__).resolve().parent / "sql"  # a link to the repository's sql/ (shipped)
 
 
 class Settings(BaseSettings):
