@@ -12,7 +12,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from pydantic import Field, model_validator
 
-from omni_tasks.alerts import blocks
+from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.lifecycle import enqueue
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
@@ -134,32 +134,12 @@ def _record(
                           "discriminating": list(r.discriminating)}),
         "dedup_key": f"bisect_result|{p.bisect_id}",
     })  # fmt: skip
-    prefix = "|".join([p.bench, p.branch, p.baseline, p.variant, "%"])
-    alert = conn.execute(sql("bisect_alert"), {"alert_id": p.alert_id, "prefix": prefix}).fetchone()
+    pattern = keys.regression_pattern(p.bench, p.branch, p.baseline, p.variant)
+    alert = conn.execute(
+        sql("bisect_alert"), {"alert_id": p.alert_id, "pattern": pattern}
+    ).fetchone()
     if alert is not None:
         msg = blocks.note(text)
         enqueue(conn, f"{alert['alert_key']}|bisect|{p.bisect_id}", alert["alert_id"], "reply",
                 {"op": "reply", **msg.to_payload()})  # fmt: skip
     conn.commit()
-
-
-def check_freshness(
-    conn: psycopg.Connection[Any], benchmark: str, branches: list[str], nightly: dt.date
-) -> list[str]:
-    """Branches without a complete run for `nightly`; each missing one raises an INFRA alert."""
-    from omni_tasks.alerts.lifecycle import raise_infra
-
-    missing = []
-    for branch in branches:
-        row = conn.execute(
-            "SELECT 1 FROM omni.run WHERE benchmark = %s AND branch = %s AND nightly = %s "
-            "AND status IN ('complete', 'partial')", (benchmark, branch, nightly),
-        ).fetchone()  # fmt: skip
-        if row is None:
-            missing.append(branch)
-            raise_infra(conn, f"{benchmark}|{branch}|freshness",
-                        f"INFRA no {branch} results for the {nightly} nightly",
-                        [f"no complete {benchmark} run of {branch} for {nightly} by the deadline"],
-                        dedup=nightly.isoformat())  # fmt: skip
-    conn.commit()
-    return missing

@@ -358,8 +358,8 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_freshness(context: dict[str, Any]) -> list[str]:
-    from omni_tasks.bisection import check_freshness as check
     from omni_tasks.config import get_settings
+    from omni_tasks.freshness import check_freshness as check
 
     branches = list(context["params"]["branches"])
     night = _nightly(context)

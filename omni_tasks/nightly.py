@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.service import gate_nightly, run_stats_for_key
@@ -347,8 +348,9 @@ def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.d
 def task_failed(conn: psycopg.Connection[Any], benchmark: str, dag_id: str, task_id: str,
                 run_id: str, try_number: int, error: str) -> None:  # fmt: skip
     """An Airflow task failed: an INFRA alert through the outbox (once per try)."""
+    key = keys.task_failure(benchmark, dag_id, task_id)
     raise_infra(
-        conn, f"{benchmark}|task|{dag_id}.{task_id}", f"INFRA task failed: {dag_id}.{task_id}",
+        conn, key, f"INFRA task failed: {dag_id}.{task_id}",
         [f"run {run_id}, try {try_number}", error[:1000]], dedup=f"{run_id}|{try_number}",
     )  # fmt: skip
     conn.commit()

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 import psycopg
 from psycopg.types.json import Jsonb
 
-from omni_tasks.alerts import blocks
+from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
@@ -30,20 +30,17 @@ from omni_tasks.links import report_url
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.queries import sql
 
-METRIC = "tail_fraction"
 TOP_AUDIO = 3
 
 
 def regression_key(d: dict[str, Any], tau: float) -> str:
-    return "|".join(
-        [d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"],
-         f"{METRIC}@{tau:g}"]
-    )  # fmt: skip
+    return keys.regression(
+        d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"], tau
+    )
 
 
 def infra_key(d: dict[str, Any]) -> str:
-    return "|".join([d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"],
-                     "infra"])  # fmt: skip
+    return keys.infra(d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"])
 
 
 def links_for(d: dict[str, Any]) -> dict[str, str]:
