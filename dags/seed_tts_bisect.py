@@ -32,7 +32,14 @@ def seed_tts_bisect() -> None:
     def dispatch_alerts() -> str:
         return s.dispatch_alerts(get_current_context())
 
-    bisect() >> dispatch_alerts()
+    @task(trigger_rule="one_failed", retries=0)
+    def watcher() -> None:
+        s.fail_the_run()
+
+    result = bisect()
+    alerts = dispatch_alerts()
+    result >> alerts
+    [result, alerts] >> watcher()
 
 
 seed_tts_bisect()

@@ -252,10 +252,11 @@ def dispatch_alerts(context: dict[str, Any]) -> str:
 
 
 def fail_the_run() -> None:
-    """The nightly's watcher: runs only when a task failed, and fails the DAG run with it."""
+    """A DAG's watcher: runs only when a task failed, and fails the DAG run with it (the
+    always-run `dispatch_alerts` leaf would otherwise mark the run successful)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    raise AirflowFailException("a task of this nightly failed (its log says why); alerts sent")
+    raise AirflowFailException("a task of this run failed (its log says why); alerts sent")
 
 
 def on_task_failure(context: dict[str, Any]) -> None:

@@ -123,7 +123,8 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
     conf = json.dumps({"history": history, "target": "simulator:commit-history",
                        "first_bad": first_bad, "transcript_mode": True,
                        "dataset": str(_corpus(tmp_path / "en"))})  # fmt: skip
-    out = dags_test(af, "seed_tts_bisect", "2026-11-21", conf)
+    env = {**af, "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp_path)])}  # the form names a dataset
+    out = dags_test(env, "seed_tts_bisect", "2026-11-21", conf)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'").fetchone()
     assert result["details"]["first_bad"] == first_bad
@@ -132,6 +133,17 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
     n_runs = db.execute("SELECT count(*) AS n FROM omni.run WHERE trigger = 'bisect'").fetchone()
     # Endpoints on every clip, both measured afresh on the discriminating clips, one run a step.
     assert n_runs["n"] <= math.ceil(math.log2(len(history))) + 4
+
+
+def test_a_bad_bisect_form_fails_the_run_at_once_naming_the_field(af, tmp_path: Path) -> None:
+    conf = json.dumps({"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history",
+                       "dataset": str(tmp_path / "elsewhere")})  # fmt: skip
+    out = dags_test(af, "seed_tts_bisect", "2026-11-22", conf)
+    assert out.returncode != 0  # the watcher fails the run; dispatch_alerts alone would not
+    assert (
+        "dataset" in out.stdout + out.stderr
+        and "not under a trusted root" in out.stdout + out.stderr
+    )
 
 
 def _with_config(af: dict[str, str], tmp_path: Path, config: dict, **env: str) -> dict[str, str]:
@@ -285,7 +297,8 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
         [str(Path(sys.executable).with_name("airflow")), "dags", "list-runs", "seed_tts_bisect",
          "-o", "json"], env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    runs = json.loads(listed.stdout.strip().splitlines()[-1])  # after Airflow's log lines
+    listed_runs = json.loads(listed.stdout.strip().splitlines()[-1])  # after Airflow's log lines
+    runs = [r for r in listed_runs if r["run_id"].startswith("auto_bisect__")]  # not manual ones
     assert [r["run_id"] for r in runs] == ["auto_bisect__alert1"]
     assert runs[0]["state"] == "queued"  # the scheduler (not `dags test`) starts it
     details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]
