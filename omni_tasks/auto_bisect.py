@@ -112,7 +112,10 @@ def _decide(
                        f"({span}): not a commit of {branch}")  # fmt: skip
     if not params.repo:
         return skipped("no repo in the deployment config, so the range's commits are unknown")
-    history = commit_range(params.repo, good["commit_sha"], bad["commit_sha"])
+    try:
+        history = commit_range(params.repo, good["commit_sha"], bad["commit_sha"])
+    except ValueError as exc:  # a head from the trigger form that is no commit SHA
+        return skipped(f"{exc}, so the range cannot be listed")
     if history is None:
         return skipped(f"the last good commit is not an ancestor of the first bad one "
                        f"({span}): the branch was rewritten (force-push), so no range")  # fmt: skip

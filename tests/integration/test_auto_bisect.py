@@ -90,6 +90,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
         ("force-push", "not an ancestor of the first bad one"),
         ("budget", "over the budget of 6"),
         ("url target", "needs a server per commit"),
+        ("not a sha", "not a commit SHA: 'v1.2-good'"),
     ],
 )
 def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str, why: str) -> None:
@@ -98,6 +99,8 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
     good, bad = commits[4], commits[5]  # adjacent: one commit
     if case in ("budget", "url target"):
         good = commits[0]
+    if case == "not a sha":  # a head typed into the trigger form
+        good = "v1.2-good"
     if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
         _git(repo, "reset", "-q", "--hard", commits[2])
         _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
