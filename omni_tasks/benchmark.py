@@ -342,9 +342,7 @@ def run_benchmark(
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
-    existing = conn.execute(
-        "SELECT run_id, status FROM omni.run WHERE run_key = %s", (key,)
-    ).fetchone()
+    existing = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.

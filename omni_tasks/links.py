@@ -5,13 +5,25 @@ an audio clip has one address. Evidence is served over HTTP by the plugin app un
 from __future__ import annotations
 
 import datetime as dt
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from omni_tasks.config import get_settings
 from omni_tasks.names import path_component
 
-DASHBOARD_UID = "omni-seed-tts-trend"
+DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
 PREFIX = "/omni"  # the plugin app's mount point on the API server
+
+
+def dashboard_path(variables: list[tuple[str, str]]) -> str:
+    """The trend dashboard's path on a Grafana, with template variables (`var-…`) set."""
+    return f"/d/{DASHBOARD_UID}?{urlencode(variables)}"
+
+
+def _served(*parts: str) -> str | None:
+    base = get_settings().public_url
+    if not base:
+        return None
+    return f"{base.rstrip('/')}{PREFIX}/" + "/".join(parts)
 
 
 def report_name(benchmark: str, nightly: dt.date | str) -> str:
@@ -19,23 +31,9 @@ def report_name(benchmark: str, nightly: dt.date | str) -> str:
 
 
 def report_url(benchmark: str, nightly: dt.date | str) -> str | None:
-    base = get_settings().public_url
-    if not base:
-        return None
-    return f"{base.rstrip('/')}{PREFIX}/reports/{quote(report_name(benchmark, nightly))}"
+    return _served("reports", quote(report_name(benchmark, nightly)))
 
 
 def served_report(path: str) -> str | None:
     """The served URL of a report file the nightly wrote (its name is all that travels)."""
-    base = get_settings().public_url
-    if not base:
-        return None
-    return f"{base.rstrip('/')}{PREFIX}/reports/{quote(path_component(path.rsplit('/', 1)[-1]))}"
-
-
-def audio_url(run_key: str, file_name: str) -> str | None:
-    base = get_settings().public_url
-    if not base:
-        return None
-    folder, name = quote(path_component(run_key), safe=""), quote(path_component(file_name))
-    return f"{base.rstrip('/')}{PREFIX}/audio/{folder}/{name}"
+    return _served("reports", quote(path_component(path.rsplit("/", 1)[-1])))

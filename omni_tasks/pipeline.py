@@ -98,23 +98,26 @@ class BatchGrader(threading.Thread):
     def run(self) -> None:
         arrived: dict[int, list[ClipAudio]] = {}
         done: set[int] = set()
-        try:
-            while (item := self.inbox.get()) is not None:
-                if self.abandoned.is_set():
-                    continue
-                clip, graded = item
-                b = block_of(clip, self.size)
-                if graded:
-                    done.add(b)
-                arrived.setdefault(b, []).append(clip)
-                if len(arrived[b]) == self.expected[b]:
-                    block = sorted(arrived.pop(b), key=lambda c: c.ordinal)
-                    if b not in done and any(c.audio_uri for c in block):
-                        self.outbox.put(grade_batch(self.grader, block, self.system_prompt))
-        except BaseException as exc:  # the grader died: the caller stops and raises it
-            self.error = exc
-            while self.inbox.get() is not None:  # let synthesis finish storing its audio
-                pass
+        # After an error or abandon, clips are still taken (synthesis keeps storing its audio)
+        # but no longer graded.
+        while (item := self.inbox.get()) is not None:
+            if self.abandoned.is_set():
+                continue
+            clip, graded = item
+            b = block_of(clip, self.size)
+            if graded:
+                done.add(b)
+            arrived.setdefault(b, []).append(clip)
+            if len(arrived[b]) < self.expected[b]:
+                continue
+            block = sorted(arrived.pop(b), key=lambda c: c.ordinal)
+            if b in done or not any(c.audio_uri for c in block):
+                continue
+            try:
+                self.outbox.put(grade_batch(self.grader, block, self.system_prompt))
+            except BaseException as exc:  # the grader died: the caller stops and raises it
+                self.error = exc
+                self.abandoned.set()
 
 
 def run_pipelined(

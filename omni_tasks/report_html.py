@@ -195,7 +195,9 @@ def nightly_report(
         "SELECT * FROM omni.v_official_trend WHERE benchmark = %s AND nightly = %s "
         "ORDER BY branch, variant", (benchmark, nightly),
     ).fetchall()  # fmt: skip
-    runs = conn.execute(sql("runs_of_night"), {"benchmark": benchmark, "nightly": nightly})
+    runs = conn.execute(
+        sql("runs_of_night"), {"benchmark": benchmark, "nightly": nightly, "run_id": None}
+    )
     reproduce = "".join(
         f"<p>{_e(r['branch'])} / {_e(r['variant'])} (seed {r['seed']}):</p>"
         f"<pre>{_e(reproduce_command(r, {'grader': r['grader']}))}</pre>"

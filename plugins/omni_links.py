@@ -9,12 +9,12 @@ import os
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseOperatorLink
 
-DASHBOARD_UID = "omni-seed-tts-trend"
-
 
 def grafana_url(benchmark: str = "seed_tts_en") -> str:
+    from omni_tasks.links import dashboard_path
+
     base = os.environ.get("OMNI_GRAFANA_URL", "http://localhost:3000").rstrip("/")
-    return f"{base}/d/{DASHBOARD_UID}?var-benchmark={benchmark}"
+    return f"{base}{dashboard_path([('var-benchmark', benchmark)])}"
 
 
 def report_url(nightly: str, benchmark: str = "seed_tts_en") -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -26,7 +26,7 @@ from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.links import report_url
+from omni_tasks.links import dashboard_path, report_url
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store.queries import sql
 
@@ -47,11 +47,11 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     s = get_settings()
     out = {}
     if s.grafana_url:
-        query = urlencode(
+        path = dashboard_path(
             [("var-benchmark", d["benchmark"]), ("var-branch", d["candidate_branch"]),
              ("var-branch", d["baseline_branch"])]
         )  # fmt: skip
-        out["Grafana"] = f"{s.grafana_url.rstrip('/')}/d/omni-seed-tts-trend?{query}"
+        out["Grafana"] = f"{s.grafana_url.rstrip('/')}{path}"
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
         dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
         out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"
@@ -170,7 +170,8 @@ def _regression(
     night = d["nightly"]
     alert = _open_alert(conn, key)
     ctx = _context(d, tau)
-    commit = _candidate_commit(conn, d)
+    candidate = _candidate_run(conn, d)
+    commit = None if candidate is None else candidate["commit_sha"]
     if alert is None:
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
@@ -185,8 +186,8 @@ def _regression(
             ).fetchone()["alert_id"]  # type: ignore[index]
         )
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
-        if (command := _reproduce(conn, d)) is not None:
-            opened_msg["blocks"] = [*opened_msg["blocks"], command]
+        if candidate is not None:
+            opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
         enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
         for clip in _top_audio(conn, d):
             enqueue(conn, f"{key}|{night}|audio|{clip['utt_id']}", alert_id, "upload",
@@ -227,25 +228,19 @@ def _regression(
         _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
 
 
-def _reproduce(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str, Any] | None:
+def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision's candidate run, with the grader that reproduces it."""
+    if d.get("candidate_run_id") is None:
+        return None
+    args = {"benchmark": d["benchmark"], "nightly": d["nightly"], "run_id": d["candidate_run_id"]}
+    row: dict[str, Any] | None = conn.execute(sql("runs_of_night"), args).fetchone()
+    return row
+
+
+def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
     """A context block with the command that reproduces the candidate's run."""
-    if d.get("candidate_run_id") is None:
-        return None
-    run = conn.execute(sql("runs_of_night"), {"benchmark": d["benchmark"], "nightly": d["nightly"]})
-    row = next((r for r in run if r["run_id"] == d["candidate_run_id"]), None)
-    if row is None:
-        return None
-    line = f"Reproduce the candidate's run: `{blocks.entities(reproduce_command(row, row))}`"
+    line = f"Reproduce the candidate's run: `{blocks.entities(reproduce_command(run, run))}`"
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}
-
-
-def _candidate_commit(conn: psycopg.Connection[Any], d: dict[str, Any]) -> str | None:
-    if d.get("candidate_run_id") is None:
-        return None
-    row = conn.execute(
-        "SELECT commit_sha FROM omni.run WHERE run_id = %s", (d["candidate_run_id"],)
-    ).fetchone()
-    return None if row is None else row["commit_sha"]
 
 
 def _verdicts(

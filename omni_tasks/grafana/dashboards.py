@@ -15,10 +15,11 @@ from typing import Any
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import REPO_ROOT
 from omni_tasks.formatting import pct
+from omni_tasks.links import DASHBOARD_UID
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"
 DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "omni-results"}
-TREND_UID = "omni-seed-tts-trend"
+TREND_UID = DASHBOARD_UID
 LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
 KEY_FILTERS = "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant)"
 FILTERS = KEY_FILTERS + " AND tau = $tau"

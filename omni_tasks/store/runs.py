@@ -301,11 +301,8 @@ def grading_of(
 
 
 def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
-    row = conn.execute(
-        "SELECT grading_id FROM omni.grading WHERE run_id = %s AND grader_id = %s",
-        (run_id, grader_id),
-    ).fetchone()
-    return None if row is None else int(row["grading_id"])
+    found = grading_of(conn, run_id, grader_id)
+    return None if found is None else found[0]
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:

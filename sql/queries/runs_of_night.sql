@@ -1,4 +1,5 @@
--- A night's runs with their newest grading's grader (what reproduces each).
+-- A night's runs (or one of them, by run_id) with their newest grading's grader (what
+-- reproduces each).
 SELECT r.*, g.grader
 FROM omni.run r
 LEFT JOIN LATERAL (
@@ -6,4 +7,5 @@ LEFT JOIN LATERAL (
     ORDER BY gr.grading_id DESC LIMIT 1
 ) g ON true
 WHERE r.benchmark = %(benchmark)s AND r.nightly = %(nightly)s
+  AND (%(run_id)s::bigint IS NULL OR r.run_id = %(run_id)s)
 ORDER BY r.branch, r.variant, r.seed
