@@ -41,6 +41,8 @@ app.add_typer(alerts_app, name="alerts")
 app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
+benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_is_help=True)
+app.add_typer(benchmarks_app, name="benchmarks")
 
 TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 
@@ -178,17 +180,41 @@ def db_stop() -> None:
     console.print("embedded Postgres stopped" if stopped else "embedded Postgres was not running")
 
 
+# ---------------------------------------------------------------- benchmarks
+@benchmarks_app.command("list")
+def benchmarks_list(as_json: JsonFlag = False) -> None:
+    """Each benchmark: its id, family, per-item metric, what makes an item broken, and the
+    labels its items are broken down by."""
+    from omni_tasks import benchmarks
+
+    rows = [b.describe() for b in benchmarks.all_benchmarks()]
+    if as_json:
+        _json_out(rows)
+        return
+    table = Table("id", "family", "metric", "broken when", "breakdowns")
+    for r in rows:
+        broken = "WER > tau" if r["judged"] == "wer" else "answer wrong"
+        table.add_row(r["id"], r["family"], r["metric"], broken, ", ".join(r["breakdowns"]))
+    console.print(table)
+
+
 # ---------------------------------------------------------------- import
 @import_app.command("vllm-omni")
 def import_vllm_omni(
-    files: Annotated[list[Path], typer.Argument(help="qwen_omni_acc_seed_tts_*.json artifacts")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="Results JSON files of `vllm bench serve` (seed-TTS, Daily-Omni...)"),
+    ],
     branch: Annotated[str, typer.Option(help="Branch the artifact was produced on")],
     commit: Annotated[str | None, typer.Option(help="Commit SHA benchmarked")] = None,
     nightly: Annotated[
         str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the artifact's date)")
     ] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (one file only)")] = None,
-    benchmark: Annotated[str, typer.Option(help="Benchmark name")] = "seed_tts_en",
+    benchmark: Annotated[
+        str | None,
+        typer.Option(help="Benchmark id (see `benchmarks list`); default: detected from each file"),
+    ] = None,
     replace: Annotated[
         bool, typer.Option(help="Overwrite a run key holding other content")
     ] = False,
@@ -208,13 +234,11 @@ def import_vllm_omni(
     ] = None,
     harness_version: ArtifactHarnessOpt = None,
 ) -> None:
-    """Import vLLM-Omni seed-TTS results JSON files, one run each; prints each run key."""
+    """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
+    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
+    from omni_tasks import benchmarks
     from omni_tasks.audio import AudioUnavailable, audio_roots
-    from omni_tasks.importers.vllm_omni import (
-        ArtifactError,
-        adopt_audio,
-        parse_artifact,
-    )
+    from omni_tasks.importers.vllm_omni import ArtifactError, adopt_audio
     from omni_tasks.store.runs import RunConflictError, save_run
 
     if run_key and len(files) > 1:
@@ -236,13 +260,14 @@ def import_vllm_omni(
             references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
         except DatasetError as exc:
             fail(str(exc))
+    options = benchmarks.ImportOptions(
+        branch=branch, commit=commit, nightly=night, audio_roots=roots, references=references,
+        harness_version=harness_version,
+    )  # fmt: skip
     parsed = []
     for f in files:
         try:
-            art = parse_artifact(
-                f, branch=branch, benchmark=benchmark, commit=commit, nightly=night,
-                audio_roots=roots, references=references, harness_version=harness_version,
-            )  # fmt: skip
+            art = benchmarks.import_artifact(f, options, benchmark)
             parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
         except (ArtifactError, AudioUnavailable) as exc:
             fail(str(exc))
@@ -256,7 +281,10 @@ def import_vllm_omni(
                 res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
             except RunConflictError as exc:
                 fail(str(exc))
-            err.print(f"{res.outcome}: {len(art.clips)} clips ({art.spec.status})", highlight=False)
+            err.print(
+                f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})",
+                highlight=False,
+            )
             sys.stdout.write(res.run_key + "\n")
 
 
@@ -887,7 +915,7 @@ def stats_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
-    from omni_tasks.analysis.service import run_stats_for_key
+    from omni_tasks.jobs.statistics import run_stats_for_key
     from omni_tasks.report_text import print_stats
 
     policy = _policy()
@@ -916,7 +944,7 @@ def compare_cmd(
 
     Give the same run twice with two graders to compare a re-grade with the original.
     """
-    from omni_tasks.analysis.service import compare_keys
+    from omni_tasks.jobs.statistics import compare_keys
     from omni_tasks.report_text import print_comparison
 
     policy = _policy()
@@ -965,7 +993,7 @@ def gate_cmd(
 
     Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
     3 a decision matched --fail-on."""
-    from omni_tasks.nightly import decide_night
+    from omni_tasks.jobs.nightly import decide_night
 
     verdicts = {"regressed", "infra", "unknown", "improved", "same"}
     wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
@@ -1015,7 +1043,7 @@ def noise_cmd(
     import dataclasses
 
     from omni_tasks.analysis.noise import calibrate
-    from omni_tasks.analysis.service import load_graded_run
+    from omni_tasks.jobs.statistics import load_graded_run
 
     policy = _policy()
     tau = _tau(policy, tail_threshold)
@@ -1060,7 +1088,7 @@ def trend_cmd(
     Reads statistics stored by `stats`, `compare` and `gate`."""
     import dataclasses
 
-    from omni_tasks.analysis.service import trend
+    from omni_tasks.jobs.statistics import trend
 
     policy = _policy()
     conn = _open_db()

@@ -166,7 +166,7 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
 
 
 def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
-    from omni_tasks import nightly
+    from omni_tasks.jobs import nightly
 
     with results_db() as conn:
         return nightly.record_heads(
@@ -175,7 +175,7 @@ def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
-    from omni_tasks import nightly
+    from omni_tasks.jobs import nightly
 
     context["branch_label"] = f"{plan['branch']} seed {plan['seed']}"
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
@@ -190,16 +190,16 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
 
 
 def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
-    from omni_tasks import nightly
     from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs import nightly
 
     with results_db() as conn:
         return nightly.summarize(conn, list(run_keys), load_policy())
 
 
 def decide(context: dict[str, Any], run_keys: list[str]) -> str:
-    from omni_tasks import nightly
     from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs import nightly
 
     params, night = _params(context), _nightly(context)
     with results_db() as conn:
@@ -215,7 +215,7 @@ def decide(context: dict[str, Any], run_keys: list[str]) -> str:
 
 def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
-    from omni_tasks.auto_bisect import plan_bisects as plan
+    from omni_tasks.jobs.auto_bisect import plan_bisects as plan
 
     with results_db() as conn:
         triggers = plan(conn, _params(context), dt.date.fromisoformat(night))
@@ -225,8 +225,8 @@ def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
 
 
 def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
-    from omni_tasks import nightly
     from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs import nightly
 
     with results_db() as conn:
         out = nightly.refresh_outputs(conn, _params(context).bench, dt.date.fromisoformat(night),
@@ -261,8 +261,8 @@ def fail_the_run() -> None:
 
 def on_task_failure(context: dict[str, Any]) -> None:
     """Failure callback: an INFRA alert through the outbox (delivered by the next dispatch)."""
-    from omni_tasks import nightly
     from omni_tasks.config import get_settings
+    from omni_tasks.jobs import nightly
 
     ti = context["ti"]
     error = str(context.get("exception") or "unknown error")
@@ -306,7 +306,7 @@ def bisect_params() -> dict[str, Any]:
 def bisect(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.bisection import BisectParams, run_bisect, summary
+    from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
     try:
         p = BisectParams(**dict(context["params"]))
@@ -360,7 +360,7 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
 
 def check_freshness(context: dict[str, Any]) -> list[str]:
     from omni_tasks.config import get_settings
-    from omni_tasks.freshness import check_freshness as check
+    from omni_tasks.jobs.freshness import check_freshness as check
 
     branches = list(context["params"]["branches"])
     night = _nightly(context)

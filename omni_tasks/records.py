@@ -87,6 +87,13 @@ class ClipGrade:
     task_leak: bool = False
     is_question: bool = False
     error_detail: str | None = None
+    # Item outcome for benchmarks not scored by WER (multiple choice: the answer is wrong).
+    incorrect: bool | None = None
+    # Dimension -> label (multiple choice: task, category, duration), for per-label shifts.
+    breakdown: dict[str, str] | None = None
+    # Secondary metrics an artifact may carry: stored and shown, never gated.
+    sim: float | None = None
+    utmos: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,3 +120,7 @@ class ClipRecord:
     audio_seconds: float | None = None
     audio_uri: str | None = None
     synth_detail: str | None = None  # the synthesis error detail (an artifact's failure code)
+    incorrect: bool | None = None
+    breakdown: dict[str, str] | None = None
+    sim: float | None = None
+    utmos: float | None = None

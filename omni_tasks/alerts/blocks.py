@@ -18,6 +18,7 @@ MAX_HEADER = 150
 MAX_FALLBACK = 3000
 TOP_CLIPS = 5
 CLIP_TEXT = 280
+MAX_SHIFTS = 8  # labels shown per breakdown dimension
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,12 @@ class AlertContext:
     comparison: dict[str, Any]
     p_holm: float | None = None
     links: dict[str, str] = field(default_factory=dict)
+    broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
+    multiple_choice: bool = False  # items are answers, right or wrong, not transcripts
+
+    @property
+    def broken(self) -> str:
+        return self.broken_label or f"WER > {self.tau:g}"
 
 
 # mrkdwn has no escape for its formatting characters: data that could start bold, strike or
@@ -108,8 +115,9 @@ def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
     c = ctx.comparison
     ci = c.get("delta_tail_fraction_ci") or [None, None]
     base, cand = c.get("baseline", {}), c.get("candidate", {})
+    head = "*Wrong answers*" if ctx.multiple_choice else f"*Tail fraction* ({ctx.broken})"
     tail = (
-        f"*Tail fraction* (WER > {ctx.tau:g}): {escape(ctx.baseline)} {_tail(base)} → "
+        f"{head}: {escape(ctx.baseline)} {_tail(base)} → "
         f"{escape(ctx.candidate)} {_tail(cand)}\n"
         f"*Δ tail* {pts_ci(c.get('delta_tail_fraction'), ci)}"
     )
@@ -118,29 +126,54 @@ def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
         f"{c.get('improved')}, stable-broken {c.get('stable_broken')}; exact McNemar "
         f"p={_p(c.get('mcnemar_p'))}, Holm p={_p(ctx.p_holm)}"
     )
-    shift = c.get("mode_shift") or {}
-    modes = ", ".join(
-        f"{escape(k.split(':', 1)[1])} {v.get('baseline')}→{v.get('candidate')}"
-        for k, v in sorted(shift.items())
-        if k.startswith("mode:")
-    )
-    origins = ", ".join(
-        f"{escape(k.split(':', 1)[1])} {v.get('baseline')}→{v.get('candidate')}"
-        for k, v in sorted(shift.items())
-        if k.startswith("origin:")
-    )
     out = [_section(tail), _section(paired)]
-    if modes or origins:
-        out.append(_section(f"*Failure modes* {modes or 'n/a'}\n*Origin* {origins or 'n/a'}"))
+    shifts = _shifts(c.get("mode_shift") or {})
+    if shifts:
+        out.append(_section("\n".join(shifts)))
     return out
+
+
+_SHIFT_TITLES = {"mode": "Failure modes", "origin": "Origin"}
+
+
+def _shifts(shift: dict[str, dict[str, int]]) -> list[str]:
+    """One line per dimension (failure mode, origin; a multiple-choice task, category...):
+    broken items per label, baseline → candidate, largest increase first."""
+    by_dim: dict[str, list[tuple[str, dict[str, int]]]] = {}
+    for key, counts in shift.items():
+        dim, _, label = key.partition(":")
+        by_dim.setdefault(dim, []).append((label, counts))
+    lines = []
+    for dim, cells in by_dim.items():
+        cells.sort(key=lambda x: x[0])
+        if len(cells) > MAX_SHIFTS:  # the largest increases, when not all fit
+            cells.sort(key=lambda x: x[1].get("baseline", 0) - x[1].get("candidate", 0))
+        title = _SHIFT_TITLES.get(dim, f"Wrong by {dim.replace('_', ' ')}")
+        shown = ", ".join(
+            f"{escape(label)} {v.get('baseline')}→{v.get('candidate')}"
+            for label, v in cells[:MAX_SHIFTS]
+        )
+        lines.append(f"*{escape(title)}* {shown}")
+    return lines
 
 
 def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
     top = (ctx.comparison.get("top_regressed") or [])[:TOP_CLIPS]
     if not top:
         return []
-    blocks = [_section(f"*Worst regressed clips* (of {ctx.comparison.get('regressed')})")]
+    noun = "questions" if ctx.multiple_choice else "clips"
+    blocks = [_section(f"*Worst regressed {noun}* (of {ctx.comparison.get('regressed')})")]
     for t in top:
+        if ctx.multiple_choice:
+            blocks.append(
+                _section(
+                    f"`{escape(clip(str(t.get('utt_id')), 80))}` answered "
+                    f"{escape(clip(str(t.get('heard') or '(none)'), 16))}, gold "
+                    f"{escape(clip(str(t.get('reference') or ''), 16))} (baseline answered "
+                    f"{escape(clip(str(t.get('baseline_heard') or '(none)'), 16))})"
+                )
+            )
+            continue
         wer = t.get("wer")
         blocks.append(
             _section(

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
@@ -101,6 +102,7 @@ def _open_alert(conn: psycopg.Connection[Any], key: str) -> dict[str, Any] | Non
 
 
 def _context(d: dict[str, Any], tau: float) -> AlertContext:
+    bench = benchmarks.get(d["benchmark"])
     return AlertContext(
         benchmark=d["benchmark"],
         nightly=str(d["nightly"]),
@@ -113,6 +115,8 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
         comparison=d["comparison"] or {},
         p_holm=d["mcnemar_p_holm"],
         links=links_for(d),
+        broken_label=bench.broken_label(tau),
+        multiple_choice=bench.judged == "incorrect",
     )
 
 

@@ -23,19 +23,30 @@ def count_of(clip: ClipRecord) -> Count:
 
 
 def error_of(clip: ClipRecord) -> float:
-    """Uncapped WER of a scored clip; an empty transcript is WER 1; failed clips count 1."""
+    """Uncapped WER of a scored clip; an empty transcript is WER 1; failed clips count 1.
+    A multiple-choice item's error is 1 when its answer is wrong, else 0."""
     if count_of(clip) == "failed":
         return 1.0
+    if clip.incorrect is not None:
+        return float(clip.incorrect)
     if clip.grade_status == "empty_transcript":
         return 1.0 if clip.wer is None else clip.wer
     return float(clip.wer or 0.0)
 
 
+def is_wer_scored(clip: ClipRecord) -> bool:
+    """Scored by WER (seed-TTS), not by a right/wrong answer (multiple choice)."""
+    return clip.incorrect is None
+
+
 def is_broken(clip: ClipRecord, tau: float) -> bool:
-    """Broken at threshold tau: failed, ran past the audio cap, or WER > tau."""
+    """Broken at threshold tau: failed, ran past the audio cap, or WER > tau. A multiple-choice
+    item is broken when its answer is wrong, whatever tau."""
     kind = count_of(clip)
     if kind == "failed":
         return True
     if kind != "scored":
         return False
+    if clip.incorrect is not None:
+        return clip.incorrect
     return clip.synth_status == "over_long" or error_of(clip) > tau

@@ -9,7 +9,7 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from omni_tasks.analysis.accounting import count_of, error_of, is_broken
+from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer_scored
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.grading.windows import harnesses_of, window_of
@@ -64,7 +64,8 @@ def paired_table(
             improved.append(u)
         else:
             n22 += 1
-        diffs.append(min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0))
+        if is_wer_scored(base[u]) and is_wer_scored(cand[u]):
+            diffs.append(min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0))
     p_reg, p_imp = mcnemar_exact(n12, n21)
     delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
     mean_diff, diff_ci = _paired_t(diffs)
@@ -173,13 +174,18 @@ def _short(v: Any) -> str:
 def mode_shift(
     baseline: Sequence[ClipRecord], candidate: Sequence[ClipRecord], tau: float
 ) -> dict[str, dict[str, int]]:
-    """Broken clips per failure mode and per origin, both sides."""
+    """Broken clips per failure mode and per origin, both sides; a multiple-choice item counts
+    under each of its breakdown labels instead (e.g. ``task:Event Sequence``)."""
     out: dict[str, dict[str, int]] = {}
     for side, clips in (("baseline", baseline), ("candidate", candidate)):
         for c in clips:
-            d = diagnose(c, tau)
-            if d is None:
-                continue
-            for key in (f"mode:{d.mode}", f"origin:{d.origin}"):
+            if not is_wer_scored(c):
+                keys = [f"{dim}:{label}" for dim, label in (c.breakdown or {}).items()]
+                keys = keys if count_of(c) != "infra" and is_broken(c, tau) else []
+            elif (d := diagnose(c, tau)) is not None:
+                keys = [f"mode:{d.mode}", f"origin:{d.origin}"]
+            else:
+                keys = []
+            for key in keys:
                 out.setdefault(key, {"baseline": 0, "candidate": 0})[side] += 1
     return out

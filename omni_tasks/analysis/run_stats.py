@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from omni_tasks.analysis.accounting import count_of, error_of, is_broken
+from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer_scored
 from omni_tasks.analysis.failure_modes import MODES, ORIGINS, diagnose
 from omni_tasks.analysis.intervals import wilson
 from omni_tasks.analysis.official import finite_mean, official_summary
@@ -15,18 +15,27 @@ from omni_tasks.records import ClipRecord
 LONG_AUDIO_SECONDS = 20.0
 
 
+Official = Callable[[Sequence[ClipRecord]], dict[str, Any]]
+
+
 def run_stats(
-    clips: Sequence[ClipRecord], tau: float, n_expected: int | None = None
+    clips: Sequence[ClipRecord],
+    tau: float,
+    n_expected: int | None = None,
+    official: Official = official_summary,
 ) -> dict[str, Any]:
     """Statistics of one grading. ``n_expected`` above the number of clip rows counts the
-    missing clips as infra (never silently dropped)."""
-    out = _stats(clips, tau, n_expected)
-    out["questions"] = _stats([c for c in clips if c.is_question], tau, None)
-    out["statements"] = _stats([c for c in clips if not c.is_question], tau, None)
+    missing clips as infra (never silently dropped). ``official``: the benchmark's own summary,
+    by its upstream's rules (seed-TTS's by default)."""
+    out = _stats(clips, tau, n_expected, official)
+    out["questions"] = _stats([c for c in clips if c.is_question], tau, None, official)
+    out["statements"] = _stats([c for c in clips if not c.is_question], tau, None, official)
     return out
 
 
-def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> dict[str, Any]:
+def _stats(
+    clips: Sequence[ClipRecord], tau: float, n_expected: int | None, official: Official
+) -> dict[str, Any]:
     expected = len(clips) if n_expected is None else max(n_expected, len(clips))
     kinds = [count_of(c) for c in clips]
     scored = [c for c, k in zip(clips, kinds, strict=True) if k == "scored"]
@@ -36,22 +45,26 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
     n_infra = expected - n_scored - n_failed
     n_counted = len(counted)
 
-    uncapped = [error_of(c) for c in scored]
-    capped = [min(error_of(c), 1.0) for c in counted]
-    errors = sorted((error_of(c) for c in counted), reverse=True)
+    # WER figures cover WER-scored clips only: a multiple-choice run has none (no fake WER).
+    wer_counted = [c for c in counted if is_wer_scored(c)]
+    uncapped = [error_of(c) for c in scored if is_wer_scored(c)]
+    capped = [min(error_of(c), 1.0) for c in wer_counted]
+    errors = sorted((error_of(c) for c in wer_counted), reverse=True)
     # Shares of error are ratios: computed on errors scaled by the largest one, so no sum can
     # overflow whatever finite WERs are stored.
     scale = errors[0] if errors and errors[0] > 0 else 1.0
     total_error = math.fsum(e / scale for e in errors)
     broken = [c for c in counted if is_broken(c, tau)]
-    runaway = [c for c in counted if count_of(c) == "scored" and error_of(c) > 1.0]
-    with_counts = [c for c in scored if c.ref_words]
+    runaway = [c for c in wer_counted if count_of(c) == "scored" and error_of(c) > 1.0]
+    with_counts = [c for c in scored if c.ref_words and is_wer_scored(c)]
     corpus_ref = sum(c.ref_words or 0 for c in with_counts)
 
     modes: dict[str, dict[str, float]] = {m: {"clips": 0, "error_share": 0.0} for m in MODES}
     origins: dict[str, int] = dict.fromkeys(ORIGINS, 0)
     n_leak = n_answered = 0
     for c in broken:
+        if not is_wer_scored(c):
+            continue
         d = diagnose(c, tau)
         assert d is not None
         modes[d.mode]["clips"] += 1
@@ -91,10 +104,43 @@ def _stats(clips: Sequence[ClipRecord], tau: float, n_expected: int | None) -> d
         "origins": origins,
         "task_leak_clips": n_leak,
         "answered_clips": n_answered,
-        "official": official_summary(clips),
+        "official": official(clips),
         "audio_seconds": sum(audio),
         "clips_over_20s": sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
+        "accuracy": (
+            1 - len(broken) / n_counted if n_counted and len(wer_counted) < n_counted else None
+        ),
+        "breakdown": breakdown_accuracy(counted, tau),
+        **secondary_means(scored),
     }
+
+
+SECONDARY = ("sim", "utmos")
+
+
+def secondary_means(clips: Sequence[ClipRecord]) -> dict[str, float | None]:
+    """Mean of each secondary score over the clips that carry it (None when none does)."""
+    out: dict[str, float | None] = {}
+    for name in SECONDARY:
+        values = [v for c in clips if (v := getattr(c, name)) is not None]
+        out[f"{name}_mean"] = finite_mean(values) if values else None
+    return out
+
+
+def breakdown_accuracy(
+    counted: Sequence[ClipRecord], tau: float
+) -> dict[str, dict[str, dict[str, float | int]]]:
+    """Per breakdown dimension and label: correct, total and accuracy (items not broken)."""
+    out: dict[str, dict[str, dict[str, float | int]]] = {}
+    for c in counted:
+        for dim, label in (c.breakdown or {}).items():
+            cell = out.setdefault(dim, {}).setdefault(label, {"correct": 0, "total": 0})
+            cell["total"] += 1
+            cell["correct"] += not is_broken(c, tau)
+    for cells in out.values():
+        for cell in cells.values():
+            cell["accuracy"] = cell["correct"] / cell["total"]
+    return out
 
 
 def _median(values: list[float]) -> float:

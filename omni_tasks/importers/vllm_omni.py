@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
-import json
-import math
-import re
-import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +20,21 @@ from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.grading.windows import UnknownHarness, harness_window
-from omni_tasks.names import InvalidName, check_name, check_text, path_component, under
+from omni_tasks.importers.artifact import (
+    MAX_UTT_ID,
+    MAX_WER,
+    ArtifactError,
+    ParsedArtifact,
+    check_item_text,
+    finite_number,
+    nightly_of,
+    read_document,
+    require,
+    short_number,
+    summary_figures,
+)
+from omni_tasks.names import InvalidName, check_name, path_component, under
+from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
 
 ARTIFACT_GRADER = Grader(
@@ -77,80 +85,6 @@ SUMMARY_KEYS = (
 )
 
 
-# Documented bounds (README "Untrusted input"): a runaway clip scores WER in the tens or
-# hundreds (more under whole-clip grading); nothing real comes near these.
-MAX_WER = 1e5
-MAX_COUNT = 1e9
-MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
-MAX_UTT_ID = 200
-
-
-class ArtifactError(ValueError):
-    """The artifact cannot be imported; the message names the file and the problem."""
-
-
-@dataclass(frozen=True)
-class ParsedArtifact:
-    spec: RunSpec
-    clips: list[ClipAudio]
-    grades: list[ClipGrade]
-    warnings: list[str] = field(default_factory=list)
-    grader: Grader = ARTIFACT_GRADER
-
-    @property
-    def has_clips(self) -> bool:
-        return bool(self.clips)
-
-
-def parse_artifact_date(value: str) -> dt.date:
-    """The harness writes ``YYYYmmdd-HHMMSS``; ISO dates and datetimes are accepted too."""
-    for pattern in (r"^(\d{8})-\d{6}$", r"^(\d{8})$"):
-        m = re.match(pattern, value)
-        if m:
-            return dt.datetime.strptime(m.group(1), "%Y%m%d").date()
-    try:
-        return dt.datetime.fromisoformat(value).date()
-    except ValueError:
-        raise ValueError(f"unrecognised date {value!r}") from None
-
-
-def _require(cond: bool, path: Path, message: str) -> None:
-    if not cond:
-        raise ArtifactError(f"{path}: {message}")
-
-
-def _finite_number(v: Any, bound: float = MAX_COUNT) -> bool:
-    """A JSON number within ±bound (huge ints are compared as ints: no float overflow)."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return abs(v) <= bound if isinstance(v, int) else math.isfinite(v) and abs(v) <= bound
-
-
-def _numbers_in_range(doc: dict[str, Any], path: Path) -> None:
-    """Refuse non-finite numbers (NaN, Infinity, 1e400) and numbers past the bounds anywhere
-    in the summary: nothing is stored from such an artifact."""
-    for k, v in doc.items():
-        if isinstance(v, int | float) and not isinstance(v, bool) and not _finite_number(v):
-            raise ArtifactError(
-                f"{path}: {k!r} = {_short_number(v)} is not finite or beyond ±{MAX_COUNT:g}"
-            )
-
-
-def _short_number(v: int | float) -> str:
-    text = repr(v) if isinstance(v, float) else str(v) if abs(v) < 10**30 else "a huge integer"
-    return text[:40]
-
-
-def _text(item: dict[str, Any], key: str, path: Path, where: str) -> None:
-    """Refuse NUL, control characters and lone surrogates in an item's texts."""
-    value = item.get(key)
-    if isinstance(value, str):
-        try:
-            check_text(value, f"{where} {key!r}", multiline=key != "utterance_id")
-        except InvalidName as exc:
-            raise ArtifactError(f"{path}: {exc}") from None
-
-
 def parse_artifact(
     path: Path,
     *,
@@ -167,30 +101,14 @@ def parse_artifact(
     elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
     utt id → target text (the dataset's), for the failure items that carry none."""
     grader = artifact_grader(harness_version)
-    raw = _read_regular(path)
-    try:
-        doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path}: not valid JSON ({exc})") from exc
-    _require(isinstance(doc, dict), path, "top level must be a JSON object")
-    _numbers_in_range(doc, path)
-    _require(
-        any(k.startswith("seed_tts_") for k in doc),
-        path,
-        "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file",
-    )
+    read = read_document(path)
+    doc = read.doc
+    require(is_seed_tts(doc), path, "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file")
     warnings: list[str] = []
-
-    if nightly is None:
-        _require("date" in doc, path, "missing key 'date' (or pass --nightly)")
-        _require(isinstance(doc["date"], str), path, "'date' must be a string")
-        try:
-            nightly = parse_artifact_date(doc["date"])
-        except ValueError as exc:
-            raise ArtifactError(f"{path}: 'date': {exc}") from None
+    nightly = nightly_of(doc, path, nightly)
 
     items = doc.get("seed_tts_wer_eval_items")
-    _require(
+    require(
         items is None or isinstance(items, list), path, "'seed_tts_wer_eval_items' must be a list"
     )
     clips: list[ClipAudio] = []
@@ -201,20 +119,20 @@ def parse_artifact(
     no_reference = 0
     for i, item in enumerate(items or []):
         where = f"seed_tts_wer_eval_items[{i}]"
-        _require(isinstance(item, dict), path, f"{where} must be an object")
+        require(isinstance(item, dict), path, f"{where} must be an object")
         utt = item.get("utterance_id")
-        _require(
+        require(
             isinstance(utt, str) and bool(utt),
             path,
             f"{where}: 'utterance_id' must be a non-empty string",
         )
         for key in ("utterance_id", "reference_raw", "asr_raw", "detail", "locale"):
-            _text(item, key, path, where)
-        _require(len(utt) <= MAX_UTT_ID, path, f"{where}: 'utterance_id' longer than {MAX_UTT_ID}")
-        _require(utt not in seen, path, f"{where}: duplicate utterance_id {utt!r}")
+            check_item_text(item, key, path, where)
+        require(len(utt) <= MAX_UTT_ID, path, f"{where}: 'utterance_id' longer than {MAX_UTT_ID}")
+        require(utt not in seen, path, f"{where}: duplicate utterance_id {utt!r}")
         seen.add(utt)
         ref = item.get("reference_raw", "")
-        _require(isinstance(ref, str), path, f"{where} ({utt}): 'reference_raw' must be a string")
+        require(isinstance(ref, str), path, f"{where} ({utt}): 'reference_raw' must be a string")
         if not ref and "reference_raw" not in item:  # failure items carry none upstream
             if references is not None and utt in references:
                 ref = references[utt]
@@ -247,16 +165,7 @@ def parse_artifact(
             f"unavailable (first: {unavailable[0]}); grading, the report and Slack treat them "
             "as audio missing"
         )
-    summary = {
-        k: v
-        for k, v in doc.items()
-        if k.startswith("seed_tts_")
-        and k != "seed_tts_wer_eval_items"
-        and (_finite_number(v) or isinstance(v, str))
-    }
-    for k in ("model_id", "date", "max_concurrency"):
-        if k in doc and (isinstance(doc[k], str) or _finite_number(doc[k])):
-            summary[k] = doc[k]
+    summary = summary_figures(doc, "seed_tts_", "seed_tts_wer_eval_items")
     if clips:
         n_expected, status = len(clips), "complete"
     else:
@@ -265,10 +174,10 @@ def parse_artifact(
             "the gate needs per-clip rows (rerun the harness with SEED_TTS_WER_SAVE_ITEMS=1)"
         )
         counts = [doc.get(k) for k in SUMMARY_KEYS]
-        n_expected = int(sum(c for c in counts if _finite_number(c)))
+        n_expected = int(sum(c for c in counts if finite_number(c)))
         status = "summary_only"
     execution = {}
-    if _finite_number(doc.get("max_concurrency")):
+    if finite_number(doc.get("max_concurrency")):
         execution["client_concurrency"] = doc["max_concurrency"]
     try:
         check_name(branch, "branch")
@@ -285,16 +194,27 @@ def parse_artifact(
         commit_sha=commit,
         config={"model": doc["model_id"]} if isinstance(doc.get("model_id"), str) else {},
         execution=execution,
-        prompt_fingerprint=hashlib.sha256(system_prompt.encode()).hexdigest(),
+        prompt_fingerprint=prompt_fingerprint(system_prompt),
         system_prompt=system_prompt,
         summary=summary,
-        source={
-            "format": "vllm-omni-seed-tts",
-            "file": path.name,
-            "sha256": hashlib.sha256(raw).hexdigest(),
-        },
+        source=read.source("vllm-omni-seed-tts"),
     )
-    return ParsedArtifact(spec, clips, grades, warnings, grader)
+    return ParsedArtifact(spec, clips, grades, grader, warnings)
+
+
+def is_seed_tts(doc: dict[str, Any]) -> bool:
+    return any(k.startswith("seed_tts_") for k in doc)
+
+
+def locale_of(doc: dict[str, Any]) -> str:
+    """`zh` when every item that names a locale names a Chinese one, else `en`."""
+    items = doc.get("seed_tts_wer_eval_items")
+    locales = [
+        i.get("locale").lower()  # type: ignore[union-attr]
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and isinstance(i.get("locale"), str)
+    ]
+    return "zh" if locales and all(x.startswith("zh") for x in locales) else "en"
 
 
 def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord]:
@@ -306,20 +226,6 @@ def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord
                               g.grade_status if g else None, g.wer if g else None,
                               synth_detail=c.error_detail))  # fmt: skip
     return out
-
-
-def _read_regular(path: Path) -> bytes:
-    """The artifact's bytes: a regular file only (not /dev/zero, a FIFO or a directory),
-    within the size cap."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ArtifactError(f"{path}: not a regular file")
-        if info.st_size > MAX_ARTIFACT_BYTES:
-            raise ArtifactError(f"{path}: larger than {MAX_ARTIFACT_BYTES} bytes")
-        return path.read_bytes()
-    except OSError as exc:
-        raise ArtifactError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
 def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
@@ -390,7 +296,7 @@ def _clip_from_item(
     thinker_wer = score(ref, thinker_text, lang).wer if thinker_text else None
     if "error" in item:
         code = item["error"]
-        _require(
+        require(
             isinstance(code, str) and code in ERROR_CODES,
             path,
             f"{where} ({utt}): unknown error code {code!r} "
@@ -424,14 +330,14 @@ def _clip_from_item(
             utt, "grader_error", thinker_wer=thinker_wer, is_question=question, error_detail=code
         )
     wer = item.get("wer")
-    _require(
-        _finite_number(wer, MAX_WER) and wer >= 0,  # type: ignore[operator]
+    require(
+        finite_number(wer, MAX_WER) and wer >= 0,
         path,
         f"{where} ({utt}): 'wer' must be a finite number in [0, {MAX_WER:g}], "
-        f"got {_short_number(wer) if isinstance(wer, int | float) else repr(wer)[:40]}",
+        f"got {short_number(wer) if isinstance(wer, int | float) else repr(wer)[:40]}",
     )
     hyp = item.get("asr_raw", "")
-    _require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
+    require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
     counts = _counts(ref, hyp, lang)
     clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
     return clip, ClipGrade(

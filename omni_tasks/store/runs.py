@@ -82,8 +82,20 @@ def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
     return out
 
 
+# Grade fields added after content hashes were first stored: left out while unset, so a run
+# stored before them keeps its hash.
+_LATER_GRADE_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos"})
+
+
 def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
-    return {r.utt_id: dataclasses.asdict(r) for r in rows}
+    return {
+        r.utt_id: {
+            k: v
+            for k, v in dataclasses.asdict(r).items()
+            if not (v is None and k in _LATER_GRADE_FIELDS)
+        }
+        for r in rows
+    }
 
 
 def content_of(
@@ -234,6 +246,10 @@ def copy_clip_grades(
                     g.task_leak,
                     g.is_question,
                     g.error_detail,
+                    g.incorrect,
+                    None if g.breakdown is None else Jsonb(g.breakdown),
+                    g.sim,
+                    g.utmos,
                 )
             )
 

@@ -4,12 +4,12 @@ simulator: the request body, prompt templates, and the SSE chunks of the respons
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from omni_tasks.grading.flags import DEFAULT_SYSTEM_PROMPT
+from omni_tasks.prompts import PLAIN_USER_FORMAT, prompt_fingerprint
 from omni_tasks.synthesis.stages import StageDefaults
 
 DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
@@ -21,13 +21,11 @@ class PromptTemplate:
 
     name: str
     system_prompt: str | None
-    user_format: str = "{text}"
+    user_format: str = PLAIN_USER_FORMAT
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(
-            json.dumps([self.system_prompt, self.user_format]).encode()
-        ).hexdigest()
+        return prompt_fingerprint(self.system_prompt, self.user_format)
 
 
 PROMPT_TEMPLATES: dict[str, PromptTemplate] = {

@@ -12,7 +12,7 @@ import pytest
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.audio import write_audio
-from omni_tasks.nightly import decide_night
+from omni_tasks.jobs.nightly import decide_night
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.synthetic import ABShape
 from tests.factories import D0, REGRESS, SAME, store_night

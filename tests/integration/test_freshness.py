@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omni_tasks.freshness import check_freshness
+from omni_tasks.jobs.freshness import check_freshness
 from tests.factories import SAME, store_night
 
 

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.benchmark import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
-from omni_tasks.nightly import decide_night, refresh_outputs
+from omni_tasks.jobs.nightly import decide_night, refresh_outputs
 from omni_tasks.synthesis.simulator import SimulatorConfig, create_app, serve_in_thread
 from tests.factories import grade_rows
 
@@ -208,7 +208,7 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
     assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
     kept = grade_rows(db, run["run_key"])
     assert len(kept) == 8  # two batches of four
-    from omni_tasks.analysis.service import run_stats_for_key
+    from omni_tasks.jobs.statistics import run_stats_for_key
     from omni_tasks.store.runs import RunNotFoundError
 
     with pytest.raises(RunNotFoundError, match="is not complete"):  # statistics never read it

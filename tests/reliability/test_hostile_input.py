@@ -24,8 +24,8 @@ from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
+from omni_tasks.jobs.nightly import NightlyParams, _git_head
 from omni_tasks.names import InvalidName, check_branch, path_component
-from omni_tasks.nightly import NightlyParams, _git_head
 from omni_tasks.store.db import DatabaseError, connect, redact
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import ab_files, small_artifact, write_json

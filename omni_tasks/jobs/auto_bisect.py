@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.lifecycle import enqueue
-from omni_tasks.nightly import NightlyParams
+from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.store.queries import sql
 
 BISECT_DAG = "seed_tts_bisect"

@@ -18,8 +18,8 @@ from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import get_settings
+from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
-from omni_tasks.nightly import Serving, served
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
 

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.service import gate_nightly, run_stats_for_key
 from omni_tasks.config import get_settings
+from omni_tasks.jobs.statistics import gate_nightly, run_stats_for_key
 from omni_tasks.names import check_branch, check_name, path_component, require_trusted
 from omni_tasks.store.queries import sql
 

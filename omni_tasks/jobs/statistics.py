@@ -13,10 +13,10 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks import benchmarks
 from omni_tasks.analysis import gate as gate_rules
 from omni_tasks.analysis.accounting import error_of
 from omni_tasks.analysis.groups import broken_matrix, compare_groups
-from omni_tasks.analysis.official import FIGURES
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
@@ -53,7 +53,8 @@ def load_graded_run(
 def stats_for(
     conn: psycopg.Connection[Any], g: GradedRun, tau: float, policy: GatePolicy
 ) -> dict[str, Any]:
-    stats = run_stats(g.clips, tau, g.run["n_expected"])
+    official = benchmarks.get(g.run["benchmark"]).official_summary
+    stats = run_stats(g.clips, tau, g.run["n_expected"], official)
     ci = stats["tail_fraction_ci"] or [None, None]
     conn.execute(
         sql("upsert_run_stats"),
@@ -117,7 +118,7 @@ def summary_only_stats(run: dict[str, Any]) -> dict[str, Any]:
         "branch": run["branch"],
         "summary_only": True,
         "n_expected": run["n_expected"],
-        "official": {k: summary.get(k) for k in FIGURES},
+        "official": {k: summary.get(k) for k in benchmarks.get(run["benchmark"]).figures},
         "note": SUMMARY_ONLY_REASON,
     }
 

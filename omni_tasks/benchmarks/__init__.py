@@ -1,0 +1,76 @@
+"""The benchmarks omni-tasks knows, by id. Everything outside a benchmark's own module reaches
+it through :func:`get` or :func:`detect`; a new family registers its instances here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.daily_omni import DAILY_OMNI
+from omni_tasks.benchmarks.seed_tts import SeedTts
+from omni_tasks.benchmarks.videomme import VIDEOMME
+from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
+
+__all__ = ["Benchmark", "ImportOptions", "UnknownBenchmark", "detect", "get", "import_artifact"]
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+class UnknownBenchmark(ValueError):
+    pass
+
+
+def register(benchmark: Benchmark) -> Benchmark:
+    if benchmark.id in _REGISTRY and _REGISTRY[benchmark.id] is not benchmark:
+        raise ValueError(f"benchmark id {benchmark.id!r} is already registered")
+    _REGISTRY[benchmark.id] = benchmark
+    return benchmark
+
+
+def unregister(benchmark_id: str) -> None:
+    _REGISTRY.pop(benchmark_id, None)
+
+
+def all_benchmarks() -> list[Benchmark]:
+    return list(_REGISTRY.values())
+
+
+def ids() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get(benchmark_id: str) -> Benchmark:
+    try:
+        return _REGISTRY[benchmark_id]
+    except KeyError:
+        raise UnknownBenchmark(
+            f"unknown benchmark {benchmark_id!r} (known: {', '.join(_REGISTRY)})"
+        ) from None
+
+
+def detect(document: Document) -> Benchmark:
+    """The benchmark whose results the document holds (the first registered that claims it)."""
+    for b in _REGISTRY.values():
+        if b.claims(document.doc):
+            return b
+    raise ArtifactError(
+        f"{document.path}: not a results file of any known benchmark "
+        f"({', '.join(_REGISTRY)}); pass --benchmark to name one"
+    )
+
+
+def import_artifact(
+    path: Any, options: ImportOptions, benchmark_id: str | None = None
+) -> ParsedArtifact:
+    """Read an upstream results file and parse it as `benchmark_id`, or as the benchmark it is
+    detected to be."""
+    document = read_document(path)
+    try:
+        benchmark = get(benchmark_id) if benchmark_id else detect(document)
+    except UnknownBenchmark as exc:
+        raise ArtifactError(str(exc)) from None
+    return benchmark.parse(document, options)
+
+
+for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME):
+    register(_b)

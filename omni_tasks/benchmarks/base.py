@@ -1,0 +1,68 @@
+"""What every benchmark family provides: its identity, how an item is judged, its upstream's
+own summary, and the import of upstream's artifact. Statistics, gate, alerts, dashboards and
+report read only this interface, so a new benchmark is one module that registers itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from omni_tasks.importers.artifact import Document, ParsedArtifact
+from omni_tasks.records import ClipRecord
+
+Judged = Literal["wer", "incorrect"]
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What the person importing says about an artifact (the artifact cannot say it)."""
+
+    branch: str
+    commit: str | None = None
+    nightly: dt.date | None = None
+    audio_roots: list[str] | None = None
+    references: dict[str, str] | None = None
+    harness_version: str | None = None
+
+
+class Benchmark(ABC):
+    id: str
+    family: str
+    metric: str  # the per-item metric stored in clip_grade.metric
+    judged: Judged  # "wer": broken when WER > tau; "incorrect": broken when the answer is wrong
+    breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
+    description: str = ""
+
+    def broken_label(self, tau: float) -> str:
+        """How a broken item is named in alerts and reports."""
+        return f"WER > {tau:g}" if self.judged == "wer" else "wrong answers"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "family": self.family,
+            "metric": self.metric,
+            "judged": self.judged,
+            "breakdowns": list(self.breakdowns),
+            "description": self.description,
+        }
+
+    @abstractmethod
+    def claims(self, doc: dict[str, Any]) -> bool:
+        """Whether an upstream results document is this benchmark's."""
+
+    @property
+    @abstractmethod
+    def figures(self) -> tuple[str, ...]:
+        """The names of upstream's summary figures (kept for a summary-only import)."""
+
+    @abstractmethod
+    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+        """Upstream's own summary figures, recomputed from stored items by upstream's rules."""
+
+    @abstractmethod
+    def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
+        """One run from upstream's results document, validated before anything is stored."""

@@ -1,0 +1,272 @@
+"""Multiple-choice benchmarks (Daily-Omni, Video-MME through vLLM-Omni): each question is
+answered right or wrong. Upstream's scorer writes one item per question
+(`<prefix>_eval_items`, with `--<prefix>-save-eval-items`); an item is broken when its answer
+is wrong, so the paired A/B is McNemar on correctness, and shifts are per breakdown label
+(task, category, duration...).
+
+Pairing key: upstream's `request_id` is the position in the (shuffled, filtered) sample, so
+it pairs nothing across seeds or subsets. Each family names the item fields that identify its
+question instead (Video-MME: `question_id`; Daily-Omni has none, so video and task type)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.importers.artifact import (
+    MAX_UTT_ID,
+    ArtifactError,
+    Document,
+    ParsedArtifact,
+    check_item_text,
+    finite_number,
+    nightly_of,
+    require,
+    summary_figures,
+)
+from omni_tasks.names import InvalidName, check_name
+from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+
+MAX_LABEL = 200
+MAX_ANSWER = 16
+
+
+class MultipleChoice(Benchmark):
+    family = "multiple_choice"
+    metric = "accuracy"
+    judged = "incorrect"
+
+    def __init__(
+        self,
+        id: str,
+        prefix: str,
+        breakdown_fields: dict[str, str],
+        key_fields: tuple[str, ...],
+        description: str,
+    ) -> None:
+        self.id = id
+        self.prefix = prefix
+        self.breakdown_fields = breakdown_fields  # dimension -> item field
+        self.breakdowns = tuple(breakdown_fields)
+        self.key_fields = key_fields
+        self.description = description
+        self.items_key = f"{prefix}_eval_items"
+        self.grader = Grader(
+            grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",
+            description={
+                "backend": "artifact",
+                "source": f"vLLM-Omni {id} scorer (answer letter extracted by upstream's rules)",
+            },
+        )
+
+    def claims(self, doc: dict[str, Any]) -> bool:
+        return any(k.startswith(f"{self.prefix}_") for k in doc)
+
+    # ------------------------------------------------------------------ official summary
+    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+        """Upstream's figures from the items: accuracy over successful responses (failed
+        requests excluded), and with them counted wrong; a wrong answer with no letter found
+        is a parse failure. Per breakdown label, successful responses only."""
+        p = self.prefix
+        failed = [c for c in clips if c.synth_status in INFRA_STATUSES]
+        ok = [c for c in clips if c.synth_status not in INFRA_STATUSES and c.incorrect is not None]
+        correct = sum(1 for c in ok if not c.incorrect)
+        evaluated = len(ok) + len(failed)
+        out: dict[str, Any] = {
+            f"{p}_accuracy": correct / len(ok) if ok else None,
+            f"{p}_accuracy_incl_http_fail": correct / evaluated if evaluated else None,
+            f"{p}_correct": correct,
+            f"{p}_evaluated": evaluated,
+            f"{p}_evaluated_ok": len(ok),
+            f"{p}_request_failed": len(failed),
+            f"{p}_parse_failed": sum(1 for c in ok if not c.hypothesis),
+        }
+        return out
+
+    @property
+    def figures(self) -> tuple[str, ...]:
+        p = self.prefix
+        return tuple(
+            f"{p}_{k}"
+            for k in (
+                "accuracy",
+                "accuracy_incl_http_fail",
+                "correct",
+                "evaluated",
+                "evaluated_ok",
+                "request_failed",
+                "parse_failed",
+            )
+        )
+
+    # ------------------------------------------------------------------ import
+    def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
+        path, doc = document.path, document.doc
+        require(
+            self.claims(doc),
+            path,
+            f"no {self.prefix}_* keys: not a vLLM-Omni {self.id} results file",
+        )
+        nightly = nightly_of(doc, path, options.nightly)
+        items = doc.get(self.items_key)
+        require(
+            items is None or isinstance(items, list), path, f"'{self.items_key}' must be a list"
+        )
+        warnings: list[str] = []
+        clips: list[ClipAudio] = []
+        grades: list[ClipGrade] = []
+        keys: dict[str, int] = {}
+        no_gold = fallback_keys = 0
+        for i, item in enumerate(items or []):
+            where = f"{self.items_key}[{i}]"
+            require(isinstance(item, dict), path, f"{where} must be an object")
+            for key in ("request_id", "gold", "predicted", "error", *self.key_fields,
+                        *self.breakdown_fields.values()):  # fmt: skip
+                check_item_text(item, key, path, where)
+            if item.get("skipped"):
+                no_gold += 1
+                continue
+            key, fallback = self._pair_key(item, path, where)
+            fallback_keys += fallback
+            n = keys[key] = keys.get(key, 0) + 1
+            if n > 1:  # the same question twice (oversampling): kept apart, in file order
+                key = f"{key}#{n}"
+            clip, grade = self._item(item, len(clips), key, path, where)
+            clips.append(clip)
+            if grade is not None:
+                grades.append(grade)
+        if no_gold:
+            warnings.append(f"{path}: {no_gold} items without a gold answer skipped (as upstream)")
+        if fallback_keys:
+            warnings.append(
+                f"{path}: {fallback_keys} items lack {'/'.join(self.key_fields)}; keyed by "
+                "request_id, which pairs only with a run of the same seed and subset"
+            )
+        repeated = sum(n - 1 for n in keys.values())
+        if repeated:
+            warnings.append(
+                f"{path}: {repeated} items repeat a question (oversampled); repeats are keyed "
+                "'#2', '#3'... in file order"
+            )
+        if clips:
+            records = [_record(c, g) for c, g in _joined(clips, grades)]
+            mine = self.official_summary(records)
+            mismatch = [
+                f"{k}: artifact {doc[k]!r}, items give {mine[k]!r}"
+                for k in self.figures
+                if k in doc and finite_number(doc[k]) and not _close(doc[k], mine[k])
+            ]
+            if mismatch:
+                warnings.append(
+                    f"{path}: the artifact's summary disagrees with its own items ("
+                    + "; ".join(mismatch)
+                    + "); the items are stored, the figures recomputed from them"
+                )
+            n_expected, status = len(clips), "complete"
+        else:
+            warnings.append(
+                f"{path}: no per-item rows ({self.items_key}); imported as summary_only — the "
+                f"gate needs per-item rows (rerun with --{self.prefix.replace('_', '-')}"
+                "-save-eval-items)"
+            )
+            evaluated = doc.get(f"{self.prefix}_evaluated")
+            n_expected = int(evaluated) if finite_number(evaluated) and evaluated >= 0 else 0
+            status = "summary_only"
+        execution = {}
+        if finite_number(doc.get("max_concurrency")):
+            execution["client_concurrency"] = doc["max_concurrency"]
+        try:
+            check_name(options.branch, "branch")
+        except InvalidName as exc:
+            raise ArtifactError(f"{path}: {exc}") from None
+        source = document.source(f"vllm-omni-{self.prefix.replace('_', '-')}")
+        spec = RunSpec(
+            benchmark=self.id,
+            nightly=nightly,
+            branch=options.branch,
+            trigger="import",
+            status=status,  # type: ignore[arg-type]
+            n_expected=n_expected,
+            commit_sha=options.commit,
+            config={"model": doc["model_id"]} if isinstance(doc.get("model_id"), str) else {},
+            execution=execution,
+            summary=summary_figures(doc, f"{self.prefix}_", self.items_key),
+            source=source,
+        )
+        return ParsedArtifact(spec, clips, grades, self.grader, warnings)
+
+    def _pair_key(self, item: dict[str, Any], path: Path, where: str) -> tuple[str, bool]:
+        parts = [item.get(f) for f in self.key_fields]
+        if all(isinstance(p, str) and p for p in parts):
+            key, fallback = "/".join(parts), False  # type: ignore[arg-type]
+        else:
+            rid = item.get("request_id")
+            require(
+                isinstance(rid, str | int) and not isinstance(rid, bool) and str(rid) != "",
+                path,
+                f"{where}: needs {'/'.join(self.key_fields)} or a 'request_id'",
+            )
+            key, fallback = f"request:{rid}", True
+        require(len(key) <= MAX_UTT_ID, path, f"{where}: question key longer than {MAX_UTT_ID}")
+        return key, fallback
+
+    def _item(
+        self, item: dict[str, Any], ordinal: int, key: str, path: Path, where: str
+    ) -> tuple[ClipAudio, ClipGrade | None]:
+        gold = item.get("gold")
+        if not (isinstance(gold, str) and 0 < len(gold) <= MAX_LABEL):
+            raise ArtifactError(
+                f"{path}: {where} ({key}): 'gold' must be a non-empty string of at most "
+                f"{MAX_LABEL} characters"
+            )
+        if "error" in item:  # the request failed: no answer to judge (infra, as upstream)
+            detail = item["error"] if isinstance(item["error"], str) else ""
+            return ClipAudio(key, ordinal, gold, "request_failed", error_detail=detail), None
+        correct = item.get("correct")
+        require(isinstance(correct, bool), path, f"{where} ({key}): 'correct' must be true/false")
+        predicted = item.get("predicted")
+        require(
+            predicted is None or (isinstance(predicted, str) and len(predicted) <= MAX_ANSWER),
+            path,
+            f"{where} ({key}): 'predicted' must be null or a string of at most {MAX_ANSWER}",
+        )
+        breakdown = {}
+        for dim, field_name in self.breakdown_fields.items():
+            label = item.get(field_name)
+            require(
+                label is None or (isinstance(label, str) and len(label) <= MAX_LABEL),
+                path,
+                f"{where} ({key}): {field_name!r} must be null or a short string",
+            )
+            breakdown[dim] = label or "unknown"
+        clip = ClipAudio(key, ordinal, gold, "ok")
+        grade = ClipGrade(
+            key, "graded", hypothesis=predicted, incorrect=not correct, breakdown=breakdown
+        )
+        return clip, grade
+
+
+def _close(a: float, b: Any) -> bool:
+    return b is not None and abs(float(a) - float(b)) <= 1e-9
+
+
+def _joined(
+    clips: list[ClipAudio], grades: list[ClipGrade]
+) -> list[tuple[ClipAudio, ClipGrade | None]]:
+    by_id = {g.utt_id: g for g in grades}
+    return [(c, by_id.get(c.utt_id)) for c in clips]
+
+
+def _record(c: ClipAudio, g: ClipGrade | None) -> ClipRecord:
+    return ClipRecord(
+        c.utt_id,
+        c.reference_text,
+        c.synth_status,
+        g.grade_status if g else None,
+        None,
+        hypothesis=g.hypothesis if g else None,
+        incorrect=g.incorrect if g else None,
+        breakdown=g.breakdown if g else None,
+    )

@@ -1,0 +1,154 @@
+"""What every upstream results file shares, whichever benchmark wrote it: reading it safely,
+the bounds its numbers must keep, its date, and the parsed run it becomes. Validation happens
+before any write: a malformed file raises :class:`ArtifactError` naming the file and the
+problem."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from omni_tasks.names import InvalidName, check_text
+from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
+
+# Documented bounds (README "Untrusted input"): a runaway clip scores WER in the tens or
+# hundreds (more under whole-clip grading); nothing real comes near these.
+MAX_WER = 1e5
+MAX_COUNT = 1e9
+MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+MAX_UTT_ID = 200
+
+
+class ArtifactError(ValueError):
+    """The artifact cannot be imported; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class ParsedArtifact:
+    spec: RunSpec
+    clips: list[ClipAudio]
+    grades: list[ClipGrade]
+    grader: Grader
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_clips(self) -> bool:
+        return bool(self.clips)
+
+
+@dataclass(frozen=True)
+class Document:
+    """An upstream results file, read and parsed: its bytes' digest and its top-level object."""
+
+    path: Path
+    sha256: str
+    doc: dict[str, Any]
+
+    def source(self, fmt: str) -> dict[str, Any]:
+        return {"format": fmt, "file": self.path.name, "sha256": self.sha256}
+
+
+def read_document(path: Path) -> Document:
+    raw = read_regular(path)
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: not valid JSON ({exc})") from exc
+    require(isinstance(doc, dict), path, "top level must be a JSON object")
+    numbers_in_range(doc, path)
+    return Document(path, hashlib.sha256(raw).hexdigest(), doc)
+
+
+def nightly_of(doc: dict[str, Any], path: Path, nightly: dt.date | None) -> dt.date:
+    """The night given, else the artifact's own `date`."""
+    if nightly is not None:
+        return nightly
+    require("date" in doc, path, "missing key 'date' (or pass --nightly)")
+    require(isinstance(doc["date"], str), path, "'date' must be a string")
+    try:
+        return parse_artifact_date(doc["date"])
+    except ValueError as exc:
+        raise ArtifactError(f"{path}: 'date': {exc}") from None
+
+
+def parse_artifact_date(value: str) -> dt.date:
+    """The harness writes ``YYYYmmdd-HHMMSS``; ISO dates and datetimes are accepted too."""
+    for pattern in (r"^(\d{8})-\d{6}$", r"^(\d{8})$"):
+        m = re.match(pattern, value)
+        if m:
+            return dt.datetime.strptime(m.group(1), "%Y%m%d").date()
+    try:
+        return dt.datetime.fromisoformat(value).date()
+    except ValueError:
+        raise ValueError(f"unrecognised date {value!r}") from None
+
+
+def require(cond: bool, path: Path, message: str) -> None:
+    if not cond:
+        raise ArtifactError(f"{path}: {message}")
+
+
+def finite_number(v: Any, bound: float = MAX_COUNT) -> TypeGuard[int | float]:
+    """A JSON number within ±bound (huge ints are compared as ints: no float overflow)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return abs(v) <= bound if isinstance(v, int) else math.isfinite(v) and abs(v) <= bound
+
+
+def numbers_in_range(doc: dict[str, Any], path: Path) -> None:
+    """Refuse non-finite numbers (NaN, Infinity, 1e400) and numbers past the bounds anywhere
+    in the summary: nothing is stored from such an artifact."""
+    for k, v in doc.items():
+        if isinstance(v, int | float) and not isinstance(v, bool) and not finite_number(v):
+            raise ArtifactError(
+                f"{path}: {k!r} = {short_number(v)} is not finite or beyond ±{MAX_COUNT:g}"
+            )
+
+
+def short_number(v: int | float) -> str:
+    text = repr(v) if isinstance(v, float) else str(v) if abs(v) < 10**30 else "a huge integer"
+    return text[:40]
+
+
+def check_item_text(item: dict[str, Any], key: str, path: Path, where: str) -> None:
+    """Refuse NUL, control characters and lone surrogates in an item's texts."""
+    value = item.get(key)
+    if isinstance(value, str):
+        try:
+            check_text(value, f"{where} {key!r}", multiline=key not in ("utterance_id",))
+        except InvalidName as exc:
+            raise ArtifactError(f"{path}: {exc}") from None
+
+
+def summary_figures(doc: dict[str, Any], prefix: str, items_key: str) -> dict[str, Any]:
+    """The artifact's own scalar figures under `prefix`, plus its model, date and concurrency."""
+    summary = {
+        k: v
+        for k, v in doc.items()
+        if k.startswith(prefix) and k != items_key and (finite_number(v) or isinstance(v, str))
+    }
+    for k in ("model_id", "date", "max_concurrency"):
+        if k in doc and (isinstance(doc[k], str) or finite_number(doc[k])):
+            summary[k] = doc[k]
+    return summary
+
+
+def read_regular(path: Path) -> bytes:
+    """The artifact's bytes: a regular file only (not /dev/zero, a FIFO or a directory),
+    within the size cap."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ArtifactError(f"{path}: not a regular file")
+        if info.st_size > MAX_ARTIFACT_BYTES:
+            raise ArtifactError(f"{path}: larger than {MAX_ARTIFACT_BYTES} bytes")
+        return path.read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read: {exc.strerror}") from exc

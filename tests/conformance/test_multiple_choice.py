@@ -1,0 +1,217 @@
+"""Multiple choice as upstream writes it: Daily-Omni and Video-MME items made by upstream's own
+scorers (`compute_daily_omni_accuracy_metrics`, `compute_videomme_accuracy_metrics`, run
+unmodified on requests and responses built here) are imported with the benchmark detected from
+the file, their official figures reproduced, and two runs compared and gated: the McNemar
+counts equal the counts taken from the two files' items independently, although the two runs
+sampled the questions in different orders (so `request_id`s differ)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy.stats import binomtest
+from typer.testing import CliRunner
+
+from omni_tasks.cli import app
+from tests.conformance.upstream import Upstream
+from tests.factories import write_json
+
+runner = CliRunner()
+DAILY = "vllm_omni.benchmarks.data_modules.daily_omni"
+VIDEOMME = "vllm_omni.benchmarks.data_modules.videomme"
+TASKS = ["Event Sequence", "AV Event Alignment", "Reasoning", "Inference"]
+
+
+class Output:
+    """vLLM's RequestFuncOutput, the fields the scorers read."""
+
+    def __init__(self, text: str, success: bool = True) -> None:
+        self.generated_text, self.success = text, success
+        self.error = "" if success else "Server disconnected"
+
+
+def questions(n: int) -> list[dict[str, Any]]:
+    rng = random.Random(7)
+    return [
+        {
+            "video": f"vid{i // 2:03d}",
+            "task": TASKS[i % 4],  # two questions per video, of two task types
+            "gold": "ABCD"[rng.randrange(4)],
+            "category": ["Sports", "Education", ""][i % 3],
+            "duration": ["30s", "60s"][i % 2],
+            "domain": ["Knowledge", "Film"][i % 2],
+            "qid": f"{i // 3:03d}-{i % 3 + 1}",
+        }
+        for i in range(n)
+    ]
+
+
+def answer(q: dict[str, Any], right: bool, i: int) -> Output:
+    wrong = "ABCD"[("ABCD".index(q["gold"]) + 1) % 4]
+    letter = q["gold"] if right else wrong
+    if i == 5:
+        return Output("", success=False)  # the request failed
+    if i % 13 == 7 and not right:
+        return Output("I cannot tell from the video.")  # no letter: a parse failure, wrong
+    return Output(f"答案：{letter}" if i % 5 == 0 else f"The answer is {letter}.")
+
+
+def outcome_sets(n: int) -> tuple[list[bool], list[bool]]:
+    """Baseline and candidate correctness: 9 questions regress, 3 improve."""
+    base = [i % 4 != 0 for i in range(n)]
+    cand = list(base)
+    flips_down = [i for i in range(n) if base[i]][:9]
+    flips_up = [i for i in range(n) if not base[i]][:3]
+    for i in flips_down:
+        cand[i] = False
+    for i in flips_up:
+        cand[i] = True
+    return base, cand
+
+
+def request_class(u: Upstream, module: str, name: str) -> Any:
+    """Upstream's request dataclass. Its module imports vLLM's SampleRequest inside a
+    try/except (an older vLLM fallback), so that one import is resolved here, the way the
+    seed-TTS module (a plain top-level import) resolves it: from vLLM's own source."""
+    sample_request = u.load(
+        "vllm_omni.benchmarks.data_modules.seed_tts_dataset", ["SampleRequest"]
+    )["SampleRequest"]
+    u._space(module).setdefault("SampleRequest", sample_request)
+    return u.load(module, [name])[name]
+
+
+def daily_omni_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], order: list[int]):
+    req_cls = request_class(
+        u, f"{DAILY}_dataset", "DailyOmniSampleRequest"
+    )  # first: the scorer needs it
+    fn = u.load(f"{DAILY}_eval", ["compute_daily_omni_accuracy_metrics"])[
+        "compute_daily_omni_accuracy_metrics"
+    ]
+    reqs, outs = [], []
+    for k, i in enumerate(order):  # upstream numbers requests in its (shuffled) sample order
+        q = qs[i]
+        reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8,
+                            multi_modal_data=None, request_id=str(k),
+                            daily_omni_gold_answer=q["gold"], daily_omni_video_id=q["video"],
+                            daily_omni_task_type=q["task"],
+                            daily_omni_video_duration=q["duration"],
+                            daily_omni_video_category=q["category"]))  # fmt: skip
+        outs.append(answer(q, right[i], i))
+    reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8, multi_modal_data=None,
+                        request_id="nogold", daily_omni_gold_answer="",
+                        daily_omni_video_id="vid999", daily_omni_task_type="Reasoning"))  # fmt: skip
+    outs.append(Output("A"))
+    metrics = fn(reqs, outs, include_per_item=True)
+    return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
+
+
+def videomme_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], order: list[int]):
+    req_cls = request_class(
+        u, f"{VIDEOMME}_dataset", "VideoMMESampleRequest"
+    )  # first: the scorer needs it
+    fn = u.load(f"{VIDEOMME}_eval", ["compute_videomme_accuracy_metrics"])[
+        "compute_videomme_accuracy_metrics"
+    ]
+    reqs, outs = [], []
+    for k, i in enumerate(order):
+        q = qs[i]
+        reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8,
+                            multi_modal_data=None, request_id=str(k),
+                            videomme_gold_answer=q["gold"], videomme_video_id=q["video"],
+                            videomme_question_id=q["qid"], videomme_duration="short",
+                            videomme_domain=q["domain"], videomme_sub_category="Humanity",
+                            videomme_task_type=q["task"]))  # fmt: skip
+        outs.append(answer(q, right[i], i))
+    metrics = fn(reqs, outs, include_per_item=True)
+    return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
+
+
+def independent_counts(base_doc: dict[str, Any], cand_doc: dict[str, Any], items: str, key):
+    """McNemar's table from the two files' items alone: questions answered (no failed request)
+    in both, paired by the question's identity."""
+
+    def answered(doc: dict[str, Any]) -> dict[Any, bool]:
+        return {
+            key(x): x["correct"] for x in doc[items] if not x.get("skipped") and "error" not in x
+        }
+
+    b, c = answered(base_doc), answered(cand_doc)
+    both = [q for q in b if q in c]
+    regressed = sum(1 for q in both if b[q] and not c[q])
+    improved = sum(1 for q in both if not b[q] and c[q])
+    return len(both), regressed, improved
+
+
+def import_file(path: Path, branch: str) -> str:
+    out = runner.invoke(app, ["import", "vllm-omni", str(path), "--branch", branch,
+                              "--commit", f"{branch}0001"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    return out.stdout.strip()
+
+
+def test_daily_omni_runs_pair_by_video_and_task(upstream: Upstream, db, tmp_path: Path) -> None:
+    check_family(upstream, tmp_path, "daily_omni", lambda x: (x["video_id"], x["task_type"]))
+
+
+# Video-MME's scorer ships from vllm-omni 0.30 on.
+@pytest.mark.parametrize("upstream", ["0.30.0"], indirect=True)
+def test_videomme_runs_pair_by_question_id(upstream: Upstream, db, tmp_path: Path) -> None:
+    check_family(upstream, tmp_path, "videomme", lambda x: x["question_id"])
+
+
+def check_family(upstream: Upstream, tmp_path: Path, family: str, key: Any) -> None:
+    items = f"{family}_eval_items"
+    qs = questions(60)
+    base_right, cand_right = outcome_sets(len(qs))
+    make = daily_omni_doc if family == "daily_omni" else videomme_doc
+    order = list(range(len(qs)))
+    base_doc = make(upstream, qs, base_right, order)
+    random.Random(3).shuffle(order)  # another seed: the same questions, other request ids
+    cand_doc = make(upstream, qs, cand_right, order)
+    base_key = import_file(write_json(tmp_path / "base.json", base_doc), "main")
+    cand_key = import_file(write_json(tmp_path / "cand.json", cand_doc), "rebase")
+    assert base_key.startswith(f"{family}:") and cand_key.startswith(f"{family}:")
+
+    stats = json.loads(runner.invoke(app, ["stats", base_key, "--json"]).stdout)
+    prefix = family
+    for figure in ("accuracy", "correct", "evaluated", "evaluated_ok", "request_failed",
+                   "parse_failed", "accuracy_incl_http_fail"):  # fmt: skip
+        name = f"{prefix}_{figure}"
+        assert stats["official"][name] == pytest.approx(base_doc[name]), name
+    assert stats["mean_wer"] is None and stats["capped_mean_wer"] is None  # no fake WER
+    assert stats["accuracy"] == pytest.approx(base_doc[f"{prefix}_accuracy"])
+    per_task = stats["breakdown"]["task"]
+    upstream_task = (
+        base_doc["daily_omni_per_task"] if family == "daily_omni" else base_doc["videomme_per_task"]
+    )
+    for task, cell in upstream_task.items():  # upstream's per-task counts: answered only
+        ok, right = cell.get("total_ok", cell["total"]), cell.get("correct_ok", cell["correct"])
+        mine = per_task.get(task, {"total": 0, "correct": 0})
+        assert (mine["total"], mine["correct"]) == (ok, right), task
+
+    n, regressed, improved = independent_counts(base_doc, cand_doc, items, key)
+    assert regressed > improved > 0
+    cmp = runner.invoke(app, ["compare", "--baseline", base_key, "--candidate", cand_key, "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    result = json.loads(cmp.stdout)
+    assert (result["n_paired"], result["regressed"], result["improved"]) == (n, regressed, improved)
+    exact = binomtest(regressed, regressed + improved, 0.5, alternative="greater").pvalue
+    assert result["mcnemar_p"] == pytest.approx(exact)
+    assert result["delta_capped_mean_wer"] is None
+    assert any(k.startswith("task:") for k in result["mode_shift"])
+
+    night = dt.date(2026, 11, 29).isoformat()
+    gate = runner.invoke(app, ["gate", "--benchmark", family, "--nightly", night, "--json"])
+    assert gate.exit_code == 0, gate.output
+    (decision,) = json.loads(gate.stdout)
+    assert (decision["n_paired"], decision["regressed"], decision["improved"]) == (
+        n,
+        regressed,
+        improved,
+    )
+    assert decision["mcnemar_p"] == pytest.approx(exact), decision["reasons"]
