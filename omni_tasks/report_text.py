@@ -33,6 +33,8 @@ def _official(s: dict[str, Any]) -> str:
     o = s.get("official") or {}
     if not o:
         return "n/a"
+    if "seed_tts_content_error_mean" not in o:  # another benchmark's figures, as named upstream
+        return ", ".join(f"{k}={_f(v) if isinstance(v, float) else v}" for k, v in o.items())
     return (
         f"{_f(o['seed_tts_content_error_mean'])} over {o['seed_tts_content_evaluated']} "
         f"(median {_f(o['seed_tts_content_error_median'])}; failed: request "
@@ -41,7 +43,38 @@ def _official(s: dict[str, Any]) -> str:
     )
 
 
+def _choice_rows(table: Table, sides: list[dict[str, Any]]) -> None:
+    """A multiple-choice run: accuracy and wrong answers, per breakdown label (no WER)."""
+    rows = [
+        (
+            "answered / failed / infra",
+            lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
+        ),
+        ("coverage", lambda s: pct(s["coverage"])),
+        ("accuracy (answered)", lambda s: pct(s["accuracy"])),
+        ("wrong answers [95 % Wilson]", _tail),
+        ("official (upstream's rules)", _official),
+    ]
+    for label, fn in rows:
+        table.add_row(label, *[fn(s) for s in sides])
+    for dim, cells in (sides[0].get("breakdown") or {}).items():
+        for name in sorted(cells):
+            table.add_row(
+                f"  {dim} {name}",
+                *[_cell((s.get("breakdown") or {}).get(dim, {}).get(name)) for s in sides],
+            )
+
+
+def _cell(cell: dict[str, Any] | None) -> str:
+    if not cell:
+        return "—"
+    return f"{cell['correct']}/{cell['total']} = {pct(cell['accuracy'])}"
+
+
 def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
+    if any(s.get("accuracy") is not None for s in sides):
+        _choice_rows(table, sides)
+        return
     rows = [
         (
             "clips scored / failed / infra",
@@ -134,7 +167,14 @@ def print_comparison(console: Console, res: dict[str, Any]) -> None:
     )
     for w in res["warnings"]:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    if res["top_regressed"]:
+    if res["top_regressed"] and res["candidate"].get("accuracy") is not None:
+        top = Table(
+            "question", "gold", "answered (candidate)", "baseline answered", title="regressed"
+        )
+        for q in res["top_regressed"]:
+            top.add_row(q["utt_id"], q["reference"], q["heard"] or "—", q["baseline_heard"] or "—")
+        console.print(top)
+    elif res["top_regressed"]:
         top = Table("clip", "reference", "heard (candidate)", "WER", title="worst regressed clips")
         for clip in res["top_regressed"]:
             top.add_row(
