@@ -91,6 +91,10 @@ def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
     ]
     for label, fn in rows:
         table.add_row(label, *[fn(s) for s in sides])
+    for name, label in (("sim", "speaker similarity (mean; not gated)"),
+                        ("utmos", "UTMOS (mean; not gated)")):  # fmt: skip
+        if any(s.get(f"{name}_mean") is not None for s in sides):
+            table.add_row(label, *[_f(s.get(f"{name}_mean")) for s in sides])
     for mode in sides[0]["failure_modes"]:
         table.add_row(
             f"  {mode.replace('_', '-')} (clips / error share)",

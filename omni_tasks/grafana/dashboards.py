@@ -53,6 +53,7 @@ def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
 
 def panels(slo_tail: float) -> list[dict[str, Any]]:
     trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
+    scores = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
     return [
         _panel(1, "Tail fraction (share of broken clips, WER > τ)", "timeseries", (0, 0, 12, 9), [
             _target(f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1", "A"),
@@ -125,6 +126,13 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                     "DESC NULLS LAST", fmt="table"),
         ], "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
            "and the audio."),
+        _panel(9, "Accuracy and secondary scores (never gated)", "timeseries", (0, 36, 24, 8), [
+            _target(f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {scores} ORDER BY 1", "A"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {scores} ORDER BY 1", "B"),
+            _target(f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {scores} ORDER BY 1", "C"),
+        ], "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
+           "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
+           "them. Shown for context: no verdict reads them."),
     ]  # fmt: skip
 
 

@@ -348,8 +348,27 @@ def _clip_from_item(
         thinker_wer=thinker_wer,
         task_leak=flags.task_leak(ref, hyp, system_prompt),
         is_question=question,
+        sim=_secondary(item, "sim", path, f"{where} ({utt})"),
+        utmos=_secondary(item, "utmos", path, f"{where} ({utt})"),
         **counts,
     )
+
+
+# Secondary scores upstream may add to an item: speaker similarity (a cosine) and predicted MOS.
+SECONDARY_RANGES = {"sim": (-1.0, 1.0), "utmos": (0.0, 10.0)}
+
+
+def _secondary(item: dict[str, Any], key: str, path: Path, where: str) -> float | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    low, high = SECONDARY_RANGES[key]
+    require(
+        finite_number(value) and low <= value <= high,
+        path,
+        f"{where}: {key!r} must be a number in [{low:g}, {high:g}]",
+    )
+    return float(value)
 
 
 def _counts(ref: str, hyp: str, lang: str) -> dict[str, Any]:

@@ -9,3 +9,16 @@ ALTER TABLE omni.clip_grade
     ADD COLUMN utmos double precision,
     ADD COLUMN metric double precision GENERATED ALWAYS AS (
         CASE WHEN incorrect IS NULL THEN wer WHEN incorrect THEN 0.0 ELSE 1.0 END) STORED;
+
+-- Figures shown beside the gated tail, never gated: a multiple-choice run's accuracy, and the
+-- secondary scores seed-TTS items may carry (speaker similarity, UTMOS); NULL where a run has
+-- none.
+CREATE VIEW omni.v_item_scores AS
+SELECT t.time, t.benchmark, t.nightly, t.branch, t.variant, t.tau,
+       avg((t.stats ->> 'accuracy')::double precision) AS accuracy,
+       avg((t.stats ->> 'sim_mean')::double precision) AS sim_mean,
+       avg((t.stats ->> 'utmos_mean')::double precision) AS utmos_mean
+FROM omni.v_run_stats t
+GROUP BY t.time, t.benchmark, t.nightly, t.branch, t.variant, t.tau;
+
+GRANT SELECT ON omni.v_item_scores TO omni_reader;

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from omni_tasks.audio import write_audio
 from omni_tasks.cli import app
 from omni_tasks.dataset import load_dataset
-from tests.factories import write_json
+from tests.factories import small_artifact, write_json
 
 runner = CliRunner()
 
@@ -89,3 +89,22 @@ def test_the_harness_version_names_the_window_policy(db, tmp_path: Path) -> None
     assert "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs whole-timestamps" in (
         " ".join(cmp["reasons"])
     )
+
+
+def test_secondary_scores_are_stored_and_shown_never_gated(db, tmp_path: Path) -> None:
+    doc = small_artifact(4)
+    for i, item in enumerate(doc["seed_tts_wer_eval_items"]):
+        item["sim"], item["utmos"] = 0.5 + i / 10, 3.0 + i / 4
+    key = runner.invoke(app, ["import", "vllm-omni", str(write_json(tmp_path / "s.json", doc)),
+                              "--branch", "main"]).stdout.strip()  # fmt: skip
+    stats = json.loads(runner.invoke(app, ["stats", key, "--json"]).stdout)
+    assert stats["sim_mean"] == pytest.approx(0.65) and stats["utmos_mean"] == pytest.approx(3.375)
+    shown = runner.invoke(app, ["stats", key]).stdout
+    assert "speaker similarity (mean; not gated)" in shown and "0.6500" in shown
+    row = db.execute("SELECT avg(sim) AS sim FROM omni.clip_grade").fetchone()
+    assert row["sim"] == pytest.approx(0.65)
+
+    doc["seed_tts_wer_eval_items"][0]["sim"] = 7.0  # not a cosine
+    out = runner.invoke(app, ["import", "vllm-omni", str(write_json(tmp_path / "bad.json", doc)),
+                              "--branch", "rebase"])  # fmt: skip
+    assert out.exit_code != 0 and "'sim' must be a number in [-1, 1]" in out.output
