@@ -40,7 +40,6 @@ from omni_tasks.records import (
     Trigger,
 )
 from omni_tasks.store import runs
-from omni_tasks.store.queries import sql
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
@@ -342,7 +341,7 @@ def run_benchmark(
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
-    existing = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
+    existing = runs.run_key_status(conn, key)
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
@@ -378,10 +377,7 @@ def _outcome(
     from omni_tasks.analysis.policy import load_policy
 
     run = runs.get_run(conn, key)
-    statuses = {
-        r["synth_status"]: int(r["n"])
-        for r in conn.execute(sql("clips_by_status"), {"run_id": run["run_id"]})
-    }
+    statuses = runs.clips_by_status(conn, run["run_id"])
     clips = runs.clip_records(conn, grading_id)
     stats = run_stats(clips, load_policy().primary_tau, run["n_expected"])
     reasons = Counter(c.synth_detail or c.synth_status for c in clips

@@ -288,16 +288,15 @@ def import_vllm_omni(
             sys.stdout.write(res.run_key + "\n")
 
 
-def _night(conn: Any, nightly: str | None, bench: str, table: str, missing: str) -> dt.date:
-    """The night asked for, or the latest one with rows in `omni.<table>`."""
+def _night(conn: Any, nightly: str | None, bench: str, decided: bool, missing: str) -> dt.date:
+    """The night asked for, or the latest one with runs (or, `decided`, gate decisions)."""
+    from omni_tasks.store.views import latest_night
+
     if nightly is not None:
         return _parse_date(nightly)
-    row = conn.execute(
-        f"SELECT max(nightly) AS n FROM omni.{table} WHERE benchmark = %s", (bench,)
-    ).fetchone()
-    if row is None or row["n"] is None:
+    night = latest_night(conn, bench, decided=decided)
+    if night is None:
         fail(missing)
-    night: dt.date = row["n"]
     return night
 
 
@@ -766,7 +765,7 @@ def report_cmd(
     tau = _tau(_policy(), tail_threshold)
     with _open_db() as conn:
         missing = f"no gated nightly stored for {bench} (run `omni-tasks gate` first)"
-        night = _night(conn, nightly, bench, "gate_decision", missing)
+        night = _night(conn, nightly, bench, True, missing)
         page = nightly_report(conn, bench, night, tau)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
@@ -851,16 +850,11 @@ def alerts_reopen(
 @alerts_app.command("list")
 def alerts_list(as_json: JsonFlag = False) -> None:
     """Alerts (open first) and the state of their messages."""
+    from omni_tasks.store import alerts as alert_store
+
     conn = _open_db()
     with conn:
-        rows = conn.execute(
-            "SELECT a.alert_id, a.alert_key, a.kind, a.state, "
-            "a.details -> 'triage' ->> 'status' AS triage, a.opened_nightly, a.last_nightly, "
-            "a.resolved_nightly, count(o.*) AS messages, "
-            "count(o.*) FILTER (WHERE o.state <> 'sent') AS undelivered "
-            "FROM omni.alert a LEFT JOIN omni.alert_outbox o USING (alert_id) "
-            "GROUP BY a.alert_id ORDER BY a.state, a.opened_nightly DESC"
-        ).fetchall()
+        rows = alert_store.overview(conn)
     if as_json:
         _json_out(rows)
         return
@@ -1005,7 +999,7 @@ def gate_cmd(
     bench = benchmark or settings.benchmark
     conn = _open_db()
     with conn:
-        night = _night(conn, nightly, bench, "run", f"no runs stored for {bench}")
+        night = _night(conn, nightly, bench, False, f"no runs stored for {bench}")
         outcome = decide_night(
             conn,
             night,
@@ -1137,6 +1131,7 @@ def demo_cmd(
     from omni_tasks.alerts.blocks import render_text
     from omni_tasks.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.grafana.dashboards import write_all
+    from omni_tasks.store import alerts as alert_store
     from omni_tasks.store.db import redact, resolve_dsn
 
     settings = get_settings()
@@ -1183,10 +1178,7 @@ def demo_cmd(
                              pts_ci(d["delta_tail_fraction"], ci),
                              "" if p_holm is None else f"{p_holm:.2g}")  # fmt: skip
             console.print(gate)
-        sent = conn.execute(
-            "SELECT kind, payload, slack_ts FROM omni.alert_outbox WHERE state = 'sent' "
-            "ORDER BY message_id"
-        ).fetchall()
+        sent = alert_store.sent_messages(conn)
     dash = write_all(settings.home / "dashboards")
     posts = [m for m in sent if m["kind"] != "upload"]
     audio = [m["payload"]["file"] for m in sent if m["kind"] == "upload"]

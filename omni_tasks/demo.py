@@ -20,6 +20,7 @@ import yaml
 
 from omni_tasks.config import REPO_ROOT, get_settings
 from omni_tasks.deployment import ENV
+from omni_tasks.store import views
 
 BASELINE, CANDIDATE = "main", "rebase"
 PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
@@ -108,13 +109,6 @@ def run_nights(
 
 
 def night_summary(conn: Any, benchmark: str, night: dt.date) -> dict[str, Any]:
-    branches = conn.execute(
-        "SELECT branch, tail_fraction, tail_ci_low, tail_ci_high, capped_mean_wer, mean_wer "
-        "FROM omni.v_nightly_trend WHERE benchmark = %s AND nightly = %s AND tau = 0.5 "
-        "ORDER BY branch", (benchmark, night),
-    ).fetchall()  # fmt: skip
-    decisions = conn.execute(
-        "SELECT * FROM omni.v_gate_history WHERE benchmark = %s AND nightly = %s",
-        (benchmark, night),
-    ).fetchall()
+    branches = views.nightly_trend(conn, benchmark, 0.5, night, night)
+    decisions = views.gate_history(conn, benchmark, night)
     return {"branches": branches, "decisions": decisions}

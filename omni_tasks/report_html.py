@@ -20,7 +20,8 @@ from plotly.offline import get_plotlyjs
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.formatting import pts_ci
 from omni_tasks.reproduce import reproduce_command
-from omni_tasks.store.queries import sql
+from omni_tasks.store import views
+from omni_tasks.store.runs import runs_of_night
 
 MAX_AUDIO_CLIPS = 30
 TREND_DAYS = 90
@@ -153,6 +154,33 @@ def official_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def scores_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Accuracy (multiple choice) and secondary scores, when a run of the night has any:
+    shown beside the gate, never gated."""
+    columns = [
+        (k, label)
+        for k, label in (
+            ("accuracy", "accuracy"),
+            ("sim_mean", "speaker sim"),
+            ("utmos_mean", "UTMOS"),
+        )
+        if any(r[k] is not None for r in rows)
+    ]
+    if not columns:
+        return []
+    head = "".join(f"<th>{label}</th>" for _, label in columns)
+    body = "".join(
+        f"<tr><td>{_e(r['branch'])} / {_e(r['variant'])}</td>"
+        + "".join(f"<td>{'—' if r[k] is None else f'{r[k]:.4f}'}</td>" for k, _ in columns)
+        + "</tr>"
+        for r in rows
+    )
+    return [
+        "<h2>Scores beside the gate (never gated)</h2>"
+        f"<table><tr><th>branch</th>{head}</tr>{body}</table>"
+    ]
+
+
 def page(title: str, sections: list[str], simulated: bool) -> str:
     banner = (
         '<p class="sim">Contains <b>SIMULATED</b> runs (the local simulator stands in for '
@@ -171,33 +199,14 @@ def page(title: str, sections: list[str], simulated: bool) -> str:
 def nightly_report(
     conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, tau: float
 ) -> str:
-    decisions = conn.execute(
-        "SELECT * FROM omni.v_gate_history WHERE benchmark = %s AND nightly = %s "
-        "ORDER BY candidate_branch, variant",
-        (benchmark, nightly),
-    ).fetchall()
-    trend = conn.execute(
-        "SELECT * FROM omni.v_nightly_trend WHERE benchmark = %s AND tau = %s "
-        "AND nightly BETWEEN %s AND %s ORDER BY nightly",
-        (benchmark, tau, nightly - dt.timedelta(days=TREND_DAYS), nightly),
-    ).fetchall()
-    modes = conn.execute(
-        "SELECT branch || ' / ' || variant AS branch, mode, clips FROM omni.v_failure_modes "
-        "WHERE benchmark = %s AND tau = %s AND time = (%s::timestamp AT TIME ZONE 'UTC')",
-        (benchmark, tau, nightly),
-    ).fetchall()
-    simulated = bool(conn.execute(
-        "SELECT bool_or(coalesce((stack ->> 'simulated')::boolean, false) "
-        "OR config::text ILIKE '%%simulat%%') AS s FROM omni.run "
-        "WHERE benchmark = %s AND nightly = %s", (benchmark, nightly),
-    ).fetchone()["s"])  # type: ignore[index]  # fmt: skip
-    official = conn.execute(
-        "SELECT * FROM omni.v_official_trend WHERE benchmark = %s AND nightly = %s "
-        "ORDER BY branch, variant", (benchmark, nightly),
-    ).fetchall()  # fmt: skip
-    runs = conn.execute(
-        sql("runs_of_night"), {"benchmark": benchmark, "nightly": nightly, "run_id": None}
-    )
+    decisions = views.gate_history(conn, benchmark, nightly)
+    first = nightly - dt.timedelta(days=TREND_DAYS)
+    trend = views.nightly_trend(conn, benchmark, tau, first, nightly)
+    modes = views.failure_modes(conn, benchmark, tau, nightly)
+    simulated = views.night_simulated(conn, benchmark, nightly)
+    official = views.official(conn, benchmark, nightly)
+    scores = views.item_scores(conn, benchmark, tau, nightly)
+    runs = runs_of_night(conn, benchmark, nightly)
     reproduce = "".join(
         f"<p>{_e(r['branch'])} / {_e(r['variant'])} (seed {r['seed']}):</p>"
         f"<pre>{_e(reproduce_command(r, {'grader': r['grader']}))}</pre>"
@@ -207,18 +216,14 @@ def nightly_report(
     sections = [
         f"<h2>Verdicts</h2>{verdicts}",
         "<h2>Harness figures</h2>" + official_table(official),
+        *scores_section(scores),
         "<h2>Trend</h2>" + _fig(trend_figure(trend), "trend"),
         "<h2>Failure modes</h2>" + _fig(modes_figure(modes), "modes"),
         "<h2>Reproduce</h2>" + (reproduce or "<p>No runs.</p>"),
     ]
     for i, d in enumerate(x for x in decisions if x["comparison_id"] is not None):
-        clips = conn.execute(
-            "SELECT * FROM omni.v_regressed_clips WHERE comparison_id = %s "
-            "ORDER BY candidate_wer DESC NULLS FIRST, utt_id", (d["comparison_id"],),
-        ).fetchall()  # fmt: skip
-        pairs = conn.execute(
-            sql("paired_clip_wers"), {"comparison_id": d["comparison_id"]}
-        ).fetchall()
+        clips = views.regressed_clips(conn, d["comparison_id"])
+        pairs = views.paired_clip_wers(conn, d["comparison_id"])
         title = f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})"
         sections.append(f"<h2>{_e(title)}: per clip</h2>")
         sections.append(_fig(scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"]),

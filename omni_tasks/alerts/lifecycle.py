@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import quote
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
@@ -29,7 +28,10 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.links import dashboard_path, report_url
 from omni_tasks.reproduce import reproduce_command
-from omni_tasks.store.queries import sql
+from omni_tasks.store import alerts as store
+from omni_tasks.store import decisions
+from omni_tasks.store.alerts import enqueue
+from omni_tasks.store.runs import runs_of_night
 
 TOP_AUDIO = 3
 
@@ -62,43 +64,21 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def enqueue(
-    conn: psycopg.Connection[Any],
-    key: str,
-    alert_id: int | None,
-    kind: str,
-    payload: dict[str, Any],
-) -> int | None:
-    row = conn.execute(
-        sql("insert_outbox"),
-        {"idempotency_key": key, "alert_id": alert_id, "kind": kind, "payload": Jsonb(payload)},
-    ).fetchone()
-    return None if row is None else int(row["message_id"])
-
-
 def _event(
     conn: psycopg.Connection[Any], kind: str, d: dict[str, Any], text: str, key: str
 ) -> None:
-    conn.execute(
-        sql("insert_event"),
-        {
-            "time": dt.datetime.combine(d["nightly"], dt.time(12), dt.UTC),
-            "kind": kind,
-            "benchmark": d["benchmark"],
-            "branch": d["candidate_branch"],
-            "variant": d["variant"],
-            "text": text,
-            "tags": [kind, d["candidate_branch"]],
-            "details": Jsonb({"alert_key": key}),
-            "dedup_key": f"{kind}|{key}|{d['nightly']}",
-        },
+    store.insert_event(
+        conn,
+        time=dt.datetime.combine(d["nightly"], dt.time(12), dt.UTC),
+        kind=kind,
+        benchmark=d["benchmark"],
+        branch=d["candidate_branch"],
+        variant=d["variant"],
+        text=text,
+        tags=[kind, d["candidate_branch"]],
+        details={"alert_key": key},
+        dedup_key=f"{kind}|{key}|{d['nightly']}",
     )
-
-
-def _open_alert(conn: psycopg.Connection[Any], key: str) -> dict[str, Any] | None:
-    return conn.execute(
-        "SELECT * FROM omni.alert WHERE alert_key = %s AND state = 'open'", (key,)
-    ).fetchone()
 
 
 def _context(d: dict[str, Any], tau: float) -> AlertContext:
@@ -124,12 +104,7 @@ def _top_audio(conn: psycopg.Connection[Any], d: dict[str, Any]) -> list[dict[st
     utts = [t["utt_id"] for t in (d["comparison"] or {}).get("top_regressed", [])]
     if not utts or d.get("candidate_run_id") is None:
         return []
-    rows = conn.execute(
-        "SELECT utt_id, audio_uri FROM omni.clip_audio WHERE run_id = %s AND utt_id = ANY(%s) "
-        "AND audio_uri IS NOT NULL",
-        (d["candidate_run_id"], utts),
-    ).fetchall()
-    by_id = {r["utt_id"]: r["audio_uri"] for r in rows}
+    by_id = store.clip_audio_uris(conn, d["candidate_run_id"], utts)
     return [{"utt_id": u, "audio_uri": by_id[u]} for u in utts if u in by_id][:TOP_AUDIO]
 
 
@@ -141,12 +116,10 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     """Resolve, with a note, an open alert whose opening night is no longer a confirmed
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
     key = regression_key(d, tau)
-    alert = _open_alert(conn, key)
+    alert = store.open_alert(conn, key)
     if alert is None or "decision_id" not in alert["details"]:
         return
-    opener = conn.execute(
-        sql("decision_by_id"), {"decision_id": alert["details"]["decision_id"]}
-    ).fetchone()
+    opener = decisions.decision_by_id(conn, alert["details"]["decision_id"])
     if opener is not None and opener["verdict"] == "REGRESSED" and opener["confirmed"]:
         return
     why = (
@@ -155,10 +128,7 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
         else f"now {opener['verdict']}{'' if opener['confirmed'] else ', not confirmed'}"
     )
     night, opened = d["nightly"], str(alert["opened_nightly"])
-    conn.execute(
-        "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
-        (max(night, alert["last_nightly"]), alert["alert_id"]),
-    )
+    store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))
     ctx = _context(d, tau)
     enqueue(conn, f"{key}|{opened}|withdrawn-update", alert["alert_id"], "update",
             _msg(blocks.regression_withdrawn_parent(ctx, opened), "update"))  # fmt: skip
@@ -172,22 +142,18 @@ def _regression(
 ) -> None:
     key = regression_key(d, tau)
     night = d["nightly"]
-    alert = _open_alert(conn, key)
+    alert = store.open_alert(conn, key)
     ctx = _context(d, tau)
     candidate = _candidate_run(conn, d)
     commit = None if candidate is None else candidate["commit_sha"]
     if alert is None:
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
-        invalid = conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone()
+        invalid = store.last_invalid_alert(conn, key)
         if invalid is not None and commit in invalid["details"].get("commits", []):
             return  # marked invalid by a person; only a new commit in the range reopens it
-        alert_id = int(
-            conn.execute(
-                "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, last_nightly, "
-                "details) VALUES (%s, 'regression', 'open', %s, %s, %s) RETURNING alert_id",
-                (key, night, night, Jsonb({"decision_id": d["decision_id"], "commits": [commit]})),
-            ).fetchone()["alert_id"]  # type: ignore[index]
+        alert_id = store.insert_alert(
+            conn, key, "regression", night, {"decision_id": d["decision_id"], "commits": [commit]}
         )
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
@@ -202,11 +168,11 @@ def _regression(
     if d["verdict"] == "INFRA" or night <= alert["last_nightly"]:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
     if d["verdict"] == "REGRESSED":
-        nights = len(_verdicts(conn, d, alert["opened_nightly"] - dt.timedelta(days=1), night))
+        day_before = alert["opened_nightly"] - dt.timedelta(days=1)
+        nights = len(decisions.verdicts_since(conn, d, day_before, night))
         commits = [*alert["details"].get("commits", []), commit]
-        conn.execute(
-            "UPDATE omni.alert SET last_nightly = %s, details = details || %s WHERE alert_id = %s",
-            (night, Jsonb({"commits": sorted(set(commits) - {None})}), alert["alert_id"]),
+        store.touch_alert(
+            conn, alert["alert_id"], night, {"commits": sorted(set(commits) - {None})}
         )
         opened = str(alert["opened_nightly"])
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
@@ -217,13 +183,13 @@ def _regression(
         return
     # Resolved by two consecutive non-INFRA nights without a regression (the gate's meaning of
     # "consecutive": within confirm_window_days of each other).
-    calm = [v["nightly"] for v in _verdicts(conn, d, alert["last_nightly"], night)
-            if v["verdict"] != "INFRA"]  # fmt: skip
+    calm = [
+        v["nightly"]
+        for v in decisions.verdicts_since(conn, d, alert["last_nightly"], night)
+        if v["verdict"] != "INFRA"
+    ]
     if len(calm) >= 2 and consecutive(calm[-2], calm[-1], policy):
-        conn.execute(
-            "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
-            (night, alert["alert_id"]),
-        )
+        store.resolve_alert(conn, alert["alert_id"], night)
         opened = str(alert["opened_nightly"])
         enqueue(conn, f"{key}|{night}|resolve-update", alert["alert_id"], "update",
                 _msg(blocks.regression_resolved_parent(ctx, opened), "update"))  # fmt: skip
@@ -236,9 +202,8 @@ def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str
     """The decision's candidate run, with the grader that reproduces it."""
     if d.get("candidate_run_id") is None:
         return None
-    args = {"benchmark": d["benchmark"], "nightly": d["nightly"], "run_id": d["candidate_run_id"]}
-    row: dict[str, Any] | None = conn.execute(sql("runs_of_night"), args).fetchone()
-    return row
+    found = runs_of_night(conn, d["benchmark"], d["nightly"], d["candidate_run_id"])
+    return found[0] if found else None
 
 
 def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
@@ -247,21 +212,10 @@ def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}
 
 
-def _verdicts(
-    conn: psycopg.Connection[Any], d: dict[str, Any], after: dt.date, until: dt.date
-) -> list[dict[str, Any]]:
-    return conn.execute(
-        sql("verdicts_since"),
-        {"benchmark": d["benchmark"], "candidate_branch": d["candidate_branch"],
-         "baseline_branch": d["baseline_branch"], "variant": d["variant"],
-         "policy_version": d["policy_version"], "after": after, "until": until},
-    ).fetchall()  # fmt: skip
-
-
 def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
     key = infra_key(d)
     night = d["nightly"]
-    alert = _open_alert(conn, key)
+    alert = store.open_alert(conn, key)
     title = (
         f"INFRA {d['benchmark']} {d['candidate_branch']} vs {d['baseline_branch']} "
         f"({d['variant']}) — {night}"
@@ -269,27 +223,15 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
     reasons = [str(r) for r in d["reasons"] or []]
     if d["verdict"] == "INFRA":
         if alert is None:
-            alert_id = int(
-                conn.execute(
-                    "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, "
-                    "last_nightly) VALUES (%s, 'infra', 'open', %s, %s) RETURNING alert_id",
-                    (key, night, night),
-                ).fetchone()["alert_id"]  # type: ignore[index]
-            )
+            alert_id = store.insert_alert(conn, key, "infra", night)
             enqueue(conn, f"{key}|{night}|open", alert_id, "post",
                     _msg(blocks.infra(title, reasons, links_for(d)), "post"))  # fmt: skip
         elif night > alert["last_nightly"]:
-            conn.execute(
-                "UPDATE omni.alert SET last_nightly = %s WHERE alert_id = %s",
-                (night, alert["alert_id"]),
-            )
+            store.touch_alert(conn, alert["alert_id"], night)
             enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
                     _msg(blocks.infra(f"still {title}", reasons), "reply"))  # fmt: skip
     elif alert is not None and night > alert["last_nightly"]:
-        conn.execute(
-            "UPDATE omni.alert SET state = 'resolved', resolved_nightly = %s WHERE alert_id = %s",
-            (night, alert["alert_id"]),
-        )
+        store.resolve_alert(conn, alert["alert_id"], night)
         done = f"{d['verdict']} on {night}: infrastructure problem gone"
         enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
                 _msg(blocks.infra_resolved(done), "reply"))  # fmt: skip
@@ -299,7 +241,7 @@ def plan_alerts(
     conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, policy: GatePolicy
 ) -> int:
     """Advance every alert of one night's decisions; returns the messages newly enqueued."""
-    before = _outbox_size(conn)
+    before = store.outbox_size(conn)
     for d in _decisions(conn, benchmark, nightly, nightly, policy):
         tau = float(d["tau"] or policy.primary_tau)
         _infra(conn, d)
@@ -311,7 +253,7 @@ def plan_alerts(
                                 policy, key=d):  # fmt: skip
             _withdraw(conn, later, tau)
             _regression(conn, later, tau, policy)
-    return _outbox_size(conn) - before
+    return store.outbox_size(conn) - before
 
 
 def _decisions(
@@ -322,17 +264,7 @@ def _decisions(
     policy: GatePolicy,
     key: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    return conn.execute(
-        sql("decisions_of_night"),
-        {"benchmark": benchmark, "nightly": first, "until": last,
-         "policy_version": policy.policy_version,
-         "candidate_branch": key and key["candidate_branch"],
-         "baseline_branch": key and key["baseline_branch"], "variant": key and key["variant"]},
-    ).fetchall()  # fmt: skip
-
-
-def _outbox_size(conn: psycopg.Connection[Any]) -> int:
-    return int(conn.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"])  # type: ignore[index]
+    return decisions.decisions_of_nights(conn, benchmark, first, last, policy.policy_version, key)
 
 
 def raise_infra(

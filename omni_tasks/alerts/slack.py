@@ -30,6 +30,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 from omni_tasks.alerts.blocks import render_text
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.config import get_settings
+from omni_tasks.store import alerts as store
 
 log = logging.getLogger(__name__)
 METADATA_TYPE = "omni_tasks_alert"
@@ -225,9 +226,7 @@ class DispatchReport:
 
 
 def _pending(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        "SELECT * FROM omni.alert_outbox WHERE state IN ('pending', 'sending') ORDER BY message_id"
-    ).fetchall()
+    rows = store.pending_messages(conn)
     conn.commit()
     return rows
 
@@ -236,8 +235,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
     """Deliver pending outbox messages in order (one dispatcher at a time)."""
     secret = getattr(sink, "_token", None)
     channel = str(getattr(sink, "channel", sink.name))
-    got = conn.execute("SELECT pg_try_advisory_lock(hashtext('omni_alert_dispatch')) AS ok")
-    if not got.fetchone()["ok"]:  # type: ignore[index]
+    if not store.try_dispatch_lock(conn):
         conn.commit()
         return DispatchReport(0, 0, 0, 0)
     sent = recovered = waiting = failed = 0
@@ -258,25 +256,17 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     _mark_sent(conn, m, ts, channel)
                     recovered += 1
                     continue
-            conn.execute(
-                "UPDATE omni.alert_outbox SET state = 'sending', attempts = attempts + 1 "
-                "WHERE message_id = %s",
-                (m["message_id"],),
-            )
+            store.mark_sending(conn, m["message_id"])
             conn.commit()  # from here the outcome is unknown until marked
             try:
                 ts = _send(sink, op, payload, key, parent)
             except Exception as exc:
                 if (fix := config_error(exc)) is not None:
-                    conn.execute(  # nothing was posted; the attempt does not count
-                        "UPDATE omni.alert_outbox SET state = 'pending', attempts = attempts - 1, "
-                        "last_error = %s WHERE message_id = %s",
-                        (f"Slack refused the configuration: {fix}", m["message_id"]),
+                    store.mark_unsent(  # nothing was posted; the attempt does not count
+                        conn, m["message_id"], f"Slack refused the configuration: {fix}"
                     )
                     conn.commit()
-                    left = conn.execute(
-                        "SELECT count(*) AS n FROM omni.alert_outbox WHERE state <> 'sent'"
-                    ).fetchone()["n"]  # type: ignore[index]
+                    left = store.undelivered_count(conn)
                     conn.commit()
                     raise SlackConfigError(
                         f"Slack refused the configuration ({fix}) for channel {channel}: fix "
@@ -288,11 +278,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                 state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
                 if op in ("post", "reply") and _unknown_outcome(exc) and state != "failed":
                     state = "sending"  # it may have been posted: look it up before re-sending
-                conn.execute(
-                    "UPDATE omni.alert_outbox SET state = %s, last_error = %s "
-                    "WHERE message_id = %s",
-                    (state, error, m["message_id"]),
-                )
+                store.mark_failed_attempt(conn, m["message_id"], state, error)
                 conn.commit()
                 log.warning("delivery of %s failed (%s): %s", key, state, error)
                 failed += 1
@@ -301,7 +287,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
             log.info("%s %s: delivered to %s (%s)", op, key, sink.name, ts or channel)
             sent += 1
     finally:
-        conn.execute("SELECT pg_advisory_unlock(hashtext('omni_alert_dispatch'))")
+        store.release_dispatch_lock(conn)
         conn.commit()
     return DispatchReport(sent, recovered, waiting, failed)
 
@@ -316,11 +302,9 @@ def _unknown_outcome(exc: BaseException) -> bool:
 def _parent_ts(conn: psycopg.Connection[Any], m: dict[str, Any]) -> str | None:
     if m["alert_id"] is None:
         return None
-    row = conn.execute(
-        "SELECT parent_ts FROM omni.alert WHERE alert_id = %s", (m["alert_id"],)
-    ).fetchone()
+    ts = store.parent_ts(conn, m["alert_id"])
     conn.commit()
-    return None if row is None else row["parent_ts"]
+    return ts
 
 
 def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, parent: str | None) -> str | None:
@@ -342,14 +326,5 @@ def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, parent: str | 
 def _mark_sent(
     conn: psycopg.Connection[Any], m: dict[str, Any], ts: str | None, channel: str
 ) -> None:
-    conn.execute(
-        "UPDATE omni.alert_outbox SET state = 'sent', slack_ts = %s, sent_at = now(), "
-        "last_error = NULL WHERE message_id = %s",
-        (ts, m["message_id"]),
-    )
-    if m["kind"] == "post" and m["alert_id"] is not None:
-        conn.execute(
-            "UPDATE omni.alert SET parent_ts = %s, channel = %s WHERE alert_id = %s",
-            (ts, channel, m["alert_id"]),
-        )
+    store.mark_sent(conn, m, ts, channel)
     conn.commit()

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from omni_tasks.alerts.blocks import entities, escape
-from omni_tasks.store.queries import sql
+from omni_tasks.store import alerts as store
 
 ACTIONS = {"ack": "acknowledged", "invalid": "invalid", "reopen": "reopened"}
 STATUS_BLOCK = "triage"
@@ -83,7 +82,7 @@ def triage(
         raise TriageError("--note is limited to 1000 characters")
     now = now or dt.datetime.now(dt.UTC)
     with conn.transaction():
-        alert = conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone()
+        alert = store.alert_for_update(conn, alert_id)
         if alert is None:
             raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
         state, status = alert["state"], ACTIONS[action]
@@ -97,13 +96,10 @@ def triage(
         entry = {"status": status, "by": by, "at": now.isoformat(), "note": note, "link": link}
         history = [*((alert["details"] or {}).get("triage") or {}).get("history", []), entry]
         details = {**(alert["details"] or {}), "triage": {"status": status, "history": history}}
-        state = {"invalid": "resolved", "reopen": "open"}.get(action, state)
+        state = str({"invalid": "resolved", "reopen": "open"}.get(action, state))
         try:
-            conn.execute(
-                sql("update_alert_triage"),
-                {"alert_id": alert_id, "state": state, "details": Jsonb(details),
-                 "resolved_nightly": alert["last_nightly"] if state == "resolved" else None},
-            )  # fmt: skip
+            resolved = alert["last_nightly"] if state == "resolved" else None
+            store.update_triage(conn, alert_id, state, details, resolved)
         except psycopg.errors.UniqueViolation:
             raise TriageError(
                 f"alert #{alert_id} cannot reopen: its key has another open alert"
@@ -116,24 +112,28 @@ def _announce(
     conn: psycopg.Connection[Any], alert: dict[str, Any], details: dict[str, Any],
     entry: dict[str, Any], n: int,
 ) -> None:  # fmt: skip
-    from omni_tasks.alerts.lifecycle import enqueue
 
     key, alert_id = alert["alert_key"], alert["alert_id"]
-    parent = conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
+    parent = store.parent_payload(conn, alert_id)
     if parent is not None:
-        enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-update", alert_id, "update",
-                with_status(dict(parent["payload"]), details))  # fmt: skip
+        update = with_status(dict(parent["payload"]), details)
+        opened = alert["opened_nightly"]
+        store.enqueue(conn, f"{key}|{opened}|triage-{n}-update", alert_id, "update", update)
     line = status_line(entry)
-    enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-reply", alert_id, "reply",
+    store.enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-reply", alert_id, "reply",
             {"op": "reply", "text": line, "blocks": [
                 {"type": "section", "text": {"type": "mrkdwn", "text": line}}]})  # fmt: skip
     benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
-    conn.execute(
-        sql("insert_event"),
-        {"time": dt.datetime.fromisoformat(entry["at"]), "kind": f"alert_{entry['status']}",
-         "benchmark": benchmark, "branch": branch, "variant": variant,
-         "text": f"alert #{alert_id} {entry['status']} by {entry['by']}"
-                 + (f": {entry['note']}" if entry.get("note") else ""),
-         "tags": ["triage", entry["status"]], "details": Jsonb({"alert_key": key, **entry}),
-         "dedup_key": f"triage|{alert_id}|{n}"},
-    )  # fmt: skip
+    note = f": {entry['note']}" if entry.get("note") else ""
+    store.insert_event(
+        conn,
+        time=dt.datetime.fromisoformat(entry["at"]),
+        kind=f"alert_{entry['status']}",
+        benchmark=benchmark,
+        branch=branch,
+        variant=variant,
+        text=f"alert #{alert_id} {entry['status']} by {entry['by']}{note}",
+        tags=["triage", entry["status"]],
+        details={"alert_key": key, **entry},
+        dedup_key=f"triage|{alert_id}|{n}",
+    )

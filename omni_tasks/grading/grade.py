@@ -139,7 +139,7 @@ def grade_run(
         counts = runs.grade_counts(conn, existing[0])
         return GradingOutcome(run_key, existing[0], grader.grader_id, *counts, created=False)
     if existing is not None and replace:
-        conn.execute("DELETE FROM omni.grading WHERE grading_id = %s", (existing[0],))
+        runs.delete_grading(conn, existing[0])
     clips = runs.stored_clips(conn, run["run_id"])
     described = Grader(grader.grader_id, grader.description())
     grading_id, _ = runs.open_grading(conn, run["run_id"], described)

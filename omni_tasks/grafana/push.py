@@ -21,6 +21,7 @@ from grafana_client.client import GrafanaClientError
 
 from omni_tasks.config import get_settings
 from omni_tasks.grafana.dashboards import DASHBOARD_DIR, TREND_UID, dashboards
+from omni_tasks.store import alerts as store
 
 log = logging.getLogger(__name__)
 FOLDER_UID = "omni-tasks-api"  # not the provisioned folder ("omni-tasks")
@@ -96,10 +97,7 @@ def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
 
 
 def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
-    rows = conn.execute(
-        "SELECT event_id, time, kind, text, tags FROM omni.event "
-        "WHERE grafana_annotation_id IS NULL ORDER BY time"
-    ).fetchall()
+    rows = store.unannotated_events(conn)
     created = 0
     for e in rows:
         ms = int(e["time"].timestamp() * 1000)
@@ -107,10 +105,7 @@ def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
             dashboard_uid=TREND_UID, time_from=ms, time_to=ms,
             tags=["omni-tasks", e["kind"], *e["tags"]], text=e["text"],
         )  # fmt: skip
-        conn.execute(
-            "UPDATE omni.event SET grafana_annotation_id = %s WHERE event_id = %s",
-            (answer.get("id"), e["event_id"]),
-        )
+        store.set_annotation_id(conn, e["event_id"], answer.get("id"))
         conn.commit()  # recorded one by one: a crash never re-creates what was created
         created += 1
     return created

@@ -23,7 +23,7 @@ import httpx
 import psycopg
 
 from omni_tasks.importers.vllm_omni import ArtifactError, artifact_grader, parse_artifact
-from omni_tasks.store.runs import derive_run_key, save_run
+from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 
 ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
 DEFAULT_API = "https://api.buildkite.com/v2"
@@ -142,13 +142,7 @@ class BuildkiteClient:
 
 
 def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM omni.run WHERE source -> 'buildkite' ->> 'artifact_id' = %s",
-            (artifact_id,),
-        ).fetchone()
-        is not None
-    )
+    return imported_buildkite_artifact(conn, artifact_id)
 
 
 def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> ImportReport:

@@ -19,12 +19,11 @@ import subprocess
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from omni_tasks.alerts import blocks
-from omni_tasks.alerts.lifecycle import enqueue
 from omni_tasks.jobs.nightly import NightlyParams
-from omni_tasks.store.queries import sql
+from omni_tasks.store import alerts as store
+from omni_tasks.store import decisions
 
 BISECT_DAG = "seed_tts_bisect"
 MAX_REPEATS = 3  # the bisect's repeat cap per step when the budget allows it
@@ -68,11 +67,7 @@ def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
 
 def _range(conn: psycopg.Connection[Any], bench: str, alert: dict[str, Any]) -> dict[str, Any]:
     """The last good and first bad night (and heads) before and at the alert's opening."""
-    rows = conn.execute(sql("verdicts_until"), {
-        "benchmark": bench, "candidate_branch": alert["candidate_branch"],
-        "baseline_branch": alert["baseline_branch"], "variant": alert["variant"],
-        "policy_version": alert["policy_version"], "until": alert["opened_nightly"],
-    }).fetchall()  # fmt: skip
+    rows = decisions.verdicts_until(conn, {**alert, "benchmark": bench}, alert["opened_nightly"])
     first_bad = last_good = None
     for row in rows:  # newest first
         if row["verdict"] == "REGRESSED":
@@ -183,17 +178,14 @@ def plan_bisects(
         return []
     triggers = []
     with conn.transaction():
-        for alert in conn.execute(sql("open_regression_alerts"), {"benchmark": params.bench}):
+        for alert in store.open_regression_alerts(conn, params.bench):
             plan = alert["details"].get("bisect")
             if plan is None:
                 plan = {"night": nightly.isoformat(), **_decide(conn, params, alert)}
-                details = Jsonb({"bisect": plan})
-                conn.execute(
-                    sql("merge_alert_details"), {"alert_id": alert["alert_id"], "details": details}
-                )
+                store.merge_details(conn, alert["alert_id"], {"bisect": plan})
                 reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
                 key = f"{alert['alert_key']}|auto-bisect"
-                enqueue(conn, key, alert["alert_id"], "reply", reply)
+                store.enqueue(conn, key, alert["alert_id"], "reply", reply)
             if plan["status"] == "triggered" and plan["night"] == nightly.isoformat():
                 triggers.append({"trigger_run_id": plan["trigger_run_id"], "conf": plan["conf"]})
     return triggers

@@ -9,18 +9,16 @@ import hashlib
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from pydantic import Field, model_validator
 
 from omni_tasks.alerts import blocks, keys
-from omni_tasks.alerts.lifecycle import enqueue
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import get_settings
 from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
-from omni_tasks.store.queries import sql
+from omni_tasks.store import alerts as store
 from omni_tasks.store.runs import clip_records
 
 
@@ -120,26 +118,41 @@ def _record(
 ) -> None:
     when = dt.datetime.combine(today, dt.time(12), dt.UTC)
     text = summary(p, r)
+    where: dict[str, Any] = {
+        "time": when,
+        "benchmark": p.bench,
+        "branch": p.branch,
+        "variant": p.variant,
+    }
     for i, step in enumerate(r.steps):
-        conn.execute(sql("insert_event"), {
-            "time": when, "kind": "bisect_step", "benchmark": p.bench, "branch": p.branch,
-            "variant": p.variant, "text": f"bisect step {i + 1}: {step.commit} {step.decision}",
-            "tags": ["bisect"], "details": Jsonb(dataclasses.asdict(step)),
-            "dedup_key": f"bisect_step|{p.bisect_id}|{i}",
-        })  # fmt: skip
-    conn.execute(sql("insert_event"), {
-        "time": when, "kind": "bisect_result", "benchmark": p.bench, "branch": p.branch,
-        "variant": p.variant, "text": f"first bad commit {r.first_bad}", "tags": ["bisect"],
-        "details": Jsonb({"summary": text, "first_bad": r.first_bad, "last_good": r.last_good,
-                          "discriminating": list(r.discriminating)}),
-        "dedup_key": f"bisect_result|{p.bisect_id}",
-    })  # fmt: skip
+        store.insert_event(
+            conn,
+            **where,
+            kind="bisect_step",
+            text=f"bisect step {i + 1}: {step.commit} {step.decision}",
+            tags=["bisect"],
+            details=dataclasses.asdict(step),
+            dedup_key=f"bisect_step|{p.bisect_id}|{i}",
+        )
+    store.insert_event(
+        conn,
+        **where,
+        kind="bisect_result",
+        text=f"first bad commit {r.first_bad}",
+        tags=["bisect"],
+        details={
+            "summary": text,
+            "first_bad": r.first_bad,
+            "last_good": r.last_good,
+            "discriminating": list(r.discriminating),
+        },
+        dedup_key=f"bisect_result|{p.bisect_id}",
+    )
     pattern = keys.regression_pattern(p.bench, p.branch, p.baseline, p.variant)
-    alert = conn.execute(
-        sql("bisect_alert"), {"alert_id": p.alert_id, "pattern": pattern}
-    ).fetchone()
+    alert = store.bisect_alert(conn, p.alert_id, pattern)
     if alert is not None:
         msg = blocks.note(text)
-        enqueue(conn, f"{alert['alert_key']}|bisect|{p.bisect_id}", alert["alert_id"], "reply",
-                {"op": "reply", **msg.to_payload()})  # fmt: skip
+        key = f"{alert['alert_key']}|bisect|{p.bisect_id}"
+        reply = {"op": "reply", **msg.to_payload()}
+        store.enqueue(conn, key, alert["alert_id"], "reply", reply)
     conn.commit()

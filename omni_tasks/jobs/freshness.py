@@ -10,7 +10,7 @@ import psycopg
 
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import raise_infra
-from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import has_fresh_run
 
 
 def check_freshness(
@@ -19,9 +19,7 @@ def check_freshness(
     """Branches without a complete run for `nightly`; each missing one raises an INFRA alert."""
     missing = []
     for branch in branches:
-        args = {"benchmark": benchmark, "branch": branch, "nightly": nightly}
-        row = conn.execute(sql("fresh_run"), args).fetchone()
-        if row is None:
+        if not has_fresh_run(conn, benchmark, branch, nightly):
             missing.append(branch)
             raise_infra(conn, keys.freshness(benchmark, branch),
                         f"INFRA no {branch} results for the {nightly} nightly",

@@ -26,7 +26,7 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.jobs.statistics import gate_nightly, run_stats_for_key
 from omni_tasks.names import check_branch, check_name, path_component, require_trusted
-from omni_tasks.store.queries import sql
+from omni_tasks.store import heads
 
 
 class UrlTarget(BaseModel):
@@ -186,11 +186,7 @@ def record_heads(
     simulator targets get a stable synthetic head per branch and night."""
     plans = []
     for branch in params.branches:
-        recorded = conn.execute(
-            "SELECT commit_sha, reconstructed FROM omni.branch_head "
-            "WHERE benchmark = %s AND branch = %s AND nightly = %s",
-            (params.bench, branch, nightly),
-        ).fetchone()
+        recorded = heads.recorded_head(conn, params.bench, branch, nightly)
         reconstructed = False
         if branch in params.commits:
             commit = params.commits[branch]
@@ -203,11 +199,7 @@ def record_heads(
                 raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
         else:
             commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
-        conn.execute(
-            sql("upsert_branch_head"),
-            {"benchmark": params.bench, "branch": branch, "nightly": nightly,
-             "commit_sha": commit, "commit_time": None, "reconstructed": reconstructed},
-        )  # fmt: skip
+        heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
         night = nightly.isoformat()
         for seed in params.seeds:
             plans.append({"branch": branch, "commit": commit, "seed": seed, "nightly": night,
@@ -235,10 +227,7 @@ def run_branch(
     target = params.target_url(plan["branch"])
     deploy = params.target_deploy_config(plan["branch"])
     nightly = dt.date.fromisoformat(plan["nightly"])
-    recorded = conn.execute(
-        "SELECT commit_sha FROM omni.branch_head WHERE benchmark = %s AND branch = %s "
-        "AND nightly = %s", (params.bench, plan["branch"], nightly),
-    ).fetchone()  # fmt: skip
+    recorded = heads.recorded_head(conn, params.bench, plan["branch"], nightly)
     lineage = {
         "differs_from_recorded_head": None if recorded is None
         else recorded["commit_sha"] != plan["commit"],

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg.types.json import Jsonb
 
 from omni_tasks import benchmarks
 from omni_tasks.analysis import gate as gate_rules
@@ -23,8 +22,7 @@ from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.analysis.trend import ChangePoint, change_points
 from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord
-from omni_tasks.store.db import one
-from omni_tasks.store.queries import sql
+from omni_tasks.store import decisions, results
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
 
 TOP_REGRESSED = 5
@@ -55,32 +53,7 @@ def stats_for(
 ) -> dict[str, Any]:
     official = benchmarks.get(g.run["benchmark"]).official_summary
     stats = run_stats(g.clips, tau, g.run["n_expected"], official)
-    ci = stats["tail_fraction_ci"] or [None, None]
-    conn.execute(
-        sql("upsert_run_stats"),
-        {
-            "grading_id": g.grading_id,
-            "tau": tau,
-            "policy_version": policy.policy_version,
-            **{
-                k: stats[k]
-                for k in (
-                    "n_expected",
-                    "n_scored",
-                    "n_failed",
-                    "n_infra",
-                    "coverage",
-                    "mean_wer",
-                    "median_wer",
-                    "capped_mean_wer",
-                    "tail_fraction",
-                )
-            },
-            "tail_ci_low": ci[0],
-            "tail_ci_high": ci[1],
-            "stats": Jsonb(stats),
-        },
-    )
+    results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats)
     return {
         "run_key": g.run["run_key"],
         "branch": g.run["branch"],
@@ -191,30 +164,28 @@ def compare(
         "candidate": cand_stats,
     }
     ci = table.delta_tail_fraction_ci
-    result["comparison_id"] = one(
-        conn.execute(
-            sql("upsert_comparison"),
-            {
-                "baseline_grading_id": baseline.grading_id,
-                "candidate_grading_id": candidate.grading_id,
-                "tau": tau,
-                "policy_version": policy.policy_version,
-                "comparable": comparable,
-                "n_paired": table.n_paired,
-                "stable_broken": table.stable_broken,
-                "regressed": table.regressed,
-                "improved": table.improved,
-                "stable_ok": table.stable_ok,
-                "p_regress": table.mcnemar_p,
-                "p_improve": table.mcnemar_p_improve,
-                "delta_tail_fraction": table.delta_tail_fraction,
-                "delta_tail_ci_low": ci[0],
-                "delta_tail_ci_high": ci[1],
-                "delta_capped_mean_wer": table.delta_capped_mean_wer,
-                "result": Jsonb(result),
-            },
-        )
-    )["comparison_id"]
+    result["comparison_id"] = results.upsert_comparison(
+        conn,
+        {
+            "baseline_grading_id": baseline.grading_id,
+            "candidate_grading_id": candidate.grading_id,
+            "tau": tau,
+            "policy_version": policy.policy_version,
+            "comparable": comparable,
+            "n_paired": table.n_paired,
+            "stable_broken": table.stable_broken,
+            "regressed": table.regressed,
+            "improved": table.improved,
+            "stable_ok": table.stable_ok,
+            "p_regress": table.mcnemar_p,
+            "p_improve": table.mcnemar_p_improve,
+            "delta_tail_fraction": table.delta_tail_fraction,
+            "delta_tail_ci_low": ci[0],
+            "delta_tail_ci_high": ci[1],
+            "delta_capped_mean_wer": table.delta_capped_mean_wer,
+        },
+        result,
+    )
     return result
 
 
@@ -294,10 +265,7 @@ def gate_nightly(
     """Decide every candidate (branch x variant) of a nightly against the baseline branch,
     store the decisions, and refresh confirmation along each key's series."""
     with conn.transaction():
-        rows = [
-            dict(r)
-            for r in conn.execute(sql("nightly_runs"), {"benchmark": benchmark, "nightly": nightly})
-        ]
+        rows = results.nightly_runs(conn, benchmark, nightly)
         pairings = _pairings(rows, baseline_branch, expect)
         evidence, details = [], []
         loaded: dict[str, GradedRun] = {}  # the baseline is shared by every candidate
@@ -485,8 +453,8 @@ def _store_decision(
     comparison = detail.get("comparison")
     reported = _reported(comparison["candidate"], policy) if comparison is not None else {}
     decision["reported"] = reported
-    conn.execute(
-        sql("upsert_gate_decision"),
+    decisions.upsert_decision(
+        conn,
         {
             "benchmark": benchmark,
             "nightly": nightly,
@@ -501,10 +469,8 @@ def _store_decision(
             "comparison_id": detail.get("comparison_id"),
             "candidate_run_id": detail.get("candidate_run_id"),
             "baseline_run_id": detail.get("baseline_run_id"),
-            "reasons": Jsonb(v.reasons + [f"{k}: {x}" for k, x in reported.items()]),
-            "policy": Jsonb(
-                {**policy.model_dump(), "policy_version": policy.policy_version, "m": m}
-            ),
+            "reasons": v.reasons + [f"{k}: {x}" for k, x in reported.items()],
+            "policy": {**policy.model_dump(), "policy_version": policy.policy_version, "m": m},
         },
     )
     return decision
@@ -538,7 +504,7 @@ def _refresh_confirmations(
         "variant": d["variant"],
         "policy_version": policy.policy_version,
     }
-    rows = [dict(r) for r in conn.execute(sql("decision_series"), key)]
+    rows = decisions.decision_series(conn, key)
     points = [
         gate_rules.SeriesPoint(
             r["nightly"],
@@ -555,10 +521,7 @@ def _refresh_confirmations(
     flags = gate_rules.confirmations(points, policy)
     for r, flag in zip(rows, flags, strict=True):
         if r["confirmed"] != flag:
-            conn.execute(
-                "UPDATE omni.gate_decision SET confirmed = %s WHERE decision_id = %s",
-                (flag, r["decision_id"]),
-            )
+            decisions.set_confirmed(conn, r["decision_id"], flag)
     return {r["nightly"]: f for r, f in zip(rows, flags, strict=True)}
 
 
@@ -584,12 +547,10 @@ def trend(
         "policy_version": policy.policy_version,
     }
     if metric == "official_mean":
-        series = [dict(r) for r in conn.execute(sql("official_series"), key)]
+        series = results.series(conn, "official_series", key)
     else:
-        series = [
-            dict(r) for r in conn.execute(sql("nightly_series"), key) if r[metric] is not None
-        ]
-    breaks = [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]
+        series = [r for r in results.series(conn, "nightly_series", key) if r[metric] is not None]
+    breaks = results.known_breaks(conn, key)
     points = change_points(
         [r["nightly"] for r in series], [r[metric] for r in series], known_breaks=breaks
     )

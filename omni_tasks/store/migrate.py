@@ -15,6 +15,7 @@ from psycopg.rows import tuple_row
 
 from omni_tasks.config import SQL_DIR
 from omni_tasks.store import policy_versions
+from omni_tasks.store.queries import sql
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -57,16 +58,10 @@ def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> 
     """Apply pending migrations; returns those applied now. Safe to call repeatedly."""
     applied_now = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-        conn.execute(
-            """CREATE TABLE IF NOT EXISTS public.omni_schema_migrations (
-                   version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
-                   applied_at timestamptz NOT NULL DEFAULT now())"""
-        )
+        conn.execute(sql("lock_migrations"), {"lock_id": _LOCK_ID})
+        conn.execute(sql("create_migrations_table"))
         cur = conn.cursor(row_factory=tuple_row)
-        done: dict[int, str] = dict(
-            cur.execute("SELECT version, checksum FROM public.omni_schema_migrations")
-        )
+        done: dict[int, str] = dict(cur.execute(sql("applied_migrations")))
         for mig in discover(directory):
             if mig.version in done:
                 if done[mig.version] != mig.checksum:
@@ -79,9 +74,8 @@ def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> 
             if mig.version in DATA_STEPS:
                 DATA_STEPS[mig.version](conn)
             conn.execute(
-                "INSERT INTO public.omni_schema_migrations (version, name, checksum) "
-                "VALUES (%s, %s, %s)",
-                (mig.version, mig.name, mig.checksum),
+                sql("record_migration"),
+                {"version": mig.version, "name": mig.name, "checksum": mig.checksum},
             )
             applied_now.append(mig)
     return applied_now

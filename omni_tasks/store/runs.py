@@ -165,10 +165,8 @@ def save_run(
     digest = stable_hash(content)
     with conn.transaction():
         # Serialize writers of one key so two retries cannot both insert.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (key,))
-        row = conn.execute(
-            "SELECT run_id, content_hash FROM omni.run WHERE run_key = %s", (key,)
-        ).fetchone()
+        conn.execute(sql("lock_run_key"), {"run_key": key})
+        row = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
         outcome: Literal["created", "unchanged", "replaced"] = "created"
         if row is not None:
             if row["content_hash"] == digest:
@@ -180,7 +178,7 @@ def save_run(
                     f"run {key} already exists with different content "
                     f"({_describe_difference(old, content)}); use --replace to overwrite it"
                 )
-            conn.execute("DELETE FROM omni.run WHERE run_id = %s", (row["run_id"],))
+            conn.execute(sql("delete_run_by_id"), {"run_id": row["run_id"]})
             outcome = "replaced"
         run_id = one(conn.execute(sql("insert_run"), _run_params(key, spec, digest)))["run_id"]
         copy_clip_audio(conn, run_id, clips)
@@ -214,9 +212,8 @@ def insert_grading(
 ) -> int:
     grading_id: int = one(
         conn.execute(
-            "INSERT INTO omni.grading (run_id, grader_id, grader) VALUES (%s, %s, %s) "
-            "RETURNING grading_id",
-            (run_id, grader.grader_id, Jsonb(grader.description)),
+            sql("insert_grading"),
+            {"run_id": run_id, "grader_id": grader.grader_id, "grader": Jsonb(grader.description)},
         )
     )["grading_id"]
     copy_clip_grades(conn, grading_id, grades)
@@ -260,12 +257,12 @@ def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tup
     replaced; the content hash is set when the last clip is stored (finish_run)."""
     key = check_run_key(run_key)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (key,))
+        conn.execute(sql("lock_run_key"), {"run_key": key})
         row = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
         if row is not None and row["status"] == "running":
             return int(row["run_id"]), True
         if row is not None:
-            conn.execute("DELETE FROM omni.run WHERE run_id = %s", (row["run_id"],))
+            conn.execute(sql("delete_run_by_id"), {"run_id": row["run_id"]})
         running = dataclasses.replace(spec, status="running")
         run_id = one(conn.execute(sql("insert_run"), _run_params(key, running, "pending")))
     return int(run_id["run_id"]), False
@@ -310,8 +307,7 @@ def grading_of(
 ) -> tuple[int, str] | None:
     """(grading_id, status) of a run's grading by `grader_id`, if any."""
     row = conn.execute(
-        "SELECT grading_id, status FROM omni.grading WHERE run_id = %s AND grader_id = %s",
-        (run_id, grader_id),
+        sql("grading_by_grader"), {"run_id": run_id, "grader_id": grader_id}
     ).fetchone()
     return None if row is None else (int(row["grading_id"]), str(row["status"]))
 
@@ -322,7 +318,7 @@ def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) ->
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
-    row = conn.execute("SELECT * FROM omni.run WHERE run_key = %s", (run_key,)).fetchone()
+    row = conn.execute(sql("run_by_key"), {"run_key": run_key}).fetchone()
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
     return dict(row)
@@ -363,16 +359,14 @@ def load_content(
     row = get_run(conn, run_key)
     clips = [
         ClipAudio(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipAudio))})
-        for r in conn.execute(
-            "SELECT * FROM omni.clip_audio WHERE run_id = %s ORDER BY ordinal", (row["run_id"],)
-        )
+        for r in conn.execute(sql("clip_audio_rows"), {"run_id": row["run_id"]})
     ]
     grading = None
     gid = grading_id_of(conn, row["run_id"], grader_id) if grader_id else None
     if gid is not None and grader_id is not None:
         grades = [
             ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
-            for r in conn.execute("SELECT * FROM omni.clip_grade WHERE grading_id = %s", (gid,))
+            for r in conn.execute(sql("clip_grade_rows"), {"grading_id": gid})
         ]
         grading = (Grader(grader_id), grades)
     return content_of(spec_from_row(row), clips, grading)
@@ -437,9 +431,7 @@ def latest_grading(
     """(grading_id, grader_id) the statistics read: the newest grading, or the one by
     `grader_id` (after a re-grade, say which grader you mean)."""
     row = conn.execute(
-        "SELECT grading_id, grader_id FROM omni.grading WHERE run_id = %s AND status = 'complete' "
-        "AND (%s::text IS NULL OR grader_id = %s) ORDER BY grading_id DESC LIMIT 1",
-        (run_id, grader_id, grader_id),
+        sql("latest_complete_grading"), {"run_id": run_id, "grader_id": grader_id}
     ).fetchone()
     if row is None:
         if grader_id is not None:
@@ -463,17 +455,47 @@ def gradings_of(conn: psycopg.Connection[Any], run_id: int) -> list[dict[str, An
 
 def grade_counts(conn: psycopg.Connection[Any], grading_id: int) -> tuple[int, int, int]:
     """(graded, empty_transcript, grader_error) clip counts of a grading."""
-    row = one(
-        conn.execute(
-            "SELECT count(*) FILTER (WHERE grade_status = 'graded') AS graded, "
-            "count(*) FILTER (WHERE grade_status = 'empty_transcript') AS empty, "
-            "count(*) FILTER (WHERE grade_status = 'grader_error') AS errors "
-            "FROM omni.clip_grade WHERE grading_id = %s",
-            (grading_id,),
-        )
-    )
+    row = one(conn.execute(sql("grade_counts"), {"grading_id": grading_id}))
     return int(row["graded"]), int(row["empty"]), int(row["errors"])
+
+
+def delete_grading(conn: psycopg.Connection[Any], grading_id: int) -> None:
+    conn.execute(sql("delete_grading"), {"grading_id": grading_id})
 
 
 def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRecord]:
     return [ClipRecord(**r) for r in conn.execute(sql("clip_records"), {"grading_id": grading_id})]
+
+
+def runs_of_night(
+    conn: psycopg.Connection[Any], benchmark: str, nightly: Any, run_id: int | None = None
+) -> list[dict[str, Any]]:
+    """A night's runs (or the one `run_id`), each with the grader that reproduces it."""
+    args = {"benchmark": benchmark, "nightly": nightly, "run_id": run_id}
+    return [dict(r) for r in conn.execute(sql("runs_of_night"), args)]
+
+
+def has_fresh_run(conn: psycopg.Connection[Any], benchmark: str, branch: str, nightly: Any) -> bool:
+    """Whether `branch` has a complete run for `nightly`."""
+    args = {"benchmark": benchmark, "branch": branch, "nightly": nightly}
+    return conn.execute(sql("fresh_run"), args).fetchone() is not None
+
+
+def imported_buildkite_artifact(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
+    """Whether a run was already imported from this Buildkite artifact."""
+    args = {"artifact_id": artifact_id}
+    return conn.execute(sql("imported_buildkite_artifact"), args).fetchone() is not None
+
+
+def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any] | None:
+    """A run key's row, if stored: run_id, status, content_hash."""
+    row: dict[str, Any] | None = conn.execute(
+        sql("run_key_status"), {"run_key": run_key}
+    ).fetchone()
+    return row
+
+
+def clips_by_status(conn: psycopg.Connection[Any], run_id: int) -> dict[str, int]:
+    """A run's clip count per synthesis status."""
+    rows = conn.execute(sql("clips_by_status"), {"run_id": run_id})
+    return {r["synth_status"]: int(r["n"]) for r in rows}

@@ -1,2 +1,2 @@
--- A run key's row, if any, and its status.
-SELECT run_id, status FROM omni.run WHERE run_key = %(run_key)s
+-- A run key's row, if any: its status and content hash.
+SELECT run_id, status, content_hash FROM omni.run WHERE run_key = %(run_key)s

@@ -1,0 +1,218 @@
+"""What statistics hand to the gate, alerts, dashboards, the report and the CLI: one run's
+statistics, a paired comparison, a night's decision. Frozen and typed; each has one JSON
+spelling (`to_json` / `from_json`), which is what the database keeps (`run_stats.stats`,
+`comparison.result`) and what `--json` prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+
+T = TypeVar("T")
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def _from_json(tp: Any, value: Any) -> Any:
+    """`value` (parsed JSON) as type `tp`: dataclasses, optionals, tuples, lists and dicts of
+    them, dates from ISO strings; anything else as it is."""
+    if value is None:
+        return None
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in get_args(tp) if a is not type(None)]
+        return _from_json(inner[0], value) if len(inner) == 1 else value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_json(tp, value)
+    if origin is tuple:
+        return tuple(value)
+    if origin is list:
+        (item,) = get_args(tp)
+        return [_from_json(item, v) for v in value]
+    if origin is dict:
+        _, item = get_args(tp)
+        return {k: _from_json(item, v) for k, v in value.items()}
+    if tp is dt.date and isinstance(value, str):
+        return dt.date.fromisoformat(value)
+    return value
+
+
+def from_json(cls: type[T], data: dict[str, Any]) -> T:
+    """An instance of dataclass `cls` from its JSON object (unknown keys are ignored, so a row
+    written by a later version still reads)."""
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: _from_json(hints[k], v) for k, v in data.items() if k in names})
+
+
+class _Json:
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = _to_json(self)
+        return out
+
+    @classmethod
+    def from_json(cls: type[T], data: dict[str, Any]) -> T:
+        return from_json(cls, data)
+
+
+@dataclass(frozen=True)
+class ModeShare(_Json):
+    clips: int
+    error_share: float
+
+
+@dataclass(frozen=True)
+class LabelCell(_Json):
+    """Items with one breakdown label (a task, a category): how many, how many right."""
+
+    correct: int
+    total: int
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class RunStats(_Json):
+    """One grading's statistics at a tail threshold (analysis/run_stats.py computes them).
+    WER figures are None for a benchmark not scored by WER; `accuracy` is None for one that is."""
+
+    tau: float
+    n_expected: int
+    n_scored: int
+    n_failed: int
+    n_infra: int
+    coverage: float
+    n_broken: int
+    tail_fraction: float | None
+    tail_fraction_ci: tuple[float, float] | None
+    mean_wer: float | None = None
+    median_wer: float | None = None
+    capped_mean_wer: float | None = None
+    corpus_wer: float | None = None
+    runaway_fraction: float | None = None
+    n_runaway: int = 0
+    top10_error_share: float = 0.0
+    runaway_error_share: float = 0.0
+    failure_modes: dict[str, ModeShare] = field(default_factory=dict)
+    origins: dict[str, int] = field(default_factory=dict)
+    task_leak_clips: int = 0
+    answered_clips: int = 0
+    official: dict[str, Any] = field(default_factory=dict)  # upstream's figures, its names
+    audio_seconds: float = 0.0
+    clips_over_20s: int = 0
+    accuracy: float | None = None
+    breakdown: dict[str, dict[str, LabelCell]] = field(default_factory=dict)
+    sim_mean: float | None = None
+    utmos_mean: float | None = None
+    questions: RunStats | None = None
+    statements: RunStats | None = None
+    # Which run and grading these are of (set when read from the store).
+    run_key: str | None = None
+    branch: str | None = None
+    grader_id: str | None = None
+    benchmark: str | None = None
+
+    def of(self, run: dict[str, Any], grader_id: str) -> RunStats:
+        return dataclasses.replace(
+            self,
+            run_key=run["run_key"],
+            branch=run["branch"],
+            grader_id=grader_id,
+            benchmark=run["benchmark"],
+        )
+
+
+@dataclass(frozen=True)
+class SummaryOnlyStats(_Json):
+    """A summary-only import (no per-item rows): its official figures, as reported."""
+
+    run_key: str
+    branch: str
+    n_expected: int
+    official: dict[str, Any]
+    note: str
+    summary_only: bool = True
+
+
+@dataclass(frozen=True)
+class RegressedItem(_Json):
+    """An item fine in the baseline and broken in the candidate, for alerts and the report."""
+
+    utt_id: str
+    reference: str
+    heard: str | None
+    wer: float
+    baseline_heard: str | None
+    baseline_wer: float
+    audio_uri: str | None = None
+
+
+@dataclass(frozen=True)
+class Comparison(_Json):
+    """A paired A/B of two gradings at one tau, with its single-comparison verdict."""
+
+    tau: float
+    n_paired: int
+    stable_broken: int
+    regressed: int
+    improved: int
+    stable_ok: int
+    mcnemar_p: float
+    mcnemar_p_improve: float
+    delta_tail_fraction: float
+    delta_tail_fraction_ci: tuple[float, float]
+    delta_capped_mean_wer: float | None
+    delta_capped_mean_wer_ci: tuple[float, float] | None
+    delta_mean_wer: float | None
+    verdict: str
+    reasons: list[str]
+    warnings: list[str]
+    comparable: bool
+    mde: float | None
+    same_margin: float | None
+    mode_shift: dict[str, dict[str, int]]
+    top_regressed: list[RegressedItem]
+    regressed_clips: list[str]
+    improved_clips: list[str]
+    policy_version: str
+    baseline: RunStats
+    candidate: RunStats
+    comparison_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Decision(_Json):
+    """A night's gate decision for one candidate branch x variant against the baseline."""
+
+    benchmark: str
+    nightly: dt.date
+    candidate: str
+    baseline: str
+    variant: str
+    verdict: str
+    confirmed: bool
+    mcnemar_p: float | None
+    mcnemar_p_holm: float | None
+    delta_tail_fraction: float
+    delta_tail_fraction_ci: tuple[float, float]
+    regressed: int
+    improved: int
+    n_paired: int
+    reasons: list[str]
+    mde: float | None
+    same_margin: float | None
+    reported: dict[str, str] = field(default_factory=dict)
+    group_test: dict[str, Any] | None = None

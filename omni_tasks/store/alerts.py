@@ -1,0 +1,227 @@
+"""Alerts, their outbox and events in the results DB: the statements the alert lifecycle,
+triage and the Slack dispatcher run (they plan and deliver; this module reads and writes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.store.queries import sql
+
+Row = dict[str, Any]
+
+
+# ---------------------------------------------------------------- alerts
+def open_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
+    row: Row | None = conn.execute(sql("open_alert"), {"alert_key": key}).fetchone()
+    return row
+
+
+def insert_alert(
+    conn: psycopg.Connection[Any],
+    key: str,
+    kind: str,
+    nightly: dt.date,
+    details: dict[str, Any] | None = None,
+) -> int:
+    row = conn.execute(
+        sql("insert_alert"),
+        {"alert_key": key, "kind": kind, "nightly": nightly, "details": Jsonb(details or {})},
+    ).fetchone()
+    assert row is not None
+    return int(row["alert_id"])
+
+
+def touch_alert(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    nightly: dt.date,
+    details: dict[str, Any] | None = None,
+) -> None:
+    conn.execute(
+        sql("touch_alert"),
+        {"alert_id": alert_id, "nightly": nightly, "details": Jsonb(details or {})},
+    )
+
+
+def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date) -> None:
+    conn.execute(sql("resolve_alert"), {"alert_id": alert_id, "nightly": nightly})
+
+
+def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
+    row: Row | None = conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone()
+    return row
+
+
+def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
+    row: Row | None = conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone()
+    return row
+
+
+def update_triage(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    state: str,
+    details: dict[str, Any],
+    resolved_nightly: dt.date | None,
+) -> None:
+    conn.execute(
+        sql("update_alert_triage"),
+        {
+            "alert_id": alert_id,
+            "state": state,
+            "details": Jsonb(details),
+            "resolved_nightly": resolved_nightly,
+        },
+    )
+
+
+def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
+    row: Row | None = conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
+    return row
+
+
+def parent_ts(conn: psycopg.Connection[Any], alert_id: int) -> str | None:
+    row = conn.execute(sql("alert_parent_ts"), {"alert_id": alert_id}).fetchone()
+    return None if row is None else row["parent_ts"]
+
+
+def merge_details(conn: psycopg.Connection[Any], alert_id: int, details: dict[str, Any]) -> None:
+    conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(details)})
+
+
+def open_regression_alerts(conn: psycopg.Connection[Any], benchmark: str) -> list[Row]:
+    return conn.execute(sql("open_regression_alerts"), {"benchmark": benchmark}).fetchall()
+
+
+def bisect_alert(conn: psycopg.Connection[Any], alert_id: int | None, pattern: str) -> Row | None:
+    """The alert a bisect reports to: the one that started it, else the pair's open one."""
+    row: Row | None = conn.execute(
+        sql("bisect_alert"), {"alert_id": alert_id, "pattern": pattern}
+    ).fetchone()
+    return row
+
+
+# ---------------------------------------------------------------- outbox
+def enqueue(
+    conn: psycopg.Connection[Any],
+    key: str,
+    alert_id: int | None,
+    kind: str,
+    payload: dict[str, Any],
+) -> int | None:
+    """A message to deliver, once per idempotency key: None when the key was already queued."""
+    row = conn.execute(
+        sql("insert_outbox"),
+        {"idempotency_key": key, "alert_id": alert_id, "kind": kind, "payload": Jsonb(payload)},
+    ).fetchone()
+    return None if row is None else int(row["message_id"])
+
+
+def outbox_size(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(sql("outbox_size")).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def pending_messages(conn: psycopg.Connection[Any]) -> list[Row]:
+    return conn.execute(sql("pending_outbox")).fetchall()
+
+
+def undelivered_count(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(sql("outbox_undelivered_count")).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def try_dispatch_lock(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(sql("try_dispatch_lock")).fetchone()
+    return bool(row and row["ok"])
+
+
+def release_dispatch_lock(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(sql("release_dispatch_lock"))
+
+
+def mark_sending(conn: psycopg.Connection[Any], message_id: int) -> None:
+    conn.execute(sql("outbox_sending"), {"message_id": message_id})
+
+
+def mark_unsent(conn: psycopg.Connection[Any], message_id: int, error: str) -> None:
+    conn.execute(sql("outbox_unsent_attempt"), {"message_id": message_id, "error": error})
+
+
+def mark_failed_attempt(
+    conn: psycopg.Connection[Any], message_id: int, state: str, error: str
+) -> None:
+    conn.execute(
+        sql("outbox_failed_attempt"), {"message_id": message_id, "state": state, "error": error}
+    )
+
+
+def mark_sent(conn: psycopg.Connection[Any], m: Row, ts: str | None, channel: str) -> None:
+    """A delivered message; a delivered top-level post becomes its alert's parent."""
+    conn.execute(sql("outbox_sent"), {"message_id": m["message_id"], "ts": ts})
+    if m["kind"] == "post" and m["alert_id"] is not None:
+        conn.execute(
+            sql("alert_parent_posted"), {"alert_id": m["alert_id"], "ts": ts, "channel": channel}
+        )
+
+
+# ---------------------------------------------------------------- events
+def insert_event(
+    conn: psycopg.Connection[Any],
+    *,
+    time: dt.datetime,
+    kind: str,
+    benchmark: str | None,
+    branch: str | None,
+    variant: str | None,
+    text: str,
+    tags: list[str],
+    details: dict[str, Any],
+    dedup_key: str | None,
+) -> None:
+    """An annotation / known break; its dedup key keeps re-runs from adding it twice."""
+    conn.execute(
+        sql("insert_event"),
+        {
+            "time": time,
+            "kind": kind,
+            "benchmark": benchmark,
+            "branch": branch,
+            "variant": variant,
+            "text": text,
+            "tags": tags,
+            "details": Jsonb(details),
+            "dedup_key": dedup_key,
+        },
+    )
+
+
+def clip_audio_uris(
+    conn: psycopg.Connection[Any], run_id: int, utt_ids: list[str]
+) -> dict[str, str]:
+    rows = conn.execute(sql("clip_audio_uris"), {"run_id": run_id, "utt_ids": utt_ids})
+    return {r["utt_id"]: r["audio_uri"] for r in rows}
+
+
+def unannotated_events(conn: psycopg.Connection[Any]) -> list[Row]:
+    """Events not yet pushed to Grafana as annotations, oldest first."""
+    return conn.execute(sql("unannotated_events")).fetchall()
+
+
+def set_annotation_id(conn: psycopg.Connection[Any], event_id: int, annotation_id: Any) -> None:
+    conn.execute(sql("set_annotation_id"), {"event_id": event_id, "annotation_id": annotation_id})
+
+
+def overview(conn: psycopg.Connection[Any]) -> list[Row]:
+    """Every alert, open first, with its triage status and message counts."""
+    return conn.execute(sql("alerts_overview")).fetchall()
+
+
+def sent_messages(conn: psycopg.Connection[Any]) -> list[Row]:
+    return conn.execute(sql("sent_messages")).fetchall()

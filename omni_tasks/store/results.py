@@ -1,0 +1,77 @@
+"""Computed results in the results DB: run statistics and paired comparisons (one row each,
+keyed so a recomputation overwrites), and the series the trend reads."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.store.db import one
+from omni_tasks.store.queries import sql
+
+Row = dict[str, Any]
+
+# run_stats columns the dashboards read directly (the whole object is kept in `stats`).
+STATS_COLUMNS = (
+    "n_expected",
+    "n_scored",
+    "n_failed",
+    "n_infra",
+    "coverage",
+    "mean_wer",
+    "median_wer",
+    "capped_mean_wer",
+    "tail_fraction",
+)
+
+
+def upsert_run_stats(
+    conn: psycopg.Connection[Any],
+    grading_id: int,
+    tau: float,
+    policy_version: str,
+    stats: dict[str, Any],
+) -> None:
+    ci = stats.get("tail_fraction_ci") or [None, None]
+    conn.execute(
+        sql("upsert_run_stats"),
+        {
+            "grading_id": grading_id,
+            "tau": tau,
+            "policy_version": policy_version,
+            **{k: stats[k] for k in STATS_COLUMNS},
+            "tail_ci_low": ci[0],
+            "tail_ci_high": ci[1],
+            "stats": Jsonb(stats),
+        },
+    )
+
+
+def upsert_comparison(
+    conn: psycopg.Connection[Any], columns: dict[str, Any], result: dict[str, Any]
+) -> int:
+    """The comparison row (its columns, and the whole result kept as JSON); its id."""
+    row = one(conn.execute(sql("upsert_comparison"), {**columns, "result": Jsonb(result)}))
+    return int(row["comparison_id"])
+
+
+def nightly_runs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
+    """A night's runs with their latest complete grading, as the gate pairs them."""
+    args = {"benchmark": benchmark, "nightly": nightly}
+    return [dict(r) for r in conn.execute(sql("nightly_runs"), args)]
+
+
+def series(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> list[Row]:
+    """A trend series: `nightly_series` (stored statistics) or `official_series` (the
+    harness's own figure, summary-only nights included)."""
+    if name not in ("nightly_series", "official_series"):
+        raise ValueError(f"unknown series {name!r}")
+    return [dict(r) for r in conn.execute(sql(name), key)]
+
+
+def known_breaks(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[dt.date]:
+    """Nights where the stack, grader or config changed (the trend does not call them shifts)."""
+    return [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]

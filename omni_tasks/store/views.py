@@ -1,0 +1,64 @@
+"""Reads of the dashboard views (sql/migrations/0002, 0005-0007) for the HTML report, the demo
+and the CLI: the same figures Grafana shows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import psycopg
+
+from omni_tasks.store.queries import sql
+
+Row = dict[str, Any]
+
+
+def _rows(conn: psycopg.Connection[Any], name: str, **args: Any) -> list[Row]:
+    return [dict(r) for r in conn.execute(sql(name), args)]
+
+
+def gate_history(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
+    return _rows(conn, "gate_history_of_night", benchmark=benchmark, nightly=nightly)
+
+
+def nightly_trend(
+    conn: psycopg.Connection[Any], benchmark: str, tau: float, first: dt.date, last: dt.date
+) -> list[Row]:
+    return _rows(
+        conn, "nightly_trend_between", benchmark=benchmark, tau=tau, first=first, last=last
+    )
+
+
+def failure_modes(
+    conn: psycopg.Connection[Any], benchmark: str, tau: float, nightly: dt.date
+) -> list[Row]:
+    return _rows(conn, "failure_modes_of_night", benchmark=benchmark, tau=tau, nightly=nightly)
+
+
+def night_simulated(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> bool:
+    return bool(_rows(conn, "night_simulated", benchmark=benchmark, nightly=nightly)[0]["s"])
+
+
+def official(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
+    return _rows(conn, "official_of_night", benchmark=benchmark, nightly=nightly)
+
+
+def item_scores(
+    conn: psycopg.Connection[Any], benchmark: str, tau: float, nightly: dt.date
+) -> list[Row]:
+    return _rows(conn, "item_scores_of_night", benchmark=benchmark, tau=tau, nightly=nightly)
+
+
+def regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
+    return _rows(conn, "regressed_clips", comparison_id=comparison_id)
+
+
+def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
+    return _rows(conn, "paired_clip_wers", comparison_id=comparison_id)
+
+
+def latest_night(conn: psycopg.Connection[Any], benchmark: str, *, decided: bool) -> dt.date | None:
+    """The latest night with runs stored, or (decided) with gate decisions."""
+    name = "latest_decision_night" if decided else "latest_run_night"
+    night: dt.date | None = _rows(conn, name, benchmark=benchmark)[0]["n"]
+    return night

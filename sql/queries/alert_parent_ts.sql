@@ -1,0 +1,1 @@
+SELECT parent_ts FROM omni.alert WHERE alert_id = %(alert_id)s

@@ -1,0 +1,1 @@
+SELECT version, checksum FROM public.omni_schema_migrations

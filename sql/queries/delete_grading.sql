@@ -1,0 +1,1 @@
+DELETE FROM omni.grading WHERE grading_id = %(grading_id)s

@@ -1,0 +1,1 @@
+DELETE FROM omni.run WHERE run_id = %(run_id)s

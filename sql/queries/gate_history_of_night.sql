@@ -1,0 +1,3 @@
+SELECT * FROM omni.v_gate_history
+WHERE benchmark = %(benchmark)s AND nightly = %(nightly)s
+ORDER BY candidate_branch, variant

@@ -1,0 +1,1 @@
+SELECT max(nightly) AS n FROM omni.gate_decision WHERE benchmark = %(benchmark)s

@@ -1,0 +1,1 @@
+SELECT max(nightly) AS n FROM omni.run WHERE benchmark = %(benchmark)s

@@ -1,0 +1,2 @@
+-- One migrator at a time.
+SELECT pg_advisory_xact_lock(%(lock_id)s)

@@ -1,0 +1,1 @@
+SELECT count(*) AS n FROM omni.alert_outbox WHERE state <> 'sent'

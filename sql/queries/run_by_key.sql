@@ -1,0 +1,1 @@
+SELECT * FROM omni.run WHERE run_key = %(run_key)s
