@@ -68,7 +68,7 @@ def main() -> None:
                 raw_copy(conn, f"floor{i}", a.clips, a.grades)
             floor = time.perf_counter() - t0
     total = sum(stages.values())
-    verdict = out.decisions[0]["verdict"] if out.decisions else "n/a"
+    verdict = out.decisions[0].verdict if out.decisions else "n/a"
     print(f"nightly platform overhead, 2 branches × 1088 clips (verdict {verdict})")
     for name, s in stages.items():
         print(f"  {name:38} {s:7.3f} s")

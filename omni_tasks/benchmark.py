@@ -388,5 +388,5 @@ def _outcome(
         failure = f"{n} of {len(clips)} clips: {reason}"
     return BenchOutcome(
         key, run["status"], synthesized, statuses, grader_id, grading_id,
-        stats["tail_fraction"], stats["mean_wer"], run["n_expected"], simulated, failure,
+        stats.tail_fraction, stats.mean_wer, run["n_expected"], simulated, failure,
     )  # fmt: skip

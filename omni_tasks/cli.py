@@ -11,13 +11,14 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Column, Table
 
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import Contract
 from omni_tasks.formatting import pct_ci, pts_ci
 
 app = typer.Typer(
@@ -44,6 +45,7 @@ app.add_typer(runs_app, name="runs")
 benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_is_help=True)
 app.add_typer(benchmarks_app, name="benchmarks")
 
+Result = TypeVar("Result", bound=Contract)
 TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 
 # Options shared by several commands.
@@ -876,8 +878,8 @@ def _policy() -> Any:
 
 
 def _compute_and_show(
-    compute: Callable[[Any], dict[str, Any]],
-    show: Callable[[Console, dict[str, Any]], None],
+    compute: Callable[[Any], Result],
+    show: Callable[[Console, Result], None],
     as_json: bool,
 ) -> None:
     """Run `compute` on the results DB; print JSON or the human rendering."""
@@ -890,7 +892,7 @@ def _compute_and_show(
         except RunNotFoundError as exc:
             fail(str(exc))
     if as_json:
-        _json_out(result)
+        _json_out(result.to_json())
     else:
         show(console, result)
 
@@ -909,14 +911,14 @@ def stats_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
-    from omni_tasks.jobs.statistics import run_stats_for_key
+    from omni_tasks.jobs.statistics import compute_stats_for_key
     from omni_tasks.report_text import print_stats
 
     policy = _policy()
     tau = _tau(policy, tail_threshold)
     (run_key,) = _keys(run_key)
     _compute_and_show(
-        lambda conn: run_stats_for_key(conn, run_key, tau, policy, grader),
+        lambda conn: compute_stats_for_key(conn, run_key, tau, policy, grader),
         print_stats,
         as_json,
     )
@@ -1009,9 +1011,9 @@ def gate_cmd(
             expect=tuple(expect or ()),
         )
         decisions = outcome.decisions
-    matched = [d for d in decisions if d["verdict"].lower() in wanted]
+    matched = [d for d in decisions if d.verdict.lower() in wanted]
     if as_json:
-        _json_out(decisions)
+        _json_out([d.to_json() for d in decisions])
     else:
         from omni_tasks.report_text import print_gate
 
@@ -1021,7 +1023,7 @@ def gate_cmd(
                 f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
             )
     if matched:
-        names = ", ".join(f"{d['candidate']} {d['verdict']}" for d in matched)
+        names = ", ".join(f"{d.candidate} {d.verdict}" for d in matched)
         err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
         raise typer.Exit(3)
 

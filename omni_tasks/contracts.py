@@ -59,7 +59,9 @@ def from_json(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**{k: _from_json(hints[k], v) for k, v in data.items() if k in names})
 
 
-class _Json:
+class Contract:
+    """A typed result with one JSON spelling."""
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = _to_json(self)
         return out
@@ -70,13 +72,13 @@ class _Json:
 
 
 @dataclass(frozen=True)
-class ModeShare(_Json):
+class ModeShare(Contract):
     clips: int
     error_share: float
 
 
 @dataclass(frozen=True)
-class LabelCell(_Json):
+class LabelCell(Contract):
     """Items with one breakdown label (a task, a category): how many, how many right."""
 
     correct: int
@@ -85,7 +87,7 @@ class LabelCell(_Json):
 
 
 @dataclass(frozen=True)
-class RunStats(_Json):
+class RunStats(Contract):
     """One grading's statistics at a tail threshold (analysis/run_stats.py computes them).
     WER figures are None for a benchmark not scored by WER; `accuracy` is None for one that is."""
 
@@ -136,7 +138,7 @@ class RunStats(_Json):
 
 
 @dataclass(frozen=True)
-class SummaryOnlyStats(_Json):
+class SummaryOnlyStats(Contract):
     """A summary-only import (no per-item rows): its official figures, as reported."""
 
     run_key: str
@@ -148,7 +150,7 @@ class SummaryOnlyStats(_Json):
 
 
 @dataclass(frozen=True)
-class RegressedItem(_Json):
+class RegressedItem(Contract):
     """An item fine in the baseline and broken in the candidate, for alerts and the report."""
 
     utt_id: str
@@ -161,7 +163,7 @@ class RegressedItem(_Json):
 
 
 @dataclass(frozen=True)
-class Comparison(_Json):
+class Comparison(Contract):
     """A paired A/B of two gradings at one tau, with its single-comparison verdict."""
 
     tau: float
@@ -194,7 +196,7 @@ class Comparison(_Json):
 
 
 @dataclass(frozen=True)
-class Decision(_Json):
+class Decision(Contract):
     """A night's gate decision for one candidate branch x variant against the baseline."""
 
     benchmark: str

@@ -208,8 +208,8 @@ def decide(context: dict[str, Any], run_keys: list[str]) -> str:
             expect=tuple(params.branches),
         )  # fmt: skip
     for d in out.decisions:
-        log.info("%s vs %s (%s): %s%s", d["candidate"], d["baseline"], d["variant"],
-                 d["verdict"], " confirmed" if d["confirmed"] else "")  # fmt: skip
+        confirmed = " confirmed" if d.confirmed else ""
+        log.info("%s vs %s (%s): %s%s", d.candidate, d.baseline, d.variant, d.verdict, confirmed)
     return night.isoformat()
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from omni_tasks.contracts import Comparison, Decision, LabelCell, RunStats, SummaryOnlyStats
 from omni_tasks.formatting import pct, pct_ci, pts_ci
 
 VERDICT_STYLE = {
@@ -23,14 +23,14 @@ def _f(v: float | None, fmt: str = ".4f") -> str:
     return "—" if v is None else format(v, fmt)
 
 
-def _tail(s: dict[str, Any]) -> str:
-    if s.get("tail_fraction") is None:
+def _tail(s: RunStats) -> str:
+    if s.tail_fraction is None:
         return "—"
-    return f"{pct_ci(s['tail_fraction'], s['tail_fraction_ci'])} ({s['n_broken']} clips)"
+    return f"{pct_ci(s.tail_fraction, s.tail_fraction_ci)} ({s.n_broken} clips)"
 
 
-def _official(s: dict[str, Any]) -> str:
-    o = s.get("official") or {}
+def _official(s: RunStats | SummaryOnlyStats) -> str:
+    o = s.official
     if not o:
         return "n/a"
     if "seed_tts_content_error_mean" not in o:  # another benchmark's figures, as named upstream
@@ -43,151 +43,136 @@ def _official(s: dict[str, Any]) -> str:
     )
 
 
-def _choice_rows(table: Table, sides: list[dict[str, Any]]) -> None:
+def _counts(s: RunStats) -> str:
+    return f"{s.n_scored} / {s.n_failed} / {s.n_infra} of {s.n_expected}"
+
+
+def _choice_rows(table: Table, sides: list[RunStats]) -> None:
     """A multiple-choice run: accuracy and wrong answers, per breakdown label (no WER)."""
     rows = [
-        (
-            "answered / failed / infra",
-            lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
-        ),
-        ("coverage", lambda s: pct(s["coverage"])),
-        ("accuracy (answered)", lambda s: pct(s["accuracy"])),
+        ("answered / failed / infra", _counts),
+        ("coverage", lambda s: pct(s.coverage)),
+        ("accuracy (answered)", lambda s: pct(s.accuracy)),
         ("wrong answers [95 % Wilson]", _tail),
         ("official (upstream's rules)", _official),
     ]
     for label, fn in rows:
         table.add_row(label, *[fn(s) for s in sides])
-    for dim, cells in (sides[0].get("breakdown") or {}).items():
+    for dim, cells in sides[0].breakdown.items():
         for name in sorted(cells):
             table.add_row(
-                f"  {dim} {name}",
-                *[_cell((s.get("breakdown") or {}).get(dim, {}).get(name)) for s in sides],
+                f"  {dim} {name}", *[_cell(s.breakdown.get(dim, {}).get(name)) for s in sides]
             )
 
 
-def _cell(cell: dict[str, Any] | None) -> str:
-    if not cell:
+def _cell(cell: LabelCell | None) -> str:
+    if cell is None:
         return "—"
-    return f"{cell['correct']}/{cell['total']} = {pct(cell['accuracy'])}"
+    return f"{cell.correct}/{cell.total} = {pct(cell.accuracy)}"
 
 
-def _stats_rows(table: Table, sides: list[dict[str, Any]]) -> None:
-    if any(s.get("accuracy") is not None for s in sides):
+def _split(s: RunStats | None) -> str:
+    if s is None:
+        return "—"
+    return f"{_f(s.capped_mean_wer, '.3f')} / {pct(s.tail_fraction)}"
+
+
+def _stats_rows(table: Table, sides: list[RunStats]) -> None:
+    if any(s.accuracy is not None for s in sides):
         _choice_rows(table, sides)
         return
     rows = [
-        (
-            "clips scored / failed / infra",
-            lambda s: f"{s['n_scored']} / {s['n_failed']} / {s['n_infra']} of {s['n_expected']}",
-        ),
-        ("coverage", lambda s: pct(s["coverage"])),
-        ("mean WER (uncapped; empty transcript = 1)", lambda s: _f(s["mean_wer"])),
-        ("median WER", lambda s: _f(s["median_wer"])),
+        ("clips scored / failed / infra", _counts),
+        ("coverage", lambda s: pct(s.coverage)),
+        ("mean WER (uncapped; empty transcript = 1)", lambda s: _f(s.mean_wer)),
+        ("median WER", lambda s: _f(s.median_wer)),
         ("harness mean WER (official: graded clips only)", _official),
-        ("capped mean WER", lambda s: _f(s["capped_mean_wer"])),
-        (f"tail fraction (WER > {sides[0]['tau']}) [95 % Wilson]", _tail),
-        ("runaway clips (WER > 1)", lambda s: str(s["n_runaway"])),
-        ("top-10 share of error", lambda s: pct(s["top10_error_share"])),
+        ("capped mean WER", lambda s: _f(s.capped_mean_wer)),
+        (f"tail fraction (WER > {sides[0].tau}) [95 % Wilson]", _tail),
+        ("runaway clips (WER > 1)", lambda s: str(s.n_runaway)),
+        ("top-10 share of error", lambda s: pct(s.top10_error_share)),
     ]
     for label, fn in rows:
         table.add_row(label, *[fn(s) for s in sides])
-    for name, label in (("sim", "speaker similarity (mean; not gated)"),
-                        ("utmos", "UTMOS (mean; not gated)")):  # fmt: skip
-        if any(s.get(f"{name}_mean") is not None for s in sides):
-            table.add_row(label, *[_f(s.get(f"{name}_mean")) for s in sides])
-    for mode in sides[0]["failure_modes"]:
+    if any(s.sim_mean is not None for s in sides):
+        table.add_row("speaker similarity (mean; not gated)", *[_f(s.sim_mean) for s in sides])
+    if any(s.utmos_mean is not None for s in sides):
+        table.add_row("UTMOS (mean; not gated)", *[_f(s.utmos_mean) for s in sides])
+    for mode in sides[0].failure_modes:
         table.add_row(
             f"  {mode.replace('_', '-')} (clips / error share)",
             *[
-                f"{s['failure_modes'][mode]['clips']} / "
-                f"{pct(s['failure_modes'][mode]['error_share'])}"
+                f"{s.failure_modes[mode].clips} / {pct(s.failure_modes[mode].error_share)}"
                 for s in sides
             ],
         )
-    for origin in sides[0]["origins"]:
-        table.add_row(f"  origin {origin}", *[str(s["origins"][origin]) for s in sides])
+    for origin in sides[0].origins:
+        table.add_row(f"  origin {origin}", *[str(s.origins[origin]) for s in sides])
     table.add_row(
         "  task-text leak / answered question",
-        *[f"{s['task_leak_clips']} / {s['answered_clips']}" for s in sides],
+        *[f"{s.task_leak_clips} / {s.answered_clips}" for s in sides],
     )
-    table.add_row(
-        "questions: capped mean / tail",
-        *[
-            f"{_f(s['questions']['capped_mean_wer'], '.3f')} / "
-            f"{pct(s['questions']['tail_fraction'])}"
-            for s in sides
-        ],
-    )
-    table.add_row(
-        "statements: capped mean / tail",
-        *[
-            f"{_f(s['statements']['capped_mean_wer'], '.3f')} / "
-            f"{pct(s['statements']['tail_fraction'])}"
-            for s in sides
-        ],
-    )
+    table.add_row("questions: capped mean / tail", *[_split(s.questions) for s in sides])
+    table.add_row("statements: capped mean / tail", *[_split(s.statements) for s in sides])
 
 
-def print_stats(console: Console, stats: dict[str, Any]) -> None:
-    if stats.get("summary_only"):
+def print_stats(console: Console, stats: RunStats | SummaryOnlyStats) -> None:
+    if isinstance(stats, SummaryOnlyStats):
         console.print(
-            f"{stats['run_key']} ({stats['branch']}) [bold]summary-only[/]: official "
-            f"{_official(stats)} of {stats['n_expected']} — {stats['note']}",
+            f"{stats.run_key} ({stats.branch}) [bold]summary-only[/]: official "
+            f"{_official(stats)} of {stats.n_expected} — {stats.note}",
             highlight=False,
         )
         return
-    table = Table("statistic", stats["run_key"], title=f"{stats['branch']} · {stats['grader_id']}")
+    table = Table("statistic", stats.run_key or "", title=f"{stats.branch} · {stats.grader_id}")
     _stats_rows(table, [stats])
     console.print(table)
 
 
-def print_comparison(console: Console, res: dict[str, Any]) -> None:
-    b, c = res["baseline"], res["candidate"]
+def print_comparison(console: Console, res: Comparison) -> None:
+    b, c = res.baseline, res.candidate
     table = Table(
         "statistic",
-        f"baseline {b['branch']}",
-        f"candidate {c['branch']}",
-        title=f"{b['run_key']}  vs  {c['run_key']}",
+        f"baseline {b.branch}",
+        f"candidate {c.branch}",
+        title=f"{b.run_key}  vs  {c.run_key}",
     )
     _stats_rows(table, [b, c])
     console.print(table)
     console.print(
-        f"paired over {res['n_paired']} clips: stable-broken {res['stable_broken']}, "
-        f"[red]regressed {res['regressed']}[/], [green]improved {res['improved']}[/], "
-        f"stable-fine {res['stable_ok']}",
+        f"paired over {res.n_paired} clips: stable-broken {res.stable_broken}, "
+        f"[red]regressed {res.regressed}[/], [green]improved {res.improved}[/], "
+        f"stable-fine {res.stable_ok}",
         highlight=False,
     )
     console.print(
-        f"exact McNemar p_regress = {res['mcnemar_p']:.3g}, p_improve = "
-        f"{res['mcnemar_p_improve']:.3g}; Δ tail "
-        f"{pts_ci(res['delta_tail_fraction'], res['delta_tail_fraction_ci'])} (Newcombe); "
-        f"Δ capped mean "
-        f"{_f(res['delta_capped_mean_wer'], '+.4f')}",
+        f"exact McNemar p_regress = {res.mcnemar_p:.3g}, p_improve = "
+        f"{res.mcnemar_p_improve:.3g}; Δ tail "
+        f"{pts_ci(res.delta_tail_fraction, res.delta_tail_fraction_ci)} (Newcombe); "
+        f"Δ capped mean {_f(res.delta_capped_mean_wer, '+.4f')}",
         highlight=False,
     )
-    style = VERDICT_STYLE.get(res["verdict"], "")
+    style = VERDICT_STYLE.get(res.verdict, "")
     console.print(
-        f"verdict: [{style}]{res['verdict']}[/] — " + "; ".join(res["reasons"]), highlight=False
+        f"verdict: [{style}]{res.verdict}[/] — " + "; ".join(res.reasons), highlight=False
     )
-    for w in res["warnings"]:
+    for w in res.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    if res["top_regressed"] and res["candidate"].get("accuracy") is not None:
+    if res.top_regressed and res.candidate.accuracy is not None:
         top = Table(
             "question", "gold", "answered (candidate)", "baseline answered", title="regressed"
         )
-        for q in res["top_regressed"]:
-            top.add_row(q["utt_id"], q["reference"], q["heard"] or "—", q["baseline_heard"] or "—")
+        for q in res.top_regressed:
+            top.add_row(q.utt_id, q.reference, q.heard or "—", q.baseline_heard or "—")
         console.print(top)
-    elif res["top_regressed"]:
+    elif res.top_regressed:
         top = Table("clip", "reference", "heard (candidate)", "WER", title="worst regressed clips")
-        for clip in res["top_regressed"]:
-            top.add_row(
-                clip["utt_id"], clip["reference"], (clip["heard"] or "")[:160], f"{clip['wer']:.2f}"
-            )
+        for item in res.top_regressed:
+            top.add_row(item.utt_id, item.reference, (item.heard or "")[:160], f"{item.wer:.2f}")
         console.print(top)
 
 
-def print_gate(console: Console, nightly: dt.date, decisions: list[dict[str, Any]]) -> None:
+def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) -> None:
     table = Table(
         "candidate",
         "baseline",
@@ -200,20 +185,19 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[dict[str, Any
         title=f"gate · nightly {nightly}",
     )
     for d in decisions:
-        style = VERDICT_STYLE.get(d["verdict"], "")
+        style = VERDICT_STYLE.get(d.verdict, "")
+        infra = d.verdict == "INFRA"
         table.add_row(
-            d["candidate"],
-            d["baseline"],
-            d["variant"],
-            f"[{style}]{d['verdict']}[/]",
-            "yes" if d["confirmed"] else "no",
-            "—"
-            if d["verdict"] == "INFRA"
-            else pts_ci(d["delta_tail_fraction"], d["delta_tail_fraction_ci"]),
-            "—" if d["verdict"] == "INFRA" else f"{d['regressed']}:{d['improved']}",
-            _f(d["mcnemar_p_holm"], ".2g"),
+            d.candidate,
+            d.baseline,
+            d.variant,
+            f"[{style}]{d.verdict}[/]",
+            "yes" if d.confirmed else "no",
+            "—" if infra else pts_ci(d.delta_tail_fraction, d.delta_tail_fraction_ci),
+            "—" if infra else f"{d.regressed}:{d.improved}",
+            _f(d.mcnemar_p_holm, ".2g"),
         )
     console.print(table)
     for d in decisions:
-        for r in d["reasons"]:
-            console.print(f"  {d['candidate']}/{d['variant']}: {r}", highlight=False)
+        for r in d.reasons:
+            console.print(f"  {d.candidate}/{d.variant}: {r}", highlight=False)

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from omni_tasks.contracts import Comparison, RunStats
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 
 MAX_BLOCKS = 50
@@ -42,7 +43,7 @@ class AlertContext:
     verdict: str
     confirmed: bool
     tau: float
-    comparison: dict[str, Any]
+    comparison: Comparison | None
     p_holm: float | None = None
     links: dict[str, str] = field(default_factory=dict)
     broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
@@ -97,10 +98,9 @@ def _wer(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _tail(stats: dict[str, Any]) -> str:
-    ci = stats.get("tail_fraction_ci") or [None, None]
-    n = (stats.get("n_scored") or 0) + (stats.get("n_failed") or 0)
-    return f"{pct_ci(stats.get('tail_fraction'), ci)} n={n}"
+def _tail(stats: RunStats) -> str:
+    n = stats.n_scored + stats.n_failed
+    return f"{pct_ci(stats.tail_fraction, stats.tail_fraction_ci)} n={n}"
 
 
 def headline(ctx: AlertContext) -> str:
@@ -113,21 +113,21 @@ def headline(ctx: AlertContext) -> str:
 
 def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
     c = ctx.comparison
-    ci = c.get("delta_tail_fraction_ci") or [None, None]
-    base, cand = c.get("baseline", {}), c.get("candidate", {})
+    if c is None:
+        return [_section("No paired comparison stored for this decision.")]
     head = "*Wrong answers*" if ctx.multiple_choice else f"*Tail fraction* ({ctx.broken})"
     tail = (
-        f"{head}: {escape(ctx.baseline)} {_tail(base)} → "
-        f"{escape(ctx.candidate)} {_tail(cand)}\n"
-        f"*Δ tail* {pts_ci(c.get('delta_tail_fraction'), ci)}"
+        f"{head}: {escape(ctx.baseline)} {_tail(c.baseline)} → "
+        f"{escape(ctx.candidate)} {_tail(c.candidate)}\n"
+        f"*Δ tail* {pts_ci(c.delta_tail_fraction, c.delta_tail_fraction_ci)}"
     )
     paired = (
-        f"*Paired* (n={c.get('n_paired')}): regressed {c.get('regressed')} : improved "
-        f"{c.get('improved')}, stable-broken {c.get('stable_broken')}; exact McNemar "
-        f"p={_p(c.get('mcnemar_p'))}, Holm p={_p(ctx.p_holm)}"
+        f"*Paired* (n={c.n_paired}): regressed {c.regressed} : improved "
+        f"{c.improved}, stable-broken {c.stable_broken}; exact McNemar "
+        f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
     out = [_section(tail), _section(paired)]
-    shifts = _shifts(c.get("mode_shift") or {})
+    shifts = _shifts(c.mode_shift)
     if shifts:
         out.append(_section("\n".join(shifts)))
     return out
@@ -158,28 +158,29 @@ def _shifts(shift: dict[str, dict[str, int]]) -> list[str]:
 
 
 def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
-    top = (ctx.comparison.get("top_regressed") or [])[:TOP_CLIPS]
+    c = ctx.comparison
+    top = [] if c is None else c.top_regressed[:TOP_CLIPS]
     if not top:
         return []
     noun = "questions" if ctx.multiple_choice else "clips"
-    blocks = [_section(f"*Worst regressed {noun}* (of {ctx.comparison.get('regressed')})")]
+    blocks = [_section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
     for t in top:
         if ctx.multiple_choice:
             blocks.append(
                 _section(
-                    f"`{escape(clip(str(t.get('utt_id')), 80))}` answered "
-                    f"{escape(clip(str(t.get('heard') or '(none)'), 16))}, gold "
-                    f"{escape(clip(str(t.get('reference') or ''), 16))} (baseline answered "
-                    f"{escape(clip(str(t.get('baseline_heard') or '(none)'), 16))})"
+                    f"`{escape(clip(t.utt_id, 80))}` answered "
+                    f"{escape(clip(t.heard or '(none)', 16))}, gold "
+                    f"{escape(clip(t.reference, 16))} (baseline answered "
+                    f"{escape(clip(t.baseline_heard or '(none)', 16))})"
                 )
             )
             continue
-        wer = t.get("wer")
+        wer = t.wer
         blocks.append(
             _section(
-                f"`{escape(clip(str(t.get('utt_id')), 80))}` WER {_wer(wer)}\n"
-                f"> reference: {escape(clip(str(t.get('reference') or ''), CLIP_TEXT))}\n"
-                f"> heard: {escape(clip(str(t.get('heard') or '(nothing)'), CLIP_TEXT))}"
+                f"`{escape(clip(t.utt_id, 80))}` WER {_wer(wer)}\n"
+                f"> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
+                f"> heard: {escape(clip(t.heard or '(nothing)', CLIP_TEXT))}"
             )
         )
     return blocks
@@ -227,9 +228,9 @@ def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
 def regression_still(ctx: AlertContext) -> Message:
     c = ctx.comparison
     text = (
-        f"{ctx.nightly}: still REGRESSED — Δ tail {pts(c.get('delta_tail_fraction'))}, "
-        f"regressed {c.get('regressed')} : improved {c.get('improved')}, "
-        f"p={_p(c.get('mcnemar_p'))}"
+        f"{ctx.nightly}: still REGRESSED — Δ tail {pts(c.delta_tail_fraction if c else None)}, "
+        f"regressed {c.regressed if c else 'n/a'} : improved {c.improved if c else 'n/a'}, "
+        f"p={_p(c.mcnemar_p if c else None)}"
     )
     return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text)), *_links(ctx.links)])
 

@@ -26,6 +26,7 @@ from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import Comparison
 from omni_tasks.links import dashboard_path, report_url
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store import alerts as store
@@ -92,7 +93,7 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
         verdict=d["verdict"],
         confirmed=d["confirmed"],
         tau=tau,
-        comparison=d["comparison"] or {},
+        comparison=Comparison.from_json(d["comparison"]) if d["comparison"] else None,
         p_holm=d["mcnemar_p_holm"],
         links=links_for(d),
         broken_label=bench.broken_label(tau),
@@ -100,8 +101,10 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
     )
 
 
-def _top_audio(conn: psycopg.Connection[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
-    utts = [t["utt_id"] for t in (d["comparison"] or {}).get("top_regressed", [])]
+def _top_audio(
+    conn: psycopg.Connection[Any], d: dict[str, Any], comparison: Comparison | None
+) -> list[dict[str, Any]]:
+    utts = [t.utt_id for t in comparison.top_regressed] if comparison else []
     if not utts or d.get("candidate_run_id") is None:
         return []
     by_id = store.clip_audio_uris(conn, d["candidate_run_id"], utts)
@@ -159,7 +162,7 @@ def _regression(
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
         enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
-        for clip in _top_audio(conn, d):
+        for clip in _top_audio(conn, d, ctx.comparison):
             enqueue(conn, f"{key}|{night}|audio|{clip['utt_id']}", alert_id, "upload",
                     {"op": "upload", "file": clip["audio_uri"],
                      "title": f"{clip['utt_id']} ({d['candidate_branch']}, {night})"})  # fmt: skip

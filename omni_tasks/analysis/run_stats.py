@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,6 +11,7 @@ from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer
 from omni_tasks.analysis.failure_modes import MODES, ORIGINS, diagnose
 from omni_tasks.analysis.intervals import wilson
 from omni_tasks.analysis.official import finite_mean, official_summary
+from omni_tasks.contracts import LabelCell, ModeShare, RunStats
 from omni_tasks.records import ClipRecord
 
 LONG_AUDIO_SECONDS = 20.0
@@ -23,19 +25,20 @@ def run_stats(
     tau: float,
     n_expected: int | None = None,
     official: Official = official_summary,
-) -> dict[str, Any]:
+) -> RunStats:
     """Statistics of one grading. ``n_expected`` above the number of clip rows counts the
     missing clips as infra (never silently dropped). ``official``: the benchmark's own summary,
     by its upstream's rules (seed-TTS's by default)."""
-    out = _stats(clips, tau, n_expected, official)
-    out["questions"] = _stats([c for c in clips if c.is_question], tau, None, official)
-    out["statements"] = _stats([c for c in clips if not c.is_question], tau, None, official)
-    return out
+    return dataclasses.replace(
+        _stats(clips, tau, n_expected, official),
+        questions=_stats([c for c in clips if c.is_question], tau, None, official),
+        statements=_stats([c for c in clips if not c.is_question], tau, None, official),
+    )
 
 
 def _stats(
     clips: Sequence[ClipRecord], tau: float, n_expected: int | None, official: Official
-) -> dict[str, Any]:
+) -> RunStats:
     expected = len(clips) if n_expected is None else max(n_expected, len(clips))
     kinds = [count_of(c) for c in clips]
     scored = [c for c, k in zip(clips, kinds, strict=True) if k == "scored"]
@@ -59,7 +62,8 @@ def _stats(
     with_counts = [c for c in scored if c.ref_words and is_wer_scored(c)]
     corpus_ref = sum(c.ref_words or 0 for c in with_counts)
 
-    modes: dict[str, dict[str, float]] = {m: {"clips": 0, "error_share": 0.0} for m in MODES}
+    mode_clips: dict[str, int] = dict.fromkeys(MODES, 0)
+    mode_share: dict[str, float] = dict.fromkeys(MODES, 0.0)
     origins: dict[str, int] = dict.fromkeys(ORIGINS, 0)
     n_leak = n_answered = 0
     for c in broken:
@@ -67,80 +71,75 @@ def _stats(
             continue
         d = diagnose(c, tau)
         assert d is not None
-        modes[d.mode]["clips"] += 1
-        modes[d.mode]["error_share"] += error_of(c) / scale / total_error if total_error else 0.0
+        mode_clips[d.mode] += 1
+        mode_share[d.mode] += error_of(c) / scale / total_error if total_error else 0.0
         origins[d.origin] += 1
         n_leak += d.task_leak
         n_answered += d.answered
 
     audio = [c.audio_seconds for c in clips if c.audio_seconds is not None]
-    return {
-        "tau": tau,
-        "n_expected": expected,
-        "n_scored": n_scored,
-        "n_failed": n_failed,
-        "n_infra": n_infra,
-        "coverage": (n_scored + n_failed) / expected if expected else 0.0,
-        "mean_wer": finite_mean(uncapped) if uncapped else None,
-        "median_wer": _median(uncapped) if uncapped else None,
-        "capped_mean_wer": finite_mean(capped) if capped else None,
-        "corpus_wer": (
+    return RunStats(
+        tau=tau,
+        n_expected=expected,
+        n_scored=n_scored,
+        n_failed=n_failed,
+        n_infra=n_infra,
+        coverage=(n_scored + n_failed) / expected if expected else 0.0,
+        mean_wer=finite_mean(uncapped) if uncapped else None,
+        median_wer=_median(uncapped) if uncapped else None,
+        capped_mean_wer=finite_mean(capped) if capped else None,
+        corpus_wer=(
             math.fsum(error_of(c) * ((c.ref_words or 0) / corpus_ref) for c in with_counts)
             if corpus_ref
             else None
         ),
-        "n_broken": len(broken),
-        "tail_fraction": len(broken) / n_counted if n_counted else None,
-        "tail_fraction_ci": list(wilson(len(broken), n_counted)) if n_counted else None,
-        "runaway_fraction": len(runaway) / n_counted if n_counted else None,
-        "n_runaway": len(runaway),
-        "top10_error_share": (
+        n_broken=len(broken),
+        tail_fraction=len(broken) / n_counted if n_counted else None,
+        tail_fraction_ci=wilson(len(broken), n_counted) if n_counted else None,
+        runaway_fraction=len(runaway) / n_counted if n_counted else None,
+        n_runaway=len(runaway),
+        top10_error_share=(
             math.fsum(e / scale for e in errors[:10]) / total_error if total_error else 0.0
         ),
-        "runaway_error_share": (
+        runaway_error_share=(
             math.fsum(error_of(c) / scale for c in runaway) / total_error if total_error else 0.0
         ),
-        "failure_modes": modes,
-        "origins": origins,
-        "task_leak_clips": n_leak,
-        "answered_clips": n_answered,
-        "official": official(clips),
-        "audio_seconds": sum(audio),
-        "clips_over_20s": sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
-        "accuracy": (
+        failure_modes={m: ModeShare(mode_clips[m], mode_share[m]) for m in MODES},
+        origins=origins,
+        task_leak_clips=n_leak,
+        answered_clips=n_answered,
+        official=official(clips),
+        audio_seconds=sum(audio),
+        clips_over_20s=sum(1 for s in audio if s > LONG_AUDIO_SECONDS),
+        accuracy=(
             1 - len(broken) / n_counted if n_counted and len(wer_counted) < n_counted else None
         ),
-        "breakdown": breakdown_accuracy(counted, tau),
-        **secondary_means(scored),
-    }
+        breakdown=breakdown_accuracy(counted, tau),
+        sim_mean=secondary_mean(scored, "sim"),
+        utmos_mean=secondary_mean(scored, "utmos"),
+    )
 
 
-SECONDARY = ("sim", "utmos")
-
-
-def secondary_means(clips: Sequence[ClipRecord]) -> dict[str, float | None]:
-    """Mean of each secondary score over the clips that carry it (None when none does)."""
-    out: dict[str, float | None] = {}
-    for name in SECONDARY:
-        values = [v for c in clips if (v := getattr(c, name)) is not None]
-        out[f"{name}_mean"] = finite_mean(values) if values else None
-    return out
+def secondary_mean(clips: Sequence[ClipRecord], name: str) -> float | None:
+    """Mean of a secondary score (sim, utmos) over the clips that carry it."""
+    values = [v for c in clips if (v := getattr(c, name)) is not None]
+    return finite_mean(values) if values else None
 
 
 def breakdown_accuracy(
     counted: Sequence[ClipRecord], tau: float
-) -> dict[str, dict[str, dict[str, float | int]]]:
+) -> dict[str, dict[str, LabelCell]]:
     """Per breakdown dimension and label: correct, total and accuracy (items not broken)."""
-    out: dict[str, dict[str, dict[str, float | int]]] = {}
+    counts: dict[str, dict[str, list[int]]] = {}
     for c in counted:
         for dim, label in (c.breakdown or {}).items():
-            cell = out.setdefault(dim, {}).setdefault(label, {"correct": 0, "total": 0})
-            cell["total"] += 1
-            cell["correct"] += not is_broken(c, tau)
-    for cells in out.values():
-        for cell in cells.values():
-            cell["accuracy"] = cell["correct"] / cell["total"]
-    return out
+            cell = counts.setdefault(dim, {}).setdefault(label, [0, 0])
+            cell[0] += not is_broken(c, tau)
+            cell[1] += 1
+    return {
+        dim: {label: LabelCell(ok, n, ok / n) for label, (ok, n) in cells.items()}
+        for dim, cells in counts.items()
+    }
 
 
 def _median(values: list[float]) -> float:

@@ -24,7 +24,8 @@ from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.jobs.statistics import gate_nightly, run_stats_for_key
+from omni_tasks.contracts import Decision
+from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.names import check_branch, check_name, path_component, require_trusted
 from omni_tasks.store import heads
 
@@ -141,7 +142,7 @@ class NightlyParams(Serving):
 @dataclass(frozen=True)
 class NightDecision:
     nightly: dt.date
-    decisions: list[dict[str, Any]]
+    decisions: list[Decision]
     messages_enqueued: int
 
 
@@ -313,7 +314,7 @@ def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePo
     """Per-run statistics at every τ the policy reports (upserts run_stats)."""
     for key in run_keys:
         for tau in policy.taus:
-            run_stats_for_key(conn, key, tau, policy)
+            compute_stats_for_key(conn, key, tau, policy)
     conn.commit()
     return run_keys
 

@@ -1,5 +1,6 @@
-"""Statistics against the store: load clip records, compute, upsert, return plain dicts.
-The CLI and the DAG tasks call these; all arithmetic lives in the pure modules."""
+"""Statistics against the store: load clip records, compute, store, and return the typed
+contracts (RunStats, Comparison, Decision). The CLI and the DAG tasks call these; all
+arithmetic lives in the pure modules."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.analysis.trend import ChangePoint, change_points
+from omni_tasks.contracts import Comparison, Decision, RegressedItem, RunStats, SummaryOnlyStats
 from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord
 from omni_tasks.store import decisions, results
@@ -48,32 +50,40 @@ def load_graded_run(
     return GradedRun(run, gid, grader, clip_records(conn, gid))
 
 
-def stats_for(
+def compute_stats(
     conn: psycopg.Connection[Any], g: GradedRun, tau: float, policy: GatePolicy
-) -> dict[str, Any]:
+) -> RunStats:
+    """Compute one grading's statistics and store them (overwriting): the nightly's summarize
+    step and `omni-tasks stats`."""
     official = benchmarks.get(g.run["benchmark"]).official_summary
     stats = run_stats(g.clips, tau, g.run["n_expected"], official)
-    results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats)
-    return {
-        "run_key": g.run["run_key"],
-        "branch": g.run["branch"],
-        "grader_id": g.grader_id,
-        **stats,
-    }
+    results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats.to_json())
+    return stats.of(g.run, g.grader_id)
 
 
-def run_stats_for_key(
+def ensure_stats(
+    conn: psycopg.Connection[Any], g: GradedRun, tau: float, policy: GatePolicy
+) -> RunStats:
+    """The statistics stored for this grading, tau and policy; computed (and stored) only when
+    none are, so a night's statistics are computed once and read after that."""
+    stored = results.stored_stats(conn, g.grading_id, tau, policy.policy_version)
+    if stored is None:
+        return compute_stats(conn, g, tau, policy)
+    return RunStats.from_json(stored).of(g.run, g.grader_id)
+
+
+def compute_stats_for_key(
     conn: psycopg.Connection[Any],
     run_key: str,
     tau: float,
     policy: GatePolicy,
     grader_id: str | None = None,
-) -> dict[str, Any]:
+) -> RunStats | SummaryOnlyStats:
     with conn.transaction():
         run = get_run(conn, run_key)
         if run["status"] == "summary_only":
             return summary_only_stats(run)
-        return stats_for(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
+        return compute_stats(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
 
 
 TREND_METRICS = ("tail_fraction", "capped_mean_wer", "official_mean")
@@ -83,17 +93,16 @@ SUMMARY_ONLY_REASON = (
 )
 
 
-def summary_only_stats(run: dict[str, Any]) -> dict[str, Any]:
+def summary_only_stats(run: dict[str, Any]) -> SummaryOnlyStats:
     """A summary-only import as history: its official figures, as the artifact reported them."""
     summary = run.get("summary") or {}
-    return {
-        "run_key": run["run_key"],
-        "branch": run["branch"],
-        "summary_only": True,
-        "n_expected": run["n_expected"],
-        "official": {k: summary.get(k) for k in benchmarks.get(run["benchmark"]).figures},
-        "note": SUMMARY_ONLY_REASON,
-    }
+    return SummaryOnlyStats(
+        run_key=run["run_key"],
+        branch=run["branch"],
+        n_expected=run["n_expected"],
+        official={k: summary.get(k) for k in benchmarks.get(run["benchmark"]).figures},
+        note=SUMMARY_ONLY_REASON,
+    )
 
 
 def compare(
@@ -104,11 +113,11 @@ def compare(
     policy: GatePolicy,
     *,
     force: bool = False,
-) -> dict[str, Any]:
+) -> Comparison:
     """Paired comparison, stored keyed by (baseline, candidate, tau, policy version), with a
     single-comparison verdict (m = 1; the nightly gate applies Holm across the night)."""
-    base_stats = stats_for(conn, baseline, tau, policy)
-    cand_stats = stats_for(conn, candidate, tau, policy)
+    base_stats = ensure_stats(conn, baseline, tau, policy)
+    cand_stats = ensure_stats(conn, candidate, tau, policy)
     comparable, mismatch, warnings = comparability(baseline.meta, candidate.meta)
     table = paired_table(baseline.clips, candidate.clips, tau)
     infra = infra_reasons(baseline, candidate, base_stats, cand_stats, policy)
@@ -130,41 +139,47 @@ def compare(
     base_by_id = {c.utt_id: c for c in baseline.clips}
     cand_by_id = {c.utt_id: c for c in candidate.clips}
     top = [
-        {
-            "utt_id": u,
-            "reference": cand_by_id[u].reference_text,
-            "heard": cand_by_id[u].hypothesis,
-            "wer": error_of(cand_by_id[u]),
-            "baseline_heard": base_by_id[u].hypothesis,
-            "baseline_wer": error_of(base_by_id[u]),
-            "audio_uri": cand_by_id[u].audio_uri,
-        }
+        RegressedItem(
+            utt_id=u,
+            reference=cand_by_id[u].reference_text,
+            heard=cand_by_id[u].hypothesis,
+            wer=error_of(cand_by_id[u]),
+            baseline_heard=base_by_id[u].hypothesis,
+            baseline_wer=error_of(base_by_id[u]),
+            audio_uri=cand_by_id[u].audio_uri,
+        )
         for u in table.regressed_clips[:TOP_REGRESSED]
     ]
-    result: dict[str, Any] = {
-        **{
-            k: v
-            for k, v in table.to_dict().items()
-            if k not in ("regressed_clips", "improved_clips")
-        },
-        "tau": tau,
-        "delta_mean_wer": _diff(cand_stats["mean_wer"], base_stats["mean_wer"]),
-        "verdict": verdict.verdict,
-        "reasons": verdict.reasons,
-        "warnings": warnings,
-        "comparable": comparable,
-        "mde": verdict.mde,
-        "same_margin": verdict.margin,
-        "mode_shift": mode_shift(baseline.clips, candidate.clips, tau),
-        "top_regressed": top,
-        "regressed_clips": table.regressed_clips,
-        "improved_clips": table.improved_clips,
-        "policy_version": policy.policy_version,
-        "baseline": base_stats,
-        "candidate": cand_stats,
-    }
+    result = Comparison(
+        tau=tau,
+        n_paired=table.n_paired,
+        stable_broken=table.stable_broken,
+        regressed=table.regressed,
+        improved=table.improved,
+        stable_ok=table.stable_ok,
+        mcnemar_p=table.mcnemar_p,
+        mcnemar_p_improve=table.mcnemar_p_improve,
+        delta_tail_fraction=table.delta_tail_fraction,
+        delta_tail_fraction_ci=table.delta_tail_fraction_ci,
+        delta_capped_mean_wer=table.delta_capped_mean_wer,
+        delta_capped_mean_wer_ci=table.delta_capped_mean_wer_ci,
+        delta_mean_wer=_diff(cand_stats.mean_wer, base_stats.mean_wer),
+        verdict=verdict.verdict,
+        reasons=verdict.reasons,
+        warnings=warnings,
+        comparable=comparable,
+        mde=verdict.mde,
+        same_margin=verdict.margin,
+        mode_shift=mode_shift(baseline.clips, candidate.clips, tau),
+        top_regressed=top,
+        regressed_clips=table.regressed_clips,
+        improved_clips=table.improved_clips,
+        policy_version=policy.policy_version,
+        baseline=base_stats,
+        candidate=cand_stats,
+    )
     ci = table.delta_tail_fraction_ci
-    result["comparison_id"] = results.upsert_comparison(
+    comparison_id = results.upsert_comparison(
         conn,
         {
             "baseline_grading_id": baseline.grading_id,
@@ -184,9 +199,9 @@ def compare(
             "delta_tail_ci_high": ci[1],
             "delta_capped_mean_wer": table.delta_capped_mean_wer,
         },
-        result,
+        result.to_json(),
     )
-    return result
+    return dataclasses.replace(result, comparison_id=comparison_id)
 
 
 def compare_keys(
@@ -199,7 +214,7 @@ def compare_keys(
     force: bool = False,
     baseline_grader: str | None = None,
     candidate_grader: str | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare two runs, or two gradings of one run (a re-grade against the original)."""
     with conn.transaction():
         return compare(
@@ -215,8 +230,8 @@ def compare_keys(
 def infra_reasons(
     baseline: GradedRun,
     candidate: GradedRun,
-    base_stats: dict[str, Any],
-    cand_stats: dict[str, Any],
+    base_stats: RunStats,
+    cand_stats: RunStats,
     policy: GatePolicy,
 ) -> list[str]:
     return run_infra_reasons("baseline", baseline, base_stats, policy) + run_infra_reasons(
@@ -224,17 +239,15 @@ def infra_reasons(
     )
 
 
-def run_infra_reasons(
-    side: str, g: GradedRun, stats: dict[str, Any], policy: GatePolicy
-) -> list[str]:
+def run_infra_reasons(side: str, g: GradedRun, stats: RunStats, policy: GatePolicy) -> list[str]:
     """Why one run cannot be gated: not complete, or coverage below the floor."""
     reasons = []
     if g.run["status"] != "complete":
         reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete")
-    if stats["coverage"] < policy.coverage_floor:
+    if stats.coverage < policy.coverage_floor:
         reasons.append(
-            f"{side} coverage {pct(stats['coverage'])} below the "
-            f"{pct(policy.coverage_floor, 0)} floor ({stats['n_infra']} infra clips)"
+            f"{side} coverage {pct(stats.coverage)} below the "
+            f"{pct(policy.coverage_floor, 0)} floor ({stats.n_infra} infra clips)"
         )
     return reasons
 
@@ -261,7 +274,7 @@ def gate_nightly(
     benchmark: str,
     baseline_branch: str,
     expect: tuple[str, ...] = (),
-) -> list[dict[str, Any]]:
+) -> list[Decision]:
     """Decide every candidate (branch x variant) of a nightly against the baseline branch,
     store the decisions, and refresh confirmation along each key's series."""
     with conn.transaction():
@@ -289,9 +302,12 @@ def gate_nightly(
         out = []
         for p, ev, v, detail in zip(pairings, evidence, verdicts, details, strict=True):
             out.append(_store_decision(conn, nightly, benchmark, p, ev, v, detail, policy, m))
-        for d in out:
-            d["confirmed"] = _refresh_confirmations(conn, benchmark, d, policy)[nightly]
-    return out
+        return [
+            dataclasses.replace(
+                d, confirmed=_refresh_confirmations(conn, benchmark, d, policy)[nightly]
+            )
+            for d in out
+        ]
 
 
 def _pairings(
@@ -357,18 +373,18 @@ def _evidence(
     bases = [load(r["run_key"]) for r in p.baselines]
     if len(cands) == 1 and len(bases) == 1:
         res = compare(conn, bases[0], cands[0], tau, policy)
-        infra = tuple(res["reasons"]) if res["verdict"] == "INFRA" else ()
+        infra = tuple(res.reasons) if res.verdict == "INFRA" else ()
         return gate_rules.Evidence(
-            n_paired=res["n_paired"],
-            regressed=res["regressed"],
-            improved=res["improved"],
-            p_regress=res["mcnemar_p"],
-            p_improve=res["mcnemar_p_improve"],
-            delta_tail=res["delta_tail_fraction"],
-            delta_tail_ci=(res["delta_tail_fraction_ci"][0], res["delta_tail_fraction_ci"][1]),
+            n_paired=res.n_paired,
+            regressed=res.regressed,
+            improved=res.improved,
+            p_regress=res.mcnemar_p,
+            p_improve=res.mcnemar_p_improve,
+            delta_tail=res.delta_tail_fraction,
+            delta_tail_ci=res.delta_tail_fraction_ci,
             infra_reasons=infra,
         ), {
-            "comparison_id": res["comparison_id"],
+            "comparison_id": res.comparison_id,
             "candidate_run_id": cands[0].run["run_id"],
             "baseline_run_id": bases[0].run["run_id"],
             "comparison": res,
@@ -389,7 +405,7 @@ def _group_evidence(
             infra += [f"not comparable: {r}" for r in comparability(b.meta, c.meta)[1]]
     for side, group in (("baseline", bases), ("candidate", cands)):
         for g in group:
-            infra += run_infra_reasons(side, g, stats_for(conn, g, tau, policy), policy)
+            infra += run_infra_reasons(side, g, ensure_stats(conn, g, tau, policy), policy)
     runs = [g.clips for g in bases + cands]
     _, mat = broken_matrix(runs, tau)
     mat_base, mat_cand = mat[:, : len(bases)], mat[:, len(bases) :]
@@ -428,31 +444,30 @@ def _store_decision(
     detail: dict[str, Any],
     policy: GatePolicy,
     m: int,
-) -> dict[str, Any]:
-    decision: dict[str, Any] = {
-        "benchmark": benchmark,
-        "nightly": nightly,
-        "candidate": p.candidate_branch,
-        "baseline": p.baseline_branch,
-        "variant": p.variant,
-        "verdict": v.verdict,
-        "confirmed": False,
-        "mcnemar_p": None if ev.infra_reasons else ev.p_regress,
-        "mcnemar_p_holm": v.p_regress_holm,
-        "delta_tail_fraction": ev.delta_tail,
-        "delta_tail_fraction_ci": list(ev.delta_tail_ci),
-        "regressed": ev.regressed,
-        "improved": ev.improved,
-        "n_paired": ev.n_paired,
-        "reasons": v.reasons,
-        "mde": v.mde,
-        "same_margin": v.margin,
-    }
-    if "group_test" in detail:
-        decision["group_test"] = detail["group_test"]
-    comparison = detail.get("comparison")
-    reported = _reported(comparison["candidate"], policy) if comparison is not None else {}
-    decision["reported"] = reported
+) -> Decision:
+    comparison: Comparison | None = detail.get("comparison")
+    reported = _reported(comparison.candidate, policy) if comparison is not None else {}
+    decision = Decision(
+        benchmark=benchmark,
+        nightly=nightly,
+        candidate=p.candidate_branch,
+        baseline=p.baseline_branch,
+        variant=p.variant,
+        verdict=v.verdict,
+        confirmed=False,
+        mcnemar_p=None if ev.infra_reasons else ev.p_regress,
+        mcnemar_p_holm=v.p_regress_holm,
+        delta_tail_fraction=ev.delta_tail,
+        delta_tail_fraction_ci=ev.delta_tail_ci,
+        regressed=ev.regressed,
+        improved=ev.improved,
+        n_paired=ev.n_paired,
+        reasons=v.reasons,
+        mde=v.mde,
+        same_margin=v.margin,
+        reported=reported,
+        group_test=detail.get("group_test"),
+    )
     decisions.upsert_decision(
         conn,
         {
@@ -464,7 +479,7 @@ def _store_decision(
             "policy_version": policy.policy_version,
             "verdict": v.verdict,
             "confirmed": False,
-            "mcnemar_p": decision["mcnemar_p"],
+            "mcnemar_p": decision.mcnemar_p,
             "mcnemar_p_holm": v.p_regress_holm,
             "comparison_id": detail.get("comparison_id"),
             "candidate_run_id": detail.get("candidate_run_id"),
@@ -476,15 +491,15 @@ def _store_decision(
     return decision
 
 
-def _reported(cand: dict[str, Any], policy: GatePolicy) -> dict[str, str]:
+def _reported(cand: RunStats, policy: GatePolicy) -> dict[str, str]:
     """Figures reported beside the verdict, never alerted on."""
     out = {}
-    ci = cand.get("tail_fraction_ci")
+    ci = cand.tail_fraction_ci
     if ci and ci[1] > policy.slo_tail:
         out["slo"] = (
             f"candidate tail Wilson upper bound {ci[1]:.3f} above the {policy.slo_tail:.2f} SLO"
         )
-    legacy = (cand.get("official") or {}).get("seed_tts_content_error_mean")
+    legacy = cand.official.get("seed_tts_content_error_mean")
     if legacy is not None and legacy > policy.legacy_mean_max:
         out["legacy_gate"] = (
             f"harness mean WER {legacy:.4f} above the legacy {policy.legacy_mean_max} gate"
@@ -493,15 +508,15 @@ def _reported(cand: dict[str, Any], policy: GatePolicy) -> dict[str, str]:
 
 
 def _refresh_confirmations(
-    conn: psycopg.Connection[Any], benchmark: str, d: dict[str, Any], policy: GatePolicy
+    conn: psycopg.Connection[Any], benchmark: str, d: Decision, policy: GatePolicy
 ) -> dict[dt.date, bool]:
     """Recompute `confirmed` along the whole series of this key: a night decided late (a
     backfill) can confirm, or stop confirming, the night after it."""
     key = {
         "benchmark": benchmark,
-        "candidate_branch": d["candidate"],
-        "baseline_branch": d["baseline"],
-        "variant": d["variant"],
+        "candidate_branch": d.candidate,
+        "baseline_branch": d.baseline,
+        "variant": d.variant,
         "policy_version": policy.policy_version,
     }
     rows = decisions.decision_series(conn, key)

@@ -75,3 +75,12 @@ def series(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> lis
 def known_breaks(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[dt.date]:
     """Nights where the stack, grader or config changed (the trend does not call them shifts)."""
     return [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]
+
+
+def stored_stats(
+    conn: psycopg.Connection[Any], grading_id: int, tau: float, policy_version: str
+) -> dict[str, Any] | None:
+    """The statistics object stored for a grading at tau under a policy version, if any."""
+    args = {"grading_id": grading_id, "tau": tau, "policy_version": policy_version}
+    row = conn.execute(sql("stored_stats"), args).fetchone()
+    return None if row is None else dict(row["stats"])

@@ -68,7 +68,7 @@ def _content(db, key: str) -> str:  # type: ignore[no-untyped-def]
 def _gate(db) -> list[str]:  # type: ignore[no-untyped-def]
     out = decide_night(db, NIGHT, load_policy(), benchmark="seed_tts_en", baseline_branch="main",
                        expect=("main", "rebase"))  # fmt: skip
-    return [d["verdict"] for d in out.decisions]
+    return [d.verdict for d in out.decisions]
 
 
 def test_server_killed_mid_run_is_infra_and_the_rerun_converges(db) -> None:
@@ -208,11 +208,11 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
     assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
     kept = grade_rows(db, run["run_key"])
     assert len(kept) == 8  # two batches of four
-    from omni_tasks.jobs.statistics import run_stats_for_key
+    from omni_tasks.jobs.statistics import compute_stats_for_key
     from omni_tasks.store.runs import RunNotFoundError
 
     with pytest.raises(RunNotFoundError, match="is not complete"):  # statistics never read it
-        run_stats_for_key(db, run["run_key"], 0.5, load_policy())
+        compute_stats_for_key(db, run["run_key"], 0.5, load_policy())
     db.rollback()
 
     healthy = DyingBackend(real.backend, calls=None)

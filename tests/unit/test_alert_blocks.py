@@ -6,6 +6,7 @@ import json
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import MAX_BLOCKS, MAX_TEXT, AlertContext
+from omni_tasks.contracts import Comparison
 
 HOSTILE = "<!channel> <@U123> & *bold* `code` <https://evil.example|click> \u202e\x00"
 
@@ -19,17 +20,29 @@ def _texts(payload: dict) -> list[str]:
     return out
 
 
+def _side(tail: float, ci: list[float]) -> dict:
+    return {"tau": 0.5, "n_expected": 1088, "n_scored": 1088, "n_failed": 0, "n_infra": 0,
+            "coverage": 1.0, "n_broken": round(tail * 1088), "tail_fraction": tail,
+            "tail_fraction_ci": ci}  # fmt: skip
+
+
 def _ctx(top: list[dict], **kw) -> AlertContext:
-    comparison = {
-        "baseline": {"tail_fraction": 0.082, "tail_fraction_ci": [0.067, 0.1], "n_scored": 1088},
-        "candidate": {"tail_fraction": 0.139, "tail_fraction_ci": [0.12, 0.16], "n_scored": 1088},
-        "delta_tail_fraction": 0.057, "delta_tail_fraction_ci": [0.04, 0.075],
+    top = [{"reference": "", "heard": None, "wer": 0.0, "baseline_heard": None,
+            "baseline_wer": 0.0, **t} for t in top]  # fmt: skip
+    comparison = Comparison.from_json({
+        "baseline": _side(0.082, [0.067, 0.1]),
+        "candidate": _side(0.139, [0.12, 0.16]),
+        "tau": 0.5, "delta_tail_fraction": 0.057, "delta_tail_fraction_ci": [0.04, 0.075],
         "n_paired": 1088, "regressed": len(top), "improved": 9, "stable_broken": 80,
-        "mcnemar_p": 1.2e-12,
+        "stable_ok": 999 - len(top), "mcnemar_p": 1.2e-12, "mcnemar_p_improve": 1.0,
+        "delta_capped_mean_wer": None, "delta_capped_mean_wer_ci": None, "delta_mean_wer": None,
+        "verdict": "REGRESSED", "reasons": [], "warnings": [], "comparable": True, "mde": 0.02,
+        "same_margin": 0.02, "regressed_clips": [], "improved_clips": [],
+        "policy_version": "v1",
         "mode_shift": {"mode:over_generation": {"baseline": 40, "candidate": 90},
                        "origin:thinker": {"baseline": 50, "candidate": 120}},
         "top_regressed": top,
-    }  # fmt: skip
+    })  # fmt: skip
     args = dict(benchmark="seed_tts_en", nightly="2026-11-28", candidate="rebase",
                 baseline="main", variant="default", verdict="REGRESSED", confirmed=True,
                 tau=0.5, comparison=comparison, p_holm=2.4e-12,

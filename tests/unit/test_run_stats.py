@@ -38,24 +38,24 @@ def test_hand_computed_run() -> None:
         clip("infra", None, synth="request_failed", grade=None),
     ]
     s = run_stats(clips, tau=0.5, n_expected=9)  # one clip never came back: infra too
-    assert (s["n_scored"], s["n_failed"], s["n_infra"], s["n_expected"]) == (6, 1, 2, 9)
-    assert s["coverage"] == pytest.approx(7 / 9)
-    assert s["mean_wer"] == pytest.approx((0 + 0.25 + 7 + 0.8 + 0.75 + 1) / 6)
-    assert s["capped_mean_wer"] == pytest.approx((0 + 0.25 + 1 + 0.8 + 0.75 + 1 + 1) / 7)
-    assert s["n_broken"] == 5 and s["tail_fraction"] == pytest.approx(5 / 7)
-    assert s["n_runaway"] == 1
-    modes = s["failure_modes"]
-    assert modes["over_generation"]["clips"] == 1
-    assert modes["garbled"]["clips"] == 1
-    assert modes["truncated"]["clips"] == 2  # 2/8 words and the empty transcript
-    assert modes["no_output"]["clips"] == 1
+    assert (s.n_scored, s.n_failed, s.n_infra, s.n_expected) == (6, 1, 2, 9)
+    assert s.coverage == pytest.approx(7 / 9)
+    assert s.mean_wer == pytest.approx((0 + 0.25 + 7 + 0.8 + 0.75 + 1) / 6)
+    assert s.capped_mean_wer == pytest.approx((0 + 0.25 + 1 + 0.8 + 0.75 + 1 + 1) / 7)
+    assert s.n_broken == 5 and s.tail_fraction == pytest.approx(5 / 7)
+    assert s.n_runaway == 1
+    modes = s.failure_modes
+    assert modes["over_generation"].clips == 1
+    assert modes["garbled"].clips == 1
+    assert modes["truncated"].clips == 2  # 2/8 words and the empty transcript
+    assert modes["no_output"].clips == 1
     total = 0 + 0.25 + 7 + 0.8 + 0.75 + 1 + 1
-    assert modes["over_generation"]["error_share"] == pytest.approx(7 / total)
-    assert s["origins"] == {"thinker": 1, "talker": 2, "unknown": 2}
-    assert s["answered_clips"] == 1
-    assert s["questions"]["n_scored"] == 1 and s["statements"]["n_scored"] == 5
+    assert modes["over_generation"].error_share == pytest.approx(7 / total)
+    assert s.origins == {"thinker": 1, "talker": 2, "unknown": 2}
+    assert s.answered_clips == 1
+    assert s.questions.n_scored == 1 and s.statements.n_scored == 5
     at_one = run_stats(clips, tau=1.0)
-    assert at_one["n_broken"] == 2  # WER 7 and the failed clip; WER 1.0 is not > 1
+    assert at_one.n_broken == 2  # WER 7 and the failed clip; WER 1.0 is not > 1
 
 
 def test_origin_and_flags() -> None:
@@ -80,8 +80,8 @@ clip_strategy = st.builds(
 @given(st.lists(clip_strategy, max_size=40), st.floats(0.05, 2.0), st.integers(0, 10))
 def test_counts_sum_and_capped_figures_bounded(clips, tau, extra) -> None:  # type: ignore[no-untyped-def]
     s = run_stats(clips, tau, n_expected=len(clips) + extra)
-    assert s["n_scored"] + s["n_failed"] + s["n_infra"] == s["n_expected"] == len(clips) + extra
-    if s["capped_mean_wer"] is not None:
-        assert 0 <= s["capped_mean_wer"] <= 1
-        assert 0 <= s["tail_fraction"] <= 1
-    assert sum(m["clips"] for m in s["failure_modes"].values()) == s["n_broken"]
+    assert s.n_scored + s.n_failed + s.n_infra == s.n_expected == len(clips) + extra
+    if s.capped_mean_wer is not None:
+        assert 0 <= s.capped_mean_wer <= 1
+        assert 0 <= s.tail_fraction <= 1
+    assert sum(m.clips for m in s.failure_modes.values()) == s.n_broken
