@@ -78,8 +78,14 @@ def main() -> None:
             ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[i : i + max(args.batch)]))
         )
     enc_s = time.perf_counter() - t0
-    rows.append({"config": f"encoder only, batch {max(args.batch)} (bound)", "seconds": enc_s,
-                 "ratio": base_s / enc_s, "changed": None})  # fmt: skip
+    rows.append(
+        {
+            "config": f"encoder only, batch {max(args.batch)} (bound)",
+            "seconds": enc_s,
+            "ratio": base_s / enc_s,
+            "changed": None,
+        }
+    )
 
     mean_wer = float(np.mean([score(r, h).wer for r, h in zip(refs, base_txt, strict=True)]))
     print(f"grader {grader.grader_id}; {len(clips)} piper clips of the demo corpus on CPU")

@@ -32,13 +32,28 @@ import torch
 import transformers
 from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration
 
-LARGE_V3 = {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32,
-            "encoder_attention_heads": 20, "decoder_attention_heads": 20,
-            "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128,
-            "vocab_size": 51866}  # fmt: skip
-TINY = {"d_model": 64, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
-        "num_mel_bins": 80, "vocab_size": 51866}  # fmt: skip
+LARGE_V3 = {
+    "d_model": 1280,
+    "encoder_layers": 32,
+    "decoder_layers": 32,
+    "encoder_attention_heads": 20,
+    "decoder_attention_heads": 20,
+    "encoder_ffn_dim": 5120,
+    "decoder_ffn_dim": 5120,
+    "num_mel_bins": 128,
+    "vocab_size": 51866,
+}
+TINY = {
+    "d_model": 64,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "num_mel_bins": 80,
+    "vocab_size": 51866,
+}
 SOT, EN, TRANSLATE, TRANSCRIBE, NO_TS, EOT = 50258, 50259, 50358, 50359, 50363, 50257  # v3 ids
 
 
@@ -83,9 +98,15 @@ def grade(model, fe, clips, batch: int, dtype, tokens: int, device: str, prefetc
                 ahead = pool.submit(features, starts[k + 1]) if k + 1 < len(starts) else None
             else:
                 feats = features(i)
-            ids = model.generate(feats.to(device, dtype), language="en", task="transcribe",
-                                 do_sample=False, num_beams=1, min_new_tokens=tokens,
-                                 max_new_tokens=tokens)  # fmt: skip
+            ids = model.generate(
+                feats.to(device, dtype),
+                language="en",
+                task="transcribe",
+                do_sample=False,
+                num_beams=1,
+                min_new_tokens=tokens,
+                max_new_tokens=tokens,
+            )
             out.extend(ids.tolist())
     return out
 
@@ -100,13 +121,24 @@ def grade_whole(model, fe, clips, batch: int, tokens: int, device: str):
         for j in range(0, len(group), batch):
             idx = group[j : j + batch]
             extra = {"truncation": False, "padding": "longest"} if long else {}
-            inputs = fe([clips[i] for i in idx], sampling_rate=16_000, return_tensors="pt",
-                        return_attention_mask=True, **extra)  # fmt: skip
-            ids = model.generate(inputs.input_features.to(device, torch.float32),
-                                 attention_mask=inputs.attention_mask.to(device),
-                                 language="en", task="transcribe", do_sample=False, num_beams=1,
-                                 min_new_tokens=tokens, max_new_tokens=tokens,
-                                 **({"return_timestamps": True} if long else {}))  # fmt: skip
+            inputs = fe(
+                [clips[i] for i in idx],
+                sampling_rate=16_000,
+                return_tensors="pt",
+                return_attention_mask=True,
+                **extra,
+            )
+            ids = model.generate(
+                inputs.input_features.to(device, torch.float32),
+                attention_mask=inputs.attention_mask.to(device),
+                language="en",
+                task="transcribe",
+                do_sample=False,
+                num_beams=1,
+                min_new_tokens=tokens,
+                max_new_tokens=tokens,
+                **({"return_timestamps": True} if long else {}),
+            )
             seqs = ids["sequences"] if isinstance(ids, dict) else ids
             for i, row in zip(idx, seqs.tolist(), strict=True):
                 out[i] = [t for t in row if t != EOT]
@@ -128,20 +160,28 @@ def longform(model, fe, n: int, tokens: int, device: str) -> dict:
         ids = grade_whole(model, fe, clips, batch, tokens, device)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
-        runs[batch] = (time.perf_counter() - t0, ids,
-                       torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None)  # fmt: skip
+        runs[batch] = (
+            time.perf_counter() - t0,
+            ids,
+            torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None,
+        )
     (one_s, one_ids, one_mem), (b_s, b_ids, b_mem) = runs[1], runs[16]
     long = [i for i, s in enumerate(seconds) if s > 30]
     return {
-        "policy": "whole-timestamps", "precision": "fp32", "clips": n, "long_clips": len(long),
-        "audio_s": round(sum(seconds), 1), "tokens_per_window": tokens,
-        "one_per_call_s": round(one_s, 3), "batched16_s": round(b_s, 3),
+        "policy": "whole-timestamps",
+        "precision": "fp32",
+        "clips": n,
+        "long_clips": len(long),
+        "audio_s": round(sum(seconds), 1),
+        "tokens_per_window": tokens,
+        "one_per_call_s": round(one_s, 3),
+        "batched16_s": round(b_s, 3),
         "batched_over_one_per_call": round(one_s / b_s, 2),
         "changed_by_batching": sum(a != b for a, b in zip(one_ids, b_ids, strict=True)),
         "changed_long": sum(one_ids[i] != b_ids[i] for i in long),
         "peak_gib_one": None if one_mem is None else round(one_mem, 2),
         "peak_gib_batched": None if b_mem is None else round(b_mem, 2),
-    }  # fmt: skip
+    }
 
 
 def timed(model, fe, clips, batch, dtype, tokens, device, prefetch=False):
@@ -179,11 +219,20 @@ def main() -> None:
     shape = LARGE_V3 if args.shape == "large-v3" else TINY
     fe = WhisperFeatureExtractor(feature_size=shape["num_mel_bins"])
     model = build(shape, args.device)
-    runs = [("fp32", torch.float32, 1, False), ("fp32", torch.float32, 64, False),
-            ("fp32", torch.float32, 64, True), ("fp32", torch.float32, 128, True)]  # fmt: skip
+    runs = [
+        ("fp32", torch.float32, 1, False),
+        ("fp32", torch.float32, 64, False),
+        ("fp32", torch.float32, 64, True),
+        ("fp32", torch.float32, 128, True),
+    ]
     device = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
-    results = {"device": device, "shape": args.shape, "clips": args.n,
-               "tokens_per_clip": args.tokens, "runs": []}  # fmt: skip
+    results = {
+        "device": device,
+        "shape": args.shape,
+        "clips": args.n,
+        "tokens_per_clip": args.tokens,
+        "runs": [],
+    }
     baseline_ids = None
     baseline_s = None
     for precision, dtype, batch, prefetch in (
@@ -191,8 +240,13 @@ def main() -> None:
     ):
         m = model.to(dtype)
         seconds, ids = timed(m, fe, clips, batch, dtype, args.tokens, args.device, prefetch)
-        entry = {"precision": precision, "batch": batch, "prefetch_features": prefetch,
-                 "seconds": round(seconds, 3), "clips_per_s": round(args.n / seconds, 2)}  # fmt: skip
+        entry = {
+            "precision": precision,
+            "batch": batch,
+            "prefetch_features": prefetch,
+            "seconds": round(seconds, 3),
+            "clips_per_s": round(args.n / seconds, 2),
+        }
         if baseline_ids is None:
             baseline_ids, baseline_s = ids, seconds
         else:

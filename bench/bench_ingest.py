@@ -49,21 +49,30 @@ def main() -> None:
             with conn.transaction():
                 rid, gid = bare_run(conn, f"insert{i}")
                 for a in map(dataclasses.astuple, art.clips):
-                    conn.execute("INSERT INTO omni.clip_audio (run_id, utt_id, ordinal, "
-                                 "reference_text, synth_status, audio_uri, audio_seconds, "
-                                 "latency_s, thinker_text, error_detail) VALUES "
-                                 "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", (rid, *a))  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO omni.clip_audio (run_id, utt_id, ordinal, "
+                        "reference_text, synth_status, audio_uri, audio_seconds, "
+                        "latency_s, thinker_text, error_detail) VALUES "
+                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        (rid, *a),
+                    )
                 for g in map(dataclasses.astuple, art.grades):
-                    conn.execute("INSERT INTO omni.clip_grade (grading_id, utt_id, grade_status, "
-                                 "hypothesis, hypothesis_norm, ref_words, hyp_words, "
-                                 "substitutions, deletions, insertions, hits, wer, thinker_wer, "
-                                 "task_leak, is_question, error_detail) VALUES (%s, %s, %s, %s, "
-                                 "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", (gid, *g))  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO omni.clip_grade (grading_id, utt_id, grade_status, "
+                        "hypothesis, hypothesis_norm, ref_words, hyp_words, "
+                        "substitutions, deletions, insertions, hits, wer, thinker_wer, "
+                        "task_leak, is_question, error_detail) VALUES (%s, %s, %s, %s, "
+                        "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        (gid, *g),
+                    )
         insert_s = (time.perf_counter() - t0) / max(1, args.runs // 2)
     print(f"1088-clip run = {rows} clip rows, {args.runs} runs each")
     print(f"{'path':32} {'s/run':>8} {'rows/s':>10} {'vs raw COPY':>12}")
-    for label, s in (("store (save_run)", store_s), ("raw COPY", copy_s),
-                     ("row-by-row INSERT", insert_s)):  # fmt: skip
+    for label, s in (
+        ("store (save_run)", store_s),
+        ("raw COPY", copy_s),
+        ("row-by-row INSERT", insert_s),
+    ):
         print(f"{label:32} {s:8.3f} {rows / s:10.0f} {copy_s / s:11.2f}x")
 
 

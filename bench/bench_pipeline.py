@@ -70,8 +70,9 @@ def stand_in(audio: dict[str, np.ndarray], latency: dict[str, float]) -> Starlet
     async def models(_: Request) -> Response:
         return JSONResponse({"data": [{"id": "stand-in", "object": "model"}]})
 
-    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
-                             Route("/v1/models", models)])  # fmt: skip
+    return Starlette(
+        routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)]
+    )
 
 
 def write_costs(conn: Any, n: int) -> dict[str, float]:
@@ -79,8 +80,10 @@ def write_costs(conn: Any, n: int) -> dict[str, float]:
     from omni_tasks.records import ClipAudio
     from omni_tasks.store import runs
 
-    clips = [ClipAudio(f"u{i:05d}", i, "A sentence of the corpus.", "ok", f"/a/{i}.wav", 3.2, 8.1)
-             for i in range(n)]  # fmt: skip
+    clips = [
+        ClipAudio(f"u{i:05d}", i, "A sentence of the corpus.", "ok", f"/a/{i}.wav", 3.2, 8.1)
+        for i in range(n)
+    ]
     run_id, _ = bare_run(conn, "per-clip")
     conn.commit()
     t0 = time.perf_counter()
@@ -94,9 +97,13 @@ def write_costs(conn: Any, n: int) -> dict[str, float]:
     runs.copy_clip_audio(conn, run_id, clips)
     conn.commit()
     copy = time.perf_counter() - t0
-    return {"clips": n, "per_clip_s": round(per_clip, 3), "copy_s": round(copy, 4),
-            "per_clip_ms_each": round(1000 * per_clip / n, 3),
-            "per_clip_over_copy": round(per_clip / copy, 1)}  # fmt: skip
+    return {
+        "clips": n,
+        "per_clip_s": round(per_clip, 3),
+        "copy_s": round(copy, 4),
+        "per_clip_ms_each": round(1000 * per_clip / n, 3),
+        "per_clip_over_copy": round(per_clip / copy, 1),
+    }
 
 
 def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[str, float]:
@@ -116,8 +123,7 @@ def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[
     def synthesize_and_store(key: str) -> None:
         results = asyncio.run(synthesize_all(utts, cfg))
         clips = [clip_audio(key, i, r) for i, r in enumerate(results)]
-        runs.save_run(conn, dataclasses.replace(spec, status=run_status(clips)), clips,
-                      run_key=key)  # fmt: skip
+        runs.save_run(conn, dataclasses.replace(spec, status=run_status(clips)), clips, run_key=key)
         conn.commit()
 
     out: dict[str, float] = {}
@@ -138,8 +144,10 @@ def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[
     pip = runs.latest_grading(conn, runs.get_run(conn, f"{label}-pipelined")["run_id"], "")[0]
 
     def heard(gid: int) -> list[tuple[str, str]]:
-        rows = conn.execute("SELECT utt_id, hypothesis FROM omni.clip_grade WHERE grading_id = %s "
-                            "ORDER BY utt_id", (gid,))  # fmt: skip
+        rows = conn.execute(
+            "SELECT utt_id, hypothesis FROM omni.clip_grade WHERE grading_id = %s ORDER BY utt_id",
+            (gid,),
+        )
         return [(r["utt_id"], r["hypothesis"]) for r in rows]
 
     out["transcripts_differing"] = sum(a != b for a, b in zip(heard(seq), heard(pip), strict=True))
@@ -160,8 +168,10 @@ def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
     from omni_tasks.synthesis.voice import speak
 
     utts = list(load_dataset("demo").utterances)
-    utts = [dataclasses.replace(u, utt_id=f"{u.utt_id}-{i // len(utts)}")
-            for i, u in enumerate(utts * math.ceil(args.clips / len(utts)))][: args.clips]  # fmt: skip
+    utts = [
+        dataclasses.replace(u, utt_id=f"{u.utt_id}-{i // len(utts)}")
+        for i, u in enumerate(utts * math.ceil(args.clips / len(utts)))
+    ][: args.clips]
     texts = {u.target_text for u in utts}
     print(f"pre-rendering {len(texts)} sentences with piper …", flush=True)
     audio = {t: speak(t) for t in texts}
@@ -175,8 +185,10 @@ def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
     with scratch_db() as conn:
         out["row_writes"] = write_costs(conn, 1088)
         print(json.dumps(out["row_writes"]), flush=True)
-        for label, target_s in (("fast_grader", args.synthesis_s),
-                                ("slow_grader", args.synthesis_s / 5)):  # fmt: skip
+        for label, target_s in (
+            ("fast_grader", args.synthesis_s),
+            ("slow_grader", args.synthesis_s / 5),
+        ):
             scale = target_s * 10 / (len(utts) * mean)
             latency = {t: v * scale for t, v in raw.items()}
             with serve_in_thread(stand_in(audio, latency)) as url:
@@ -204,20 +216,28 @@ def demo_nightly() -> dict[str, Any]:
     out: dict[str, Any] = {"sequential_s": 0.0, "pipelined_s": 0.0}
     with scratch_db() as conn:
         for branch, profile in (("main", "main"), ("rebase", "rebase-demo")):
-            req = BenchRequest(target=f"simulator:{profile}", branch=branch, commit="c0ffee",
-                               nightly=NIGHT, seed=42, run_key=f"seq-{branch}")  # fmt: skip
+            req = BenchRequest(
+                target=f"simulator:{profile}",
+                branch=branch,
+                commit="c0ffee",
+                nightly=NIGHT,
+                seed=42,
+                run_key=f"seq-{branch}",
+            )
             ds = load_dataset(req.dataset)
             t0 = time.perf_counter()
             results = synthesize(req, ds, show_progress=False)
             clips = [clip_audio(f"seq-{branch}", i, r) for i, r in enumerate(results)]
-            spec = dataclasses.replace(run_spec(req, ds, len(utterances_of(req, ds))),
-                                       status=run_status(clips))  # fmt: skip
+            spec = dataclasses.replace(
+                run_spec(req, ds, len(utterances_of(req, ds))), status=run_status(clips)
+            )
             runs.save_run(conn, spec, clips, run_key=f"seq-{branch}")
             grade_run(conn, f"seq-{branch}", grader, show_progress=False)
             out["sequential_s"] += time.perf_counter() - t0
             t0 = time.perf_counter()
-            run_benchmark(conn, dataclasses.replace(req, run_key=f"pip-{branch}"), grader,
-                          show_progress=False)  # fmt: skip
+            run_benchmark(
+                conn, dataclasses.replace(req, run_key=f"pip-{branch}"), grader, show_progress=False
+            )
             out["pipelined_s"] += time.perf_counter() - t0
             print(branch, json.dumps(out), flush=True)
     out["pipelined_over_sequential"] = out["pipelined_s"] / out["sequential_s"]

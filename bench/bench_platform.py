@@ -40,15 +40,22 @@ def main() -> None:
         with scratch_db() as conn:
             stages: dict[str, float] = {}
             t0 = time.perf_counter()
-            keys = [save_run(conn, a.spec, a.clips, (ARTIFACT_GRADER, a.grades)).run_key
-                    for a in arts]  # fmt: skip
+            keys = [
+                save_run(conn, a.spec, a.clips, (ARTIFACT_GRADER, a.grades)).run_key for a in arts
+            ]
             stages["store 2 runs (parse excluded)"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             nightly.summarize(conn, keys, policy)
             stages[f"statistics ({len(policy.taus)} τ × 2 runs)"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            out = nightly.decide_night(conn, night, policy, benchmark="seed_tts_en",
-                                       baseline_branch="main", expect=("main", "rebase"))  # fmt: skip
+            out = nightly.decide_night(
+                conn,
+                night,
+                policy,
+                benchmark="seed_tts_en",
+                baseline_branch="main",
+                expect=("main", "rebase"),
+            )
             stages["compare + gate + alert plan"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             nightly.refresh_outputs(conn, "seed_tts_en", night, policy.primary_tau)

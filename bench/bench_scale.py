@@ -130,17 +130,32 @@ def grow(conn, target: int, night: dt.date) -> dt.date:  # type: ignore[no-untyp
     per_night = len(BENCHMARKS) * len(BRANCHES) * len(VARIANTS) * len(SEEDS) * CLIPS
     have = clip_rows(conn)
     while have + per_night <= target:
-        params = {"night": night, "benchmarks": BENCHMARKS, "branches": BRANCHES,
-                  "variants": VARIANTS, "seeds": SEEDS}  # fmt: skip
+        params = {
+            "night": night,
+            "benchmarks": BENCHMARKS,
+            "branches": BRANCHES,
+            "variants": VARIANTS,
+            "seeds": SEEDS,
+        }
         with conn.transaction():
             conn.execute(NIGHT_SQL, params)
             conn.execute(STATS_SQL, {"night": night})
             conn.execute(COMPARE_SQL, {"night": night})
             if night.day == 1:
-                conn.execute(sql("insert_event"), {
-                    "time": dt.datetime.combine(night, dt.time(12), dt.UTC), "kind": "stack_change",
-                    "benchmark": None, "branch": "main", "variant": None, "text": "vllm bump",
-                    "tags": ["stack"], "details": "{}", "dedup_key": f"stack|{night}"})  # fmt: skip
+                conn.execute(
+                    sql("insert_event"),
+                    {
+                        "time": dt.datetime.combine(night, dt.time(12), dt.UTC),
+                        "kind": "stack_change",
+                        "benchmark": None,
+                        "branch": "main",
+                        "variant": None,
+                        "text": "vllm bump",
+                        "tags": ["stack"],
+                        "details": "{}",
+                        "dedup_key": f"stack|{night}",
+                    },
+                )
         have += per_night
         night += dt.timedelta(days=1)
     conn.execute("ANALYZE")
@@ -153,12 +168,19 @@ def measure(conn, last: dt.date, reps: int) -> dict[str, tuple[float, float]]:  
         "SELECT comparison_id FROM omni.v_latest_paired WHERE benchmark = 'seed_tts_en' "
         "AND candidate_branch = 'rebase' AND variant = 'default'"
     ).fetchone()["comparison_id"]
-    variables = {"benchmark": "seed_tts_en", "branch": BRANCHES, "variant": VARIANTS,
-                 "tau": "0.5", "comparison": str(cmp)}  # fmt: skip
+    variables = {
+        "benchmark": "seed_tts_en",
+        "branch": BRANCHES,
+        "variant": VARIANTS,
+        "tau": "0.5",
+        "comparison": str(cmp),
+    }
     start = (last - dt.timedelta(days=90)).isoformat() + "T00:00:00Z"
     end = last.isoformat() + "T23:59:59Z"
-    queries = {name: expand(q, variables, start, end)
-               for name, q in panel_queries(trend_dashboard()).items()}  # fmt: skip
+    queries = {
+        name: expand(q, variables, start, end)
+        for name, q in panel_queries(trend_dashboard()).items()
+    }
     night = last - dt.timedelta(days=1)
 
     def gate_load() -> None:
@@ -167,8 +189,9 @@ def measure(conn, last: dt.date, reps: int) -> dict[str, tuple[float, float]]:  
         ).fetchall()
         ids = [r["run_id"] for r in runs if r["branch"] in ("main", "rebase")][:2]
         for rid in ids:
-            g = conn.execute("SELECT max(grading_id) AS g FROM omni.grading WHERE run_id = %s",
-                             (rid,)).fetchone()["g"]  # fmt: skip
+            g = conn.execute(
+                "SELECT max(grading_id) AS g FROM omni.grading WHERE run_id = %s", (rid,)
+            ).fetchone()["g"]
             conn.execute(sql("clip_records"), {"grading_id": g}).fetchall()
 
     out = {}
@@ -223,8 +246,9 @@ def main() -> None:
     print(f"\n{'query':58}{head}{'p95 growth':>12}")
     worst = 0.0
     for name in names:
-        cells = "".join(f"{1e3 * results[s][name][0]:>11.1f}/{1e3 * results[s][name][1]:<10.1f}"
-                        for s in sizes)  # fmt: skip
+        cells = "".join(
+            f"{1e3 * results[s][name][0]:>11.1f}/{1e3 * results[s][name][1]:<10.1f}" for s in sizes
+        )
         growth = results[sizes[-1]][name][1] / max(results[sizes[0]][name][1], 1e-9)
         if not name.startswith("gate"):
             worst = max(worst, results[sizes[-1]][name][1])

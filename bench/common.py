@@ -58,8 +58,9 @@ def bare_run(conn: psycopg.Connection[Any], label: str) -> tuple[int, int]:
     run_id = conn.execute(
         "INSERT INTO omni.run (run_key, benchmark, nightly, branch, trigger, status, config_hash, "
         "n_expected, content_hash) VALUES (%s, 'b', '2026-11-01', %s, 'import', 'complete', '', "
-        "1088, %s) RETURNING run_id", (label, label, label),
-    ).fetchone()["run_id"]  # type: ignore[index]  # fmt: skip
+        "1088, %s) RETURNING run_id",
+        (label, label, label),
+    ).fetchone()["run_id"]  # type: ignore[index]
     grading_id = conn.execute(
         "INSERT INTO omni.grading (run_id, grader_id) VALUES (%s, 'g') RETURNING grading_id",
         (run_id,),

@@ -34,8 +34,12 @@ def seed_tts_nightly() -> None:
     def record_heads() -> list[dict]:
         return s.record_heads(get_current_context())
 
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=s.GPU_SLOTS_PER_SERVER,
-          map_index_template="{{ branch_label }}")  # fmt: skip
+    @task(
+        queue="gpu",
+        pool=s.GPU_POOL,
+        pool_slots=s.GPU_SLOTS_PER_SERVER,
+        map_index_template="{{ branch_label }}",
+    )
     def run_branch(plan: dict) -> str:
         return s.run_branch(get_current_context(), plan)
 
@@ -44,8 +48,8 @@ def seed_tts_nightly() -> None:
         return s.summarize(get_current_context(), run_keys)
 
     @task
-    def decide(run_keys: list[str]) -> str:
-        return s.decide(get_current_context(), run_keys)
+    def decide() -> str:
+        return s.decide(get_current_context())
 
     @task
     def refresh(night: str) -> dict:
@@ -66,7 +70,8 @@ def seed_tts_nightly() -> None:
     heads = record_heads()
     runs = run_branch.expand(plan=heads)
     stats = summarize(runs)
-    night = decide(stats)
+    night = decide()
+    stats >> night  # the gate reads the statistics summarize stored
     done = refresh(night)
     planned = plan_bisects(night)
     bisects = TriggerDagRunOperator.partial(

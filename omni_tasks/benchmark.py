@@ -24,18 +24,15 @@ from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
-from omni_tasks.grading.asr import WINDOW_SAMPLES, LoadedGrader
-from omni_tasks.grading.grade import grade_run, grade_transcript
-from omni_tasks.grading.wer import NORMALIZER_VERSION
+from omni_tasks.grading.asr import LoadedGrader
+from omni_tasks.grading.grade import grade_run
+from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import (
     INFRA_STATUSES,
-    ClipAudio,
-    ClipGrade,
-    Grader,
     RunSpec,
     Trigger,
 )
@@ -46,7 +43,6 @@ from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 from omni_tasks.synthesis.stages import STAGE_NAMES, StageDefaults, effective
 
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
-TRANSCRIPT_GRADER_ID = f"simulator-transcript/truncate30/{NORMALIZER_VERSION}"
 
 
 class BenchError(ValueError):
@@ -276,20 +272,6 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     )
 
 
-def _transcript_grades(
-    results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None, lang: str
-) -> list[ClipGrade]:
-    words_in_window = int(WINDOW_SAMPLES / 16_000 / protocol.SECONDS_PER_WORD)
-    grades = []
-    for r, c in zip(results, clips, strict=True):
-        if r.heard is None or r.status not in ("ok", "over_long"):
-            continue
-        grades.append(
-            grade_transcript(c, " ".join(r.heard.split()[:words_in_window]), system_prompt, lang)
-        )
-    return grades
-
-
 def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:
     if req.only is not None:
         wanted = set(req.only)
@@ -299,9 +281,14 @@ def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:
 
 def client_config(req: BenchRequest, url: str) -> ClientConfig:
     return ClientConfig(
-        url, protocol.prompt_template(req.prompt_template), seed=req.seed, stages=req.stages,
-        concurrency=req.concurrency, timeout_s=req.timeout_s, audio_cap_s=req.audio_cap_s,
-    )  # fmt: skip
+        url,
+        protocol.prompt_template(req.prompt_template),
+        seed=req.seed,
+        stages=req.stages,
+        concurrency=req.concurrency,
+        timeout_s=req.timeout_s,
+        audio_cap_s=req.audio_cap_s,
+    )
 
 
 def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> list[ClipResult]:
@@ -313,9 +300,14 @@ def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> li
 
 
 def _pipelined(
-    conn: psycopg.Connection[Any], req: BenchRequest, ds: Dataset, key: str, spec: RunSpec,
-    grader: LoadedGrader, show_progress: bool,
-) -> int:  # fmt: skip
+    conn: psycopg.Connection[Any],
+    req: BenchRequest,
+    ds: Dataset,
+    key: str,
+    spec: RunSpec,
+    grader: LoadedGrader,
+    show_progress: bool,
+) -> int:
     """Synthesize and grade at once (omni_tasks.pipeline); returns the grading id."""
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
@@ -323,8 +315,15 @@ def _pipelined(
             "synthesized": bar.add_task(f"synthesizing {req.branch}", total=len(utterances)),
             "graded": bar.add_task(f"grading {req.branch}", total=None),
         }
-        out = run_pipelined(conn, key, spec, utterances, client_config(req, url), grader,
-                            on_clip=lambda what: bar.advance(tasks[what]))  # fmt: skip
+        out = run_pipelined(
+            conn,
+            key,
+            spec,
+            utterances,
+            client_config(req, url),
+            grader,
+            on_clip=lambda what: bar.advance(tasks[what]),
+        )
     return out.grading_id
 
 
@@ -353,10 +352,10 @@ def run_benchmark(
             results = synthesize(req, ds, show_progress)
             clips = [clip_audio(key, i, r) for i, r in enumerate(results)]
             spec = dataclasses.replace(spec, status=run_status(clips))
-            grades = _transcript_grades(results, clips, spec.system_prompt, ds.lang)
-            grading = (Grader(TRANSCRIPT_GRADER_ID, {"backend": "simulator-transcript"}), grades)
+            grades = transcript_grades(results, clips, spec.system_prompt, ds.lang)
+            grading = (TRANSCRIPT_GRADER, grades)
             runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
-        grader_id = TRANSCRIPT_GRADER_ID
+        grader_id = TRANSCRIPT_GRADER.grader_id
         grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key, grader_id)
     else:
         assert grader is not None
@@ -371,22 +370,36 @@ def run_benchmark(
 
 
 def _outcome(
-    conn: psycopg.Connection[Any], key: str, grader_id: str, grading_id: int, synthesized: bool,
+    conn: psycopg.Connection[Any],
+    key: str,
+    grader_id: str,
+    grading_id: int,
+    synthesized: bool,
     simulated: bool,
-) -> BenchOutcome:  # fmt: skip
+) -> BenchOutcome:
     from omni_tasks.analysis.policy import load_policy
 
     run = runs.get_run(conn, key)
     statuses = runs.clips_by_status(conn, run["run_id"])
     clips = runs.clip_records(conn, grading_id)
     stats = run_stats(clips, load_policy().primary_tau, run["n_expected"])
-    reasons = Counter(c.synth_detail or c.synth_status for c in clips
-                      if c.synth_status in INFRA_STATUSES)  # fmt: skip
+    reasons = Counter(
+        c.synth_detail or c.synth_status for c in clips if c.synth_status in INFRA_STATUSES
+    )
     failure = None
     if reasons:
         reason, n = reasons.most_common(1)[0]
         failure = f"{n} of {len(clips)} clips: {reason}"
     return BenchOutcome(
-        key, run["status"], synthesized, statuses, grader_id, grading_id,
-        stats.tail_fraction, stats.mean_wer, run["n_expected"], simulated, failure,
-    )  # fmt: skip
+        key,
+        run["status"],
+        synthesized,
+        statuses,
+        grader_id,
+        grading_id,
+        stats.tail_fraction,
+        stats.mean_wer,
+        run["n_expected"],
+        simulated,
+        failure,
+    )

@@ -41,21 +41,25 @@ def nightly_params() -> dict[str, Any]:
         "branches": field("array", "Branches to benchmark"),
         "baseline": field("string", "The gate's baseline branch"),
         "commits": field("object", "branch → explicit commit"),
-        "targets": field("object", "branch → vllm-serve, http(s)://…, {url, deploy_config} or "
-                         "simulator:PROFILE"),
+        "targets": field(
+            "object", "branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE"
+        ),
         "transcript_mode": field("boolean", "Simulator only: no audio (fast)"),
         "repo": field("string", "git repo for branch heads"),
         "variant": field("string", "Variant name"),
         "overrides": field("object", "Deploy overrides, e.g. stage-0 enforce_eager"),
-        "prompt_template": field("string", "seed-tts-default or read-aloud",
-                                 enum=[None, "seed-tts-default", "read-aloud"]),
+        "prompt_template": field(
+            "string",
+            "seed-tts-default or read-aloud",
+            enum=[None, "seed-tts-default", "read-aloud"],
+        ),
         "seeds": field("array", "Several seeds form a run group"),
         "limit": field("integer", "Only the first N clips"),
         "dataset": field("string", "demo or a locale directory"),
         "grader": field("object", "GraderSpec fields (backend, harness_version, …)"),
         "environment": field("object", "vllm-serve: {strategy: venv|existing, repo, python}"),
         "server": field("object", "vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
-    }  # fmt: skip
+    }
 
 
 RESULTS_CONN = "omni_results"
@@ -75,8 +79,14 @@ def _results_dsn() -> str | None:
     except AirflowNotFoundException:
         return None
     # The hook's SQLAlchemy URL as a libpq DSN (a socket directory as host included).
-    fields = {"host": url.host, "port": url.port, "user": url.username,
-              "password": url.password, "dbname": url.database, **url.query}  # fmt: skip
+    fields = {
+        "host": url.host,
+        "port": url.port,
+        "user": url.username,
+        "password": url.password,
+        "dbname": url.database,
+        **url.query,
+    }
     return make_conninfo(**{k: str(v) for k, v in fields.items() if v is not None})
 
 
@@ -184,9 +194,12 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
     with timeout, results_db() as conn:
         return nightly.run_branch(
-            conn, params, plan, trigger=trigger,
+            conn,
+            params,
+            plan,
+            trigger=trigger,
             airflow_ids=(context["dag"].dag_id, context["run_id"]),
-        )  # fmt: skip
+        )
 
 
 def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
@@ -197,16 +210,21 @@ def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
         return nightly.summarize(conn, list(run_keys), load_policy())
 
 
-def decide(context: dict[str, Any], run_keys: list[str]) -> str:
+def decide(context: dict[str, Any]) -> str:
+    """Gate the night (every run the night stored, whatever task wrote it) and plan alerts."""
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
 
     params, night = _params(context), _nightly(context)
     with results_db() as conn:
         out = nightly.decide_night(
-            conn, night, load_policy(), benchmark=params.bench, baseline_branch=params.baseline,
+            conn,
+            night,
+            load_policy(),
+            benchmark=params.bench,
+            baseline_branch=params.baseline,
             expect=tuple(params.branches),
-        )  # fmt: skip
+        )
     for d in out.decisions:
         confirmed = " confirmed" if d.confirmed else ""
         log.info("%s vs %s (%s): %s%s", d.candidate, d.baseline, d.variant, d.verdict, confirmed)
@@ -229,8 +247,9 @@ def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
     from omni_tasks.jobs import nightly
 
     with results_db() as conn:
-        out = nightly.refresh_outputs(conn, _params(context).bench, dt.date.fromisoformat(night),
-                                      load_policy().primary_tau)  # fmt: skip
+        out = nightly.refresh_outputs(
+            conn, _params(context).bench, dt.date.fromisoformat(night), load_policy().primary_tau
+        )
     log.info("grafana: %s; report: %s", out["grafana"], out["report"])
     return out
 
@@ -268,8 +287,15 @@ def on_task_failure(context: dict[str, Any]) -> None:
     error = str(context.get("exception") or "unknown error")
     try:
         with results_db() as conn:
-            nightly.task_failed(conn, get_settings().benchmark, ti.dag_id, ti.task_id,
-                                context["run_id"], ti.try_number, error)  # fmt: skip
+            nightly.task_failed(
+                conn,
+                get_settings().benchmark,
+                ti.dag_id,
+                ti.task_id,
+                context["run_id"],
+                ti.try_number,
+                error,
+            )
     except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)
 
@@ -279,12 +305,18 @@ def bisect_params() -> dict[str, Any]:
 
     return {
         "history": Param([], type="array", description="Commits, oldest (good) to newest (bad)"),
-        "target": Param("simulator:commit-history", type="string",
-                        description="http(s)://… or simulator:PROFILE"),
+        "target": Param(
+            "simulator:commit-history",
+            type="string",
+            description="http(s)://… or simulator:PROFILE",
+        ),
         "branch": Param("rebase", type="string"),
         "baseline": Param("main", type="string"),
-        "first_bad": Param(None, type=["null", "string"],
-                           description="simulator:commit-history: where the step is planted"),
+        "first_bad": Param(
+            None,
+            type=["null", "string"],
+            description="simulator:commit-history: where the step is planted",
+        ),
         "transcript_mode": Param(False, type="boolean"),
         "dataset": Param("demo", type="string"),
         "limit": Param(None, type=["null", "integer"]),
@@ -298,9 +330,12 @@ def bisect_params() -> dict[str, Any]:
         "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
         "overrides": Param({}, type="object", description="Deploy overrides"),
         "repo": Param(None, type=["null", "string"]),
-        "alert_id": Param(None, type=["null", "integer"],
-                          description="The alert whose Slack thread gets the result"),
-    }  # fmt: skip
+        "alert_id": Param(
+            None,
+            type=["null", "integer"],
+            description="The alert whose Slack thread gets the result",
+        ),
+    }
 
 
 def bisect(context: dict[str, Any]) -> dict[str, Any]:
@@ -315,8 +350,12 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
     with results_db() as conn:
         result = run_bisect(conn, p, _nightly(context))
     log.info("%s", summary(p, result))
-    return {"first_bad": result.first_bad, "last_good": result.last_good,
-            "steps": len(result.steps), "evaluations": result.evaluations}  # fmt: skip
+    return {
+        "first_bad": result.first_bad,
+        "last_good": result.last_good,
+        "steps": len(result.steps),
+        "evaluations": result.evaluations,
+    }
 
 
 def regrade_params() -> dict[str, Any]:
@@ -331,16 +370,20 @@ def regrade_params() -> dict[str, Any]:
         "model": Param(None, type=["null", "string"]),
         "precision": Param(None, type=["null", "string"]),
         "window": Param(
-            None, type=["null", "string"], enum=[None, *WINDOWS],
+            None,
+            type=["null", "string"],
+            enum=[None, *WINDOWS],
             description="Default: the harness version's window policy, else truncate30",
         ),
         "harness_version": Param(
-            None, type=["null", "string"], enum=[None, *HARNESS_WINDOW],
+            None,
+            type=["null", "string"],
+            enum=[None, *HARNESS_WINDOW],
             description="The vllm-omni reference harness the re-grade must match",
         ),
         "device": Param("cpu", type="string"),
         "batch_size": Param(8, type="integer"),
-    }  # fmt: skip
+    }
 
 
 def regrade(context: dict[str, Any]) -> dict[str, Any]:
@@ -348,10 +391,8 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
     from omni_tasks.grading.grade import grade_run
 
     p = dict(context["params"])
-    grader = load_grader(GraderSpec(
-        backend=p["backend"], model=p["model"], precision=p["precision"], window=p["window"],
-        device=p["device"], batch_size=p["batch_size"], harness_version=p.get("harness_version"),
-    ))  # fmt: skip
+    fields = ("backend", "model", "precision", "window", "device", "batch_size", "harness_version")
+    grader = load_grader(GraderSpec.from_params({k: p.get(k) for k in fields}))
     with results_db() as conn:
         out = grade_run(conn, p["run_key"], grader, show_progress=False)
         conn.commit()

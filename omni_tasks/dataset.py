@@ -93,9 +93,11 @@ def load_dataset(source: str | Path) -> Dataset:
             raise _fail(meta, number, f"expected 4 or 5 '|'-separated fields, got {len(fields)}")
         if len(fields) == 5 and not fields[4].strip().lower().endswith(".wav"):
             raise _fail(
-                meta, number, "the 5th field is not a .wav path: is there a '|' in the target "
+                meta,
+                number,
+                "the 5th field is not a .wav path: is there a '|' in the target "
                 "text? (the format has no escape for it)",
-            )  # fmt: skip
+            )
         utt_id, prompt_text, prompt_rel, target = (f.strip() for f in fields[:4])
         if not target:  # upstream's loader skips rows without a target: so do we, counted
             skipped += 1

@@ -89,10 +89,20 @@ def run_nights(
         on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
         with log.open("w") as fh:
             proc = subprocess.Popen(
-                [_airflow(), "dags", "test", "seed_tts_nightly", night.isoformat(), "-c",
-                 json.dumps(conf)],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            )  # fmt: skip
+                [
+                    _airflow(),
+                    "dags",
+                    "test",
+                    "seed_tts_nightly",
+                    night.isoformat(),
+                    "-c",
+                    json.dumps(conf),
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             assert proc.stdout is not None
             for line in proc.stdout:
                 fh.write(line)

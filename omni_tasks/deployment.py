@@ -119,18 +119,23 @@ def check_complete(p: NightlyParams, where: str) -> None:
         if url.startswith("simulator:"):
             profile = url.split(":", 1)[1]
             if profile not in profile_names():
-                fail(f"targets.{branch}", f"unknown simulator profile {profile!r} "
-                     f"(known: {_names(profile_names())})")  # fmt: skip
+                fail(
+                    f"targets.{branch}",
+                    f"unknown simulator profile {profile!r} (known: {_names(profile_names())})",
+                )
         elif url == "vllm-serve":
             strategy = p.environment.get("strategy", "existing")
             if strategy not in STRATEGIES:
-                fail("environment.strategy", f"{strategy!r} is not available (choose one of "
-                     f"{_names(STRATEGIES)})")  # fmt: skip
+                fail(
+                    "environment.strategy",
+                    f"{strategy!r} is not available (choose one of {_names(STRATEGIES)})",
+                )
             if strategy == "venv" and not p.environment.get("repo"):
                 fail("environment.repo", "the venv strategy needs the repo to install from")
         elif not url.startswith(("http://", "https://")):
-            fail(f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or "
-                 "vllm-serve")  # fmt: skip
+            fail(
+                f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or vllm-serve"
+            )
     if p.baseline not in p.branches:
         fail("baseline", f"{p.baseline!r} is not one of the branches ({_names(p.branches)})")
     runnable = [b.id for b in benchmarks.all_benchmarks() if b.family in RUNNABLE_FAMILIES]
@@ -148,7 +153,7 @@ def check_complete(p: NightlyParams, where: str) -> None:
         fail("auto_bisect.enabled", "auto-bisect lists the commits of a range: set repo")
     if not p.transcript_mode:
         try:
-            GraderSpec(**p.grader).resolved()
+            GraderSpec.from_params(p.grader).resolved()
         except TypeError as exc:
             fail("grader", str(exc).replace("GraderSpec.__init__() ", ""))
         except GraderConfigError as exc:

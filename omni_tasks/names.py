@@ -70,8 +70,11 @@ def check_branch(value: str) -> str:
         raise InvalidName(f"branch {value[:60]!r}: must not start with '-'")
     out = subprocess.run(
         ["git", "check-ref-format", "--branch", value],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if out.returncode != 0:
         raise InvalidName(f"branch {value[:60]!r}: not a valid git branch name")
     return value

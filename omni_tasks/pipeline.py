@@ -56,11 +56,16 @@ def clip_audio(run_key: str, ordinal: int, r: ClipResult) -> ClipAudio:
         uri = f"{folder}/{path_component(f'{ordinal:05d}_{r.utt.utt_id}')}.wav"
         write_audio(uri, r.audio, STORE_RATE)
     return ClipAudio(
-        r.utt.utt_id, ordinal, r.utt.target_text, r.status, audio_uri=uri,
+        r.utt.utt_id,
+        ordinal,
+        r.utt.target_text,
+        r.status,
+        audio_uri=uri,
         audio_seconds=round(r.audio_seconds, 3),
         latency_s=None if r.latency_s is None else round(r.latency_s, 3),
-        thinker_text=r.thinker_text or None, error_detail=r.detail,
-    )  # fmt: skip
+        thinker_text=r.thinker_text or None,
+        error_detail=r.detail,
+    )
 
 
 def run_status(clips: Sequence[ClipAudio]) -> RunStatus:

@@ -43,8 +43,9 @@ def _e(x: object) -> str:
 
 
 def _fig(fig: go.Figure, div_id: str) -> str:
-    fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380,
-                      template="plotly_white")  # fmt: skip
+    fig.update_layout(
+        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380, template="plotly_white"
+    )
     return str(pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id))
 
 
@@ -57,12 +58,19 @@ def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
         y = [p["tail_fraction"] for p in pts]
         high = [(p["tail_ci_high"] or t) - t for p, t in zip(pts, y, strict=True)]
         low = [t - (p["tail_ci_low"] or t) for p, t in zip(pts, y, strict=True)]
-        fig.add_trace(go.Scatter(
-            x=[p["nightly"].isoformat() for p in pts], y=y, mode="lines+markers", name=name,
-            error_y={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
-        ))  # fmt: skip
-    fig.update_layout(title="Tail fraction per branch (95 % Wilson interval)",
-                      yaxis={"tickformat": ".0%", "rangemode": "tozero"})  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[p["nightly"].isoformat() for p in pts],
+                y=y,
+                mode="lines+markers",
+                name=name,
+                error_y={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+            )
+        )
+    fig.update_layout(
+        title="Tail fraction per branch (95 % Wilson interval)",
+        yaxis={"tickformat": ".0%", "rangemode": "tozero"},
+    )
     return fig
 
 
@@ -80,13 +88,20 @@ def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -
     def v(x: float | None) -> float:
         return 1.05 if x is None else float(x)
 
-    fig = go.Figure(go.Scatter(
-        x=[v(c["baseline_wer"]) for c in clips], y=[v(c["candidate_wer"]) for c in clips],
-        mode="markers", text=[f"{c['utt_id']}: {c['reference']}" for c in clips],
-        marker={"size": 6, "opacity": 0.6},
-    ))  # fmt: skip
-    fig.update_layout(title=f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)",
-                      xaxis={"range": [-0.05, 1.1]}, yaxis={"range": [-0.05, 1.1]})  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=[v(c["baseline_wer"]) for c in clips],
+            y=[v(c["candidate_wer"]) for c in clips],
+            mode="markers",
+            text=[f"{c['utt_id']}: {c['reference']}" for c in clips],
+            marker={"size": 6, "opacity": 0.6},
+        )
+    )
+    fig.update_layout(
+        title=f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)",
+        xaxis={"range": [-0.05, 1.1]},
+        yaxis={"range": [-0.05, 1.1]},
+    )
     return fig
 
 
@@ -101,8 +116,10 @@ def _audio(uri: str | None) -> str:
 
 
 def clips_table(rows: list[dict[str, Any]]) -> str:
-    head = ("<tr><th>clip</th><th>reference</th><th>baseline heard (WER)</th>"
-            "<th>candidate heard (WER)</th><th>audio</th></tr>")  # fmt: skip
+    head = (
+        "<tr><th>clip</th><th>reference</th><th>baseline heard (WER)</th>"
+        "<th>candidate heard (WER)</th><th>audio</th></tr>"
+    )
     body = []
     for i, r in enumerate(rows):
         audio = _audio(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else ""
@@ -119,9 +136,11 @@ def _wer(x: float | None) -> str:
 
 
 def verdict_table(rows: list[dict[str, Any]]) -> str:
-    head = ("<tr><th>candidate</th><th>baseline</th><th>variant</th><th>verdict</th>"
-            "<th>confirmed</th><th>regressed : improved</th><th>stable-broken</th>"
-            "<th>Δ tail [95 %]</th><th>p (Holm)</th></tr>")  # fmt: skip
+    head = (
+        "<tr><th>candidate</th><th>baseline</th><th>variant</th><th>verdict</th>"
+        "<th>confirmed</th><th>regressed : improved</th><th>stable-broken</th>"
+        "<th>Δ tail [95 %]</th><th>p (Holm)</th></tr>"
+    )
     body = []
     for r in rows:
         ci = (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
@@ -185,8 +204,9 @@ def page(title: str, sections: list[str], simulated: bool) -> str:
     banner = (
         '<p class="sim">Contains <b>SIMULATED</b> runs (the local simulator stands in for '
         "vLLM-Omni); figures show the platform working, not a model's accuracy.</p>"
-        if simulated else ""
-    )  # fmt: skip
+        if simulated
+        else ""
+    )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
         f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>"
@@ -226,7 +246,8 @@ def nightly_report(
         pairs = views.paired_clip_wers(conn, d["comparison_id"])
         title = f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})"
         sections.append(f"<h2>{_e(title)}: per clip</h2>")
-        sections.append(_fig(scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"]),
-                             f"scatter{i}"))  # fmt: skip
+        sections.append(
+            _fig(scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"]), f"scatter{i}")
+        )
         sections.append(f"<h3>Regressed clips ({len(clips)})</h3>" + clips_table(clips))
     return page(f"{benchmark} nightly {nightly}", sections, simulated)

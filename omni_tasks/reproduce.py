@@ -7,8 +7,13 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-_GRADER_FLAGS = (("backend", "--backend"), ("model", "--model"), ("precision", "--precision"),
-                 ("window", "--window"), ("harness_version", "--harness-version"))  # fmt: skip
+_GRADER_FLAGS = (
+    ("backend", "--backend"),
+    ("model", "--model"),
+    ("precision", "--precision"),
+    ("window", "--window"),
+    ("harness_version", "--harness-version"),
+)
 
 
 def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None) -> str:

@@ -45,8 +45,13 @@ class ReportLink(BaseOperatorLink):
 
         from omni_tasks.links import served_report
 
-        query = XComModel.get_many(run_id=ti_key.run_id, key="return_value", task_ids="refresh",
-                                   dag_ids=ti_key.dag_id, limit=1)  # fmt: skip
+        query = XComModel.get_many(
+            run_id=ti_key.run_id,
+            key="return_value",
+            task_ids="refresh",
+            dag_ids=ti_key.dag_id,
+            limit=1,
+        )
         with create_session() as session:
             row = session.scalars(query).first()
             written = None if row is None else XComModel.deserialize_value(row)

@@ -46,8 +46,14 @@ class Cluster:
     logs: Path
 
     def airflow(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(BIN / "airflow"), *args], env=self.env, capture_output=True,
-                              text=True, timeout=timeout, check=False)  # fmt: skip
+        return subprocess.run(
+            [str(BIN / "airflow"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def token(self) -> str:
         r = httpx.get(f"{self.api}/auth/token", timeout=30)
@@ -58,8 +64,9 @@ class Cluster:
         deadline = time.monotonic() + timeout
         headers = {"Authorization": f"Bearer {self.token()}"}
         while time.monotonic() < deadline:
-            r = httpx.get(f"{self.api}/api/v2/dags/{dag_id}/dagRuns/{run_id}", headers=headers,
-                          timeout=30)  # fmt: skip
+            r = httpx.get(
+                f"{self.api}/api/v2/dags/{dag_id}/dagRuns/{run_id}", headers=headers, timeout=30
+            )
             state = r.json().get("state") if r.status_code == 200 else None
             if state in ("success", "failed"):
                 return str(state)
@@ -71,8 +78,11 @@ class Cluster:
     def wait_for_dag(self, dag_id: str, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            r = httpx.get(f"{self.api}/api/v2/dags/{dag_id}",
-                          headers={"Authorization": f"Bearer {self.token()}"}, timeout=30)  # fmt: skip
+            r = httpx.get(
+                f"{self.api}/api/v2/dags/{dag_id}",
+                headers={"Authorization": f"Bearer {self.token()}"},
+                timeout=30,
+            )
             if r.status_code == 200:
                 return
             time.sleep(2)
@@ -81,9 +91,14 @@ class Cluster:
 
 @contextmanager
 def airflow_cluster(
-    admin_dsn: str, dags: Path, tmp: Path, *, executor: str, workers: list[str] = (),
+    admin_dsn: str,
+    dags: Path,
+    tmp: Path,
+    *,
+    executor: str,
+    workers: list[str] = (),
     extra_env: dict[str, str] | None = None,
-) -> Iterator[Cluster]:  # fmt: skip
+) -> Iterator[Cluster]:
     name = f"airflow_meta_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -117,8 +132,13 @@ def airflow_cluster(
     )
     logs = tmp / "airflow-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, check=True,
-                   capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [str(BIN / "airflow"), "db", "migrate"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     commands = {
         "api-server": ["api-server", "--port", str(port), "--host", "127.0.0.1"],
         "scheduler": ["scheduler"],
@@ -143,8 +163,15 @@ def airflow_cluster(
             fh = (logs / f"{label}.log").open("wb")
             # Each worker serves its logs on its own port (the default one would clash).
             penv = {**env, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_port())}
-            procs.append(subprocess.Popen([str(BIN / "airflow"), *args], env=penv, stdout=fh,
-                                          stderr=subprocess.STDOUT, start_new_session=True))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    [str(BIN / "airflow"), *args],
+                    env=penv,
+                    stdout=fh,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
         deadline = time.monotonic() + 120
         while True:
             try:

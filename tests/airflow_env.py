@@ -24,8 +24,13 @@ def airflow_env(home: Path, results_dsn: str, omni_home: Path) -> dict[str, str]
 
 
 def migrate(env: dict[str, str]) -> None:
-    subprocess.run([str(REPO / ".venv/bin/airflow"), "db", "migrate"], env=env, check=True,
-                   capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [str(REPO / ".venv/bin/airflow"), "db", "migrate"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def dags_test(
@@ -33,5 +38,9 @@ def dags_test(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(REPO / ".venv/bin/airflow"), "dags", "test", dag_id, date, "-c", conf],
-        env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )

@@ -32,8 +32,14 @@ def store_night(
         commit = candidate_commit if branch == "rebase" and candidate_commit else f"{branch}{i:04d}"
         art = parse_artifact(path, branch=branch, commit=commit)
         save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
-    decide_night(db, date, load_policy(), benchmark=art.spec.benchmark, baseline_branch="main",
-                 expect=("main", "rebase"))  # fmt: skip
+    decide_night(
+        db,
+        date,
+        load_policy(),
+        benchmark=art.spec.benchmark,
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
     return date
 
 
@@ -79,5 +85,7 @@ def grade_rows(db: Any, run_key: str) -> list[tuple[Any, ...]]:
     rows = db.execute(
         "SELECT g.utt_id, g.grade_status, g.hypothesis, g.wer, g.hyp_words FROM omni.clip_grade g "
         "JOIN omni.grading gr USING (grading_id) JOIN omni.run r USING (run_id) "
-        "WHERE r.run_key = %s ORDER BY g.utt_id", (run_key,)).fetchall()  # fmt: skip
+        "WHERE r.run_key = %s ORDER BY g.utt_id",
+        (run_key,),
+    ).fetchall()
     return [tuple(r.values()) for r in rows]

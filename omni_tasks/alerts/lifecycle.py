@@ -52,9 +52,12 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     out = {}
     if s.grafana_url:
         path = dashboard_path(
-            [("var-benchmark", d["benchmark"]), ("var-branch", d["candidate_branch"]),
-             ("var-branch", d["baseline_branch"])]
-        )  # fmt: skip
+            [
+                ("var-benchmark", d["benchmark"]),
+                ("var-branch", d["candidate_branch"]),
+                ("var-branch", d["baseline_branch"]),
+            ]
+        )
         out["Grafana"] = f"{s.grafana_url.rstrip('/')}{path}"
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
         dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
@@ -133,10 +136,20 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     night, opened = d["nightly"], str(alert["opened_nightly"])
     store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))
     ctx = _context(d, tau)
-    enqueue(conn, f"{key}|{opened}|withdrawn-update", alert["alert_id"], "update",
-            _msg(blocks.regression_withdrawn_parent(ctx, opened), "update"))  # fmt: skip
-    enqueue(conn, f"{key}|{opened}|withdrawn-reply", alert["alert_id"], "reply",
-            _msg(blocks.regression_withdrawn_reply(ctx, opened, why), "reply"))  # fmt: skip
+    enqueue(
+        conn,
+        f"{key}|{opened}|withdrawn-update",
+        alert["alert_id"],
+        "update",
+        _msg(blocks.regression_withdrawn_parent(ctx, opened), "update"),
+    )
+    enqueue(
+        conn,
+        f"{key}|{opened}|withdrawn-reply",
+        alert["alert_id"],
+        "reply",
+        _msg(blocks.regression_withdrawn_reply(ctx, opened, why), "reply"),
+    )
     _event(conn, "regression_withdrawn", d, f"withdrawn: {opened} no longer confirmed", key)
 
 
@@ -163,9 +176,17 @@ def _regression(
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
         enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
         for clip in _top_audio(conn, d, ctx.comparison):
-            enqueue(conn, f"{key}|{night}|audio|{clip['utt_id']}", alert_id, "upload",
-                    {"op": "upload", "file": clip["audio_uri"],
-                     "title": f"{clip['utt_id']} ({d['candidate_branch']}, {night})"})  # fmt: skip
+            enqueue(
+                conn,
+                f"{key}|{night}|audio|{clip['utt_id']}",
+                alert_id,
+                "upload",
+                {
+                    "op": "upload",
+                    "file": clip["audio_uri"],
+                    "title": f"{clip['utt_id']} ({d['candidate_branch']}, {night})",
+                },
+            )
         _event(conn, "regression_opened", d, blocks.headline(ctx), key)
         return
     if d["verdict"] == "INFRA" or night <= alert["last_nightly"]:
@@ -179,10 +200,20 @@ def _regression(
         )
         opened = str(alert["opened_nightly"])
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
-        enqueue(conn, f"{key}|{night}|update", alert["alert_id"], "update",
-                with_status(parent, alert["details"]))  # fmt: skip
-        enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
-                _msg(blocks.regression_still(ctx), "reply"))  # fmt: skip
+        enqueue(
+            conn,
+            f"{key}|{night}|update",
+            alert["alert_id"],
+            "update",
+            with_status(parent, alert["details"]),
+        )
+        enqueue(
+            conn,
+            f"{key}|{night}|reply",
+            alert["alert_id"],
+            "reply",
+            _msg(blocks.regression_still(ctx), "reply"),
+        )
         return
     # Resolved by two consecutive non-INFRA nights without a regression (the gate's meaning of
     # "consecutive": within confirm_window_days of each other).
@@ -194,10 +225,20 @@ def _regression(
     if len(calm) >= 2 and consecutive(calm[-2], calm[-1], policy):
         store.resolve_alert(conn, alert["alert_id"], night)
         opened = str(alert["opened_nightly"])
-        enqueue(conn, f"{key}|{night}|resolve-update", alert["alert_id"], "update",
-                _msg(blocks.regression_resolved_parent(ctx, opened), "update"))  # fmt: skip
-        enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
-                _msg(blocks.regression_resolved_reply(ctx), "reply"))  # fmt: skip
+        enqueue(
+            conn,
+            f"{key}|{night}|resolve-update",
+            alert["alert_id"],
+            "update",
+            _msg(blocks.regression_resolved_parent(ctx, opened), "update"),
+        )
+        enqueue(
+            conn,
+            f"{key}|{night}|resolve-reply",
+            alert["alert_id"],
+            "reply",
+            _msg(blocks.regression_resolved_reply(ctx), "reply"),
+        )
         _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
 
 
@@ -227,17 +268,32 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
     if d["verdict"] == "INFRA":
         if alert is None:
             alert_id = store.insert_alert(conn, key, "infra", night)
-            enqueue(conn, f"{key}|{night}|open", alert_id, "post",
-                    _msg(blocks.infra(title, reasons, links_for(d)), "post"))  # fmt: skip
+            enqueue(
+                conn,
+                f"{key}|{night}|open",
+                alert_id,
+                "post",
+                _msg(blocks.infra(title, reasons, links_for(d)), "post"),
+            )
         elif night > alert["last_nightly"]:
             store.touch_alert(conn, alert["alert_id"], night)
-            enqueue(conn, f"{key}|{night}|reply", alert["alert_id"], "reply",
-                    _msg(blocks.infra(f"still {title}", reasons), "reply"))  # fmt: skip
+            enqueue(
+                conn,
+                f"{key}|{night}|reply",
+                alert["alert_id"],
+                "reply",
+                _msg(blocks.infra(f"still {title}", reasons), "reply"),
+            )
     elif alert is not None and night > alert["last_nightly"]:
         store.resolve_alert(conn, alert["alert_id"], night)
         done = f"{d['verdict']} on {night}: infrastructure problem gone"
-        enqueue(conn, f"{key}|{night}|resolve-reply", alert["alert_id"], "reply",
-                _msg(blocks.infra_resolved(done), "reply"))  # fmt: skip
+        enqueue(
+            conn,
+            f"{key}|{night}|resolve-reply",
+            alert["alert_id"],
+            "reply",
+            _msg(blocks.infra_resolved(done), "reply"),
+        )
 
 
 def plan_alerts(
@@ -252,8 +308,9 @@ def plan_alerts(
         _regression(conn, d, tau, policy)
         # A night decided late (a backfill) can confirm or unconfirm the nights after it:
         # replay them (planning is idempotent, so nights already planned add nothing).
-        for later in _decisions(conn, benchmark, nightly + dt.timedelta(days=1), dt.date.max,
-                                policy, key=d):  # fmt: skip
+        for later in _decisions(
+            conn, benchmark, nightly + dt.timedelta(days=1), dt.date.max, policy, key=d
+        ):
             _withdraw(conn, later, tau)
             _regression(conn, later, tau, policy)
     return store.outbox_size(conn) - before

@@ -77,9 +77,14 @@ class SlackSink:
     name = "slack"
 
     def __init__(
-        self, token: str, channel: str, base_url: str, retries: int = 3, timeout_s: int = 30,
+        self,
+        token: str,
+        channel: str,
+        base_url: str,
+        retries: int = 3,
+        timeout_s: int = 30,
         client: WebClient | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._token = token
         self.channel = channel
         self.client = client or WebClient(
@@ -94,16 +99,23 @@ class SlackSink:
 
     def post(self, payload: dict[str, Any], key: str) -> str:
         r = self.client.chat_postMessage(
-            channel=self.channel, text=payload["text"], blocks=payload.get("blocks"),
-            metadata=self._metadata(key), unfurl_links=False,
-        )  # fmt: skip
+            channel=self.channel,
+            text=payload["text"],
+            blocks=payload.get("blocks"),
+            metadata=self._metadata(key),
+            unfurl_links=False,
+        )
         return str(r["ts"])
 
     def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str:
         r = self.client.chat_postMessage(
-            channel=self.channel, text=payload["text"], blocks=payload.get("blocks"),
-            thread_ts=parent_ts, metadata=self._metadata(key), unfurl_links=False,
-        )  # fmt: skip
+            channel=self.channel,
+            text=payload["text"],
+            blocks=payload.get("blocks"),
+            thread_ts=parent_ts,
+            metadata=self._metadata(key),
+            unfurl_links=False,
+        )
         return str(r["ts"])
 
     def update(self, ts: str, payload: dict[str, Any]) -> None:
@@ -114,9 +126,12 @@ class SlackSink:
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
         content = load_audio_bytes(file_uri)  # the audio-root rule and the size cap
         self.client.files_upload_v2(
-            channel=self.channel, file=content, filename=Path(file_uri).name, title=title,
+            channel=self.channel,
+            file=content,
+            filename=Path(file_uri).name,
+            title=title,
             thread_ts=parent_ts,
-        )  # fmt: skip
+        )
 
     def find(self, key: str, parent_ts: str | None) -> str | None:
         if parent_ts is None:

@@ -51,8 +51,11 @@ def with_status(payload: dict[str, Any], details: dict[str, Any]) -> dict[str, A
     blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
     history = (details.get("triage") or {}).get("history") or []
     if history and history[-1]["status"] != "reopened":
-        line = {"type": "context", "block_id": STATUS_BLOCK,
-                "elements": [{"type": "mrkdwn", "text": status_line(history[-1])}]}  # fmt: skip
+        line = {
+            "type": "context",
+            "block_id": STATUS_BLOCK,
+            "elements": [{"type": "mrkdwn", "text": status_line(history[-1])}],
+        }
         blocks.insert(1 if blocks else 0, line)
     return {**payload, "blocks": blocks}
 
@@ -109,9 +112,12 @@ def triage(
 
 
 def _announce(
-    conn: psycopg.Connection[Any], alert: dict[str, Any], details: dict[str, Any],
-    entry: dict[str, Any], n: int,
-) -> None:  # fmt: skip
+    conn: psycopg.Connection[Any],
+    alert: dict[str, Any],
+    details: dict[str, Any],
+    entry: dict[str, Any],
+    n: int,
+) -> None:
 
     key, alert_id = alert["alert_key"], alert["alert_id"]
     parent = store.parent_payload(conn, alert_id)
@@ -120,9 +126,17 @@ def _announce(
         opened = alert["opened_nightly"]
         store.enqueue(conn, f"{key}|{opened}|triage-{n}-update", alert_id, "update", update)
     line = status_line(entry)
-    store.enqueue(conn, f"{key}|{alert['opened_nightly']}|triage-{n}-reply", alert_id, "reply",
-            {"op": "reply", "text": line, "blocks": [
-                {"type": "section", "text": {"type": "mrkdwn", "text": line}}]})  # fmt: skip
+    store.enqueue(
+        conn,
+        f"{key}|{alert['opened_nightly']}|triage-{n}-reply",
+        alert_id,
+        "reply",
+        {
+            "op": "reply",
+            "text": line,
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}],
+        },
+    )
     benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
     note = f": {entry['note']}" if entry.get("note") else ""
     store.insert_event(

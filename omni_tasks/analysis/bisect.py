@@ -109,11 +109,15 @@ def bisect(
                 break
         forced = lower < llr < upper
         decision = "bad" if llr > 0 else "good"
-        steps.append(BisectStep(history[mid], mid, tuple(seeds), tuple(counts), len(d), llr,
-                                decision, forced))  # fmt: skip
+        steps.append(
+            BisectStep(
+                history[mid], mid, tuple(seeds), tuple(counts), len(d), llr, decision, forced
+            )
+        )
         if decision == "bad":
             hi = mid
         else:
             lo = mid
-    return BisectResult(history[hi], history[lo], steps, d, len(regressed), len(improved),
-                        evaluations, notes)  # fmt: skip
+    return BisectResult(
+        history[hi], history[lo], steps, d, len(regressed), len(improved), evaluations, notes
+    )

@@ -24,11 +24,24 @@ DECISION_FIELDS = {
     "confirm_p",
     "confirm_window_days",
 }
-ADDED_AFTER_LEGACY = {"max_same_margin", "confirm_window_days"}
+ADDED_AFTER_LEGACY = {"max_same_margin", "confirm_window_days", "benchmarks"}
 
 
 def _hash(fields: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
+
+
+class BenchmarkOverrides(BaseModel):
+    """What one benchmark decides differently (e.g. a smaller set needs a wider margin); the
+    threshold matters only to a benchmark judged by WER (multiple choice is right or wrong)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    primary_tau: float | None = Field(default=None, gt=0)
+    min_effect: float | None = Field(default=None, ge=0)
+    same_margin: float | None = Field(default=None, gt=0)
+    max_same_margin: float | None = Field(default=None, gt=0, le=1)
+    coverage_floor: float | None = Field(default=None, ge=0, le=1)
 
 
 class GatePolicy(BaseModel):
@@ -48,6 +61,15 @@ class GatePolicy(BaseModel):
     confirm_window_days: int = Field(default=3, ge=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
+    benchmarks: dict[str, BenchmarkOverrides] = {}
+
+    def for_benchmark(self, benchmark: str) -> GatePolicy:
+        """The policy a benchmark is decided under: this one with its overrides. Overridden
+        decision fields hash into its own policy version, so its streaks stay its own."""
+        over = self.benchmarks.get(benchmark)
+        if over is None:
+            return self
+        return self.model_copy(update={**over.model_dump(exclude_none=True), "benchmarks": {}})
 
     @property
     def policy_version(self) -> str:

@@ -178,8 +178,9 @@ def bisect_errors(bad_tail: float, histories: int, seed: int, commits: int = 16)
             else:
                 bad_steps += 1
                 bad_good += step.decision == "good"
-    return BisectErrors(histories, wrong, good_steps, good_bad, bad_steps, bad_good, forced,
-                        evaluations)  # fmt: skip
+    return BisectErrors(
+        histories, wrong, good_steps, good_bad, bad_steps, bad_good, forced, evaluations
+    )
 
 
 def _history(

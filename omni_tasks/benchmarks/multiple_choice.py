@@ -122,8 +122,14 @@ class MultipleChoice(Benchmark):
         for i, item in enumerate(items or []):
             where = f"{self.items_key}[{i}]"
             require(isinstance(item, dict), path, f"{where} must be an object")
-            for key in ("request_id", "gold", "predicted", "error", *self.key_fields,
-                        *self.breakdown_fields.values()):  # fmt: skip
+            for key in (
+                "request_id",
+                "gold",
+                "predicted",
+                "error",
+                *self.key_fields,
+                *self.breakdown_fields.values(),
+            ):
                 check_item_text(item, key, path, where)
             if item.get("skipped"):
                 no_gold += 1

@@ -17,6 +17,11 @@ class ExistingStrategy:
     def prepare(self, commit: str) -> Environment:
         if not Path(self.python).is_file():
             raise EnvironmentBuildError(f"existing environment: no interpreter at {self.python}")
-        freeze = subprocess.run([self.python, "-m", "pip", "freeze"], capture_output=True,
-                                text=True, timeout=120, check=False)  # fmt: skip
+        freeze = subprocess.run(
+            [self.python, "-m", "pip", "freeze"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         return Environment(commit, self.name, python=self.python, lock=freeze.stdout or None)

@@ -28,8 +28,13 @@ def visible_gpus() -> list[str]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
-    out = subprocess.run([smi, "--query-gpu=index", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    out = subprocess.run(
+        [smi, "--query-gpu=index", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 

@@ -22,8 +22,9 @@ from omni_tasks.environments import Environment, EnvironmentBuildError
 
 
 def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float = 3600) -> str:
-    out = subprocess.run(list(argv), capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                         check=False)  # fmt: skip
+    out = subprocess.run(
+        list(argv), capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
+    )
     if out.returncode != 0:
         raise EnvironmentBuildError(
             f"{what} failed ({out.returncode}): {out.stderr.strip()[-800:]}"
@@ -70,10 +71,12 @@ class VenvStrategy:
             (env_dir / "READY").touch()  # last use, for pruning
         python = env_dir / "venv" / "bin" / "python"
         return Environment(
-            commit, self.name, python=str(python),
+            commit,
+            self.name,
+            python=str(python),
             lock=(env_dir / "lock.txt").read_text(encoding="utf-8"),
             details={"path": str(env_dir), "repo": self.repo, "requirements": self.requirements},
-        )  # fmt: skip
+        )
 
     def _build(self, commit: str, env_dir: Path) -> None:
         if env_dir.exists():
@@ -83,8 +86,14 @@ class VenvStrategy:
         _run(["git", "clone", "--quiet", "--no-checkout", self.repo, str(src)], "git clone")
         _run(["git", "-C", str(src), "checkout", "--quiet", commit], f"git checkout {commit}")
         _run([self.base_python, "-m", "venv", str(env_dir / "venv")], "creating the virtualenv")
-        pip = [str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
-               *self.pip_args]  # fmt: skip
+        pip = [
+            str(env_dir / "venv" / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            *self.pip_args,
+        ]
         if self.requirements:
             _run([*pip, *self.requirements], "installing the pinned requirements")
         _run([*pip, str(src)], f"installing the checkout of {commit}")

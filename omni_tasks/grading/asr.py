@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -80,6 +80,18 @@ class GraderSpec:
     batch_size: int = 8
     harness_version: str | None = None  # the reference harness the grading is meant to match
 
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> GraderSpec:
+        """The spec a config, trigger form or command line gives (None means the default); an
+        unknown setting is an error that names it. Every caller builds its spec here."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise GraderConfigError(
+                f"unknown grader setting(s) {', '.join(unknown)}; known: {', '.join(known)}"
+            )
+        return cls(**{k: v for k, v in params.items() if v is not None})
+
     def resolved(self) -> GraderSpec:
         if self.backend not in BACKENDS:
             raise GraderConfigError(
@@ -139,9 +151,15 @@ class GraderSpec:
         library version where the decoding path depends on it."""
         backend = self.backend if runtime is None else f"{self.backend}=={runtime}"
         return "/".join(
-            (backend, model_label, str(self.precision), str(self.window), self.decoding,
-             NORMALIZER_VERSION)
-        )  # fmt: skip
+            (
+                backend,
+                model_label,
+                str(self.precision),
+                str(self.window),
+                self.decoding,
+                NORMALIZER_VERSION,
+            )
+        )
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,13 @@ def grade_transcript(
         )
         result = score(clip.reference_text, hypothesis, lang)
     except ValueError as exc:
-        return ClipGrade(clip.utt_id, "grader_error", hypothesis=hypothesis, is_question=question,
-                         error_detail=f"unscorable reference: {exc}")  # fmt: skip
+        return ClipGrade(
+            clip.utt_id,
+            "grader_error",
+            hypothesis=hypothesis,
+            is_question=question,
+            error_detail=f"unscorable reference: {exc}",
+        )
     return ClipGrade(
         clip.utt_id,
         "graded" if hypothesis.strip() else "empty_transcript",

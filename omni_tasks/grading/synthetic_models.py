@@ -18,15 +18,38 @@ from omni_tasks.offline_models import whisper_tokenizer_file
 # to <|notimestamps|> for the ids used here).
 SOT, EN, TRANSLATE, TRANSCRIBE, NO_TIMESTAMPS, EOT = 50257, 50258, 50357, 50358, 50362, 50256
 
-TINY_HF = {"d_model": 64, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-           "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
-           "num_mel_bins": 80}  # fmt: skip
-LARGE_V3_HF = {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32,
-               "encoder_attention_heads": 20, "decoder_attention_heads": 20,
-               "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128}  # fmt: skip
-TINY_OPENAI_DIMS = {"n_mels": 80, "n_vocab": 51864, "n_audio_ctx": 1500, "n_audio_state": 64,
-                    "n_audio_head": 2, "n_audio_layer": 1, "n_text_ctx": 448, "n_text_state": 64,
-                    "n_text_head": 2, "n_text_layer": 1}  # fmt: skip
+TINY_HF = {
+    "d_model": 64,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "num_mel_bins": 80,
+}
+LARGE_V3_HF = {
+    "d_model": 1280,
+    "encoder_layers": 32,
+    "decoder_layers": 32,
+    "encoder_attention_heads": 20,
+    "decoder_attention_heads": 20,
+    "encoder_ffn_dim": 5120,
+    "decoder_ffn_dim": 5120,
+    "num_mel_bins": 128,
+}
+TINY_OPENAI_DIMS = {
+    "n_mels": 80,
+    "n_vocab": 51864,
+    "n_audio_ctx": 1500,
+    "n_audio_state": 64,
+    "n_audio_head": 2,
+    "n_audio_layer": 1,
+    "n_text_ctx": 448,
+    "n_text_state": 64,
+    "n_text_head": 2,
+    "n_text_layer": 1,
+}
 
 
 def build_transformers_whisper(

@@ -44,12 +44,16 @@ class OpenAIWhisperBackend:
             return [
                 str(
                     self._model.transcribe(
-                        c, language=self._language, fp16=self._fp16, temperature=0.0,
-                        beam_size=beam, condition_on_previous_text=False,
+                        c,
+                        language=self._language,
+                        fp16=self._fp16,
+                        temperature=0.0,
+                        beam_size=beam,
+                        condition_on_previous_text=False,
                     )["text"]
                 ).strip()
                 for c in clips
-            ]  # fmt: skip
+            ]
         mel = torch.from_numpy(np.stack([self.features(c) for c in clips])).to(self._model.device)
         options = whisper.DecodingOptions(
             task="transcribe",

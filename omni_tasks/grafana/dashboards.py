@@ -26,114 +26,324 @@ FILTERS = KEY_FILTERS + " AND tau = $tau"
 
 
 def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> dict[str, Any]:
-    return {"refId": ref, "datasource": DATASOURCE, "rawQuery": True, "editorMode": "code",
-            "format": fmt, "rawSql": " ".join(sql.split())}  # fmt: skip
+    return {
+        "refId": ref,
+        "datasource": DATASOURCE,
+        "rawQuery": True,
+        "editorMode": "code",
+        "format": fmt,
+        "rawSql": " ".join(sql.split()),
+    }
 
 
 def _panel(
-    pid: int, title: str, kind: str, grid: tuple[int, int, int, int], targets: list[dict[str, Any]],
-    description: str, **extra: Any,
-) -> dict[str, Any]:  # fmt: skip
+    pid: int,
+    title: str,
+    kind: str,
+    grid: tuple[int, int, int, int],
+    targets: list[dict[str, Any]],
+    description: str,
+    **extra: Any,
+) -> dict[str, Any]:
     x, y, w, h = grid
-    return {"id": pid, "type": kind, "title": title, "description": description,
-            "datasource": DATASOURCE, "gridPos": {"x": x, "y": y, "w": w, "h": h},
-            "targets": targets, **extra}  # fmt: skip
+    return {
+        "id": pid,
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": DATASOURCE,
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "targets": targets,
+        **extra,
+    }
 
 
 def _line(value: float, color: str) -> dict[str, Any]:
-    return {"mode": "absolute",
-            "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}]}  # fmt: skip
+    return {
+        "mode": "absolute",
+        "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}],
+    }
 
 
 def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
-    return {"name": name, "label": label, "type": "query", "datasource": DATASOURCE,
-            "query": sql, "definition": sql, "refresh": 2, "multi": multi, "includeAll": multi,
-            "current": {}, "sort": 1}  # fmt: skip
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DATASOURCE,
+        "query": sql,
+        "definition": sql,
+        "refresh": 2,
+        "multi": multi,
+        "includeAll": multi,
+        "current": {},
+        "sort": 1,
+    }
 
 
 def panels(slo_tail: float) -> list[dict[str, Any]]:
     trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
     scores = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
     return [
-        _panel(1, "Tail fraction (share of broken clips, WER > τ)", "timeseries", (0, 0, 12, 9), [
-            _target(f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1", "A"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {trend} ORDER BY 1", "B"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {trend} ORDER BY 1", "C"),
-        ], "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95 % "
-           f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
-           fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "thresholds": _line(slo_tail, "red"),
-                                     "custom": {"thresholdsStyle": {"mode": "line"}}},
-                        "overrides": [{"matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},
-                                       "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}]}]}),
-        _panel(2, "Capped mean WER (and the legacy uncapped mean)", "timeseries", (12, 0, 12, 9), [
-            _target(f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {trend} ORDER BY 1", "A"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {trend} ORDER BY 1", "B"),
-            _target("SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
+        _panel(
+            1,
+            "Tail fraction (share of broken clips, WER > τ)",
+            "timeseries",
+            (0, 0, 12, 9),
+            [
+                _target(
+                    f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1",
+                    "A",
+                ),
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {trend} ORDER BY 1",
+                    "B",
+                ),
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {trend} ORDER BY 1",
+                    "C",
+                ),
+            ],
+            "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95 % "
+            f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
+            fieldConfig={
+                "defaults": {
+                    "unit": "percentunit",
+                    "min": 0,
+                    "thresholds": _line(slo_tail, "red"),
+                    "custom": {"thresholdsStyle": {"mode": "line"}},
+                },
+                "overrides": [
+                    {
+                        "matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},
+                        "properties": [
+                            {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}
+                        ],
+                    }
+                ],
+            },
+        ),
+        _panel(
+            2,
+            "Capped mean WER (and the legacy uncapped mean)",
+            "timeseries",
+            (12, 0, 12, 9),
+            [
+                _target(
+                    f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {trend} ORDER BY 1",
+                    "A",
+                ),
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {trend} ORDER BY 1",
+                    "B",
+                ),
+                _target(
+                    "SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
                     "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
-                    "FROM omni.v_official_trend WHERE $__timeFilter(time) AND " + KEY_FILTERS + " ORDER BY 1", "C"),
-        ], "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
-           f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
-           "the harness's own mean (failures left out), also for summary-only imports, which "
-           "have no per-clip rows and so no other figure here.",
-           fieldConfig={"defaults": {"min": 0, "thresholds": _line(LEGACY_GATE, "orange"),
-                                     "custom": {"thresholdsStyle": {"mode": "line"}}}, "overrides": []}),
-        _panel(3, "Failure modes of broken clips", "timeseries", (0, 9, 12, 8), [
-            _target("SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
-                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
-        ], "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
-           "no_output: no audio.",
-           fieldConfig={"defaults": {"custom": {"drawStyle": "bars", "stacking": {"mode": "normal"},
-                                                "fillOpacity": 80}}, "overrides": []}),
-        _panel(4, "Origin of broken clips", "timeseries", (12, 9, 6, 8), [
-            _target("SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
-                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
-        ], "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
-           "right, the speech was not.",
-           fieldConfig={"defaults": {"custom": {"drawStyle": "bars", "stacking": {"mode": "normal"},
-                                                "fillOpacity": 80}}, "overrides": []}),
-        _panel(5, "Questions vs statements", "timeseries", (18, 9, 6, 8), [
-            _target("SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
-                    "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"),
-        ], "Tail fraction of questions and requests vs statements (answered questions are a "
-           "known failure).", fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []}),
-        _panel(6, "Verdict history", "table", (0, 17, 12, 9), [
-            _target("SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                    "FROM omni.v_official_trend WHERE $__timeFilter(time) AND "
+                    + KEY_FILTERS
+                    + " ORDER BY 1",
+                    "C",
+                ),
+            ],
+            "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
+            f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
+            "the harness's own mean (failures left out), also for summary-only imports, which "
+            "have no per-clip rows and so no other figure here.",
+            fieldConfig={
+                "defaults": {
+                    "min": 0,
+                    "thresholds": _line(LEGACY_GATE, "orange"),
+                    "custom": {"thresholdsStyle": {"mode": "line"}},
+                },
+                "overrides": [],
+            },
+        ),
+        _panel(
+            3,
+            "Failure modes of broken clips",
+            "timeseries",
+            (0, 9, 12, 8),
+            [
+                _target(
+                    "SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
+                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+                ),
+            ],
+            "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
+            "no_output: no audio.",
+            fieldConfig={
+                "defaults": {
+                    "custom": {
+                        "drawStyle": "bars",
+                        "stacking": {"mode": "normal"},
+                        "fillOpacity": 80,
+                    }
+                },
+                "overrides": [],
+            },
+        ),
+        _panel(
+            4,
+            "Origin of broken clips",
+            "timeseries",
+            (12, 9, 6, 8),
+            [
+                _target(
+                    "SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
+                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+                ),
+            ],
+            "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
+            "right, the speech was not.",
+            fieldConfig={
+                "defaults": {
+                    "custom": {
+                        "drawStyle": "bars",
+                        "stacking": {"mode": "normal"},
+                        "fillOpacity": 80,
+                    }
+                },
+                "overrides": [],
+            },
+        ),
+        _panel(
+            5,
+            "Questions vs statements",
+            "timeseries",
+            (18, 9, 6, 8),
+            [
+                _target(
+                    "SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
+                    "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+                ),
+            ],
+            "Tail fraction of questions and requests vs statements (answered questions are a "
+            "known failure).",
+            fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []},
+        ),
+        _panel(
+            6,
+            "Verdict history",
+            "table",
+            (0, 17, 12, 9),
+            [
+                _target(
+                    "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
                     "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
                     "WHERE $__timeFilter(time) AND benchmark = '$benchmark' AND candidate_branch IN "
-                    "($branch) AND variant IN ($variant) ORDER BY time DESC", fmt="table"),
-        ], "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
-           fieldConfig={"defaults": {}, "overrides": [{"matcher": {"id": "byName", "options": "verdict"},
-               "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}},
-                              {"id": "mappings", "value": [{"type": "value", "options": {
-                                  "REGRESSED": {"color": "red"}, "IMPROVED": {"color": "green"},
-                                  "SAME": {"color": "blue"}, "UNKNOWN": {"color": "yellow"},
-                                  "INFRA": {"color": "purple"}}}]}]}]}),
-        _panel(7, "Latest paired A/B", "table", (12, 17, 12, 9), [
-            _target("SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                    "($branch) AND variant IN ($variant) ORDER BY time DESC",
+                    fmt="table",
+                ),
+            ],
+            "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
+            fieldConfig={
+                "defaults": {},
+                "overrides": [
+                    {
+                        "matcher": {"id": "byName", "options": "verdict"},
+                        "properties": [
+                            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                            {
+                                "id": "mappings",
+                                "value": [
+                                    {
+                                        "type": "value",
+                                        "options": {
+                                            "REGRESSED": {"color": "red"},
+                                            "IMPROVED": {"color": "green"},
+                                            "SAME": {"color": "blue"},
+                                            "UNKNOWN": {"color": "yellow"},
+                                            "INFRA": {"color": "purple"},
+                                        },
+                                    }
+                                ],
+                            },
+                        ],
+                    }
+                ],
+            },
+        ),
+        _panel(
+            7,
+            "Latest paired A/B",
+            "table",
+            (12, 17, 12, 9),
+            [
+                _target(
+                    "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
                     "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
                     "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
                     "WHERE benchmark = '$benchmark' AND candidate_branch IN ($branch) AND variant IN "
-                    "($variant) ORDER BY nightly DESC", fmt="table"),
-        ], "The newest decision per candidate: the paired table and exact McNemar p. Click a "
-           "comparison to list its regressed clips below.",
-           fieldConfig={"defaults": {}, "overrides": [{"matcher": {"id": "byName", "options": "comparison_id"},
-               "properties": [{"id": "links", "value": [{"title": "regressed clips",
-                   "url": "/d/" + TREND_UID + "?${__url_time_range}&var-benchmark=$benchmark&var-comparison=${__value.raw}"}]}]}]}),
-        _panel(8, "Regressed clips of comparison $comparison", "table", (0, 26, 24, 10), [
-            _target("SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
+                    "($variant) ORDER BY nightly DESC",
+                    fmt="table",
+                ),
+            ],
+            "The newest decision per candidate: the paired table and exact McNemar p. Click a "
+            "comparison to list its regressed clips below.",
+            fieldConfig={
+                "defaults": {},
+                "overrides": [
+                    {
+                        "matcher": {"id": "byName", "options": "comparison_id"},
+                        "properties": [
+                            {
+                                "id": "links",
+                                "value": [
+                                    {
+                                        "title": "regressed clips",
+                                        "url": "/d/"
+                                        + TREND_UID
+                                        + "?${__url_time_range}&var-benchmark=$benchmark&var-comparison=${__value.raw}",
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        ),
+        _panel(
+            8,
+            "Regressed clips of comparison $comparison",
+            "table",
+            (0, 26, 24, 10),
+            [
+                _target(
+                    "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
                     "candidate_wer, candidate_status, audio_uri, thinker_text FROM "
                     "omni.v_regressed_clips WHERE comparison_id = $comparison ORDER BY candidate_wer "
-                    "DESC NULLS LAST", fmt="table"),
-        ], "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
-           "and the audio."),
-        _panel(9, "Accuracy and secondary scores (never gated)", "timeseries", (0, 36, 24, 8), [
-            _target(f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {scores} ORDER BY 1", "A"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {scores} ORDER BY 1", "B"),
-            _target(f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {scores} ORDER BY 1", "C"),
-        ], "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
-           "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
-           "them. Shown for context: no verdict reads them."),
-    ]  # fmt: skip
+                    "DESC NULLS LAST",
+                    fmt="table",
+                ),
+            ],
+            "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
+            "and the audio.",
+        ),
+        _panel(
+            9,
+            "Accuracy and secondary scores (never gated)",
+            "timeseries",
+            (0, 36, 24, 8),
+            [
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {scores} ORDER BY 1",
+                    "A",
+                ),
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {scores} ORDER BY 1",
+                    "B",
+                ),
+                _target(
+                    f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {scores} ORDER BY 1",
+                    "C",
+                ),
+            ],
+            "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
+            "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
+            "them. Shown for context: no verdict reads them.",
+        ),
+    ]
 
 
 def trend_dashboard() -> dict[str, Any]:
@@ -238,8 +448,11 @@ def panel_queries(d: dict[str, Any]) -> dict[str, str]:
 def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:
     """Expand Grafana's macros and variables the way its Postgres datasource does (for tests
     and for reading a panel's query outside Grafana)."""
-    sql = re.sub(r"\$__timeFilter\((\w+)\)",
-                 lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'", sql)  # fmt: skip
+    sql = re.sub(
+        r"\$__timeFilter\((\w+)\)",
+        lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'",
+        sql,
+    )
     for name in sorted(variables, key=len, reverse=True):
         value = variables[name]
         rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)

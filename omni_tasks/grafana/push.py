@@ -86,12 +86,20 @@ def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
                 "saves of it: set OMNI_GRAFANA_DASHBOARDS=provisioned (the compose mode), or "
                 "remove its provisioning to push through the API"
             )
-        if found is not None and {k: v for k, v in found["dashboard"].items()
-                                  if k not in _VOLATILE} == d:  # fmt: skip
+        if (
+            found is not None
+            and {k: v for k, v in found["dashboard"].items() if k not in _VOLATILE} == d
+        ):
             unchanged += 1
             continue
-        api.dashboard.update_dashboard({"dashboard": d, "folderUid": FOLDER_UID, "overwrite": True,
-                                        "message": "omni-tasks refresh"})  # fmt: skip
+        api.dashboard.update_dashboard(
+            {
+                "dashboard": d,
+                "folderUid": FOLDER_UID,
+                "overwrite": True,
+                "message": "omni-tasks refresh",
+            }
+        )
         written += 1
     return written, unchanged
 
@@ -102,9 +110,12 @@ def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
     for e in rows:
         ms = int(e["time"].timestamp() * 1000)
         answer = api.annotations.add_annotation(
-            dashboard_uid=TREND_UID, time_from=ms, time_to=ms,
-            tags=["omni-tasks", e["kind"], *e["tags"]], text=e["text"],
-        )  # fmt: skip
+            dashboard_uid=TREND_UID,
+            time_from=ms,
+            time_to=ms,
+            tags=["omni-tasks", e["kind"], *e["tags"]],
+            text=e["text"],
+        )
         store.set_annotation_id(conn, e["event_id"], answer.get("id"))
         conn.commit()  # recorded one by one: a crash never re-creates what was created
         created += 1

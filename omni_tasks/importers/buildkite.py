@@ -67,8 +67,10 @@ class ApiHostAuth(httpx.Auth):
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         url = request.url
         if (url.scheme, url.host, url.port) == (
-            self._origin.scheme, self._origin.host, self._origin.port,
-        ):  # fmt: skip
+            self._origin.scheme,
+            self._origin.host,
+            self._origin.port,
+        ):
             request.headers["Authorization"] = f"Bearer {self._token}"
         yield request
 
@@ -174,25 +176,38 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
 
 
 def _import_one(
-    conn: psycopg.Connection[Any], client: BuildkiteClient, src: BuildkiteSource,
-    build: dict[str, Any], art: dict[str, Any], report: ImportReport,
-) -> None:  # fmt: skip
+    conn: psycopg.Connection[Any],
+    client: BuildkiteClient,
+    src: BuildkiteSource,
+    build: dict[str, Any],
+    art: dict[str, Any],
+    report: ImportReport,
+) -> None:
     data = client.download(art)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
         path.write_bytes(data)
         try:
             parsed = parse_artifact(
-                path, branch=build["branch"], commit=build.get("commit"),
+                path,
+                branch=build["branch"],
+                commit=build.get("commit"),
                 harness_version=src.harness_version,
-            )  # fmt: skip
+            )
         except ArtifactError as exc:
             report.errors.append(f"build {build['number']}: {exc}")
             return
-    source = {**parsed.spec.source, "buildkite": {
-        "org": src.org, "pipeline": src.pipeline, "build": build["number"],
-        "artifact_id": art["id"], "web_url": build.get("web_url"), "state": build.get("state"),
-    }}  # fmt: skip
+    source = {
+        **parsed.spec.source,
+        "buildkite": {
+            "org": src.org,
+            "pipeline": src.pipeline,
+            "build": build["number"],
+            "artifact_id": art["id"],
+            "web_url": build.get("web_url"),
+            "state": build.get("state"),
+        },
+    }
     spec = dataclasses.replace(parsed.spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
     # Two builds of one commit on one night are two runs: the build number keeps keys apart.

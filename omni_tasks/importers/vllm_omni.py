@@ -222,9 +222,16 @@ def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord
     out = []
     for c in clips:
         g = by_id.get(c.utt_id)
-        out.append(ClipRecord(c.utt_id, c.reference_text, c.synth_status,
-                              g.grade_status if g else None, g.wer if g else None,
-                              synth_detail=c.error_detail))  # fmt: skip
+        out.append(
+            ClipRecord(
+                c.utt_id,
+                c.reference_text,
+                c.synth_status,
+                g.grade_status if g else None,
+                g.wer if g else None,
+                synth_detail=c.error_detail,
+            )
+        )
     return out
 
 

@@ -51,17 +51,23 @@ def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
             raise ValueError(f"not a commit SHA: {sha!r}")
     git = ["git", "-C", repo]
     ancestor = subprocess.run(
-        [*git, "merge-base", "--is-ancestor", good, bad], capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
+        [*git, "merge-base", "--is-ancestor", good, bad],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if ancestor.returncode == 1:
         return None
     if ancestor.returncode != 0:
         raise RuntimeError(f"git merge-base in {repo}: {ancestor.stderr.strip()}")
     out = subprocess.run(
         [*git, "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return [good, *out.stdout.split()]
 
 
@@ -103,8 +109,10 @@ def _decide(
         return {"status": "skipped", **ends, "why": why}
 
     if good["commit_sha"] == bad["commit_sha"]:
-        return skipped(f"{branch} did not change between the last good and the first bad night "
-                       f"({span}): not a commit of {branch}")  # fmt: skip
+        return skipped(
+            f"{branch} did not change between the last good and the first bad night "
+            f"({span}): not a commit of {branch}"
+        )
     if not params.repo:
         return skipped("no repo in the deployment config, so the range's commits are unknown")
     try:
@@ -112,23 +120,30 @@ def _decide(
     except ValueError as exc:  # a head from the trigger form that is no commit SHA
         return skipped(f"{exc}, so the range cannot be listed")
     if history is None:
-        return skipped(f"the last good commit is not an ancestor of the first bad one "
-                       f"({span}): the branch was rewritten (force-push), so no range")  # fmt: skip
+        return skipped(
+            f"the last good commit is not an ancestor of the first bad one "
+            f"({span}): the branch was rewritten (force-push), so no range"
+        )
     if len(history) <= 2:
-        return skipped(f"the range {span} is one commit: {bad['commit_sha'][:12]} is the first "
-                       "bad commit")  # fmt: skip
+        return skipped(
+            f"the range {span} is one commit: {bad['commit_sha'][:12]} is the first bad commit"
+        )
     target = params.targets.get(branch)
     if not isinstance(target, str) or not (
         target == "vllm-serve" or target.startswith("simulator:")
     ):
-        return skipped(f"{branch}'s target serves one commit (a URL); a bisect needs a server "
-                       "per commit (target vllm-serve)")  # fmt: skip
+        return skipped(
+            f"{branch}'s target serves one commit (a URL); a bisect needs a server "
+            "per commit (target vllm-serve)"
+        )
     budget = params.auto_bisect.max_runs
     repeats = repeats_within(len(history), budget)
     if repeats == 0:
-        return skipped(f"{len(history) - 1} commits in {span} need up to "
-                       f"{worst_case_runs(len(history), 1)} benchmark runs, over the budget of "
-                       f"{budget} (auto_bisect.max_runs)")  # fmt: skip
+        return skipped(
+            f"{len(history) - 1} commits in {span} need up to "
+            f"{worst_case_runs(len(history), 1)} benchmark runs, over the budget of "
+            f"{budget} (auto_bisect.max_runs)"
+        )
     conf = {
         "history": history,
         "target": target,

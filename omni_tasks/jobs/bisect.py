@@ -72,7 +72,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
     from omni_tasks.grading.asr import GraderSpec, load_grader
 
     tau = load_policy().primary_tau
-    grader = None if p.transcript_mode else load_grader(GraderSpec(**p.grader))
+    grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
 
     def evaluate(commit: str, seed: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
         part = (
@@ -81,13 +81,23 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             else "d" + hashlib.sha256(",".join(clips).encode()).hexdigest()[:6]
         )
         req = BenchRequest(
-            target=p.target, branch=p.branch, dataset=p.dataset, commit=commit, seed=seed,
-            limit=p.limit if clips is None else None, only=clips, nightly=today,
-            trigger="bisect", variant=p.variant, transcript_mode=p.transcript_mode,
-            benchmark=p.bench, history=tuple(p.history), first_bad=p.first_bad,
+            target=p.target,
+            branch=p.branch,
+            dataset=p.dataset,
+            commit=commit,
+            seed=seed,
+            limit=p.limit if clips is None else None,
+            only=clips,
+            nightly=today,
+            trigger="bisect",
+            variant=p.variant,
+            transcript_mode=p.transcript_mode,
+            benchmark=p.bench,
+            history=tuple(p.history),
+            first_bad=p.first_bad,
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
-        )  # fmt: skip
+        )
         if p.target == "vllm-serve":  # the commit's own server, launched for this run
             outcome = served(conn, p, req, grader)
         else:
@@ -95,21 +105,31 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         conn.commit()
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 
-    result = bisect(p.history, evaluate, seed=p.seed, alpha=p.alpha, max_repeats=p.max_repeats,
-                    control=p.control)  # fmt: skip
+    result = bisect(
+        p.history,
+        evaluate,
+        seed=p.seed,
+        alpha=p.alpha,
+        max_repeats=p.max_repeats,
+        control=p.control,
+    )
     _record(conn, p, result, today)
     return result
 
 
 def summary(p: BisectParams, r: BisectResult) -> str:
-    lines = [f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): first bad commit "
-             f"{r.first_bad} (last good {r.last_good}); {r.regressed} regressed : {r.improved} "
-             f"improved clips between the endpoints, {len(r.discriminating)} clips per step, "
-             f"{r.evaluations} runs"]  # fmt: skip
+    lines = [
+        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): first bad commit "
+        f"{r.first_bad} (last good {r.last_good}); {r.regressed} regressed : {r.improved} "
+        f"improved clips between the endpoints, {len(r.discriminating)} clips per step, "
+        f"{r.evaluations} runs"
+    ]
     for s in r.steps:
         flag = " (forced at the repeat cap)" if s.forced else ""
-        lines.append(f"  {s.commit[:12]} #{s.index}: {s.decision}{flag}, broken {list(s.broken)} "
-                     f"of {s.n_clips} at seeds {list(s.seeds)}, LLR {s.llr:+.1f}")  # fmt: skip
+        lines.append(
+            f"  {s.commit[:12]} #{s.index}: {s.decision}{flag}, broken {list(s.broken)} "
+            f"of {s.n_clips} at seeds {list(s.seeds)}, LLR {s.llr:+.1f}"
+        )
     return "\n".join(lines + r.notes)
 
 

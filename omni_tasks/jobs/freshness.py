@@ -21,9 +21,12 @@ def check_freshness(
     for branch in branches:
         if not has_fresh_run(conn, benchmark, branch, nightly):
             missing.append(branch)
-            raise_infra(conn, keys.freshness(benchmark, branch),
-                        f"INFRA no {branch} results for the {nightly} nightly",
-                        [f"no complete {benchmark} run of {branch} for {nightly} by the deadline"],
-                        dedup=nightly.isoformat())  # fmt: skip
+            raise_infra(
+                conn,
+                keys.freshness(benchmark, branch),
+                f"INFRA no {branch} results for the {nightly} nightly",
+                [f"no complete {benchmark} run of {branch} for {nightly} by the deadline"],
+                dedup=nightly.isoformat(),
+            )
     conn.commit()
     return missing

@@ -157,11 +157,16 @@ def decide_night(
 ) -> NightDecision:
     """Gate a night and plan its alerts in one transaction: an alert message exists exactly
     when the decision that caused it does."""
+    policy = policy.for_benchmark(benchmark)
     with conn.transaction():
         decisions = gate_nightly(
-            conn, nightly, policy, benchmark=benchmark, baseline_branch=baseline_branch,
+            conn,
+            nightly,
+            policy,
+            benchmark=benchmark,
+            baseline_branch=baseline_branch,
             expect=expect,
-        )  # fmt: skip
+        )
         enqueued = plan_alerts(conn, benchmark, nightly, policy)
     return NightDecision(nightly, decisions, enqueued)
 
@@ -203,8 +208,15 @@ def record_heads(
         heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
         night = nightly.isoformat()
         for seed in params.seeds:
-            plans.append({"branch": branch, "commit": commit, "seed": seed, "nightly": night,
-                          "reconstructed": reconstructed})  # fmt: skip
+            plans.append(
+                {
+                    "branch": branch,
+                    "commit": commit,
+                    "seed": seed,
+                    "nightly": night,
+                    "reconstructed": reconstructed,
+                }
+            )
     conn.commit()
     return plans
 
@@ -230,21 +242,33 @@ def run_branch(
     nightly = dt.date.fromisoformat(plan["nightly"])
     recorded = heads.recorded_head(conn, params.bench, plan["branch"], nightly)
     lineage = {
-        "differs_from_recorded_head": None if recorded is None
+        "differs_from_recorded_head": None
+        if recorded is None
         else recorded["commit_sha"] != plan["commit"],
         "reconstructed_head": plan.get("reconstructed", False),
-    }  # fmt: skip
+    }
     req = BenchRequest(
-        target=target, branch=plan["branch"], dataset=params.dataset, commit=plan["commit"],
-        seed=plan["seed"], limit=params.limit, prompt_template=params.prompt_template,
-        transcript_mode=params.transcript_mode, nightly=nightly, trigger=trigger,  # type: ignore[arg-type]
-        variant=params.variant, overrides=params.overrides, benchmark=params.bench,
-        observed_head=None if recorded is None else recorded["commit_sha"], lineage=lineage,
-        airflow_dag_id=airflow_ids[0], airflow_run_id=airflow_ids[1],
+        target=target,
+        branch=plan["branch"],
+        dataset=params.dataset,
+        commit=plan["commit"],
+        seed=plan["seed"],
+        limit=params.limit,
+        prompt_template=params.prompt_template,
+        transcript_mode=params.transcript_mode,
+        nightly=nightly,
+        trigger=trigger,  # type: ignore[arg-type]
+        variant=params.variant,
+        overrides=params.overrides,
+        benchmark=params.bench,
+        observed_head=None if recorded is None else recorded["commit_sha"],
+        lineage=lineage,
+        airflow_dag_id=airflow_ids[0],
+        airflow_run_id=airflow_ids[1],
         harness_version=params.grader.get("harness_version"),
         stage_defaults=StageDefaults.load(Path(deploy)) if deploy else None,
-    )  # fmt: skip
-    grader = None if params.transcript_mode else load_grader(GraderSpec(**params.grader))
+    )
+    grader = None if params.transcript_mode else load_grader(GraderSpec.from_params(params.grader))
     if target == "vllm-serve":
         outcome = served(conn, params, req, grader, show_progress=show_progress)
     else:
@@ -254,9 +278,13 @@ def run_branch(
 
 
 def served(
-    conn: psycopg.Connection[Any], params: Serving, req: Any, grader: Any, *,
+    conn: psycopg.Connection[Any],
+    params: Serving,
+    req: Any,
+    grader: Any,
+    *,
     show_progress: bool = False,
-) -> Any:  # fmt: skip
+) -> Any:
     """Launch the commit's own server (its environment, its GPUs, a free port), run the
     benchmark against it with the server's provenance on the run, stop it."""
     import dataclasses
@@ -275,11 +303,14 @@ def served(
 
     env_cfg, srv = params.environment, params.server
     strategy = (
-        VenvStrategy(env_cfg["repo"], Path(env_cfg.get("root", get_settings().home / "envs")),
-                     env_cfg.get("requirements", ()))
+        VenvStrategy(
+            env_cfg["repo"],
+            Path(env_cfg.get("root", get_settings().home / "envs")),
+            env_cfg.get("requirements", ()),
+        )
         if env_cfg.get("strategy", "existing") == "venv"
         else ExistingStrategy(env_cfg.get("python", "python3"))
-    )  # fmt: skip
+    )
     env = strategy.prepare(str(req.commit))
     log = (
         get_settings().home
@@ -289,24 +320,35 @@ def served(
     deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
     with gpu_lease(int(srv.get("gpus", 2))) as gpus:
         spec = ServerSpec(
-            python=str(env.python), model=srv.get("model", "Qwen/Qwen3-Omni-30B-A3B-Instruct"),
-            log_path=log, deploy_config=deploy,
-            deploy_overrides=params.overrides, gpus=tuple(int(g) for g in gpus),
+            python=str(env.python),
+            model=srv.get("model", "Qwen/Qwen3-Omni-30B-A3B-Instruct"),
+            log_path=log,
+            deploy_config=deploy,
+            deploy_overrides=params.overrides,
+            gpus=tuple(int(g) for g in gpus),
             env={str(k): str(v) for k, v in srv.get("env", {}).items()},
             startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
-        )  # fmt: skip
+        )
         # The stage defaults the server will run with, read before it starts: a deploy config
         # without the three stages is an error before any GPU time or request.
         deployed = effective_deploy_config(spec)
         stages = StageDefaults.load(deployed) if deployed is not None else None
-        prov = provenance(spec, repo=Path(params.repo) if params.repo else None,
-                          commit=req.commit, recorded_head=req.observed_head)  # fmt: skip
+        prov = provenance(
+            spec,
+            repo=Path(params.repo) if params.repo else None,
+            commit=req.commit,
+            recorded_head=req.observed_head,
+        )
         with launched(spec) as server:
             served = dataclasses.replace(
-                req, target=server.url, stack={**prov.stack_record(), "server_log": str(log)},
-                gpu_class=prov.gpu_class, lineage={**req.lineage, **prov.lineage.flags()},
-                commit_time=prov.commit_time, stage_defaults=stages,
-            )  # fmt: skip
+                req,
+                target=server.url,
+                stack={**prov.stack_record(), "server_log": str(log)},
+                gpu_class=prov.gpu_class,
+                lineage={**req.lineage, **prov.lineage.flags()},
+                commit_time=prov.commit_time,
+                stage_defaults=stages,
+            )
             return run_benchmark(conn, served, grader, show_progress=show_progress)
 
 
@@ -319,8 +361,9 @@ def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePo
     return run_keys
 
 
-def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date,
-                    tau: float) -> dict[str, str]:  # fmt: skip
+def refresh_outputs(
+    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, tau: float
+) -> dict[str, str]:
     """The night's HTML report, then Grafana (when configured); returns where things are.
     A Grafana outage fails this task (so it is retried) after the report is written."""
     from omni_tasks.grafana.push import refresh
@@ -335,12 +378,22 @@ def refresh_outputs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.d
     return {"grafana": summary, "report": str(path)}
 
 
-def task_failed(conn: psycopg.Connection[Any], benchmark: str, dag_id: str, task_id: str,
-                run_id: str, try_number: int, error: str) -> None:  # fmt: skip
+def task_failed(
+    conn: psycopg.Connection[Any],
+    benchmark: str,
+    dag_id: str,
+    task_id: str,
+    run_id: str,
+    try_number: int,
+    error: str,
+) -> None:
     """An Airflow task failed: an INFRA alert through the outbox (once per try)."""
     key = keys.task_failure(benchmark, dag_id, task_id)
     raise_infra(
-        conn, key, f"INFRA task failed: {dag_id}.{task_id}",
-        [f"run {run_id}, try {try_number}", error[:1000]], dedup=f"{run_id}|{try_number}",
-    )  # fmt: skip
+        conn,
+        key,
+        f"INFRA task failed: {dag_id}.{task_id}",
+        [f"run {run_id}, try {try_number}", error[:1000]],
+        dedup=f"{run_id}|{try_number}",
+    )
     conn.commit()

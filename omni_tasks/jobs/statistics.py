@@ -55,6 +55,7 @@ def compute_stats(
 ) -> RunStats:
     """Compute one grading's statistics and store them (overwriting): the nightly's summarize
     step and `omni-tasks stats`."""
+    policy = policy.for_benchmark(g.run["benchmark"])
     official = benchmarks.get(g.run["benchmark"]).official_summary
     stats = run_stats(g.clips, tau, g.run["n_expected"], official)
     results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats.to_json())
@@ -66,6 +67,7 @@ def ensure_stats(
 ) -> RunStats:
     """The statistics stored for this grading, tau and policy; computed (and stored) only when
     none are, so a night's statistics are computed once and read after that."""
+    policy = policy.for_benchmark(g.run["benchmark"])
     stored = results.stored_stats(conn, g.grading_id, tau, policy.policy_version)
     if stored is None:
         return compute_stats(conn, g, tau, policy)
@@ -116,6 +118,7 @@ def compare(
 ) -> Comparison:
     """Paired comparison, stored keyed by (baseline, candidate, tau, policy version), with a
     single-comparison verdict (m = 1; the nightly gate applies Holm across the night)."""
+    policy = policy.for_benchmark(candidate.run["benchmark"])
     base_stats = ensure_stats(conn, baseline, tau, policy)
     cand_stats = ensure_stats(conn, candidate, tau, policy)
     comparable, mismatch, warnings = comparability(baseline.meta, candidate.meta)
@@ -277,6 +280,7 @@ def gate_nightly(
 ) -> list[Decision]:
     """Decide every candidate (branch x variant) of a nightly against the baseline branch,
     store the decisions, and refresh confirmation along each key's series."""
+    policy = policy.for_benchmark(benchmark)
     with conn.transaction():
         rows = results.nightly_runs(conn, benchmark, nightly)
         pairings = _pairings(rows, baseline_branch, expect)
@@ -552,6 +556,7 @@ def trend(
     """A branch's nightly series of `metric` (from stored run_stats; `official_mean` from the
     harness's figure, summary-only nights included and marked) and its change points, with
     stack/grader/config events as known breaks."""
+    policy = policy.for_benchmark(benchmark)
     if metric not in TREND_METRICS:
         raise ValueError(f"unknown metric {metric!r}: {' or '.join(TREND_METRICS)}")
     key = {

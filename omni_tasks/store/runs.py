@@ -288,9 +288,16 @@ def finish_run(
 
 def open_grading(conn: psycopg.Connection[Any], run_id: int, grader: Grader) -> tuple[int, str]:
     """(grading_id, status): a new `running` grading, or the existing one of that grader."""
-    row = one(conn.execute(sql("open_grading"), {
-        "run_id": run_id, "grader_id": grader.grader_id, "grader": Jsonb(grader.description),
-    }))  # fmt: skip
+    row = one(
+        conn.execute(
+            sql("open_grading"),
+            {
+                "run_id": run_id,
+                "grader_id": grader.grader_id,
+                "grader": Jsonb(grader.description),
+            },
+        )
+    )
     return int(row["grading_id"]), str(row["status"])
 
 

@@ -154,9 +154,14 @@ async def synthesize_one(
     client: httpx.AsyncClient, cfg: ClientConfig, utt: Utterance, ref_audio: bytes | None
 ) -> ClipResult:
     body = protocol.request_body(
-        utt.target_text, cfg.template, model=cfg.model, seed=cfg.seed, stages=cfg.stages,
-        ref_audio_wav=ref_audio, ref_text=utt.prompt_text,
-    )  # fmt: skip
+        utt.target_text,
+        cfg.template,
+        model=cfg.model,
+        seed=cfg.seed,
+        stages=cfg.stages,
+        ref_audio_wav=ref_audio,
+        ref_text=utt.prompt_text,
+    )
     attempt = 0
     while True:
         started = time.monotonic()

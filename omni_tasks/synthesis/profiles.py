@@ -79,8 +79,14 @@ def load_profile(name: str) -> Profile:
     if name not in profiles:
         raise ProfileError(f"unknown simulator profile {name!r}; choose one of {profile_names()}")
     p = profiles[name]
-    return Profile(name, p["easy"], p.get("question", {}), p["hard"], p.get("hard_question", {}),
-                   float(p.get("stream_error", 0.0)))  # fmt: skip
+    return Profile(
+        name,
+        p["easy"],
+        p.get("question", {}),
+        p["hard"],
+        p.get("hard_question", {}),
+        float(p.get("stream_error", 0.0)),
+    )
 
 
 def is_hard(text: str) -> bool:
@@ -112,8 +118,9 @@ def _behave(event: str, seed: int, text: str, system_prompt: str | None) -> Beha
         return Behaviour("answer", said, said)
     if event == "babble":
         n = max(4, len(words))
-        said = " ".join(BABBLE_WORDS[int(uniform(seed, text, i) * len(BABBLE_WORDS))]
-                        for i in range(n))  # fmt: skip
+        said = " ".join(
+            BABBLE_WORDS[int(uniform(seed, text, i) * len(BABBLE_WORDS))] for i in range(n)
+        )
         return Behaviour("babble", said, said)
     if event == "truncate":
         keep = max(1, int(len(words) * (0.15 + 0.25 * pick)))

@@ -81,8 +81,11 @@ def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
         return []
     out = subprocess.run(
         [smi, "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     wanted = None if not visible else {v.strip() for v in visible.split(",")}
     gpus = []
     for line in out.stdout.strip().splitlines():

@@ -96,8 +96,21 @@ def command(spec: ServerSpec, port: int) -> list[str]:
         if exe is None:
             raise ServerStartError(f"no `vllm` executable beside {spec.python} or on PATH")
         head = [exe]
-    argv = [*head, "serve", spec.model, "--omni", "--host", "127.0.0.1", "--port", str(port),
-            "--stage-init-timeout", "600", "--init-timeout", "900", "--log-stats"]  # fmt: skip
+    argv = [
+        *head,
+        "serve",
+        spec.model,
+        "--omni",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--stage-init-timeout",
+        "600",
+        "--init-timeout",
+        "900",
+        "--log-stats",
+    ]
     deploy = effective_deploy_config(spec)
     if deploy is not None:
         argv += ["--deploy-config", str(deploy)]
@@ -143,8 +156,9 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
     with spec.log_path.open("ab") as log:
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + spec.startup_timeout_s

@@ -68,8 +68,12 @@ class UpstreamServer:
             ),
             _OPENAI_SAMPLING_FIELDS=u.class_value(SERVING, SERVING_CLS, "_OPENAI_SAMPLING_FIELDS"),
         )
-        for name in ("_get_comprehension_stage_index", "_apply_request_overrides",
-                     "_to_sampling_params_list", "_build_sampling_params_list_from_request"):  # fmt: skip
+        for name in (
+            "_get_comprehension_stage_index",
+            "_apply_request_overrides",
+            "_to_sampling_params_list",
+            "_build_sampling_params_list_from_request",
+        ):
             setattr(server, name, functools.partial(u.method(SERVING, SERVING_CLS, name), server))
         self.server = server
 
@@ -125,10 +129,19 @@ def harness_request(u: Upstream, url: str, body: dict[str, Any]) -> HarnessResul
     rfi_cls = u.load("vllm.benchmarks.lib.endpoint_request_func", ["RequestFuncInput"])[
         "RequestFuncInput"
     ]
-    extra = {k: v for k, v in body.items() if k in ("modalities", "ref_audio", "ref_text",
-                                                    "task_type", "language", "max_new_tokens")}  # fmt: skip
-    rfi = rfi_cls(prompt="", api_url=f"{url}/v1/chat/completions", prompt_len=1,
-                  output_len=body["max_tokens"], model=body["model"], extra_body=extra)  # fmt: skip
+    extra = {
+        k: v
+        for k, v in body.items()
+        if k in ("modalities", "ref_audio", "ref_text", "task_type", "language", "max_new_tokens")
+    }
+    rfi = rfi_cls(
+        prompt="",
+        api_url=f"{url}/v1/chat/completions",
+        prompt_len=1,
+        output_len=body["max_tokens"],
+        model=body["model"],
+        extra_body=extra,
+    )
     rfi.omni_chat_messages = body["messages"]
     rfi.seed_tts_row = True
 

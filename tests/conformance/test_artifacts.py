@@ -40,8 +40,9 @@ CASES: list[tuple[str, Any]] = [
 def upstream_artifact(u: Upstream, per_item: bool, detailed: bool) -> dict[str, Any]:
     fn = u.load(EVAL, ["compute_seed_tts_wer_metrics"])["compute_seed_tts_wer_metrics"]
     space = u._space(EVAL)
-    request_cls = u.load("vllm_omni.benchmarks.data_modules.seed_tts_dataset",
-                         ["SeedTTSSampleRequest"])["SeedTTSSampleRequest"]  # fmt: skip
+    request_cls = u.load(
+        "vllm_omni.benchmarks.data_modules.seed_tts_dataset", ["SeedTTSSampleRequest"]
+    )["SeedTTSSampleRequest"]
     output_cls = u.load("vllm_omni.benchmarks.patch.patch", ["MixRequestFuncOutput"])[
         "MixRequestFuncOutput"
     ]
@@ -49,8 +50,11 @@ def upstream_artifact(u: Upstream, per_item: bool, detailed: bool) -> dict[str, 
     requests, outputs = [], []
     heard: Iterator[Any] = iter(h for _, h in CASES if h not in ("request_failed", "no_pcm"))
     for i, (ref, what) in enumerate(CASES):
-        requests.append(request_cls(prompt=ref, prompt_len=1, seed_tts_utterance_id=f"u{i}",
-                                    seed_tts_locale="en"))  # fmt: skip
+        requests.append(
+            request_cls(
+                prompt=ref, prompt_len=1, seed_tts_utterance_id=f"u{i}", seed_tts_locale="en"
+            )
+        )
         out = output_cls()
         out.success = what != "request_failed"
         out.error = "Server disconnected" if what == "request_failed" else ""
@@ -67,8 +71,12 @@ def upstream_artifact(u: Upstream, per_item: bool, detailed: bool) -> dict[str, 
     space["_ensure_en_asr"] = lambda: None
     space["_transcribe_en_f32_16k"] = scripted_asr
     metrics = fn(requests, outputs, include_per_item=per_item)
-    doc = {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
-           "max_concurrency": 10, **metrics}  # fmt: skip
+    doc = {
+        "date": "20261129-021500",
+        "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        "max_concurrency": 10,
+        **metrics,
+    }
     if detailed:  # vLLM's serve.py keeps these only with --save-detailed
         doc["generated_texts"] = [o.generated_text for o in outputs]
     return doc

@@ -95,16 +95,33 @@ def daily_omni_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], ord
     reqs, outs = [], []
     for k, i in enumerate(order):  # upstream numbers requests in its (shuffled) sample order
         q = qs[i]
-        reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8,
-                            multi_modal_data=None, request_id=str(k),
-                            daily_omni_gold_answer=q["gold"], daily_omni_video_id=q["video"],
-                            daily_omni_task_type=q["task"],
-                            daily_omni_video_duration=q["duration"],
-                            daily_omni_video_category=q["category"]))  # fmt: skip
+        reqs.append(
+            req_cls(
+                prompt="Q",
+                prompt_len=1,
+                expected_output_len=8,
+                multi_modal_data=None,
+                request_id=str(k),
+                daily_omni_gold_answer=q["gold"],
+                daily_omni_video_id=q["video"],
+                daily_omni_task_type=q["task"],
+                daily_omni_video_duration=q["duration"],
+                daily_omni_video_category=q["category"],
+            )
+        )
         outs.append(answer(q, right[i], i))
-    reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8, multi_modal_data=None,
-                        request_id="nogold", daily_omni_gold_answer="",
-                        daily_omni_video_id="vid999", daily_omni_task_type="Reasoning"))  # fmt: skip
+    reqs.append(
+        req_cls(
+            prompt="Q",
+            prompt_len=1,
+            expected_output_len=8,
+            multi_modal_data=None,
+            request_id="nogold",
+            daily_omni_gold_answer="",
+            daily_omni_video_id="vid999",
+            daily_omni_task_type="Reasoning",
+        )
+    )
     outs.append(Output("A"))
     metrics = fn(reqs, outs, include_per_item=True)
     return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
@@ -120,12 +137,22 @@ def videomme_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], order
     reqs, outs = [], []
     for k, i in enumerate(order):
         q = qs[i]
-        reqs.append(req_cls(prompt="Q", prompt_len=1, expected_output_len=8,
-                            multi_modal_data=None, request_id=str(k),
-                            videomme_gold_answer=q["gold"], videomme_video_id=q["video"],
-                            videomme_question_id=q["qid"], videomme_duration="short",
-                            videomme_domain=q["domain"], videomme_sub_category="Humanity",
-                            videomme_task_type=q["task"]))  # fmt: skip
+        reqs.append(
+            req_cls(
+                prompt="Q",
+                prompt_len=1,
+                expected_output_len=8,
+                multi_modal_data=None,
+                request_id=str(k),
+                videomme_gold_answer=q["gold"],
+                videomme_video_id=q["video"],
+                videomme_question_id=q["qid"],
+                videomme_duration="short",
+                videomme_domain=q["domain"],
+                videomme_sub_category="Humanity",
+                videomme_task_type=q["task"],
+            )
+        )
         outs.append(answer(q, right[i], i))
     metrics = fn(reqs, outs, include_per_item=True)
     return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
@@ -148,8 +175,9 @@ def independent_counts(base_doc: dict[str, Any], cand_doc: dict[str, Any], items
 
 
 def import_file(path: Path, branch: str) -> str:
-    out = runner.invoke(app, ["import", "vllm-omni", str(path), "--branch", branch,
-                              "--commit", f"{branch}0001"])  # fmt: skip
+    out = runner.invoke(
+        app, ["import", "vllm-omni", str(path), "--branch", branch, "--commit", f"{branch}0001"]
+    )
     assert out.exit_code == 0, out.output
     return out.stdout.strip()
 
@@ -179,8 +207,15 @@ def check_family(upstream: Upstream, tmp_path: Path, family: str, key: Any) -> N
 
     stats = json.loads(runner.invoke(app, ["stats", base_key, "--json"]).stdout)
     prefix = family
-    for figure in ("accuracy", "correct", "evaluated", "evaluated_ok", "request_failed",
-                   "parse_failed", "accuracy_incl_http_fail"):  # fmt: skip
+    for figure in (
+        "accuracy",
+        "correct",
+        "evaluated",
+        "evaluated_ok",
+        "request_failed",
+        "parse_failed",
+        "accuracy_incl_http_fail",
+    ):
         name = f"{prefix}_{figure}"
         assert stats["official"][name] == pytest.approx(base_doc[name]), name
     assert stats["mean_wer"] is None and stats["capped_mean_wer"] is None  # no fake WER

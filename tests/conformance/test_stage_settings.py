@@ -22,8 +22,9 @@ from tests.conformance.conftest import SERVING, SERVING_CLS, UpstreamServer
 from tests.conformance.upstream import Upstream
 
 
-def captured_bodies(prompt_wav: Path, seed: int | None, defaults: stages.StageDefaults | None
-                    ) -> list[dict[str, Any]]:  # fmt: skip
+def captured_bodies(
+    prompt_wav: Path, seed: int | None, defaults: stages.StageDefaults | None
+) -> list[dict[str, Any]]:
     """What our client puts on the wire, recorded by a loopback server."""
     bodies: list[dict[str, Any]] = []
 
@@ -37,8 +38,13 @@ def captured_bodies(prompt_wav: Path, seed: int | None, defaults: stages.StageDe
     with serve_in_thread(
         Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
     ) as url:
-        cfg = ClientConfig(url, protocol.prompt_template("seed-tts-default"), seed=seed,
-                           stages=defaults, concurrency=2)  # fmt: skip
+        cfg = ClientConfig(
+            url,
+            protocol.prompt_template("seed-tts-default"),
+            seed=seed,
+            stages=defaults,
+            concurrency=2,
+        )
         asyncio.run(synthesize_all(utts, cfg))
     assert len(bodies) == 2
     return bodies
@@ -68,8 +74,11 @@ def test_the_partial_list_of_the_old_client_is_caught(upstream_server: UpstreamS
     """The check has teeth: the body the client sent before this suite existed (a seed with a
     temperature or two, nothing else) comes out of upstream's mapping at 16 tokens a stage."""
     old = protocol.request_body("Read me.", protocol.prompt_template("seed-tts-default"))
-    old["sampling_params_list"] = [{"temperature": 0.0, "top_k": 1, "seed": 42},
-                                   {"temperature": 0.9, "top_k": 50, "seed": 42}, {"seed": 42}]  # fmt: skip
+    old["sampling_params_list"] = [
+        {"temperature": 0.0, "top_k": 1, "seed": 42},
+        {"temperature": 0.9, "top_k": 50, "seed": 42},
+        {"seed": 42},
+    ]
     got = upstream_server.stage_params(old)
     assert [p["max_tokens"] for p in got] == [16, 16, 16]
     assert [p["repetition_penalty"] for p in got] == [1.0, 1.0, 1.0] and got[2][
@@ -89,8 +98,11 @@ def test_the_partial_list_of_the_old_client_is_caught(upstream_server: UpstreamS
 
 def test_our_model_of_the_mapping_matches_upstream(upstream_server: UpstreamServer) -> None:
     body = protocol.request_body("Read me.", protocol.prompt_template("seed-tts-default"))
-    cases = [body, {**body, "sampling_params_list": [{"seed": 3}]},
-             {**body, "sampling_params_list": [{"max_tokens": 7, "top_p": 0.5}, {}, {"seed": 1}]}]  # fmt: skip
+    cases = [
+        body,
+        {**body, "sampling_params_list": [{"seed": 3}]},
+        {**body, "sampling_params_list": [{"max_tokens": 7, "top_p": 0.5}, {}, {"seed": 1}]},
+    ]
     for case in cases:
         ours = stages.effective(case, upstream_server.stage_defaults)
         theirs = upstream_server.stage_params(case)

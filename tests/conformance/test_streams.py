@@ -32,8 +32,12 @@ def our_client(url: str, prompt_wav: Path, text: str = TEXT) -> ClipResult:
 
 
 def body(prompt_wav: Path, text: str = TEXT) -> dict:  # type: ignore[type-arg]
-    return protocol.request_body(text, protocol.prompt_template("seed-tts-default"),
-                                 ref_audio_wav=prompt_wav.read_bytes(), ref_text="a prompt")  # fmt: skip
+    return protocol.request_body(
+        text,
+        protocol.prompt_template("seed-tts-default"),
+        ref_audio_wav=prompt_wav.read_bytes(),
+        ref_text="a prompt",
+    )
 
 
 def pcm16(result: ClipResult) -> np.ndarray:
@@ -81,11 +85,17 @@ def test_b_stream_errors_count_alike(upstream: Upstream, prompt_wav: Path) -> No
 # (c) ------------------------------------------------------------------------------------------
 def server_stream(error_mid_audio: bool) -> bytes:
     """One response as serving_chat.py writes it (0.30.0, chat_completion_stream_generator)."""
-    w = protocol.StreamWriter("Qwen/Qwen3-Omni-30B-A3B-Instruct", "chatcmpl-abc", 1764547200,
-                              usage=True, prompt_tokens=57)  # fmt: skip
+    w = protocol.StreamWriter(
+        "Qwen/Qwen3-Omni-30B-A3B-Instruct", "chatcmpl-abc", 1764547200, usage=True, prompt_tokens=57
+    )
     tone = (0.2 * np.sin(np.arange(STORE_RATE // 4) / 7)).astype(np.float32)
-    chunks = [w.role("text"), w.text("Turn left ", 3), w.text("at the light.", 4, "stop"),
-              w.role("audio"), w.audio(wav_bytes(tone, STORE_RATE), STORE_RATE)]  # fmt: skip
+    chunks = [
+        w.role("text"),
+        w.text("Turn left ", 3),
+        w.text("at the light.", 4, "stop"),
+        w.role("audio"),
+        w.audio(wav_bytes(tone, STORE_RATE), STORE_RATE),
+    ]
     if error_mid_audio:
         chunks.append(w.error("EngineCore encountered an issue"))
     else:
@@ -117,12 +127,19 @@ def raw_server(payload: bytes, piece: int | None) -> Iterator[str]:
                 while b"\r\n\r\n" not in data:
                     data += conn.recv(65536)
                 head, rest = data.split(b"\r\n\r\n", 1)
-                length = int(next(h.split(b":")[1] for h in head.split(b"\r\n")
-                                  if h.lower().startswith(b"content-length")))  # fmt: skip
+                length = int(
+                    next(
+                        h.split(b":")[1]
+                        for h in head.split(b"\r\n")
+                        if h.lower().startswith(b"content-length")
+                    )
+                )
                 while len(rest) < length:
                     rest += conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                             b"connection: close\r\n\r\n")  # fmt: skip
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    b"connection: close\r\n\r\n"
+                )
                 step = piece or len(payload)
                 for i in range(0, len(payload), step):
                     conn.sendall(payload[i : i + step])

@@ -58,8 +58,9 @@ ZH = [
 
 
 def test_e_upstreams_scoring_and_ours_agree(upstream: Upstream) -> None:
-    official = upstream.load("vllm_omni.benchmarks.data_modules.seed_tts_eval",
-                             ["process_one_official"])["process_one_official"]  # fmt: skip
+    official = upstream.load(
+        "vllm_omni.benchmarks.data_modules.seed_tts_eval", ["process_one_official"]
+    )["process_one_official"]
     assert len(EN) + len(ZH) >= 40
     for lang, pairs in (("en", EN), ("zh", ZH)):
         for ref, hyp in pairs:

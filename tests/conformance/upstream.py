@@ -59,10 +59,22 @@ def wheel_root(version: str) -> Path:
     req = base / "requirements.txt"
     req.write_text(f"vllm-omni=={version} --hash=sha256:{WHEELS[version]}\n")
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
-         "--only-binary=:all:", "-r", str(req), "-d", str(base)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "--only-binary=:all:",
+            "-r",
+            str(req),
+            "-d",
+            str(base),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     wheel = next(base.glob(f"vllm_omni-{version}-*.whl"))
     tmp = base / "src.partial"
     with zipfile.ZipFile(wheel) as zf:
@@ -220,8 +232,13 @@ class Upstream:
         # Annotations stay unevaluated (as under `from __future__ import annotations`): they
         # are not logic, and they name vLLM types the check does not need.
         flags = __future__.annotations.compiler_flag
-        code = compile(ast.Module(body=[node], type_ignores=[]), str(self.source(module)), "exec",
-                       flags=flags, dont_inherit=True)  # fmt: skip
+        code = compile(
+            ast.Module(body=[node], type_ignores=[]),
+            str(self.source(module)),
+            "exec",
+            flags=flags,
+            dont_inherit=True,
+        )
         exec(code, space, space if local is None else local)
 
     def _imported(self, module: str, node: ast.Import | ast.ImportFrom, name: str) -> Any:

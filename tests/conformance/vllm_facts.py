@@ -19,8 +19,17 @@ from typing import Any
 from tests.conformance.upstream import sampling_params_class
 
 CI_OVERLAY_MAX_TOKENS = (150, 1000, 2000)
-COMPARED = ("temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "seed",
-            "min_tokens", "presence_penalty", "frequency_penalty")  # fmt: skip
+COMPARED = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "max_tokens",
+    "seed",
+    "min_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+)
 
 
 class OmniDiffusionSamplingParams:  # never built: Qwen3-Omni's three stages are LLM stages

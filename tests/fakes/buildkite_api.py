@@ -38,8 +38,9 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
             return bad
         if request.path_params["pipeline"] != "vllm-omni":
             return JSONResponse({"message": "Not Found"}, status_code=404)
-        rows = [b for b in state.builds
-                if request.query_params.get("branch") in (None, b["branch"])]  # fmt: skip
+        rows = [
+            b for b in state.builds if request.query_params.get("branch") in (None, b["branch"])
+        ]
         page = int(request.query_params.get("page", "1"))
         chunk = rows[(page - 1) * page_size : page * page_size]
         headers = {}
@@ -68,9 +69,11 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
         return Response(state.blobs[request.path_params["aid"]], media_type="application/json")
 
     base = "/v2/organizations/{org}/pipelines/{pipeline}/builds"
-    return Starlette(routes=[
-        Route(base, builds),
-        Route(base + "/{number}/artifacts", artifacts),
-        Route(base + "/{number}/artifacts/{aid}/download", download),
-        Route("/storage/{aid}", storage),
-    ])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route(base, builds),
+            Route(base + "/{number}/artifacts", artifacts),
+            Route(base + "/{number}/artifacts/{aid}/download", download),
+            Route("/storage/{aid}", storage),
+        ]
+    )

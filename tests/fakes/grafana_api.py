@@ -83,10 +83,12 @@ def grafana_app(state: GrafanaState) -> Starlette:
         state.annotations.append(body)
         return JSONResponse({"message": "Annotation added", "id": body["id"]})
 
-    return Starlette(routes=[
-        Route("/api/dashboards/uid/{uid}", get_dashboard),
-        Route("/api/dashboards/db", save_dashboard, methods=["POST"]),
-        Route("/api/annotations", add_annotation, methods=["POST"]),
-        Route("/api/folders/{uid}", get_folder),
-        Route("/api/folders", create_folder, methods=["POST"]),
-    ])  # fmt: skip
+    return Starlette(
+        routes=[
+            Route("/api/dashboards/uid/{uid}", get_dashboard),
+            Route("/api/dashboards/db", save_dashboard, methods=["POST"]),
+            Route("/api/annotations", add_annotation, methods=["POST"]),
+            Route("/api/folders/{uid}", get_folder),
+            Route("/api/folders", create_folder, methods=["POST"]),
+        ]
+    )

@@ -64,14 +64,24 @@ def slack_app(state: SlackState) -> Starlette:
         if state.fail_next[name]:
             status = state.fail_next[name].pop(0)
             headers = {"Retry-After": "1"} if status == 429 else {}
-            return JSONResponse({"ok": False, "error": "ratelimited" if status == 429 else "fatal"},
-                                status_code=status, headers=headers)  # fmt: skip
+            return JSONResponse(
+                {"ok": False, "error": "ratelimited" if status == 429 else "fatal"},
+                status_code=status,
+                headers=headers,
+            )
         a = await _args(request)
         if name == "chat.postMessage":
             ts = f"1700000000.{next(state._ts):06d}"
-            state.messages.append({"ts": ts, "channel": a["channel"], "text": a.get("text"),
-                                   "blocks": a.get("blocks"), "thread_ts": a.get("thread_ts"),
-                                   "metadata": a.get("metadata")})  # fmt: skip
+            state.messages.append(
+                {
+                    "ts": ts,
+                    "channel": a["channel"],
+                    "text": a.get("text"),
+                    "blocks": a.get("blocks"),
+                    "thread_ts": a.get("thread_ts"),
+                    "metadata": a.get("metadata"),
+                }
+            )
             if state.delay_next[name]:
                 import asyncio
 
@@ -95,8 +105,12 @@ def slack_app(state: SlackState) -> Starlette:
             for f in a["files"]:
                 for u in state.uploads:
                     if u["id"] == f["id"]:
-                        u.update(title=f.get("title"), thread_ts=a.get("thread_ts"),
-                                 channel=a.get("channel_id"), done=True)  # fmt: skip
+                        u.update(
+                            title=f.get("title"),
+                            thread_ts=a.get("thread_ts"),
+                            channel=a.get("channel_id"),
+                            done=True,
+                        )
             return JSONResponse({"ok": True, "files": [{"id": f["id"]} for f in a["files"]]})
         return JSONResponse({"ok": False, "error": "unknown_method"}, status_code=404)
 

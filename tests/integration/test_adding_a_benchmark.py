@@ -45,14 +45,26 @@ class PassFail(Benchmark):
         for i, item in enumerate(doc["toy_items"]):
             require(isinstance(item.get("passed"), bool), path, f"toy_items[{i}]: 'passed'")
             clips.append(ClipAudio(item["task"], i, item["task"], "ok"))
-            grades.append(ClipGrade(item["task"], "graded", hypothesis=str(item["passed"]),
-                                    incorrect=not item["passed"],
-                                    breakdown={"level": item["level"]}))  # fmt: skip
-        spec = RunSpec(benchmark=self.id, nightly=nightly_of(doc, path, options.nightly),
-                       branch=options.branch, trigger="import", status="complete",
-                       n_expected=len(clips), commit_sha=options.commit,
-                       summary={k: doc[k] for k in self.figures},
-                       source=document.source("toy"))  # fmt: skip
+            grades.append(
+                ClipGrade(
+                    item["task"],
+                    "graded",
+                    hypothesis=str(item["passed"]),
+                    incorrect=not item["passed"],
+                    breakdown={"level": item["level"]},
+                )
+            )
+        spec = RunSpec(
+            benchmark=self.id,
+            nightly=nightly_of(doc, path, options.nightly),
+            branch=options.branch,
+            trigger="import",
+            status="complete",
+            n_expected=len(clips),
+            commit_sha=options.commit,
+            summary={k: doc[k] for k in self.figures},
+            source=document.source("toy"),
+        )
         return ParsedArtifact(spec, clips, grades, Grader("artifact:toy"))
 
 

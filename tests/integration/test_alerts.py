@@ -39,13 +39,21 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     for r in rows:
         uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
         write_audio(str(uri), np.zeros(2400, np.float32), 24_000)
-        db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
-                   (str(uri), r["run_id"], r["utt_id"]))  # fmt: skip
+        db.execute(
+            "UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
+            (str(uri), r["run_id"], r["utt_id"]),
+        )
     db.commit()
     db.execute("DELETE FROM omni.alert")  # plan night 0 again, now with audio on record
     db.commit()
-    decide_night(db, D0, load_policy(), benchmark="seed_tts_en", baseline_branch="main",
-                 expect=("main", "rebase"))  # fmt: skip
+    decide_night(
+        db,
+        D0,
+        load_policy(),
+        benchmark="seed_tts_en",
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
     assert dispatch(db, sink).sent == 4  # the post, then three audio uploads in its thread
     parent = state.top_level()[0]["ts"]
     assert [u["thread_ts"] for u in state.uploads] == [parent] * 3
@@ -66,7 +74,9 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     assert [u["ts"] for u in state.updates] == [parent] * 3  # two nights + the resolve
     assert "resolved" in state.updates[-1]["text"]
     assert db.execute("SELECT state, resolved_nightly FROM omni.alert").fetchone() == {
-        "state": "resolved", "resolved_nightly": D0 + dt.timedelta(days=4)}  # fmt: skip
+        "state": "resolved",
+        "resolved_nightly": D0 + dt.timedelta(days=4),
+    }
     kinds = [r["kind"] for r in db.execute("SELECT kind FROM omni.event ORDER BY time")]
     assert kinds == ["regression_opened", "regression_resolved"]
     assert state.tokens == {f"Bearer {TOKEN}"}
@@ -76,8 +86,14 @@ def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, sl
     state, sink = slack
     date = store_night(db, tmp_path, 0, REGRESS)
     dispatch(db, sink)
-    decide_night(db, date, load_policy(), benchmark="seed_tts_en", baseline_branch="main",
-                 expect=("main", "rebase"))  # fmt: skip
+    decide_night(
+        db,
+        date,
+        load_policy(),
+        benchmark="seed_tts_en",
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
     assert dispatch(db, sink).sent == 0
     assert len(state.messages) == 1
 
@@ -86,8 +102,9 @@ def test_unconfirmed_regression_posts_nothing(db, tmp_path, slack) -> None:
     state, sink = slack
     weak = ABShape(n=1088, stable_broken=80, regressed=32, improved=9)  # REGRESSED, p > 1e-4
     store_night(db, tmp_path, 0, weak)
-    verdict = db.execute("SELECT verdict, confirmed FROM omni.gate_decision "
-                         "WHERE candidate_branch = 'rebase'").fetchone()  # fmt: skip
+    verdict = db.execute(
+        "SELECT verdict, confirmed FROM omni.gate_decision WHERE candidate_branch = 'rebase'"
+    ).fetchone()
     assert verdict == {"verdict": "REGRESSED", "confirmed": False}
     assert dispatch(db, sink).sent == 0 and state.messages == []
 
@@ -102,7 +119,8 @@ def test_infra_nights_neither_resolve_nor_open_a_second_alert(db, tmp_path, slac
     dispatch(db, sink)
     alerts = db.execute("SELECT kind, state FROM omni.alert ORDER BY alert_id").fetchall()
     assert [a for a in alerts if a["kind"] == "regression"] == [
-        {"kind": "regression", "state": "open"}]  # fmt: skip
+        {"kind": "regression", "state": "open"}
+    ]
     regression_posts = [m for m in state.top_level() if "REGRESSED" in (m["text"] or "")]
     assert len(regression_posts) == 1
     infra_posts = [m for m in state.top_level() if "INFRA" in (m["text"] or "")]
@@ -197,8 +215,10 @@ def test_a_backfill_that_unconfirms_the_opening_night_withdraws_the_alert(
     parent = state.top_level()[0]["ts"]
     store_night(db, tmp_path, 2, SAME)  # backfilled: night 3 is no longer confirmed
     dispatch(db, sink)
-    rows = db.execute("SELECT nightly, confirmed FROM omni.gate_decision "
-                      "WHERE candidate_branch = 'rebase' ORDER BY nightly").fetchall()  # fmt: skip
+    rows = db.execute(
+        "SELECT nightly, confirmed FROM omni.gate_decision "
+        "WHERE candidate_branch = 'rebase' ORDER BY nightly"
+    ).fetchall()
     assert [r["confirmed"] for r in rows] == [False, False, False]
     assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "resolved"
     assert "withdrawn" in state.updates[-1]["text"]
@@ -246,8 +266,20 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     bad = cli.invoke(app, ["alerts", "ack", str(alert_id), "--link", "javascript:alert(1)"])
     assert bad.exit_code == 1 and "--link must be an http(s) URL" in bad.output
 
-    ack = cli.invoke(app, ["alerts", "ack", str(alert_id), "--by", "alice", "--note",
-                           "bisecting", "--link", "https://github.com/o/r/issues/7"])  # fmt: skip
+    ack = cli.invoke(
+        app,
+        [
+            "alerts",
+            "ack",
+            str(alert_id),
+            "--by",
+            "alice",
+            "--note",
+            "bisecting",
+            "--link",
+            "https://github.com/o/r/issues/7",
+        ],
+    )
     assert ack.exit_code == 0, ack.output
     dispatch(db, sink)
     status = json.dumps(state.updates[-1]["blocks"])
@@ -260,16 +292,19 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     db.commit()
     assert "*Acknowledged* by alice" in json.dumps(state.updates[-1]["blocks"])
 
-    invalid = cli.invoke(app, ["alerts", "invalid", str(alert_id), "--by", "bob",
-                               "--note", "runner had a bad GPU"])  # fmt: skip
+    invalid = cli.invoke(
+        app, ["alerts", "invalid", str(alert_id), "--by", "bob", "--note", "runner had a bad GPU"]
+    )
     assert invalid.exit_code == 0, invalid.output
     dispatch(db, sink)
     assert "*Invalid* by bob" in json.dumps(state.updates[-1]["blocks"])
     row = db.execute("SELECT state, details FROM omni.alert").fetchone()
     assert row["state"] == "resolved"
     history = row["details"]["triage"]["history"]
-    assert [(h["status"], h["by"]) for h in history] == [("acknowledged", "alice"),
-                                                         ("invalid", "bob")]  # fmt: skip
+    assert [(h["status"], h["by"]) for h in history] == [
+        ("acknowledged", "alice"),
+        ("invalid", "bob"),
+    ]
     assert all(h["at"] for h in history)
 
     store_night(db, tmp_path, 2, REGRESS, candidate_commit="bad0001")  # same commit: held

@@ -89,9 +89,13 @@ def test_transformers_whole_timestamps_hears_long_clips_whole(hf_dirs, speech) -
     """Harness 0.30's policy: long clips whole (features past 30 s), batched with each other
     only; batched transcripts equal one-at-a-time ones."""
     grader = load_grader(
-        GraderSpec(backend="transformers", model=str(hf_dirs[0]), harness_version="0.30.0",
-                   max_new_tokens=16)
-    )  # fmt: skip
+        GraderSpec(
+            backend="transformers",
+            model=str(hf_dirs[0]),
+            harness_version="0.30.0",
+            max_new_tokens=16,
+        )
+    )
     assert grader.backend.features(FORTY_SECONDS).shape == (80, 4000)
     assert grader.backend.features(speech[0]).shape == (80, 3000)
     clips = [speech[0], FORTY_SECONDS, speech[1], np.zeros(0, np.float32), FORTY_SECONDS[:-8000]]

@@ -18,8 +18,9 @@ from tests.fakes.slack_api import SlackState, slack_app
 
 
 def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                         check=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 
@@ -29,18 +30,30 @@ def _repo(root: Path, n: int) -> tuple[Path, list[str]]:
     _git(root, "init", "-q", "-b", "rebase")
     commits = []
     for i in range(n):
-        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-             "-m", f"c{i}")  # fmt: skip
+        _git(
+            root,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            f"c{i}",
+        )
         commits.append(_git(root, "rev-parse", "HEAD"))
     return root, commits
 
 
 def _params(repo: Path, max_runs: int = 12, target: str = "vllm-serve") -> NightlyParams:
     return NightlyParams(
-        branches=["main", "rebase"], repo=str(repo), seeds=[7],
+        branches=["main", "rebase"],
+        repo=str(repo),
+        seeds=[7],
         targets={"main": target, "rebase": target},
         auto_bisect={"enabled": True, "max_runs": max_runs},
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -103,15 +116,26 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
         good = "v1.2-good"
     if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
         _git(repo, "reset", "-q", "--hard", commits[2])
-        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-             "-m", "rewritten")  # fmt: skip
+        _git(
+            repo,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "rewritten",
+        )
         bad = _git(repo, "rev-parse", "HEAD")
     store_night(db, tmp_path, 0, SAME, candidate_commit=good)
     night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
     params = _params(
-        repo, max_runs=6 if case == "budget" else 12,
+        repo,
+        max_runs=6 if case == "budget" else 12,
         target="http://gpu-host:8091" if case == "url target" else "vllm-serve",
-    )  # fmt: skip
+    )
 
     assert plan_bisects(db, params, night) == []
     details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]

@@ -54,13 +54,32 @@ def test_transcript_mode_is_fast_idempotent_and_labelled(db) -> None:
 
 def test_bench_input_errors_are_clear(db) -> None:
     cases = [
-        (["--target", "simulator:nope", "--branch", "b", "--transcript-mode"], "unknown simulator profile"),
+        (
+            ["--target", "simulator:nope", "--branch", "b", "--transcript-mode"],
+            "unknown simulator profile",
+        ),
         (["--target", "localhost:8000", "--branch", "b"], "expected http(s)://HOST:PORT"),
-        (["--target", "http://127.0.0.1:9", "--branch", "b", "--transcript-mode"], "needs a simulator"),
-        (["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"], "no such dataset"),
-        (["--target", "simulator:main", "--branch", "b", "--prompt-template", "x",
-          "--transcript-mode"], "unknown prompt template"),
-    ]  # fmt: skip
+        (
+            ["--target", "http://127.0.0.1:9", "--branch", "b", "--transcript-mode"],
+            "needs a simulator",
+        ),
+        (
+            ["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"],
+            "no such dataset",
+        ),
+        (
+            [
+                "--target",
+                "simulator:main",
+                "--branch",
+                "b",
+                "--prompt-template",
+                "x",
+                "--transcript-mode",
+            ],
+            "unknown prompt template",
+        ),
+    ]
     for args, message in cases:
         out = runner.invoke(app, ["bench", *args])
         assert out.exit_code == 1 and message in out.output, (args, out.output)
@@ -69,8 +88,19 @@ def test_bench_input_errors_are_clear(db) -> None:
 def test_the_reproduce_command_recreates_the_same_run(db) -> None:
     import shlex
 
-    first = _bench("--target", "simulator:main", "--branch", "main", "--transcript-mode",
-                   "--seed", "5", "--limit", "12", "--commit", "abc123")  # fmt: skip
+    first = _bench(
+        "--target",
+        "simulator:main",
+        "--branch",
+        "main",
+        "--transcript-mode",
+        "--seed",
+        "5",
+        "--limit",
+        "12",
+        "--commit",
+        "abc123",
+    )
     shown = json.loads(runner.invoke(app, ["runs", "show", first["run_key"], "--json"]).output)
     command = shlex.split(shown["reproduce"])
     assert command[:2] == ["omni-tasks", "bench"] and "--limit" in command

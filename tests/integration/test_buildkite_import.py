@@ -18,10 +18,25 @@ from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
 def _history(state: BuildkiteState, url: str) -> None:
     """Four nightly builds on two branches; one has no artifact, one a summary-only one."""
     for n, (branch, commit, day) in enumerate(
-        [("main", "a" * 40, 25), ("rebase", "b" * 40, 25), ("main", "c" * 40, 26),
-         ("main", "d" * 40, 27), ("rebase", "e" * 40, 27)], start=101):  # fmt: skip
-        state.builds.insert(0, {"number": n, "branch": branch, "commit": commit, "state": "passed",
-                                "web_url": f"https://buildkite.com/vllm/vllm-omni/builds/{n}"})  # fmt: skip
+        [
+            ("main", "a" * 40, 25),
+            ("rebase", "b" * 40, 25),
+            ("main", "c" * 40, 26),
+            ("main", "d" * 40, 27),
+            ("rebase", "e" * 40, 27),
+        ],
+        start=101,
+    ):
+        state.builds.insert(
+            0,
+            {
+                "number": n,
+                "branch": branch,
+                "commit": commit,
+                "state": "passed",
+                "web_url": f"https://buildkite.com/vllm/vllm-omni/builds/{n}",
+            },
+        )
         if n == 104:
             continue  # the accuracy step did not run
         doc = small_artifact(n=6, date=f"202611{day:02d}-021500")
@@ -32,10 +47,14 @@ def _history(state: BuildkiteState, url: str) -> None:
         base = f"{url}/v2/organizations/vllm/pipelines/vllm-omni/builds/{n}/artifacts/{aid}"
         state.artifacts[n] = [
             {"id": f"log-{n}", "path": "logs/out.txt", "download_url": base + "x/download"},
-            {"id": aid, "path": f"tests/e2e/accuracy/qwen3_omni/results/qwen_omni_acc/"
-             f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json", "filename":
-             f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json", "download_url": base + "/download"},
-        ]  # fmt: skip
+            {
+                "id": aid,
+                "path": f"tests/e2e/accuracy/qwen3_omni/results/qwen_omni_acc/"
+                f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json",
+                "filename": f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json",
+                "download_url": base + "/download",
+            },
+        ]
 
 
 @pytest.fixture
@@ -43,8 +62,10 @@ def buildkite():
     state = BuildkiteState()
     with serve_in_thread(buildkite_app(state)) as url:
         _history(state, url)
-        yield state, BuildkiteSource("vllm", "vllm-omni", "bk-token", base_url=f"{url}/v2",
-                                     backoff_s=0.01)  # fmt: skip
+        yield (
+            state,
+            BuildkiteSource("vllm", "vllm-omni", "bk-token", base_url=f"{url}/v2", backoff_s=0.01),
+        )
 
 
 def test_imports_each_build_once_with_branch_and_commit(db, buildkite) -> None:
@@ -52,8 +73,12 @@ def test_imports_each_build_once_with_branch_and_commit(db, buildkite) -> None:
     first = import_pipeline(db, src)
     assert len(first.imported) == 4 and first.builds_without_artifact == [104]
     assert any("summary_only" in w and "build 105" in w for w in first.warnings)
-    runs = {r["branch"] + r["nightly"].isoformat(): r for r in db.execute(
-        "SELECT branch, nightly, commit_sha, status, trigger, source FROM omni.run")}  # fmt: skip
+    runs = {
+        r["branch"] + r["nightly"].isoformat(): r
+        for r in db.execute(
+            "SELECT branch, nightly, commit_sha, status, trigger, source FROM omni.run"
+        )
+    }
     assert runs["main2026-11-26"]["commit_sha"] == "c" * 40
     assert runs["rebase2026-11-27"]["status"] == "summary_only"
     assert runs["main2026-11-25"]["source"]["buildkite"]["build"] == 101
@@ -67,8 +92,21 @@ def test_imports_each_build_once_with_branch_and_commit(db, buildkite) -> None:
 def test_branch_filter_and_cli(db, buildkite, monkeypatch) -> None:
     _, src = buildkite
     monkeypatch.setenv("BUILDKITE_API_TOKEN", "bk-token")
-    out = CliRunner().invoke(app, ["import", "buildkite", "--org", "vllm", "--pipeline",
-                                   "vllm-omni", "--branch", "rebase", "--base-url", src.base_url])  # fmt: skip
+    out = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "buildkite",
+            "--org",
+            "vllm",
+            "--pipeline",
+            "vllm-omni",
+            "--branch",
+            "rebase",
+            "--base-url",
+            src.base_url,
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "imported 2 run(s)" in out.output
     assert (

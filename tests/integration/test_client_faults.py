@@ -81,14 +81,30 @@ def prompt(tmp_path_factory) -> Path:
 
 def _run(url: str, prompt: Path, cases: list[str], **kw) -> dict[str, object]:
     utts = [Utterance(c, "prompt", prompt, c, i + 1) for i, c in enumerate(cases)]
-    cfg = ClientConfig(url, protocol.prompt_template("seed-tts-default"), seed=1,
-                       timeout_s=1.5, retry_backoff_s=0.05, **kw)  # fmt: skip
+    cfg = ClientConfig(
+        url,
+        protocol.prompt_template("seed-tts-default"),
+        seed=1,
+        timeout_s=1.5,
+        retry_backoff_s=0.05,
+        **kw,
+    )
     return {r.utt.utt_id: r for r in asyncio.run(synthesize_all(utts, cfg))}
 
 
 def test_every_misbehaviour_ends_in_its_status(server_url: str, prompt: Path) -> None:
-    cases = ["ok", "drop", "stall", "stall-first", "non-wav", "non-wav-only", "five-minutes",
-             "http-500", "text-only", "flaky"]  # fmt: skip
+    cases = [
+        "ok",
+        "drop",
+        "stall",
+        "stall-first",
+        "non-wav",
+        "non-wav-only",
+        "five-minutes",
+        "http-500",
+        "text-only",
+        "flaky",
+    ]
     started = time.monotonic()
     results = _run(server_url, prompt, cases)
     assert time.monotonic() - started < 6  # nothing waits past its 1.5 s deadline for long

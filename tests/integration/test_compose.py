@@ -17,17 +17,30 @@ REPO = Path(__file__).resolve().parents[2]
 def test_compose_file_validates() -> None:
     exe = shutil.which("docker-compose")
     assert exe, "Debian's docker-compose is required (`apt-get install docker-compose`)"
-    out = subprocess.run([exe, "-f", str(REPO / "docker-compose.yml"), "config", "--quiet"],
-                         capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    out = subprocess.run(
+        [exe, "-f", str(REPO / "docker-compose.yml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
 
 
 def test_compose_matches_settings_provisioning_and_dags() -> None:
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
-            "airflow-triggerer", "airflow-worker", "airflow-gpu-worker", "postgres", "redis",
-            "grafana"} <= set(services)  # fmt: skip
+    assert {
+        "airflow-apiserver",
+        "airflow-scheduler",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+        "airflow-worker",
+        "airflow-gpu-worker",
+        "postgres",
+        "redis",
+        "grafana",
+    } <= set(services)
     env = services["airflow-scheduler"]["environment"]
     known = {f"OMNI_{name.upper()}" for name in Settings.model_fields}
     omni_vars = {k for k in env if k.startswith("OMNI_")}

@@ -44,8 +44,12 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
 
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
     assert bag.import_errors == {}
-    assert set(bag.dags) == {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade",
-                             "omni_freshness"}  # fmt: skip
+    assert set(bag.dags) == {
+        "seed_tts_nightly",
+        "seed_tts_bisect",
+        "seed_tts_regrade",
+        "omni_freshness",
+    }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
         for t in dag.tasks:
@@ -53,15 +57,24 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
             assert t.retries >= 1 or t.task_id == "watcher", (dag.dag_id, t.task_id)
     nightly = bag.dags["seed_tts_nightly"]
     assert [t.task_id for t in nightly.topological_sort()] == [
-        "record_heads", "run_branch", "summarize", "decide", "refresh", "plan_bisects",
-        "auto_bisect", "dispatch_alerts", "watcher"]  # fmt: skip
+        "record_heads",
+        "run_branch",
+        "summarize",
+        "decide",
+        "refresh",
+        "plan_bisects",
+        "auto_bisect",
+        "dispatch_alerts",
+        "watcher",
+    ]
     assert nightly.get_task("watcher").trigger_rule == "one_failed"
     run = nightly.get_task("run_branch")
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
     trigger = nightly.get_task("auto_bisect")
-    assert {k: trigger.partial_kwargs[k] for k in ("trigger_dag_id", "skip_when_already_exists")
-            } == {"trigger_dag_id": "seed_tts_bisect", "skip_when_already_exists": True}  # fmt: skip
+    assert {
+        k: trigger.partial_kwargs[k] for k in ("trigger_dag_id", "skip_when_already_exists")
+    } == {"trigger_dag_id": "seed_tts_bisect", "skip_when_already_exists": True}
     assert nightly.catchup is False
 
 
@@ -69,23 +82,42 @@ def _checksum(db: psycopg.Connection) -> dict[str, str]:
     """Content of every results table, audit timestamps excluded."""
     audit = {"created_at", "computed_at", "decided_at", "observed_at", "sent_at", "latency_s"}
     out = {}
-    for table in ("run", "clip_audio", "grading", "clip_grade", "run_stats", "comparison",
-                  "gate_decision", "alert", "alert_outbox", "branch_head", "event"):  # fmt: skip
+    for table in (
+        "run",
+        "clip_audio",
+        "grading",
+        "clip_grade",
+        "run_stats",
+        "comparison",
+        "gate_decision",
+        "alert",
+        "alert_outbox",
+        "branch_head",
+        "event",
+    ):
         rows = db.execute(f"SELECT * FROM omni.{table}").fetchall()
-        canon = sorted(json.dumps({k: v for k, v in r.items() if k not in audit}, default=str,
-                                  sort_keys=True) for r in rows)  # fmt: skip
+        canon = sorted(
+            json.dumps({k: v for k, v in r.items() if k not in audit}, default=str, sort_keys=True)
+            for r in rows
+        )
         out[table] = hashlib.sha256("\n".join(canon).encode()).hexdigest()
     return out
 
 
 def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
-    conf = json.dumps({"transcript_mode": True, "targets": {"main": "simulator:main",
-                       "rebase": "simulator:rebase"}})  # fmt: skip
+    conf = json.dumps(
+        {
+            "transcript_mode": True,
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+        }
+    )
     first = dags_test(af, "seed_tts_nightly", "2026-11-20", conf)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     runs = db.execute("SELECT branch, status, trigger, n_expected FROM omni.run ORDER BY branch")
     assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
-        ("main", "complete", 100), ("rebase", "complete", 100)]  # fmt: skip
+        ("main", "complete", 100),
+        ("rebase", "complete", 100),
+    ]
     decision = db.execute("SELECT verdict, candidate_branch FROM omni.gate_decision").fetchall()
     assert len(decision) == 1 and decision[0]["candidate_branch"] == "rebase"
     assert db.execute("SELECT count(*) AS n FROM omni.comparison").fetchone()["n"] == 1
@@ -120,9 +152,15 @@ def _corpus(root: Path, n: int = 1088) -> Path:
 def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> None:
     history = [f"{i:02d}" + "c" * 38 for i in range(16)]
     first_bad = history[9]
-    conf = json.dumps({"history": history, "target": "simulator:commit-history",
-                       "first_bad": first_bad, "transcript_mode": True,
-                       "dataset": str(_corpus(tmp_path / "en"))})  # fmt: skip
+    conf = json.dumps(
+        {
+            "history": history,
+            "target": "simulator:commit-history",
+            "first_bad": first_bad,
+            "transcript_mode": True,
+            "dataset": str(_corpus(tmp_path / "en")),
+        }
+    )
     env = {**af, "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp_path)])}  # the form names a dataset
     out = dags_test(env, "seed_tts_bisect", "2026-11-21", conf)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -136,8 +174,13 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
 
 
 def test_a_bad_bisect_form_fails_the_run_at_once_naming_the_field(af, tmp_path: Path) -> None:
-    conf = json.dumps({"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history",
-                       "dataset": str(tmp_path / "elsewhere")})  # fmt: skip
+    conf = json.dumps(
+        {
+            "history": ["a" * 40, "b" * 40],
+            "target": "simulator:commit-history",
+            "dataset": str(tmp_path / "elsewhere"),
+        }
+    )
     out = dags_test(af, "seed_tts_bisect", "2026-11-22", conf)
     assert out.returncode != 0  # the watcher fails the run; dispatch_alerts alone would not
     assert (
@@ -157,22 +200,38 @@ def test_a_production_shaped_config_runs_the_nightly(af, db, tmp_path: Path) -> 
     serves the simulator), 2 GPUs per server, read from the deployment config alone."""
     fake = fake_vllm_env(tmp_path)
     config = {
-        "branches": ["main", "rebase"], "baseline": "main",
+        "branches": ["main", "rebase"],
+        "baseline": "main",
         "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
         "environment": {"strategy": "existing", "python": sys.executable},
-        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2,
-                   "startup_timeout_s": 120, "env": {"PYTHONPATH": fake["PYTHONPATH"]}},
-        "transcript_mode": True, "limit": 10, "gpu_task_timeout_s": 600,
+        "server": {
+            "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+            "gpus": 2,
+            "startup_timeout_s": 120,
+            "env": {"PYTHONPATH": fake["PYTHONPATH"]},
+        },
+        "transcript_mode": True,
+        "limit": 10,
+        "gpu_task_timeout_s": 600,
         "grader": {"backend": "transformers", "harness_version": "0.30.0"},
-    }  # fmt: skip
-    env = _with_config(af, tmp_path, config, PATH=fake["PATH"], OMNI_GPUS="0,1",
-                       OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix]))  # fmt: skip
+    }
+    env = _with_config(
+        af,
+        tmp_path,
+        config,
+        PATH=fake["PATH"],
+        OMNI_GPUS="0,1",
+        OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix]),
+    )
     out = dags_test(env, "seed_tts_nightly", "2026-11-23", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    runs = db.execute("SELECT branch, status, n_expected, stack, config FROM omni.run "
-                      "ORDER BY branch").fetchall()  # fmt: skip
+    runs = db.execute(
+        "SELECT branch, status, n_expected, stack, config FROM omni.run ORDER BY branch"
+    ).fetchall()
     assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
-        ("main", "complete", 10), ("rebase", "complete", 10)]  # fmt: skip
+        ("main", "complete", 10),
+        ("rebase", "complete", 10),
+    ]
     assert {r["stack"]["vllm"] for r in runs} == {"0.11.0"}
     assert {r["config"]["harness_version"] for r in runs} == {"0.30.0"}
     assert db.execute("SELECT count(*) AS n FROM omni.gate_decision").fetchone()["n"] == 1
@@ -180,8 +239,10 @@ def test_a_production_shaped_config_runs_the_nightly(af, db, tmp_path: Path) -> 
 
 def test_a_config_typo_fails_at_once_naming_the_field(af, db, tmp_path: Path) -> None:
     """No retries with backoff: the first task fails for good, the log says what to fix."""
-    config = {"branches": ["main", "rebse"],
-              "targets": {"main": "simulator:main", "rebase": "simulator:rebase"}}  # fmt: skip
+    config = {
+        "branches": ["main", "rebse"],
+        "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+    }
     out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-24", "{}")
     log = out.stdout + out.stderr
     assert out.returncode != 0
@@ -210,17 +271,25 @@ def test_connections_go_through_provider_hooks_and_a_refused_token_keeps_the_out
     dispatch task naming what to fix, and every message stays queued; fixed, the next run
     delivers them."""
     slack = SlackState(refuse_with="missing_scope")
-    conf = json.dumps({"transcript_mode": True, "targets": {"main": "simulator:main",
-                       "rebase": "simulator:rebase-demo"}})  # fmt: skip
+    conf = json.dumps(
+        {
+            "transcript_mode": True,
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase-demo"},
+        }
+    )
     with serve_in_thread(slack_app(slack)) as slack_url:
         env = {
             **af,
             "OMNI_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nowhere",
             "AIRFLOW_CONN_OMNI_RESULTS": _uri(af["OMNI_DATABASE_URL"]),
-            "AIRFLOW_CONN_SLACK_API_DEFAULT": json.dumps({
-                "conn_type": "slack", "password": "xoxb-test",
-                "extra": {"channel": "C0ALERTS", "base_url": f"{slack_url}/api/"}}),
-        }  # fmt: skip
+            "AIRFLOW_CONN_SLACK_API_DEFAULT": json.dumps(
+                {
+                    "conn_type": "slack",
+                    "password": "xoxb-test",
+                    "extra": {"channel": "C0ALERTS", "base_url": f"{slack_url}/api/"},
+                }
+            ),
+        }
         refused = dags_test(env, "seed_tts_nightly", "2026-11-25", conf)
         log = refused.stdout + refused.stderr
         assert refused.returncode != 0
@@ -251,8 +320,14 @@ def test_the_readme_takes_a_newcomer_to_dags_list(tmp_path: Path) -> None:
     for name in (".venv", "dags", "plugins"):
         (tmp_path / name).symlink_to(repo / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     for dag_id in ("seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness"):
         assert re.search(rf"^{dag_id}\s*\|", out.stdout, re.M), out.stdout[-2000:]
@@ -260,8 +335,9 @@ def test_the_readme_takes_a_newcomer_to_dags_list(tmp_path: Path) -> None:
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> None:
@@ -273,30 +349,56 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
     _git(repo, "init", "-q", "-b", "main")
     commits = []
     for i in range(5):
-        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-             "-m", f"c{i}")  # fmt: skip
+        _git(
+            repo,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            f"c{i}",
+        )
         commits.append(_git(repo, "rev-parse", "HEAD"))
     config = {
-        "branches": ["main", "rebase"], "baseline": "main", "repo": str(repo),
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "repo": str(repo),
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
-        "transcript_mode": True, "auto_bisect": {"enabled": True, "max_runs": 20},
+        "transcript_mode": True,
+        "auto_bisect": {"enabled": True, "max_runs": 20},
         "dataset": str(_corpus(tmp_path / "en")),  # enough clips to call the good night SAME
-    }  # fmt: skip
+    }
     env = _with_config(af, tmp_path, config, OMNI_TRUSTED_ROOTS=json.dumps([str(tmp_path)]))
-    good = {"commits": {"main": commits[0], "rebase": commits[0]},
-            "targets": {"main": "simulator:main", "rebase": "simulator:main"}}  # fmt: skip
+    good = {
+        "commits": {"main": commits[0], "rebase": commits[0]},
+        "targets": {"main": "simulator:main", "rebase": "simulator:main"},
+    }
     bad = {"commits": {"main": commits[0], "rebase": commits[4]}}
     for night, conf in (("2026-11-27", good), ("2026-11-28", bad), ("2026-11-28", bad)):
         out = dags_test(env, "seed_tts_nightly", night, json.dumps(conf))
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         db.commit()
-    verdicts = [r["verdict"] for r in db.execute(
-        "SELECT verdict FROM omni.gate_decision ORDER BY nightly")]  # fmt: skip
+    verdicts = [
+        r["verdict"] for r in db.execute("SELECT verdict FROM omni.gate_decision ORDER BY nightly")
+    ]
     assert verdicts == ["SAME", "REGRESSED"]
     listed = subprocess.run(
-        [str(Path(sys.executable).with_name("airflow")), "dags", "list-runs", "seed_tts_bisect",
-         "-o", "json"], env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            str(Path(sys.executable).with_name("airflow")),
+            "dags",
+            "list-runs",
+            "seed_tts_bisect",
+            "-o",
+            "json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     listed_runs = json.loads(listed.stdout.strip().splitlines()[-1])  # after Airflow's log lines
     runs = [r for r in listed_runs if r["run_id"].startswith("auto_bisect__")]  # not manual ones
     assert [r["run_id"] for r in runs] == ["auto_bisect__alert1"]

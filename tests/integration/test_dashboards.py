@@ -49,8 +49,13 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
     comparison = history.execute(
         "SELECT comparison_id FROM omni.v_latest_paired WHERE candidate_branch = 'rebase'"
     ).fetchone()["comparison_id"]
-    variables = {"benchmark": "seed_tts_en", "branch": ["main", "rebase"],
-                 "variant": ["default"], "tau": "0.5", "comparison": str(comparison)}  # fmt: skip
+    variables = {
+        "benchmark": "seed_tts_en",
+        "branch": ["main", "rebase"],
+        "variant": ["default"],
+        "tau": "0.5",
+        "comparison": str(comparison),
+    }
     expected = {
         "Tail fraction (share of broken clips, WER > τ)/A": ["time", "metric", "tail_fraction"],
         "Tail fraction (share of broken clips, WER > τ)/B": ["time", "metric", "tail_ci_low"],
@@ -58,15 +63,32 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         "Failure modes of broken clips/A": ["time", "metric", "clips"],
         "Origin of broken clips/A": ["time", "metric", "clips"],
         "Questions vs statements/A": ["time", "metric", "tail_fraction"],
-        "Verdict history/A": ["time", "candidate_branch", "baseline_branch", "variant", "verdict",
-                              "confirmed", "mcnemar_p_holm", "delta_tail_fraction", "regressed",
-                              "improved"],
+        "Verdict history/A": [
+            "time",
+            "candidate_branch",
+            "baseline_branch",
+            "variant",
+            "verdict",
+            "confirmed",
+            "mcnemar_p_holm",
+            "delta_tail_fraction",
+            "regressed",
+            "improved",
+        ],
         "Regressed clips of comparison $comparison/A": [
-            "utt_id", "reference", "baseline_heard", "baseline_wer", "candidate_heard",
-            "candidate_wer", "candidate_status", "audio_uri", "thinker_text"],
+            "utt_id",
+            "reference",
+            "baseline_heard",
+            "baseline_wer",
+            "candidate_heard",
+            "candidate_wer",
+            "candidate_status",
+            "audio_uri",
+            "thinker_text",
+        ],
         "annotation omni events": ["time", "text", "tags"],
         "variable branch": ["branch"],
-    }  # fmt: skip
+    }
     queries = panel_queries(trend_dashboard())
     assert set(expected) <= set(queries)
     from_, to = f"{D0}T00:00:00Z", "2026-12-31T00:00:00Z"
@@ -76,11 +98,15 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         if name in expected:
             assert columns == expected[name], name
     # Spot-check content: four nights per branch; the regressed clips of the last A/B.
-    _, trend = _run(history, expand(queries["Tail fraction (share of broken clips, WER > τ)/A"],
-                                    variables, from_, to))  # fmt: skip
+    _, trend = _run(
+        history,
+        expand(queries["Tail fraction (share of broken clips, WER > τ)/A"], variables, from_, to),
+    )
     assert len(trend) == 8
-    _, clips = _run(history, expand(queries["Regressed clips of comparison $comparison/A"],
-                                    variables, from_, to))  # fmt: skip
+    _, clips = _run(
+        history,
+        expand(queries["Regressed clips of comparison $comparison/A"], variables, from_, to),
+    )
     assert len(clips) == 4  # night 3 is SAME: 4 regressed clips
     _, verdicts = _run(history, expand(queries["Verdict history/A"], variables, from_, to))
     assert [v["verdict"] for v in verdicts] == ["SAME", "REGRESSED", "REGRESSED", "SAME"]
@@ -136,8 +162,9 @@ def test_one_mode_per_install_never_both_on_one_uid(history, monkeypatch) -> Non
     from omni_tasks.grafana.push import FOLDER_UID, GrafanaError
 
     provisioned = trend_dashboard()
-    state = GrafanaState(dashboards={provisioned["uid"]: provisioned},
-                         provisioned={provisioned["uid"]})  # fmt: skip
+    state = GrafanaState(
+        dashboards={provisioned["uid"]: provisioned}, provisioned={provisioned["uid"]}
+    )
     with serve_in_thread(grafana_app(state)) as url:
         _grafana(monkeypatch, url)
         with pytest.raises(GrafanaError, match=r"file-provisioned.*OMNI_GRAFANA_DASHBOARDS"):
@@ -164,6 +191,10 @@ def test_a_refused_grafana_token_is_a_clear_error(history, monkeypatch) -> None:
             GrafanaError, match=r"refused the token \(401\): check OMNI_GRAFANA_TOKEN"
         ):
             refresh(history)
-    assert history.execute("SELECT count(*) AS n FROM omni.event "
-                           "WHERE grafana_annotation_id IS NULL").fetchone()["n"] >= 1  # fmt: skip
+    assert (
+        history.execute(
+            "SELECT count(*) AS n FROM omni.event WHERE grafana_annotation_id IS NULL"
+        ).fetchone()["n"]
+        >= 1
+    )
     reset_settings()

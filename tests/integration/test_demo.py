@@ -15,8 +15,14 @@ def test_demo_ends_confirmed_regressed_with_one_slack_message(db, results_dsn, t
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMNI_", "AIRFLOW"))}
     env.update(OMNI_DATABASE_URL=results_dsn, OMNI_HOME=str(tmp_path / "home"), COLUMNS="120")
     exe = Path(sys.executable).with_name("omni-tasks")
-    out = subprocess.run([str(exe), "demo", "--transcript-mode"], env=env, capture_output=True,
-                         text=True, timeout=600, check=False)  # fmt: skip
+    out = subprocess.run(
+        [str(exe), "demo", "--transcript-mode"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     text = out.stdout
     assert "SIMULATED" in text and "rebase-demo" in text

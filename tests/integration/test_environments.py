@@ -60,24 +60,32 @@ def _repo(
         (repo / "fakevllm.py").write_text(FAKE.format(profile=profile))
         subprocess.run([*git, "add", "."], check=True)
         subprocess.run([*git, "commit", "-q", "-m", profile], check=True)
-        shas.append(subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
-                                   text=True).stdout.strip())  # fmt: skip
+        shas.append(
+            subprocess.run(
+                [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+            ).stdout.strip()
+        )
     return repo, shas
 
 
 def test_venv_per_commit_is_built_cached_reused_and_served(tmp_path: Path) -> None:
     repo, commits = _repo(tmp_path)
     strategy = VenvStrategy(str(repo), tmp_path / "envs")
-    for commit, profile, version in zip(commits, ("main", "rebase"), ("0.11.0", "0.11.1"),
-                                        strict=True):  # fmt: skip
+    for commit, profile, version in zip(
+        commits, ("main", "rebase"), ("0.11.0", "0.11.1"), strict=True
+    ):
         env = strategy.prepare(commit)
         assert "vllm @ file://" in env.lock or f"vllm=={version}" in env.lock
         started = time.monotonic()
         again = strategy.prepare(commit)  # cached: no rebuild
         assert time.monotonic() - started < 1 and again.python == env.python
-        spec = ServerSpec(python=str(env.python), model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
-                          log_path=tmp_path / f"{commit[:8]}.log", startup_timeout_s=60,
-                          env={"OMNI_SIM_PYTHON": sys.executable})  # fmt: skip
+        spec = ServerSpec(
+            python=str(env.python),
+            model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+            log_path=tmp_path / f"{commit[:8]}.log",
+            startup_timeout_s=60,
+            env={"OMNI_SIM_PYTHON": sys.executable},
+        )
         with launched(spec) as server:
             models = httpx.get(server.url + "/v1/models").json()["data"]
             assert models[0]["id"] == f"simulator:{profile}+transcript"
@@ -149,10 +157,13 @@ def test_a_bisect_serves_each_commit_from_its_own_environment(db, tmp_path, monk
         tmp_path, (("0.11.0", "main"), ("0.11.1", "main"), ("0.11.2", "rebase-demo"))
     )
     p = BisectParams(
-        history=commits, target="vllm-serve", transcript_mode=True, max_repeats=2,
+        history=commits,
+        target="vllm-serve",
+        transcript_mode=True,
+        max_repeats=2,
         environment={"strategy": "venv", "repo": str(repo), "root": str(tmp_path / "envs")},
         server={"gpus": 2, "startup_timeout_s": 60, "env": {"OMNI_SIM_PYTHON": sys.executable}},
-    )  # fmt: skip
+    )
     result = run_bisect(db, p, dt.date(2026, 11, 29))
     assert (result.last_good, result.first_bad) == (commits[1], commits[2])
     runs = db.execute("SELECT commit_sha, stack FROM omni.run WHERE trigger = 'bisect'").fetchall()

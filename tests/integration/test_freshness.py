@@ -13,8 +13,10 @@ def test_a_missing_branch_queues_one_infra_message(db, tmp_path: Path) -> None:
     night = store_night(db, tmp_path, 0, None)  # main only: rebase never reported
     assert check_freshness(db, "seed_tts_en", ["main", "rebase"], night) == ["rebase"]
     assert check_freshness(db, "seed_tts_en", ["main", "rebase"], night) == ["rebase"]
-    sent = db.execute("SELECT idempotency_key, payload FROM omni.alert_outbox "
-                      "WHERE idempotency_key LIKE '%%|freshness|%%'").fetchall()  # fmt: skip
+    sent = db.execute(
+        "SELECT idempotency_key, payload FROM omni.alert_outbox "
+        "WHERE idempotency_key LIKE '%%|freshness|%%'"
+    ).fetchall()
     assert [m["idempotency_key"] for m in sent] == [f"seed_tts_en|rebase|freshness|{night}"]
     assert "no rebase results" in sent[0]["payload"]["text"]  # one message, however often
 

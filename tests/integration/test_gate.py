@@ -309,9 +309,11 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
     legacy = policy.model_dump(exclude={"max_same_margin", "confirm_window_days"})
     db.execute(
         "UPDATE omni.gate_decision SET policy_version = %s, policy = %s",
-        (policy.legacy_policy_version,
-         json.dumps({**legacy, "policy_version": policy.legacy_policy_version, "m": 1})),
-    )  # fmt: skip
+        (
+            policy.legacy_policy_version,
+            json.dumps({**legacy, "policy_version": policy.legacy_policy_version, "m": 1}),
+        ),
+    )
     db.execute("UPDATE omni.run_stats SET policy_version = %s", (policy.legacy_policy_version,))
     policy_versions.rehash(db)
     db.commit()
@@ -364,8 +366,20 @@ def test_gate_fail_on_exits_3_on_a_matching_decision(
 
 
 def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connection) -> None:
-    out = runner.invoke(app, ["bench", "--target", "http://127.0.0.1:1", "--branch", "main",
-                              "--limit", "2", "--timeout", "5"])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--target",
+            "http://127.0.0.1:1",
+            "--branch",
+            "main",
+            "--limit",
+            "2",
+            "--timeout",
+            "5",
+        ],
+    )
     assert out.exit_code == 1, out.output
     assert "failed: 2 of 2 clips: connection failed" in out.output
     row = db.execute("SELECT status FROM omni.run").fetchone()

@@ -85,9 +85,20 @@ def test_cli_grade_then_compare_regrade_with_original(db, tmp_path: Path, tiny_e
     a, b = json.loads(first.output)["grader_id"], json.loads(second.output)["grader_id"]
     out = runner.invoke(
         app,
-        ["compare", "--baseline", key, "--candidate", key, "--baseline-grader", a,
-         "--candidate-grader", b, "--force", "--json"],
-    )  # fmt: skip
+        [
+            "compare",
+            "--baseline",
+            key,
+            "--candidate",
+            key,
+            "--baseline-grader",
+            a,
+            "--candidate-grader",
+            b,
+            "--force",
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     result = json.loads(out.output)
     assert result["comparable"] is False

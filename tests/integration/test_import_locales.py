@@ -27,27 +27,44 @@ def locale_dir(root: Path, rows: list[str]) -> Path:
 
 
 def test_a_zh_locale_dir_loads_by_upstreams_rules(tmp_path: Path) -> None:
-    zh = locale_dir(tmp_path / "zh", ["# seed-tts-eval zh", "z1|提示|prompt-wavs/p.wav|今天天气很好。",
-                                      "z2|提示|prompt-wavs/p.wav|", "z3|提示|prompt-wavs/p.wav|你好，世界！"])  # fmt: skip
+    zh = locale_dir(
+        tmp_path / "zh",
+        [
+            "# seed-tts-eval zh",
+            "z1|提示|prompt-wavs/p.wav|今天天气很好。",
+            "z2|提示|prompt-wavs/p.wav|",
+            "z3|提示|prompt-wavs/p.wav|你好，世界！",
+        ],
+    )
     ds = load_dataset(zh)
     assert [u.utt_id for u in ds.utterances] == ["z1", "z3"]
     assert ds.skipped == 2 and ds.lang == "zh"
 
 
 def test_items_are_scored_in_their_locale_and_references_filled(db, tmp_path: Path) -> None:
-    en = locale_dir(tmp_path / "en", ["e1|p|prompt-wavs/p.wav|Seven yellow bottles.",
-                                      "e2|p|prompt-wavs/p.wav|Could you open the door?"])  # fmt: skip
+    en = locale_dir(
+        tmp_path / "en",
+        [
+            "e1|p|prompt-wavs/p.wav|Seven yellow bottles.",
+            "e2|p|prompt-wavs/p.wav|Could you open the door?",
+        ],
+    )
     doc = {
         "date": "20261129-021500",
         "seed_tts_content_evaluated": 1,
         "seed_tts_content_error_mean": 1 / 6,
         "seed_tts_wer_eval_items": [
-            {"utterance_id": "z1", "locale": "zh", "wer": 1 / 6,
-             "reference_raw": "今天天气很好。", "asr_raw": "今天天气真好"},
+            {
+                "utterance_id": "z1",
+                "locale": "zh",
+                "wer": 1 / 6,
+                "reference_raw": "今天天气很好。",
+                "asr_raw": "今天天气真好",
+            },
             {"utterance_id": "e1", "locale": "en", "error": "request_failed", "detail": "x"},
             {"utterance_id": "e2", "locale": "en", "error": "no_pcm"},
         ],
-    }  # fmt: skip
+    }
     art = write_json(tmp_path / "a.json", doc)
     out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "main"])
     assert out.exit_code == 0 and "2 failure items carry no reference text" in out.output
@@ -55,8 +72,9 @@ def test_items_are_scored_in_their_locale_and_references_filled(db, tmp_path: Pa
     assert zh.fetchone() == {"ref_words": 6, "substitutions": 1}  # characters, not words
     db.execute("DELETE FROM omni.run")
     db.commit()
-    out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "main",
-                              "--dataset", str(en)])  # fmt: skip
+    out = runner.invoke(
+        app, ["import", "vllm-omni", str(art), "--branch", "main", "--dataset", str(en)]
+    )
     assert out.exit_code == 0 and "carry no reference" not in out.output
     rows = db.execute("SELECT utt_id, reference_text FROM omni.clip_audio").fetchall()
     refs = {r["utt_id"]: r["reference_text"] for r in rows}
@@ -70,18 +88,23 @@ def test_the_harness_version_names_the_window_policy(db, tmp_path: Path) -> None
     from tests.factories import ab_files
 
     base, cand = ab_files(tmp_path)
-    bad = runner.invoke(app, ["import", "vllm-omni", str(base), "--branch", "main",
-                              "--harness-version", "9.9"])  # fmt: skip
+    bad = runner.invoke(
+        app, ["import", "vllm-omni", str(base), "--branch", "main", "--harness-version", "9.9"]
+    )
     assert (
         bad.exit_code == 1 and "unknown harness version '9.9'; known: 0.26.0, 0.28.0" in bad.output
     )
-    a = runner.invoke(app, ["import", "vllm-omni", str(base), "--branch", "main",
-                            "--harness-version", "0.28.0"]).stdout.strip()  # fmt: skip
-    b = runner.invoke(app, ["import", "vllm-omni", str(cand), "--branch", "rebase",
-                            "--harness-version", "0.30.0"]).stdout.strip()  # fmt: skip
+    a = runner.invoke(
+        app, ["import", "vllm-omni", str(base), "--branch", "main", "--harness-version", "0.28.0"]
+    ).stdout.strip()
+    b = runner.invoke(
+        app, ["import", "vllm-omni", str(cand), "--branch", "rebase", "--harness-version", "0.30.0"]
+    ).stdout.strip()
     graders = {r["grader_id"] for r in db.execute("SELECT grader_id FROM omni.grading")}
-    assert graders == {"artifact:vllm-omni-seed-tts/truncate30",
-                       "artifact:vllm-omni-seed-tts/whole-timestamps"}  # fmt: skip
+    assert graders == {
+        "artifact:vllm-omni-seed-tts/truncate30",
+        "artifact:vllm-omni-seed-tts/whole-timestamps",
+    }
     cmp = json.loads(
         runner.invoke(app, ["compare", "--baseline", a, "--candidate", b, "--json"]).stdout
     )
@@ -95,8 +118,9 @@ def test_secondary_scores_are_stored_and_shown_never_gated(db, tmp_path: Path) -
     doc = small_artifact(4)
     for i, item in enumerate(doc["seed_tts_wer_eval_items"]):
         item["sim"], item["utmos"] = 0.5 + i / 10, 3.0 + i / 4
-    key = runner.invoke(app, ["import", "vllm-omni", str(write_json(tmp_path / "s.json", doc)),
-                              "--branch", "main"]).stdout.strip()  # fmt: skip
+    key = runner.invoke(
+        app, ["import", "vllm-omni", str(write_json(tmp_path / "s.json", doc)), "--branch", "main"]
+    ).stdout.strip()
     stats = json.loads(runner.invoke(app, ["stats", key, "--json"]).stdout)
     assert stats["sim_mean"] == pytest.approx(0.65) and stats["utmos_mean"] == pytest.approx(3.375)
     shown = runner.invoke(app, ["stats", key]).stdout
@@ -105,6 +129,8 @@ def test_secondary_scores_are_stored_and_shown_never_gated(db, tmp_path: Path) -
     assert row["sim"] == pytest.approx(0.65)
 
     doc["seed_tts_wer_eval_items"][0]["sim"] = 7.0  # not a cosine
-    out = runner.invoke(app, ["import", "vllm-omni", str(write_json(tmp_path / "bad.json", doc)),
-                              "--branch", "rebase"])  # fmt: skip
+    out = runner.invoke(
+        app,
+        ["import", "vllm-omni", str(write_json(tmp_path / "bad.json", doc)), "--branch", "rebase"],
+    )
     assert out.exit_code != 0 and "'sim' must be a number in [-1, 1]" in out.output

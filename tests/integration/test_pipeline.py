@@ -28,8 +28,16 @@ def tiny_en() -> LoadedGrader:
 
 
 def test_pipelined_rows_equal_sequential_rows_under_one_grader_id(db, tiny_en) -> None:
-    req = BenchRequest(target="simulator:main", branch="main", commit="c0ffee", seed=5, limit=11,
-                       nightly=NIGHT, concurrency=6, run_key="pipelined")  # fmt: skip
+    req = BenchRequest(
+        target="simulator:main",
+        branch="main",
+        commit="c0ffee",
+        seed=5,
+        limit=11,
+        nightly=NIGHT,
+        concurrency=6,
+        run_key="pipelined",
+    )
     piped = run_benchmark(db, req, tiny_en, show_progress=False)
 
     # The sequential path: synthesize everything, store it, then grade the stored run.
@@ -37,8 +45,9 @@ def test_pipelined_rows_equal_sequential_rows_under_one_grader_id(db, tiny_en) -
     ds = load_dataset(seq.dataset)
     results = synthesize(seq, ds, show_progress=False)
     clips = [clip_audio("sequential", i, r) for i, r in enumerate(results)]
-    spec = dataclasses.replace(run_spec(seq, ds, len(utterances_of(seq, ds))),
-                               status=run_status(clips))  # fmt: skip
+    spec = dataclasses.replace(
+        run_spec(seq, ds, len(utterances_of(seq, ds))), status=run_status(clips)
+    )
     runs.save_run(db, spec, clips, run_key="sequential")
     graded = grade_run(db, "sequential", tiny_en, show_progress=False)
 
@@ -78,8 +87,15 @@ def test_batches_do_not_depend_on_arrival_order(tmp_path, monkeypatch, request) 
         uri = tmp_path / f"{i}.wav"
         if i != 5:  # one clip without audio: its batch still forms at the same boundaries
             write_audio(str(uri), np.zeros(1600 * (i + 1), np.float32), 16_000)
-        clips.append(ClipAudio(f"u{i}", i, "Hello.", "ok" if i != 5 else "no_audio",
-                               audio_uri=str(uri) if i != 5 else None))  # fmt: skip
+        clips.append(
+            ClipAudio(
+                f"u{i}",
+                i,
+                "Hello.",
+                "ok" if i != 5 else "no_audio",
+                audio_uri=str(uri) if i != 5 else None,
+            )
+        )
     seen = []
     for order in (list(range(10)), list(range(9, -1, -1)), random.Random(1).sample(clips, 10)):
         backend = RecordingBackend()

@@ -33,8 +33,10 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
     for r in regressed:  # three regressed clips with audio on record
         uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
         write_audio(str(uri), 0.1 * np.sin(np.arange(4800, dtype=np.float32)), 24_000)
-        db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
-                   (str(uri), r["run_id"], r["utt_id"]))  # fmt: skip
+        db.execute(
+            "UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
+            (str(uri), r["run_id"], r["utt_id"]),
+        )
     db.commit()
     out = tmp_path / "report.html"
     result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
@@ -45,11 +47,23 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
 
     shot = tmp_path / "report.png"
     run = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-         "--log-level=0", f"--screenshot={shot}", "--window-size=1280,3000", "--dump-dom",
-         out.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--log-level=0",
+            f"--screenshot={shot}",
+            "--window-size=1280,3000",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
     dom = run.stdout

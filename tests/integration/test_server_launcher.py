@@ -42,11 +42,15 @@ def test_launch_serve_provenance_and_teardown(tmp_path: Path, monkeypatch) -> No
     deploy = tmp_path / "qwen3_omni_moe.yaml"
     deploy.write_text(yaml.safe_dump({"stage_args": {"0": {"engine_args": {"max_num_seqs": 5}}}}))
     spec = ServerSpec(
-        python=sys.executable, model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
-        log_path=tmp_path / "run" / "server.log", deploy_config=deploy,
+        python=sys.executable,
+        model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        log_path=tmp_path / "run" / "server.log",
+        deploy_config=deploy,
         deploy_overrides={"stage_args": {"0": {"engine_args": {"enforce_eager": True}}}},
-        gpus=(0, 1), env={"PYTHONPATH": env["PYTHONPATH"]}, startup_timeout_s=60,
-    )  # fmt: skip
+        gpus=(0, 1),
+        env={"PYTHONPATH": env["PYTHONPATH"]},
+        startup_timeout_s=60,
+    )
     with launched(spec) as server:
         assert server.url.startswith("http://127.0.0.1:")
         assert server.argv[1:3] == ["serve", spec.model] and "--omni" in server.argv
@@ -79,8 +83,9 @@ def test_launch_serve_provenance_and_teardown(tmp_path: Path, monkeypatch) -> No
 
 def test_a_server_that_dies_at_startup_fails_fast_with_its_log(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", _fake_env(tmp_path, mode="crash")["PATH"])
-    spec = ServerSpec(python=sys.executable, model="m", log_path=tmp_path / "server.log",
-                      startup_timeout_s=60)  # fmt: skip
+    spec = ServerSpec(
+        python=sys.executable, model="m", log_path=tmp_path / "server.log", startup_timeout_s=60
+    )
     with pytest.raises(ServerStartError, match="CUDA out of memory"), launched(spec):
         pass
 
@@ -102,14 +107,18 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
     reset_settings()
     params = NightlyParams(
-        branches=["main"], targets={"main": "vllm-serve"}, transcript_mode=True, limit=5,
+        branches=["main"],
+        targets={"main": "vllm-serve"},
+        transcript_mode=True,
+        limit=5,
         environment={"strategy": "existing", "python": sys.executable},
         server={"gpus": 2, "startup_timeout_s": 60, "env": {"PYTHONPATH": env["PYTHONPATH"]}},
-    )  # fmt: skip
+    )
     (plan,) = record_heads(db, params, dt.date(2026, 11, 24), backfill=False)
     key = run_branch(db, params, plan, trigger="manual")
-    run = db.execute("SELECT status, stack, execution FROM omni.run WHERE run_key = %s",
-                     (key,)).fetchone()  # fmt: skip
+    run = db.execute(
+        "SELECT status, stack, execution FROM omni.run WHERE run_key = %s", (key,)
+    ).fetchone()
     assert run["status"] == "complete"
     assert run["stack"]["vllm"] == "0.11.0" and run["stack"]["server_log"].endswith(".log")
     assert "fake vllm serve" in Path(run["stack"]["server_log"]).read_text()

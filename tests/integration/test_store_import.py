@@ -172,8 +172,12 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
     html = nightly_report(db, "seed_tts_en", dt.date(2026, 11, 1), 0.5)
     assert "summary-only: no per-clip rows, not gated" in html
     query = panel_queries(trend_dashboard())["Capped mean WER (and the legacy uncapped mean)/C"]
-    variables = {"benchmark": "seed_tts_en", "branch": ["main"], "variant": ["default"],
-                 "tau": "0.5"}  # fmt: skip
+    variables = {
+        "benchmark": "seed_tts_en",
+        "branch": ["main"],
+        "variant": ["default"],
+        "tau": "0.5",
+    }
     rows = db.execute(
         expand(query, variables, "2026-10-01T00:00:00Z", "2026-12-01T00:00:00Z")
     ).fetchall()
@@ -205,8 +209,13 @@ def test_runs_list_keys_are_whole_and_commands_take_a_unique_prefix(
 def test_runs_delete_needs_yes_and_removes_everything_of_the_run(
     db: psycopg.Connection, tmp_path: Path
 ) -> None:
-    key = invoke("import", "vllm-omni", str(write_json(tmp_path / "a.json", small_artifact(4))),
-                 "--branch", "main").stdout.strip()  # fmt: skip
+    key = invoke(
+        "import",
+        "vllm-omni",
+        str(write_json(tmp_path / "a.json", small_artifact(4))),
+        "--branch",
+        "main",
+    ).stdout.strip()
     refused = runner.invoke(app, ["runs", "delete", key])
     assert refused.exit_code == 1 and "pass --yes" in refused.output
     assert counts(db) == (1, 4, 1, 4)
@@ -221,11 +230,13 @@ def test_runs_delete_needs_yes_and_removes_everything_of_the_run(
     ("args", "message"),
     [
         (["stats", "k", "--tail-threshold", "nan"], "--tail-threshold must be a positive"),
-        (["compare", "--baseline", "a", "--candidate", "b", "--tail-threshold", "0"],
-         "--tail-threshold must be a positive"),
+        (
+            ["compare", "--baseline", "a", "--candidate", "b", "--tail-threshold", "0"],
+            "--tail-threshold must be a positive",
+        ),
         (["runs", "list", "--limit", "-1"], "Invalid value for '--limit'"),
     ],
-)  # fmt: skip
+)
 def test_out_of_range_options_are_refused_with_a_message(db, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     out = runner.invoke(app, args)
     assert out.exit_code != 0 and message in out.output

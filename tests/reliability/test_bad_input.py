@@ -35,12 +35,26 @@ def _ok(out) -> None:  # type: ignore[no-untyped-def]
 
 def test_hostile_targets_are_stored_verbatim(db, tmp_path: Path) -> None:
     root = _locale(tmp_path / "en", HOSTILE)
-    out = runner.invoke(app, ["bench", "--target", "simulator:rebase", "--branch", "b",
-                              "--dataset", str(root), "--transcript-mode", "--json"])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--target",
+            "simulator:rebase",
+            "--branch",
+            "b",
+            "--dataset",
+            str(root),
+            "--transcript-mode",
+            "--json",
+        ],
+    )
     _ok(out)
     assert out.exit_code == 0, out.output
-    stored = [r["reference_text"] for r in db.execute(
-        "SELECT reference_text FROM omni.clip_audio ORDER BY ordinal")]  # fmt: skip
+    stored = [
+        r["reference_text"]
+        for r in db.execute("SELECT reference_text FROM omni.clip_audio ORDER BY ordinal")
+    ]
     assert stored == [t.strip() for t in HOSTILE]
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 1  # no injection
 
@@ -54,10 +68,25 @@ def test_bad_datasets_are_clear_errors(db, tmp_path: Path) -> None:
     (missing / "prompt-wavs" / "p.wav").unlink()
     corrupt = _locale(tmp_path / "d", ["fine."])
     (corrupt / "prompt-wavs" / "p.wav").write_bytes(b"RIFF\x00\x00garbage")
-    for root, message in ((empty, "meta.lst:2"), (bad_utf8, "not UTF-8"),
-                          (missing, "does not exist"), (corrupt, "does not decode")):  # fmt: skip
-        out = runner.invoke(app, ["bench", "--target", "simulator:main", "--branch", "b",
-                                  "--dataset", str(root), "--transcript-mode"])  # fmt: skip
+    for root, message in (
+        (empty, "meta.lst:2"),
+        (bad_utf8, "not UTF-8"),
+        (missing, "does not exist"),
+        (corrupt, "does not decode"),
+    ):
+        out = runner.invoke(
+            app,
+            [
+                "bench",
+                "--target",
+                "simulator:main",
+                "--branch",
+                "b",
+                "--dataset",
+                str(root),
+                "--transcript-mode",
+            ],
+        )
         _ok(out)
         assert out.exit_code == 1 and message in out.output, (root, out.output)
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0

@@ -48,8 +48,11 @@ def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ign
     assert escape.status_code == 404
     # The task's "Nightly report" link comes from the refresh task's XCom (the report it wrote),
     # as the served URL: the run id's own date (today) would name another night.
-    links = httpx.get(f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/rest-1/taskInstances/"
-                      "decide/links", headers=auth, timeout=30)  # fmt: skip
+    links = httpx.get(
+        f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/rest-1/taskInstances/decide/links",
+        headers=auth,
+        timeout=30,
+    )
     assert links.status_code == 200, links.text
     assert links.json()["extra_links"]["Nightly report"] == (
         "http://127.0.0.1/omni/reports/seed_tts_en_2026-11-20.html"
@@ -70,43 +73,71 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
         "OMNI_HOME": str(tmp_path / "omni-home"),
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
     }
-    with airflow_cluster(ADMIN_DSN, REPO / "dags", tmp_path, executor="CeleryExecutor",
-                         workers=["default", "gpu"], extra_env=extra) as c:  # fmt: skip
+    with airflow_cluster(
+        ADMIN_DSN,
+        REPO / "dags",
+        tmp_path,
+        executor="CeleryExecutor",
+        workers=["default", "gpu"],
+        extra_env=extra,
+    ) as c:
         assert c.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
         c.wait_for_dag("seed_tts_nightly")
         assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
-        r = httpx.post(f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
-                       headers={"Authorization": f"Bearer {c.token()}"}, timeout=30,
-                       json={"dag_run_id": "rest-1", "logical_date": "2026-11-20T02:00:00Z",
-                             "conf": CONF})  # fmt: skip
+        r = httpx.post(
+            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
+            headers={"Authorization": f"Bearer {c.token()}"},
+            timeout=30,
+            json={"dag_run_id": "rest-1", "logical_date": "2026-11-20T02:00:00Z", "conf": CONF},
+        )
         assert r.status_code in (200, 201), r.text
         assert c.wait_for_run("seed_tts_nightly", "rest-1", timeout=600) == "success"
-        runs = db.execute("SELECT branch, status, n_expected, airflow_run_id FROM omni.run "
-                          "WHERE nightly = '2026-11-20' ORDER BY branch").fetchall()  # fmt: skip
+        runs = db.execute(
+            "SELECT branch, status, n_expected, airflow_run_id FROM omni.run "
+            "WHERE nightly = '2026-11-20' ORDER BY branch"
+        ).fetchall()
         assert [(x["branch"], x["status"], x["n_expected"]) for x in runs] == [
-            ("main", "complete", 20), ("rebase", "complete", 20)]  # fmt: skip
+            ("main", "complete", 20),
+            ("rebase", "complete", 20),
+        ]
         assert {x["airflow_run_id"] for x in runs} == {"rest-1"}
-        assert db.execute("SELECT count(*) AS n FROM omni.gate_decision "
-                          "WHERE nightly = '2026-11-20'").fetchone()["n"] == 1  # fmt: skip
+        assert (
+            db.execute(
+                "SELECT count(*) AS n FROM omni.gate_decision WHERE nightly = '2026-11-20'"
+            ).fetchone()["n"]
+            == 1
+        )
         db.commit()
         _evidence_is_served_behind_airflow_auth(c, tmp_path / "omni-home")
 
         import json
 
         # The 02:00 runs of the 10th and the 11th: a run counts when its logical date is in range.
-        out = c.airflow("backfill", "create", "--dag-id", "seed_tts_nightly", "--from-date",
-                        "2026-11-10", "--to-date", "2026-11-12", "--dag-run-conf",
-                        json.dumps(CONF))  # fmt: skip
+        out = c.airflow(
+            "backfill",
+            "create",
+            "--dag-id",
+            "seed_tts_nightly",
+            "--from-date",
+            "2026-11-10",
+            "--to-date",
+            "2026-11-12",
+            "--dag-run-conf",
+            json.dumps(CONF),
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            decided = db.execute("SELECT nightly FROM omni.gate_decision WHERE nightly IN "
-                                 "('2026-11-10', '2026-11-11') ORDER BY nightly").fetchall()  # fmt: skip
+            decided = db.execute(
+                "SELECT nightly FROM omni.gate_decision WHERE nightly IN "
+                "('2026-11-10', '2026-11-11') ORDER BY nightly"
+            ).fetchall()
             db.commit()
             if len(decided) == 2:
                 break
             time.sleep(3)
-        triggers = db.execute("SELECT DISTINCT trigger FROM omni.run WHERE nightly IN "
-                              "('2026-11-10', '2026-11-11')").fetchall()  # fmt: skip
+        triggers = db.execute(
+            "SELECT DISTINCT trigger FROM omni.run WHERE nightly IN ('2026-11-10', '2026-11-11')"
+        ).fetchall()
     assert [str(d["nightly"]) for d in decided] == ["2026-11-10", "2026-11-11"]
     assert [t["trigger"] for t in triggers] == ["backfill"]

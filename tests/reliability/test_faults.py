@@ -61,13 +61,21 @@ def _content(db, key: str) -> str:  # type: ignore[no-untyped-def]
         "FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
         "JOIN omni.grading gr ON gr.run_id = r.run_id "
         "LEFT JOIN omni.clip_grade g ON g.grading_id = gr.grading_id AND g.utt_id = a.utt_id "
-        "WHERE r.run_key = %s ORDER BY a.utt_id", (key,)).fetchall()  # fmt: skip
+        "WHERE r.run_key = %s ORDER BY a.utt_id",
+        (key,),
+    ).fetchall()
     return hashlib.sha256(json.dumps(rows, default=str).encode()).hexdigest()
 
 
 def _gate(db) -> list[str]:  # type: ignore[no-untyped-def]
-    out = decide_night(db, NIGHT, load_policy(), benchmark="seed_tts_en", baseline_branch="main",
-                       expect=("main", "rebase"))  # fmt: skip
+    out = decide_night(
+        db,
+        NIGHT,
+        load_policy(),
+        benchmark="seed_tts_en",
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
     return [d.verdict for d in out.decisions]
 
 
@@ -90,8 +98,9 @@ def test_server_killed_mid_run_is_infra_and_the_rerun_converges(db) -> None:
 def test_stalled_server_times_out_into_a_failed_run(db) -> None:
     server = Switchable("stall")
     with serve_in_thread(server) as url:
-        out = run_benchmark(db, _req(url, "main", timeout_s=1.0, limit=None), None,
-                            show_progress=False)  # fmt: skip
+        out = run_benchmark(
+            db, _req(url, "main", timeout_s=1.0, limit=None), None, show_progress=False
+        )
         run_benchmark(db, _req(url, "rebase", timeout_s=1.0), None, show_progress=False)
     assert out.run_status == "failed" and set(out.statuses) == {"timeout_no_output"}
     assert _gate(db) == ["INFRA"]
@@ -152,8 +161,14 @@ def test_results_db_down_is_a_clear_error_and_a_rerun_converges(tmp_path) -> Non
         connect(dsn)
     srv = pgserver.get_server(tmp_path / "pg", cleanup_mode="stop")  # restarted
     with connect(srv.get_uri()) as conn:
-        req = BenchRequest(target="simulator:main", branch="main", seed=1, limit=20,
-                           nightly=NIGHT, transcript_mode=True)  # fmt: skip
+        req = BenchRequest(
+            target="simulator:main",
+            branch="main",
+            seed=1,
+            limit=20,
+            nightly=NIGHT,
+            transcript_mode=True,
+        )
         out = run_benchmark(conn, req, None, show_progress=False)
         conn.commit()
         assert out.run_status == "complete"
@@ -196,11 +211,19 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
 
     real = load_grader(GraderSpec(batch_size=4))
     dying = DyingBackend(real.backend, calls=2)
-    req = BenchRequest(target="simulator:main", branch="main", commit="c0ffee", seed=3, limit=14,
-                       nightly=NIGHT, concurrency=4)  # fmt: skip
+    req = BenchRequest(
+        target="simulator:main",
+        branch="main",
+        commit="c0ffee",
+        seed=3,
+        limit=14,
+        nightly=NIGHT,
+        concurrency=4,
+    )
     with pytest.raises(GraderDied):
-        run_benchmark(db, req, LoadedGrader(real.spec, real.model_label, dying),
-                      show_progress=False)  # fmt: skip
+        run_benchmark(
+            db, req, LoadedGrader(real.spec, real.model_label, dying), show_progress=False
+        )
     db.rollback()
     run = db.execute("SELECT run_key, status FROM omni.run").fetchone()
     assert run["status"] == "running"
@@ -216,8 +239,9 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
     db.rollback()
 
     healthy = DyingBackend(real.backend, calls=None)
-    again = run_benchmark(db, req, LoadedGrader(real.spec, real.model_label, healthy),
-                          show_progress=False)  # fmt: skip
+    again = run_benchmark(
+        db, req, LoadedGrader(real.spec, real.model_label, healthy), show_progress=False
+    )
     assert again.run_key == run["run_key"] and again.run_status == "complete"
     assert healthy.clips == 6  # only the missing batches: 4 + 2
     final = grade_rows(db, again.run_key)

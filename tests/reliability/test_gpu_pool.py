@@ -33,8 +33,13 @@ def test_two_servers_wait_for_the_pools_gpu_slots(tmp_path: Path) -> None:
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "gpu_pool_probe.py").write_text(POOL_DAG)
-    with airflow_cluster(ADMIN_DSN, dags, tmp_path, executor="LocalExecutor",
-                         extra_env={"AIRFLOW__CORE__PARALLELISM": "4"}) as c:  # fmt: skip
+    with airflow_cluster(
+        ADMIN_DSN,
+        dags,
+        tmp_path,
+        executor="LocalExecutor",
+        extra_env={"AIRFLOW__CORE__PARALLELISM": "4"},
+    ) as c:
         assert c.airflow("pools", "set", "gpu", "2", "GPU slots").returncode == 0
         c.wait_for_dag("gpu_pool_probe")
         assert c.airflow("dags", "unpause", "gpu_pool_probe").returncode == 0

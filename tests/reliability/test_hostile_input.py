@@ -87,9 +87,18 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
     (audio_root / "link.wav").symlink_to("/proc/self/environ")
     hits = Hits()
     with serve_in_thread(hits.app()) as url:
-        hostile = [str(good), "/proc/self/environ", "/etc/hostname", str(outside), "/dev/zero",
-                   f"{url}/clip.wav", "ftp://example.com/x.wav", "gopher://127.0.0.1/x",
-                   str(audio_root / "link.wav"), f"{audio_root}/../../outside.wav"]  # fmt: skip
+        hostile = [
+            str(good),
+            "/proc/self/environ",
+            "/etc/hostname",
+            str(outside),
+            "/dev/zero",
+            f"{url}/clip.wav",
+            "ftp://example.com/x.wav",
+            "gopher://127.0.0.1/x",
+            str(audio_root / "link.wav"),
+            f"{audio_root}/../../outside.wav",
+        ]
         doc = small_artifact(len(hostile))
         for item, path in zip(doc["seed_tts_wer_eval_items"], hostile, strict=True):
             item["audio_path"] = path
@@ -107,8 +116,9 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
         # Rows stored before the rule (or written by hand) meet the same rule when read:
         # grading, the report and Slack all treat them as audio missing and carry on.
         for r, path in zip(rows[1:], hostile[1:], strict=True):
-            db.execute("UPDATE omni.clip_audio SET audio_uri = %s WHERE utt_id = %s",
-                       (path, r["utt_id"]))  # fmt: skip
+            db.execute(
+                "UPDATE omni.clip_audio SET audio_uri = %s WHERE utt_id = %s", (path, r["utt_id"])
+            )
         db.commit()
         graded = runner.invoke(app, ["grade", _only_run(db)])
         assert graded.exit_code == 0, graded.output
@@ -121,9 +131,11 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
         slack = SlackState()
         with serve_in_thread(slack_app(slack)) as slack_url:
             sink = SlackSink(TOKEN, "C0HOSTILE", f"{slack_url}/api/")
-            alert = db.execute("INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, "
-                               "last_nightly) VALUES ('k', 'regression', 'open', now(), now()) "
-                               "RETURNING alert_id").fetchone()["alert_id"]  # fmt: skip
+            alert = db.execute(
+                "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, "
+                "last_nightly) VALUES ('k', 'regression', 'open', now(), now()) "
+                "RETURNING alert_id"
+            ).fetchone()["alert_id"]
             post = {"op": "post", "text": "parent", "blocks": []}
             enqueue(db, "k|post", alert, "post", post)
             for i, path in enumerate(hostile[1:]):
@@ -135,21 +147,26 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
         assert report.sent == 2 and report.failed == len(hostile)  # every poison isolated
         assert [m["text"] for m in slack.top_level()] == ["parent", "a later alert"]
         assert slack.uploads == []
-        states = db.execute("SELECT state, coalesce(last_error, '') AS e FROM omni.alert_outbox "
-                            "WHERE idempotency_key LIKE 'k|up%%'").fetchall()  # fmt: skip
+        states = db.execute(
+            "SELECT state, coalesce(last_error, '') AS e FROM omni.alert_outbox "
+            "WHERE idempotency_key LIKE 'k|up%%'"
+        ).fetchall()
         assert all(s["state"] == "pending" and "audio unavailable" in s["e"] for s in states)
 
     assert hits.paths == []  # the loopback URL was never fetched
-    db.execute("INSERT INTO omni.gate_decision (benchmark, nightly, candidate_branch, "
-               "baseline_branch, variant, policy_version, verdict, policy, candidate_run_id) "
-               "SELECT 'seed_tts_en', nightly, 'rebase', 'main', 'default', 'v', 'UNKNOWN', "
-               "'{}'::jsonb, run_id FROM omni.run")  # fmt: skip
+    db.execute(
+        "INSERT INTO omni.gate_decision (benchmark, nightly, candidate_branch, "
+        "baseline_branch, variant, policy_version, verdict, policy, candidate_run_id) "
+        "SELECT 'seed_tts_en', nightly, 'rebase', 'main', 'default', 'v', 'UNKNOWN', "
+        "'{}'::jsonb, run_id FROM omni.run"
+    )
     db.commit()
     page = tmp_path / "report.html"
     out = runner.invoke(app, ["report", "--out", str(page)])
     assert out.exit_code == 0, out.output
-    rows = db.execute("SELECT payload::text AS p, coalesce(last_error, '') AS e "
-                      "FROM omni.alert_outbox").fetchall()  # fmt: skip
+    rows = db.execute(
+        "SELECT payload::text AS p, coalesce(last_error, '') AS e FROM omni.alert_outbox"
+    ).fetchall()
     _no_secret(
         {
             "outputs": out.output + graded.output,
@@ -171,12 +188,28 @@ def test_names_never_leave_their_root(db, tmp_path: Path, monkeypatch) -> None: 
     (locale / "prompt-wavs").mkdir(parents=True)
     write_audio(str(locale / "prompt-wavs" / "p.wav"), np.full(2400, 0.1, np.float32), 24_000)
     (locale / "meta.lst").write_text("x/../../../../escaped|p|prompt-wavs/p.wav|Hello there.\n")
-    out = runner.invoke(app, ["bench", "--target", "simulator:main", "--branch", "../../../up",
-                              "--run-key", "../../../../key", "--dataset", str(locale),
-                              "--limit", "1"])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--target",
+            "simulator:main",
+            "--branch",
+            "../../../up",
+            "--run-key",
+            "../../../../key",
+            "--dataset",
+            str(locale),
+            "--limit",
+            "1",
+        ],
+    )
     assert out.exit_code == 0, out.output
-    escaped = [p for p in tmp_path.rglob("*") if p.is_file()
-               and not p.is_relative_to(root) and not p.is_relative_to(tmp_path / "data")]  # fmt: skip
+    escaped = [
+        p
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_relative_to(root) and not p.is_relative_to(tmp_path / "data")
+    ]
     assert escaped == []
     wavs = list((root / "audio").rglob("*.wav"))
     assert len(wavs) == 1 and wavs[0].parent.parent == root / "audio"
@@ -227,8 +260,11 @@ def test_trigger_form_paths_must_lie_under_a_trusted_root(tmp_path: Path, monkey
                 NightlyParams(**field)  # type: ignore[arg-type]
         monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path / "repos")]))
         reset_settings()
-        ok = NightlyParams(repo=str(tmp_path / "repos" / "vllm-omni"), dataset="demo",
-                           environment={"python": "python3"})  # fmt: skip
+        ok = NightlyParams(
+            repo=str(tmp_path / "repos" / "vllm-omni"),
+            dataset="demo",
+            environment={"python": "python3"},
+        )
         assert ok.repo is not None
     finally:
         reset_settings()
@@ -263,8 +299,10 @@ def test_huge_numbers_are_refused_and_never_stop_the_gate(db, tmp_path: Path) ->
             runner.invoke(app, ["import", "vllm-omni", str(path), "--branch", branch]).exit_code
             == 0
         )
-    db.execute("UPDATE omni.clip_grade g SET wer = 1e308 FROM omni.grading gr JOIN omni.run r "
-               "USING (run_id) WHERE g.grading_id = gr.grading_id AND r.branch = 'rebase'")  # fmt: skip
+    db.execute(
+        "UPDATE omni.clip_grade g SET wer = 1e308 FROM omni.grading gr JOIN omni.run r "
+        "USING (run_id) WHERE g.grading_id = gr.grading_id AND r.branch = 'rebase'"
+    )
     db.commit()
     out = runner.invoke(app, ["gate", "--json"])
     assert out.exit_code == 0, out.output
@@ -276,9 +314,14 @@ def test_slack_text_and_links_carry_no_mentions_links_or_formatting(monkeypatch)
     monkeypatch.setenv("OMNI_GRAFANA_URL", "https://grafana.example")
     reset_settings()
     try:
-        links = links_for({"benchmark": "seed_tts_en", "candidate_branch": "x|<!channel>",
-                           "baseline_branch": "main>|<https://evil.example|click>",
-                           "nightly": dt.date(2026, 11, 1)})  # fmt: skip
+        links = links_for(
+            {
+                "benchmark": "seed_tts_en",
+                "candidate_branch": "x|<!channel>",
+                "baseline_branch": "main>|<https://evil.example|click>",
+                "nightly": dt.date(2026, 11, 1),
+            }
+        )
     finally:
         reset_settings()
     assert all("<" not in u and ">" not in u and "|" not in u for u in links.values())
@@ -317,9 +360,14 @@ def test_buildkite_token_goes_only_to_the_api_host(db) -> None:  # type: ignore[
     state, storage = BuildkiteState(), Hits()
     with serve_in_thread(buildkite_app(state)) as api, serve_in_thread(storage.app()) as other:
         state.builds = [{"number": 1, "branch": "main", "commit": "a" * 40, "state": "passed"}]
-        state.artifacts[1] = [{"id": "a1", "filename": "qwen_omni_acc_seed_tts_20261127-021500.json",
-                               "path": "qwen_omni_acc_seed_tts_20261127-021500.json",
-                               "download_url": f"{other}/download/a1"}]  # fmt: skip
+        state.artifacts[1] = [
+            {
+                "id": "a1",
+                "filename": "qwen_omni_acc_seed_tts_20261127-021500.json",
+                "path": "qwen_omni_acc_seed_tts_20261127-021500.json",
+                "download_url": f"{other}/download/a1",
+            }
+        ]
         report = import_pipeline(db, BuildkiteSource("vllm", "vllm-omni", state.token, f"{api}/v2"))
     assert report.imported and storage.paths == ["/download/a1"]
     assert storage.auth == [None]
@@ -346,18 +394,52 @@ def test_bad_options_and_dataset_lines_are_refused_before_any_request(db, tmp_pa
     }
     for name, (line, message) in cases.items():
         (locale / "meta.lst").write_text(line, encoding="utf-8")
-        out = runner.invoke(app, ["bench", "--target", "simulator:main", "--branch", "b",
-                                  "--dataset", str(locale), "--transcript-mode"])  # fmt: skip
+        out = runner.invoke(
+            app,
+            [
+                "bench",
+                "--target",
+                "simulator:main",
+                "--branch",
+                "b",
+                "--dataset",
+                str(locale),
+                "--transcript-mode",
+            ],
+        )
         assert out.exit_code == 1 and message in out.output and "meta.lst:1" in out.output, name
     (locale / "meta.lst").write_bytes("\ufeffbom1|p|prompt-wavs/p.wav|Hello.\n".encode())
-    for extra, message in ((["--concurrency", "0"], "concurrency"), (["--limit", "-1"], "limit"),
-                           (["--branch", "b" * 10_000], "at most")):  # fmt: skip
-        args = ["bench", "--target", "simulator:main", "--branch", "b", "--dataset", str(locale),
-                "--transcript-mode", *extra]  # fmt: skip
+    for extra, message in (
+        (["--concurrency", "0"], "concurrency"),
+        (["--limit", "-1"], "limit"),
+        (["--branch", "b" * 10_000], "at most"),
+    ):
+        args = [
+            "bench",
+            "--target",
+            "simulator:main",
+            "--branch",
+            "b",
+            "--dataset",
+            str(locale),
+            "--transcript-mode",
+            *extra,
+        ]
         out = runner.invoke(app, args)
         assert out.exit_code == 1 and message in out.output, out.output
-    out = runner.invoke(app, ["bench", "--target", "simulator:main", "--branch", "b",
-                              "--dataset", str(locale), "--transcript-mode"])  # fmt: skip
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--target",
+            "simulator:main",
+            "--branch",
+            "b",
+            "--dataset",
+            str(locale),
+            "--transcript-mode",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert db.execute("SELECT utt_id FROM omni.clip_audio").fetchone()["utt_id"] == "bom1"
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 1

@@ -18,15 +18,23 @@ GRAFANA_SECRET = "glsa_PLANTED_grafana_secret_1c2d"
 def test_planted_secrets_never_leave_their_headers(db, results_dsn, tmp_path: Path) -> None:
     slack, grafana = SlackState(), GrafanaState()
     slack.fail_next["chat.postMessage"] = [500] * 8  # errors get logged and stored: still clean
-    with serve_in_thread(slack_app(slack)) as slack_url, \
-            serve_in_thread(grafana_app(grafana)) as grafana_url:  # fmt: skip
+    with (
+        serve_in_thread(slack_app(slack)) as slack_url,
+        serve_in_thread(grafana_app(grafana)) as grafana_url,
+    ):
         env = airflow_env(tmp_path / "af", results_dsn, tmp_path / "omni-home")
-        env.update(OMNI_SLACK_TOKEN=SLACK_SECRET, OMNI_SLACK_CHANNEL="C0SEC",
-                   OMNI_SLACK_BASE_URL=f"{slack_url}/api/", OMNI_GRAFANA_URL=grafana_url,
-                   OMNI_GRAFANA_TOKEN=GRAFANA_SECRET)  # fmt: skip
+        env.update(
+            OMNI_SLACK_TOKEN=SLACK_SECRET,
+            OMNI_SLACK_CHANNEL="C0SEC",
+            OMNI_SLACK_BASE_URL=f"{slack_url}/api/",
+            OMNI_GRAFANA_URL=grafana_url,
+            OMNI_GRAFANA_TOKEN=GRAFANA_SECRET,
+        )
         migrate(env)
-        conf = {"transcript_mode": True,
-                "targets": {"main": "simulator:main", "rebase": "simulator:rebase-demo"}}  # fmt: skip
+        conf = {
+            "transcript_mode": True,
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase-demo"},
+        }
         out = dags_test(env, "seed_tts_nightly", "2026-11-22", json.dumps(conf))
     assert out.returncode == 0, out.stdout[-2000:]
     assert f"Bearer {SLACK_SECRET}" in slack.tokens  # it was used, in the header only
@@ -37,8 +45,9 @@ def test_planted_secrets_never_leave_their_headers(db, results_dsn, tmp_path: Pa
     for f in (tmp_path / "omni-home").rglob("*"):
         if f.is_file() and f.suffix in (".html", ".json", ".log", ".txt"):
             places[str(f)] = f.read_text(errors="replace")
-    rows = db.execute("SELECT payload::text AS p, coalesce(last_error, '') AS e "
-                      "FROM omni.alert_outbox").fetchall()  # fmt: skip
+    rows = db.execute(
+        "SELECT payload::text AS p, coalesce(last_error, '') AS e FROM omni.alert_outbox"
+    ).fetchall()
     assert rows, "the confirmed regression queued a message"
     places["outbox rows"] = json.dumps(rows)
     places["slack messages"] = json.dumps(slack.messages)
@@ -53,8 +62,11 @@ def test_helpers_bind_to_loopback_only() -> None:
         assert sock.getsockname()[0] == "127.0.0.1"
     finally:
         sock.close()
-    offenders = [str(p) for p in (REPO / "omni_tasks").rglob("*.py")
-                 if "0.0.0.0" in p.read_text() or "bind((''" in p.read_text()]  # fmt: skip
+    offenders = [
+        str(p)
+        for p in (REPO / "omni_tasks").rglob("*.py")
+        if "0.0.0.0" in p.read_text() or "bind((''" in p.read_text()
+    ]
     assert offenders == []
     launcher = (REPO / "omni_tasks/synthesis/server.py").read_text()
     assert '"--host", "127.0.0.1"' in launcher

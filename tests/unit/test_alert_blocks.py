@@ -21,39 +21,91 @@ def _texts(payload: dict) -> list[str]:
 
 
 def _side(tail: float, ci: list[float]) -> dict:
-    return {"tau": 0.5, "n_expected": 1088, "n_scored": 1088, "n_failed": 0, "n_infra": 0,
-            "coverage": 1.0, "n_broken": round(tail * 1088), "tail_fraction": tail,
-            "tail_fraction_ci": ci}  # fmt: skip
+    return {
+        "tau": 0.5,
+        "n_expected": 1088,
+        "n_scored": 1088,
+        "n_failed": 0,
+        "n_infra": 0,
+        "coverage": 1.0,
+        "n_broken": round(tail * 1088),
+        "tail_fraction": tail,
+        "tail_fraction_ci": ci,
+    }
 
 
 def _ctx(top: list[dict], **kw) -> AlertContext:
-    top = [{"reference": "", "heard": None, "wer": 0.0, "baseline_heard": None,
-            "baseline_wer": 0.0, **t} for t in top]  # fmt: skip
-    comparison = Comparison.from_json({
-        "baseline": _side(0.082, [0.067, 0.1]),
-        "candidate": _side(0.139, [0.12, 0.16]),
-        "tau": 0.5, "delta_tail_fraction": 0.057, "delta_tail_fraction_ci": [0.04, 0.075],
-        "n_paired": 1088, "regressed": len(top), "improved": 9, "stable_broken": 80,
-        "stable_ok": 999 - len(top), "mcnemar_p": 1.2e-12, "mcnemar_p_improve": 1.0,
-        "delta_capped_mean_wer": None, "delta_capped_mean_wer_ci": None, "delta_mean_wer": None,
-        "verdict": "REGRESSED", "reasons": [], "warnings": [], "comparable": True, "mde": 0.02,
-        "same_margin": 0.02, "regressed_clips": [], "improved_clips": [],
-        "policy_version": "v1",
-        "mode_shift": {"mode:over_generation": {"baseline": 40, "candidate": 90},
-                       "origin:thinker": {"baseline": 50, "candidate": 120}},
-        "top_regressed": top,
-    })  # fmt: skip
-    args = dict(benchmark="seed_tts_en", nightly="2026-11-28", candidate="rebase",
-                baseline="main", variant="default", verdict="REGRESSED", confirmed=True,
-                tau=0.5, comparison=comparison, p_holm=2.4e-12,
-                links={"Grafana": "http://grafana.local/d/x"})  # fmt: skip
+    top = [
+        {
+            "reference": "",
+            "heard": None,
+            "wer": 0.0,
+            "baseline_heard": None,
+            "baseline_wer": 0.0,
+            **t,
+        }
+        for t in top
+    ]
+    comparison = Comparison.from_json(
+        {
+            "baseline": _side(0.082, [0.067, 0.1]),
+            "candidate": _side(0.139, [0.12, 0.16]),
+            "tau": 0.5,
+            "delta_tail_fraction": 0.057,
+            "delta_tail_fraction_ci": [0.04, 0.075],
+            "n_paired": 1088,
+            "regressed": len(top),
+            "improved": 9,
+            "stable_broken": 80,
+            "stable_ok": 999 - len(top),
+            "mcnemar_p": 1.2e-12,
+            "mcnemar_p_improve": 1.0,
+            "delta_capped_mean_wer": None,
+            "delta_capped_mean_wer_ci": None,
+            "delta_mean_wer": None,
+            "verdict": "REGRESSED",
+            "reasons": [],
+            "warnings": [],
+            "comparable": True,
+            "mde": 0.02,
+            "same_margin": 0.02,
+            "regressed_clips": [],
+            "improved_clips": [],
+            "policy_version": "v1",
+            "mode_shift": {
+                "mode:over_generation": {"baseline": 40, "candidate": 90},
+                "origin:thinker": {"baseline": 50, "candidate": 120},
+            },
+            "top_regressed": top,
+        }
+    )
+    args = dict(
+        benchmark="seed_tts_en",
+        nightly="2026-11-28",
+        candidate="rebase",
+        baseline="main",
+        variant="default",
+        verdict="REGRESSED",
+        confirmed=True,
+        tau=0.5,
+        comparison=comparison,
+        p_holm=2.4e-12,
+        links={"Grafana": "http://grafana.local/d/x"},
+    )
     args.update(kw)
     return AlertContext(**args)
 
 
 def test_regression_message_has_the_figures() -> None:
-    top = [{"utt_id": f"u{i}", "reference": "Say this.", "heard": "I act as a TTS engine.",
-            "wer": 7.4 - i} for i in range(8)]  # fmt: skip
+    top = [
+        {
+            "utt_id": f"u{i}",
+            "reference": "Say this.",
+            "heard": "I act as a TTS engine.",
+            "wer": 7.4 - i,
+        }
+        for i in range(8)
+    ]
     msg = blocks.regression_opened(_ctx(top)).to_payload()
     text = "\n".join(_texts(msg))
     assert "REGRESSED, confirmed" in msg["text"]
@@ -67,12 +119,17 @@ def test_regression_message_has_the_figures() -> None:
 
 def test_pathological_inputs_stay_within_limits() -> None:
     huge = "word " * 50_000
-    top = [{"utt_id": HOSTILE * 20, "reference": huge, "heard": HOSTILE + huge, "wer": 1e9}
-           for _ in range(1000)]  # fmt: skip
+    top = [
+        {"utt_id": HOSTILE * 20, "reference": huge, "heard": HOSTILE + huge, "wer": 1e9}
+        for _ in range(1000)
+    ]
     ctx = _ctx(top, candidate=HOSTILE * 50, variant=HOSTILE)
-    for msg in (blocks.regression_opened(ctx), blocks.regression_parent(ctx, "2026-11-01", 3),
-                blocks.regression_still(ctx),
-                blocks.infra(HOSTILE * 100, [HOSTILE * 100] * 1000)):  # fmt: skip
+    for msg in (
+        blocks.regression_opened(ctx),
+        blocks.regression_parent(ctx, "2026-11-01", 3),
+        blocks.regression_still(ctx),
+        blocks.infra(HOSTILE * 100, [HOSTILE * 100] * 1000),
+    ):
         payload = msg.to_payload()
         assert len(payload["blocks"]) <= MAX_BLOCKS
         assert len(payload["text"]) <= MAX_TEXT

@@ -79,8 +79,16 @@ def _daily(items: list[dict]) -> dict:
 
 
 def _item(**kw: object) -> dict:
-    return {"request_id": "0", "video_id": "v1", "task_type": "Reasoning", "gold": "B",
-            "predicted": "B", "correct": True, "video_duration": "30s", **kw}  # fmt: skip
+    return {
+        "request_id": "0",
+        "video_id": "v1",
+        "task_type": "Reasoning",
+        "gold": "B",
+        "predicted": "B",
+        "correct": True,
+        "video_duration": "30s",
+        **kw,
+    }
 
 
 @pytest.mark.parametrize(
@@ -103,8 +111,12 @@ def test_a_bad_multiple_choice_item_names_file_and_item(
 
 
 def test_repeated_questions_and_missing_keys_are_kept_apart_with_warnings(tmp_path: Path) -> None:
-    items = [_item(), _item(correct=False, predicted="C"), _item(video_id=None, request_id="7"),
-             {"request_id": "8", "skipped": True, "reason": "no_gold"}]  # fmt: skip
+    items = [
+        _item(),
+        _item(correct=False, predicted="C"),
+        _item(video_id=None, request_id="7"),
+        {"request_id": "8", "skipped": True, "reason": "no_gold"},
+    ]
     art = benchmarks.import_artifact(
         write_json(tmp_path / "d.json", _daily(items)), ImportOptions(branch="main")
     )

@@ -26,8 +26,13 @@ def _locale(tmp_path: Path, rows: list[str], wavs: dict[str, bytes | None] | Non
 
 
 def test_loads_four_and_five_field_rows(tmp_path: Path) -> None:
-    root = _locale(tmp_path, ["u1|hello there|prompt-wavs/a.wav|Say this.",
-                              "u2|hello there|prompt-wavs/a.wav|And this?|gt/u2.wav"])  # fmt: skip
+    root = _locale(
+        tmp_path,
+        [
+            "u1|hello there|prompt-wavs/a.wav|Say this.",
+            "u2|hello there|prompt-wavs/a.wav|And this?|gt/u2.wav",
+        ],
+    )
     ds = load_dataset(root)
     assert [u.utt_id for u in ds.utterances] == ["u1", "u2"]
     assert ds.utterances[1].target_text == "And this?" and ds.utterances[1].line == 2
@@ -47,17 +52,31 @@ def test_fingerprint_follows_rows_and_prompt_audio(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("rows", "wavs", "message"),
     [
-        (["u1|p|prompt-wavs/a.wav"], None, r"meta.lst:1: expected 4 or 5 '\|'-separated fields, got 3"),
-        (["u1|p|prompt-wavs/a.wav|x", "u1|p|prompt-wavs/a.wav|y"], None,
-         r"meta.lst:2: duplicate utterance id 'u1' \(first on line 1\)"),
-        (["u1|p|prompt-wavs/a.wav|x", "", "u2|p|prompt-wavs/missing.wav|y"], None,
-         r"meta.lst:3: prompt wav .*missing.wav does not exist"),
-        (["u1|p|prompt-wavs/bad.wav|x"], {"bad.wav": b"RIFF garbage"}, r"meta.lst:1: .*does not decode"),
+        (
+            ["u1|p|prompt-wavs/a.wav"],
+            None,
+            r"meta.lst:1: expected 4 or 5 '\|'-separated fields, got 3",
+        ),
+        (
+            ["u1|p|prompt-wavs/a.wav|x", "u1|p|prompt-wavs/a.wav|y"],
+            None,
+            r"meta.lst:2: duplicate utterance id 'u1' \(first on line 1\)",
+        ),
+        (
+            ["u1|p|prompt-wavs/a.wav|x", "", "u2|p|prompt-wavs/missing.wav|y"],
+            None,
+            r"meta.lst:3: prompt wav .*missing.wav does not exist",
+        ),
+        (
+            ["u1|p|prompt-wavs/bad.wav|x"],
+            {"bad.wav": b"RIFF garbage"},
+            r"meta.lst:1: .*does not decode",
+        ),
         (["|p|prompt-wavs/a.wav|text"], None, r"meta.lst:1: utterance id must not be empty"),
         (["u1|p|prompt-wavs/a.wav|   "], None, r"meta.lst: no utterances"),
         ([""], None, r"no utterances"),
     ],
-)  # fmt: skip
+)
 def test_bad_rows_name_file_and_line(tmp_path: Path, rows, wavs, message) -> None:
     with pytest.raises(DatasetError, match=message):
         load_dataset(_locale(tmp_path, rows, wavs))

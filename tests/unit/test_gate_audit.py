@@ -55,8 +55,16 @@ def test_a_large_group_step_gets_an_exact_p_below_the_confirmation_threshold() -
     test = compare_groups(base, cand)
     assert test.delta_broken_rate > 0.25
     assert test.p_regress < 1e-20 < POLICY.confirm_p
-    ev = Evidence(1088, 400, 50, test.p_regress, test.p_improve, test.delta_broken_rate,
-                  test.delta_ci, delta_exact=test.delta_exact)  # fmt: skip
+    ev = Evidence(
+        1088,
+        400,
+        50,
+        test.p_regress,
+        test.p_improve,
+        test.delta_broken_rate,
+        test.delta_ci,
+        delta_exact=test.delta_exact,
+    )
     v = decide_night([ev], POLICY)[0]
     point = SeriesPoint(day(1), v.verdict, v.p_regress_holm, 0, 0, 0, paired=False)
     assert confirmations([point], POLICY) == [True]
@@ -135,6 +143,32 @@ def test_a_report_only_edit_keeps_the_policy_version() -> None:
     assert POLICY.model_copy(update={"report_taus": [1.0, 2.0]}).policy_version == v
     assert POLICY.model_copy(update={"alpha": 0.05}).policy_version != v
     assert POLICY.model_copy(update={"confirm_window_days": 7}).policy_version != v
+
+
+def test_a_benchmark_override_is_its_own_policy_version_and_leaves_others_alone() -> None:
+    from omni_tasks.analysis.policy import BenchmarkOverrides
+
+    tuned = POLICY.model_copy(
+        update={"benchmarks": {"videomme": BenchmarkOverrides(min_effect=0.05)}}
+    )
+    assert tuned.policy_version == POLICY.policy_version  # adding an override keeps the rest
+    assert tuned.legacy_policy_version == POLICY.legacy_policy_version
+    assert tuned.for_benchmark("seed_tts_en") is tuned
+    video = tuned.for_benchmark("videomme")
+    assert video.min_effect == 0.05 and video.same_margin == POLICY.same_margin
+    assert video.policy_version != POLICY.policy_version
+    # A 3-point step regresses under the default 2-point minimum, not under Video-MME's 5.
+    step = Evidence(
+        n_paired=1000,
+        regressed=40,
+        improved=10,
+        p_regress=1e-6,
+        p_improve=1.0,
+        delta_tail=0.03,
+        delta_tail_ci=(0.015, 0.045),
+    )
+    assert decide_night([step], POLICY)[0].verdict == "REGRESSED"
+    assert decide_night([step], video)[0].verdict != "REGRESSED"
 
 
 def test_mcnemar_and_holm_still_match_scipy() -> None:

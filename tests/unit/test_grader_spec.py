@@ -16,8 +16,11 @@ def _id(**kw: object) -> str:
 def test_defaults_are_the_cpu_grader() -> None:
     spec = GraderSpec().resolved()
     assert (spec.backend, spec.model, spec.precision, spec.window) == (
-        "faster-whisper", "tiny.en", "int8", "truncate30"
-    )  # fmt: skip
+        "faster-whisper",
+        "tiny.en",
+        "int8",
+        "truncate30",
+    )
     assert GraderSpec(backend="transformers").resolved().precision == "fp32"
 
 

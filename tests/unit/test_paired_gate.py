@@ -140,8 +140,12 @@ def test_fingerprints_decide_comparability() -> None:
 
 
 def test_window_policies_that_differ_are_named_and_unknown_ones_warn() -> None:
-    base = {"benchmark": "b", "dataset_fingerprint": "d", "prompt_fingerprint": "p",
-            "execution_fingerprint": "e"}  # fmt: skip
+    base = {
+        "benchmark": "b",
+        "dataset_fingerprint": "d",
+        "prompt_fingerprint": "p",
+        "execution_fingerprint": "e",
+    }
     old = {**base, "grader_id": "artifact:vllm-omni-seed-tts/truncate30"}
     new = {**base, "grader_id": "artifact:vllm-omni-seed-tts/whole-timestamps"}
     ok, reasons, _ = comparability(old, new)

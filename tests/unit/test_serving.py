@@ -28,8 +28,11 @@ def client(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
     reset_settings()
     (tmp_path / "home" / "reports").mkdir(parents=True)
     (tmp_path / "home" / "reports" / "seed_tts_en_2026-11-20.html").write_text("<html>r</html>")
-    write_audio(str(tmp_path / "home" / "audio" / "run1" / "00001_u1.wav"),
-                np.zeros(2400, np.float32), 24_000)  # fmt: skip
+    write_audio(
+        str(tmp_path / "home" / "audio" / "run1" / "00001_u1.wav"),
+        np.zeros(2400, np.float32),
+        24_000,
+    )
     (tmp_path / "secret.wav").write_bytes(b"RIFF-not-yours")
     os.symlink(tmp_path / "secret.wav", tmp_path / "home" / "audio" / "run1" / "link.wav")
     yield TestClient(evidence_app(auth=_token_required))
@@ -47,9 +50,15 @@ def test_reports_and_audio_are_served_to_authenticated_callers(client) -> None: 
 
 @pytest.mark.parametrize(
     "path",
-    ["/reports/..%2F..%2Fetc%2Fpasswd", "/reports/%2Fetc%2Fpasswd", "/audio/run1/link.wav",
-     "/audio/..%2F..%2F/secret.wav", "/audio/run1/missing.wav", "/reports/x.json"],
-)  # fmt: skip
+    [
+        "/reports/..%2F..%2Fetc%2Fpasswd",
+        "/reports/%2Fetc%2Fpasswd",
+        "/audio/run1/link.wav",
+        "/audio/..%2F..%2F/secret.wav",
+        "/audio/run1/missing.wav",
+        "/reports/x.json",
+    ],
+)
 def test_nothing_outside_its_place_is_served(client, path: str) -> None:  # type: ignore[no-untyped-def]
     assert client.get(path, headers={"Authorization": "Bearer good"}).status_code == 404
 
@@ -59,8 +68,12 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
 
     from omni_tasks.alerts.lifecycle import links_for
 
-    d = {"benchmark": "seed_tts_en", "nightly": dt.date(2026, 11, 20), "candidate_branch": "rebase",
-         "baseline_branch": "main"}  # fmt: skip
+    d = {
+        "benchmark": "seed_tts_en",
+        "nightly": dt.date(2026, 11, 20),
+        "candidate_branch": "rebase",
+        "baseline_branch": "main",
+    }
     monkeypatch.delenv("OMNI_PUBLIC_URL", raising=False)
     reset_settings()
     assert "Report" not in links_for(d) and "file://" not in str(links_for(d))

@@ -97,8 +97,14 @@ def test_unknown_profile_is_a_clear_error() -> None:
 
 def test_request_body_is_the_harness_protocol_with_complete_seeded_stages() -> None:
     nightly = StageDefaults.nightly()
-    body = request_body("Say this.", prompt_template("seed-tts-default"), seed=7, stages=nightly,
-                        ref_audio_wav=b"RIFF", ref_text="hello")  # fmt: skip
+    body = request_body(
+        "Say this.",
+        prompt_template("seed-tts-default"),
+        seed=7,
+        stages=nightly,
+        ref_audio_wav=b"RIFF",
+        ref_text="hello",
+    )
     assert body["stream"] is True and body["modalities"] == ["text", "audio"]
     assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
     assert body["task_type"] == "Base" and body["language"] == "English"
@@ -141,12 +147,18 @@ def test_a_partial_list_takes_vllm_defaults_and_truncates_every_stage() -> None:
 
 
 def test_deploy_configs_need_their_three_stages() -> None:
-    good = {"stages": [{"stage_id": i, "default_sampling_params": dict(d)}
-                       for i, d in enumerate(NIGHTLY_STAGE_DEFAULTS)]}  # fmt: skip
+    good = {
+        "stages": [
+            {"stage_id": i, "default_sampling_params": dict(d)}
+            for i, d in enumerate(NIGHTLY_STAGE_DEFAULTS)
+        ]
+    }
     assert StageDefaults.from_deploy(good, "d.yaml").stages == NIGHTLY_STAGE_DEFAULTS
-    for doc, message in (({}, "expected a 'stages' list"),
-                         ({"stages": good["stages"][:2]}, "got 2 stages"),
-                         ({"stages": [{"stage_id": 0}] * 3}, r"stage 0 \(thinker\) has no"),
-                         ({"stages": [{"default_sampling_params": {"beam": 2}}] * 3}, "beam")):  # fmt: skip
+    for doc, message in (
+        ({}, "expected a 'stages' list"),
+        ({"stages": good["stages"][:2]}, "got 2 stages"),
+        ({"stages": [{"stage_id": 0}] * 3}, r"stage 0 \(thinker\) has no"),
+        ({"stages": [{"default_sampling_params": {"beam": 2}}] * 3}, "beam"),
+    ):
         with pytest.raises(DeployConfigError, match=message):
             StageDefaults.from_deploy(doc, "d.yaml")

@@ -1,0 +1,14 @@
+"""`omni-tasks`: every step of the platform from the command line (the DAGs call the same
+functions). One module per command group; importing them registers their commands, in the
+order `--help` lists them (the order of the work: import, synthesize, grade, decide, show)."""
+
+# ruff: noqa: F401, I001
+from omni_tasks.cli import db, benchmarks, imports, runs
+from omni_tasks.cli import synthesis, grading, statistics, outputs, alerts, demo
+from omni_tasks.cli.common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()

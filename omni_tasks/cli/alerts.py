@@ -1,0 +1,118 @@
+"""Slack alerts: delivery, triage, listing."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from omni_tasks.cli.common import JsonFlag, alerts_app, console, fail, json_out, open_db
+from omni_tasks.config import get_settings
+
+
+# ---------------------------------------------------------------- alerts
+@alerts_app.command("dispatch")
+def alerts_dispatch(as_json: JsonFlag = False) -> None:
+    """Deliver queued alert messages: to Slack when OMNI_SLACK_TOKEN and OMNI_SLACK_CHANNEL are
+    set, otherwise as Block Kit JSON files under $OMNI_HOME/outbox (printed readably)."""
+    from omni_tasks.alerts.slack import default_sink, dispatch
+
+    sink = default_sink()
+    conn = open_db()
+    # With --json, stdout carries only the JSON: the local outbox's readable echo goes to stderr.
+    with conn, contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
+        report = dispatch(conn, sink)
+    if as_json:
+        json_out({"sink": sink.name, **dataclasses.asdict(report)})
+        return
+    where = "Slack" if sink.name == "slack" else f"local outbox {get_settings().outbox_dir}"
+    console.print(f"alerts → {where}: {report.summary}")
+
+
+def _triage(
+    action: str, alert_id: int, note: str | None, link: str | None, by: str | None, as_json: bool
+) -> None:
+    import getpass
+
+    from omni_tasks.alerts.triage import TriageError, triage
+
+    conn = open_db()
+    with conn:
+        try:
+            done = triage(conn, alert_id, action, by=by or getpass.getuser(), note=note, link=link)
+        except TriageError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out(dataclasses.asdict(done))
+        return
+    console.print(
+        f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at the "
+        "next `alerts dispatch`",
+        highlight=False,
+    )
+
+
+AlertArg = Annotated[int, typer.Argument(help="Alert id (see `alerts list`)")]
+NoteOpt = Annotated[str | None, typer.Option(help="Why (shown in Slack and on the dashboard)")]
+LinkOpt = Annotated[str | None, typer.Option(help="A bug or PR URL to link")]
+ByOpt = Annotated[str | None, typer.Option(help="Who acts (default: the login name)")]
+
+
+@alerts_app.command("ack")
+def alerts_ack(
+    alert: AlertArg,
+    note: NoteOpt = None,
+    link: LinkOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Acknowledge an open alert: someone owns it; nightly updates continue."""
+    _triage("ack", alert, note, link, by, as_json)
+
+
+@alerts_app.command("invalid")
+def alerts_invalid(
+    alert: AlertArg,
+    note: NoteOpt = None,
+    link: LinkOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mark an open alert invalid: it closes, and later nights of its key open a new alert
+    only when the candidate runs a commit the invalid alert never covered."""
+    _triage("invalid", alert, note, link, by, as_json)
+
+
+@alerts_app.command("reopen")
+def alerts_reopen(
+    alert: AlertArg,
+    note: NoteOpt = None,
+    link: LinkOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Reopen an alert marked invalid."""
+    _triage("reopen", alert, note, link, by, as_json)
+
+
+@alerts_app.command("list")
+def alerts_list(as_json: JsonFlag = False) -> None:
+    """Alerts (open first) and the state of their messages."""
+    from omni_tasks.store import alerts as alert_store
+
+    conn = open_db()
+    with conn:
+        rows = alert_store.overview(conn)
+    if as_json:
+        json_out(rows)
+        return
+    table = Table(
+        "id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs", "undelivered"
+    )
+    for r in rows:
+        table.add_row(*(str(r[k]) if r[k] is not None else "" for k in r))
+    console.print(table)

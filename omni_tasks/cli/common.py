@@ -1,0 +1,213 @@
+"""What every command group shares: the Typer apps, option types, the results DB, errors and
+output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from omni_tasks.contracts import Contract
+
+app = typer.Typer(
+    help="Nightly accuracy-regression tracking for omni (speech-out) models (seed-TTS WER).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(
+    help="The results database (embedded Postgres unless OMNI_DATABASE_URL).", no_args_is_help=True
+)
+import_app = typer.Typer(help="Import results produced elsewhere.", no_args_is_help=True)
+runs_app = typer.Typer(help="Inspect stored runs.", no_args_is_help=True)
+simulator_app = typer.Typer(
+    help="The local vLLM-Omni stand-in (piper voice, planted failures).", no_args_is_help=True
+)
+app.add_typer(simulator_app, name="simulator")
+dashboards_app = typer.Typer(help="Grafana dashboards as code.", no_args_is_help=True)
+app.add_typer(dashboards_app, name="dashboards")
+alerts_app = typer.Typer(help="Slack alerts: the outbox and its delivery.", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts")
+app.add_typer(db_app, name="db")
+app.add_typer(import_app, name="import")
+app.add_typer(runs_app, name="runs")
+benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_is_help=True)
+app.add_typer(benchmarks_app, name="benchmarks")
+
+Result = TypeVar("Result", bound=Contract)
+TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
+
+# Options shared by several commands.
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+TailThreshold = Annotated[
+    float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
+]
+GraderOpt = Annotated[
+    str | None, typer.Option(help="Use the grading by this grader id (default: the newest)")
+]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        help="ASR backend: faster-whisper (CPU/demo default), transformers (reference-harness "
+        "parity, large-v3), openai-whisper"
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Model: a local path, a hub id, or tiny.en (offline package; default)"),
+]
+PrecisionOpt = Annotated[
+    str | None, typer.Option(help="int8/float32 (faster-whisper), fp32/fp16/bf16 (transformers)")
+]
+WindowOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="truncate30 = first 30 s (harness <= 0.28); whole-timestamps = clips over 30 s "
+        "whole, with timestamps (harness 0.30, transformers); longform = the backend's own "
+        "long-form decoding (diagnosis). Default: the harness version's, else truncate30"
+    ),
+]
+HarnessOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="vllm-omni version whose reference harness the grading must match (0.26.0, 0.28.0, "
+        "0.30.0): sets the transformers grader's window policy and is recorded"
+    ),
+]
+ArtifactHarnessOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="vllm-omni version that wrote the artifacts (0.26.0, 0.28.0, 0.30.0): names the "
+        "grading's window policy (artifacts carry none; unknown pairs only with unknown)"
+    ),
+]
+BeamOpt = Annotated[int, typer.Option(help="Beam size (1 = greedy, the harness's setting)")]
+BatchOpt = Annotated[int, typer.Option(help="Clips decoded per batch (speed only)")]
+DeviceOpt = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, …")]
+
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def json_out(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+
+
+def open_db(migrate: bool = True) -> Any:
+    from omni_tasks.store.db import DatabaseError, connect
+    from omni_tasks.store.migrate import migrate as run_migrations
+
+    try:
+        conn = connect()
+        if migrate:
+            run_migrations(conn)
+    except DatabaseError as exc:
+        fail(str(exc))
+    return conn
+
+
+def run_keys_of(*texts: str) -> list[str]:
+    """Run keys from what the user typed: a key or a unique prefix of one."""
+    from omni_tasks.store.runs import RunNotFoundError, resolve_run_key
+
+    conn = open_db()
+    with conn:
+        try:
+            return [resolve_run_key(conn, t) for t in texts]
+        except RunNotFoundError as exc:
+            fail(str(exc))
+
+
+def night_of(conn: Any, nightly: str | None, bench: str, decided: bool, missing: str) -> dt.date:
+    """The night asked for, or the latest one with runs (or, `decided`, gate decisions)."""
+    from omni_tasks.store.views import latest_night
+
+    if nightly is not None:
+        return parse_date(nightly)
+    night = latest_night(conn, bench, decided=decided)
+    if night is None:
+        fail(missing)
+    return night
+
+
+def parse_date(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        fail(f"not a date (YYYY-MM-DD): {value!r}")
+
+
+def load_policy_or_fail() -> Any:
+    from omni_tasks.analysis.policy import PolicyError, load_policy
+
+    try:
+        return load_policy()
+    except PolicyError as exc:
+        fail(str(exc))
+
+
+def compute_and_show(
+    compute: Callable[[Any], Result],
+    show: Callable[[Console, Result], None],
+    as_json: bool,
+) -> None:
+    """Run `compute` on the results DB; print JSON or the human rendering."""
+    from omni_tasks.store.runs import RunNotFoundError
+
+    conn = open_db()
+    with conn:
+        try:
+            result = compute(conn)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out(result.to_json())
+    else:
+        show(console, result)
+
+
+def tau_or_default(policy: Any, tail_threshold: float | None) -> float:
+    if tail_threshold is not None and not (math.isfinite(tail_threshold) and tail_threshold > 0):
+        fail(f"--tail-threshold must be a positive number of WER, got {tail_threshold}")
+    return policy.primary_tau if tail_threshold is None else tail_threshold
+
+
+def load_grader_or_fail(
+    backend: str,
+    model: str | None,
+    precision: str | None,
+    window: str | None,
+    beam_size: int,
+    batch_size: int,
+    device: str,
+    harness_version: str | None,
+) -> Any:
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec, load_grader
+    from omni_tasks.offline_models import OfflineModelError
+
+    try:
+        spec = GraderSpec.from_params(
+            {
+                "backend": backend,
+                "model": model,
+                "precision": precision,
+                "window": window,
+                "beam_size": beam_size,
+                "batch_size": batch_size,
+                "device": device,
+                "harness_version": harness_version,
+            }
+        )
+        return load_grader(spec)
+    except (GraderConfigError, OfflineModelError, OSError) as exc:
+        fail(f"cannot load the grader: {exc}")

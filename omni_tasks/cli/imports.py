@@ -1,0 +1,171 @@
+"""Import results produced elsewhere (vLLM-Omni artifacts, Buildkite)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from omni_tasks.cli.common import (
+    ArtifactHarnessOpt,
+    JsonFlag,
+    console,
+    err,
+    fail,
+    import_app,
+    json_out,
+    open_db,
+    parse_date,
+)
+
+
+# ---------------------------------------------------------------- import
+@import_app.command("vllm-omni")
+def import_vllm_omni(
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="Results JSON files of `vllm bench serve` (seed-TTS, Daily-Omni...)"),
+    ],
+    branch: Annotated[str, typer.Option(help="Branch the artifact was produced on")],
+    commit: Annotated[str | None, typer.Option(help="Commit SHA benchmarked")] = None,
+    nightly: Annotated[
+        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the artifact's date)")
+    ] = None,
+    run_key: Annotated[str | None, typer.Option(help="Explicit run key (one file only)")] = None,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(help="Benchmark id (see `benchmarks list`); default: detected from each file"),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Overwrite a run key holding other content")
+    ] = False,
+    audio_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory the artifact's audio_path files may lie in (they are copied into "
+            "the audio root); other paths are stored as audio unavailable"
+        ),
+    ] = None,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            help="The seed-tts-eval locale dir the run used: fills the reference text of failure "
+            "items (upstream writes none for them)"
+        ),
+    ] = None,
+    harness_version: ArtifactHarnessOpt = None,
+) -> None:
+    """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
+    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
+    from omni_tasks import benchmarks
+    from omni_tasks.audio import AudioUnavailable, audio_roots
+    from omni_tasks.importers.vllm_omni import ArtifactError, adopt_audio
+    from omni_tasks.store.runs import RunConflictError, save_run
+
+    if run_key and len(files) > 1:
+        fail("--run-key names one run; import one file at a time with it")
+    from omni_tasks.names import InvalidName, check_run_key
+
+    try:
+        if run_key is not None:
+            check_run_key(run_key)
+    except InvalidName as exc:
+        fail(str(exc))
+    night = parse_date(nightly) if nightly else None
+    roots = audio_roots() + ([str(audio_root)] if audio_root else [])
+    references = None
+    if dataset is not None:
+        from omni_tasks.dataset import DatasetError, load_dataset
+
+        try:
+            references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
+        except DatasetError as exc:
+            fail(str(exc))
+    options = benchmarks.ImportOptions(
+        branch=branch,
+        commit=commit,
+        nightly=night,
+        audio_roots=roots,
+        references=references,
+        harness_version=harness_version,
+    )
+    parsed = []
+    for f in files:
+        try:
+            art = benchmarks.import_artifact(f, options, benchmark)
+            parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
+        except (ArtifactError, AudioUnavailable) as exc:
+            fail(str(exc))
+    conn = open_db()
+    with conn:
+        for art in parsed:
+            for w in art.warnings:
+                err.print(f"[yellow]warning:[/] {w}", highlight=False)
+            grading = (art.grader, art.grades) if art.has_clips else None
+            try:
+                res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
+            except RunConflictError as exc:
+                fail(str(exc))
+            err.print(
+                f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})",
+                highlight=False,
+            )
+            sys.stdout.write(res.run_key + "\n")
+
+
+@import_app.command("buildkite")
+def import_buildkite(
+    org: Annotated[str, typer.Option(help="Buildkite organization slug (e.g. vllm)")],
+    pipeline: Annotated[str, typer.Option(help="Pipeline slug (e.g. vllm-omni)")],
+    branch: Annotated[str | None, typer.Option(help="Only builds of this branch")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only builds created on/after YYYY-MM-DD")
+    ] = None,
+    base_url: Annotated[str, typer.Option(help="API base (tests: a local server)")] = (
+        "https://api.buildkite.com/v2"
+    ),
+    harness_version: ArtifactHarnessOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import the seed-TTS results artifacts of a Buildkite pipeline's builds (idempotent).
+
+    The token comes from BUILDKITE_API_TOKEN (scopes read_builds, read_artifacts).
+    """
+    import os
+
+    from omni_tasks.importers.buildkite import BuildkiteError, BuildkiteSource, import_pipeline
+
+    token = os.environ.get("BUILDKITE_API_TOKEN")
+    if not token:
+        fail("set BUILDKITE_API_TOKEN (a Buildkite API token with read_builds, read_artifacts)")
+    src = BuildkiteSource(
+        org=org,
+        pipeline=pipeline,
+        token=token,
+        base_url=base_url,
+        branch=branch,
+        since=parse_date(since) if since else None,
+        harness_version=harness_version,
+    )
+    with open_db() as conn:
+        try:
+            report = import_pipeline(conn, src)
+        except BuildkiteError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out(dataclasses.asdict(report))
+        return
+    for w in report.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for e in report.errors:
+        err.print(f"[red]error:[/] {e}", highlight=False)
+    console.print(
+        f"imported {len(report.imported)} run(s), skipped {report.skipped} already imported; "
+        f"{len(report.builds_without_artifact)} build(s) without a seed-TTS artifact",
+        highlight=False,
+    )
+    for key in report.imported:
+        print(key)

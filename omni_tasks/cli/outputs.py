@@ -1,0 +1,78 @@
+"""Dashboards and the HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from omni_tasks.cli.common import (
+    TailThreshold,
+    app,
+    console,
+    dashboards_app,
+    fail,
+    load_policy_or_fail,
+    night_of,
+    open_db,
+    tau_or_default,
+)
+from omni_tasks.config import get_settings
+
+
+# ---------------------------------------------------------------- dashboards
+@dashboards_app.command("build")
+def dashboards_build(
+    check: Annotated[
+        bool, typer.Option(help="Only check the committed JSON is what the code generates")
+    ] = False,
+) -> None:
+    """Write dashboards/*.json from omni_tasks/grafana/dashboards.py."""
+    from omni_tasks.grafana.dashboards import DASHBOARD_DIR, dashboards, render, write_all
+
+    if check:
+
+        def current(name: str, d: dict[str, Any]) -> bool:
+            path = DASHBOARD_DIR / name
+            return path.is_file() and path.read_text(encoding="utf-8") == render(d)
+
+        stale = [n for n, d in dashboards().items() if not current(n, d)]
+        if stale:
+            fail(f"out of date: {', '.join(stale)}; run `omni-tasks dashboards build`")
+        console.print("dashboards up to date")
+        return
+    for path in write_all():
+        console.print(f"wrote {path}")
+
+
+@dashboards_app.command("push")
+def dashboards_push() -> None:
+    """Push dashboards and new event annotations to Grafana (OMNI_GRAFANA_URL/_TOKEN)."""
+    from omni_tasks.grafana.push import refresh
+
+    with open_db() as conn:
+        console.print(refresh(conn).summary, highlight=False)
+
+
+@app.command("report")
+def report_cmd(
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    nightly: Annotated[str | None, typer.Option(help="Nightly date (default: the latest)")] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    tail_threshold: TailThreshold = None,
+) -> None:
+    """One self-contained HTML report of a nightly: verdicts, trend, failure modes, per-clip
+    plots and the regressed clips with their audio (for where no Grafana runs)."""
+    from omni_tasks.report_html import nightly_report
+
+    settings = get_settings()
+    bench = benchmark or settings.benchmark
+    tau = tau_or_default(load_policy_or_fail(), tail_threshold)
+    with open_db() as conn:
+        missing = f"no gated nightly stored for {bench} (run `omni-tasks gate` first)"
+        night = night_of(conn, nightly, bench, True, missing)
+        page = nightly_report(conn, bench, night, tau)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    console.print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained)", highlight=False)

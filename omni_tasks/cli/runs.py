@@ -1,0 +1,124 @@
+"""Inspect and delete stored runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Column, Table
+
+from omni_tasks.cli.common import (
+    JsonFlag,
+    console,
+    fail,
+    json_out,
+    open_db,
+    parse_date,
+    run_keys_of,
+    runs_app,
+)
+
+
+@runs_app.command("list")
+def runs_list(
+    branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
+    nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
+    as_json: JsonFlag = False,
+) -> None:
+    """List stored runs, newest nightly first."""
+    from omni_tasks.store.runs import list_runs
+
+    conn = open_db()
+    with conn:
+        rows = list_runs(
+            conn, branch=branch, nightly=parse_date(nightly) if nightly else None, limit=limit
+        )
+    if as_json:
+        json_out(rows)
+        return
+    table = Table("nightly", "branch", "commit", "variant", "status", "clips", "gradings")
+    # Keys are what commands take: never cut, so they can be copied (any unique prefix works).
+    width = max((len(r["run_key"]) for r in rows), default=7)
+    table.columns.insert(0, Column("run key", no_wrap=True, min_width=width))
+    for r in rows:
+        table.add_row(
+            r["run_key"],
+            str(r["nightly"]),
+            r["branch"],
+            (r["commit_sha"] or "?")[:12],
+            r["variant"],
+            r["status"],
+            f"{r['n_clips']}/{r['n_expected']}",
+            str(r["n_gradings"]),
+        )
+    console.print(table)
+
+
+@runs_app.command("delete")
+def runs_delete(
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (there is no undo)")] = False,
+) -> None:
+    """Delete a run: its clips, gradings, statistics, comparisons and stored audio. Gate
+    decisions that used it keep their verdicts (their link to the run is cleared)."""
+    from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
+
+    (key,) = run_keys_of(run_key)
+    conn = open_db()
+    with conn:
+        info = describe_run(conn, key)
+        what = f"{key} ({info['branch']}, {info['nightly']}, {info['n_clips']} clips)"
+        if not yes:
+            fail(f"would delete {what}; pass --yes to delete it")
+        try:
+            delete_run(conn, key)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    console.print(f"deleted {what}", highlight=False)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one run: provenance, clips by status, gradings."""
+    from omni_tasks.store.runs import RunNotFoundError, describe_run
+
+    (run_key,) = run_keys_of(run_key)
+    conn = open_db()
+    with conn:
+        try:
+            info = describe_run(conn, run_key)
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out(info)
+        return
+    for k in (
+        "run_key",
+        "benchmark",
+        "nightly",
+        "branch",
+        "commit",
+        "variant",
+        "seed",
+        "trigger",
+        "status",
+    ):
+        console.print(f"[bold]{k:>10}[/]: {info[k]}", highlight=False)
+    console.print(
+        f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
+        f"{info['clips_by_status']}",
+        highlight=False,
+    )
+    for g in info["gradings"]:
+        console.print(
+            f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
+            f"({g['n_grades']} grades)",
+            highlight=False,
+        )
+    console.print(
+        f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", highlight=False, soft_wrap=True
+    )

@@ -1,0 +1,244 @@
+"""Statistics, comparisons, the gate, noise and trends."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated
+
+import typer
+
+from omni_tasks.cli.common import (
+    TREND_ROWS,
+    GraderOpt,
+    JsonFlag,
+    TailThreshold,
+    app,
+    compute_and_show,
+    console,
+    err,
+    fail,
+    json_out,
+    load_policy_or_fail,
+    night_of,
+    open_db,
+    run_keys_of,
+    tau_or_default,
+)
+from omni_tasks.config import get_settings
+
+
+@app.command("stats")
+def stats_cmd(
+    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    tail_threshold: TailThreshold = None,
+    grader: GraderOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
+    from omni_tasks.jobs.statistics import compute_stats_for_key
+    from omni_tasks.report_text import print_stats
+
+    policy = load_policy_or_fail()
+    tau = tau_or_default(policy, tail_threshold)
+    (run_key,) = run_keys_of(run_key)
+    compute_and_show(
+        lambda conn: compute_stats_for_key(conn, run_key, tau, policy, grader),
+        print_stats,
+        as_json,
+    )
+
+
+@app.command("compare")
+def compare_cmd(
+    baseline: Annotated[str, typer.Option(help="Baseline run key (or a unique prefix)")],
+    candidate: Annotated[str, typer.Option(help="Candidate run key (or a unique prefix)")],
+    tail_threshold: TailThreshold = None,
+    force: Annotated[
+        bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
+    ] = False,
+    baseline_grader: GraderOpt = None,
+    candidate_grader: GraderOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test.
+
+    Give the same run twice with two graders to compare a re-grade with the original.
+    """
+    from omni_tasks.jobs.statistics import compare_keys
+    from omni_tasks.report_text import print_comparison
+
+    policy = load_policy_or_fail()
+    tau = tau_or_default(policy, tail_threshold)
+    baseline, candidate = run_keys_of(baseline, candidate)
+    compute_and_show(
+        lambda conn: compare_keys(
+            conn,
+            baseline,
+            candidate,
+            tau,
+            policy,
+            force=force,
+            baseline_grader=baseline_grader,
+            candidate_grader=candidate_grader,
+        ),
+        print_comparison,
+        as_json,
+    )
+
+
+@app.command("gate")
+def gate_cmd(
+    nightly: Annotated[
+        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the latest stored)")
+    ] = None,
+    expect: Annotated[
+        list[str] | None,
+        typer.Option(help="A branch that must have a run (missing = INFRA); repeatable"),
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
+    ] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            help="For CI: exit 3 when a decision has one of these verdicts, comma-separated "
+            "(regressed, infra, unknown, improved, same)"
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Gate one nightly: the baseline branch against every other branch and variant, and
+    queue the Slack messages its decisions call for (`alerts dispatch` delivers them).
+
+    Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
+    3 a decision matched --fail-on."""
+    from omni_tasks.jobs.nightly import decide_night
+
+    verdicts = {"regressed", "infra", "unknown", "improved", "same"}
+    wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
+    if wanted - verdicts:
+        fail(
+            f"--fail-on: unknown verdict(s) {', '.join(sorted(wanted - verdicts))}; "
+            f"choose from {', '.join(sorted(verdicts))}",
+            code=2,
+        )
+    settings = get_settings()
+    policy = load_policy_or_fail()
+    bench = benchmark or settings.benchmark
+    conn = open_db()
+    with conn:
+        night = night_of(conn, nightly, bench, False, f"no runs stored for {bench}")
+        outcome = decide_night(
+            conn,
+            night,
+            policy,
+            benchmark=bench,
+            baseline_branch=baseline or settings.baseline_branch,
+            expect=tuple(expect or ()),
+        )
+        decisions = outcome.decisions
+    matched = [d for d in decisions if d.verdict.lower() in wanted]
+    if as_json:
+        json_out([d.to_json() for d in decisions])
+    else:
+        from omni_tasks.report_text import print_gate
+
+        print_gate(console, night, decisions)
+        if outcome.messages_enqueued:
+            console.print(
+                f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
+            )
+    if matched:
+        names = ", ".join(f"{d.candidate} {d.verdict}" for d in matched)
+        err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
+        raise typer.Exit(3)
+
+
+@app.command("noise")
+def noise_cmd(
+    run_keys: Annotated[list[str], typer.Argument(help="Runs of ONE commit, different seeds")],
+    tail_threshold: TailThreshold = None,
+    comparisons: Annotated[int, typer.Option(help="Comparisons a night (m)")] = 1,
+    as_json: JsonFlag = False,
+) -> None:
+    """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
+
+    from omni_tasks.analysis.noise import calibrate
+    from omni_tasks.jobs.statistics import load_graded_run
+
+    policy = load_policy_or_fail()
+    tau = tau_or_default(policy, tail_threshold)
+    from omni_tasks.store.runs import RunNotFoundError
+
+    conn = open_db()
+    with conn:
+        try:
+            runs = [load_graded_run(conn, k).clips for k in run_keys]
+        except RunNotFoundError as exc:
+            fail(str(exc))
+    try:
+        cal = calibrate(runs, tau, policy.alpha, comparisons)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        json_out(dataclasses.asdict(cal))
+        return
+    console.print(
+        f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
+        f"psi = {cal.psi:.4f}; MDE = {cal.mde:.4f} (80 % power, one-sided alpha "
+        f"{policy.alpha}, m = {comparisons})",
+        highlight=False,
+    )
+
+
+@app.command("trend")
+def trend_cmd(
+    branch: Annotated[str, typer.Option(help="Branch whose nightly series to read")],
+    variant: Annotated[str, typer.Option(help="Variant")] = "default",
+    metric: Annotated[
+        str,
+        typer.Option(
+            help="tail_fraction, capped_mean_wer, or official_mean (the harness's figure; "
+            "summary-only imports included, marked)"
+        ),
+    ] = "tail_fraction",
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change points on a branch's nightly series (descriptive; not used by the gate).
+    Reads statistics stored by `stats`, `compare` and `gate`."""
+
+    from omni_tasks.jobs.statistics import trend
+
+    policy = load_policy_or_fail()
+    conn = open_db()
+    with conn:
+        try:
+            series, points = trend(
+                conn,
+                benchmark=benchmark or get_settings().benchmark,
+                branch=branch,
+                variant=variant,
+                metric=metric,
+                policy=policy,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out({"series": series, "change_points": [dataclasses.asdict(p) for p in points]})
+        return
+    summary_only = sum(bool(r.get("summary_only")) for r in series)
+    at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"
+    marked = f" ({summary_only} summary-only, marked *)" if summary_only else ""
+    console.print(
+        f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}", highlight=False
+    )
+    for r in series[-TREND_ROWS:]:
+        star = " *" if r.get("summary_only") else ""
+        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}", highlight=False)
+    if not points:
+        console.print("no change point (minimum segment 3 nights)")
+    for p in points:
+        why = " (known break: an event)" if p.known_break else ""
+        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}", highlight=False)
