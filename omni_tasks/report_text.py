@@ -23,10 +23,10 @@ def _f(v: float | None, fmt: str = ".4f") -> str:
     return "—" if v is None else format(v, fmt)
 
 
-def _tail(s: RunStats) -> str:
+def _tail(s: RunStats, noun: str = "clips") -> str:
     if s.tail_fraction is None:
         return "—"
-    return f"{pct_ci(s.tail_fraction, s.tail_fraction_ci)} ({s.n_broken} clips)"
+    return f"{pct_ci(s.tail_fraction, s.tail_fraction_ci)} ({s.n_broken} {noun})"
 
 
 def _official(s: RunStats | SummaryOnlyStats) -> str:
@@ -53,7 +53,7 @@ def _choice_rows(table: Table, sides: list[RunStats]) -> None:
         ("answered / failed / infra", _counts),
         ("coverage", lambda s: pct(s.coverage)),
         ("accuracy (answered)", lambda s: pct(s.accuracy)),
-        ("wrong answers [95 % Wilson]", _tail),
+        ("wrong answers [95 % Wilson]", lambda s: _tail(s, "questions")),
         ("official (upstream's rules)", _official),
     ]
     for label, fn in rows:

@@ -12,7 +12,7 @@ from scipy.stats import t as student_t
 from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer_scored
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
-from omni_tasks.grading.windows import harnesses_of, window_of
+from omni_tasks.grading.windows import harnesses_of, window_of, window_unknown
 from omni_tasks.records import ClipRecord
 
 FINGERPRINTS = ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerprint", "grader_id")
@@ -141,7 +141,7 @@ def _graders(b: str, c: str) -> tuple[str | None, str | None]:
     wb, wc = window_of(b), window_of(c)
     if b == c:
         unknown = "window policy unknown (an artifact imported without --harness-version)"
-        return None, (f"{unknown} on both sides; assumed the same" if wb is None else None)
+        return None, (f"{unknown} on both sides; assumed the same" if window_unknown(b) else None)
     if wb is not None and wc is not None and wb != wc:
         return (
             f"window policies differ: {wb} ({_harnesses(wb)}) vs {wc} ({_harnesses(wc)}); "

@@ -1,7 +1,28 @@
-"""Daily-Omni (audio-visual QA, 1,197 questions; vLLM-Omni `daily_omni_eval`). Its items carry
-no question id: a question is its video and its task type."""
+"""Daily-Omni (audio-visual QA, 1,197 questions; vLLM-Omni `daily_omni_dataset` /
+`daily_omni_eval`). Its items carry no question id: a question is its video and its task type.
 
+Running it here follows upstream's dataset module in its audio input mode: `qa.json` rows
+(`video_id`, `Question`, `Choice`, `Answer`, `Type`, `video_category`, `video_duration`) and
+`Videos/<video_id>/<video_id>_audio.wav` under one root; the request is upstream's
+conversation (its system text, the audio part, its official user prompt); the answer letter is
+read by upstream's official rule. The conformance suite checks prompt and rule against
+upstream's own functions."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omni_tasks.audio import wav_bytes
 from omni_tasks.benchmarks.multiple_choice import MultipleChoice
+from omni_tasks.names import InvalidName, check_text, path_component, under
 
 DAILY_OMNI = MultipleChoice(
     id="daily_omni",
@@ -14,3 +35,198 @@ DAILY_OMNI = MultipleChoice(
     key_fields=("video_id", "task_type"),
     description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
 )
+
+# Upstream's DAILY_OMNI_SYSTEM_TEXT (the qwen pack mode).
+SYSTEM_TEXT = (
+    "You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, "
+    "capable of perceiving auditory and visual inputs, as well as generating text and speech."
+)
+MAX_QUESTIONS = 100_000
+MAX_QA_BYTES = 64 * 1024 * 1024
+DEMO_QA = Path(__file__).resolve().parent.parent / "datasets" / "demo_daily_omni" / "qa.json"
+DEMO_RATE = 16_000
+
+
+class QuestionSetError(ValueError):
+    """A question set that cannot be run; the message names the file and the row."""
+
+
+@dataclass(frozen=True)
+class Question:
+    video_id: str
+    question: str
+    choices: tuple[str, ...]
+    answer: str
+    task_type: str
+    category: str
+    duration: str
+    audio: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.video_id}/{self.task_type}"
+
+    @property
+    def breakdown(self) -> dict[str, str]:
+        return {
+            "task": self.task_type or "unknown",
+            "category": self.category or "unknown",
+            "duration": self.duration or "unknown",
+        }
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    root: Path
+    questions: tuple[Question, ...]
+    fingerprint: str  # rows + audio: two runs share questions iff fingerprints match
+
+
+def user_prompt(question: str, choices: tuple[str, ...]) -> str:
+    """Upstream's official user text (`_official_daily_omni_user_prompt`, audio input mode)."""
+    listed = "\n".join(c.strip() for c in choices if c.strip())
+    return (
+        "Your task is to accurately answer multiple-choice questions "
+        "based on the given audio.\n"
+        "Select the single most accurate answer from the given choices.\n"
+        f"Question: {question}\n"
+        f"Choices: {listed}\n"
+        "Your answer should be a capital letter representing your choice: "
+        "A, B, C, or D. Don't generate any other text.\n"
+    )
+
+
+def messages(q: Question) -> list[dict[str, Any]]:
+    """Upstream's conversation: system text, then the audio (inline, as upstream's
+    `--daily-omni-inline-local-video` sends it) and the user prompt."""
+    b64 = base64.b64encode(q.audio.read_bytes()).decode("ascii")
+    return [
+        {"role": "system", "content": [{"type": "text", "text": SYSTEM_TEXT}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "audio_url", "audio_url": {"url": f"data:audio/wav;base64,{b64}"}},
+                {"type": "text", "text": user_prompt(q.question, q.choices)},
+            ],
+        },
+    ]
+
+
+def extract_choice(text: str | None) -> str | None:
+    """The answer letter by upstream's official rule (`extract_choice_letter_official`): after
+    an `assistant` marker if any, a leading A-D, else a lone A-D word, else the last A-D
+    between non-letters (CJK answers such as 答案：B)."""
+    if not text:
+        return None
+    raw = str(text).strip()
+    if not raw:
+        return None
+    match = re.search(r"assistant\s*([\s\S]*)$", raw, flags=re.IGNORECASE)
+    candidate = match.group(1).strip() if match else raw
+    direct = re.match(r"(?i)^\s*([A-D])(?:[\s\.\):：]|$)", candidate)
+    if direct:
+        return direct.group(1).upper()
+    fallback = re.search(r"\b([A-D])\b", candidate.upper())
+    if fallback:
+        return fallback.group(1)
+    loose = list(re.finditer(r"(?:[^A-Za-z]|^)([A-D])(?:[^A-Za-z]|$)", candidate, re.IGNORECASE))
+    return loose[-1].group(1).upper() if loose else None
+
+
+def is_correct(predicted: str | None, gold: str) -> bool:
+    """Upstream's `evaluate_answer_official`: strict match after strip/upper."""
+    return bool(predicted) and predicted.strip().upper() == gold.strip().upper()  # type: ignore[union-attr]
+
+
+def load_questions(root: Path) -> QuestionSet:
+    """A Daily-Omni root: `qa.json` and each question's audio under `Videos/`. Every row is
+    checked before anything runs; a bad row names the file and its index."""
+    qa = root / "qa.json"
+    try:
+        raw = qa.read_bytes()
+    except OSError as exc:
+        raise QuestionSetError(f"{qa}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_QA_BYTES:
+        raise QuestionSetError(f"{qa}: larger than {MAX_QA_BYTES} bytes")
+    try:
+        rows = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise QuestionSetError(f"{qa}: not valid JSON ({exc})") from None
+    if not isinstance(rows, list) or not 0 < len(rows) <= MAX_QUESTIONS:
+        raise QuestionSetError(f"{qa}: must be a list of 1 to {MAX_QUESTIONS} questions")
+    digest = hashlib.sha256(raw)
+    questions = []
+    for i, row in enumerate(rows):
+        q = _question(root, qa, i, row)
+        digest.update(q.audio.read_bytes())
+        questions.append(q)
+    return QuestionSet(root, tuple(questions), digest.hexdigest())
+
+
+def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
+    where = f"{qa}: row {i}"
+    if not isinstance(row, dict):
+        raise QuestionSetError(f"{where}: must be an object")
+
+    def text(*names: str, required: bool = True, limit: int = 2000) -> str:
+        value = next((row[n] for n in names if row.get(n) is not None), None)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise QuestionSetError(f"{where}: {names[0]!r} must be a non-empty string")
+        try:
+            return check_text(value.strip(), f"{where} {names[0]!r}", max_len=limit, multiline=True)
+        except InvalidName as exc:
+            raise QuestionSetError(str(exc)) from None
+
+    video_id = text("video_id", limit=200)
+    if path_component(video_id) != video_id:
+        raise QuestionSetError(f"{where}: video_id {video_id[:80]!r} is not a plain name")
+    choices = row.get("Choice")
+    if not (
+        isinstance(choices, list)
+        and 2 <= len(choices) <= 4
+        and all(isinstance(c, str) and 0 < len(c) <= 500 for c in choices)
+    ):
+        raise QuestionSetError(f"{where}: 'Choice' must be a list of 2 to 4 short strings")
+    answer = text("Answer", limit=8).upper()
+    if answer not in "ABCD"[: len(choices)]:
+        raise QuestionSetError(f"{where}: 'Answer' {answer!r} is not one of the choices' letters")
+    audio = root / "Videos" / video_id / f"{video_id}_audio.wav"
+    if not audio.is_file() or not under(str(audio), str(root)):
+        raise QuestionSetError(f"{where}: no audio at {audio.relative_to(root)} under {root}")
+    return Question(
+        video_id=video_id,
+        question=text("Question"),
+        choices=tuple(choices),
+        answer=answer,
+        task_type=text("Type", "task_type", required=False, limit=200),
+        category=text("video_category", required=False, limit=200),
+        duration=text("video_duration", required=False, limit=50),
+        audio=audio,
+    )
+
+
+def demo_root(cache: Path) -> Path:
+    """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
+    its number of beeps), written once under `cache`; nothing is downloaded."""
+    rows = json.loads(DEMO_QA.read_text(encoding="utf-8"))
+    root = cache / "datasets" / "demo_daily_omni"
+    (root / "qa.json").parent.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        audio = root / "Videos" / row["video_id"] / f"{row['video_id']}_audio.wav"
+        if not audio.is_file():
+            audio.parent.mkdir(parents=True, exist_ok=True)
+            audio.write_bytes(wav_bytes(_beeps(row["tone_hz"], row["beeps"]), DEMO_RATE))
+    (root / "qa.json").write_text(DEMO_QA.read_text(encoding="utf-8"), encoding="utf-8")
+    return root
+
+
+def _beeps(hz: float, n: int) -> np.ndarray:
+    """`n` beeps of 0.25 s at `hz`, 0.2 s apart (one beep: a 1 s tone)."""
+    t = np.arange(DEMO_RATE) / DEMO_RATE
+    if n == 1:
+        return (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+    beep = 0.5 * np.sin(2 * np.pi * hz * t[: DEMO_RATE // 4])
+    gap = np.zeros(DEMO_RATE // 5)
+    return np.concatenate([np.concatenate([beep, gap]) for _ in range(n)]).astype(np.float32)

@@ -32,14 +32,61 @@ from omni_tasks.cli.common import (
 
 
 # ---------------------------------------------------------------- synthesis
+def _ask_choices(
+    target: str,
+    branch: str,
+    dataset: str,
+    commit: str | None,
+    seed: int,
+    limit: int | None,
+    nightly: str | None,
+    concurrency: int,
+    timeout: float,
+) -> None:
+    from omni_tasks.benchmarks.daily_omni import QuestionSetError
+    from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
+    from omni_tasks.names import InvalidName
+    from omni_tasks.synthesis.profiles import ProfileError
+
+    req = ChoiceRequest(
+        target=target,
+        branch=branch,
+        dataset=dataset,
+        commit=commit,
+        seed=seed,
+        nightly=parse_date(nightly) if nightly else None,
+        concurrency=concurrency,
+        limit=limit,
+        timeout_s=timeout,
+    )
+    conn = open_db()
+    with conn:
+        try:
+            key = run_choices(conn, req, show_progress=True)
+        except (QuestionSetError, ProfileError, InvalidName) as exc:
+            fail(str(exc))
+    print(key)
+
+
 @app.command("bench")
 def bench_cmd(
     target: Annotated[
         str, typer.Option(help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE")
     ],
     branch: Annotated[str, typer.Option(help="Branch the target runs (e.g. main, rebase)")],
+    benchmark: Annotated[
+        str,
+        typer.Option(
+            help="seed_tts (speech, graded by ASR; the locale follows the dataset) or daily_omni "
+            "(multiple choice over audio: asked as upstream's bench asks, read by its rule)"
+        ),
+    ] = "seed_tts",
     dataset: Annotated[
-        str, typer.Option(help="demo (shipped corpus) or a seed-tts-eval locale dir")
+        str,
+        typer.Option(
+            help="demo (the shipped set), a seed-tts-eval locale dir, or a Daily-Omni root "
+            "(qa.json and Videos/<id>/<id>_audio.wav)"
+        ),
     ] = "demo",
     commit: Annotated[str | None, typer.Option(help="Commit SHA the target runs")] = None,
     seed: Annotated[int, typer.Option(help="Run seed, sent to every stage")] = 42,
@@ -72,7 +119,17 @@ def bench_cmd(
     device: DeviceOpt = "cpu",
     as_json: JsonFlag = False,
 ) -> None:
-    """Synthesize a dataset against a target, store every clip, grade it; print the run key."""
+    """Synthesize a dataset against a target, store every clip, grade it; print the run key.
+    With --benchmark daily_omni: ask every question, judge every answer, store them."""
+    if benchmark == "daily_omni":
+        _ask_choices(target, branch, dataset, commit, seed, limit, nightly, concurrency, timeout)
+        return
+    if benchmark != "seed_tts":
+        fail(
+            f"--benchmark: {benchmark!r} cannot run here (seed_tts or daily_omni); other "
+            "benchmarks arrive by `omni-tasks import vllm-omni`",
+            code=2,
+        )
     from omni_tasks.benchmark import BenchError, BenchRequest, run_benchmark
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError

@@ -19,7 +19,7 @@ from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
-from omni_tasks.grading.windows import UnknownHarness, harness_window
+from omni_tasks.grading.windows import BARE_ARTIFACT_GRADER, UnknownHarness, harness_window
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
     MAX_WER,
@@ -38,7 +38,7 @@ from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
 
 ARTIFACT_GRADER = Grader(
-    grader_id="artifact:vllm-omni-seed-tts",
+    grader_id=BARE_ARTIFACT_GRADER,
     description={
         "backend": "artifact",
         "source": "vLLM-Omni seed-TTS harness (Whisper large-v3, transformers, fp32, 30 s window)",

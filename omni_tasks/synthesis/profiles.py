@@ -43,6 +43,7 @@ class Profile:
     hard: dict[str, float]
     hard_question: dict[str, float]
     stream_error: float = 0.0  # share of requests whose stream ends in an in-stream error chunk
+    wrong_answer: float = 0.0  # share of multiple-choice questions answered wrongly
 
     def rates(self, hard: bool, question: bool) -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
@@ -86,6 +87,7 @@ def load_profile(name: str) -> Profile:
         p["hard"],
         p.get("hard_question", {}),
         float(p.get("stream_error", 0.0)),
+        float(p.get("wrong_answer", 0.0)),
     )
 
 

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
-from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis import choices, protocol
 from omni_tasks.synthesis.profiles import Behaviour, Profile, decide, load_profile, uniform
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
@@ -132,6 +132,38 @@ async def _content(
         yield w.audio(wav, STORE_RATE)
 
 
+def _choice_response(
+    body: dict[str, Any], profile: Profile, cfg: SimulatorConfig, headers: dict[str, str]
+) -> Response:
+    """A multiple-choice question (text out, not streamed): the answer letter."""
+    given = body.get("seed")
+    seed = given if isinstance(given, int) else 42
+    try:
+        letter = choices.answer(body, profile, seed)
+    except choices.NotAChoiceRequest as exc:
+        return JSONResponse(
+            {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
+            status_code=400,
+            headers=headers,
+        )
+    return JSONResponse(
+        {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": cfg.model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": letter},
+                    "finish_reason": "stop",
+                }
+            ],
+        },
+        headers=headers,
+    )
+
+
 def create_app(cfg: SimulatorConfig) -> Starlette:
     profile: Profile = load_profile(cfg.profile)
     headers = {"x-omni-simulator": cfg.model_name}
@@ -141,6 +173,8 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             body = await request.json()
         except json.JSONDecodeError:
             return JSONResponse({"error": "body is not JSON"}, status_code=400, headers=headers)
+        if choices.is_choice_request(body):
+            return _choice_response(body, profile, cfg, headers)
         text = protocol.target_text(body)
         if not text.strip():
             return JSONResponse({"error": "no user text"}, status_code=400, headers=headers)

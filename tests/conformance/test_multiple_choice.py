@@ -250,3 +250,59 @@ def check_family(upstream: Upstream, tmp_path: Path, family: str, key: Any) -> N
         improved,
     )
     assert decision["mcnemar_p"] == pytest.approx(exact), decision["reasons"]
+
+
+ANSWERS = [
+    "A",
+    "b.",
+    " C) because the tone is high",
+    "The answer is D.",
+    "assistant\nB",
+    "system\nuser\nassistant C",
+    "答案：B",
+    "选C",
+    "I think (A)",
+    "None of these",
+    "",
+    "ABCD",
+    "Option B is right",
+    "a",
+    "The best answer is A, not B",
+    "D:",
+    "e",
+    "Bb",
+]
+
+
+def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upstream) -> None:
+    """Our Daily-Omni runner's prompt, system text and answer rule are upstream's own."""
+    from types import SimpleNamespace
+
+    from omni_tasks.benchmarks import daily_omni
+
+    rules = upstream.load(
+        f"{DAILY}_eval", ["extract_choice_letter_official", "evaluate_answer_official"]
+    )
+    for text in ANSWERS:
+        assert daily_omni.extract_choice(text) == rules["extract_choice_letter_official"](text)
+        for gold in ("A", " b ", "C"):
+            predicted = daily_omni.extract_choice(text)
+            assert daily_omni.is_correct(predicted, gold) == rules["evaluate_answer_official"](
+                predicted, gold
+            )
+    module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
+    me = SimpleNamespace(
+        input_mode="audio",
+        _media_desc_for_official_prompt=upstream.method(
+            module, cls, "_media_desc_for_official_prompt"
+        ),
+        _choices_repr_for_official_prompt=upstream.method(
+            module, cls, "_choices_repr_for_official_prompt"
+        ),
+    )
+    prompt = upstream.method(module, cls, "_official_daily_omni_user_prompt")
+    choices = ("A. 220 Hz", "B. 440 Hz", " C. 660 Hz ", "D. 880 Hz")
+    question = "Which pitch does the tone in the audio have?"
+    assert daily_omni.user_prompt(question, choices) == prompt(me, question, list(choices))
+    system = upstream.load(module, ["DAILY_OMNI_SYSTEM_TEXT"])["DAILY_OMNI_SYSTEM_TEXT"]
+    assert system == daily_omni.SYSTEM_TEXT

@@ -1,0 +1,154 @@
+"""A Daily-Omni run against a serving model (or the local simulator): each question sent as
+upstream's bench sends it, each answer read by upstream's rule, every question stored as an
+item with its outcome; a failed request is a stored item with its status (infra)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from omni_tasks.benchmarks import daily_omni
+from omni_tasks.benchmarks.daily_omni import Question, QuestionSet
+from omni_tasks.config import get_settings
+from omni_tasks.names import check_name
+from omni_tasks.progress import progress_bar
+from omni_tasks.prompts import prompt_fingerprint
+from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, Trigger
+from omni_tasks.store import runs
+from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
+
+GRADER = Grader(
+    "choice:daily-omni-official",
+    {"backend": "answer letter", "rule": "upstream extract_choice_letter_official"},
+)
+MAX_ANSWER_CHARS = 2000
+USER_FORMAT = daily_omni.user_prompt("{question}", ("{choices}",))
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    target: str  # a server's base URL, or simulator:PROFILE
+    branch: str
+    dataset: str = "demo"  # a Daily-Omni root (qa.json + Videos/), or the shipped demo set
+    commit: str | None = None
+    seed: int | None = None
+    nightly: dt.date | None = None
+    concurrency: int = 8
+    limit: int | None = None
+    timeout_s: float = 120.0
+    trigger: Trigger = "manual"
+    model: str = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: str  # "ok" or "request_failed"
+    text: str | None
+    error: str | None = None
+
+
+def question_set(dataset: str) -> QuestionSet:
+    root = daily_omni.demo_root(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
+    return daily_omni.load_questions(root)
+
+
+def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress: bool) -> str:
+    """Ask every question, judge every answer, store the run; returns its run key."""
+    check_name(req.branch, "branch")
+    qs = question_set(req.dataset)
+    questions = qs.questions[: req.limit] if req.limit else qs.questions
+    with _served(req.target) as url:
+        answers = asyncio.run(_ask_all(url, req, questions, show_progress))
+    clips, grades = [], []
+    for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
+        if a.status != "ok":
+            clips.append(ClipAudio(q.key, i, q.answer, "request_failed", error_detail=a.error))
+            continue
+        predicted = daily_omni.extract_choice(a.text)
+        clips.append(ClipAudio(q.key, i, q.answer, "ok", thinker_text=a.text))
+        grades.append(
+            ClipGrade(
+                q.key,
+                "graded",
+                hypothesis=predicted,
+                incorrect=not daily_omni.is_correct(predicted, q.answer),
+                breakdown=q.breakdown,
+            )
+        )
+    failed = sum(c.synth_status != "ok" for c in clips)
+    simulated = req.target.startswith("simulator:")
+    spec = RunSpec(
+        benchmark=daily_omni.DAILY_OMNI.id,
+        nightly=req.nightly or dt.datetime.now(dt.UTC).date(),
+        branch=req.branch,
+        trigger=req.trigger,
+        status="complete" if failed < len(clips) else "failed",
+        n_expected=len(questions),
+        commit_sha=req.commit,
+        config={"target": req.target, "dataset": req.dataset, "model": req.model},
+        stack={"simulated": simulated},
+        execution={"client_concurrency": req.concurrency},
+        dataset_fingerprint=qs.fingerprint + (f":first{req.limit}" if req.limit else ""),
+        prompt_fingerprint=prompt_fingerprint(daily_omni.SYSTEM_TEXT, USER_FORMAT),
+        system_prompt=daily_omni.SYSTEM_TEXT,
+        seed=req.seed,
+    )
+    saved = runs.save_run(conn, spec, clips, (GRADER, grades), replace=True)
+    conn.commit()
+    return saved.run_key
+
+
+@contextmanager
+def _served(target: str) -> Iterator[str]:
+    if target.startswith("simulator:"):
+        with running_simulator(SimulatorConfig(profile=target.split(":", 1)[1])) as url:
+            yield url
+    else:
+        yield target.rstrip("/")
+
+
+async def _ask_all(
+    url: str, req: ChoiceRequest, questions: tuple[Question, ...], show_progress: bool
+) -> list[Answer]:
+    gate = asyncio.Semaphore(max(req.concurrency, 1))
+    with progress_bar(show_progress) as bar:
+        task = bar.add_task(f"asking {len(questions)} questions", total=len(questions))
+        async with httpx.AsyncClient(timeout=req.timeout_s) as client:
+
+            async def one(q: Question) -> Answer:
+                async with gate:
+                    answer = await _ask(client, url, req, q)
+                bar.advance(task)
+                return answer
+
+            return list(await asyncio.gather(*(one(q) for q in questions)))
+
+
+async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Question) -> Answer:
+    body: dict[str, Any] = {
+        "model": req.model,
+        "messages": daily_omni.messages(q),
+        "modalities": ["text"],
+        "stream": False,
+        "max_tokens": 16,
+        "mm_processor_kwargs": {"use_audio_in_video": False},
+    }
+    if req.seed is not None:
+        body["seed"] = req.seed
+    try:
+        r = await client.post(f"{url}/v1/chat/completions", json=body)
+        r.raise_for_status()
+        text = r.json()["choices"][0]["message"]["content"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return Answer("request_failed", None, f"{type(exc).__name__}: {str(exc)[:300]}")
+    if not isinstance(text, str):
+        return Answer("request_failed", None, "the response's content is not text")
+    return Answer("ok", text[:MAX_ANSWER_CHARS])
