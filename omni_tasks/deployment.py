@@ -23,9 +23,6 @@ from omni_tasks.jobs.nightly import NightlyParams
 VARIABLE = "omni_nightly_config"
 ENV = "OMNI_NIGHTLY_CONFIG"
 VERSION = 1
-# What the nightly can run itself (it synthesizes and grades speech); the other benchmarks
-# arrive as imported artifacts.
-RUNNABLE_FAMILIES = ("seed_tts",)
 STRATEGIES = ("existing", "venv")
 
 
@@ -138,12 +135,15 @@ def check_complete(p: NightlyParams, where: str) -> None:
             )
     if p.baseline not in p.branches:
         fail("baseline", f"{p.baseline!r} is not one of the branches ({_names(p.branches)})")
-    runnable = [b.id for b in benchmarks.all_benchmarks() if b.family in RUNNABLE_FAMILIES]
+    runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
     if p.benchmark is not None and p.benchmark not in runnable:
         fail("benchmark", f"unknown benchmark {p.benchmark!r} (known: {_names(runnable)})")
+    choices = benchmarks.get(p.bench).family == "multiple_choice"
     if not p.seeds:
         fail("seeds", "at least one seed")
-    if p.dataset != "demo" and not (Path(p.dataset) / "meta.lst").is_file():
+    if choices and p.dataset != "demo" and not (Path(p.dataset) / "qa.json").is_file():
+        fail("dataset", f"{p.dataset} has no qa.json (a Daily-Omni root, or demo)")
+    if not choices and p.dataset != "demo" and not (Path(p.dataset) / "meta.lst").is_file():
         fail("dataset", f"{p.dataset} has no meta.lst (a seed-tts-eval locale dir, or demo)")
     for branch in p.targets:
         deploy = p.target_deploy_config(branch)

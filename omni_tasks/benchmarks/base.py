@@ -35,6 +35,7 @@ class Benchmark(ABC):
     judged: Judged  # "wer": broken when WER > tau; "incorrect": broken when the answer is wrong
     breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
     description: str = ""
+    runnable: bool = False  # the nightly can run it here (else it arrives as artifacts)
 
     def broken_label(self, tau: float) -> str:
         """How a broken item is named in alerts and reports."""
@@ -47,6 +48,7 @@ class Benchmark(ABC):
             "metric": self.metric,
             "judged": self.judged,
             "breakdowns": list(self.breakdowns),
+            "runnable": self.runnable,
             "description": self.description,
         }
 

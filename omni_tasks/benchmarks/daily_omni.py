@@ -34,6 +34,7 @@ DAILY_OMNI = MultipleChoice(
     },
     key_fields=("video_id", "task_type"),
     description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
+    runnable=True,  # benchmarks/run_choices.py, audio input mode
 )
 
 # Upstream's DAILY_OMNI_SYSTEM_TEXT (the qwen pack mode).

@@ -45,6 +45,7 @@ class MultipleChoice(Benchmark):
         breakdown_fields: dict[str, str],
         key_fields: tuple[str, ...],
         description: str,
+        runnable: bool = False,
     ) -> None:
         self.id = id
         self.prefix = prefix
@@ -52,6 +53,7 @@ class MultipleChoice(Benchmark):
         self.breakdowns = tuple(breakdown_fields)
         self.key_fields = key_fields
         self.description = description
+        self.runnable = runnable
         self.items_key = f"{prefix}_eval_items"
         self.grader = Grader(
             grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",

@@ -46,6 +46,7 @@ class ChoiceRequest:
     timeout_s: float = 120.0
     trigger: Trigger = "manual"
     model: str = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
+    airflow_ids: tuple[str | None, str | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress
         prompt_fingerprint=prompt_fingerprint(daily_omni.SYSTEM_TEXT, USER_FORMAT),
         system_prompt=daily_omni.SYSTEM_TEXT,
         seed=req.seed,
+        airflow_dag_id=req.airflow_ids[0],
+        airflow_run_id=req.airflow_ids[1],
     )
     saved = runs.save_run(conn, spec, clips, (GRADER, grades), replace=True)
     conn.commit()

@@ -18,6 +18,7 @@ class SeedTts(Benchmark):
     metric = "wer"
     judged = "wer"
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
+    runnable = True
 
     def __init__(self, locale: str) -> None:
         self.locale = locale

@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omni_tasks import benchmarks
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
@@ -247,6 +248,8 @@ def run_branch(
         else recorded["commit_sha"] != plan["commit"],
         "reconstructed_head": plan.get("reconstructed", False),
     }
+    if benchmarks.get(params.bench).family == "multiple_choice":
+        return _ask_branch(conn, params, plan, target, nightly, trigger, airflow_ids)
     req = BenchRequest(
         target=target,
         branch=plan["branch"],
@@ -275,6 +278,37 @@ def run_branch(
         outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
     conn.commit()
     return outcome.run_key
+
+
+def _ask_branch(
+    conn: psycopg.Connection[Any],
+    params: NightlyParams,
+    plan: dict[str, Any],
+    target: str,
+    nightly: dt.date,
+    trigger: str,
+    airflow_ids: tuple[str | None, str | None],
+) -> str:
+    """A multiple-choice branch of the night: every question asked of the branch's target."""
+    from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
+
+    if target == "vllm-serve":
+        raise ValueError(
+            f"{params.bench}: a multiple-choice nightly asks a URL or simulator:PROFILE target "
+            "(launching vllm serve per commit is done for seed-TTS only)"
+        )
+    req = ChoiceRequest(
+        target=target,
+        branch=plan["branch"],
+        dataset=params.dataset,
+        commit=plan["commit"],
+        seed=plan["seed"],
+        nightly=nightly,
+        limit=params.limit,
+        trigger=trigger,  # type: ignore[arg-type]
+        airflow_ids=airflow_ids,
+    )
+    return run_choices(conn, req, show_progress=False)
 
 
 def served(

@@ -237,6 +237,29 @@ def test_a_production_shaped_config_runs_the_nightly(af, db, tmp_path: Path) -> 
     assert db.execute("SELECT count(*) AS n FROM omni.gate_decision").fetchone()["n"] == 1
 
 
+def test_a_multiple_choice_nightly_runs_under_airflow(af, db, tmp_path: Path) -> None:
+    """The same DAG runs Daily-Omni: each branch's simulator answers the demo questions, the
+    gate pairs them by question and finds the rebase's extra wrong answers."""
+    config = {
+        "benchmark": "daily_omni",
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+        "transcript_mode": True,
+    }
+    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-24", "{}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    runs = db.execute(
+        "SELECT benchmark, branch, status, n_expected FROM omni.run ORDER BY branch"
+    ).fetchall()
+    assert [tuple(r.values()) for r in runs] == [
+        ("daily_omni", "main", "complete", 48),
+        ("daily_omni", "rebase", "complete", 48),
+    ]
+    (d,) = db.execute("SELECT benchmark, verdict, comparison_id FROM omni.gate_decision")
+    assert (d["benchmark"], d["verdict"]) == ("daily_omni", "REGRESSED")
+
+
 def test_a_config_typo_fails_at_once_naming_the_field(af, db, tmp_path: Path) -> None:
     """No retries with backoff: the first task fails for good, the log says what to fix."""
     config = {
