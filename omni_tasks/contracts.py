@@ -163,21 +163,29 @@ class RegressedItem(Contract):
 
 
 @dataclass(frozen=True)
-class Comparison(Contract):
-    """A paired A/B of two gradings at one tau, with its single-comparison verdict."""
+class PairedFigures(Contract):
+    """The paired table of two runs: items broken on both sides, regressed (fine in the
+    baseline, broken in the candidate), improved, fine on both; exact McNemar both ways; the
+    difference in broken share with Newcombe's interval; the capped-mean difference (WER only)."""
 
-    tau: float
     n_paired: int
-    stable_broken: int
-    regressed: int
-    improved: int
-    stable_ok: int
+    stable_broken: int  # n11
+    regressed: int  # b = n12
+    improved: int  # c = n21
+    stable_ok: int  # n22
     mcnemar_p: float
     mcnemar_p_improve: float
     delta_tail_fraction: float
     delta_tail_fraction_ci: tuple[float, float]
     delta_capped_mean_wer: float | None
     delta_capped_mean_wer_ci: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class Comparison(PairedFigures):
+    """A paired A/B of two gradings at one tau, with its single-comparison verdict."""
+
+    tau: float
     delta_mean_wer: float | None
     verdict: str
     reasons: list[str]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from scipy.stats import t as student_t
@@ -12,6 +12,7 @@ from scipy.stats import t as student_t
 from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer_scored
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.contracts import PairedFigures
 from omni_tasks.grading.windows import harnesses_of, window_of, window_unknown
 from omni_tasks.records import ClipRecord
 
@@ -19,27 +20,11 @@ FINGERPRINTS = ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerpr
 
 
 @dataclass(frozen=True)
-class PairedTable:
-    n_paired: int
-    stable_broken: int  # n11
-    regressed: int  # b = n12: fine in the baseline, broken in the candidate
-    improved: int  # c = n21
-    stable_ok: int  # n22
-    mcnemar_p: float
-    mcnemar_p_improve: float
-    delta_tail_fraction: float
-    delta_tail_fraction_ci: tuple[float, float]
-    delta_capped_mean_wer: float | None
-    delta_capped_mean_wer_ci: tuple[float, float] | None
+class PairedTable(PairedFigures):
+    """The paired figures with the items behind them (regressed worst first)."""
+
     regressed_clips: list[str] = field(default_factory=list)
     improved_clips: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["delta_tail_fraction_ci"] = list(self.delta_tail_fraction_ci)
-        if self.delta_capped_mean_wer_ci is not None:
-            d["delta_capped_mean_wer_ci"] = list(self.delta_capped_mean_wer_ci)
-        return d
 
 
 def paired_table(

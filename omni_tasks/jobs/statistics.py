@@ -21,7 +21,14 @@ from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.analysis.trend import ChangePoint, change_points
-from omni_tasks.contracts import Comparison, Decision, RegressedItem, RunStats, SummaryOnlyStats
+from omni_tasks.contracts import (
+    Comparison,
+    Decision,
+    PairedFigures,
+    RegressedItem,
+    RunStats,
+    SummaryOnlyStats,
+)
 from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord
 from omni_tasks.store import decisions, results
@@ -153,19 +160,10 @@ def compare(
         )
         for u in table.regressed_clips[:TOP_REGRESSED]
     ]
+    figures = {f.name: getattr(table, f.name) for f in dataclasses.fields(PairedFigures)}
     result = Comparison(
+        **figures,
         tau=tau,
-        n_paired=table.n_paired,
-        stable_broken=table.stable_broken,
-        regressed=table.regressed,
-        improved=table.improved,
-        stable_ok=table.stable_ok,
-        mcnemar_p=table.mcnemar_p,
-        mcnemar_p_improve=table.mcnemar_p_improve,
-        delta_tail_fraction=table.delta_tail_fraction,
-        delta_tail_fraction_ci=table.delta_tail_fraction_ci,
-        delta_capped_mean_wer=table.delta_capped_mean_wer,
-        delta_capped_mean_wer_ci=table.delta_capped_mean_wer_ci,
         delta_mean_wer=_diff(cand_stats.mean_wer, base_stats.mean_wer),
         verdict=verdict.verdict,
         reasons=verdict.reasons,
