@@ -226,3 +226,36 @@ class Decision(Contract):
     same_margin: float | None
     reported: dict[str, str] = field(default_factory=dict)
     group_test: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TriageEntry(Contract):
+    """One person's action on an alert."""
+
+    status: str  # acknowledged, invalid, reopened
+    by: str
+    at: str  # ISO time
+    note: str | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class Triage(Contract):
+    status: str
+    history: list[TriageEntry]
+
+
+@dataclass(frozen=True)
+class AlertDetails(Contract):
+    """What an alert keeps in `alert.details`: the decision that opened it, the candidate
+    commits it covers, its triage history, and the auto-bisect planned for it (the plan's
+    own fields are auto_bisect.py's: range, budget, trigger)."""
+
+    decision_id: int | None = None
+    commits: list[str | None] = field(default_factory=list)  # None: a run without a commit
+    triage: Triage | None = None
+    bisect: dict[str, Any] | None = None
+
+    @property
+    def triage_status(self) -> str | None:
+        return None if self.triage is None else self.triage.status

@@ -26,7 +26,7 @@ from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import Comparison
+from omni_tasks.contracts import AlertDetails, Comparison
 from omni_tasks.links import dashboard_path, report_url
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.store import alerts as store
@@ -123,9 +123,9 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
     key = regression_key(d, tau)
     alert = store.open_alert(conn, key)
-    if alert is None or "decision_id" not in alert["details"]:
+    if alert is None or alert["details"].decision_id is None:
         return
-    opener = decisions.decision_by_id(conn, alert["details"]["decision_id"])
+    opener = decisions.decision_by_id(conn, alert["details"].decision_id)
     if opener is not None and opener["verdict"] == "REGRESSED" and opener["confirmed"]:
         return
     why = (
@@ -166,11 +166,10 @@ def _regression(
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
         invalid = store.last_invalid_alert(conn, key)
-        if invalid is not None and commit in invalid["details"].get("commits", []):
+        if invalid is not None and commit in invalid["details"].commits:
             return  # marked invalid by a person; only a new commit in the range reopens it
-        alert_id = store.insert_alert(
-            conn, key, "regression", night, {"decision_id": d["decision_id"], "commits": [commit]}
-        )
+        opened_by = AlertDetails(decision_id=d["decision_id"], commits=[commit])
+        alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
@@ -194,10 +193,8 @@ def _regression(
     if d["verdict"] == "REGRESSED":
         day_before = alert["opened_nightly"] - dt.timedelta(days=1)
         nights = len(decisions.verdicts_since(conn, d, day_before, night))
-        commits = [*alert["details"].get("commits", []), commit]
-        store.touch_alert(
-            conn, alert["alert_id"], night, {"commits": sorted(set(commits) - {None})}
-        )
+        commits = [*alert["details"].commits, commit]
+        store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(

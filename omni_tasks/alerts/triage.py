@@ -11,6 +11,7 @@ for the parent) with a reply in its thread, and annotated on the dashboards (an 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts.blocks import entities, escape
+from omni_tasks.contracts import AlertDetails, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
 ACTIONS = {"ack": "acknowledged", "invalid": "invalid", "reopen": "reopened"}
@@ -36,21 +38,21 @@ class Triaged:
     state: str
 
 
-def status_line(entry: dict[str, Any]) -> str:
+def status_line(entry: TriageEntry) -> str:
     """The parent message's status line for a triage entry (data escaped)."""
-    text = f"*{entry['status'].capitalize()}* by {escape(entry['by'])}, {entry['at'][:16]} UTC"
-    if entry.get("note"):
-        text += f": {escape(entry['note'])}"
-    if entry.get("link"):
-        text += f" · <{entities(entry['link']).replace('|', '%7C')}|linked issue>"
+    text = f"*{entry.status.capitalize()}* by {escape(entry.by)}, {entry.at[:16]} UTC"
+    if entry.note:
+        text += f": {escape(entry.note)}"
+    if entry.link:
+        text += f" · <{entities(entry.link).replace('|', '%7C')}|linked issue>"
     return text
 
 
-def with_status(payload: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any]:
     """A parent payload carrying the alert's current triage status line (or none)."""
     blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
-    history = (details.get("triage") or {}).get("history") or []
-    if history and history[-1]["status"] != "reopened":
+    history = details.triage.history if details.triage else []
+    if history and history[-1].status != "reopened":
         line = {
             "type": "context",
             "block_id": STATUS_BLOCK,
@@ -89,16 +91,17 @@ def triage(
         if alert is None:
             raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
         state, status = alert["state"], ACTIONS[action]
-        current = ((alert["details"] or {}).get("triage") or {}).get("status")
+        details: AlertDetails = alert["details"]
+        current = details.triage_status
         if action in ("ack", "invalid") and state != "open":
             raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
         if action == "reopen" and state == "open":
             raise TriageError(f"alert #{alert_id} is already open")
         if action == "reopen" and current != "invalid":
             raise TriageError(f"alert #{alert_id} was resolved by the nightly, not marked invalid")
-        entry = {"status": status, "by": by, "at": now.isoformat(), "note": note, "link": link}
-        history = [*((alert["details"] or {}).get("triage") or {}).get("history", []), entry]
-        details = {**(alert["details"] or {}), "triage": {"status": status, "history": history}}
+        entry = TriageEntry(status, by, now.isoformat(), note, link)
+        history = [*(details.triage.history if details.triage else []), entry]
+        details = dataclasses.replace(details, triage=Triage(status, history))
         state = str({"invalid": "resolved", "reopen": "open"}.get(action, state))
         try:
             resolved = alert["last_nightly"] if state == "resolved" else None
@@ -114,40 +117,34 @@ def triage(
 def _announce(
     conn: psycopg.Connection[Any],
     alert: dict[str, Any],
-    details: dict[str, Any],
-    entry: dict[str, Any],
+    details: AlertDetails,
+    entry: TriageEntry,
     n: int,
 ) -> None:
-
     key, alert_id = alert["alert_key"], alert["alert_id"]
+    opened = alert["opened_nightly"]
     parent = store.parent_payload(conn, alert_id)
     if parent is not None:
         update = with_status(dict(parent["payload"]), details)
-        opened = alert["opened_nightly"]
         store.enqueue(conn, f"{key}|{opened}|triage-{n}-update", alert_id, "update", update)
     line = status_line(entry)
-    store.enqueue(
-        conn,
-        f"{key}|{alert['opened_nightly']}|triage-{n}-reply",
-        alert_id,
-        "reply",
-        {
-            "op": "reply",
-            "text": line,
-            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}],
-        },
-    )
+    reply = {
+        "op": "reply",
+        "text": line,
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}],
+    }
+    store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
     benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
-    note = f": {entry['note']}" if entry.get("note") else ""
+    note = f": {entry.note}" if entry.note else ""
     store.insert_event(
         conn,
-        time=dt.datetime.fromisoformat(entry["at"]),
-        kind=f"alert_{entry['status']}",
+        time=dt.datetime.fromisoformat(entry.at),
+        kind=f"alert_{entry.status}",
         benchmark=benchmark,
         branch=branch,
         variant=variant,
-        text=f"alert #{alert_id} {entry['status']} by {entry['by']}{note}",
-        tags=["triage", entry["status"]],
-        details={"alert_key": key, **entry},
+        text=f"alert #{alert_id} {entry.status} by {entry.by}{note}",
+        tags=["triage", entry.status],
+        details={"alert_key": key, **entry.to_json()},
         dedup_key=f"triage|{alert_id}|{n}",
     )

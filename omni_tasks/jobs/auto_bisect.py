@@ -194,10 +194,10 @@ def plan_bisects(
     triggers = []
     with conn.transaction():
         for alert in store.open_regression_alerts(conn, params.bench):
-            plan = alert["details"].get("bisect")
+            plan = alert["details"].bisect
             if plan is None:
                 plan = {"night": nightly.isoformat(), **_decide(conn, params, alert)}
-                store.merge_details(conn, alert["alert_id"], {"bisect": plan})
+                store.record_bisect(conn, alert["alert_id"], plan)
                 reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
                 key = f"{alert['alert_key']}|auto-bisect"
                 store.enqueue(conn, key, alert["alert_id"], "reply", reply)

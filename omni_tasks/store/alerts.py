@@ -9,15 +9,22 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.contracts import AlertDetails
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
 
 
+def _alert(row: Row | None) -> Row | None:
+    """An alert row with its details read into AlertDetails."""
+    if row is None:
+        return None
+    return {**row, "details": AlertDetails.from_json(row.get("details") or {})}
+
+
 # ---------------------------------------------------------------- alerts
 def open_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
-    row: Row | None = conn.execute(sql("open_alert"), {"alert_key": key}).fetchone()
-    return row
+    return _alert(conn.execute(sql("open_alert"), {"alert_key": key}).fetchone())
 
 
 def insert_alert(
@@ -25,11 +32,12 @@ def insert_alert(
     key: str,
     kind: str,
     nightly: dt.date,
-    details: dict[str, Any] | None = None,
+    details: AlertDetails | None = None,
 ) -> int:
+    doc = (details or AlertDetails()).to_json()
     row = conn.execute(
         sql("insert_alert"),
-        {"alert_key": key, "kind": kind, "nightly": nightly, "details": Jsonb(details or {})},
+        {"alert_key": key, "kind": kind, "nightly": nightly, "details": Jsonb(doc)},
     ).fetchone()
     assert row is not None
     return int(row["alert_id"])
@@ -39,11 +47,12 @@ def touch_alert(
     conn: psycopg.Connection[Any],
     alert_id: int,
     nightly: dt.date,
-    details: dict[str, Any] | None = None,
+    commits: list[str] | None = None,
 ) -> None:
+    """Another night of an open alert (and, given, the candidate commits it now covers)."""
+    merged = {} if commits is None else {"commits": commits}
     conn.execute(
-        sql("touch_alert"),
-        {"alert_id": alert_id, "nightly": nightly, "details": Jsonb(details or {})},
+        sql("touch_alert"), {"alert_id": alert_id, "nightly": nightly, "details": Jsonb(merged)}
     )
 
 
@@ -52,20 +61,18 @@ def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date
 
 
 def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
-    row: Row | None = conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone()
-    return row
+    return _alert(conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone())
 
 
 def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
-    row: Row | None = conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone()
-    return row
+    return _alert(conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone())
 
 
 def update_triage(
     conn: psycopg.Connection[Any],
     alert_id: int,
     state: str,
-    details: dict[str, Any],
+    details: AlertDetails,
     resolved_nightly: dt.date | None,
 ) -> None:
     conn.execute(
@@ -73,7 +80,7 @@ def update_triage(
         {
             "alert_id": alert_id,
             "state": state,
-            "details": Jsonb(details),
+            "details": Jsonb(details.to_json()),
             "resolved_nightly": resolved_nightly,
         },
     )
@@ -89,12 +96,15 @@ def parent_ts(conn: psycopg.Connection[Any], alert_id: int) -> str | None:
     return None if row is None else row["parent_ts"]
 
 
-def merge_details(conn: psycopg.Connection[Any], alert_id: int, details: dict[str, Any]) -> None:
-    conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(details)})
+def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: dict[str, Any]) -> None:
+    """The auto-bisect planned for an alert, kept in its details (planned once)."""
+    args = {"alert_id": alert_id, "details": Jsonb({"bisect": plan})}
+    conn.execute(sql("merge_alert_details"), args)
 
 
 def open_regression_alerts(conn: psycopg.Connection[Any], benchmark: str) -> list[Row]:
-    return conn.execute(sql("open_regression_alerts"), {"benchmark": benchmark}).fetchall()
+    rows = conn.execute(sql("open_regression_alerts"), {"benchmark": benchmark})
+    return [r for r in (_alert(row) for row in rows) if r is not None]
 
 
 def bisect_alert(conn: psycopg.Connection[Any], alert_id: int | None, pattern: str) -> Row | None:

@@ -152,4 +152,4 @@ def test_disabled_by_default(db, tmp_path: Path) -> None:
     night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=commits[3])
     params = NightlyParams(repo=str(repo), targets={"main": "vllm-serve", "rebase": "vllm-serve"})
     assert plan_bisects(db, params, night) == []
-    assert "bisect" not in db.execute("SELECT details FROM omni.alert").fetchone()["details"]
+    assert db.execute("SELECT details FROM omni.alert").fetchone()["details"]["bisect"] is None
