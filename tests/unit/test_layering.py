@@ -1,0 +1,72 @@
+"""The package's layering, read from its import statements: `analysis/` stays pure (no store,
+config, audio, network or database import), no module imports another that imports it back,
+and only `store/` holds SQL."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "omni_tasks"
+IO_MODULES = ("omni_tasks.store", "omni_tasks.config", "omni_tasks.audio", "psycopg", "httpx")
+SQL = re.compile(r"\b(SELECT|INSERT INTO|UPDATE omni\.|DELETE FROM)\b")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(path: Path) -> set[str]:
+    """What a module imports when it is imported (its top-level statements)."""
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_analysis_imports_no_io_module() -> None:
+    for name, path in _modules().items():
+        if name.startswith("omni_tasks.analysis"):
+            io = sorted(i for i in _imports(path) if i.startswith(IO_MODULES))
+            assert io == [], f"{name} imports {io}"
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {
+        name: {i for i in _imports(path) if i in modules and i != name}
+        for name, path in modules.items()
+    }
+    # A package importing its own submodules (cli/__init__ registering commands) is no cycle.
+    graph = {n: {d for d in deps if not d.startswith(n + ".")} for n, deps in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for dep in graph[name]:
+            assert state.get(dep) != 1, "import cycle: " + " -> ".join([*trail, name, dep])
+            if dep not in state:
+                visit(dep, [*trail, name])
+        state[name] = 2
+
+    for name in graph:
+        if name not in state:
+            visit(name, [])
+
+
+def test_only_the_store_holds_sql() -> None:
+    allowed = ("omni_tasks/store/", "omni_tasks/grafana/dashboards.py")  # panels are SQL
+    for name, path in _modules().items():
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if not rel.startswith(allowed):
+            assert not SQL.search(path.read_text(encoding="utf-8")), f"SQL in {rel}"
