@@ -212,7 +212,8 @@ def page(title: str, sections: list[str], simulated: bool) -> str:
         f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>"
         f"<h1>{_e(title)}</h1>{banner}{''.join(sections)}"
         f"<p class='note'>Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by omni-tasks. "
-        "Broken = WER &gt; τ, no audio, or past the audio cap.</p></body></html>"
+        "Broken = WER &gt; τ, no audio, or past the audio cap (seed-TTS); a wrong answer "
+        "(multiple choice).</p></body></html>"
     )
 
 

@@ -87,7 +87,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
     return [
         _panel(
             1,
-            "Tail fraction (share of broken clips, WER > τ)",
+            "Tail fraction (share of broken items: WER > τ, or a wrong answer)",
             "timeseries",
             (0, 0, 12, 9),
             [
@@ -104,7 +104,8 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                     "C",
                 ),
             ],
-            "Broken = WER > τ, no audio, or past the audio cap; seeds pooled. Dashed: Wilson 95 % "
+            "Broken = WER > τ, no audio, or past the audio cap (seed-TTS); a wrong answer (multiple "
+            "choice: the panel is then the error rate). Seeds pooled. Dashed: Wilson 95 % "
             f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
             fieldConfig={
                 "defaults": {
@@ -350,8 +351,8 @@ def trend_dashboard() -> dict[str, Any]:
     policy = load_policy()
     return {
         "uid": TREND_UID,
-        "title": "omni-tasks · seed-TTS trend",
-        "tags": ["omni-tasks", "seed-tts"],
+        "title": "omni-tasks · nightly trend",
+        "tags": ["omni-tasks", "seed-tts", "daily-omni", "videomme"],
         "timezone": "utc",
         "schemaVersion": 39,
         "editable": True,

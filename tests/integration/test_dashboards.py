@@ -57,8 +57,16 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         "comparison": str(comparison),
     }
     expected = {
-        "Tail fraction (share of broken clips, WER > τ)/A": ["time", "metric", "tail_fraction"],
-        "Tail fraction (share of broken clips, WER > τ)/B": ["time", "metric", "tail_ci_low"],
+        "Tail fraction (share of broken items: WER > τ, or a wrong answer)/A": [
+            "time",
+            "metric",
+            "tail_fraction",
+        ],
+        "Tail fraction (share of broken items: WER > τ, or a wrong answer)/B": [
+            "time",
+            "metric",
+            "tail_ci_low",
+        ],
         "Capped mean WER (and the legacy uncapped mean)/B": ["time", "metric", "mean_wer"],
         "Failure modes of broken clips/A": ["time", "metric", "clips"],
         "Origin of broken clips/A": ["time", "metric", "clips"],
@@ -100,7 +108,12 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
     # Spot-check content: four nights per branch; the regressed clips of the last A/B.
     _, trend = _run(
         history,
-        expand(queries["Tail fraction (share of broken clips, WER > τ)/A"], variables, from_, to),
+        expand(
+            queries["Tail fraction (share of broken items: WER > τ, or a wrong answer)/A"],
+            variables,
+            from_,
+            to,
+        ),
     )
     assert len(trend) == 8
     _, clips = _run(

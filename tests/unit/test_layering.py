@@ -66,7 +66,7 @@ def test_no_import_cycles() -> None:
 
 def test_only_the_store_holds_sql() -> None:
     allowed = ("omni_tasks/store/", "omni_tasks/grafana/dashboards.py")  # panels are SQL
-    for name, path in _modules().items():
+    for path in _modules().values():
         rel = path.relative_to(PACKAGE.parent).as_posix()
         if not rel.startswith(allowed):
             assert not SQL.search(path.read_text(encoding="utf-8")), f"SQL in {rel}"
