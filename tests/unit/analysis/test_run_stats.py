@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.run_stats import run_stats
-from tests.unit.clips import clip
+from tests.unit.analysis.clips import clip
 
 
 def test_status_table() -> None:

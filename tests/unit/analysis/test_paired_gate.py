@@ -15,7 +15,7 @@ from omni_tasks.analysis.noise import calibrate, mde
 from omni_tasks.analysis.paired import comparability, paired_table
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.trend import change_points
-from tests.unit.clips import clip, from_flags
+from tests.unit.analysis.clips import clip, from_flags
 
 POLICY = load_policy()
 
