@@ -3,21 +3,23 @@ deduplicated by its key; message idempotency keys extend it)."""
 
 from __future__ import annotations
 
-METRIC = "tail_fraction"  # what a regression alert watches, at the policy's primary τ
 
-
-def regression(benchmark: str, candidate: str, baseline: str, variant: str, tau: float) -> str:
-    return "|".join([benchmark, candidate, baseline, variant, f"{METRIC}@{tau:g}"])
+def regression(benchmark: str, candidate: str, baseline: str, variant: str, metric: str) -> str:
+    """`metric` is what the alert watches, as `name@where` (Benchmark.gated_metric: e.g.
+    `tail_fraction@0.5`, the share of clips above the primary τ; `wrong_answers@answer`)."""
+    if "@" not in metric:
+        raise ValueError(f"a regression key's metric is name@where, got {metric!r}")
+    return "|".join([benchmark, candidate, baseline, variant, metric])
 
 
 def regression_pattern(benchmark: str, candidate: str, baseline: str, variant: str) -> str:
-    """A SQL LIKE pattern for the pair's regression keys at any τ (LIKE's own wildcards in
-    names, e.g. `_` in a branch, are escaped)."""
+    """A SQL LIKE pattern for the pair's regression keys, whatever metric and τ (LIKE's own
+    wildcards in names, e.g. `_` in a branch, are escaped; an infra key has no `@`)."""
 
     def literal(s: str) -> str:
         return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
-    return "|".join(literal(s) for s in (benchmark, candidate, baseline, variant)) + f"|{METRIC}@%"
+    return "|".join(literal(s) for s in (benchmark, candidate, baseline, variant)) + "|%@%"
 
 
 def infra(benchmark: str, candidate: str, baseline: str, variant: str) -> str:

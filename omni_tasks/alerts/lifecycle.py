@@ -38,8 +38,9 @@ TOP_AUDIO = 3
 
 
 def regression_key(d: dict[str, Any], tau: float) -> str:
+    metric = benchmarks.get(d["benchmark"]).gated_metric(tau)
     return keys.regression(
-        d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"], tau
+        d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"], metric
     )
 
 

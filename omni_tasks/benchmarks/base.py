@@ -41,6 +41,10 @@ class Benchmark(ABC):
         """How a broken item is named in alerts and reports."""
         return f"WER > {tau:g}" if self.judged == "wer" else "wrong answers"
 
+    def gated_metric(self, tau: float) -> str:
+        """What a regression alert of this benchmark watches (part of its alert key)."""
+        return f"tail_fraction@{tau:g}" if self.judged == "wer" else "wrong_answers@answer"
+
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -208,7 +208,7 @@ def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
     )
 
 
-def demo_root(cache: Path) -> Path:
+def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
     its number of beeps), written once under `cache`; nothing is downloaded."""
     rows = json.loads(DEMO_QA.read_text(encoding="utf-8"))

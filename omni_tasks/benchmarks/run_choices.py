@@ -57,7 +57,9 @@ class Answer:
 
 
 def question_set(dataset: str) -> QuestionSet:
-    root = daily_omni.demo_root(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
+    root = (
+        daily_omni.ensure_demo_set(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
+    )
     return daily_omni.load_questions(root)
 
 

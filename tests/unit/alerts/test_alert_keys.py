@@ -22,8 +22,21 @@ def _like(pattern: str, text: str) -> bool:
 
 def test_the_pattern_matches_the_pairs_keys_at_any_tau_and_nothing_else() -> None:
     pattern = keys.regression_pattern("seed_tts_en", "vllm_rebase", "main", "default")
-    assert _like(pattern, keys.regression("seed_tts_en", "vllm_rebase", "main", "default", 0.5))
-    assert _like(pattern, keys.regression("seed_tts_en", "vllm_rebase", "main", "default", 1.0))
+    assert _like(
+        pattern,
+        keys.regression("seed_tts_en", "vllm_rebase", "main", "default", "tail_fraction@0.5"),
+    )
+    assert _like(
+        pattern, keys.regression("seed_tts_en", "vllm_rebase", "main", "default", "tail_fraction@1")
+    )
     # `_` in a branch name is a literal, not LIKE's any-character.
-    assert not _like(pattern, keys.regression("seed_tts_en", "vllmXrebase", "main", "default", 0.5))
+    assert not _like(
+        pattern,
+        keys.regression("seed_tts_en", "vllmXrebase", "main", "default", "tail_fraction@0.5"),
+    )
     assert not _like(pattern, keys.infra("seed_tts_en", "vllm_rebase", "main", "default"))
+    # A multiple-choice alert watches its wrong answers: the same pattern finds it.
+    choice = keys.regression_pattern("daily_omni", "rebase", "main", "default")
+    assert _like(
+        choice, keys.regression("daily_omni", "rebase", "main", "default", "wrong_answers@answer")
+    )
