@@ -147,6 +147,7 @@ class SummaryOnlyStats(Contract):
     official: dict[str, Any]
     note: str
     summary_only: bool = True
+    benchmark: str | None = None
 
 
 @dataclass(frozen=True)

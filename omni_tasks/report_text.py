@@ -7,6 +7,7 @@ import datetime as dt
 from rich.console import Console
 from rich.table import Table
 
+from omni_tasks import benchmarks
 from omni_tasks.contracts import Comparison, Decision, LabelCell, RunStats, SummaryOnlyStats
 from omni_tasks.formatting import pct, pct_ci, pts_ci
 
@@ -30,17 +31,9 @@ def _tail(s: RunStats, noun: str = "clips") -> str:
 
 
 def _official(s: RunStats | SummaryOnlyStats) -> str:
-    o = s.official
-    if not o:
+    if not s.official:
         return "n/a"
-    if "seed_tts_content_error_mean" not in o:  # another benchmark's figures, as named upstream
-        return ", ".join(f"{k}={_f(v) if isinstance(v, float) else v}" for k, v in o.items())
-    return (
-        f"{_f(o['seed_tts_content_error_mean'])} over {o['seed_tts_content_evaluated']} "
-        f"(median {_f(o['seed_tts_content_error_median'])}; failed: request "
-        f"{o['seed_tts_request_failed']}, no pcm {o['seed_tts_no_pcm']}, asr "
-        f"{o['seed_tts_asr_failed']})"
-    )
+    return benchmarks.get(s.benchmark or "seed_tts_en").official_line(s.official)
 
 
 def _counts(s: RunStats) -> str:

@@ -19,6 +19,7 @@ class SeedTts(Benchmark):
     judged = "wer"
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
     runnable = True
+    legacy_mean_figure = "seed_tts_content_error_mean"
 
     def __init__(self, locale: str) -> None:
         self.locale = locale
@@ -31,6 +32,17 @@ class SeedTts(Benchmark):
     @property
     def figures(self) -> tuple[str, ...]:
         return FIGURES
+
+    def official_line(self, o: dict[str, Any]) -> str:
+        def f(v: Any) -> str:
+            return "—" if v is None else f"{v:.4f}"
+
+        return (
+            f"{f(o.get('seed_tts_content_error_mean'))} over {o.get('seed_tts_content_evaluated')} "
+            f"(median {f(o.get('seed_tts_content_error_median'))}; failed: request "
+            f"{o.get('seed_tts_request_failed')}, no pcm {o.get('seed_tts_no_pcm')}, asr "
+            f"{o.get('seed_tts_asr_failed')})"
+        )
 
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
         return official_summary(clips)

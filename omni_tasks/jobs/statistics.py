@@ -111,6 +111,7 @@ def summary_only_stats(run: dict[str, Any]) -> SummaryOnlyStats:
         n_expected=run["n_expected"],
         official={k: summary.get(k) for k in benchmarks.get(run["benchmark"]).figures},
         note=SUMMARY_ONLY_REASON,
+        benchmark=run["benchmark"],
     )
 
 
@@ -501,7 +502,8 @@ def _reported(cand: RunStats, policy: GatePolicy) -> dict[str, str]:
         out["slo"] = (
             f"candidate tail Wilson upper bound {ci[1]:.3f} above the {policy.slo_tail:.2f} SLO"
         )
-    legacy = cand.official.get("seed_tts_content_error_mean")
+    figure = benchmarks.get(cand.benchmark).legacy_mean_figure if cand.benchmark else None
+    legacy = cand.official.get(figure) if figure else None
     if legacy is not None and legacy > policy.legacy_mean_max:
         out["legacy_gate"] = (
             f"harness mean WER {legacy:.4f} above the legacy {policy.legacy_mean_max} gate"
