@@ -34,10 +34,16 @@ def nightly_params() -> dict[str, Any]:
     config (omni_tasks.deployment) supplies the run; a non-empty field overrides it once."""
     from airflow.sdk import Param
 
+    from omni_tasks import benchmarks
+
     def field(kind: str, description: str, **kw: Any) -> Any:
         return Param(None, type=["null", kind], description=description, **kw)
 
+    runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
     return {
+        "benchmark": field(
+            "string", "What to run (`omni-tasks benchmarks list`)", enum=[None, *runnable]
+        ),
         "branches": field("array", "Branches to benchmark"),
         "baseline": field("string", "The gate's baseline branch"),
         "commits": field("object", "branch → explicit commit"),
@@ -55,7 +61,7 @@ def nightly_params() -> dict[str, Any]:
         ),
         "seeds": field("array", "Several seeds form a run group"),
         "limit": field("integer", "Only the first N clips"),
-        "dataset": field("string", "demo or a locale directory"),
+        "dataset": field("string", "demo, a seed-tts-eval locale dir or a Daily-Omni root"),
         "grader": field("object", "GraderSpec fields (backend, harness_version, …)"),
         "environment": field("object", "vllm-serve: {strategy: venv|existing, repo, python}"),
         "server": field("object", "vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
