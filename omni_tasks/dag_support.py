@@ -393,15 +393,10 @@ def regrade_params() -> dict[str, Any]:
 
 
 def regrade(context: dict[str, Any]) -> dict[str, Any]:
-    from omni_tasks.grading.asr import GraderSpec, load_grader
-    from omni_tasks.grading.grade import grade_run
+    from omni_tasks.jobs.regrade import regrade as run
 
-    p = dict(context["params"])
-    fields = ("backend", "model", "precision", "window", "device", "batch_size", "harness_version")
-    grader = load_grader(GraderSpec.from_params({k: p.get(k) for k in fields}))
     with results_db() as conn:
-        out = grade_run(conn, p["run_key"], grader, show_progress=False)
-        conn.commit()
+        out = run(conn, context["params"])
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
 
 
