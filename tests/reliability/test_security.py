@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from omni_tasks.synthesis.simulator import loopback_socket, serve_in_thread
@@ -69,4 +70,4 @@ def test_helpers_bind_to_loopback_only() -> None:
     ]
     assert offenders == []
     launcher = (REPO / "omni_tasks/synthesis/server.py").read_text()
-    assert '"--host", "127.0.0.1"' in launcher
+    assert re.search(r'"--host",\s*"127\.0\.0\.1"', launcher)
