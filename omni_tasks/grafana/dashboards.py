@@ -23,6 +23,13 @@ TREND_UID = DASHBOARD_UID
 LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
 KEY_FILTERS = "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant)"
 FILTERS = KEY_FILTERS + " AND tau = $tau"
+# Counts per category and night, stacked (failure modes, origins).
+STACKED_BARS = {
+    "defaults": {
+        "custom": {"drawStyle": "bars", "stacking": {"mode": "normal"}, "fillOpacity": 80}
+    },
+    "overrides": [],
+}
 
 
 def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> dict[str, Any]:
@@ -173,16 +180,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             ],
             "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
             "no_output: no audio.",
-            fieldConfig={
-                "defaults": {
-                    "custom": {
-                        "drawStyle": "bars",
-                        "stacking": {"mode": "normal"},
-                        "fillOpacity": 80,
-                    }
-                },
-                "overrides": [],
-            },
+            fieldConfig=STACKED_BARS,
         ),
         _panel(
             4,
@@ -197,16 +195,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             ],
             "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
             "right, the speech was not.",
-            fieldConfig={
-                "defaults": {
-                    "custom": {
-                        "drawStyle": "bars",
-                        "stacking": {"mode": "normal"},
-                        "fillOpacity": 80,
-                    }
-                },
-                "overrides": [],
-            },
+            fieldConfig=STACKED_BARS,
         ),
         _panel(
             5,
