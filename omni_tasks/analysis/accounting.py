@@ -22,10 +22,11 @@ def count_of(clip: ClipRecord) -> Count:
     return "infra"
 
 
-def error_of(clip: ClipRecord) -> float:
+def error_of(clip: ClipRecord, kind: Count | None = None) -> float:
     """Uncapped WER of a scored clip; an empty transcript is WER 1; failed clips count 1.
-    A multiple-choice item's error is 1 when its answer is wrong, else 0."""
-    if count_of(clip) == "failed":
+    A multiple-choice item's error is 1 when its answer is wrong, else 0. `kind`: the clip's
+    count_of, when the caller has it already."""
+    if (kind or count_of(clip)) == "failed":
         return 1.0
     if clip.incorrect is not None:
         return float(clip.incorrect)
@@ -39,14 +40,14 @@ def is_wer_scored(clip: ClipRecord) -> bool:
     return clip.incorrect is None
 
 
-def is_broken(clip: ClipRecord, tau: float) -> bool:
+def is_broken(clip: ClipRecord, tau: float, kind: Count | None = None) -> bool:
     """Broken at threshold tau: failed, ran past the audio cap, or WER > tau. A multiple-choice
     item is broken when its answer is wrong, whatever tau."""
-    kind = count_of(clip)
+    kind = kind or count_of(clip)
     if kind == "failed":
         return True
     if kind != "scored":
         return False
     if clip.incorrect is not None:
         return clip.incorrect
-    return clip.synth_status == "over_long" or error_of(clip) > tau
+    return clip.synth_status == "over_long" or error_of(clip, kind) > tau

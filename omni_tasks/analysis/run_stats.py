@@ -41,38 +41,40 @@ def _stats(
 ) -> RunStats:
     expected = len(clips) if n_expected is None else max(n_expected, len(clips))
     kinds = [count_of(c) for c in clips]
-    scored = [c for c, k in zip(clips, kinds, strict=True) if k == "scored"]
-    counted = [c for c, k in zip(clips, kinds, strict=True) if k != "infra"]
+    # Each clip's kind and error, once (the figures below read them many times).
+    rows = [(c, k, error_of(c, k)) for c, k in zip(clips, kinds, strict=True)]
+    scored = [c for c, k, _ in rows if k == "scored"]
+    counted = [(c, k, e) for c, k, e in rows if k != "infra"]
     n_scored = len(scored)
     n_failed = kinds.count("failed")
     n_infra = expected - n_scored - n_failed
     n_counted = len(counted)
 
     # WER figures cover WER-scored clips only: a multiple-choice run has none (no fake WER).
-    wer_counted = [c for c in counted if is_wer_scored(c)]
-    uncapped = [error_of(c) for c in scored if is_wer_scored(c)]
-    capped = [min(error_of(c), 1.0) for c in wer_counted]
-    errors = sorted((error_of(c) for c in wer_counted), reverse=True)
+    wer_counted = [(c, k, e) for c, k, e in counted if is_wer_scored(c)]
+    uncapped = [e for _, k, e in wer_counted if k == "scored"]
+    capped = [min(e, 1.0) for _, _, e in wer_counted]
+    errors = sorted((e for _, _, e in wer_counted), reverse=True)
     # Shares of error are ratios: computed on errors scaled by the largest one, so no sum can
     # overflow whatever finite WERs are stored.
     scale = errors[0] if errors and errors[0] > 0 else 1.0
     total_error = math.fsum(e / scale for e in errors)
-    broken = [c for c in counted if is_broken(c, tau)]
-    runaway = [c for c in wer_counted if count_of(c) == "scored" and error_of(c) > 1.0]
-    with_counts = [c for c in scored if c.ref_words and is_wer_scored(c)]
-    corpus_ref = sum(c.ref_words or 0 for c in with_counts)
+    broken = [(c, e) for c, k, e in counted if is_broken(c, tau, k)]
+    runaway = [e for _, k, e in wer_counted if k == "scored" and e > 1.0]
+    with_counts = [(c, e) for c, k, e in wer_counted if k == "scored" and c.ref_words]
+    corpus_ref = sum(c.ref_words or 0 for c, _ in with_counts)
 
     mode_clips: dict[str, int] = dict.fromkeys(MODES, 0)
     mode_share: dict[str, float] = dict.fromkeys(MODES, 0.0)
     origins: dict[str, int] = dict.fromkeys(ORIGINS, 0)
     n_leak = n_answered = 0
-    for c in broken:
+    for c, e in broken:
         if not is_wer_scored(c):
             continue
         d = diagnose(c, tau)
         assert d is not None
         mode_clips[d.mode] += 1
-        mode_share[d.mode] += error_of(c) / scale / total_error if total_error else 0.0
+        mode_share[d.mode] += e / scale / total_error if total_error else 0.0
         origins[d.origin] += 1
         n_leak += d.task_leak
         n_answered += d.answered
@@ -89,7 +91,7 @@ def _stats(
         median_wer=_median(uncapped) if uncapped else None,
         capped_mean_wer=finite_mean(capped) if capped else None,
         corpus_wer=(
-            math.fsum(error_of(c) * ((c.ref_words or 0) / corpus_ref) for c in with_counts)
+            math.fsum(e * ((c.ref_words or 0) / corpus_ref) for c, e in with_counts)
             if corpus_ref
             else None
         ),
@@ -102,7 +104,7 @@ def _stats(
             math.fsum(e / scale for e in errors[:10]) / total_error if total_error else 0.0
         ),
         runaway_error_share=(
-            math.fsum(error_of(c) / scale for c in runaway) / total_error if total_error else 0.0
+            math.fsum(e / scale for e in runaway) / total_error if total_error else 0.0
         ),
         failure_modes={m: ModeShare(mode_clips[m], mode_share[m]) for m in MODES},
         origins=origins,
@@ -114,7 +116,7 @@ def _stats(
         accuracy=(
             1 - len(broken) / n_counted if n_counted and len(wer_counted) < n_counted else None
         ),
-        breakdown=breakdown_accuracy(counted, tau),
+        breakdown=breakdown_accuracy([c for c, _, _ in counted], tau),
         sim_mean=secondary_mean(scored, "sim"),
         utmos_mean=secondary_mean(scored, "utmos"),
     )
