@@ -158,8 +158,11 @@ def verdict_table(rows: list[dict[str, Any]]) -> str:
 
 def official_table(rows: list[dict[str, Any]]) -> str:
     """The harness's own mean per branch (failures left out), summary-only runs marked."""
-    if not rows:
-        return "<p>No run with the harness's figures.</p>"
+    if not any(r["official_mean"] is not None for r in rows):
+        return (
+            "<p>No run with the harness's mean WER (a benchmark not scored by WER shows its "
+            "accuracy below).</p>"
+        )
     body = "".join(
         f"<tr><td>{_e(r['branch'])} / {_e(r['variant'])}</td><td>{_wer(r['official_mean'])}</td>"
         f"<td>{r['evaluated'] if r['evaluated'] is not None else '—'}</td>"

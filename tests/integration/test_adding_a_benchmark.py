@@ -127,6 +127,7 @@ def test_a_family_defined_in_test_code_runs_import_to_report(
     assert out.exit_code == 0, out.output
     page = report.read_text(encoding="utf-8")
     assert "REGRESSED" in page and "rebase" in page
+    assert "Scores beside the gate" in page and "0.7750" in page  # the candidate's accuracy
 
     queued = db.execute("SELECT payload FROM omni.alert_outbox ORDER BY message_id").fetchall()
     text = json.dumps([q["payload"] for q in queued], ensure_ascii=False)
