@@ -21,7 +21,6 @@ from typing import Any
 import psycopg
 
 from omni_tasks.analysis.run_stats import run_stats
-from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
@@ -236,8 +235,15 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         fingerprint = f"{ds.fingerprint}:subset{subset}"
     elif n != len(ds.utterances):
         fingerprint = f"{ds.fingerprint}:first{n}"
+    # A locale is its own benchmark: the dataset's decides, and a named one must agree.
+    benchmark = req.benchmark or f"seed_tts_{ds.lang}"
+    if benchmark != f"seed_tts_{ds.lang}":
+        raise BenchError(
+            f"benchmark {benchmark} does not fit {req.dataset}, a seed-tts-eval {ds.lang} set "
+            f"(its benchmark is seed_tts_{ds.lang})"
+        )
     return RunSpec(
-        benchmark=req.benchmark or get_settings().benchmark,
+        benchmark=benchmark,
         nightly=req.nightly,
         branch=req.branch,
         trigger=req.trigger,

@@ -134,3 +134,35 @@ def test_secondary_scores_are_stored_and_shown_never_gated(db, tmp_path: Path) -
         ["import", "vllm-omni", str(write_json(tmp_path / "bad.json", doc)), "--branch", "rebase"],
     )
     assert out.exit_code != 0 and "'sim' must be a number in [-1, 1]" in out.output
+
+
+def test_a_zh_set_runs_as_seed_tts_zh_and_a_mismatched_benchmark_is_refused(
+    db, tmp_path: Path
+) -> None:
+    zh = locale_dir(tmp_path / "zh", ["z1|提示|prompt-wavs/p.wav|今天天气很好。"])
+    args = [
+        "bench",
+        "--target",
+        "simulator:clean",
+        "--branch",
+        "main",
+        "--dataset",
+        str(zh),
+        "--transcript-mode",
+        "--nightly",
+        "2026-11-30",
+    ]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert out.stdout.strip().splitlines()[-1].startswith("seed_tts_zh:")
+    from omni_tasks.benchmark import BenchError, BenchRequest, run_benchmark
+
+    req = BenchRequest(
+        target="simulator:clean",
+        branch="main",
+        dataset=str(zh),
+        transcript_mode=True,
+        benchmark="seed_tts_en",
+    )
+    with pytest.raises(BenchError, match=r"seed_tts_en does not fit .* a seed-tts-eval zh set"):
+        run_benchmark(db, req, None, show_progress=False)
