@@ -133,7 +133,7 @@ def print_comparison(console: Console, res: Comparison) -> None:
     _stats_rows(table, [b, c])
     console.print(table)
     console.print(
-        f"paired over {res.n_paired} clips: stable-broken {res.stable_broken}, "
+        f"paired over {res.n_paired} items: stable-broken {res.stable_broken}, "
         f"[red]regressed {res.regressed}[/], [green]improved {res.improved}[/], "
         f"stable-fine {res.stable_ok}",
         highlight=False,

@@ -87,7 +87,7 @@ def decide_night(items: Sequence[Evidence], policy: GatePolicy) -> list[Verdict]
             verdict = "UNKNOWN"
             reasons.append(
                 f"equivalence margin {within_pts(margin)} (MDE {pts(detectable)}) exceeds the "
-                f"{within_pts(policy.max_same_margin)} cap: too few paired clips to call SAME"
+                f"{within_pts(policy.max_same_margin)} cap: too few paired items to call SAME"
             )
         elif -margin < lo and hi < margin:
             verdict = "SAME"
