@@ -20,7 +20,7 @@ def store_night(
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts and gate the night
     (decisions and alert plans), as the nightly does after its runs."""
     from omni_tasks.analysis.policy import load_policy
-    from omni_tasks.importers.vllm_omni import ARTIFACT_GRADER, parse_artifact
+    from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.jobs.nightly import decide_night
     from omni_tasks.store.runs import save_run
 

@@ -1,16 +1,392 @@
 """Seed-TTS (seed-tts-eval through vLLM-Omni): speech out, graded by WER; one benchmark per
-locale, since a locale is its own dataset and its own normalization (zh per character)."""
+locale, since a locale is its own dataset and its own normalization (zh per character).
+
+This module owns the family's import of upstream's results JSON (REFERENCE.md §1): one file is
+one run (status `complete` with per-item rows, `summary_only` without), every clip, and one
+grading whose grader is "from artifact". Its dataset (`dataset.py`, the meta.lst layout) and
+request (`synthesis/protocol.py`) are shared with the simulator and the client, and stay
+there.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from omni_tasks.analysis.official import FIGURES, official_summary
+import fsspec
+
+from omni_tasks.analysis.official import FIGURES, disagreements, official_summary
+from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.importers.artifact import Document, ParsedArtifact
-from omni_tasks.importers.vllm_omni import is_seed_tts, locale_of, parse_artifact
-from omni_tasks.records import ClipRecord
+from omni_tasks.config import get_settings
+from omni_tasks.grading import flags
+from omni_tasks.grading.wer import NORMALIZER_VERSION, score
+from omni_tasks.grading.windows import BARE_ARTIFACT_GRADER, UnknownHarness, harness_window
+from omni_tasks.importers.artifact import (
+    MAX_UTT_ID,
+    MAX_WER,
+    ArtifactError,
+    Document,
+    ParsedArtifact,
+    check_item_text,
+    finite_number,
+    nightly_of,
+    read_document,
+    require,
+    short_number,
+    summary_figures,
+)
+from omni_tasks.names import InvalidName, check_name, path_component, under
+from omni_tasks.prompts import prompt_fingerprint
+from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
+
+ARTIFACT_GRADER = Grader(
+    grader_id=BARE_ARTIFACT_GRADER,
+    description={
+        "backend": "artifact",
+        "source": "vLLM-Omni seed-TTS harness (Whisper large-v3, transformers, fp32, 30 s window)",
+        "normalizer": NORMALIZER_VERSION,
+        "note": "WER as reported by the artifact; word counts recomputed by omni-tasks",
+    },
+)
+
+
+def artifact_grader(harness_version: str | None) -> Grader:
+    """The grader an artifact's WERs come from. Its id names the window policy when the harness
+    version is known; an unknown version keeps the bare id, which pairs only with gradings of
+    the same (unknown) policy, with a warning from the comparison."""
+    if harness_version is None:
+        return ARTIFACT_GRADER
+    try:
+        window = harness_window(harness_version)
+    except UnknownHarness as exc:
+        raise ArtifactError(str(exc)) from None
+    return Grader(
+        grader_id=f"{ARTIFACT_GRADER.grader_id}/{window}",
+        description={
+            **ARTIFACT_GRADER.description,
+            "harness_version": harness_version,
+            "window": window,
+        },
+    )
+
+
+# Artifact failure codes -> (synthesis status, grading status or None when nothing was graded).
+ERROR_CODES: dict[str, tuple[SynthStatus, str | None]] = {
+    "request_failed": ("request_failed", None),
+    "no_pcm": ("no_audio", None),
+    "empty_audio": ("no_audio", None),
+    "empty_asr": ("ok", "empty_transcript"),
+    "asr_exception": ("ok", "grader_error"),
+    "wer_compute_failed": ("ok", "grader_error"),
+}
+SUMMARY_KEYS = (
+    "seed_tts_content_evaluated",
+    "seed_tts_request_failed",
+    "seed_tts_no_pcm",
+    "seed_tts_asr_failed",
+)
+
+
+def parse_artifact(
+    path: Path,
+    *,
+    branch: str,
+    benchmark: str = "seed_tts_en",
+    commit: str | None = None,
+    nightly: dt.date | None = None,
+    system_prompt: str = flags.DEFAULT_SYSTEM_PROMPT,
+    audio_roots: list[str] | None = None,
+    references: dict[str, str] | None = None,
+    harness_version: str | None = None,
+) -> ParsedArtifact:
+    """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
+    elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
+    utt id → target text (the dataset's), for the failure items that carry none."""
+    grader = artifact_grader(harness_version)
+    read = read_document(path)
+    doc = read.doc
+    require(is_seed_tts(doc), path, "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file")
+    warnings: list[str] = []
+    nightly = nightly_of(doc, path, nightly)
+
+    items = doc.get("seed_tts_wer_eval_items")
+    require(
+        items is None or isinstance(items, list), path, "'seed_tts_wer_eval_items' must be a list"
+    )
+    clips: list[ClipAudio] = []
+    grades: list[ClipGrade] = []
+    thinker = _thinker_texts(doc, path, len(items or []), warnings)
+    seen: set[str] = set()
+    unavailable: list[str] = []
+    no_reference = 0
+    for i, item in enumerate(items or []):
+        where = f"seed_tts_wer_eval_items[{i}]"
+        require(isinstance(item, dict), path, f"{where} must be an object")
+        utt = item.get("utterance_id")
+        require(
+            isinstance(utt, str) and bool(utt),
+            path,
+            f"{where}: 'utterance_id' must be a non-empty string",
+        )
+        for key in ("utterance_id", "reference_raw", "asr_raw", "detail", "locale"):
+            check_item_text(item, key, path, where)
+        require(len(utt) <= MAX_UTT_ID, path, f"{where}: 'utterance_id' longer than {MAX_UTT_ID}")
+        require(utt not in seen, path, f"{where}: duplicate utterance_id {utt!r}")
+        seen.add(utt)
+        ref = item.get("reference_raw", "")
+        require(isinstance(ref, str), path, f"{where} ({utt}): 'reference_raw' must be a string")
+        if not ref and "reference_raw" not in item:  # failure items carry none upstream
+            if references is not None and utt in references:
+                ref = references[utt]
+            else:
+                no_reference += 1
+        text = thinker[i] if thinker else None
+        clip, grade = _clip_from_item(item, i, utt, ref, text, system_prompt, path, where)
+        clip = _checked_audio(clip, audio_roots, unavailable)
+        clips.append(clip)
+        if grade is not None:
+            grades.append(grade)
+
+    if clips:
+        mismatch = disagreements(doc, official_summary(_records(clips, grades)))
+        if mismatch:
+            warnings.append(
+                f"{path}: the artifact's summary disagrees with its own items ("
+                + "; ".join(mismatch)
+                + "); the items are stored, the figures recomputed from them"
+            )
+    if no_reference:
+        warnings.append(
+            f"{path}: {no_reference} failure items carry no reference text (upstream writes none "
+            "for them); pass --dataset DIR (the seed-tts-eval locale dir) to fill them, so their "
+            "question and task-leak flags are known"
+        )
+    if unavailable:
+        warnings.append(
+            f"{path}: {len(unavailable)} clips' audio_path refused and stored as audio "
+            f"unavailable (first: {unavailable[0]}); grading, the report and Slack treat them "
+            "as audio missing"
+        )
+    summary = summary_figures(doc, "seed_tts_", "seed_tts_wer_eval_items")
+    if clips:
+        n_expected, status = len(clips), "complete"
+    else:
+        warnings.append(
+            f"{path}: no per-item rows (seed_tts_wer_eval_items); imported as summary_only — "
+            "the gate needs per-clip rows (rerun the harness with SEED_TTS_WER_SAVE_ITEMS=1)"
+        )
+        counts = [doc.get(k) for k in SUMMARY_KEYS]
+        n_expected = int(sum(c for c in counts if finite_number(c)))
+        status = "summary_only"
+    execution = {}
+    if finite_number(doc.get("max_concurrency")):
+        execution["client_concurrency"] = doc["max_concurrency"]
+    try:
+        check_name(branch, "branch")
+        check_name(benchmark, "benchmark")
+    except InvalidName as exc:
+        raise ArtifactError(f"{path}: {exc}") from None
+    spec = RunSpec(
+        benchmark=benchmark,
+        nightly=nightly,
+        branch=branch,
+        trigger="import",
+        status=status,  # type: ignore[arg-type]
+        n_expected=n_expected,
+        commit_sha=commit,
+        config={"model": doc["model_id"]} if isinstance(doc.get("model_id"), str) else {},
+        execution=execution,
+        prompt_fingerprint=prompt_fingerprint(system_prompt),
+        system_prompt=system_prompt,
+        summary=summary,
+        source=read.source("vllm-omni-seed-tts"),
+    )
+    return ParsedArtifact(spec, clips, grades, grader, warnings)
+
+
+def is_seed_tts(doc: dict[str, Any]) -> bool:
+    return any(k.startswith("seed_tts_") for k in doc)
+
+
+def locale_of(doc: dict[str, Any]) -> str:
+    """`zh` when every item that names a locale names a Chinese one, else `en`."""
+    items = doc.get("seed_tts_wer_eval_items")
+    locales = [
+        i.get("locale").lower()  # type: ignore[union-attr]
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and isinstance(i.get("locale"), str)
+    ]
+    return "zh" if locales and all(x.startswith("zh") for x in locales) else "en"
+
+
+def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord]:
+    by_id = {g.utt_id: g for g in grades}
+    out = []
+    for c in clips:
+        g = by_id.get(c.utt_id)
+        out.append(
+            ClipRecord(
+                c.utt_id,
+                c.reference_text,
+                c.synth_status,
+                g.grade_status if g else None,
+                g.wer if g else None,
+                synth_detail=c.error_detail,
+            )
+        )
+    return out
+
+
+def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
+    """The one path rule (audio.check_audio_uri): audio outside its root is never stored."""
+    if clip.audio_uri is None:
+        return clip
+    try:
+        check_audio_uri(clip.audio_uri, roots)
+        return clip
+    except AudioUnavailable as exc:
+        refused.append(f"{clip.utt_id}: {exc}")
+        note = f"audio unavailable ({exc})"
+        detail = f"{clip.error_detail}; {note}" if clip.error_detail else note
+        return dataclasses.replace(clip, audio_uri=None, error_detail=detail)
+
+
+def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
+    """Copy the clips whose audio lies under `import_root` (an import's --audio-root) into the
+    audio root, so every later reader (grading, report, Slack) needs only the audio root."""
+    root = get_settings().audio_root_url
+    folder = f"{root}/imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
+    clips = []
+    for c in art.clips:
+        if c.audio_uri is not None and not under(c.audio_uri, root):
+            target = f"{folder}/{path_component(c.utt_id)}.wav"
+            with fsspec.open(target, "wb", auto_mkdir=True) as fh:
+                fh.write(load_audio_bytes(c.audio_uri, [import_root]))
+            c = dataclasses.replace(c, audio_uri=target)
+        clips.append(c)
+    return dataclasses.replace(art, clips=clips)
+
+
+def _thinker_texts(
+    doc: dict[str, Any], path: Path, n_items: int, warnings: list[str]
+) -> list[str | None] | None:
+    texts = doc.get("generated_texts")
+    if texts is None or n_items == 0:
+        return None
+    if not isinstance(texts, list) or len(texts) != n_items:
+        n = len(texts) if isinstance(texts, list) else type(texts).__name__
+        warnings.append(
+            f"{path}: generated_texts has {n} entries for {n_items} items; thinker text ignored "
+            "(it can only be aligned by position when the lengths match)"
+        )
+        return None
+    return [t if isinstance(t, str) else None for t in texts]
+
+
+def _lang_of(item: dict[str, Any]) -> str:
+    """The item's own locale decides how it is scored (upstream: `zh…` per character)."""
+    locale = item.get("locale")
+    return "zh" if isinstance(locale, str) and locale.lower().startswith("zh") else "en"
+
+
+def _clip_from_item(
+    item: dict[str, Any],
+    ordinal: int,
+    utt: str,
+    ref: str,
+    thinker_text: str | None,
+    system_prompt: str,
+    path: Path,
+    where: str,
+) -> tuple[ClipAudio, ClipGrade | None]:
+    audio_uri = item.get("audio_path") if isinstance(item.get("audio_path"), str) else None
+    lang = _lang_of(item)
+    question = flags.is_question(ref)
+    thinker_wer = score(ref, thinker_text, lang).wer if thinker_text else None
+    if "error" in item:
+        code = item["error"]
+        require(
+            isinstance(code, str) and code in ERROR_CODES,
+            path,
+            f"{where} ({utt}): unknown error code {code!r} "
+            f"(expected one of {', '.join(ERROR_CODES)})",
+        )
+        synth, grade_status = ERROR_CODES[code]
+        detail = item.get("detail") if isinstance(item.get("detail"), str) else None
+        clip = ClipAudio(
+            utt,
+            ordinal,
+            ref,
+            synth,
+            audio_uri=audio_uri,
+            thinker_text=thinker_text,
+            error_detail=f"{code}: {detail or ''}".strip(),
+        )
+        if grade_status is None:
+            return clip, None
+        if grade_status == "empty_transcript":
+            counts = _counts(ref, "", lang)
+            return clip, ClipGrade(
+                utt,
+                "empty_transcript",
+                hypothesis="",
+                wer=1.0,
+                thinker_wer=thinker_wer,
+                is_question=question,
+                **counts,
+            )
+        return clip, ClipGrade(
+            utt, "grader_error", thinker_wer=thinker_wer, is_question=question, error_detail=code
+        )
+    wer = item.get("wer")
+    require(
+        finite_number(wer, MAX_WER) and wer >= 0,
+        path,
+        f"{where} ({utt}): 'wer' must be a finite number in [0, {MAX_WER:g}], "
+        f"got {short_number(wer) if isinstance(wer, int | float) else repr(wer)[:40]}",
+    )
+    hyp = item.get("asr_raw", "")
+    require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
+    counts = _counts(ref, hyp, lang)
+    clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
+    return clip, ClipGrade(
+        utt,
+        "graded",
+        hypothesis=hyp,
+        wer=float(wer),  # type: ignore[arg-type]
+        thinker_wer=thinker_wer,
+        task_leak=flags.task_leak(ref, hyp, system_prompt),
+        is_question=question,
+        sim=_secondary(item, "sim", path, f"{where} ({utt})"),
+        utmos=_secondary(item, "utmos", path, f"{where} ({utt})"),
+        **counts,
+    )
+
+
+# Secondary scores upstream may add to an item: speaker similarity (a cosine) and predicted MOS.
+SECONDARY_RANGES = {"sim": (-1.0, 1.0), "utmos": (0.0, 10.0)}
+
+
+def _secondary(item: dict[str, Any], key: str, path: Path, where: str) -> float | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    low, high = SECONDARY_RANGES[key]
+    require(
+        finite_number(value) and low <= value <= high,
+        path,
+        f"{where}: {key!r} must be a number in [{low:g}, {high:g}]",
+    )
+    return float(value)
+
+
+def _counts(ref: str, hyp: str, lang: str) -> dict[str, Any]:
+    """Word (or, for zh, character) counts from our scorer."""
+    return dict(score(ref, hyp, lang).grade_fields())
 
 
 class SeedTts(Benchmark):

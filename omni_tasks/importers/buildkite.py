@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from omni_tasks.importers.vllm_omni import ArtifactError, artifact_grader, parse_artifact
+from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader, parse_artifact
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 
 ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
