@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from omni_tasks.config import SQL_DIR
-from omni_tasks.store import policy_versions
+from omni_tasks.store import policy_versions, prompt_fingerprints
 from omni_tasks.store.queries import sql
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
@@ -23,7 +23,10 @@ _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_ID = 0x6D6E69
 # Data rewrites that SQL cannot express, run right after their migration's SQL, in its
 # transaction.
-DATA_STEPS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {4: policy_versions.rehash}
+DATA_STEPS: dict[int, Callable[[psycopg.Connection[Any]], None]] = {
+    4: policy_versions.rehash,
+    8: prompt_fingerprints.rehash,
+}
 
 
 @dataclass(frozen=True)

@@ -240,3 +240,43 @@ def test_runs_delete_needs_yes_and_removes_everything_of_the_run(
 def test_out_of_range_options_are_refused_with_a_message(db, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
     out = runner.invoke(app, args)
     assert out.exit_code != 0 and message in out.output
+
+
+def test_an_import_and_a_run_made_here_share_one_prompt_fingerprint(db, tmp_path: Path) -> None:
+    """Both hash (system prompt, user format); migration 0008 moves imports stored the old way
+    (the system prompt alone) to it, so they pair with runs made here."""
+    import hashlib
+
+    from omni_tasks.store import prompt_fingerprints
+
+    key = invoke(
+        "import",
+        "vllm-omni",
+        str(write_json(tmp_path / "a.json", small_artifact(3))),
+        "--branch",
+        "main",
+    ).stdout.strip()
+    made = (
+        invoke(
+            "bench",
+            "--target",
+            "simulator:clean",
+            "--branch",
+            "rebase",
+            "--limit",
+            "2",
+            "--transcript-mode",
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    rows = {
+        r["run_key"]: r
+        for r in db.execute("SELECT run_key, system_prompt, prompt_fingerprint FROM omni.run")
+    }
+    assert rows[key]["prompt_fingerprint"] == rows[made.split()[0]]["prompt_fingerprint"]
+    old = hashlib.sha256(rows[key]["system_prompt"].encode()).hexdigest()
+    db.execute("UPDATE omni.run SET prompt_fingerprint = %s WHERE run_key = %s", (old, key))
+    prompt_fingerprints.rehash(db)
+    after = db.execute("SELECT prompt_fingerprint FROM omni.run WHERE run_key = %s", (key,))
+    assert after.fetchone()["prompt_fingerprint"] == rows[key]["prompt_fingerprint"] != old

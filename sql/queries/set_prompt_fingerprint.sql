@@ -1,0 +1,1 @@
+UPDATE omni.run SET prompt_fingerprint = %(fingerprint)s WHERE run_id = %(run_id)s
