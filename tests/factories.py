@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,34 @@ def grade_rows(db: Any, run_key: str) -> list[tuple[Any, ...]]:
         (run_key,),
     ).fetchall()
     return [tuple(r.values()) for r in rows]
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def commit(repo: Path, message: str) -> str:
+    """An empty commit on the checked-out branch; its SHA."""
+    git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        message,
+    )
+    return git(repo, "rev-parse", "HEAD")
+
+
+def git_repo(root: Path, n: int, branch: str) -> list[str]:
+    """A repo at `root` with n commits on `branch`; their SHAs, oldest first."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", branch)
+    return [commit(root, f"c{i}") for i in range(n)]

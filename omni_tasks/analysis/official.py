@@ -65,10 +65,12 @@ def finite_mean(values: list[float]) -> float:
     return math.fsum(v / n for v in values)
 
 
-def disagreements(reported: dict[str, Any], recomputed: dict[str, Any]) -> list[str]:
+def disagreements(
+    reported: dict[str, Any], recomputed: dict[str, Any], figures: Sequence[str] = FIGURES
+) -> list[str]:
     """The artifact's own figures that its items do not reproduce, named with both values."""
     out = []
-    for key in FIGURES:
+    for key in figures:
         if key in reported and reported[key] != recomputed[key]:
             out.append(f"{key}: artifact {reported[key]!r}, items give {recomputed[key]!r}")
     return out

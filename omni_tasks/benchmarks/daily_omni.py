@@ -211,15 +211,16 @@ def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
 def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
     its number of beeps), written once under `cache`; nothing is downloaded."""
-    rows = json.loads(DEMO_QA.read_text(encoding="utf-8"))
+    text = DEMO_QA.read_text(encoding="utf-8")
     root = cache / "datasets" / "demo_daily_omni"
-    (root / "qa.json").parent.mkdir(parents=True, exist_ok=True)
-    for row in rows:
+    for row in json.loads(text):
         audio = root / "Videos" / row["video_id"] / f"{row['video_id']}_audio.wav"
         if not audio.is_file():
             audio.parent.mkdir(parents=True, exist_ok=True)
             audio.write_bytes(wav_bytes(_beeps(row["tone_hz"], row["beeps"]), DEMO_RATE))
-    (root / "qa.json").write_text(DEMO_QA.read_text(encoding="utf-8"), encoding="utf-8")
+    qa = root / "qa.json"
+    if not qa.is_file() or qa.read_text(encoding="utf-8") != text:
+        qa.write_text(text, encoding="utf-8")
     return root
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
@@ -25,9 +26,18 @@ from omni_tasks.importers.artifact import (
     nightly_of,
     require,
     summary_figures,
+    summary_mismatch,
 )
 from omni_tasks.names import InvalidName, check_name
-from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.records import (
+    INFRA_STATUSES,
+    ClipAudio,
+    ClipGrade,
+    ClipRecord,
+    Grader,
+    RunSpec,
+    records_of,
+)
 
 MAX_LABEL = 200
 MAX_ANSWER = 16
@@ -70,7 +80,7 @@ class MultipleChoice(Benchmark):
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
         """Upstream's figures from the items: accuracy over successful responses (failed
         requests excluded), and with them counted wrong; a wrong answer with no letter found
-        is a parse failure. Per breakdown label, successful responses only."""
+        is a parse failure."""
         p = self.prefix
         failed = [c for c in clips if c.synth_status in INFRA_STATUSES]
         ok = [c for c in clips if c.synth_status not in INFRA_STATUSES and c.incorrect is not None]
@@ -89,19 +99,7 @@ class MultipleChoice(Benchmark):
 
     @property
     def figures(self) -> tuple[str, ...]:
-        p = self.prefix
-        return tuple(
-            f"{p}_{k}"
-            for k in (
-                "accuracy",
-                "accuracy_incl_http_fail",
-                "correct",
-                "evaluated",
-                "evaluated_ok",
-                "request_failed",
-                "parse_failed",
-            )
-        )
+        return tuple(self.official_summary(()))
 
     # ------------------------------------------------------------------ import
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
@@ -159,19 +157,8 @@ class MultipleChoice(Benchmark):
                 "'#2', '#3'... in file order"
             )
         if clips:
-            records = [_record(c, g) for c, g in _joined(clips, grades)]
-            mine = self.official_summary(records)
-            mismatch = [
-                f"{k}: artifact {doc[k]!r}, items give {mine[k]!r}"
-                for k in self.figures
-                if k in doc and finite_number(doc[k]) and not _close(doc[k], mine[k])
-            ]
-            if mismatch:
-                warnings.append(
-                    f"{path}: the artifact's summary disagrees with its own items ("
-                    + "; ".join(mismatch)
-                    + "); the items are stored, the figures recomputed from them"
-                )
+            recomputed = self.official_summary(records_of(clips, grades))
+            warnings += summary_mismatch(path, disagreements(doc, recomputed, self.figures))
             n_expected, status = len(clips), "complete"
         else:
             warnings.append(
@@ -254,27 +241,3 @@ class MultipleChoice(Benchmark):
             key, "graded", hypothesis=predicted, incorrect=not correct, breakdown=breakdown
         )
         return clip, grade
-
-
-def _close(a: float, b: Any) -> bool:
-    return b is not None and abs(float(a) - float(b)) <= 1e-9
-
-
-def _joined(
-    clips: list[ClipAudio], grades: list[ClipGrade]
-) -> list[tuple[ClipAudio, ClipGrade | None]]:
-    by_id = {g.utt_id: g for g in grades}
-    return [(c, by_id.get(c.utt_id)) for c in clips]
-
-
-def _record(c: ClipAudio, g: ClipGrade | None) -> ClipRecord:
-    return ClipRecord(
-        c.utt_id,
-        c.reference_text,
-        c.synth_status,
-        g.grade_status if g else None,
-        None,
-        hypothesis=g.hypothesis if g else None,
-        incorrect=g.incorrect if g else None,
-        breakdown=g.breakdown if g else None,
-    )

@@ -38,10 +38,19 @@ from omni_tasks.importers.artifact import (
     require,
     short_number,
     summary_figures,
+    summary_mismatch,
 )
 from omni_tasks.names import InvalidName, check_name, path_component, under
 from omni_tasks.prompts import prompt_fingerprint
-from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec, SynthStatus
+from omni_tasks.records import (
+    ClipAudio,
+    ClipGrade,
+    ClipRecord,
+    Grader,
+    RunSpec,
+    SynthStatus,
+    records_of,
+)
 
 ARTIFACT_GRADER = Grader(
     grader_id=BARE_ARTIFACT_GRADER,
@@ -152,13 +161,8 @@ def parse_artifact(
             grades.append(grade)
 
     if clips:
-        mismatch = disagreements(doc, official_summary(_records(clips, grades)))
-        if mismatch:
-            warnings.append(
-                f"{path}: the artifact's summary disagrees with its own items ("
-                + "; ".join(mismatch)
-                + "); the items are stored, the figures recomputed from them"
-            )
+        recomputed = official_summary(records_of(clips, grades))
+        warnings += summary_mismatch(path, disagreements(doc, recomputed))
     if no_reference:
         warnings.append(
             f"{path}: {no_reference} failure items carry no reference text (upstream writes none "
@@ -221,24 +225,6 @@ def locale_of(doc: dict[str, Any]) -> str:
         if isinstance(i, dict) and isinstance(i.get("locale"), str)
     ]
     return "zh" if locales and all(x.startswith("zh") for x in locales) else "en"
-
-
-def _records(clips: list[ClipAudio], grades: list[ClipGrade]) -> list[ClipRecord]:
-    by_id = {g.utt_id: g for g in grades}
-    out = []
-    for c in clips:
-        g = by_id.get(c.utt_id)
-        out.append(
-            ClipRecord(
-                c.utt_id,
-                c.reference_text,
-                c.synth_status,
-                g.grade_status if g else None,
-                g.wer if g else None,
-                synth_detail=c.error_detail,
-            )
-        )
-    return out
 
 
 def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:

@@ -140,6 +140,17 @@ def summary_figures(doc: dict[str, Any], prefix: str, items_key: str) -> dict[st
     return summary
 
 
+def summary_mismatch(path: Path, mismatch: list[str]) -> list[str]:
+    """The warning for an artifact whose own summary its items do not reproduce (or none)."""
+    if not mismatch:
+        return []
+    return [
+        f"{path}: the artifact's summary disagrees with its own items ("
+        + "; ".join(mismatch)
+        + "); the items are stored, the figures recomputed from them"
+    ]
+
+
 def read_regular(path: Path) -> bytes:
     """The artifact's bytes: a regular file only (not /dev/zero, a FIFO or a directory),
     within the size cap."""

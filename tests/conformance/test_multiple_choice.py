@@ -85,75 +85,76 @@ def request_class(u: Upstream, module: str, name: str) -> Any:
     return u.load(module, [name])[name]
 
 
-def daily_omni_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], order: list[int]):
-    req_cls = request_class(
-        u, f"{DAILY}_dataset", "DailyOmniSampleRequest"
-    )  # first: the scorer needs it
-    fn = u.load(f"{DAILY}_eval", ["compute_daily_omni_accuracy_metrics"])[
-        "compute_daily_omni_accuracy_metrics"
-    ]
-    reqs, outs = [], []
-    for k, i in enumerate(order):  # upstream numbers requests in its (shuffled) sample order
-        q = qs[i]
-        reqs.append(
-            req_cls(
-                prompt="Q",
-                prompt_len=1,
-                expected_output_len=8,
-                multi_modal_data=None,
-                request_id=str(k),
-                daily_omni_gold_answer=q["gold"],
-                daily_omni_video_id=q["video"],
-                daily_omni_task_type=q["task"],
-                daily_omni_video_duration=q["duration"],
-                daily_omni_video_category=q["category"],
-            )
-        )
-        outs.append(answer(q, right[i], i))
-    reqs.append(
-        req_cls(
+def daily_omni_fields(q: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "daily_omni_gold_answer": q["gold"],
+        "daily_omni_video_id": q["video"],
+        "daily_omni_task_type": q["task"],
+        "daily_omni_video_duration": q["duration"],
+        "daily_omni_video_category": q["category"],
+    }
+
+
+def videomme_fields(q: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "videomme_gold_answer": q["gold"],
+        "videomme_video_id": q["video"],
+        "videomme_question_id": q["qid"],
+        "videomme_duration": "short",
+        "videomme_domain": q["domain"],
+        "videomme_sub_category": "Humanity",
+        "videomme_task_type": q["task"],
+    }
+
+
+# family -> (upstream module stem, request class, scorer, the request's gold/label fields)
+FAMILIES = {
+    "daily_omni": (
+        DAILY,
+        "DailyOmniSampleRequest",
+        "compute_daily_omni_accuracy_metrics",
+        daily_omni_fields,
+    ),
+    "videomme": (
+        VIDEOMME,
+        "VideoMMESampleRequest",
+        "compute_videomme_accuracy_metrics",
+        videomme_fields,
+    ),
+}
+
+
+def upstream_doc(
+    u: Upstream, family: str, qs: list[dict[str, Any]], right: list[bool], order: list[int]
+) -> dict[str, Any]:
+    """The results file upstream's scorer writes for these answers, requests numbered in
+    `order` (upstream numbers them in its shuffled sample order)."""
+    module, cls, scorer, fields = FAMILIES[family]
+    req_cls = request_class(u, f"{module}_dataset", cls)  # first: the scorer needs it
+    fn = u.load(f"{module}_eval", [scorer])[scorer]
+
+    def request(request_id: str, **labels: Any) -> Any:
+        return req_cls(
             prompt="Q",
             prompt_len=1,
             expected_output_len=8,
             multi_modal_data=None,
-            request_id="nogold",
-            daily_omni_gold_answer="",
-            daily_omni_video_id="vid999",
-            daily_omni_task_type="Reasoning",
+            request_id=request_id,
+            **labels,
         )
-    )
-    outs.append(Output("A"))
-    metrics = fn(reqs, outs, include_per_item=True)
-    return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
 
-
-def videomme_doc(u: Upstream, qs: list[dict[str, Any]], right: list[bool], order: list[int]):
-    req_cls = request_class(
-        u, f"{VIDEOMME}_dataset", "VideoMMESampleRequest"
-    )  # first: the scorer needs it
-    fn = u.load(f"{VIDEOMME}_eval", ["compute_videomme_accuracy_metrics"])[
-        "compute_videomme_accuracy_metrics"
-    ]
-    reqs, outs = [], []
-    for k, i in enumerate(order):
-        q = qs[i]
+    reqs = [request(str(k), **fields(qs[i])) for k, i in enumerate(order)]
+    outs = [answer(qs[i], right[i], i) for i in order]
+    if family == "daily_omni":  # a row without gold: skipped, as upstream skips it
         reqs.append(
-            req_cls(
-                prompt="Q",
-                prompt_len=1,
-                expected_output_len=8,
-                multi_modal_data=None,
-                request_id=str(k),
-                videomme_gold_answer=q["gold"],
-                videomme_video_id=q["video"],
-                videomme_question_id=q["qid"],
-                videomme_duration="short",
-                videomme_domain=q["domain"],
-                videomme_sub_category="Humanity",
-                videomme_task_type=q["task"],
+            request(
+                "nogold",
+                daily_omni_gold_answer="",
+                daily_omni_video_id="vid999",
+                daily_omni_task_type="Reasoning",
             )
         )
-        outs.append(answer(q, right[i], i))
+        outs.append(Output("A"))
     metrics = fn(reqs, outs, include_per_item=True)
     return {"date": "20261129-021500", "model_id": "Qwen/Qwen3-Omni-30B-A3B-Instruct", **metrics}
 
@@ -196,11 +197,10 @@ def check_family(upstream: Upstream, tmp_path: Path, family: str, key: Any) -> N
     items = f"{family}_eval_items"
     qs = questions(60)
     base_right, cand_right = outcome_sets(len(qs))
-    make = daily_omni_doc if family == "daily_omni" else videomme_doc
     order = list(range(len(qs)))
-    base_doc = make(upstream, qs, base_right, order)
+    base_doc = upstream_doc(upstream, family, qs, base_right, order)
     random.Random(3).shuffle(order)  # another seed: the same questions, other request ids
-    cand_doc = make(upstream, qs, cand_right, order)
+    cand_doc = upstream_doc(upstream, family, qs, cand_right, order)
     base_key = import_file(write_json(tmp_path / "base.json", base_doc), "main")
     cand_key = import_file(write_json(tmp_path / "cand.json", cand_doc), "rebase")
     assert base_key.startswith(f"{family}:") and cand_key.startswith(f"{family}:")

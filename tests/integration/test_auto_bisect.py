@@ -3,7 +3,6 @@ than one commit, never across a force-push, and within the GPU budget; the threa
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,37 +12,12 @@ from omni_tasks.jobs.auto_bisect import plan_bisects, repeats_within, worst_case
 from omni_tasks.jobs.bisect import BisectParams
 from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.factories import REGRESS, SAME, store_night
+from tests.factories import REGRESS, SAME, commit, git, git_repo, store_night
 from tests.fakes.slack_api import SlackState, slack_app
 
 
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
-
-
 def _repo(root: Path, n: int) -> tuple[Path, list[str]]:
-    """A repo with n commits on one branch; returns them oldest first."""
-    root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "rebase")
-    commits = []
-    for i in range(n):
-        _git(
-            root,
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            f"c{i}",
-        )
-        commits.append(_git(root, "rev-parse", "HEAD"))
-    return root, commits
+    return root, git_repo(root, n, "rebase")
 
 
 def _params(repo: Path, max_runs: int = 12, target: str = "vllm-serve") -> NightlyParams:
@@ -115,20 +89,8 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
     if case == "not a sha":  # a head typed into the trigger form
         good = "v1.2-good"
     if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
-        _git(repo, "reset", "-q", "--hard", commits[2])
-        _git(
-            repo,
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "rewritten",
-        )
-        bad = _git(repo, "rev-parse", "HEAD")
+        git(repo, "reset", "-q", "--hard", commits[2])
+        bad = commit(repo, "rewritten")
     store_night(db, tmp_path, 0, SAME, candidate_commit=good)
     night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
     params = _params(

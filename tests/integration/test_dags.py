@@ -19,6 +19,7 @@ import yaml
 from omni_tasks.audio import write_audio
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.airflow_env import airflow_env, dags_test, migrate
+from tests.factories import git_repo
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
@@ -357,34 +358,12 @@ def test_the_readme_takes_a_newcomer_to_dags_list(tmp_path: Path) -> None:
     assert re.search(r"^gpu\s*\|\s*4\s*\|", out.stdout, re.M)
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> None:
     """A SAME night on a good commit, then a confirmed REGRESSED night four commits later: the
     nightly's auto_bisect task triggers seed_tts_bisect over that range, and a re-run of the
     night triggers nothing new (the run id is fixed per alert)."""
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    commits = []
-    for i in range(5):
-        _git(
-            repo,
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            f"c{i}",
-        )
-        commits.append(_git(repo, "rev-parse", "HEAD"))
+    commits = git_repo(repo, 5, "main")
     config = {
         "branches": ["main", "rebase"],
         "baseline": "main",
