@@ -41,6 +41,7 @@ from omni_tasks.records import (
 
 MAX_LABEL = 200
 MAX_ANSWER = 16
+MAX_DETAIL = 500  # upstream keeps the first 500 characters of an error; so does a stored row
 
 
 class MultipleChoice(Benchmark):
@@ -217,7 +218,7 @@ class MultipleChoice(Benchmark):
                 f"{MAX_LABEL} characters"
             )
         if "error" in item:  # the request failed: no answer to judge (infra, as upstream)
-            detail = item["error"] if isinstance(item["error"], str) else ""
+            detail = item["error"][:MAX_DETAIL] if isinstance(item["error"], str) else ""
             return ClipAudio(key, ordinal, gold, "request_failed", error_detail=detail), None
         correct = item.get("correct")
         require(isinstance(correct, bool), path, f"{where} ({key}): 'correct' must be true/false")

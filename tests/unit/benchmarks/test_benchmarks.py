@@ -126,3 +126,18 @@ def test_repeated_questions_and_missing_keys_are_kept_apart_with_warnings(tmp_pa
     assert "1 items repeat a question" in text and "1 items lack video_id/task_type" in text
     assert "1 items without a gold answer skipped" in text
     assert "daily_omni_accuracy: artifact 0.5, items give 0.666" in text
+
+
+def test_a_failed_requests_error_is_kept_to_500_characters(tmp_path: Path) -> None:
+    item = {
+        "request_id": "0",
+        "video_id": "v1",
+        "task_type": "T",
+        "gold": "B",
+        "error": "x" * 10**5,
+    }
+    art = benchmarks.import_artifact(
+        write_json(tmp_path / "d.json", _daily([item])), ImportOptions(branch="main")
+    )
+    (clip,) = art.clips
+    assert clip.synth_status == "request_failed" and clip.error_detail == "x" * 500
