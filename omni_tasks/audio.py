@@ -11,13 +11,13 @@ import io
 import os
 import stat
 from math import gcd
+from urllib.parse import unquote, urlsplit
 
 import fsspec
 import numpy as np
 import soundfile as sf
 
 from omni_tasks.config import get_settings
-from omni_tasks.names import under
 
 STORE_RATE = 24_000
 WHISPER_RATE = 16_000
@@ -39,23 +39,59 @@ def audio_roots() -> list[str]:
 
 
 def check_audio_uri(uri: str, roots: list[str] | None = None) -> str:
-    """The one rule for audio locations that come from data (artifacts, stored rows): a regular
-    file under an audio root (symlinks resolved) or a URL under a configured URL root. Returns
-    `uri`; raises AudioUnavailable with the reason."""
+    """The one rule for audio locations that come from data (artifacts, stored rows), whatever
+    the root's kind: a regular file strictly inside an audio root. Plain paths and `file://`
+    URLs are resolved (symlinks followed) and must not be the root itself, a directory, a FIFO
+    or a device; other URLs are percent-decoded and refused with a '.' or '..' segment, a
+    query or a fragment before the prefix check. Returns `uri`; raises AudioUnavailable with
+    the reason."""
     roots = audio_roots() if roots is None else roots
     if "\x00" in uri or not uri:
         raise AudioUnavailable("empty or NUL in the path")
-    if not any(under(uri, r) for r in roots):
-        kind = "URL" if "://" in uri else "path"
-        raise AudioUnavailable(f"{kind} outside the audio root")
+    local = _local_path(uri)
+    if local is not None:
+        real = os.path.realpath(local)
+        bases = [os.path.realpath(b) for r in roots if (b := _local_path(r)) is not None]
+        if not any(real.startswith(b.rstrip(os.sep) + os.sep) for b in bases):
+            raise AudioUnavailable("path outside the audio root")
+        try:
+            mode = os.stat(real).st_mode
+        except OSError:
+            return uri  # not there (yet): reading it later says so
+        if not stat.S_ISREG(mode):
+            raise AudioUnavailable("not a regular file")
+        return uri
+    if not any(_url_under(uri, r) for r in roots if _local_path(r) is None):
+        raise AudioUnavailable("URL outside the audio root")
     return uri
+
+
+def _local_path(uri: str) -> str | None:
+    """The local path a plain path or `file://` URL names; None for any other URL."""
+    if uri.startswith("file://"):
+        parts = urlsplit(uri)
+        return unquote(parts.path) if parts.netloc in ("", "localhost") else None
+    return None if "://" in uri else uri
+
+
+def _url_under(uri: str, root: str) -> bool:
+    u, r = urlsplit(uri), urlsplit(root)
+    if (u.scheme.lower(), u.netloc.lower()) != (r.scheme.lower(), r.netloc.lower()):
+        return False
+    if u.query or u.fragment or "\\" in u.path:
+        return False
+    path, base = unquote(u.path), unquote(r.path).rstrip("/")
+    if any(seg in (".", "..") for seg in path.split("/")) or "\x00" in path:
+        return False
+    return path.startswith(base + "/") and len(path) > len(base) + 1
 
 
 def load_audio_bytes(uri: str, roots: list[str] | None = None) -> bytes:
     """The bytes of the clip at `uri`, after `check_audio_uri`, at most MAX_AUDIO_BYTES."""
     check_audio_uri(uri, roots)
-    if "://" not in uri:
-        return _read_local(uri)
+    local = _local_path(uri)
+    if local is not None:
+        return _read_local(local)
     try:
         fs, path = fsspec.core.url_to_fs(uri)
         if fs.size(path) > MAX_AUDIO_BYTES:
@@ -104,19 +140,26 @@ def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
 RATES = (8_000, 384_000)
 MAX_CHANNELS = 8
 MAX_SECONDS = 3_600
+WAV_SUBTYPES = frozenset({"PCM_U8", "PCM_S8", "PCM_16", "PCM_24", "PCM_32", "FLOAT", "DOUBLE"})
 
 
 def decode_wav(data: bytes, where: str = "audio") -> tuple[np.ndarray, int]:
-    """Mono float32 samples in [-1, 1] and the sample rate; channels are averaged."""
+    """Mono float32 samples in [-1, 1] and the sample rate; channels are averaged. Only WAV
+    (RIFF/WAVE, PCM or float) is decoded, and only after its header is checked: a compressed
+    format could ask for gigabytes from a small file, a WAV cannot hold more samples than bytes."""
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise AudioError(f"{where}: not a WAV file (RIFF/WAVE header missing)")
     try:
         with sf.SoundFile(io.BytesIO(data)) as f:
             rate, channels, frames = int(f.samplerate), int(f.channels), int(f.frames)
+            if f.format != "WAV" or f.subtype not in WAV_SUBTYPES:
+                raise AudioError(f"{where}: {f.format}/{f.subtype} is not PCM or float WAV")
             if not RATES[0] <= rate <= RATES[1]:
                 raise AudioError(f"{where}: sample rate {rate} Hz outside {RATES[0]}–{RATES[1]}")
             if not 1 <= channels <= MAX_CHANNELS:
                 raise AudioError(f"{where}: {channels} channels (at most {MAX_CHANNELS})")
-            if frames > MAX_SECONDS * rate:
-                raise AudioError(f"{where}: declares {frames} frames (over {MAX_SECONDS} s)")
+            if frames > MAX_SECONDS * rate or frames * channels > len(data):
+                raise AudioError(f"{where}: declares {frames} frames × {channels} channels")
             samples = f.read(dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         raise AudioError(f"{where}: not decodable audio ({exc})") from exc

@@ -345,13 +345,18 @@ def bisect_params() -> dict[str, Any]:
 
 
 def bisect(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
+    from omni_tasks.deployment import VARIABLE, check_form_locks, deployment_config, form_fields
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
+    form = dict(context["params"])
     try:
-        p = BisectParams(**dict(context["params"]))
-    except ValueError as exc:  # a bad form is not retried
+        # What runs on the worker (server env, model, packages) is the deployment config's.
+        check_form_locks(form_fields(form), deployment_config(Variable.get(VARIABLE, default=None)))
+        p = BisectParams(**form)
+    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"bisect parameters: {exc}") from None
     with results_db() as conn:
         result = run_bisect(conn, p, _nightly(context))

@@ -26,6 +26,17 @@ VERSION = 1
 STRATEGIES = ("existing", "venv")
 
 
+# What names a process, its environment or its packages on the GPU worker: set by the
+# deployment config (trusted, the operator's) alone; a trigger form may only pick one of the
+# values the config lists for it under `form_choices` (e.g. `server.model: [A, B]`).
+LOCKED = ("server.env", "server.model", "environment.requirements")
+# Form sections merged key by key into the config's (a form's `server: {gpus: 1}` keeps the
+# config's model), so a form cannot drop a locked value by replacing its section.
+MERGED = ("server", "environment")
+# A deployment config is a page of YAML; anchors may share blocks, not multiply them.
+MAX_NODES = 100_000
+
+
 class ConfigError(ValueError):
     """A deployment config (or trigger form) that cannot run; the message names the field."""
 
@@ -52,9 +63,11 @@ def _read(path: Path, named_by: str) -> tuple[str, str]:
 def parse(where: str, text: str) -> dict[str, Any]:
     """The config's fields (without `version`), checked for shape only."""
     try:
-        doc = yaml.safe_load(text)
+        doc = _safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: not valid YAML ({exc})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
     version = doc.pop("version", None)
@@ -63,12 +76,79 @@ def parse(where: str, text: str) -> dict[str, Any]:
     return doc
 
 
+def _safe_load(text: str) -> Any:
+    """yaml.safe_load, refusing a document whose aliases expand it past MAX_NODES nodes (a
+    billion-laughs config is a few lines that every later reader would walk in full)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        sizes: dict[int, int] = {}
+
+        def size(n: yaml.Node) -> int:
+            if id(n) not in sizes:
+                children: list[Any] = []
+                if isinstance(n, yaml.SequenceNode):
+                    children = list(n.value)
+                elif isinstance(n, yaml.MappingNode):
+                    children = [part for pair in n.value for part in pair]
+                sizes[id(n)] = 1 + sum(size(c) for c in children)
+                if sizes[id(n)] > MAX_NODES:
+                    raise ConfigError(
+                        f"the YAML expands to more than {MAX_NODES} values (aliases of aliases)"
+                    )
+            return sizes[id(n)]
+
+        try:
+            size(node)
+        except RecursionError:
+            raise ConfigError("the YAML is nested too deeply") from None
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def form_fields(form: dict[str, Any]) -> dict[str, Any]:
+    """A trigger form's given fields (the empty defaults dropped)."""
+    return {k: v for k, v in form.items() if v not in (None, "", [], {})}
+
+
+def check_form_locks(given: dict[str, Any], config: dict[str, Any]) -> None:
+    """Refuse a form value for a LOCKED field unless it is the config's own value or one of
+    the config's `form_choices` for it."""
+    choices = config.get("form_choices") or {}
+    if "form_choices" in given:
+        raise ConfigError("trigger form: form_choices: set by the deployment config only")
+    for dotted in LOCKED:
+        section, name = dotted.split(".")
+        part = given.get(section)
+        if not isinstance(part, dict) or name not in part:
+            continue
+        value = part[name]
+        own = (config.get(section) or {}).get(name)
+        if value == own or value in (choices.get(dotted) or ()):
+            continue
+        allowed = choices.get(dotted)
+        hint = f"; the config allows: {_names(allowed)}" if allowed else ""
+        raise ConfigError(
+            f"trigger form: {dotted}: set by the deployment config only (it names what runs "
+            f"on the GPU worker){hint}"
+        )
+
+
+def deployment_config(variable: str | None) -> dict[str, Any]:
+    """The configured deployment's fields ({} when none is configured)."""
+    found = source(variable)
+    return {} if found is None else parse(*found)
+
+
 def resolve(
     form: dict[str, Any], variable: str | None = None, *, scheduled: bool = False
 ) -> NightlyParams:
     """The run's parameters: the deployment config, then the form's non-empty fields."""
     found = source(variable)
-    given = {k: v for k, v in form.items() if v not in (None, "", [], {})}
+    given = form_fields(form)
     if found is None and (scheduled or "targets" not in given):
         raise ConfigError(
             f"no deployment config: set the Airflow Variable {VARIABLE} (YAML or a path) or "
@@ -76,14 +156,33 @@ def resolve(
             "see README 'Deployment config'"
         )
     where, config = ("trigger form", {}) if found is None else (found[0], parse(*found))
+    check_form_locks(given, config)
+    _check_choices(config.pop("form_choices", None), where)
+    merged = {**config, **given}
+    for section in MERGED:
+        if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):
+            merged[section] = {**config[section], **given[section]}
     try:
-        params = NightlyParams(**{**config, **given})
+        params = NightlyParams(**merged)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {_first(exc)}") from None
     except ValueError as exc:  # a check of ours outside pydantic's field errors
         raise ConfigError(f"{where}: {exc}") from None
     check_complete(params, where)
     return params
+
+
+def _check_choices(choices: Any, where: str) -> None:
+    if choices is None:
+        return
+    if not isinstance(choices, dict) or not all(isinstance(v, list) for v in choices.values()):
+        raise ConfigError(f"{where}: form_choices: a mapping of field → list of values")
+    for key in choices:
+        if key not in LOCKED:
+            raise ConfigError(
+                f"{where}: form_choices.{key}: only {_names(LOCKED)} are chosen this way "
+                "(other fields are the form's to set)"
+            )
 
 
 def _first(exc: ValidationError) -> str:

@@ -80,6 +80,26 @@ def check_branch(value: str) -> str:
     return value
 
 
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def check_model(value: str) -> str:
+    """A served model: a hub id (`org/name`) or a local path under a trusted root; never a
+    `vllm serve` option (`--trust-remote-code`)."""
+    if value.startswith("/"):
+        return require_trusted(value, "server.model")
+    if not _MODEL_ID.match(value) or ".." in value:
+        raise InvalidName(f"server.model {value[:80]!r}: not a model id (org/name) or a path")
+    return value
+
+
+def check_env_name(value: str, what: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise InvalidName(f"{what}: {value[:60]!r} is not an environment variable name")
+    return value
+
+
 def _is_url(value: str) -> bool:
     return "://" in value or value.startswith("git@")
 

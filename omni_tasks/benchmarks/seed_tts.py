@@ -245,7 +245,7 @@ def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
     """Copy the clips whose audio lies under `import_root` (an import's --audio-root) into the
     audio root, so every later reader (grading, report, Slack) needs only the audio root."""
     root = get_settings().audio_root_url
-    folder = f"{root}/imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
+    folder = f"{root}/.imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
     clips = []
     for c in art.clips:
         if c.audio_uri is not None and not under(c.audio_uri, root):

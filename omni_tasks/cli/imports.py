@@ -67,6 +67,7 @@ def import_vllm_omni(
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
+    from omni_tasks.commits import check_commit
     from omni_tasks.names import InvalidName, check_run_key
 
     try:
@@ -83,6 +84,11 @@ def import_vllm_omni(
         try:
             references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
         except DatasetError as exc:
+            fail(str(exc))
+    if commit is not None:
+        try:
+            commit = check_commit(commit, "--commit")
+        except InvalidName as exc:
             fail(str(exc))
     options = benchmarks.ImportOptions(
         branch=branch,

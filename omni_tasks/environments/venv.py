@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from omni_tasks.commits import is_full_sha
 from omni_tasks.environments import Environment, EnvironmentBuildError
 
 
@@ -61,11 +62,19 @@ class VenvStrategy:
         self.pip_args = list(pip_args)
 
     def path(self, commit: str) -> Path:
-        return self.root / commit[:16]
+        """The environment's directory: named by the full SHA (nothing else can name one) and
+        checked to lie directly inside the root before anything there is written or removed."""
+        if not is_full_sha(commit):
+            raise EnvironmentBuildError(f"venv: {commit[:60]!r} is not a full commit SHA")
+        root = self.root.resolve()
+        env_dir = (root / commit).resolve()
+        if env_dir.parent != root:
+            raise EnvironmentBuildError(f"venv: {env_dir} is not inside the env root {root}")
+        return env_dir
 
     def prepare(self, commit: str) -> Environment:
         env_dir = self.path(commit)
-        with _locked(self.root / f".{commit[:16]}.lock"):
+        with _locked(env_dir.parent / f".{commit}.lock"):
             if not (env_dir / "READY").is_file():
                 self._build(commit, env_dir)
             (env_dir / "READY").touch()  # last use, for pruning
@@ -84,7 +93,10 @@ class VenvStrategy:
         src = env_dir / "src"
         env_dir.mkdir(parents=True)
         _run(["git", "clone", "--quiet", "--no-checkout", self.repo, str(src)], "git clone")
-        _run(["git", "-C", str(src), "checkout", "--quiet", commit], f"git checkout {commit}")
+        _run(
+            ["git", "-C", str(src), "checkout", "--quiet", "--detach", commit],
+            f"git checkout {commit}",
+        )
         _run([self.base_python, "-m", "venv", str(env_dir / "venv")], "creating the virtualenv")
         pip = [
             str(env_dir / "venv" / "bin" / "python"),
@@ -108,6 +120,8 @@ class VenvStrategy:
         now = time.time() if now is None else now
         removed = []
         for ready in self.root.glob("*/READY"):
+            if ready.parent.is_symlink() or not is_full_sha(ready.parent.name):
+                continue  # not an environment of ours: never removed
             if now - ready.stat().st_mtime > max_age_days * 86400:
                 with _locked(self.root / f".{ready.parent.name}.lock"):
                     shutil.rmtree(ready.parent)

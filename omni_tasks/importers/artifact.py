@@ -78,16 +78,27 @@ def nightly_of(doc: dict[str, Any], path: Path, nightly: dt.date | None) -> dt.d
         raise ArtifactError(f"{path}: 'date': {exc}") from None
 
 
+# Nights an accuracy artifact can belong to; 9999-12-31 would overflow the gate's date
+# arithmetic (a night plus one day) long after it was stored.
+DATES = (dt.date(2000, 1, 1), dt.date(2100, 12, 31))
+
+
 def parse_artifact_date(value: str) -> dt.date:
-    """The harness writes ``YYYYmmdd-HHMMSS``; ISO dates and datetimes are accepted too."""
+    """The harness writes ``YYYYmmdd-HHMMSS``; ISO dates and datetimes are accepted too; the
+    night must lie within DATES."""
+    day = None
     for pattern in (r"^(\d{8})-\d{6}$", r"^(\d{8})$"):
         m = re.match(pattern, value)
         if m:
-            return dt.datetime.strptime(m.group(1), "%Y%m%d").date()
-    try:
-        return dt.datetime.fromisoformat(value).date()
-    except ValueError:
-        raise ValueError(f"unrecognised date {value!r}") from None
+            day = dt.datetime.strptime(m.group(1), "%Y%m%d").date()
+    if day is None:
+        try:
+            day = dt.datetime.fromisoformat(value).date()
+        except ValueError:
+            raise ValueError(f"unrecognised date {value[:40]!r}") from None
+    if not DATES[0] <= day <= DATES[1]:
+        raise ValueError(f"{day} is outside {DATES[0]} – {DATES[1]}")
+    return day
 
 
 def require(cond: bool, path: Path, message: str) -> None:

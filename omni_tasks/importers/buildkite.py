@@ -23,6 +23,8 @@ import httpx
 import psycopg
 
 from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader, parse_artifact
+from omni_tasks.commits import check_commit
+from omni_tasks.names import InvalidName
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 
 ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
@@ -184,6 +186,12 @@ def _import_one(
     report: ImportReport,
 ) -> None:
     data = client.download(art)
+    commit = build.get("commit")
+    try:
+        commit = None if commit is None else check_commit(commit, "commit")
+    except InvalidName as exc:  # e.g. "HEAD" on a build started by hand
+        report.warnings.append(f"build {build['number']}: {exc}; stored without a commit")
+        commit = None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
         path.write_bytes(data)
@@ -191,7 +199,7 @@ def _import_one(
             parsed = parse_artifact(
                 path,
                 branch=build["branch"],
-                commit=build.get("commit"),
+                commit=commit,
                 harness_version=src.harness_version,
             )
         except ArtifactError as exc:

@@ -15,6 +15,7 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
+from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
@@ -52,9 +53,13 @@ class BisectParams(Serving):
         check_name(self.variant, "variant")
         if "/" in self.dataset or self.dataset.startswith("."):
             require_trusted(self.dataset, "dataset")
-        for what, value in self.serving_paths().items():
-            if value is not None:
-                require_trusted(str(value), what)
+        self.check_serving()
+        if len(self.history) < 2:
+            raise ValueError("history: at least two commits (good first, bad last)")
+        repo = self.commit_repo
+        self.history = [full_commit(repo, c, f"history[{i}]") for i, c in enumerate(self.history)]
+        if self.first_bad is not None:
+            self.first_bad = full_commit(repo, self.first_bad, "first_bad")
         return self
 
     @property

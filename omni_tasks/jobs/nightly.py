@@ -24,10 +24,19 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
-from omni_tasks.names import check_branch, check_name, path_component, require_trusted
+from omni_tasks.names import (
+    check_branch,
+    check_env_name,
+    check_model,
+    check_name,
+    check_text,
+    path_component,
+    require_trusted,
+)
 from omni_tasks.store import heads
 
 
@@ -65,6 +74,27 @@ class Serving(BaseModel):
         default_factory=dict,
         description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
     )
+
+    @property
+    def commit_repo(self) -> str | None:
+        """Where a short SHA from the form is resolved (the heads repo, else the env's)."""
+        return self.repo or self.environment.get("repo")
+
+    def check_serving(self) -> None:
+        """What names a process on the GPU worker: the model is a name or a trusted path,
+        never an option; the server's environment is NAME=text."""
+        model = self.server.get("model")
+        if model is not None:
+            check_model(str(model))
+        env = self.server.get("env") or {}
+        if not isinstance(env, dict):
+            raise ValueError("server.env: a mapping of NAME: value")
+        for key, value in env.items():
+            check_env_name(str(key), "server.env")
+            check_text(str(value), f"server.env.{key}", max_len=4096)
+        for what, value in self.serving_paths().items():
+            if value is not None:
+                require_trusted(str(value), what)
 
     def serving_paths(self) -> dict[str, Any]:
         paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
@@ -129,7 +159,10 @@ class NightlyParams(Serving):
             check_name(self.benchmark, "benchmark")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        paths = self.serving_paths()
+        self.check_serving()
+        repo = self.commit_repo
+        self.commits = {b: full_commit(repo, c, f"commits.{b}") for b, c in self.commits.items()}
+        paths: dict[str, Any] = {}
         for branch in self.targets:
             paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
         if "/" in self.dataset or self.dataset.startswith("."):

@@ -18,7 +18,6 @@ parsing of thinker text and WAV chunks. Every utterance ends with exactly one st
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,13 @@ from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis.bounded import (
+    MAX_ERROR_BODY,
+    ResponseRefused,
+    parse_json,
+    read_body,
+    sse_lines,
+)
 from omni_tasks.synthesis.protocol import PromptTemplate
 from omni_tasks.synthesis.stages import StageDefaults
 
@@ -69,6 +75,14 @@ class ClipResult:
         return "; ".join(parts)[:1000] or None
 
 
+# Thinker text is evidence, not payload: a server that streams 200 MB of it is cut (and says so).
+MAX_TEXT_CHARS = 64 * 1024
+
+
+class Malformed(Exception):
+    """A stream chunk of a shape the protocol does not have."""
+
+
 class _Stream:
     """What has arrived so far on one response stream."""
 
@@ -83,30 +97,56 @@ class _Stream:
         self.any_output = False
         self.transcript = False
         self.error: str | None = None
+        self.chars = 0
+        self.text_cut = False
 
-    def feed(self, chunk: dict[str, Any]) -> bool:
-        """Take one SSE chunk; False once the audio cap is reached (stop reading)."""
+    def feed(self, chunk: Any) -> bool:
+        """Take one SSE chunk; False once the audio cap is reached (stop reading). A chunk of
+        the wrong shape raises Malformed (the clip fails with the reason; the run goes on)."""
+        if not isinstance(chunk, dict):
+            raise Malformed(f"a chunk that is a JSON {type(chunk).__name__}, not an object")
         if (error := chunk.get("error")) is not None:
             message = error.get("message") if isinstance(error, dict) else None
             self.error = str(message or error)[:500]
             return True
         choices = chunk.get("choices") or [{}]
+        if not isinstance(choices, list) or not isinstance(choices[0], dict):
+            raise Malformed("'choices' is not a list of objects")
         delta = choices[0].get("delta") or {}
-        content = delta.get("content")
-        modality = chunk.get("modality")
+        audio = (delta.get("audio") or {}) if isinstance(delta, dict) else None
+        if not isinstance(delta, dict) or not isinstance(audio, dict):
+            raise Malformed("'delta' (or its 'audio') is not an object")
+        content, modality = delta.get("content"), chunk.get("modality")
+        if not isinstance(content, str | None) or not isinstance(modality, str | None):
+            raise Malformed("'content' or 'modality' is not text")
         if modality == "audio":
-            data = content or (delta.get("audio") or {}).get("data")
+            data = content or audio.get("data")
+            if not isinstance(data, str | None):
+                raise Malformed("the audio data is not text")
             if data:
                 self.any_output = True
                 self._audio(data)
         elif modality == "transcript":
+            seconds = chunk.get("audio_seconds", 0.0)
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise Malformed("'audio_seconds' is not a number")
             self.any_output = self.transcript = True
-            self.heard.append(str(content or ""))
-            self.seconds += float(chunk.get("audio_seconds", 0.0))
+            self._text(self.heard, content or "")
+            self.seconds += min(max(float(seconds), 0.0), self.cap_s)
         elif content:
             self.any_output = True
-            self.text.append(str(content))
+            self._text(self.text, content)
         return self.seconds < self.cap_s
+
+    def _text(self, into: list[str], text: str) -> None:
+        """Thinker text (and a simulator's transcript) up to MAX_TEXT_CHARS; the rest is cut."""
+        room = MAX_TEXT_CHARS - self.chars
+        if len(text) > room:
+            self.text_cut = True
+            text = text[: max(room, 0)]
+        self.chars += len(text)
+        if text:
+            into.append(text)
 
     def _audio(self, data: str) -> None:
         import base64
@@ -147,6 +187,8 @@ def _finish(utt: Utterance, s: _Stream, status: SynthStatus, started: float) -> 
     )
     if s.dropped:
         result.notes.append(f"dropped {s.dropped} audio chunk(s) that were not WAV like the first")
+    if s.text_cut:
+        result.notes.append(f"thinker text cut at {MAX_TEXT_CHARS} characters")
     return result
 
 
@@ -174,9 +216,9 @@ async def synthesize_one(
             result = _finish(utt, s, status, started)
             result.error_detail = f"no end of stream within {cfg.timeout_s:g} s"
             return result
-        except _HTTPError as exc:
+        except (_HTTPError, ResponseRefused, Malformed) as exc:
             result = _finish(utt, s, "request_failed", started)
-            result.error_detail = str(exc)
+            result.error_detail = str(exc)[:500]
             return result
         except httpx.TransportError as exc:
             if not s.any_output and attempt < cfg.retries:
@@ -186,6 +228,10 @@ async def synthesize_one(
             result = _finish(utt, s, "request_failed", started)
             when = "after output had begun" if s.any_output else f"after {attempt + 1} attempt(s)"
             result.error_detail = f"connection failed {when}: {type(exc).__name__}: {exc}"[:500]
+            return result
+        except Exception as exc:  # one clip's surprise is that clip's failure, never the run's
+            result = _finish(utt, s, "request_failed", started)
+            result.error_detail = f"client error: {type(exc).__name__}: {exc}"[:500]
             return result
         if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
             result = _finish(utt, s, "request_failed", started)
@@ -203,20 +249,15 @@ async def _read(
 ) -> SynthStatus:
     async with client.stream("POST", cfg.url.rstrip("/") + "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
-            text = (await r.aread()).decode("utf-8", "replace")[:300]
-            raise _HTTPError(f"HTTP {r.status_code}: {text}")
-        async for line in r.aiter_lines():
+            said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
+            raise _HTTPError(f"HTTP {r.status_code}: {said.decode('utf-8', 'replace')[:300]}")
+        async for line in sse_lines(r):
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
                 return "ok"
-            try:
-                chunk = json.loads(data)
-            except json.JSONDecodeError:
-                s.dropped += 1
-                continue
-            if isinstance(chunk, dict) and not s.feed(chunk):
+            if not s.feed(parse_json(data, "stream chunk")):
                 return "over_long"
     return "ok"  # stream closed without [DONE]: what arrived decides (no audio -> no_audio)
 

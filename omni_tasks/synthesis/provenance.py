@@ -102,7 +102,7 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def commit_time(repo: Path, commit: str) -> dt.datetime | None:
-    out = _git(repo, "show", "-s", "--format=%cI", commit)
+    out = _git(repo, "show", "-s", "--format=%cI", "--end-of-options", commit)
     return dt.datetime.fromisoformat(out.stdout.strip()) if out.returncode == 0 else None
 
 
@@ -113,6 +113,6 @@ def lineage(
     differs = None if not (commit and recorded_head) else commit != recorded_head
     reachable = None
     if repo is not None and commit and baseline_head:
-        out = _git(repo, "merge-base", "--is-ancestor", commit, baseline_head)
+        out = _git(repo, "merge-base", "--is-ancestor", "--end-of-options", commit, baseline_head)
         reachable = {0: True, 1: False}.get(out.returncode)
     return Lineage(reachable, differs)

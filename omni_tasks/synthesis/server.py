@@ -9,6 +9,7 @@ whole process group.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -56,6 +57,26 @@ class RunningServer:
     pid: int
     log_path: Path
     argv: list[str]
+
+
+# Worker settings a server (a commit under test, perhaps a pull request's) never needs: the
+# results DB, tokens, Airflow's connections and keys.
+_SECRET_ENV = re.compile(
+    r"TOKEN|PASSWORD|SECRET|FERNET|API_KEY|DATABASE_URL|_CONN_|SQL_ALCHEMY", re.I
+)
+
+
+def server_env(spec: ServerSpec) -> dict[str, str]:
+    """The worker's environment without its secrets, plus the deployment config's `env`."""
+    inherited = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    return {**inherited, **spec.env}
+
+
+def probe_env(spec: ServerSpec) -> dict[str, str]:
+    """A clean environment for the provenance probe: PATH, HOME and locale, plus the config's
+    `env` (so it sees the interpreter's packages as the server will), nothing inherited."""
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    return {**base, **spec.env}
 
 
 def free_port() -> int:
@@ -149,7 +170,7 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
     """Start the server, wait until it is healthy, yield it, and stop its process group."""
     port = free_port()
     argv = command(spec, port)
-    env = {**os.environ, **spec.env}
+    env = server_env(spec)
     if spec.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spec.gpus))
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +208,7 @@ def provenance(
     baseline_head: str | None = None,
     recorded_head: str | None = None,
 ) -> Provenance:
-    env = {**os.environ, **spec.env}
+    env = probe_env(spec)
     visible = ",".join(map(str, spec.gpus)) or None
     return Provenance(
         stack=stack_versions(spec.python, env),
