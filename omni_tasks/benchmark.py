@@ -179,11 +179,19 @@ def _is_simulator(url: str) -> bool:
     """An already-running simulator (it names itself in /v1/models)."""
     import httpx
 
+    from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, read_body_sync
+
     try:
-        models = httpx.get(url.rstrip("/") + "/v1/models", timeout=10).json()["data"]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        with httpx.stream("GET", url.rstrip("/") + "/v1/models", timeout=10) as r:
+            doc = parse_json(read_body_sync(r, 1024 * 1024), "/v1/models")
+    except (httpx.HTTPError, ResponseRefused):
         return False
-    return any(str(m.get("id", "")).startswith("simulator:") for m in models)
+    models = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(models, list):
+        return False
+    return any(
+        isinstance(m, dict) and str(m.get("id", "")).startswith("simulator:") for m in models
+    )
 
 
 def stage_settings(req: BenchRequest) -> dict[str, Any]:

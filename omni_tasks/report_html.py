@@ -42,6 +42,12 @@ def _e(x: object) -> str:
     return html.escape("" if x is None else str(x))
 
 
+def _t(x: object) -> str:
+    """Data in a chart's text (titles, legend, axis labels, hover): plotly reads `<a href>`,
+    `<b>` and `<br>` there, so it gets entities, which plotly shows as the characters."""
+    return html.escape(str(x), quote=False)
+
+
 def _fig(fig: go.Figure, div_id: str) -> str:
     fig.update_layout(
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380, template="plotly_white"
@@ -53,7 +59,7 @@ def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     series: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        series.setdefault(f"{r['branch']} / {r['variant']}", []).append(r)
+        series.setdefault(_t(f"{r['branch']} / {r['variant']}"), []).append(r)
     for name, pts in sorted(series.items()):
         y = [p["tail_fraction"] for p in pts]
         high = [(p["tail_ci_high"] or t) - t for p, t in zip(pts, y, strict=True)]
@@ -78,7 +84,9 @@ def modes_figure(rows: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for mode in sorted({r["mode"] for r in rows}):
         pts = [r for r in rows if r["mode"] == mode]
-        fig.add_trace(go.Bar(x=[p["branch"] for p in pts], y=[p["clips"] for p in pts], name=mode))
+        fig.add_trace(
+            go.Bar(x=[_t(p["branch"]) for p in pts], y=[p["clips"] for p in pts], name=_t(mode))
+        )
     fig.update_layout(barmode="stack", title="Broken clips by failure mode")
     return fig
 
@@ -93,12 +101,12 @@ def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -
             x=[v(c["baseline_wer"]) for c in clips],
             y=[v(c["candidate_wer"]) for c in clips],
             mode="markers",
-            text=[f"{c['utt_id']}: {c['reference']}" for c in clips],
+            text=[_t(f"{c['utt_id']}: {c['reference']}") for c in clips],
             marker={"size": 6, "opacity": 0.6},
         )
     )
     fig.update_layout(
-        title=f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)",
+        title=_t(f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)"),
         xaxis={"range": [-0.05, 1.1]},
         yaxis={"range": [-0.05, 1.1]},
     )

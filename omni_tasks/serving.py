@@ -9,10 +9,13 @@ audio root), never from anywhere a URL names.
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import Response
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.config import get_settings
@@ -28,21 +31,47 @@ def _component(value: str) -> str:
     return value
 
 
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
+def _report_bytes(path: Path) -> bytes:
+    """A report the nightly wrote: a regular file in reports/ itself, never a link planted
+    there (O_NOFOLLOW), a FIFO or a device (checked on the open descriptor)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        raise HTTPException(status_code=404, detail="no such report") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_REPORT_BYTES:
+            raise HTTPException(status_code=404, detail="no such report")
+        return fh.read(MAX_REPORT_BYTES)
+
+
 def evidence_app(auth: Any = None) -> FastAPI:
     """The app; `auth` is the dependency that authenticates (default: Airflow's get_user)."""
     if auth is None:
         from airflow.api_fastapi.core_api.security import get_user
 
         auth = get_user
-    app = FastAPI(title="omni-tasks evidence", dependencies=[Depends(auth)])
+    # No /docs, /redoc or /openapi.json: FastAPI serves those outside the app's dependencies,
+    # so they would answer without a token.
+    app = FastAPI(
+        title="omni-tasks evidence",
+        dependencies=[Depends(auth)],
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
 
     @app.get("/reports/{name}")
-    def report(name: str) -> FileResponse:
+    def report(name: str) -> Response:
         _component(name)
-        path = get_settings().home / "reports" / name
-        if not name.endswith(".html") or not path.is_file():
+        if not name.endswith(".html"):
             raise HTTPException(status_code=404, detail="no such report")
-        return FileResponse(path, media_type="text/html")
+        return Response(
+            _report_bytes(get_settings().home / "reports" / name), media_type="text/html"
+        )
 
     @app.get("/audio/{run_key}/{name}")
     def audio(run_key: str, name: str) -> Response:

@@ -250,7 +250,7 @@ def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str
 
 def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
     """A context block with the command that reproduces the candidate's run."""
-    line = f"Reproduce the candidate's run: `{blocks.entities(reproduce_command(run, run))}`"
+    line = f"Reproduce the candidate's run: {blocks.code(reproduce_command(run, run))}"
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}
 
 

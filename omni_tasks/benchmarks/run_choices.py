@@ -23,6 +23,13 @@ from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, Trigger
 from omni_tasks.store import runs
+from omni_tasks.synthesis.bounded import (
+    MAX_ERROR_BODY,
+    MAX_JSON_BODY,
+    ResponseRefused,
+    parse_json,
+    read_body,
+)
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
 GRADER = Grader(
@@ -149,11 +156,24 @@ async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Quest
     if req.seed is not None:
         body["seed"] = req.seed
     try:
-        r = await client.post(f"{url}/v1/chat/completions", json=body)
-        r.raise_for_status()
-        text = r.json()["choices"][0]["message"]["content"]
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
+            if r.status_code != 200:
+                said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
+                shown = said.decode("utf-8", "replace")[:300]
+                return Answer("request_failed", None, f"HTTP {r.status_code}: {shown}")
+            doc = parse_json(await read_body(r, MAX_JSON_BODY), "answer")
+    except (httpx.HTTPError, ResponseRefused) as exc:
         return Answer("request_failed", None, f"{type(exc).__name__}: {str(exc)[:300]}")
-    if not isinstance(text, str):
-        return Answer("request_failed", None, "the response's content is not text")
+    text = _content(doc)
+    if text is None:
+        return Answer("request_failed", None, "the response has no choices[0].message.content text")
     return Answer("ok", text[:MAX_ANSWER_CHARS])
+
+
+def _content(doc: Any) -> str | None:
+    """choices[0].message.content when the response has that shape and it is text."""
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else None

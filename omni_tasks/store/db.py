@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -96,13 +96,19 @@ def redact(text: str, dsn: str | None = None) -> str:
 
 def _password_fields(dsn: str) -> list[str]:
     """Password candidates even from a DSN that does not parse (the text after the userinfo
-    colon up to the last '@', password= values with or without quotes)."""
+    colon up to the last '@', password= values with or without quotes, whatever the key's case
+    or percent-encoding: libpq reads `?%70assword=` and `PASSWORD=` alike)."""
     out = []
     m = re.search(r"://[^:/@]*:(.*)@[^@]*$", dsn.split("?", 1)[0])
     if m:
         out.append(m.group(1))
-    out += re.findall(r"password\s*=\s*'((?:[^'\\]|\\.)*)'", dsn)
-    out += re.findall(r"password\s*=\s*'?([^\s'&]+)", dsn)
+    if "?" in dsn:
+        for part in dsn.split("?", 1)[1].split("&"):
+            key, _, value = part.partition("=")
+            if unquote(key).strip().lower() == "password" and value:
+                out += [value, unquote(value)]
+    out += re.findall(r"password\s*=\s*'((?:[^'\\]|\\.)*)'", dsn, re.I)
+    out += re.findall(r"password\s*=\s*'?([^\s'&]+)", dsn, re.I)
     return out
 
 

@@ -66,6 +66,17 @@ async def read_body(r: httpx.Response, cap: int, *, keep_start: bool = False) ->
     return bytes(out)
 
 
+def read_body_sync(r: httpx.Response, cap: int) -> bytes:
+    """read_body for a synchronous response (a probe such as /v1/models)."""
+    dec = _Decoder(r.headers.get("content-encoding"))
+    out = bytearray()
+    for raw in r.iter_raw():
+        out += dec.feed(raw, cap - len(out))
+        if len(out) > cap:
+            raise ResponseRefused(f"response body over {cap} bytes")
+    return bytes(out)
+
+
 async def sse_lines(
     r: httpx.Response, *, max_line: int = MAX_LINE, max_bytes: int = MAX_STREAM_BYTES
 ) -> AsyncIterator[str]:

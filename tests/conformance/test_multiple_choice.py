@@ -8,6 +8,7 @@ sampled the questions in different orders (so `request_id`s differ)."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -176,8 +177,9 @@ def independent_counts(base_doc: dict[str, Any], cand_doc: dict[str, Any], items
 
 
 def import_file(path: Path, branch: str) -> str:
+    commit = hashlib.sha1(branch.encode()).hexdigest()  # one commit per branch
     out = runner.invoke(
-        app, ["import", "vllm-omni", str(path), "--branch", branch, "--commit", f"{branch}0001"]
+        app, ["import", "vllm-omni", str(path), "--branch", branch, "--commit", commit]
     )
     assert out.exit_code == 0, out.output
     return out.stdout.strip()

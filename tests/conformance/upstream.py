@@ -17,6 +17,7 @@ import ast
 import builtins
 import copy
 import dataclasses
+import fcntl
 import hashlib
 import importlib
 import re
@@ -25,6 +26,8 @@ import sys
 import tarfile
 import types
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +56,13 @@ def wheel_root(version: str) -> Path:
         raise ValueError(f"unknown vllm-omni version {version!r}; pinned: {sorted(WHEELS)}")
     base = get_settings().cache_dir / "upstream" / f"vllm-omni-{version}"
     root = base / "src"
-    if (root / "vllm_omni").is_dir():
-        return root
-    base.mkdir(parents=True, exist_ok=True)
+    with _fetching(base):  # test workers share the cache: one fetches, the others wait
+        if not (root / "vllm_omni").is_dir():
+            _fetch_wheel(version, base, root)
+    return root
+
+
+def _fetch_wheel(version: str, base: Path, root: Path) -> None:
     req = base / "requirements.txt"
     req.write_text(f"vllm-omni=={version} --hash=sha256:{WHEELS[version]}\n")
     subprocess.run(
@@ -80,7 +87,6 @@ def wheel_root(version: str) -> Path:
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(tmp)
     tmp.replace(root)
-    return root
 
 
 def vllm_root(version: str) -> Path:
@@ -88,9 +94,13 @@ def vllm_root(version: str) -> Path:
     checked, extracted once)."""
     base = get_settings().cache_dir / "upstream" / f"vllm-{version}"
     root = base / "src"
-    if (root / "vllm").is_dir():
-        return root
-    base.mkdir(parents=True, exist_ok=True)
+    with _fetching(base):
+        if not (root / "vllm").is_dir():
+            _fetch_sdist(version, base, root)
+    return root
+
+
+def _fetch_sdist(version: str, base: Path, root: Path) -> None:
     name = f"vllm-{version}.tar.gz"
     page = httpx.get(INDEX, timeout=60, follow_redirects=True).text
     match = re.search(rf'href="([^"#]*/{re.escape(name)})', page)
@@ -119,7 +129,14 @@ def vllm_root(version: str) -> Path:
                 tf.extract(member, tmp, filter="data")
     tmp.replace(root)
     sdist.unlink()
-    return root
+
+
+@contextmanager
+def _fetching(base: Path) -> Iterator[None]:
+    base.mkdir(parents=True, exist_ok=True)
+    with (base / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def sampling_params_class(version: str) -> type:

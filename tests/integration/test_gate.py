@@ -30,8 +30,10 @@ def import_pair(
     cand_branch: str = "dev/vllm-align",
 ) -> tuple[str, str]:
     base, cand = ab_files(tmp_path, shape, seed=seed, date=date)
-    a = run("import", "vllm-omni", str(base), "--branch", "main", "--commit", "a1").strip()
-    b = run("import", "vllm-omni", str(cand), "--branch", cand_branch, "--commit", "b1").strip()
+    a = run("import", "vllm-omni", str(base), "--branch", "main", "--commit", "a1a1a1a").strip()
+    b = run(
+        "import", "vllm-omni", str(cand), "--branch", cand_branch, "--commit", "b1b1b1b"
+    ).strip()
     return a, b
 
 

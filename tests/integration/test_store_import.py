@@ -40,20 +40,20 @@ def test_import_1088_items_then_idempotent_then_conflict_then_replace(
     db: psycopg.Connection, tmp_path: Path
 ) -> None:
     base, _ = ab_files(tmp_path)
-    r = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc123")
+    r = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc1234")
     assert r.exit_code == 0, r.output
     key = r.stdout.strip().splitlines()[-1]
-    assert key.startswith("seed_tts_en:2026-11-28:main:abc123:default")
+    assert key.startswith("seed_tts_en:2026-11-28:main:abc1234:default")
     assert counts(db) == (1, 1088, 1, 1088)
 
-    again = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc123")
+    again = invoke("import", "vllm-omni", str(base), "--branch", "main", "--commit", "abc1234")
     assert again.exit_code == 0 and "unchanged" in again.output
     assert counts(db) == (1, 1088, 1, 1088)
 
     doc = json.loads(base.read_text())
     doc["seed_tts_wer_eval_items"][7]["wer"] = 0.5
     changed = write_json(tmp_path / "changed.json", doc)
-    refused = invoke("import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc123")
+    refused = invoke("import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc1234")
     assert refused.exit_code == 1
     assert "already exists with different content" in refused.output
     assert "sim_00007" in refused.output and "wer" in refused.output
@@ -63,7 +63,7 @@ def test_import_1088_items_then_idempotent_then_conflict_then_replace(
     )
 
     replaced = invoke(
-        "import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc123", "--replace"
+        "import", "vllm-omni", str(changed), "--branch", "main", "--commit", "abc1234", "--replace"
     )
     assert replaced.exit_code == 0 and "replaced" in replaced.output
     assert counts(db) == (1, 1088, 1, 1088)
