@@ -51,6 +51,15 @@ def check_text(
     return value
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """A server's text (an error body, thinker text) as it may be stored and shown: NUL and
+    other control characters (tab and newline aside) and lone surrogates become U+FFFD."""
+    return _UNPRINTABLE.sub("\ufffd", text)
+
+
 def check_name(value: str, what: str, max_len: int = MAX_NAME) -> str:
     """A branch, benchmark or variant name: non-empty, one line, bounded."""
     if not value:

@@ -18,7 +18,7 @@ import psycopg
 from omni_tasks.benchmarks import daily_omni
 from omni_tasks.benchmarks.daily_omni import Question, QuestionSet
 from omni_tasks.config import get_settings
-from omni_tasks.names import check_name
+from omni_tasks.names import check_name, printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, Trigger
@@ -159,15 +159,15 @@ async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Quest
         async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
             if r.status_code != 200:
                 said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
-                shown = said.decode("utf-8", "replace")[:300]
+                shown = printable(said.decode("utf-8", "replace")[:300])
                 return Answer("request_failed", None, f"HTTP {r.status_code}: {shown}")
             doc = parse_json(await read_body(r, MAX_JSON_BODY), "answer")
     except (httpx.HTTPError, ResponseRefused) as exc:
-        return Answer("request_failed", None, f"{type(exc).__name__}: {str(exc)[:300]}")
+        return Answer("request_failed", None, printable(f"{type(exc).__name__}: {exc}"[:300]))
     text = _content(doc)
     if text is None:
         return Answer("request_failed", None, "the response has no choices[0].message.content text")
-    return Answer("ok", text[:MAX_ANSWER_CHARS])
+    return Answer("ok", printable(text[:MAX_ANSWER_CHARS]))
 
 
 def _content(doc: Any) -> str | None:

@@ -19,7 +19,7 @@ import httpx
 
 MAX_ERROR_BODY = 64 * 1024  # what an error response may say (the start is kept)
 MAX_JSON_BODY = 16 * 1024 * 1024  # a non-streamed answer
-MAX_STREAM_BYTES = 512 * 1024 * 1024  # a whole SSE response, decompressed
+MAX_STREAM_BYTES = 128 * 1024 * 1024  # a whole SSE response, decompressed (60 s of audio: 4 MB)
 MAX_LINE = 16 * 1024 * 1024  # one SSE line: a 60 s WAV chunk in base64 is about 4 MB
 
 

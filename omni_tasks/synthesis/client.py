@@ -28,6 +28,7 @@ import numpy as np
 
 from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
+from omni_tasks.names import printable
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import (
@@ -72,7 +73,7 @@ class ClipResult:
     @property
     def detail(self) -> str | None:
         parts = ([self.error_detail] if self.error_detail else []) + self.notes
-        return "; ".join(parts)[:1000] or None
+        return printable("; ".join(parts)[:1000]) or None
 
 
 # Thinker text is evidence, not payload: a server that streams 200 MB of it is cut (and says so).
@@ -179,10 +180,10 @@ def _finish(utt: Utterance, s: _Stream, status: SynthStatus, started: float) -> 
     result = ClipResult(
         utt,
         status,
-        thinker_text="".join(s.text).strip(),
+        thinker_text=printable("".join(s.text).strip()),
         audio=audio,
         audio_seconds=min(s.seconds, s.cap_s),
-        heard=" ".join(s.heard).strip() if s.transcript else None,
+        heard=printable(" ".join(s.heard).strip()) if s.transcript else None,
         latency_s=time.monotonic() - started,
     )
     if s.dropped:

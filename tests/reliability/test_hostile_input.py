@@ -451,3 +451,99 @@ def test_json_output_is_only_json(db, tmp_path: Path) -> None:
     out = runner.invoke(app, ["alerts", "dispatch", "--json"])
     assert out.exit_code == 0
     assert json.loads(out.stdout)["sent"] == 1
+
+
+# --- Issue 26: the trust boundary (trigger forms and servers) ------------------------------
+
+MEMORY_LIMIT = 3 << 29  # 1.5 GiB for a whole `bench` process: less than one bomb inflated
+
+
+def _hostile_locale(root: Path) -> Path:
+    from tests.fakes.hostile_vllm import ATTACKS
+
+    (root / "prompt-wavs").mkdir(parents=True)
+    write_audio(str(root / "prompt-wavs" / "p.wav"), np.full(2400, 0.1, np.float32), 24_000)
+    lines = ["good|p|prompt-wavs/p.wav|good clip one two"]
+    lines += [f"{a}|p|prompt-wavs/p.wav|attack {a}" for a in ATTACKS]
+    (root / "meta.lst").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _limited(limit: int):  # type: ignore[no-untyped-def]
+    import resource
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def test_a_hostile_server_costs_one_clip_never_the_run_or_the_memory(
+    planted: Path, db, tmp_path: Path
+) -> None:
+    """Every attack of tests/fakes/hostile_vllm.py against one run, in a process whose address
+    space is capped: the run ends (partial: it has infra clips), the good clip is ok, each attack is that clip's
+    failure with its reason, and no planted secret reaches the output or the store."""
+    import subprocess
+    import sys
+
+    from tests.fakes.hostile_vllm import ATTACKS, hostile_app
+
+    locale = _hostile_locale(tmp_path / "en")
+    env = {**os.environ, "OMNI_HOME": str(planted), "OPENBLAS_NUM_THREADS": "1"}
+    with serve_in_thread(hostile_app()) as url:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "omni_tasks",
+                "bench",
+                "--target",
+                url,
+                "--branch",
+                "rebase",
+                "--dataset",
+                str(locale),
+                "--transcript-mode",
+                "--run-key",
+                "hostile",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=_limited(MEMORY_LIMIT),
+        )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    run = db.execute("SELECT run_id, status FROM omni.run WHERE run_key = 'hostile'").fetchone()
+    assert run["status"] == "partial"  # ended, with infra clips: never left `running`
+    clips = {
+        r["utt_id"]: r
+        for r in db.execute(
+            "SELECT utt_id, synth_status, error_detail, thinker_text FROM omni.clip_audio "
+            "WHERE run_id = %s",
+            (run["run_id"],),
+        )
+    }
+    assert set(clips) == {"good", *ATTACKS}
+    assert clips["good"]["synth_status"] == "ok"
+    reasons = {
+        "flac": "dropped 1 audio chunk",
+        "gzip_error": "HTTP 500",
+        "gzip_stream": "an SSE line over",  # 2 GiB of zeros is one line
+        "endless_line": "an SSE line over",
+        "null_choice": "'choices' is not a list of objects",
+        "big_int": "not valid JSON",
+        "deep_json": "nested too deeply",
+        "content_number": "'content' or 'modality' is not text",
+        "huge_text": "thinker text cut at 65536 characters",
+    }
+    for attack, reason in reasons.items():
+        assert reason in (clips[attack]["error_detail"] or ""), (attack, clips[attack])
+    failed = {"gzip_error", "gzip_stream", "endless_line", "null_choice", "big_int"}
+    failed |= {"deep_json", "content_number"}
+    assert {a for a in ATTACKS if clips[a]["synth_status"] == "request_failed"} == failed
+    assert clips["flac"]["synth_status"] == "no_audio"
+    assert len(clips["huge_text"]["thinker_text"]) <= 65536
+    rows = db.execute("SELECT error_detail, thinker_text FROM omni.clip_audio").fetchall()
+    _no_secret({"output": out.stdout + out.stderr, "clips": json.dumps(rows)})
