@@ -154,12 +154,7 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
         assert all(s["state"] == "pending" and "audio unavailable" in s["e"] for s in states)
 
     assert hits.paths == []  # the loopback URL was never fetched
-    db.execute(
-        "INSERT INTO omni.gate_decision (benchmark, nightly, candidate_branch, "
-        "baseline_branch, variant, policy_version, verdict, policy, candidate_run_id) "
-        "SELECT 'seed_tts_en', nightly, 'rebase', 'main', 'default', 'v', 'UNKNOWN', "
-        "'{}'::jsonb, run_id FROM omni.run"
-    )
+    _gated(db)
     db.commit()
     page = tmp_path / "report.html"
     out = runner.invoke(app, ["report", "--out", str(page)])
@@ -175,6 +170,16 @@ def test_audio_paths_from_an_artifact_never_read_outside_the_audio_root(
             "slack": json.dumps(slack.messages),
             **_files_under(home),
         }
+    )
+
+
+def _gated(db) -> None:  # type: ignore[no-untyped-def]
+    """A decision for every stored run (what `report` needs), as the gate would store it."""
+    db.execute(
+        "INSERT INTO omni.gate_decision (benchmark, nightly, candidate_branch, "
+        "baseline_branch, variant, policy_version, verdict, policy, candidate_run_id) "
+        "SELECT 'seed_tts_en', nightly, 'rebase', 'main', 'default', 'v', 'UNKNOWN', "
+        "'{}'::jsonb, run_id FROM omni.run"
     )
 
 
@@ -341,6 +346,10 @@ def test_slack_text_and_links_carry_no_mentions_links_or_formatting(monkeypatch)
         f"host=127.0.0.1 port=1 user=u password='{PASSWORD} with space'",
         f"host=127.0.0.1 port=1 password='{PASSWORD}",
         f"postgresql://u@127.0.0.1:1/db?password={PASSWORD}",
+        f"postgresql://u@127.0.0.1:1/db?%70assword={PASSWORD}",
+        f"postgresql://u@127.0.0.1:1/db?PASSWORD={PASSWORD}",
+        f"host=127.0.0.1 port=1 PASSWORD={PASSWORD}",
+        f"host=127.0.0.1 port=1 Password = '{PASSWORD}'",
     ],
 )
 def test_dsn_passwords_never_appear_in_errors(dsn: str) -> None:
@@ -547,3 +556,297 @@ def test_a_hostile_server_costs_one_clip_never_the_run_or_the_memory(
     assert len(clips["huge_text"]["thinker_text"]) <= 65536
     rows = db.execute("SELECT error_detail, thinker_text FROM omni.clip_audio").fetchall()
     _no_secret({"output": out.stdout + out.stderr, "clips": json.dumps(rows)})
+
+
+@pytest.fixture(scope="module")
+def af(tmp_path_factory, results_dsn):  # type: ignore[no-untyped-def]
+    from tests.airflow_env import airflow_env, migrate
+
+    root = tmp_path_factory.mktemp("airflow")
+    env = airflow_env(root / "home", results_dsn, root / "omni-home")
+    migrate(env)
+    return env
+
+
+def _victim(root: Path) -> Path:
+    victim = root / "victim"
+    victim.mkdir(parents=True)
+    (victim / "precious.txt").write_text("keep me")
+    return victim
+
+
+def _deployment(af: dict[str, str], tmp_path: Path, config: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    import sys
+
+    import yaml
+
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, **config}))
+    trusted = json.dumps([str(tmp_path), sys.prefix])
+    return {**af, "OMNI_NIGHTLY_CONFIG": str(path), "OMNI_TRUSTED_ROOTS": trusted}
+
+
+def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
+    af, db, tmp_path: Path
+) -> None:
+    """The real DAGs with hostile forms: a commit that is a path or a git option, a server
+    environment that runs a command, packages and a model that is an option. Each run fails at
+    its first task naming the field; the victim's files are intact, nothing ran, nothing was
+    stored."""
+    import sys
+
+    from tests.airflow_env import dags_test
+    from tests.factories import git_repo
+
+    repo = tmp_path / "repo"
+    commits = git_repo(repo, 2, "main")
+    victim = _victim(tmp_path)
+    marker = tmp_path / "command-ran"
+    overwritten = tmp_path / "overwritten"
+    overwritten.write_text("original")
+    config = {
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "repo": str(repo),
+        "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
+        "environment": {"strategy": "venv", "repo": str(repo), "root": str(tmp_path / "envs")},
+        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2},
+        "transcript_mode": True,
+    }
+    env = _deployment(af, tmp_path, config)
+    hostile = {
+        "commits.main": {"commits": {"main": "../../victim", "rebase": commits[1]}},
+        "commits.rebase": {"commits": {"main": commits[0], "rebase": f"--output={overwritten}"}},
+        "server.env": {
+            "server": {
+                "env": {"PYTHONWARNINGS": "ignore::antigravity.x", "BROWSER": f"touch {marker} %s"}
+            }
+        },
+        "server.model": {"server": {"model": "--trust-remote-code"}},
+        "environment.requirements": {"environment": {"requirements": ["evil-package==6.6.6"]}},
+    }
+    for i, (field, conf) in enumerate(hostile.items()):
+        out = dags_test(env, "seed_tts_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
+        log = out.stdout + out.stderr
+        assert out.returncode != 0, field
+        assert field in log and "AirflowFailException" in log, log[-3000:]
+        assert "up_for_retry" not in log.lower()
+    bisect = {
+        "history": [str(victim), commits[1]],
+        "target": "vllm-serve",
+        "environment": config["environment"],
+        "repo": str(repo),
+    }
+    for field, conf in (
+        ("history[0]", bisect),
+        ("server.env", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
+    ):
+        out = dags_test(env, "seed_tts_bisect", "2026-11-20", json.dumps(conf))
+        assert out.returncode != 0 and field in out.stdout + out.stderr, field
+    assert (victim / "precious.txt").read_text() == "keep me"
+    assert overwritten.read_text() == "original"
+    assert not marker.exists() and not (tmp_path / "envs").exists()
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
+    assert sys.executable  # the venv strategy was never started: no interpreter was asked
+
+
+def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    from omni_tasks.deployment import ConfigError, resolve
+
+    config = {
+        "version": 1,
+        "branches": ["main"],
+        "targets": {"main": "simulator:main"},
+        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2},
+        "form_choices": {"server.model": ["openbmb/MiniCPM-o-4_5"]},
+    }
+    text = yaml.safe_dump(config)
+    chosen = resolve({"server": {"model": "openbmb/MiniCPM-o-4_5"}}, text)
+    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}  # merged, not replaced
+    assert resolve({"server": {"gpus": 1}}, text).server["model"].startswith("Qwen/")
+    with pytest.raises(ConfigError, match=r"server.model: set by the deployment config only"):
+        resolve({"server": {"model": "evil/model"}}, text)
+    with pytest.raises(ConfigError, match="form_choices: set by the deployment config only"):
+        resolve({"form_choices": {"server.env": [{"X": "1"}]}}, text)
+    with pytest.raises(ConfigError, match=r"server\.model"):
+        resolve({}, yaml.safe_dump({**config, "server": {"model": "--trust-remote-code"}}))
+    laughs = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        laughs += f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]\n"
+    with pytest.raises(ConfigError, match="expands to more than"):
+        resolve({}, "version: 1\n" + laughs)
+
+
+def test_the_provenance_probe_and_git_take_no_orders_from_data(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The probe's interpreter runs in a clean environment (the worker's PYTHONWARNINGS and
+    BROWSER would run a command before any server starts); commits reach git after
+    --end-of-options, so `--output=FILE` is a revision that does not exist, not an option."""
+    import sys
+
+    from omni_tasks.commits import check_commit, resolve_commit
+    from omni_tasks.synthesis.provenance import commit_time, lineage
+    from omni_tasks.synthesis.server import ServerSpec, provenance, server_env
+    from tests.factories import git_repo
+
+    marker = tmp_path / "command-ran"
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore::antigravity.x")
+    monkeypatch.setenv("BROWSER", f"touch {marker} %s")
+    monkeypatch.setenv("OMNI_SLACK_TOKEN", TOKEN)
+    spec = ServerSpec(python=sys.executable, model="m", log_path=tmp_path / "log")
+    assert provenance(spec).stack["python"]  # the probe ran…
+    assert not marker.exists()  # …and nothing else did
+    assert "OMNI_SLACK_TOKEN" not in server_env(spec)  # a server under test gets no secrets
+
+    repo = tmp_path / "repo"
+    commits = git_repo(repo, 2, "main")
+    target = tmp_path / "written-by-git"
+    for bad in (f"--output={target}", "../../victim", "HEAD", "a" * 41, "g" * 40):
+        with pytest.raises(InvalidName):
+            check_commit(bad)
+    for bad in (f"--output={target}", "../../victim", "a" * 41):
+        assert commit_time(repo, bad) is None
+        assert lineage(repo, bad, commits[1], None).reachable_from_baseline_head is None
+    assert not target.exists()
+    assert resolve_commit(str(repo), commits[0][:8]) == commits[0]
+    with pytest.raises(InvalidName, match="not a commit of"):
+        resolve_commit(str(repo), "deadbeef")
+
+
+def test_an_environment_directory_is_only_ever_the_full_sha_inside_the_root(
+    tmp_path: Path,
+) -> None:
+    from omni_tasks.environments import EnvironmentBuildError
+    from omni_tasks.environments.venv import VenvStrategy
+
+    victim = _victim(tmp_path)
+    root = tmp_path / "envs"
+    root.mkdir()
+    sha = "c" * 40
+    (root / sha).symlink_to(victim)  # planted: the env dir of a commit points at the victim
+    strategy = VenvStrategy(str(tmp_path / "repo"), root)
+    for commit in (sha, "../../victim", str(victim), sha[:16]):
+        with pytest.raises(EnvironmentBuildError):
+            strategy.prepare(commit)
+    (victim / "READY").write_text("")  # looks like an environment, is not one of ours
+    (root / "old").mkdir()
+    (root / "old" / "READY").write_text("")
+    assert strategy.prune(max_age_days=0, now=9e12) == []
+    assert (victim / "precious.txt").read_text() == "keep me" and (root / "old").is_dir()
+
+
+def test_every_audio_root_kind_follows_the_one_path_rule(planted: Path, tmp_path: Path) -> None:
+    """file:// roots resolve links and refuse what is not a regular file exactly like plain
+    paths (a link to /proc/self/environ was uploaded to Slack; a FIFO hung the reader);
+    http(s):// roots compare the decoded, normalized path (%2e%2e passed the prefix check)."""
+    import time
+
+    from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
+
+    root = planted / "audio"
+    write_audio(str(root / "ok.wav"), np.zeros(240, np.float32), 24_000)
+    (root / "environ.wav").symlink_to("/proc/self/environ")
+    os.mkfifo(root / "fifo.wav")
+    (root / "dir.wav").mkdir()
+    file_root = f"file://{root}"
+    assert load_audio_bytes(f"{file_root}/ok.wav", [file_root])[:4] == b"RIFF"
+    started = time.monotonic()
+    for name in ("environ.wav", "fifo.wav", "dir.wav", "", "../outside.wav"):
+        for uri in (f"{file_root}/{name}", f"{root}/{name}"):
+            with pytest.raises(AudioUnavailable):
+                load_audio_bytes(uri, [file_root, str(root)])
+    assert time.monotonic() - started < 5  # the FIFO did not block
+    hits = Hits()
+    with serve_in_thread(hits.app()) as url:
+        http_root = f"{url}/audio"
+        for uri in (
+            f"{url}/audio/%2e%2e/secret.wav",
+            f"{url}/audio/%2E%2E/%2e%2e/etc/passwd",
+            f"{url}/audio/./x/../../secret.wav",
+            f"{url}/audio",
+            f"{url}/audio-other/x.wav",
+            f"{url}/audio/x.wav?u=../../secret",
+        ):
+            with pytest.raises(AudioUnavailable):
+                check_audio_uri(uri, [http_root])
+    assert hits.paths == []
+
+
+def test_the_audio_root_itself_as_an_audio_path_leaves_the_report_intact(
+    planted: Path, db, tmp_path: Path
+) -> None:
+    doc = small_artifact(3)
+    root = planted / "audio"
+    root.mkdir(parents=True)
+    doc["seed_tts_wer_eval_items"][0]["audio_path"] = str(root)
+    doc["seed_tts_wer_eval_items"][1]["audio_path"] = f"{root}/"
+    art = write_json(tmp_path / "art.json", doc)
+    out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "rebase"])
+    assert out.exit_code == 0 and "2 clips' audio_path refused" in out.output, out.output
+    assert db.execute("SELECT count(audio_uri) AS n FROM omni.clip_audio").fetchone()["n"] == 0
+    _gated(db)
+    db.execute("UPDATE omni.clip_audio SET audio_uri = %s", (str(root),))  # written by hand
+    db.commit()
+    page = tmp_path / "report.html"
+    out = runner.invoke(app, ["report", "--out", str(page)])
+    assert out.exit_code == 0 and page.is_file(), out.output
+
+
+def test_deleting_a_run_deletes_only_its_own_audio(planted: Path, db, tmp_path: Path) -> None:
+    """Imported audio lives under a folder no run key maps onto (`runs delete imports` used to
+    remove every imported run's audio)."""
+    outside = tmp_path / "harness-audio"
+    doc = small_artifact(2)
+    for i, item in enumerate(doc["seed_tts_wer_eval_items"]):
+        write_audio(str(outside / f"u{i}.wav"), np.zeros(240, np.float32), 24_000)
+        item["audio_path"] = str(outside / f"u{i}.wav")
+    art = write_json(tmp_path / "art.json", doc)
+    args = ["import", "vllm-omni", str(art), "--branch", "main", "--audio-root", str(outside)]
+    assert runner.invoke(app, args).exit_code == 0
+    other = write_json(tmp_path / "other.json", small_artifact(2, date="20261127-021500"))
+    args = ["import", "vllm-omni", str(other), "--branch", "main", "--run-key", "imports"]
+    assert runner.invoke(app, args).exit_code == 0
+    adopted = [r["audio_uri"] for r in db.execute("SELECT audio_uri FROM omni.clip_audio")]
+    adopted = [a for a in adopted if a]
+    assert len(adopted) == 2
+    out = runner.invoke(app, ["runs", "delete", "imports", "--yes"])
+    assert out.exit_code == 0, out.output
+    assert all(Path(a).is_file() for a in adopted)
+
+
+def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: Path) -> None:
+    for date in ("99991231", "99991231-000000", "0001-01-01", "21010101"):
+        art = write_json(tmp_path / "far.json", small_artifact(2, date=date))
+        out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", "main"])
+        assert out.exit_code == 1 and "'date'" in out.output and "outside" in out.output, date
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
+
+
+def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
+    from omni_tasks.alerts.blocks import code
+    from omni_tasks.report_html import modes_figure, scatter_figure, trend_figure
+
+    branch = '<a href="javascript:alert(1)">x</a>'
+    figures = [
+        scatter_figure([], "main", branch),
+        modes_figure([{"mode": "<b>m</b>", "branch": branch, "clips": 1}]),
+        trend_figure(
+            [
+                {
+                    "branch": branch,
+                    "variant": "default",
+                    "nightly": dt.date(2026, 11, 1),
+                    "tail_fraction": 0.1,
+                    "tail_ci_low": 0.05,
+                    "tail_ci_high": 0.15,
+                }
+            ]
+        ),
+    ]
+    for fig in figures:
+        text = fig.to_json()
+        assert "<a href" not in text and "&lt;a href" in text
+    text = escape("see https://evil.example/login or evil.example \u202egpj.exe")
+    assert "https://" not in text and "evil.example" not in text and "\u202e" not in text
+    assert code("rebase`<!channel>`") == "`rebaseˋ&lt;!channel&gt;ˋ`"

@@ -35,6 +35,9 @@ def client(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
     )
     (tmp_path / "secret.wav").write_bytes(b"RIFF-not-yours")
     os.symlink(tmp_path / "secret.wav", tmp_path / "home" / "audio" / "run1" / "link.wav")
+    (tmp_path / "secret.html").write_text("<html>PLANTED</html>")
+    os.symlink(tmp_path / "secret.html", tmp_path / "home" / "reports" / "planted.html")
+    os.mkfifo(tmp_path / "home" / "reports" / "fifo.html")
     yield TestClient(evidence_app(auth=_token_required))
     reset_settings()
 
@@ -57,6 +60,8 @@ def test_reports_and_audio_are_served_to_authenticated_callers(client) -> None: 
         "/audio/..%2F..%2F/secret.wav",
         "/audio/run1/missing.wav",
         "/reports/x.json",
+        "/reports/planted.html",  # a link planted in reports/ is not a report
+        "/reports/fifo.html",  # nor a FIFO (and reading it does not hang)
     ],
 )
 def test_nothing_outside_its_place_is_served(client, path: str) -> None:  # type: ignore[no-untyped-def]
@@ -83,3 +88,9 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-20.html"
     )
     reset_settings()
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"])
+def test_no_api_docs_are_served_with_or_without_a_token(client, path: str) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(path).status_code in (401, 404)
+    assert client.get(path, headers={"Authorization": "Bearer good"}).status_code == 404
