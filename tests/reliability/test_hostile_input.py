@@ -850,3 +850,28 @@ def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_
     text = escape("see https://evil.example/login or evil.example \u202egpj.exe")
     assert "https://" not in text and "evil.example" not in text and "\u202e" not in text
     assert code("rebase`<!channel>`") == "`rebaseˋ&lt;!channel&gt;ˋ`"
+
+
+def test_imported_audio_meets_the_stream_decoder_rules(planted: Path, db, tmp_path: Path) -> None:
+    """A FLAC declaring 34 GiB of samples, imported with --audio-root, is one clip's
+    "audio unreadable" when graded: never decoded (grade used to crash on it)."""
+    from tests.fakes.hostile_vllm import flac_bomb
+
+    outside = tmp_path / "harness-audio"
+    write_audio(str(outside / "u0.wav"), np.zeros(4800, np.float32), 24_000)
+    (outside / "u1.wav").write_bytes(flac_bomb())
+    doc = small_artifact(2)
+    for i, item in enumerate(doc["seed_tts_wer_eval_items"]):
+        item["audio_path"] = str(outside / f"u{i}.wav")
+    art = write_json(tmp_path / "art.json", doc)
+    args = ["import", "vllm-omni", str(art), "--branch", "main", "--audio-root", str(outside)]
+    assert runner.invoke(app, args).exit_code == 0
+    graded = runner.invoke(app, ["grade", _only_run(db)])
+    assert graded.exit_code == 0, graded.output
+    rows = db.execute(
+        "SELECT utt_id, g.grade_status, coalesce(g.error_detail, '') AS e FROM omni.clip_grade g "
+        "JOIN omni.grading USING (grading_id) WHERE grader_id LIKE 'faster-whisper%%' "
+        "ORDER BY utt_id"
+    ).fetchall()
+    assert [r["utt_id"] for r in rows] == ["u0", "u1"]
+    assert "not a WAV file" in rows[1]["e"] and "not a WAV" not in rows[0]["e"]
