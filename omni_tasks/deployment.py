@@ -1,7 +1,9 @@
 """The nightly's deployment config: what a scheduled run benchmarks, where, and how long it may
 take. A versioned YAML, named by the Airflow Variable `omni_nightly_config` (the YAML itself or
 a path) or by `OMNI_NIGHTLY_CONFIG` (a path). Its keys are the trigger form's fields plus
-`version`; a manual run's non-empty form fields override it for that run.
+`version` and `form_choices`; a manual run's non-empty form fields override it for that run,
+except what names a process on the GPU worker (LOCKED): the form may only pick among the
+config's `form_choices` for those (README "Untrusted input").
 
 Validated when a DAG run starts: every error names its field, and the DAG turns it into a
 failure that is not retried (a typo must not retry for many minutes). A scheduled run without

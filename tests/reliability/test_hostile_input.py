@@ -555,7 +555,9 @@ def test_a_hostile_server_costs_one_clip_never_the_run_or_the_memory(
     assert clips["flac"]["synth_status"] == "no_audio"
     assert len(clips["huge_text"]["thinker_text"]) <= 65536
     rows = db.execute("SELECT error_detail, thinker_text FROM omni.clip_audio").fetchall()
-    _no_secret({"output": out.stdout + out.stderr, "clips": json.dumps(rows)})
+    _no_secret(
+        {"output": out.stdout + out.stderr, "clips": json.dumps(rows), **_files_under(planted)}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -583,7 +585,12 @@ def _deployment(af: dict[str, str], tmp_path: Path, config: dict) -> dict[str, s
     path = tmp_path / "nightly.yaml"
     path.write_text(yaml.safe_dump({"version": 1, **config}))
     trusted = json.dumps([str(tmp_path), sys.prefix])
-    return {**af, "OMNI_NIGHTLY_CONFIG": str(path), "OMNI_TRUSTED_ROOTS": trusted}
+    return {
+        **af,
+        "OMNI_NIGHTLY_CONFIG": str(path),
+        "OMNI_TRUSTED_ROOTS": trusted,
+        "OMNI_GRAFANA_TOKEN": TOKEN,  # a planted secret: it must reach no log and no row
+    }
 
 
 def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
@@ -593,7 +600,6 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
     environment that runs a command, packages and a model that is an option. Each run fails at
     its first task naming the field; the victim's files are intact, nothing ran, nothing was
     stored."""
-    import sys
 
     from tests.airflow_env import dags_test
     from tests.factories import git_repo
@@ -625,9 +631,11 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
         "server.model": {"server": {"model": "--trust-remote-code"}},
         "environment.requirements": {"environment": {"requirements": ["evil-package==6.6.6"]}},
     }
+    logs = []
     for i, (field, conf) in enumerate(hostile.items()):
         out = dags_test(env, "seed_tts_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
         log = out.stdout + out.stderr
+        logs.append(log)
         assert out.returncode != 0, field
         assert field in log and "AirflowFailException" in log, log[-3000:]
         assert "up_for_retry" not in log.lower()
@@ -642,12 +650,15 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
         ("server.env", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
     ):
         out = dags_test(env, "seed_tts_bisect", "2026-11-20", json.dumps(conf))
-        assert out.returncode != 0 and field in out.stdout + out.stderr, field
+        logs.append(out.stdout + out.stderr)
+        assert out.returncode != 0 and field in logs[-1], field
     assert (victim / "precious.txt").read_text() == "keep me"
     assert overwritten.read_text() == "original"
     assert not marker.exists() and not (tmp_path / "envs").exists()
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
-    assert sys.executable  # the venv strategy was never started: no interpreter was asked
+    outbox = db.execute("SELECT payload::text AS p FROM omni.alert_outbox").fetchall()
+    assert outbox  # the failures were raised as INFRA alerts…
+    _no_secret({"logs": "".join(logs), "outbox": json.dumps(outbox)})  # …without the secret
 
 
 def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
