@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import bare_run, raw_copy, scratch_db
+from common import bare_run, insert_row, raw_copy, scratch_db
 
 from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.store.runs import save_run
@@ -48,23 +48,10 @@ def main() -> None:
         for i in range(max(1, args.runs // 2)):
             with conn.transaction():
                 rid, gid = bare_run(conn, f"insert{i}")
-                for a in map(dataclasses.astuple, art.clips):
-                    conn.execute(
-                        "INSERT INTO omni.clip_audio (run_id, utt_id, ordinal, "
-                        "reference_text, synth_status, audio_uri, audio_seconds, "
-                        "latency_s, thinker_text, error_detail) VALUES "
-                        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (rid, *a),
-                    )
-                for g in map(dataclasses.astuple, art.grades):
-                    conn.execute(
-                        "INSERT INTO omni.clip_grade (grading_id, utt_id, grade_status, "
-                        "hypothesis, hypothesis_norm, ref_words, hyp_words, "
-                        "substitutions, deletions, insertions, hits, wer, thinker_wer, "
-                        "task_leak, is_question, error_detail) VALUES (%s, %s, %s, %s, "
-                        "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (gid, *g),
-                    )
+                for clip in art.clips:
+                    insert_row(conn, "clip_audio", ("run_id", rid), clip)
+                for grade in art.grades:
+                    insert_row(conn, "clip_grade", ("grading_id", gid), grade)
         insert_s = (time.perf_counter() - t0) / max(1, args.runs // 2)
     print(f"1088-clip run = {rows} clip rows, {args.runs} runs each")
     print(f"{'path':32} {'s/run':>8} {'rows/s':>10} {'vs raw COPY':>12}")

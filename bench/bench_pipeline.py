@@ -249,9 +249,10 @@ def main() -> None:
     ap.add_argument("--clips", type=int, default=200)
     ap.add_argument("--synthesis-s", type=float, default=180.0)
     ap.add_argument("--demo", action="store_true", help="the demo nightly, end to end")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
     args = ap.parse_args()
     os.environ.setdefault("OMNI_HOME", tempfile.mkdtemp(prefix="omni-bench-"))
-    previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    previous = json.loads(args.results.read_text()) if args.results.is_file() else {}
     if args.demo:
         previous["demo_nightly"] = demo_nightly()
     else:
@@ -260,7 +261,7 @@ def main() -> None:
         previous["pipelined_over_synthesis"] = fast["pipelined_over_synthesis"]
         previous["sequential_over_synthesis"] = fast["sequential_over_synthesis"]
     previous["cpu_cores"] = os.cpu_count()
-    RESULTS.write_text(json.dumps(previous, indent=2) + "\n")
+    args.results.write_text(json.dumps(previous, indent=2) + "\n")
     print(json.dumps(previous, indent=2))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from common import raw_copy, scratch_db
 
+from omni_tasks.alerts.slack import default_sink, dispatch
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
@@ -66,7 +67,7 @@ def main() -> None:
             import io
 
             with contextlib.redirect_stdout(io.StringIO()):
-                nightly.dispatch_alerts(conn)
+                dispatch(conn, default_sink())
             stages["alert delivery (local outbox)"] = time.perf_counter() - t0
 
             # Baseline: raw COPY of the same clip rows into fresh runs.

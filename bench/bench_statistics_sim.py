@@ -25,6 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nights", type=int, default=4_000_000)
     ap.add_argument("--histories", type=int, default=3000)
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
     args = ap.parse_args()
     policy = load_policy()
     out: dict[str, object] = {}
@@ -52,9 +53,9 @@ def main() -> None:
             f"{e['undecided_steps']:g}, {e['evaluations_per_bisect']:.1f} runs per bisection"
         )
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {RESULTS} ({out['seconds']} s)")
+    args.results.parent.mkdir(exist_ok=True)
+    args.results.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.results} ({out['seconds']} s)")
 
 
 if __name__ == "__main__":

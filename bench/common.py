@@ -71,17 +71,28 @@ def bare_run(conn: psycopg.Connection[Any], label: str) -> tuple[int, int]:
 def raw_copy(
     conn: psycopg.Connection[Any], label: str, clips: list[Any], grades: list[Any]
 ) -> None:
-    """The I/O floor: the same clip rows through plain COPY, in one transaction."""
-    import dataclasses
-
-    from omni_tasks.store.queries import sql
+    """The I/O floor: the same clip rows through the store's plain COPY, in one transaction,
+    without what save_run adds (checks, hashing, idempotency)."""
+    from omni_tasks.store.runs import copy_clip_audio, copy_clip_grades
 
     with conn.transaction():
         run_id, grading_id = bare_run(conn, label)
-        with conn.cursor() as cur:
-            with cur.copy(sql("copy_clip_audio")) as cp:
-                for c in clips:
-                    cp.write_row((run_id, *dataclasses.astuple(c)))
-            with cur.copy(sql("copy_clip_grade")) as cp:
-                for g in grades:
-                    cp.write_row((grading_id, *dataclasses.astuple(g)))
+        copy_clip_audio(conn, run_id, clips)
+        copy_clip_grades(conn, grading_id, grades)
+
+
+def insert_row(conn: psycopg.Connection[Any], table: str, key: tuple[str, int], row: Any) -> None:
+    """One INSERT of a clip record, its columns named by the record's own fields (so the
+    baseline follows the schema as the records do)."""
+    import dataclasses
+
+    from psycopg.types.json import Jsonb
+
+    values = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+    values = {
+        key[0]: key[1],
+        **{k: Jsonb(v) if isinstance(v, dict) else v for k, v in values.items()},
+    }
+    columns = ", ".join(values)
+    marks = ", ".join(["%s"] * len(values))
+    conn.execute(f"INSERT INTO omni.{table} ({columns}) VALUES ({marks})", list(values.values()))

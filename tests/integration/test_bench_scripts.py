@@ -1,0 +1,57 @@
+"""Every benchmark script runs, at a tiny size: a refactor that breaks one fails here, not on
+the next person who wants a figure (`make bench` had stopped at its second script). The figures
+printed are not checked (speed is measured, not asserted); that each script finishes and prints
+its result line is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ADMIN_DSN
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+# script → (tiny arguments, text its output must contain)
+SMOKE = {
+    "bench_stats.py": (["--repeat", "1"], "ratio ours / numpy"),
+    "bench_ingest.py": (["--runs", "1"], "row-by-row INSERT"),
+    "bench_platform.py": ([], "raw COPY of the same rows"),
+    "bench_client.py": (["--requests", "20", "--repeat", "1"], "ratio (ours/plain)"),
+    "bench_grading.py": (["--clips", "2", "--batch", "2"], "mean WER of one-at-a-time"),
+    "bench_scale.py": (["--sizes", "2.5e5", "--reps", "1"], "worst panel p95"),
+    "bench_statistics_sim.py": (["--nights", "2000", "--histories", "4"], "wrote"),
+    "bench_pipeline.py": (["--clips", "4", "--synthesis-s", "1"], "pipelined_over_synthesis"),
+    "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),
+}
+
+
+def test_every_bench_script_has_a_smoke_run() -> None:
+    assert set(SMOKE) == {p.name for p in BENCH.glob("bench_*.py")}
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
+    args, expected = SMOKE[script]
+    if script in ("bench_statistics_sim.py", "bench_pipeline.py"):
+        args = [*args, "--results", str(tmp_path / "results.json")]  # not the committed figures
+    env = {
+        **os.environ,
+        "OMNI_TEST_ADMIN_DSN": ADMIN_DSN,
+        "OMNI_HOME": str(tmp_path / "home"),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    out = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    assert expected in out.stdout, out.stdout[-2000:]
