@@ -1,10 +1,12 @@
 """seed-TTS nightly: benchmark every branch on GPU workers, gate, refresh dashboards, alert.
 
 record_heads → run_branch (mapped: branch × seed, `gpu` queue and pool) → summarize → decide
-(paired comparisons, gate, alert plan) → refresh (Grafana, HTML report) and plan_bisects →
-auto_bisect (triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts,
-which runs whatever failed; `watcher` then fails the DAG run when any task failed (otherwise
-the always-run leaf would mark a failed night successful).
+(paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers seed_tts_bisect
+once per confirmed regression) → dispatch_alerts, which runs whatever failed and never waits
+on report or dashboard work: refresh (HTML report, Grafana) runs beside it, and
+dispatch_late delivers what refresh's failure raised. `watcher` then fails the DAG run when
+any task failed (otherwise the always-run leaves would mark a failed night successful); its own
+failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
 `airflow backfill create --dag-id seed_tts_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
 """
@@ -63,7 +65,11 @@ def seed_tts_nightly() -> None:
     def dispatch_alerts() -> str:
         return s.dispatch_alerts(get_current_context())
 
-    @task(trigger_rule="one_failed", retries=0)
+    @task(trigger_rule="all_done")
+    def dispatch_late() -> str:
+        return s.dispatch_alerts(get_current_context())
+
+    @task(trigger_rule="one_failed", retries=0, on_failure_callback=None)
     def watcher() -> None:
         s.fail_the_run()
 
@@ -78,8 +84,10 @@ def seed_tts_nightly() -> None:
         task_id="auto_bisect", trigger_dag_id="seed_tts_bisect", skip_when_already_exists=True
     ).expand_kwargs(planned)
     alerts = dispatch_alerts()
-    [done, bisects] >> alerts
-    [heads, runs, stats, night, done, planned, bisects, alerts] >> watcher()
+    bisects >> alerts
+    late = dispatch_late()
+    done >> late
+    [heads, runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
 
 
 seed_tts_nightly()

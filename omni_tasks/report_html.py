@@ -59,6 +59,8 @@ def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     series: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
+        if r["tail_fraction"] is None:  # a failed run has no figure (its table row says why)
+            continue
         series.setdefault(_t(f"{r['branch']} / {r['variant']}"), []).append(r)
     for name, pts in sorted(series.items()):
         y = [p["tail_fraction"] for p in pts]

@@ -66,9 +66,16 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "plan_bisects",
         "auto_bisect",
         "dispatch_alerts",
+        "dispatch_late",
         "watcher",
     ]
-    assert nightly.get_task("watcher").trigger_rule == "one_failed"
+    for dag in (nightly, bag.dags["seed_tts_bisect"]):
+        watcher = dag.get_task("watcher")
+        assert watcher.trigger_rule == "one_failed"
+        assert not watcher.on_failure_callback  # the failure it reports raised its own alert
+    # Alerts never wait on the report or the dashboards; what refresh raises goes out after it.
+    assert "refresh" not in nightly.get_task("dispatch_alerts").upstream_task_ids
+    assert nightly.get_task("dispatch_late").upstream_task_ids == {"refresh"}
     run = nightly.get_task("run_branch")
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"

@@ -75,3 +75,21 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
 def test_report_without_decisions_is_a_clear_error(db, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 1 and "no gated nightly" in result.output
+
+
+def test_a_night_with_a_failed_run_still_gets_its_report(db, tmp_path: Path) -> None:
+    """main benchmarked, rebase against a dead target (every request failed, so no figures):
+    the report is written and names the failed run (it used to end in a TypeError)."""
+    runner = CliRunner()
+    night = ["--nightly", "2026-11-30", "--limit", "5"]
+    ok = ["bench", "--target", "simulator:main", "--branch", "main", "--transcript-mode"]
+    assert runner.invoke(app, [*ok, *night]).exit_code == 0
+    dead = runner.invoke(
+        app, ["bench", "--target", "http://127.0.0.1:1", "--branch", "rebase", *night]
+    )
+    assert dead.exit_code != 0 and "failed" in dead.output
+    assert runner.invoke(app, ["gate", "--nightly", "2026-11-30"]).exit_code == 0
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-30"])
+    assert result.exit_code == 0, result.output
+    assert "rebase" in out.read_text()
