@@ -283,12 +283,22 @@ def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Mess
     return Message(escape(text), [_section(escape(text))])
 
 
-def infra(title: str, reasons: list[str], links: dict[str, str] | None = None) -> Message:
+def infra(
+    title: str,
+    reasons: list[str],
+    links: dict[str, str] | None = None,
+    ids: dict[str, str] | None = None,
+) -> Message:
+    """`ids` (run id, task, …) are shown as code spans, exactly as written, so they can be
+    pasted into `airflow` (escaping would turn their underscores into look-alikes)."""
     body = "\n".join(f"• {escape(clip(r, 500))}" for r in reasons[:20]) or "(no reason given)"
     if len(reasons) > 20:
         body += f"\n… and {len(reasons) - 20} more"
     head = f":warning: {title}"
-    blocks = [_header(head), _section(body), *_links(links or {})]
+    named = (
+        [_context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
+    )
+    blocks = [_header(head), _section(body), *named, *_links(links or {})]
     return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
 
 

@@ -284,7 +284,10 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
             )
     elif alert is not None and night > alert["last_nightly"]:
         store.resolve_alert(conn, alert["alert_id"], night)
-        done = f"{d['verdict']} on {night}: infrastructure problem gone"
+        done = (
+            f"INFRA cleared on {night}: {d['candidate_branch']} vs {d['baseline_branch']} "
+            f"({d['variant']}) was decided again (verdict {d['verdict']})"
+        )
         enqueue(
             conn,
             f"{key}|{night}|resolve-reply",
@@ -326,9 +329,14 @@ def _decisions(
 
 
 def raise_infra(
-    conn: psycopg.Connection[Any], key: str, title: str, reasons: list[str], dedup: str
+    conn: psycopg.Connection[Any],
+    key: str,
+    title: str,
+    reasons: list[str],
+    dedup: str,
+    ids: dict[str, str] | None = None,
 ) -> int | None:
     """An infra alert from outside the gate (task failure, missing night): one message per
-    `dedup` value, never twice."""
-    payload = _msg(blocks.infra(title, reasons), "post")
+    `dedup` value, never twice; `ids` are shown copy-pasteable."""
+    payload = _msg(blocks.infra(title, reasons, ids=ids), "post")
     return enqueue(conn, f"{key}|{dedup}", None, "post", payload)

@@ -460,7 +460,8 @@ def task_failed(
         conn,
         key,
         f"INFRA task failed: {dag_id}.{task_id}",
-        [f"run {run_id}, try {try_number}", error[:1000]],
+        [error[:1000]],
         dedup=f"{run_id}|{try_number}",
+        ids={"DAG": dag_id, "task": task_id, "run": run_id, "try": str(try_number)},
     )
     conn.commit()

@@ -125,6 +125,9 @@ def test_infra_nights_neither_resolve_nor_open_a_second_alert(db, tmp_path, slac
     assert len(regression_posts) == 1
     infra_posts = [m for m in state.top_level() if "INFRA" in (m["text"] or "")]
     assert len(infra_posts) == 2  # night 1 opened one; night 2 resolved it; night 3 opened anew
+    cleared = [m["text"] for m in state.messages if "INFRA cleared" in (m["text"] or "")]
+    assert len(cleared) == 2 and "decided again (verdict SAME)" in cleared[0]
+    assert not any("REGRESSED on" in t for t in cleared)  # a cleared INFRA is not a verdict
 
 
 def test_rate_limits_and_server_errors_are_retried(db, tmp_path, slack) -> None:

@@ -146,3 +146,15 @@ def test_too_many_blocks_are_cut_with_a_note() -> None:
     many = [{"type": "section", "text": {"type": "mrkdwn", "text": str(i)}} for i in range(80)]
     fitted = blocks.fit(many)
     assert len(fitted) == MAX_BLOCKS and "31 more blocks" in fitted[-1]["elements"][0]["text"]
+
+
+def test_infra_ids_can_be_pasted_into_airflow() -> None:
+    run_id = "manual__2026-11-30T02:00:00+00:00"
+    msg = blocks.infra(
+        "INFRA task failed: seed_tts_nightly.refresh",
+        ["Grafana answered 502"],
+        ids={"run": run_id, "evil": "x`<!channel>`"},
+    )
+    texts = "\n".join(_texts(msg.to_payload()))
+    assert f"`{run_id}`" in texts  # exactly as Airflow spells it, no look-alike underscores
+    assert "<!channel>" not in texts and "`x`" not in texts  # a value cannot close its span
