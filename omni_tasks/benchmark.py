@@ -355,6 +355,8 @@ def run_benchmark(
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
     existing = runs.run_key_status(conn, key)
+    if existing is not None:
+        _same_inputs(key, runs.get_run(conn, key), spec)
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
@@ -381,6 +383,41 @@ def run_benchmark(
     return _outcome(
         conn, key, grader_id, grading_id, synthesized, req.simulator_profile is not None
     )
+
+
+def _inputs(run: dict[str, Any]) -> dict[str, Any]:
+    """What decides what a run measures, beyond its key's fields: a re-run under the key must
+    agree on each (a launched server's URL is a fresh port each time: it counts as one)."""
+    config, stack = run.get("config") or {}, run.get("stack") or {}
+    return {
+        "target": "a launched server" if stack.get("server_log") else config.get("target"),
+        "transcript mode": bool(config.get("transcript_mode")),
+        "dataset and subset (--dataset, --limit)": run.get("dataset_fingerprint"),
+        "prompt": run.get("prompt_fingerprint"),
+        "harness version": config.get("harness_version"),
+    }
+
+
+def _short(value: Any) -> str:
+    """A fingerprint as its head and what follows it (`c98b6e85…:first5`)."""
+    text = repr(value)
+    head, colon, tail = str(value).partition(":")
+    return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else text
+
+
+def _same_inputs(key: str, stored: dict[str, Any], spec: RunSpec) -> None:
+    """A stored run is resumed, re-graded or redone only by a request with its inputs; a
+    different one under the same key is an error naming what differs (never stale results)."""
+    new = _inputs(dataclasses.asdict(spec))
+    old = _inputs(stored)
+    differs = [
+        f"{k}: stored {_short(old[k])}, asked {_short(new[k])}" for k in old if old[k] != new[k]
+    ]
+    if differs:
+        raise BenchError(
+            f"run {key} is stored with other inputs ({'; '.join(differs)}); pass another "
+            "--run-key (or --nightly/--variant) for a new run, or `runs delete` the old one"
+        )
 
 
 def _outcome(

@@ -110,3 +110,24 @@ def test_the_reproduce_command_recreates_the_same_run(db) -> None:
     assert result["run_key"] == first["run_key"] and result["synthesized"] is False
     text = runner.invoke(app, ["runs", "show", first["run_key"][:30]])
     assert "reproduce" in text.output and "omni-tasks bench --target simulator:main" in text.output
+
+
+def test_a_rerun_with_other_inputs_under_the_same_key_is_an_error_naming_them(db) -> None:
+    """A stored run is never returned for a request that measures something else (another
+    target, subset or mode used to answer "already stored", exit 0)."""
+    base = ["--branch", "b", "--transcript-mode", "--limit", "5"]
+    first = _bench("--target", "simulator:main", *base)
+    again = _bench("--target", "simulator:main", *base)
+    assert again["run_key"] == first["run_key"] and not again["synthesized"]
+    for args, named in (
+        (["--target", "simulator:rebase", *base], "target: stored 'simulator:main'"),
+        (["--target", "simulator:main", *base[:-1], "6"], ":first5, asked "),
+        (["--target", "simulator:main", *base[:2], *base[3:]], "transcript mode: stored True"),
+        (
+            ["--target", "simulator:rebase", *base, "--run-key", first["run_key"]],
+            "stored with other inputs",
+        ),
+    ):
+        out = runner.invoke(app, ["bench", "--nightly", "2026-11-28", *args])
+        assert out.exit_code == 1 and named in out.output, (args, out.output)
+    assert db.execute("SELECT count(*) AS n FROM omni.grading").fetchone()["n"] == 1
