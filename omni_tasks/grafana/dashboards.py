@@ -72,6 +72,18 @@ def _line(value: float, color: str) -> dict[str, Any]:
     }
 
 
+def _units(**columns: str) -> list[dict[str, Any]]:
+    """Overrides giving table columns their unit (shares as percent, p-values in scientific
+    notation), so a cell reads 27 % or 5.6e-8, not 0.27 or 5.587935447692871e-08."""
+    return [
+        {
+            "matcher": {"id": "byName", "options": name},
+            "properties": [{"id": "unit", "value": unit}, {"id": "decimals", "value": 2}],
+        }
+        for name, unit in columns.items()
+    ]
+
+
 def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
     return {
         "name": name,
@@ -123,7 +135,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                 },
                 "overrides": [
                     {
-                        "matcher": {"id": "byRegexp", "options": ".*95% (low|high)"},
+                        "matcher": {"id": "byRegexp", "options": " 95 % (low|high)$"},
                         "properties": [
                             {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}
                         ],
@@ -230,6 +242,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             fieldConfig={
                 "defaults": {},
                 "overrides": [
+                    *_units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
                     {
                         "matcher": {"id": "byName", "options": "verdict"},
                         "properties": [
@@ -250,7 +263,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                                 ],
                             },
                         ],
-                    }
+                    },
                 ],
             },
         ),
@@ -274,6 +287,13 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             fieldConfig={
                 "defaults": {},
                 "overrides": [
+                    *_units(
+                        mcnemar_p="sci",
+                        mcnemar_p_holm="sci",
+                        delta_tail_fraction="percentunit",
+                        delta_tail_ci_low="percentunit",
+                        delta_tail_ci_high="percentunit",
+                    ),
                     {
                         "matcher": {"id": "byName", "options": "comparison_id"},
                         "properties": [
@@ -289,7 +309,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                                 ],
                             }
                         ],
-                    }
+                    },
                 ],
             },
         ),

@@ -211,3 +211,40 @@ def test_a_refused_grafana_token_is_a_clear_error(history, monkeypatch) -> None:
         >= 1
     )
     reset_settings()
+
+
+def test_every_override_matches_a_series_the_queries_produce(history) -> None:
+    """An override whose matcher names nothing silently does nothing (the interval band's
+    regex stopped matching after a rename, and each branch drew three solid lines)."""
+    import re
+
+    comparison = history.execute(
+        "SELECT comparison_id FROM omni.v_latest_paired WHERE candidate_branch = 'rebase'"
+    ).fetchone()["comparison_id"]
+    variables = {
+        "benchmark": "seed_tts_en",
+        "branch": ["main", "rebase"],
+        "variant": ["default"],
+        "tau": "0.5",
+        "comparison": str(comparison),
+    }
+    from_, to = f"{D0}T00:00:00Z", "2026-12-31T00:00:00Z"
+    checked = 0
+    for panel in trend_dashboard()["panels"]:
+        overrides = (panel.get("fieldConfig") or {}).get("overrides") or []
+        if not overrides:
+            continue
+        names: set[str] = set()  # what Grafana names fields: metric values and columns
+        for target in panel["targets"]:
+            columns, rows = _run(history, expand(target["rawSql"], variables, from_, to))
+            names |= set(columns) | {str(r["metric"]) for r in rows if "metric" in r}
+        for o in overrides:
+            kind, pattern = o["matcher"]["id"], o["matcher"]["options"]
+            hit = (
+                any(re.search(pattern, n) for n in names)
+                if kind == "byRegexp"
+                else pattern in names
+            )
+            assert hit, f"{panel['title']}: {kind} {pattern!r} matches none of {sorted(names)}"
+            checked += 1
+    assert checked >= 3
