@@ -50,6 +50,11 @@ class Settings(BaseSettings):
         "Grafana loads them from files (compose), only annotations are pushed",
     )
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
+    repo_url: str | None = Field(
+        default=None,
+        description="The benchmarked repository on the web (https://github.com/ORG/REPO): "
+        "alerts link last good → first bad to its compare view",
+    )
     public_url: str | None = Field(
         default=None,
         description="Where the Airflow API server (its omni plugin app serving reports and "

@@ -32,6 +32,18 @@ class Message:
 
 
 @dataclass(frozen=True)
+class CommitRange:
+    """Where a regression entered: the candidate's commit on the last SAME/IMPROVED night before
+    the streak (None when none is on record) and on the night it opened."""
+
+    first_bad: str
+    first_bad_night: str
+    last_good: str | None = None
+    last_good_night: str | None = None
+    compare_url: str | None = None  # the repo's compare view, when OMNI_REPO_URL is set
+
+
+@dataclass(frozen=True)
 class AlertContext:
     """What a regression alert says; built from a stored gate decision and its comparison."""
 
@@ -48,6 +60,7 @@ class AlertContext:
     links: dict[str, str] = field(default_factory=dict)
     broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
     multiple_choice: bool = False  # items are answers, right or wrong, not transcripts
+    commits: CommitRange | None = None
 
     @property
     def broken(self) -> str:
@@ -196,7 +209,10 @@ def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
             _section(
                 f"`{escape(clip(t.utt_id, 80))}` WER {_wer(wer)}\n"
                 f"> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
-                f"> heard: {escape(clip(t.heard or '(nothing)', CLIP_TEXT))}"
+                f"> {escape(ctx.candidate)} heard: "
+                f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
+                f"> {escape(ctx.baseline)} heard: "
+                f"{escape(clip(t.baseline_heard or '(nothing)', CLIP_TEXT))}"
             )
         )
     return blocks
@@ -228,16 +244,32 @@ def note(text: str) -> Message:
     return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text))])
 
 
+def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
+    """Last good → first bad, as copyable SHAs (and the compare view when the repo is known)."""
+    r = ctx.commits
+    if r is None:
+        return []
+    bad = f"first bad {code(r.first_bad[:12])} ({r.first_bad_night})"
+    if r.last_good is None:
+        return [_section(f"*Commits* {bad}; no SAME night before it on record")]
+    text = f"*Commits* last good {code(r.last_good[:12])} ({r.last_good_night}) → {bad}"
+    if r.last_good == r.first_bad:
+        text += " (the same commit: the change is not in this repository's code)"
+    if r.compare_url:
+        text += f" · <{entities(r.compare_url).replace('|', '%7C')}|compare>"
+    return [_section(text)]
+
+
 def regression_opened(ctx: AlertContext) -> Message:
     title = f":rotating_light: {headline(ctx)}"
-    blocks = [_header(title), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    blocks = [_header(title), *_commits(ctx), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
     return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
 
 
 def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
     """The parent message after later REGRESSED nights (chat.update)."""
     title = f":rotating_light: {headline(ctx)} (open since {opened}, {nights} nights)"
-    blocks = [_header(title), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    blocks = [_header(title), *_commits(ctx), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
     return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
 
 

@@ -13,6 +13,7 @@ so planning a night twice adds nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 from urllib.parse import quote
@@ -105,14 +106,58 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
     )
 
 
+def _commit_range(
+    conn: psycopg.Connection[Any], d: dict[str, Any], opened: dt.date
+) -> blocks.CommitRange | None:
+    """The candidate's commits around the night the alert opened: that night's (first bad) and
+    the last SAME/IMPROVED night's before it (last good)."""
+    rows = decisions.verdicts_until(conn, d, opened)
+    bad = next((r for r in rows if r["nightly"] == opened and r["commit_sha"]), None)
+    if bad is None:
+        return None
+    good = next(
+        (
+            r
+            for r in rows
+            if r["nightly"] < opened and r["verdict"] in ("SAME", "IMPROVED") and r["commit_sha"]
+        ),
+        None,
+    )
+    repo = get_settings().repo_url
+    compare = (
+        f"{repo.rstrip('/')}/compare/{good['commit_sha']}...{bad['commit_sha']}"
+        if repo and good is not None
+        else None
+    )
+    return blocks.CommitRange(
+        first_bad=bad["commit_sha"],
+        first_bad_night=str(opened),
+        last_good=None if good is None else good["commit_sha"],
+        last_good_night=None if good is None else str(good["nightly"]),
+        compare_url=compare,
+    )
+
+
 def _top_audio(
     conn: psycopg.Connection[Any], d: dict[str, Any], comparison: Comparison | None
 ) -> list[dict[str, Any]]:
+    """The worst regressed clips' audio, both sides of each (baseline first, so a listener
+    hears what it should sound like, then what it does): up to TOP_AUDIO clips."""
     utts = [t.utt_id for t in comparison.top_regressed] if comparison else []
     if not utts or d.get("candidate_run_id") is None:
         return []
-    by_id = store.clip_audio_uris(conn, d["candidate_run_id"], utts)
-    return [{"utt_id": u, "audio_uri": by_id[u]} for u in utts if u in by_id][:TOP_AUDIO]
+    candidate = store.clip_audio_uris(conn, d["candidate_run_id"], utts)
+    baseline = (
+        {}
+        if d.get("baseline_run_id") is None
+        else store.clip_audio_uris(conn, d["baseline_run_id"], utts)
+    )
+    out = []
+    for u in [u for u in utts if u in candidate][:TOP_AUDIO]:
+        if u in baseline:
+            out.append({"utt_id": u, "side": "baseline", "audio_uri": baseline[u]})
+        out.append({"utt_id": u, "side": "candidate", "audio_uri": candidate[u]})
+    return out
 
 
 def _msg(m: Message, op: str, **extra: Any) -> dict[str, Any]:
@@ -160,9 +205,10 @@ def _regression(
     key = regression_key(d, tau)
     night = d["nightly"]
     alert = store.open_alert(conn, key)
-    ctx = _context(d, tau)
     candidate = _candidate_run(conn, d)
     commit = None if candidate is None else candidate["commit_sha"]
+    opened_night = night if alert is None else alert["opened_nightly"]
+    ctx = dataclasses.replace(_context(d, tau), commits=_commit_range(conn, d, opened_night))
     if alert is None:
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
@@ -176,15 +222,18 @@ def _regression(
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
         enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
         for clip in _top_audio(conn, d, ctx.comparison):
+            side = clip["side"]
+            branch = d[f"{side}_branch"]
             enqueue(
                 conn,
-                f"{key}|{night}|audio|{clip['utt_id']}",
+                f"{key}|{night}|audio|{clip['utt_id']}"
+                + ("|baseline" if side == "baseline" else ""),
                 alert_id,
                 "upload",
                 {
                     "op": "upload",
                     "file": clip["audio_uri"],
-                    "title": f"{clip['utt_id']} ({d['candidate_branch']}, {night})",
+                    "title": f"{clip['utt_id']}: {side} {branch} ({night})",
                 },
             )
         _event(conn, "regression_opened", d, blocks.headline(ctx), key)

@@ -3,7 +3,7 @@
 SELECT d.decision_id, d.benchmark, d.nightly, d.candidate_branch, d.baseline_branch, d.variant,
        d.verdict, d.confirmed, d.mcnemar_p_holm, d.reasons, d.policy_version,
        c.result AS comparison, c.tau, r.run_id AS candidate_run_id, r.airflow_dag_id,
-       r.airflow_run_id, r.run_key AS candidate_run_key
+       r.airflow_run_id, r.run_key AS candidate_run_key, d.baseline_run_id
 FROM omni.gate_decision d
 LEFT JOIN omni.comparison c USING (comparison_id)
 LEFT JOIN omni.run r ON r.run_id = d.candidate_run_id

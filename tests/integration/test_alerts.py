@@ -31,13 +31,12 @@ def slack():
 def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> None:
     state, sink = slack
     store_night(db, tmp_path, 0, REGRESS)  # p << 1e-4: confirmed on its first night
-    # Give the top regressed clips audio so the thread gets their uploads.
+    # Give the clips audio on both sides so the thread gets the worst ones, side by side.
     rows = db.execute(
-        "SELECT a.run_id, a.utt_id FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
-        "WHERE r.branch = 'rebase'"
+        "SELECT a.run_id, a.utt_id, r.branch FROM omni.clip_audio a JOIN omni.run r USING (run_id)"
     ).fetchall()
     for r in rows:
-        uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
+        uri = tmp_path / "omni-home" / "audio" / r["branch"] / f"{r['utt_id']}.wav"
         write_audio(str(uri), np.zeros(2400, np.float32), 24_000)
         db.execute(
             "UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
@@ -54,10 +53,18 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
         baseline_branch="main",
         expect=("main", "rebase"),
     )
-    assert dispatch(db, sink).sent == 4  # the post, then three audio uploads in its thread
+    assert dispatch(db, sink).sent == 7  # the post, then three clips × both sides in its thread
     parent = state.top_level()[0]["ts"]
-    assert [u["thread_ts"] for u in state.uploads] == [parent] * 3
+    assert [u["thread_ts"] for u in state.uploads] == [parent] * 6
     assert all(u["bytes"] > 0 and u["done"] for u in state.uploads)
+    titles = [u["title"] for u in state.uploads]
+    assert [t.split(": ")[1].split(" (")[0] for t in titles] == [
+        "baseline main",
+        "candidate rebase",
+    ] * 3
+    assert titles[0].split(":")[0] == titles[1].split(":")[0]  # one clip, both sides
+    opened = "\n".join(b["text"]["text"] for b in state.top_level()[0]["blocks"] if b.get("text"))
+    assert "> reference:" in opened and "> rebase heard:" in opened and "> main heard:" in opened
 
     store_night(db, tmp_path, 1, REGRESS)
     store_night(db, tmp_path, 2, REGRESS)
@@ -319,3 +326,23 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     assert again.exit_code == 1 and "another open alert" in again.output
     kinds = {r["kind"] for r in db.execute("SELECT kind FROM omni.event")}
     assert {"alert_acknowledged", "alert_invalid"} <= kinds
+
+
+def test_the_alert_names_the_commit_range_with_a_compare_link(
+    db, tmp_path, slack, monkeypatch
+) -> None:
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_REPO_URL", "https://github.com/vllm-project/vllm-omni")
+    reset_settings()
+    state, sink = slack
+    good, bad = "a1" * 20, "b2" * 20
+    store_night(db, tmp_path, 0, SAME, candidate_commit=good)
+    store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
+    dispatch(db, sink)
+    reset_settings()
+    (post,) = state.top_level()
+    text = "\n".join(b["text"]["text"] for b in post["blocks"] if b.get("text"))
+    night0, night1 = D0, D0 + dt.timedelta(days=1)
+    assert f"last good `{good[:12]}` ({night0}) → first bad `{bad[:12]}` ({night1})" in text
+    assert f"/compare/{good}...{bad}|compare>" in text
