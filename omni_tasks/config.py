@@ -42,7 +42,16 @@ class Settings(BaseSettings):
     slack_base_url: str = Field(
         default="https://slack.com/api/", description="Slack Web API base (tests: a local server)"
     )
-    grafana_url: str | None = Field(default=None, description="Grafana base URL (links, push)")
+    grafana_url: str | None = Field(
+        default=None,
+        description="Grafana base URL as this host reaches it (push; also links, unless "
+        "grafana_public_url is set)",
+    )
+    grafana_public_url: str | None = Field(
+        default=None,
+        description="Grafana as people reach it from a browser (links in alerts and Airflow); "
+        "default: grafana_url (compose: http://grafana:3000 inside, http://localhost:3000 outside)",
+    )
     grafana_token: SecretStr | None = Field(default=None, description="Grafana service token")
     grafana_dashboards: Literal["api", "provisioned"] = Field(
         default="api",
@@ -72,6 +81,11 @@ class Settings(BaseSettings):
         from omni_tasks.names import path_component
 
         return self.home / "reports" / f"{path_component(f'{benchmark}_{nightly}')}.html"
+
+    @property
+    def grafana_link_base(self) -> str | None:
+        """Where links to Grafana point (the public URL, else the one this host uses)."""
+        return self.grafana_public_url or self.grafana_url
 
     @property
     def trusted(self) -> list[str]:

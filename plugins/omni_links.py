@@ -13,7 +13,11 @@ from airflow.sdk import BaseOperatorLink
 def grafana_url(benchmark: str = "seed_tts_en") -> str:
     from omni_tasks.links import dashboard_path
 
-    base = os.environ.get("OMNI_GRAFANA_URL", "http://localhost:3000").rstrip("/")
+    # The browser's Grafana: the public URL when the API server reaches another one.
+    base = os.environ.get("OMNI_GRAFANA_PUBLIC_URL") or os.environ.get(
+        "OMNI_GRAFANA_URL", "http://localhost:3000"
+    )
+    base = base.rstrip("/")
     return f"{base}{dashboard_path([('var-benchmark', benchmark)])}"
 
 

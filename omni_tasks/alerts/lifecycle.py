@@ -52,7 +52,7 @@ def infra_key(d: dict[str, Any]) -> str:
 def links_for(d: dict[str, Any]) -> dict[str, str]:
     s = get_settings()
     out = {}
-    if s.grafana_url:
+    if s.grafana_link_base:
         path = dashboard_path(
             [
                 ("var-benchmark", d["benchmark"]),
@@ -60,7 +60,7 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
                 ("var-branch", d["baseline_branch"]),
             ]
         )
-        out["Grafana"] = f"{s.grafana_url.rstrip('/')}{path}"
+        out["Grafana"] = f"{s.grafana_link_base.rstrip('/')}{path}"
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
         dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
         out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"

@@ -45,6 +45,11 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
     known = {f"OMNI_{name.upper()}" for name in Settings.model_fields}
     omni_vars = {k for k in env if k.startswith("OMNI_")}
     assert omni_vars <= known, omni_vars - known  # every OMNI_* is a real setting
+    # Links people click point where a browser can go, never at a container name.
+    for var in ("OMNI_GRAFANA_PUBLIC_URL", "OMNI_PUBLIC_URL", "OMNI_AIRFLOW_URL"):
+        default = re.sub(r"^\$\{\w+:-(.*)\}$", r"\1", str(env[var]))
+        host = re.sub(r"^https?://([^:/]+).*$", r"\1", default)
+        assert host not in services, (var, default)
     # The GPU worker consumes the queue the DAGs put GPU tasks on, with a device reservation.
     gpu = services["airflow-gpu-worker"]
     assert "--queues gpu" in gpu["command"]
