@@ -48,6 +48,21 @@ def status_line(entry: TriageEntry) -> str:
     return text
 
 
+def current_entry(history: list[TriageEntry]) -> TriageEntry:
+    """The newest action, carrying the newest note and link given since the alert last
+    reopened: a second `ack` without `--note` keeps what the first one said."""
+    since = history
+    for i in range(len(history) - 1, -1, -1):
+        if history[i].status == "reopened":
+            since = history[i + 1 :]
+            break
+    note = next((e.note for e in reversed(since) if e.note), None)
+    link = next((e.link for e in reversed(since) if e.link), None)
+    return dataclasses.replace(
+        history[-1], note=history[-1].note or note, link=history[-1].link or link
+    )
+
+
 def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any]:
     """A parent payload carrying the alert's current triage status line (or none)."""
     blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
@@ -56,7 +71,7 @@ def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any
         line = {
             "type": "context",
             "block_id": STATUS_BLOCK,
-            "elements": [{"type": "mrkdwn", "text": status_line(history[-1])}],
+            "elements": [{"type": "mrkdwn", "text": status_line(current_entry(history))}],
         }
         blocks.insert(1 if blocks else 0, line)
     return {**payload, "blocks": blocks}

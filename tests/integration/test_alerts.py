@@ -296,11 +296,17 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     assert state.updates[-1]["ts"] == parent and "*Acknowledged* by alice" in status
     assert "bisecting" in status and "https://github.com/o/r/issues/7|linked issue" in status
     assert "Acknowledged by alice" in state.replies(parent)[-1]["text"].replace("*", "")
+    # A second ack without a note keeps the first one's note and link on the message.
+    assert cli.invoke(app, ["alerts", "ack", str(alert_id), "--by", "carol"]).exit_code == 0
+    dispatch(db, sink)
+    status = json.dumps(state.updates[-1]["blocks"])
+    assert "*Acknowledged* by carol" in status and "bisecting" in status
+    assert "https://github.com/o/r/issues/7|linked issue" in status
 
     store_night(db, tmp_path, 1, REGRESS, candidate_commit="bad0001")  # updates continue
     dispatch(db, sink)
     db.commit()
-    assert "*Acknowledged* by alice" in json.dumps(state.updates[-1]["blocks"])
+    assert "*Acknowledged* by carol" in json.dumps(state.updates[-1]["blocks"])
 
     invalid = cli.invoke(
         app, ["alerts", "invalid", str(alert_id), "--by", "bob", "--note", "runner had a bad GPU"]
@@ -313,6 +319,7 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     history = row["details"]["triage"]["history"]
     assert [(h["status"], h["by"]) for h in history] == [
         ("acknowledged", "alice"),
+        ("acknowledged", "carol"),
         ("invalid", "bob"),
     ]
     assert all(h["at"] for h in history)
