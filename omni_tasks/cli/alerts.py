@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import sys
 from typing import Annotated
 
@@ -100,13 +101,30 @@ def alerts_reopen(
 
 
 @alerts_app.command("list")
-def alerts_list(as_json: JsonFlag = False) -> None:
-    """Alerts (open first) and the state of their messages."""
+def alerts_list(
+    status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark's alerts")] = None,
+    branch: Annotated[str | None, typer.Option(help="Only alerts on this candidate branch")] = None,
+    since: Annotated[
+        datetime.datetime | None,
+        typer.Option(formats=["%Y-%m-%d"], help="Only alerts seen on or after this night"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Alerts (open first) and the state of their messages, optionally filtered."""
     from omni_tasks.store import alerts as alert_store
 
+    if status not in (None, "open", "resolved"):
+        fail(f"--status: {status!r} is not open or resolved")
     conn = open_db()
     with conn:
-        rows = alert_store.overview(conn)
+        rows = alert_store.overview(
+            conn,
+            state=status,
+            benchmark=benchmark,
+            branch=branch,
+            since=None if since is None else since.date(),
+        )
     if as_json:
         json_out(rows)
         return

@@ -228,9 +228,18 @@ def set_annotation_id(conn: psycopg.Connection[Any], event_id: int, annotation_i
     conn.execute(sql("set_annotation_id"), {"event_id": event_id, "annotation_id": annotation_id})
 
 
-def overview(conn: psycopg.Connection[Any]) -> list[Row]:
-    """Every alert, open first, with its triage status and message counts."""
-    return conn.execute(sql("alerts_overview")).fetchall()
+def overview(
+    conn: psycopg.Connection[Any],
+    *,
+    state: str | None = None,
+    benchmark: str | None = None,
+    branch: str | None = None,
+    since: dt.date | None = None,
+) -> list[Row]:
+    """Alerts, open first, with their triage status and message counts; each filter applies
+    when given (`since`: alerts seen on or after that night)."""
+    params = {"state": state, "benchmark": benchmark, "branch": branch, "since": since}
+    return conn.execute(sql("alerts_overview"), params).fetchall()
 
 
 def sent_messages(conn: psycopg.Connection[Any]) -> list[Row]:

@@ -353,3 +353,32 @@ def test_the_alert_names_the_commit_range_with_a_compare_link(
     night0, night1 = D0, D0 + dt.timedelta(days=1)
     assert f"last good `{good[:12]}` ({night0}) → first bad `{bad[:12]}` ({night1})" in text
     assert f"/compare/{good}...{bad}|compare>" in text
+
+
+def test_alerts_list_filters_by_status_benchmark_branch_and_night(db, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    store_night(db, tmp_path, 0, REGRESS)  # opens a regression alert on rebase
+    store_night(db, tmp_path, 1, None)  # rebase missing: an INFRA alert
+    db.commit()
+    cli = CliRunner()
+
+    def keys(*args: str) -> list[str]:
+        out = cli.invoke(app, ["alerts", "list", "--json", *args])
+        assert out.exit_code == 0, out.output
+        return sorted(r["alert_key"] for r in json.loads(out.stdout))
+
+    everything = keys()
+    assert len(everything) == 2
+    assert (
+        keys("--benchmark", "seed_tts_en", "--branch", "rebase", "--status", "open") == everything
+    )
+    assert keys("--branch", "main") == [] and keys("--benchmark", "daily_omni") == []
+    assert keys("--status", "resolved") == []
+    assert keys("--since", str(D0 + dt.timedelta(days=1))) == [
+        k for k in everything if "infra" in k
+    ]
+    bad = cli.invoke(app, ["alerts", "list", "--status", "closed"])
+    assert bad.exit_code == 1 and "open or resolved" in bad.output
