@@ -9,9 +9,17 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from omni_tasks.cli.common import JsonFlag, alerts_app, console, fail, json_out, open_db
+from omni_tasks.cli.common import (
+    JsonFlag,
+    WideFlag,
+    alerts_app,
+    console,
+    fail,
+    json_out,
+    open_db,
+    print_table,
+)
 from omni_tasks.config import get_settings
 
 
@@ -109,6 +117,7 @@ def alerts_list(
         datetime.datetime | None,
         typer.Option(formats=["%Y-%m-%d"], help="Only alerts seen on or after this night"),
     ] = None,
+    wide: WideFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Alerts (open first) and the state of their messages, optionally filtered."""
@@ -128,9 +137,24 @@ def alerts_list(
     if as_json:
         json_out(rows)
         return
-    table = Table(
-        "id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs", "undelivered"
+    headers = ["id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs"]
+    headers.append("undelivered")
+    cells = [[str(v) if v is not None else "" for v in r.values()] for r in rows]
+    # The key names benchmark, branches and variant: never cut.
+    print_table(
+        headers,
+        cells,
+        keep="key",
+        drop_first=[
+            "msgs",
+            "resolved",
+            "opened",
+            "kind",
+            "triage",
+            "last",
+            "undelivered",
+            "state",
+            "id",
+        ],
+        wide=wide,
     )
-    for r in rows:
-        table.add_row(*(str(r[k]) if r[k] is not None else "" for k in r))
-    console.print(table)

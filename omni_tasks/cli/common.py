@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from omni_tasks.contracts import Contract
 
@@ -92,6 +93,39 @@ DeviceOpt = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, …")]
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
+
+
+WideFlag = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal")]
+
+
+def print_table(
+    headers: list[str],
+    rows: list[list[str]],
+    *,
+    keep: str,
+    drop_first: list[str],
+    wide: bool = False,
+) -> None:
+    """Print a table that fits the terminal: the `keep` column (what commands take) is never
+    cut, and the `drop_first` columns go, in that order, until the rest fits; the caption
+    names what was left out. `wide`: every column, as wide as it needs (lines may be long)."""
+    widths = {h: max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)}
+    shown = list(headers)
+    for name in [] if wide else drop_first:
+        if sum(widths[h] + 3 for h in shown) + 1 <= console.width:
+            break
+        shown.remove(name)
+    left_out = [h for h in headers if h not in shown]
+    caption = f"not shown at this width: {', '.join(left_out)} (--wide)" if left_out else None
+    table = Table(caption=caption)
+    for h in shown:
+        table.add_column(h, no_wrap=h == keep, min_width=widths[h] if h == keep else None)
+    for r in rows:
+        table.add_row(*(r[headers.index(h)] for h in shown))
+    needed = sum(widths[h] + 3 for h in shown) + 1
+    # Rich clamps any table to its console's width: a wide one gets a console of its own.
+    out = Console(width=needed) if wide and needed > console.width else console
+    out.print(table)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Column, Table
 
 from omni_tasks.cli.common import (
     JsonFlag,
+    WideFlag,
     console,
     fail,
     json_out,
     open_db,
     parse_date,
+    print_table,
     run_keys_of,
     runs_app,
 )
@@ -24,6 +25,7 @@ def runs_list(
     branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
     nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
+    wide: WideFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """List stored runs, newest nightly first."""
@@ -37,12 +39,9 @@ def runs_list(
     if as_json:
         json_out(rows)
         return
-    table = Table("nightly", "branch", "commit", "variant", "status", "clips", "gradings")
-    # Keys are what commands take: never cut, so they can be copied (any unique prefix works).
-    width = max((len(r["run_key"]) for r in rows), default=7)
-    table.columns.insert(0, Column("run key", no_wrap=True, min_width=width))
-    for r in rows:
-        table.add_row(
+    headers = ["run key", "nightly", "branch", "commit", "variant", "status", "clips", "gradings"]
+    cells = [
+        [
             r["run_key"],
             str(r["nightly"]),
             r["branch"],
@@ -51,8 +50,18 @@ def runs_list(
             r["status"],
             f"{r['n_clips']}/{r['n_expected']}",
             str(r["n_gradings"]),
-        )
-    console.print(table)
+        ]
+        for r in rows
+    ]
+    # Keys are what commands take: never cut, so they can be copied (any unique prefix works);
+    # nightly, branch, commit and variant are inside the key, so they go first when narrow.
+    print_table(
+        headers,
+        cells,
+        keep="run key",
+        drop_first=["gradings", "variant", "commit", "nightly", "branch", "clips", "status"],
+        wide=wide,
+    )
 
 
 @runs_app.command("delete")

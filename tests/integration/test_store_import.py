@@ -197,6 +197,12 @@ def test_runs_list_keys_are_whole_and_commands_take_a_unique_prefix(
     narrow = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["runs", "list"])
     for key in keys:  # whole on one line at 80 columns, so it can be copied
         assert any(key in line for line in narrow.output.splitlines()), narrow.output
+    # What fits is shown whole (not seven columns squeezed to nothing); the rest is named, and
+    # --wide shows it.
+    assert "…" not in narrow.output and "not shown at this width" in narrow.output
+    assert all(len(line) <= 80 for line in narrow.output.splitlines())
+    wide = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["runs", "list", "--wide"])
+    assert "gradings" in wide.output and "not shown" not in wide.output
     common = next(i for i, (a, b) in enumerate(zip(*keys, strict=False)) if a != b)
     unique = keys[1][: common + 1]
     shown = json.loads(invoke("runs", "show", unique, "--json").stdout)
