@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,11 +29,7 @@ from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.progress import progress_bar
-from omni_tasks.records import (
-    INFRA_STATUSES,
-    RunSpec,
-    Trigger,
-)
+from omni_tasks.records import RunSpec, Trigger, commonest_failure
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
@@ -434,12 +429,10 @@ def _outcome(
     statuses = runs.clips_by_status(conn, run["run_id"])
     clips = runs.clip_records(conn, grading_id)
     stats = run_stats(clips, load_policy().primary_tau, run["n_expected"])
-    reasons = Counter(
-        c.synth_detail or c.synth_status for c in clips if c.synth_status in INFRA_STATUSES
-    )
+    commonest = commonest_failure(clips)
     failure = None
-    if reasons:
-        reason, n = reasons.most_common(1)[0]
+    if commonest:
+        reason, n = commonest
         failure = f"{n} of {len(clips)} clips: {reason}"
     return BenchOutcome(
         key,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -157,3 +158,12 @@ def records_of(clips: Sequence[ClipAudio], grades: Sequence[ClipGrade]) -> list[
             )
         )
     return out
+
+
+def commonest_failure(clips: Sequence[ClipRecord]) -> tuple[str, int] | None:
+    """The commonest reason among a run's infra clips (their detail, else their status), and
+    how many clips had it; None when no clip is infra."""
+    reasons = Counter(
+        c.synth_detail or c.synth_status for c in clips if c.synth_status in INFRA_STATUSES
+    )
+    return reasons.most_common(1)[0] if reasons else None

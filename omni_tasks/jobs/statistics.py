@@ -30,7 +30,7 @@ from omni_tasks.contracts import (
     SummaryOnlyStats,
 )
 from omni_tasks.formatting import pct
-from omni_tasks.records import ClipRecord
+from omni_tasks.records import ClipRecord, commonest_failure
 from omni_tasks.store import decisions, results
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
 
@@ -245,7 +245,14 @@ def run_infra_reasons(side: str, g: GradedRun, stats: RunStats, policy: GatePoli
     """Why one run cannot be gated: not complete, or coverage below the floor."""
     reasons = []
     if g.run["status"] != "complete":
-        reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete")
+        why = ""
+        failed = commonest_failure(g.clips)
+        if failed:  # the commonest reason, and where the requests went: what to go and fix
+            reason, n = failed
+            target = (g.run.get("config") or {}).get("target")
+            where = f" (target {target})" if target else ""
+            why = f": {n} of {len(g.clips)} items {reason}{where}"
+        reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete{why}")
     if stats.coverage < policy.coverage_floor:
         reasons.append(
             f"{side} coverage {pct(stats.coverage)} below the "

@@ -414,3 +414,26 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
     assert runs[0]["state"] == "queued"  # the scheduler (not `dags test`) starts it
     details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]
     assert details["bisect"]["conf"]["history"] == commits
+
+
+def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) -> None:
+    """rebase's server is down: main is benchmarked and graded, the report is written, and the
+    night's one INFRA message (delivered in the same DAG run) names the dead target and why."""
+    config = {
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "targets": {"main": "simulator:main", "rebase": "http://127.0.0.1:1"},
+        "limit": 5,
+    }
+    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-26", "{}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    runs = db.execute("SELECT branch, status FROM omni.run ORDER BY branch").fetchall()
+    assert [tuple(r.values()) for r in runs] == [("main", "complete"), ("rebase", "failed")]
+    assert (Path(af["OMNI_HOME"]) / "reports" / "seed_tts_en_2026-11-26.html").is_file()
+    messages = db.execute("SELECT state, payload::text AS p FROM omni.alert_outbox").fetchall()
+    infra = [m for m in messages if "INFRA" in m["p"]]
+    assert len(infra) == 1 and infra[0]["state"] == "sent"
+    from omni_tasks.alerts.blocks import escape  # data in mrkdwn: a URL cannot become a link
+
+    text = json.loads(infra[0]["p"])["blocks"][1]["text"]["text"]
+    assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text
