@@ -29,6 +29,7 @@ BRANCHES = ["main", "rebase", "dev", "release"]
 VARIANTS = ["default", "eager"]
 SEEDS = [1, 2]
 CLIPS = 1088
+PER_NIGHT = len(BENCHMARKS) * len(BRANCHES) * len(VARIANTS) * len(SEEDS) * CLIPS  # clip rows
 START = dt.date(2025, 1, 1)
 
 NIGHT_SQL = """
@@ -127,9 +128,8 @@ def clip_rows(conn) -> int:  # type: ignore[no-untyped-def]
 
 
 def grow(conn, target: int, night: dt.date) -> dt.date:  # type: ignore[no-untyped-def]
-    per_night = len(BENCHMARKS) * len(BRANCHES) * len(VARIANTS) * len(SEEDS) * CLIPS
     have = clip_rows(conn)
-    while have + per_night <= target:
+    while have + PER_NIGHT <= target:
         params = {
             "night": night,
             "benchmarks": BENCHMARKS,
@@ -156,7 +156,7 @@ def grow(conn, target: int, night: dt.date) -> dt.date:  # type: ignore[no-untyp
                         "dedup_key": f"stack|{night}",
                     },
                 )
-        have += per_night
+        have += PER_NIGHT
         night += dt.timedelta(days=1)
     conn.execute("ANALYZE")
     conn.commit()
@@ -223,6 +223,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--keep", default=None, help="keep (and reuse) a database of this name")
     args = ap.parse_args()
+    if min(args.sizes) < PER_NIGHT:
+        ap.error(f"--sizes: the smallest is one night of the fleet, {PER_NIGHT} clip rows")
     results: dict[int, dict[str, tuple[float, float]]] = {}
     with scratch_db(args.keep) as conn:
         night = START
