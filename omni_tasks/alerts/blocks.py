@@ -133,10 +133,13 @@ def _tail(stats: RunStats) -> str:
 
 
 def headline(ctx: AlertContext) -> str:
+    """Series, verdict and size in one line: what a reader takes in before opening it."""
     state = "confirmed" if ctx.confirmed else "unconfirmed"
+    c = ctx.comparison
+    size = "" if c is None or c.delta_tail_fraction is None else f" ({pts(c.delta_tail_fraction)})"
     return (
         f"{ctx.benchmark}: {ctx.candidate} vs {ctx.baseline} ({ctx.variant}) "
-        f"{ctx.verdict}, {state} — {ctx.nightly}"
+        f"{ctx.verdict}, {state}{size} — {ctx.nightly}"
     )
 
 

@@ -108,7 +108,7 @@ def test_regression_message_has_the_figures() -> None:
     ]
     msg = blocks.regression_opened(_ctx(top)).to_payload()
     text = "\n".join(_texts(msg))
-    assert "REGRESSED, confirmed" in msg["text"]
+    assert "REGRESSED, confirmed (+5.7 pts)" in msg["text"]  # the headline carries the size
     assert "8.2 % [6.7 %, 10.0 %] n=1088" in text and "13.9 %" in text
     assert "+5.7 pts [+4.0, +7.5]" in text
     assert "regressed 8 : improved 9, stable-broken 80" in text and "p=1.2e-12" in text
