@@ -286,3 +286,18 @@ def test_an_import_and_a_run_made_here_share_one_prompt_fingerprint(db, tmp_path
     prompt_fingerprints.rehash(db)
     after = db.execute("SELECT prompt_fingerprint FROM omni.run WHERE run_key = %s", (key,))
     assert after.fetchone()["prompt_fingerprint"] == rows[key]["prompt_fingerprint"] != old
+
+
+def test_an_empty_grading_never_becomes_the_one_statistics_read(db, tmp_path: Path) -> None:
+    from omni_tasks.records import Grader
+    from omni_tasks.store.runs import get_run, insert_grading, latest_grading
+
+    path = write_json(tmp_path / "a.json", small_artifact(3))
+    key = invoke("import", "vllm-omni", str(path), "--branch", "main").stdout.strip()
+    run_id = get_run(db, key)["run_id"]
+    graded, grader = latest_grading(db, run_id, key)
+    empty = insert_grading(db, run_id, Grader("nothing-heard", {"backend": "none"}), [])
+    db.execute("UPDATE omni.grading SET status = 'complete' WHERE grading_id = %s", (empty,))
+    db.commit()
+    assert latest_grading(db, run_id, key) == (graded, grader)  # newer, but it graded nothing
+    assert latest_grading(db, run_id, key, "nothing-heard")[0] == empty  # asked by name: it
