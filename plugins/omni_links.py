@@ -28,11 +28,18 @@ def report_url(nightly: str, benchmark: str = "seed_tts_en") -> str:
     return served(benchmark, nightly) or ""
 
 
+def _ours(ti_key) -> bool:  # type: ignore[no-untyped-def]
+    """Links are global to the API server; they point somewhere only on this project's DAGs."""
+    from omni_tasks.links import DAG_IDS
+
+    return getattr(ti_key, "dag_id", None) in DAG_IDS
+
+
 class GrafanaLink(BaseOperatorLink):
     name = "Grafana trend"
 
     def get_link(self, operator, *, ti_key) -> str:  # type: ignore[no-untyped-def]
-        return grafana_url()
+        return grafana_url() if _ours(ti_key) else ""
 
 
 class ReportLink(BaseOperatorLink):
@@ -42,6 +49,8 @@ class ReportLink(BaseOperatorLink):
     name = "Nightly report"
 
     def get_link(self, operator, *, ti_key) -> str:  # type: ignore[no-untyped-def]
+        if not _ours(ti_key):
+            return ""
         # Links are built in the API server, which reads XComs from the metadata DB (the task
         # SDK's XCom needs a running task's supervisor).
         from airflow.models.xcom import XComModel
