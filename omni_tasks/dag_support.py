@@ -301,6 +301,7 @@ def on_task_failure(context: dict[str, Any]) -> None:
                 context["run_id"],
                 ti.try_number,
                 error,
+                map_index=-1 if getattr(ti, "map_index", None) is None else int(ti.map_index),
             )
     except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)

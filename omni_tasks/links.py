@@ -39,3 +39,17 @@ def report_url(benchmark: str, nightly: dt.date | str) -> str | None:
 def served_report(path: str) -> str | None:
     """The served URL of a report file the nightly wrote (its name is all that travels)."""
     return _served("reports", quote(path_component(path.rsplit("/", 1)[-1])))
+
+
+def task_log_url(
+    dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1
+) -> str | None:
+    """A task try's log in the Airflow UI (OMNI_AIRFLOW_URL), or None without it."""
+    base = get_settings().airflow_url
+    if not base:
+        return None
+    parts = [quote(p, safe="") for p in (dag_id, run_id, task_id)]
+    path = f"/dags/{parts[0]}/runs/{parts[1]}/tasks/{parts[2]}"
+    if map_index >= 0:
+        path += f"/mapped/{map_index}"
+    return f"{base.rstrip('/')}{path}?try_number={try_number}"

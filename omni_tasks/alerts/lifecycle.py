@@ -384,8 +384,9 @@ def raise_infra(
     reasons: list[str],
     dedup: str,
     ids: dict[str, str] | None = None,
+    links: dict[str, str] | None = None,
 ) -> int | None:
     """An infra alert from outside the gate (task failure, missing night): one message per
     `dedup` value, never twice; `ids` are shown copy-pasteable."""
-    payload = _msg(blocks.infra(title, reasons, ids=ids), "post")
+    payload = _msg(blocks.infra(title, reasons, links, ids=ids), "post")
     return enqueue(conn, f"{key}|{dedup}", None, "post", payload)

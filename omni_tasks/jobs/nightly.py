@@ -453,15 +453,24 @@ def task_failed(
     run_id: str,
     try_number: int,
     error: str,
+    map_index: int = -1,
 ) -> None:
-    """An Airflow task failed: an INFRA alert through the outbox (once per try)."""
+    """An Airflow task failed: an INFRA alert through the outbox (once per try), with a link
+    to that try's log when the Airflow UI's address is known."""
+    from omni_tasks.links import task_log_url
+
     key = keys.task_failure(benchmark, dag_id, task_id)
+    ids = {"DAG": dag_id, "task": task_id, "run": run_id, "try": str(try_number)}
+    if map_index >= 0:
+        ids["map index"] = str(map_index)
+    log_url = task_log_url(dag_id, run_id, task_id, try_number, map_index)
     raise_infra(
         conn,
         key,
         f"INFRA task failed: {dag_id}.{task_id}",
         [error[:1000]],
-        dedup=f"{run_id}|{try_number}",
-        ids={"DAG": dag_id, "task": task_id, "run": run_id, "try": str(try_number)},
+        dedup=f"{run_id}|{map_index}|{try_number}",
+        ids=ids,
+        links={"Task log": log_url} if log_url else None,
     )
     conn.commit()

@@ -382,3 +382,23 @@ def test_alerts_list_filters_by_status_benchmark_branch_and_night(db, tmp_path) 
     ]
     bad = cli.invoke(app, ["alerts", "list", "--status", "closed"])
     assert bad.exit_code == 1 and "open or resolved" in bad.output
+
+
+def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None:
+    from omni_tasks.config import reset_settings
+    from omni_tasks.jobs.nightly import task_failed
+
+    monkeypatch.setenv("OMNI_AIRFLOW_URL", "https://airflow.example")
+    reset_settings()
+    run_id = "scheduled__2026-11-30T02:00:00+00:00"
+    for index in (0, 1):  # two mapped tries that failed alike are two messages
+        task_failed(db, "seed_tts_en", "seed_tts_nightly", "run_branch", run_id, 3, "boom", index)
+    reset_settings()
+    rows = db.execute("SELECT payload FROM omni.alert_outbox ORDER BY message_id").fetchall()
+    assert len(rows) == 2
+    text = json.dumps(rows[1]["payload"])
+    assert f"`{run_id}`" in text and "map index `1`" in text
+    assert (
+        "https://airflow.example/dags/seed_tts_nightly/runs/scheduled__2026-11-30T02%3A00%3A00"
+        "%2B00%3A00/tasks/run_branch/mapped/1?try_number=3|Task log" in text
+    )
