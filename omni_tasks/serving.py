@@ -9,10 +9,12 @@ audio root), never from anywhere a URL names.
 
 from __future__ import annotations
 
+import html
 import os
 import stat
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import Response
@@ -48,6 +50,46 @@ def _report_bytes(path: Path) -> bytes:
         return fh.read(MAX_REPORT_BYTES)
 
 
+def index_page(reports: Path) -> str:
+    """The evidence index: every night's report, newest first, by benchmark, with the trend
+    dashboard's link (names are the nightly's own: `BENCHMARK_YYYY-MM-DD.html`)."""
+    from omni_tasks.links import dashboard_path
+
+    nights: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(reports.glob("*.html"), reverse=True) if reports.is_dir() else []:
+        if path.is_symlink() or not path.is_file():
+            continue  # what the nightly did not write is not listed (nor served)
+        benchmark, _, night = path.stem.rpartition("_")
+        nights.setdefault(night, []).append((benchmark or path.stem, path.name))
+    grafana = get_settings().grafana_link_base
+    rows = "".join(
+        f"<tr><td>{html.escape(night)}</td><td>"
+        + " · ".join(
+            f'<a href="reports/{quote(name)}">{html.escape(bench)}</a>'
+            for bench, name in sorted(entries)
+        )
+        + "</td></tr>"
+        for night, entries in sorted(nights.items(), reverse=True)
+    )
+    dash = (
+        f'<p><a href="{html.escape(grafana.rstrip("/") + dashboard_path([]))}">Trend dashboard'
+        "</a></p>"
+        if grafana
+        else ""
+    )
+    body = (
+        f"<table><tr><th>night</th><th>reports</th></tr>{rows}</table>"
+        if rows
+        else "<p>No nightly report yet: the nightly's refresh task writes one per night.</p>"
+    )
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>omni-tasks evidence</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:.3em 1em;text-align:left}"
+        "</style></head><body><h1>omni-tasks: nightly reports</h1>"
+        f"{dash}{body}</body></html>"
+    )
+
+
 def evidence_app(auth: Any = None) -> FastAPI:
     """The app; `auth` is the dependency that authenticates (default: Airflow's get_user)."""
     if auth is None:
@@ -63,6 +105,10 @@ def evidence_app(auth: Any = None) -> FastAPI:
         redoc_url=None,
         openapi_url=None,
     )
+
+    @app.get("/")
+    def index() -> Response:
+        return Response(index_page(get_settings().home / "reports"), media_type="text/html")
 
     @app.get("/reports/{name}")
     def report(name: str) -> Response:

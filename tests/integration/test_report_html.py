@@ -21,6 +21,28 @@ def _chromium() -> str:
     return exe
 
 
+def _screenshot(page: Path, shot: Path) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium renders `page` into `shot` and dumps its DOM (stdout) and console."""
+    return subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--log-level=0",
+            f"--screenshot={shot}",
+            "--window-size=1280,3000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Path) -> None:
     for i, shape in enumerate([SAME, REGRESS]):
         store_night(db, tmp_path, i, shape)
@@ -46,24 +68,7 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
     assert "SIMULATED" in page  # the synthetic artifacts say so, and so does the report
 
     shot = tmp_path / "report.png"
-    run = subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--log-level=0",
-            f"--screenshot={shot}",
-            "--window-size=1280,3000",
-            "--dump-dom",
-            out.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = _screenshot(out, shot)
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
     dom = run.stdout
@@ -93,3 +98,27 @@ def test_a_night_with_a_failed_run_still_gets_its_report(db, tmp_path: Path) -> 
     result = runner.invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-30"])
     assert result.exit_code == 0, result.output
     assert "rebase" in out.read_text()
+    run = _screenshot(out, tmp_path / "partial.png")
+    assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert (tmp_path / "partial.png").stat().st_size > 20_000 and "main-svg" in run.stdout
+
+
+def test_the_evidence_index_renders(tmp_path: Path) -> None:
+    from omni_tasks.serving import index_page
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in (
+        "seed_tts_en_2026-11-29.html",
+        "seed_tts_en_2026-11-30.html",
+        "daily_omni_2026-11-30.html",
+    ):
+        (reports / name).write_text("<html></html>")
+    page = tmp_path / "index.html"
+    page.write_text(index_page(reports))
+    run = _screenshot(page, tmp_path / "index.png")
+    assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert (tmp_path / "index.png").stat().st_size > 5_000
+    rows = re.findall(r"<tr><td>(\d{4}-\d\d-\d\d)</td>", run.stdout)
+    assert rows == ["2026-11-30", "2026-11-29"]  # newest night first, both benchmarks on one row
+    assert 'href="reports/daily_omni_2026-11-30.html"' in run.stdout

@@ -94,3 +94,12 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
 def test_no_api_docs_are_served_with_or_without_a_token(client, path: str) -> None:  # type: ignore[no-untyped-def]
     assert client.get(path).status_code in (401, 404)
     assert client.get(path, headers={"Authorization": "Bearer good"}).status_code == 404
+
+
+def test_the_index_lists_each_nights_reports_and_nothing_planted(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/").status_code == 401
+    page = client.get("/", headers={"Authorization": "Bearer good"})
+    assert page.status_code == 200
+    assert '<a href="reports/seed_tts_en_2026-11-20.html">seed_tts_en</a>' in page.text
+    assert "2026-11-20" in page.text
+    assert "planted" not in page.text and "fifo" not in page.text
