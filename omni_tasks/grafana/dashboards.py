@@ -18,7 +18,12 @@ from omni_tasks.formatting import pct
 from omni_tasks.links import DASHBOARD_UID
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"
-DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "omni-results"}
+# Panels read the `datasource` variable, whose default is the provisioned datasource's uid: a
+# provisioned Grafana needs nothing, and the JSON imported into another Grafana asks for one.
+PROVISIONED_UID = "omni-results"
+DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
+# Where the evidence app (reports, audio) and the Airflow UI are reached: the API server.
+EVIDENCE_DEFAULT = "http://localhost:8080"
 TREND_UID = DASHBOARD_UID
 LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
 KEY_FILTERS = "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant)"
@@ -321,14 +326,35 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             [
                 _target(
                     "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
-                    "candidate_wer, candidate_status, audio_uri, thinker_text FROM "
-                    "omni.v_regressed_clips WHERE comparison_id = $comparison ORDER BY candidate_wer "
-                    "DESC NULLS LAST",
+                    "candidate_wer, candidate_status, CASE WHEN audio_uri LIKE '%/.imports/%' "
+                    "THEN NULL ELSE substring(audio_uri from '([^/]+/[^/]+)$') END AS audio, "
+                    "thinker_text FROM omni.v_regressed_clips WHERE comparison_id = $comparison "
+                    "ORDER BY candidate_wer DESC NULLS LAST",
                     fmt="table",
                 ),
             ],
             "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
-            "and the audio.",
+            "and the audio (click it: the evidence app plays the candidate's clip).",
+            fieldConfig={
+                "defaults": {},
+                "overrides": [
+                    {
+                        "matcher": {"id": "byName", "options": "audio"},
+                        "properties": [
+                            {
+                                "id": "links",
+                                "value": [
+                                    {
+                                        "title": "play the candidate's clip",
+                                        "url": "${evidence}/omni/audio/${__value.raw}",
+                                        "targetBlank": True,
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
         ),
         _panel(
             9,
@@ -367,8 +393,36 @@ def trend_dashboard() -> dict[str, Any]:
         "editable": True,
         "time": {"from": "now-90d", "to": "now"},
         "refresh": "",
+        "links": [
+            {
+                "title": "Nightly reports",
+                "type": "link",
+                "url": "${evidence}/omni/",
+                "targetBlank": True,
+            },
+            {
+                "title": "Airflow: the nightly",
+                "type": "link",
+                "url": "${evidence}/dags/seed_tts_nightly",
+                "targetBlank": True,
+            },
+        ],
         "templating": {
             "list": [
+                {
+                    "name": "datasource",
+                    "label": "results DB",
+                    "type": "datasource",
+                    "query": "grafana-postgresql-datasource",
+                    "current": {"text": PROVISIONED_UID, "value": PROVISIONED_UID},
+                },
+                {
+                    "name": "evidence",
+                    "label": "evidence server (OMNI_PUBLIC_URL)",
+                    "type": "textbox",
+                    "query": EVIDENCE_DEFAULT,
+                    "current": {"text": EVIDENCE_DEFAULT, "value": EVIDENCE_DEFAULT},
+                },
                 _variable(
                     "benchmark",
                     "SELECT DISTINCT benchmark FROM omni.run ORDER BY 1",

@@ -91,7 +91,7 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
             "candidate_heard",
             "candidate_wer",
             "candidate_status",
-            "audio_uri",
+            "audio",
             "thinker_text",
         ],
         "annotation omni events": ["time", "text", "tags"],
@@ -121,6 +121,16 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         expand(queries["Regressed clips of comparison $comparison/A"], variables, from_, to),
     )
     assert len(clips) == 4  # night 3 is SAME: 4 regressed clips
+    history.execute(
+        "UPDATE omni.clip_audio SET audio_uri = '/var/lib/omni-tasks/audio/' || "
+        "'seed_tts_en_run/00001_' || utt_id || '.wav'"
+    )
+    _, clips = _run(
+        history,
+        expand(queries["Regressed clips of comparison $comparison/A"], variables, from_, to),
+    )
+    # The evidence app's path (RUN/FILE), never the worker's filesystem path.
+    assert all(c["audio"].startswith("seed_tts_en_run/00001_") for c in clips)
     _, verdicts = _run(history, expand(queries["Verdict history/A"], variables, from_, to))
     assert [v["verdict"] for v in verdicts] == ["SAME", "REGRESSED", "REGRESSED", "SAME"]
 
@@ -248,3 +258,24 @@ def test_every_override_matches_a_series_the_queries_produce(history) -> None:
             assert hit, f"{panel['title']}: {kind} {pattern!r} matches none of {sorted(names)}"
             checked += 1
     assert checked >= 3
+
+
+def test_the_json_imports_into_any_grafana_and_links_to_the_evidence() -> None:
+    """Panels read a `datasource` variable whose default is the provisioned datasource's uid
+    (a UI import elsewhere asks for one); the dashboard links the report index and Airflow."""
+    import yaml
+
+    d = trend_dashboard()
+    provisioning = yaml.safe_load(
+        (DASHBOARD_DIR / "provisioning/datasources/omni-results.yaml").read_text()
+    )
+    variables = {v["name"]: v for v in d["templating"]["list"]}
+    assert variables["datasource"]["current"]["value"] == provisioning["datasources"][0]["uid"]
+    sources = [p["datasource"]["uid"] for p in d["panels"]]
+    sources += [v["datasource"]["uid"] for v in d["templating"]["list"] if "datasource" in v]
+    sources += [a["datasource"]["uid"] for a in d["annotations"]["list"]]
+    assert set(sources) == {"${datasource}"}
+    assert {link["url"] for link in d["links"]} == {
+        "${evidence}/omni/",
+        "${evidence}/dags/seed_tts_nightly",
+    }
