@@ -30,41 +30,98 @@ GPU_SLOTS_PER_SERVER = 2  # thinker on one GPU; talker, code2wav and Whisper on 
 
 
 def nightly_params() -> dict[str, Any]:
-    """The trigger form of seed_tts_nightly. Every field is empty by default: the deployment
-    config (omni_tasks.deployment) supplies the run; a non-empty field overrides it once."""
+    """The trigger form of seed_tts_nightly, in sections. Every field is empty by default: the
+    deployment config (omni_tasks.deployment) supplies the run; a non-empty field overrides it
+    once. Choices are offered as proposals (`examples`), never as a select showing `null`; the
+    first task checks every value against the config before any other work."""
     from airflow.sdk import Param
 
     from omni_tasks import benchmarks
 
-    def field(kind: str, description: str, **kw: Any) -> Any:
-        return Param(None, type=["null", kind], description=description, **kw)
+    def field(kind: str, section: str, title: str, description: str, **kw: Any) -> Any:
+        return Param(
+            None,
+            type=["null", kind],
+            title=title,
+            section=section,
+            description=description,
+            **kw,
+        )
 
+    what, where, how = "What to benchmark", "Where it runs", "How it is graded"
     runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
     return {
         "benchmark": field(
-            "string", "What to run (`omni-tasks benchmarks list`)", enum=[None, *runnable]
+            "string", what, "Benchmark", "See `omni-tasks benchmarks list`", examples=runnable
         ),
-        "branches": field("array", "Branches to benchmark"),
-        "baseline": field("string", "The gate's baseline branch"),
-        "commits": field("object", "branch → explicit commit"),
+        "branches": field(
+            "array", what, "Branches", 'e.g. ["main", "vllm-rebase"]', items={"type": "string"}
+        ),
+        "baseline": field("string", what, "Baseline branch", "The gate compares against it"),
+        "dataset": field(
+            "string",
+            what,
+            "Dataset",
+            "demo, a seed-tts-eval locale dir or a Daily-Omni root (under a trusted root)",
+        ),
+        "limit": field("integer", what, "Only the first N items", "Unset: all", minimum=1),
+        "seeds": field(
+            "array",
+            what,
+            "Seeds",
+            "Several form a run group, e.g. [1, 2, 3]",
+            items={"type": "integer"},
+        ),
+        "variant": field("string", what, "Variant name", "Names a deploy-override variant"),
+        "transcript_mode": field(
+            "boolean", what, "Transcript mode", "Simulator targets only: no audio (fast)"
+        ),
         "targets": field(
-            "object", "branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE"
+            "object",
+            where,
+            "Target per branch",
+            'branch → vllm-serve, http(s)://HOST:PORT or simulator:PROFILE, e.g. {"main": '
+            '"simulator:main", "rebase": "http://gpu-7:8091"}',
+            additionalProperties={"type": ["string", "object"]},
+            examples=[{"main": "simulator:main", "rebase": "simulator:rebase"}],
         ),
-        "transcript_mode": field("boolean", "Simulator only: no audio (fast)"),
-        "repo": field("string", "git repo for branch heads"),
-        "variant": field("string", "Variant name"),
-        "overrides": field("object", "Deploy overrides, e.g. stage-0 enforce_eager"),
+        "commits": field(
+            "object",
+            where,
+            "Commit per branch",
+            'branch → commit SHA (7–40 hex), e.g. {"rebase": "3f2a9c1"}; default: the head',
+            additionalProperties={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
+        ),
+        "repo": field("string", where, "Git repo", "Where branch heads are read"),
+        "environment": field(
+            "object",
+            where,
+            "Environment",
+            "vllm-serve: {strategy: venv|existing, repo, root, python} (packages: config only)",
+        ),
+        "server": field(
+            "object",
+            where,
+            "Server",
+            "vllm-serve: {gpus, startup_timeout_s}; the model only among the config's "
+            "form_choices; env only from the config",
+        ),
+        "overrides": field(
+            "object", where, "Deploy overrides", 'e.g. {"stage_args": [{"enforce_eager": true}]}'
+        ),
+        "grader": field(
+            "object",
+            how,
+            "Grader",
+            'GraderSpec fields, e.g. {"backend": "faster-whisper", "harness_version": "0.30.0"}',
+        ),
         "prompt_template": field(
             "string",
-            "seed-tts-default or read-aloud",
-            enum=[None, "seed-tts-default", "read-aloud"],
+            how,
+            "Prompt template",
+            "seed-tts-default (the harness's) or read-aloud",
+            examples=["seed-tts-default", "read-aloud"],
         ),
-        "seeds": field("array", "Several seeds form a run group"),
-        "limit": field("integer", "Only the first N clips"),
-        "dataset": field("string", "demo, a seed-tts-eval locale dir or a Daily-Omni root"),
-        "grader": field("object", "GraderSpec fields (backend, harness_version, …)"),
-        "environment": field("object", "vllm-serve: {strategy: venv|existing, repo, python}"),
-        "server": field("object", "vllm-serve: {model, deploy_config, gpus, startup_timeout_s}"),
     }
 
 

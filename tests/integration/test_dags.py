@@ -60,6 +60,11 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
             assert t.owner == "omni-tasks", (dag.dag_id, t.task_id)
             assert t.retries >= 1 or t.task_id == "watcher", (dag.dag_id, t.task_id)
     nightly = bag.dags["seed_tts_nightly"]
+    for name in nightly.params:  # a form in sections, in words, with no select showing `null`
+        schema = nightly.params.get_param(name).schema
+        assert schema.get("title") and schema.get("section"), name
+        assert None not in (schema.get("enum") or []), name
+    assert nightly.params.get_param("targets").schema["examples"]
     assert [t.task_id for t in nightly.topological_sort()] == [
         "record_heads",
         "run_branch",
