@@ -233,11 +233,12 @@ class Decision(Contract):
 class TriageEntry(Contract):
     """One person's action on an alert."""
 
-    status: str  # acknowledged, invalid, reopened
+    status: str  # acknowledged, invalid, duplicate, downstream, reopened
     by: str
     at: str  # ISO time
     note: str | None = None
     link: str | None = None
+    of: int | None = None  # duplicate / downstream: the alert that owns this regression
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Alert triage, as people do it in Perfherder: acknowledge, mark invalid, reopen.
+"""Alert triage, as people do it in Perfherder: acknowledge, mark invalid, mark a duplicate or
+a downstream of another alert, reopen.
 
 Each action is kept in the alert's history (who, when, note, link), shown as a status line on
 the Slack parent message (an `update` through the outbox, so delivery is idempotent and waits
@@ -6,6 +7,9 @@ for the parent) with a reply in its thread, and annotated on the dashboards (an 
 - acknowledged: someone owns it; nightly updates continue, the status line stays.
 - invalid: the alert closes; a later night of the same key opens a new alert only when its
   candidate commit is one the invalid alert never covered.
+- duplicate / downstream (`of` another alert): the same regression seen twice, or one caused by
+  the other alert's; it closes like invalid (its key stays quiet until a new commit), and its
+  status line names the alert that owns it.
 - reopen: back to open, status cleared.
 """
 
@@ -22,7 +26,14 @@ from omni_tasks.alerts.blocks import entities, escape
 from omni_tasks.contracts import AlertDetails, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
-ACTIONS = {"ack": "acknowledged", "invalid": "invalid", "reopen": "reopened"}
+ACTIONS = {
+    "ack": "acknowledged",
+    "invalid": "invalid",
+    "duplicate": "duplicate",
+    "downstream": "downstream",
+    "reopen": "reopened",
+}
+CLOSING = ("invalid", "duplicate", "downstream")  # a person closed it; reopen undoes it
 STATUS_BLOCK = "triage"
 
 
@@ -40,7 +51,8 @@ class Triaged:
 
 def status_line(entry: TriageEntry) -> str:
     """The parent message's status line for a triage entry (data escaped)."""
-    text = f"*{entry.status.capitalize()}* by {escape(entry.by)}, {entry.at[:16]} UTC"
+    what = entry.status.capitalize() + (f" of alert #{entry.of}" if entry.of is not None else "")
+    text = f"*{what}* by {escape(entry.by)}, {entry.at[:16]} UTC"
     if entry.note:
         text += f": {escape(entry.note)}"
     if entry.link:
@@ -92,11 +104,16 @@ def triage(
     by: str,
     note: str | None = None,
     link: str | None = None,
+    of: int | None = None,
     now: dt.datetime | None = None,
 ) -> Triaged:
     """Apply one triage action in one transaction (alert, history, outbox, event)."""
     if action not in ACTIONS:
         raise TriageError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
+    if (action in ("duplicate", "downstream")) != (of is not None):
+        raise TriageError(f"--of ALERT goes with duplicate and downstream only (got {action})")
+    if of == alert_id:
+        raise TriageError(f"alert #{alert_id} cannot be a {action} of itself")
     _check_link(link)
     if note is not None and len(note) > 1000:
         raise TriageError("--note is limited to 1000 characters")
@@ -108,16 +125,18 @@ def triage(
         state, status = alert["state"], ACTIONS[action]
         details: AlertDetails = alert["details"]
         current = details.triage_status
-        if action in ("ack", "invalid") and state != "open":
+        if action != "reopen" and state != "open":
             raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
         if action == "reopen" and state == "open":
             raise TriageError(f"alert #{alert_id} is already open")
-        if action == "reopen" and current != "invalid":
-            raise TriageError(f"alert #{alert_id} was resolved by the nightly, not marked invalid")
-        entry = TriageEntry(status, by, now.isoformat(), note, link)
+        if action == "reopen" and current not in CLOSING:
+            raise TriageError(f"alert #{alert_id} was resolved by the nightly, not by a person")
+        if of is not None and store.alert_for_update(conn, of) is None:
+            raise TriageError(f"no alert #{of} to be a {action} of (see `omni-tasks alerts list`)")
+        entry = TriageEntry(status, by, now.isoformat(), note, link, of)
         history = [*(details.triage.history if details.triage else []), entry]
         details = dataclasses.replace(details, triage=Triage(status, history))
-        state = str({"invalid": "resolved", "reopen": "open"}.get(action, state))
+        state = "resolved" if action in CLOSING else "open" if action == "reopen" else state
         try:
             resolved = alert["last_nightly"] if state == "resolved" else None
             store.update_triage(conn, alert_id, state, details, resolved)

@@ -43,7 +43,13 @@ def alerts_dispatch(as_json: JsonFlag = False) -> None:
 
 
 def _triage(
-    action: str, alert_id: int, note: str | None, link: str | None, by: str | None, as_json: bool
+    action: str,
+    alert_id: int,
+    note: str | None,
+    link: str | None,
+    by: str | None,
+    as_json: bool,
+    of: int | None = None,
 ) -> None:
     import getpass
 
@@ -52,7 +58,8 @@ def _triage(
     conn = open_db()
     with conn:
         try:
-            done = triage(conn, alert_id, action, by=by or getpass.getuser(), note=note, link=link)
+            who = by or getpass.getuser()
+            done = triage(conn, alert_id, action, by=who, note=note, link=link, of=of)
         except TriageError as exc:
             fail(str(exc))
     if as_json:
@@ -96,6 +103,37 @@ def alerts_invalid(
     _triage("invalid", alert, note, link, by, as_json)
 
 
+OfOpt = Annotated[int, typer.Option("--of", help="The alert that owns this regression")]
+
+
+@alerts_app.command("duplicate")
+def alerts_duplicate(
+    alert: AlertArg,
+    of: OfOpt,
+    note: NoteOpt = None,
+    link: LinkOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mark an open alert a duplicate of another (the same regression seen twice): it closes,
+    and its key stays quiet until a new commit."""
+    _triage("duplicate", alert, note, link, by, as_json, of)
+
+
+@alerts_app.command("downstream")
+def alerts_downstream(
+    alert: AlertArg,
+    of: OfOpt,
+    note: NoteOpt = None,
+    link: LinkOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mark an open alert downstream of another (caused by that alert's regression): it closes,
+    and its key stays quiet until a new commit."""
+    _triage("downstream", alert, note, link, by, as_json, of)
+
+
 @alerts_app.command("reopen")
 def alerts_reopen(
     alert: AlertArg,
@@ -104,7 +142,7 @@ def alerts_reopen(
     by: ByOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Reopen an alert marked invalid."""
+    """Reopen an alert a person closed (invalid, duplicate or downstream)."""
     _triage("reopen", alert, note, link, by, as_json)
 
 

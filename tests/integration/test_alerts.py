@@ -402,3 +402,52 @@ def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None
         "https://airflow.example/dags/seed_tts_nightly/runs/scheduled__2026-11-30T02%3A00%3A00"
         "%2B00%3A00/tasks/run_branch/mapped/1?try_number=3|Task log" in text
     )
+
+
+def test_duplicate_and_downstream_close_an_alert_and_name_its_owner(db, tmp_path, slack) -> None:
+    from typer.testing import CliRunner
+
+    from omni_tasks.alerts.triage import TriageError, triage
+    from omni_tasks.cli import app
+
+    state, sink = slack
+    store_night(db, tmp_path, 0, REGRESS, candidate_commit="bad0001")  # a regression alert
+    store_night(db, tmp_path, 1, None)  # rebase missing: an INFRA alert
+    dispatch(db, sink)
+    ids = {r["kind"]: r["alert_id"] for r in db.execute("SELECT alert_id, kind FROM omni.alert")}
+    regression, other = ids["regression"], ids["infra"]
+    db.commit()
+    cli = CliRunner()
+    for args, message in (
+        (["duplicate", str(regression), "--of", str(regression)], "of itself"),
+        (["duplicate", str(regression), "--of", "999"], "no alert #999"),
+    ):
+        out = cli.invoke(app, ["alerts", *args])
+        assert out.exit_code == 1 and message in out.output, out.output
+    with pytest.raises(TriageError, match="--of ALERT goes with duplicate and downstream"):
+        triage(db, regression, "ack", by="x", of=other)
+    out = cli.invoke(
+        app, ["alerts", "duplicate", str(regression), "--of", str(other), "--by", "dee"]
+    )
+    assert out.exit_code == 0, out.output
+    dispatch(db, sink)
+    assert f"*Duplicate of alert #{other}* by dee" in json.dumps(state.updates[-1]["blocks"])
+    row = db.execute("SELECT state FROM omni.alert WHERE alert_id = %s", (regression,)).fetchone()
+    assert row["state"] == "resolved"
+    store_night(db, tmp_path, 2, REGRESS, candidate_commit="bad0001")  # same commit: held
+    assert (
+        db.execute("SELECT count(*) AS n FROM omni.alert WHERE kind = 'regression'").fetchone()["n"]
+        == 1
+    )
+    db.commit()
+    assert cli.invoke(app, ["alerts", "reopen", str(regression)]).exit_code == 0
+    out = cli.invoke(app, ["alerts", "downstream", str(regression), "--of", str(other)])
+    assert out.exit_code == 0, out.output
+    history = db.execute(
+        "SELECT details FROM omni.alert WHERE alert_id = %s", (regression,)
+    ).fetchone()["details"]["triage"]["history"]
+    assert [(h["status"], h.get("of")) for h in history] == [
+        ("duplicate", other),
+        ("reopened", None),
+        ("downstream", other),
+    ]
