@@ -21,11 +21,18 @@ from typing import Any
 
 import httpx
 import psycopg
+import tenacity
 
 from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader, parse_artifact
 from omni_tasks.commits import check_commit
 from omni_tasks.names import InvalidName
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
+from omni_tasks.synthesis.bounded import (
+    MAX_JSON_BODY,
+    ResponseRefused,
+    parse_json,
+    read_body_sync,
+)
 
 ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
 DEFAULT_API = "https://api.buildkite.com/v2"
@@ -33,6 +40,33 @@ DEFAULT_API = "https://api.buildkite.com/v2"
 
 class BuildkiteError(RuntimeError):
     pass
+
+
+MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+
+
+class _Again(Exception):
+    """A response worth retrying; `final` is the error if it is the last attempt."""
+
+    def __init__(self, final: str, retry_after: float | None = None) -> None:
+        super().__init__(final)
+        self.final, self.retry_after = final, retry_after
+
+
+def _refuse(r: httpx.Response, src: BuildkiteSource) -> None:
+    """An answer that retrying cannot fix, as an error that says what to do."""
+    if r.status_code == 401:
+        raise BuildkiteError(
+            "Buildkite rejected the API token (401): set BUILDKITE_API_TOKEN to a token "
+            "with read_builds and read_artifacts scopes"
+        )
+    if r.status_code == 404:
+        raise BuildkiteError(
+            f"Buildkite has no {src.org}/{src.pipeline} or no access to it "
+            f"(404 on {r.request.url.path})"
+        )
+    if r.status_code >= 400:
+        raise BuildkiteError(f"Buildkite answered {r.status_code} on {r.request.url.path}")
 
 
 @dataclass(frozen=True)
@@ -91,35 +125,52 @@ class BuildkiteClient:
     def close(self) -> None:
         self.http.close()
 
-    def _get(self, url: str, params: dict[str, Any] | None = None) -> httpx.Response:
-        for attempt in range(self.src.max_retries + 1):
-            try:
-                r = self.http.get(url, params=params)
-            except httpx.TransportError as exc:
-                if attempt == self.src.max_retries:
-                    raise BuildkiteError(f"Buildkite unreachable: {exc}") from exc
-                time.sleep(self.src.backoff_s * 2**attempt)
-                continue
-            if r.status_code == 429 and attempt < self.src.max_retries:
-                time.sleep(min(float(r.headers.get("Retry-After", "5")), 60.0))
-                continue
-            if r.status_code >= 500 and attempt < self.src.max_retries:
-                time.sleep(self.src.backoff_s * 2**attempt)
-                continue
-            if r.status_code == 401:
-                raise BuildkiteError(
-                    "Buildkite rejected the API token (401): set BUILDKITE_API_TOKEN to a token "
-                    "with read_builds and read_artifacts scopes"
-                )
-            if r.status_code == 404:
-                raise BuildkiteError(
-                    f"Buildkite has no {self.src.org}/{self.src.pipeline} or no access to it "
-                    f"(404 on {r.request.url.path})"
-                )
-            if r.status_code >= 400:
-                raise BuildkiteError(f"Buildkite answered {r.status_code} on {r.request.url.path}")
-            return r
-        raise BuildkiteError("unreachable")  # pragma: no cover
+    def _get(
+        self, url: str, params: dict[str, Any] | None = None, cap: int = MAX_JSON_BODY
+    ) -> tuple[httpx.Response, bytes]:
+        """The response and its body (at most `cap` bytes, decompressed: Buildkite is not
+        trusted), retried with backoff on a dropped connection, 429 (its Retry-After) and 5xx."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Again),
+            stop=tenacity.stop_after_attempt(self.src.max_retries + 1),
+            wait=self._wait,
+            sleep=time.sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._get_once, url, params, cap)
+        except _Again as exc:
+            raise BuildkiteError(exc.final) from exc.__cause__
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Again) and exc.retry_after is not None:
+            return exc.retry_after
+        return self.src.backoff_s * 2 ** (state.attempt_number - 1)
+
+    def _get_once(
+        self, url: str, params: dict[str, Any] | None, cap: int
+    ) -> tuple[httpx.Response, bytes]:
+        try:
+            with self.http.stream("GET", url, params=params) as r:
+                if r.status_code == 429:
+                    after = min(float(r.headers.get("Retry-After", "5")), 60.0)
+                    raise _Again(f"Buildkite answered 429 on {r.request.url.path}", after)
+                if r.status_code >= 500:
+                    raise _Again(f"Buildkite answered {r.status_code} on {r.request.url.path}")
+                _refuse(r, self.src)
+                return r, read_body_sync(r, cap)
+        except httpx.TransportError as exc:
+            raise _Again(f"Buildkite unreachable: {exc}") from exc
+        except ResponseRefused as exc:
+            raise BuildkiteError(f"Buildkite: {exc} on {httpx.URL(url).path}") from None
+
+    def _json(self, url: str, params: dict[str, Any] | None = None) -> tuple[httpx.Response, Any]:
+        r, body = self._get(url, params)
+        try:
+            return r, parse_json(body, f"Buildkite {r.request.url.path}")
+        except ResponseRefused as exc:
+            raise BuildkiteError(str(exc)) from None
 
     def builds(self) -> Iterator[dict[str, Any]]:
         params: dict[str, Any] = {"per_page": 100}
@@ -130,8 +181,10 @@ class BuildkiteClient:
         url: str | None = f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds"
         query: dict[str, Any] | None = params
         while url:
-            r = self._get(url, query)
-            yield from r.json()
+            r, page = self._json(url, query)
+            if not isinstance(page, list):
+                raise BuildkiteError(f"Buildkite: a builds page that is not a list ({url})")
+            yield from (b for b in page if isinstance(b, dict))
             url = r.links.get("next", {}).get("url")
             query = None  # the next link carries the query (an empty dict would replace it)
 
@@ -139,10 +192,14 @@ class BuildkiteClient:
         path = (
             f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds/{build}/artifacts"
         )
-        return list(self._get(path, {"per_page": 100}).json())
+        _, arts = self._json(path, {"per_page": 100})
+        if not isinstance(arts, list):
+            raise BuildkiteError(f"Buildkite: an artifact list that is not a list (build {build})")
+        return [a for a in arts if isinstance(a, dict)]
 
     def download(self, artifact: dict[str, Any]) -> bytes:
-        return self._get(artifact["download_url"]).content
+        # An accuracy artifact is a few MB; `import` takes files up to the same bound.
+        return self._get(str(artifact["download_url"]), cap=MAX_ARTIFACT_BYTES)[1]
 
 
 def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:

@@ -889,3 +889,24 @@ def test_imported_audio_meets_the_stream_decoder_rules(planted: Path, db, tmp_pa
     ).fetchall()
     assert [r["utt_id"] for r in rows] == ["u0", "u1"]
     assert "not a WAV file" in rows[1]["e"] and "not a WAV" not in rows[0]["e"]
+
+
+def test_buildkite_answers_are_read_within_bounds(db) -> None:
+    """Buildkite is not trusted either: a builds page that inflates to 2 GiB is refused at
+    16 MiB, and a page of the wrong shape is an error, not a traceback."""
+    from omni_tasks.importers.buildkite import BuildkiteError, BuildkiteSource, import_pipeline
+    from tests.fakes.hostile_vllm import gzip_bomb
+
+    bomb = gzip_bomb()
+
+    async def bombs(request: Request) -> Response:
+        if "nested" in request.url.path:
+            return Response('{"not": "a list"}', media_type="application/json")
+        return Response(bomb, headers={"content-encoding": "gzip"})
+
+    app_ = Starlette(routes=[Route("/{p:path}", bombs)])
+    with serve_in_thread(app_) as url:
+        for pipeline, message in (("vllm-omni", "over 16777216 bytes"), ("nested", "not a list")):
+            src = BuildkiteSource("vllm", pipeline, "bk", base_url=f"{url}/v2", max_retries=0)
+            with pytest.raises(BuildkiteError, match=message):
+                import_pipeline(db, src)
