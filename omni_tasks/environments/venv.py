@@ -8,7 +8,6 @@ crashed build is rebuilt, never half-used); builds of one commit are serialized 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -17,6 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock
 
 from omni_tasks.commits import is_full_sha
 from omni_tasks.environments import Environment, EnvironmentBuildError
@@ -35,13 +36,10 @@ def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float
 
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    """One builder per environment across processes (released if the holder dies)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with FileLock(path):
+        yield
 
 
 class VenvStrategy:
