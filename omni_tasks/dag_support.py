@@ -10,10 +10,11 @@ else the local outbox. A defined but broken connection fails the task; it never 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -238,6 +239,53 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+_stopped = False  # this process got SIGTERM (one task per process on a worker; all, in dags test)
+
+
+def _stoppable(runs_after_stop: bool) -> Callable[[F], F]:
+    """Tasks that stop when the process gets SIGTERM (a worker shutting down; Ctrl-C's cousin on
+    `airflow dags test`). Airflow's own handler only calls the operator's on_kill and lets the
+    task run on, which in-process (`dags test`) means to the end of the night; this one calls
+    it, ends the task as terminated (a terminal failure: no retry), and every later task of
+    the process ends at once — except alert delivery, so what the stop raised still goes out.
+    A launched server is stopped by its context manager as the exception unwinds; stored clips
+    stay stored, so a re-run resumes."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            import signal
+
+            from airflow.sdk.exceptions import AirflowTaskTerminated
+
+            if _stopped and not runs_after_stop:
+                raise AirflowTaskTerminated("not started: the process was stopped (SIGTERM)")
+            previous = signal.getsignal(signal.SIGTERM)
+
+            def stop(signum: int, frame: Any) -> None:
+                global _stopped
+                _stopped = True
+                if callable(previous):
+                    previous(signum, frame)
+                raise AirflowTaskTerminated("stopped by SIGTERM")
+
+            signal.signal(signal.SIGTERM, stop)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+stops_on_sigterm = _stoppable(runs_after_stop=False)
+delivers_after_sigterm = _stoppable(runs_after_stop=True)
+
+
+@stops_on_sigterm
 def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
     from omni_tasks.jobs import nightly
 
@@ -247,6 +295,7 @@ def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
         )
 
 
+@stops_on_sigterm
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     from omni_tasks.jobs import nightly
 
@@ -265,6 +314,7 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
         )
 
 
+@stops_on_sigterm
 def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
@@ -273,6 +323,7 @@ def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
         return nightly.summarize(conn, list(run_keys), load_policy())
 
 
+@stops_on_sigterm
 def decide(context: dict[str, Any]) -> str:
     """Gate the night (every run the night stored, whatever task wrote it) and plan alerts."""
     from omni_tasks.analysis.policy import load_policy
@@ -294,6 +345,7 @@ def decide(context: dict[str, Any]) -> str:
     return night.isoformat()
 
 
+@stops_on_sigterm
 def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan
@@ -305,6 +357,7 @@ def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
     return triggers
 
 
+@stops_on_sigterm
 def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
@@ -317,6 +370,7 @@ def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
     return out
 
 
+@delivers_after_sigterm
 def dispatch_alerts(context: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -402,6 +456,7 @@ def bisect_params() -> dict[str, Any]:
     }
 
 
+@stops_on_sigterm
 def bisect(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
@@ -455,6 +510,7 @@ def regrade_params() -> dict[str, Any]:
     }
 
 
+@stops_on_sigterm
 def regrade(context: dict[str, Any]) -> dict[str, Any]:
     from omni_tasks.jobs.regrade import regrade as run
 
@@ -463,6 +519,7 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
 
 
+@stops_on_sigterm
 def check_freshness(context: dict[str, Any]) -> list[str]:
     from omni_tasks.config import get_settings
     from omni_tasks.jobs.freshness import check_freshness as check

@@ -445,3 +445,44 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
 
     text = json.loads(infra[0]["p"])["blocks"][1]["text"]["text"]
     assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text
+
+
+def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_path: Path) -> None:
+    """`airflow dags test` (and a worker shutting down) send SIGTERM: the running task ends as
+    terminated, later tasks do not start, and the INFRA message about it is delivered."""
+    import signal
+    import time
+
+    from tests.airflow_env import REPO
+
+    config = {
+        "branches": ["main", "rebase"],
+        "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+    }  # real audio and ASR on 100 clips a branch: a night long enough to interrupt
+    env = _with_config(af, tmp_path, config)
+    log = tmp_path / "dags-test.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(REPO / ".venv/bin/airflow"), "dags", "test", "seed_tts_nightly", "2026-11-27"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 120
+    while "synthesizing" not in log.read_text() and "run_branch" not in log.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+    time.sleep(3)  # inside the GPU task
+    proc.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    proc.wait(timeout=90)
+    took = time.monotonic() - stopped
+    text = log.read_text()
+    assert proc.returncode != 0 and took < 45, (took, text[-3000:])
+    assert "stopped by SIGTERM" in text and "state=failed" in text
+    runs = db.execute("SELECT count(*) AS n FROM omni.run WHERE status = 'complete'").fetchone()
+    assert runs["n"] == 0  # the night did not run on to its end
+    sent = db.execute(
+        "SELECT payload::text AS p FROM omni.alert_outbox WHERE state = 'sent'"
+    ).fetchall()
+    assert any("stopped by SIGTERM" in m["p"] for m in sent)
