@@ -8,6 +8,10 @@ from scipy.stats import binomtest, norm
 
 
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of k/n. Written out rather than scipy's
+    `binomtest(k, n).proportion_ci(method="wilson")` (equal values): that also computes an
+    exact p-value, which made run statistics 33 % slower and each of the simulation's
+    millions of Newcombe intervals tens of times slower."""
     if n == 0:
         return (0.0, 1.0)
     z = float(norm.ppf(0.5 + confidence / 2))
