@@ -65,5 +65,9 @@ def resolve_commit(repo: str, value: str, what: str = "commit") -> str:
 
 
 def full_commit(repo: str | None, value: str, what: str = "commit") -> str:
-    """Resolved in `repo` when there is one, else it must already be full."""
-    return resolve_commit(repo, value, what) if repo else require_full(value, what)
+    """A full SHA as it is (every task parses the form again, and not every worker needs the
+    repo); a short one resolved in `repo`, which must then be given."""
+    sha = check_commit(value, what)
+    if is_full_sha(sha):
+        return sha
+    return resolve_commit(repo, sha, what) if repo else require_full(sha, what)

@@ -726,6 +726,16 @@ def test_the_provenance_probe_and_git_take_no_orders_from_data(tmp_path: Path, m
     assert resolve_commit(str(repo), commits[0][:8]) == commits[0]
     with pytest.raises(InvalidName, match="not a commit of"):
         resolve_commit(str(repo), "deadbeef")
+    # A form's short SHA is resolved once, in the repo, to the full SHA used from then on.
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    reset_settings()
+    try:
+        p = NightlyParams(repo=str(repo), commits={"main": commits[0][:9].upper()})
+        assert p.commits == {"main": commits[0]}
+        with pytest.raises(ValueError, match="short SHA and no repo"):
+            NightlyParams(commits={"main": commits[0][:9]})
+    finally:
+        reset_settings()
 
 
 def test_an_environment_directory_is_only_ever_the_full_sha_inside_the_root(
