@@ -45,17 +45,23 @@ def _run(db: psycopg.Connection, sql: str) -> tuple[list[str], list[tuple]]:
     return [c.name for c in cur.description or []], cur.fetchall()
 
 
-def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
-    comparison = history.execute(
+def _variables(db: psycopg.Connection) -> dict[str, str | list[str]]:
+    """The dashboard's variables as a reader sets them on the history: both branches, the
+    latest comparison of rebase."""
+    comparison = db.execute(
         "SELECT comparison_id FROM omni.v_latest_paired WHERE candidate_branch = 'rebase'"
     ).fetchone()["comparison_id"]
-    variables = {
+    return {
         "benchmark": "seed_tts_en",
         "branch": ["main", "rebase"],
         "variant": ["default"],
         "tau": "0.5",
         "comparison": str(comparison),
     }
+
+
+def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
+    variables = _variables(history)
     expected = {
         "Tail fraction (share of broken items: WER > τ, or a wrong answer)/A": [
             "time",
@@ -228,16 +234,7 @@ def test_every_override_matches_a_series_the_queries_produce(history) -> None:
     regex stopped matching after a rename, and each branch drew three solid lines)."""
     import re
 
-    comparison = history.execute(
-        "SELECT comparison_id FROM omni.v_latest_paired WHERE candidate_branch = 'rebase'"
-    ).fetchone()["comparison_id"]
-    variables = {
-        "benchmark": "seed_tts_en",
-        "branch": ["main", "rebase"],
-        "variant": ["default"],
-        "tau": "0.5",
-        "comparison": str(comparison),
-    }
+    variables = _variables(history)
     from_, to = f"{D0}T00:00:00Z", "2026-12-31T00:00:00Z"
     checked = 0
     for panel in trend_dashboard()["panels"]:
