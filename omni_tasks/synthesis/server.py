@@ -14,7 +14,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import tenacity
 import yaml
 
 from omni_tasks.synthesis.provenance import (
@@ -181,20 +181,27 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if proc.poll() is not None:  # not retried: a dead server never becomes healthy
+            raise ServerStartError(
+                f"server exited with {proc.returncode} before it was healthy; "
+                f"log {spec.log_path}:\n{_tail(spec.log_path)}"
+            )
+        return _healthy(url)
+
     try:
-        deadline = time.monotonic() + spec.startup_timeout_s
-        while not _healthy(url):
-            if proc.poll() is not None:
-                raise ServerStartError(
-                    f"server exited with {proc.returncode} before it was healthy; "
-                    f"log {spec.log_path}:\n{_tail(spec.log_path)}"
-                )
-            if time.monotonic() > deadline:
-                raise ServerStartError(
-                    f"server not healthy after {spec.startup_timeout_s:g} s; "
-                    f"log {spec.log_path}:\n{_tail(spec.log_path)}"
-                )
-            time.sleep(0.5)
+        try:
+            tenacity.Retrying(
+                retry=tenacity.retry_if_result(lambda ok: not ok),
+                stop=tenacity.stop_after_delay(spec.startup_timeout_s),
+                wait=tenacity.wait_fixed(0.5),
+            )(healthy)
+        except tenacity.RetryError:
+            raise ServerStartError(
+                f"server not healthy after {spec.startup_timeout_s:g} s; "
+                f"log {spec.log_path}:\n{_tail(spec.log_path)}"
+            ) from None
         yield RunningServer(url, proc.pid, spec.log_path, argv)
     finally:
         _stop(proc)

@@ -15,6 +15,9 @@ assert args[0] == "serve" and "--omni" in args, args
 print("fake vllm", " ".join(args), flush=True)
 if "{mode}" == "crash":
     sys.exit("CUDA out of memory (pretend)")
+if "{mode}" == "hang":  # loads forever: never healthy
+    import time
+    time.sleep(3600)
 from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
 serve_forever(SimulatorConfig("clean", transcript_mode=True), int(args[args.index("--port") + 1]))
 """

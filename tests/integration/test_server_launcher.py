@@ -90,6 +90,21 @@ def test_a_server_that_dies_at_startup_fails_fast_with_its_log(tmp_path: Path, m
         pass
 
 
+def test_a_server_that_never_gets_healthy_is_given_up_and_stopped(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import time
+
+    monkeypatch.setenv("PATH", _fake_env(tmp_path, mode="hang")["PATH"])
+    spec = ServerSpec(
+        python=sys.executable, model="m", log_path=tmp_path / "server.log", startup_timeout_s=1.5
+    )
+    started = time.monotonic()
+    with pytest.raises(ServerStartError, match=r"not healthy after 1\.5 s"), launched(spec):
+        pass
+    assert time.monotonic() - started < 30  # given up at the timeout, its process group stopped
+
+
 def test_nightly_serves_each_branch_from_its_own_environment(
     db, tmp_path: Path, monkeypatch
 ) -> None:
