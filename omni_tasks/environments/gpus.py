@@ -8,16 +8,15 @@ CUDA_VISIBLE_DEVICES. Locks vanish with the process, so a killed task frees its 
 
 from __future__ import annotations
 
-import fcntl
 import os
-import random
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+
+import tenacity
+from filelock import FileLock, Timeout
 
 
 def visible_gpus() -> list[str]:
@@ -38,6 +37,10 @@ def visible_gpus() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
+class _Busy(Exception):
+    """Fewer than the wanted GPUs were free on this try."""
+
+
 @contextmanager
 def gpu_lease(
     n: int, lock_dir: Path = Path("/tmp/omni-tasks-gpus"), timeout_s: float = 3600
@@ -50,34 +53,41 @@ def gpu_lease(
     if len(gpus) < n:
         raise RuntimeError(f"{n} GPU(s) needed, {len(gpus)} visible on this host")
     lock_dir.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout_s
-    held: dict[str, IO[str]] = {}
+    # All or nothing: holding some GPUs while waiting for others deadlocks two tasks that each
+    # took one; a try that gets fewer lets go, and the next comes after a random pause so two
+    # waiters do not collide.
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(_Busy),
+        stop=tenacity.stop_after_delay(timeout_s),
+        wait=tenacity.wait_random(0.2, 1.0),
+        reraise=True,
+    )
     try:
-        while True:
-            for g in gpus:
-                if len(held) == n:
-                    break
-                fh: IO[str] = (lock_dir / f"gpu{g}.lock").open("w")
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    held[g] = fh
-                except BlockingIOError:
-                    fh.close()
-            if len(held) == n:
-                break
-            # All or nothing: holding some GPUs while waiting for others deadlocks two tasks
-            # that each took one; let go, and retry after a random pause so they do not collide.
-            _release(held)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {n} free GPU(s) within {timeout_s:g} s")
-            time.sleep(random.uniform(0.2, 1.0))
+        held = retrying(_take, gpus, n, lock_dir)
+    except _Busy:
+        raise TimeoutError(f"no {n} free GPU(s) within {timeout_s:g} s") from None
+    try:
         yield sorted(held)
     finally:
         _release(held)
 
 
-def _release(held: dict[str, IO[str]]) -> None:
-    for fh in held.values():
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
+def _take(gpus: list[str], n: int, lock_dir: Path) -> dict[str, FileLock]:
+    held: dict[str, FileLock] = {}
+    for g in gpus:
+        lock = FileLock(lock_dir / f"gpu{g}.lock", thread_local=False)
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            continue
+        held[g] = lock
+        if len(held) == n:
+            return held
+    _release(held)
+    raise _Busy
+
+
+def _release(held: dict[str, FileLock]) -> None:
+    for lock in held.values():
+        lock.release()
     held.clear()
