@@ -1,8 +1,10 @@
 """`omni-tasks report`: one self-contained HTML file for where no Grafana runs.
 
-The same pictures as the dashboard — tail-fraction trend with intervals, failure modes, the
-night's verdicts — plus per-clip baseline-vs-candidate WER and, for every regressed clip, the
-reference, both transcripts and an audio player (audio embedded, so the file travels alone).
+Rendered from `templates/report.html` by Jinja2 with autoescaping: every value is data; only
+the charts and audio players built here are markup. The same pictures as the dashboard —
+tail-fraction trend with intervals, failure modes, the night's verdicts — plus per-clip
+baseline-vs-candidate WER and, for every regressed clip, the reference, both transcripts and an
+audio player (audio embedded, so the file travels alone).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import datetime as dt
 import html
 from typing import Any
 
+import jinja2
 import plotly.graph_objects as go
 import plotly.io as pio
 import psycopg
+from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
@@ -38,21 +42,18 @@ th{background:#f4f4f4} .REGRESSED{background:#fdd}
 """
 
 
-def _e(x: object) -> str:
-    return html.escape("" if x is None else str(x))
-
-
 def _t(x: object) -> str:
     """Data in a chart's text (titles, legend, axis labels, hover): plotly reads `<a href>`,
     `<b>` and `<br>` there, so it gets entities, which plotly shows as the characters."""
     return html.escape(str(x), quote=False)
 
 
-def _fig(fig: go.Figure, div_id: str) -> str:
+def _fig(fig: go.Figure, div_id: str) -> Markup:
+    """A chart as markup for the page (plotly's own, its texts made plain by `_t`)."""
     fig.update_layout(
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=380, template="plotly_white"
     )
-    return str(pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id))
+    return Markup(pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id))
 
 
 def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
@@ -115,78 +116,57 @@ def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -
     return fig
 
 
-def _audio(uri: str | None) -> str:
+def _audio(uri: str | None) -> Markup | str:
+    """An embedded player for a clip (markup we build), or why there is none (text)."""
     if not uri:
-        return '<span class="note">no audio</span>'
+        return "no audio"
     try:
         data = base64.b64encode(load_audio_bytes(uri)).decode()
     except AudioUnavailable as exc:
-        return f'<span class="note">audio missing ({_e(exc)})</span>'
-    return f'<audio controls preload="none" src="data:audio/wav;base64,{data}"></audio>'
-
-
-def clips_table(rows: list[dict[str, Any]]) -> str:
-    head = (
-        "<tr><th>clip</th><th>reference</th><th>baseline heard (WER)</th>"
-        "<th>candidate heard (WER)</th><th>audio</th></tr>"
-    )
-    body = []
-    for i, r in enumerate(rows):
-        audio = _audio(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else ""
-        body.append(
-            f"<tr><td>{_e(r['utt_id'])}</td><td>{_e(r['reference'])}</td>"
-            f"<td>{_e(r['baseline_heard'])} ({_wer(r['baseline_wer'])})</td>"
-            f"<td>{_e(r['candidate_heard'])} ({_wer(r['candidate_wer'])})</td><td>{audio}</td></tr>"
-        )
-    return f"<table>{head}{''.join(body)}</table>"
+        return f"audio missing ({exc})"
+    return Markup(f'<audio controls preload="none" src="data:audio/wav;base64,{data}"></audio>')
 
 
 def _wer(x: float | None) -> str:
     return "no grade" if x is None else f"{x:.2f}"
 
 
-def verdict_table(rows: list[dict[str, Any]]) -> str:
-    head = (
-        "<tr><th>candidate</th><th>baseline</th><th>variant</th><th>verdict</th>"
-        "<th>confirmed</th><th>regressed : improved</th><th>stable-broken</th>"
-        "<th>Δ tail [95 %]</th><th>p (Holm)</th></tr>"
-    )
-    body = []
-    for r in rows:
-        ci = (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
-        p = "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}"
-        body.append(
-            f"<tr class='{_e(r['verdict'])}'><td>{_e(r['candidate_branch'])}</td>"
-            f"<td>{_e(r['baseline_branch'])}</td><td>{_e(r['variant'])}</td>"
-            f"<td>{_e(r['verdict'])}</td><td>{'yes' if r['confirmed'] else 'no'}</td>"
-            f"<td>{_e(r['regressed'])} : {_e(r['improved'])}</td><td>{_e(r['stable_broken'])}</td>"
-            f"<td>{pts_ci(r['delta_tail_fraction'], ci)}</td>"
-            f"<td>{p}</td></tr>"
-        )
-    return f"<table>{head}{''.join(body)}</table>"
-
-
-def official_table(rows: list[dict[str, Any]]) -> str:
-    """The harness's own mean per branch (failures left out), summary-only runs marked."""
-    if not any(r["official_mean"] is not None for r in rows):
-        return (
-            "<p>No run with the harness's mean WER (a benchmark not scored by WER shows its "
-            "accuracy below).</p>"
-        )
-    body = "".join(
-        f"<tr><td>{_e(r['branch'])} / {_e(r['variant'])}</td><td>{_wer(r['official_mean'])}</td>"
-        f"<td>{r['evaluated'] if r['evaluated'] is not None else '—'}</td>"
-        f"<td>{'summary-only: no per-clip rows, not gated' if r['summary_only'] else 'per-clip'}"
-        "</td></tr>"
+def _verdicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **r,
+            "delta": pts_ci(
+                r["delta_tail_fraction"], (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
+            ),
+            "p_holm": "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}",
+        }
         for r in rows
-    )
-    return (
-        "<table><tr><th>branch</th><th>official mean WER</th><th>clips evaluated</th>"
-        f"<th>rows</th></tr>{body}</table>"
-    )
+    ]
 
 
-def scores_section(rows: list[dict[str, Any]]) -> list[str]:
+def _official(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The harness's own mean per branch (failures left out), summary-only runs marked; none
+    when no run has a mean WER."""
+    if not any(r["official_mean"] is not None for r in rows):
+        return []
+    return [
+        {
+            "branch": r["branch"],
+            "variant": r["variant"],
+            "mean": _wer(r["official_mean"]),
+            "evaluated": r["evaluated"] if r["evaluated"] is not None else "—",
+            "rows": "summary-only: no per-clip rows, not gated"
+            if r["summary_only"]
+            else "per-clip",
+        }
+        for r in rows
+    ]
+
+
+SCORES = (("accuracy", "accuracy"), ("sim_mean", "speaker sim"), ("utmos_mean", "UTMOS"))
+
+
+def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Accuracy (multiple choice) and secondary scores, when a run of the night has any:
     shown beside the gate, never gated."""
     columns = [
@@ -198,36 +178,36 @@ def scores_section(rows: list[dict[str, Any]]) -> list[str]:
         )
         if any(r[k] is not None for r in rows)
     ]
-    if not columns:
-        return []
-    head = "".join(f"<th>{label}</th>" for _, label in columns)
-    body = "".join(
-        f"<tr><td>{_e(r['branch'])} / {_e(r['variant'])}</td>"
-        + "".join(f"<td>{'—' if r[k] is None else f'{r[k]:.4f}'}</td>" for k, _ in columns)
-        + "</tr>"
-        for r in rows
-    )
+    return {
+        "columns": [label for _, label in columns],
+        "rows": [
+            {
+                "name": f"{r['branch']} / {r['variant']}",
+                "values": ["—" if r[k] is None else f"{r[k]:.4f}" for k, _ in columns],
+            }
+            for r in rows
+        ],
+    }
+
+
+def _clips(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
-        "<h2>Scores beside the gate (never gated)</h2>"
-        f"<table><tr><th>branch</th>{head}</tr>{body}</table>"
+        {
+            **r,
+            "baseline_wer": _wer(r["baseline_wer"]),
+            "candidate_wer": _wer(r["candidate_wer"]),
+            "audio": _audio(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else "",
+        }
+        for i, r in enumerate(rows)
     ]
 
 
-def page(title: str, sections: list[str], simulated: bool) -> str:
-    banner = (
-        '<p class="sim">Contains <b>SIMULATED</b> runs (the local simulator stands in for '
-        "vLLM-Omni); figures show the platform working, not a model's accuracy.</p>"
-        if simulated
-        else ""
-    )
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
-        f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>"
-        f"<h1>{_e(title)}</h1>{banner}{''.join(sections)}"
-        f"<p class='note'>Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by omni-tasks. "
-        "Broken = WER &gt; τ, no audio, or past the audio cap (seed-TTS); a wrong answer "
-        "(multiple choice).</p></body></html>"
-    )
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("omni_tasks", "templates"),
+    autoescape=True,  # every value is data unless report_html wraps it in Markup
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+)
 
 
 def nightly_report(
@@ -235,33 +215,38 @@ def nightly_report(
 ) -> str:
     decisions = views.gate_history(conn, benchmark, nightly)
     first = nightly - dt.timedelta(days=TREND_DAYS)
-    trend = views.nightly_trend(conn, benchmark, tau, first, nightly)
-    modes = views.failure_modes(conn, benchmark, tau, nightly)
-    simulated = views.night_simulated(conn, benchmark, nightly)
-    official = views.official(conn, benchmark, nightly)
-    scores = views.item_scores(conn, benchmark, tau, nightly)
-    runs = runs_of_night(conn, benchmark, nightly)
-    reproduce = "".join(
-        f"<p>{_e(r['branch'])} / {_e(r['variant'])} (seed {r['seed']}):</p>"
-        f"<pre>{_e(reproduce_command(r, {'grader': r['grader']}))}</pre>"
-        for r in runs
-    )
-    verdicts = verdict_table(decisions) if decisions else "<p>No gate decisions.</p>"
-    sections = [
-        f"<h2>Verdicts</h2>{verdicts}",
-        "<h2>Harness figures</h2>" + official_table(official),
-        *scores_section(scores),
-        "<h2>Trend</h2>" + _fig(trend_figure(trend), "trend"),
-        "<h2>Failure modes</h2>" + _fig(modes_figure(modes), "modes"),
-        "<h2>Reproduce</h2>" + (reproduce or "<p>No runs.</p>"),
-    ]
+    comparisons = []
     for i, d in enumerate(x for x in decisions if x["comparison_id"] is not None):
-        clips = views.regressed_clips(conn, d["comparison_id"])
         pairs = views.paired_clip_wers(conn, d["comparison_id"])
-        title = f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})"
-        sections.append(f"<h2>{_e(title)}: per clip</h2>")
-        sections.append(
-            _fig(scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"]), f"scatter{i}")
+        scatter = scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"])
+        comparisons.append(
+            {
+                "title": f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})",
+                "scatter": _fig(scatter, f"scatter{i}"),
+                "clips": _clips(views.regressed_clips(conn, d["comparison_id"])),
+            }
         )
-        sections.append(f"<h3>Regressed clips ({len(clips)})</h3>" + clips_table(clips))
-    return page(f"{benchmark} nightly {nightly}", sections, simulated)
+    runs = runs_of_night(conn, benchmark, nightly)
+    return _TEMPLATES.get_template("report.html").render(
+        title=f"{benchmark} nightly {nightly}",
+        css=Markup(CSS),
+        plotlyjs=Markup(get_plotlyjs()),
+        simulated=views.night_simulated(conn, benchmark, nightly),
+        decisions=_verdicts(decisions),
+        official=_official(views.official(conn, benchmark, nightly)),
+        scores=_scores(views.item_scores(conn, benchmark, tau, nightly)),
+        trend=_fig(
+            trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
+        ),
+        modes=_fig(modes_figure(views.failure_modes(conn, benchmark, tau, nightly)), "modes"),
+        reproduce=[
+            {
+                "name": f"{r['branch']} / {r['variant']}",
+                "seed": r["seed"],
+                "command": reproduce_command(r, {"grader": r["grader"]}),
+            }
+            for r in runs
+        ],
+        comparisons=comparisons,
+        generated=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}",
+    )

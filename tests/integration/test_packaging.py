@@ -35,6 +35,7 @@ def test_the_wheel_carries_sql_and_an_install_reads_it(tmp_path: Path) -> None:
         f"omni_tasks/sql/{p.relative_to(REPO / 'sql')}" for p in (REPO / "sql").rglob("*.sql")
     }
     assert shipped == expected
+    assert "omni_tasks/templates/report.html" in zipfile.ZipFile(wheel).namelist()  # the report
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -178,7 +178,7 @@ def _gated(db) -> None:  # type: ignore[no-untyped-def]
     db.execute(
         "INSERT INTO omni.gate_decision (benchmark, nightly, candidate_branch, "
         "baseline_branch, variant, policy_version, verdict, policy, candidate_run_id) "
-        "SELECT 'seed_tts_en', nightly, 'rebase', 'main', 'default', 'v', 'UNKNOWN', "
+        "SELECT 'seed_tts_en', nightly, branch, 'main', 'default', 'v', 'UNKNOWN', "
         "'{}'::jsonb, run_id FROM omni.run"
     )
 
@@ -920,3 +920,17 @@ def test_buildkite_answers_are_read_within_bounds(db) -> None:
             src = BuildkiteSource("vllm", pipeline, "bk", base_url=f"{url}/v2", max_retries=0)
             with pytest.raises(BuildkiteError, match=message):
                 import_pipeline(db, src)
+
+
+def test_report_tables_escape_every_value(planted: Path, db, tmp_path: Path) -> None:
+    """The report is a Jinja2 template with autoescaping: a branch named like markup is text."""
+    evil = "x<img src=x onerror=alert(1)>"
+    art = write_json(tmp_path / "art.json", small_artifact(3))
+    out = runner.invoke(app, ["import", "vllm-omni", str(art), "--branch", evil])
+    assert out.exit_code == 0, out.output
+    _gated(db)
+    db.commit()
+    page = tmp_path / "report.html"
+    assert runner.invoke(app, ["report", "--out", str(page)]).exit_code == 0
+    text = page.read_text()
+    assert "<img src=x" not in text and "x&lt;img src=x onerror=alert(1)&gt;" in text
