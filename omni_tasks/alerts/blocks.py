@@ -10,6 +10,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_sdk.models.blocks import (
+    ContextBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
 from omni_tasks.contracts import Comparison, RunStats
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 
@@ -107,16 +115,26 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, MAX_TEXT)}}
+# Blocks through slack_sdk's models (their to_dict checks Slack's limits); text is clipped to
+# those limits first, so a long transcript shortens a message instead of failing it.
+def section(text: str) -> dict[str, Any]:
+    block: dict[str, Any] = SectionBlock(
+        text=MarkdownTextObject(text=clip(text, MAX_TEXT))
+    ).to_dict()
+    return block
 
 
 def _header(text: str) -> dict[str, Any]:
-    return {"type": "header", "text": {"type": "plain_text", "text": clip(plain(text), MAX_HEADER)}}
+    block: dict[str, Any] = HeaderBlock(
+        text=PlainTextObject(text=clip(plain(text), MAX_HEADER))
+    ).to_dict()
+    return block
 
 
-def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, MAX_TEXT)}]}
+def context(text: str, block_id: str | None = None) -> dict[str, Any]:
+    elements = [MarkdownTextObject(text=clip(text, MAX_TEXT))]
+    block: dict[str, Any] = ContextBlock(block_id=block_id, elements=elements).to_dict()
+    return block
 
 
 def _p(x: float | None) -> str:
@@ -146,7 +164,7 @@ def headline(ctx: AlertContext) -> str:
 def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
     c = ctx.comparison
     if c is None:
-        return [_section("No paired comparison stored for this decision.")]
+        return [section("No paired comparison stored for this decision.")]
     head = "*Wrong answers*" if ctx.multiple_choice else f"*Tail fraction* ({ctx.broken})"
     tail = (
         f"{head}: {escape(ctx.baseline)} {_tail(c.baseline)} → "
@@ -158,10 +176,10 @@ def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
         f"{c.improved}, stable-broken {c.stable_broken}; exact McNemar "
         f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
-    out = [_section(tail), _section(paired)]
+    out = [section(tail), section(paired)]
     shifts = _shifts(c.mode_shift)
     if shifts:
-        out.append(_section("\n".join(shifts)))
+        out.append(section("\n".join(shifts)))
     return out
 
 
@@ -195,11 +213,11 @@ def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
     if not top:
         return []
     noun = "questions" if ctx.multiple_choice else "clips"
-    blocks = [_section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
+    blocks = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
     for t in top:
         if ctx.multiple_choice:
             blocks.append(
-                _section(
+                section(
                     f"`{escape(clip(t.utt_id, 80))}` answered "
                     f"{escape(clip(t.heard or '(none)', 16))}, gold "
                     f"{escape(clip(t.reference, 16))} (baseline answered "
@@ -209,7 +227,7 @@ def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
             continue
         wer = t.wer
         blocks.append(
-            _section(
+            section(
                 f"`{escape(clip(t.utt_id, 80))}` WER {_wer(wer)}\n"
                 f"> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
                 f"> {escape(ctx.candidate)} heard: "
@@ -225,7 +243,7 @@ def _links(links: dict[str, str]) -> list[dict[str, Any]]:
     if not links:
         return []
     return [
-        _context(
+        context(
             " · ".join(
                 f"<{entities(url).replace('|', '%7C')}|{escape(name)}>"
                 for name, url in links.items()
@@ -239,12 +257,12 @@ def fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if len(blocks) <= MAX_BLOCKS:
         return blocks
     kept = blocks[: MAX_BLOCKS - 1]
-    return [*kept, _context(f"… {len(blocks) - len(kept)} more blocks left out")]
+    return [*kept, context(f"… {len(blocks) - len(kept)} more blocks left out")]
 
 
 def note(text: str) -> Message:
     """A plain thread reply (bisect results, auto-bisect notes); `text` is escaped here."""
-    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text))])
+    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
 
 
 def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
@@ -254,13 +272,13 @@ def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
         return []
     bad = f"first bad {code(r.first_bad[:12])} ({r.first_bad_night})"
     if r.last_good is None:
-        return [_section(f"*Commits* {bad}; no SAME night before it on record")]
+        return [section(f"*Commits* {bad}; no SAME night before it on record")]
     text = f"*Commits* last good {code(r.last_good[:12])} ({r.last_good_night}) → {bad}"
     if r.last_good == r.first_bad:
         text += " (the same commit: the change is not in this repository's code)"
     if r.compare_url:
         text += f" · <{entities(r.compare_url).replace('|', '%7C')}|compare>"
-    return [_section(text)]
+    return [section(text)]
 
 
 def regression_opened(ctx: AlertContext) -> Message:
@@ -283,7 +301,7 @@ def regression_still(ctx: AlertContext) -> Message:
         f"regressed {c.regressed if c else 'n/a'} : improved {c.improved if c else 'n/a'}, "
         f"p={_p(c.mcnemar_p if c else None)}"
     )
-    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text)), *_links(ctx.links)])
+    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
 
 
 def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
@@ -299,7 +317,7 @@ def regression_resolved_reply(ctx: AlertContext) -> Message:
         f"{ctx.nightly}: {ctx.verdict} — second consecutive night without a regression; "
         "alert resolved."
     )
-    return Message(escape(text), [_section(escape(text))])
+    return Message(escape(text), [section(escape(text))])
 
 
 def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
@@ -315,7 +333,7 @@ def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Mess
         f"{opened}: {why}. A night decided later (a backfill) changed the series, so this "
         "alert is resolved; a new one opens if the regression is confirmed again."
     )
-    return Message(escape(text), [_section(escape(text))])
+    return Message(escape(text), [section(escape(text))])
 
 
 def infra(
@@ -331,15 +349,15 @@ def infra(
         body += f"\n… and {len(reasons) - 20} more"
     head = f":warning: {title}"
     named = (
-        [_context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
+        [context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
     )
-    blocks = [_header(head), _section(body), *named, *_links(links or {})]
+    blocks = [_header(head), section(body), *named, *_links(links or {})]
     return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
 
 
 def infra_resolved(title: str) -> Message:
     text = f":white_check_mark: {title}"
-    return Message(clip(escape(text), MAX_FALLBACK), [_section(escape(text))])
+    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
 
 
 def render_text(payload: dict[str, Any]) -> str:

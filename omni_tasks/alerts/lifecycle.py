@@ -299,8 +299,9 @@ def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str
 
 def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
     """A context block with the command that reproduces the candidate's run."""
-    line = f"Reproduce the candidate's run: {blocks.code(reproduce_command(run, run))}"
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": line}]}
+    return blocks.context(
+        f"Reproduce the candidate's run: {blocks.code(reproduce_command(run, run))}"
+    )
 
 
 def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks.alerts.blocks import entities, escape
+from omni_tasks.alerts.blocks import context, entities, escape, section
 from omni_tasks.contracts import AlertDetails, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
@@ -80,11 +80,7 @@ def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any
     blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
     history = details.triage.history if details.triage else []
     if history and history[-1].status != "reopened":
-        line = {
-            "type": "context",
-            "block_id": STATUS_BLOCK,
-            "elements": [{"type": "mrkdwn", "text": status_line(current_entry(history))}],
-        }
+        line = context(status_line(current_entry(history)), block_id=STATUS_BLOCK)
         blocks.insert(1 if blocks else 0, line)
     return {**payload, "blocks": blocks}
 
@@ -165,7 +161,7 @@ def _announce(
     reply = {
         "op": "reply",
         "text": line,
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": line}}],
+        "blocks": [section(line)],
     }
     store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
     benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
