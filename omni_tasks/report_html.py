@@ -139,6 +139,10 @@ def _verdicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 r["delta_tail_fraction"], (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
             ),
             "p_holm": "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}",
+            # A missing or failed side, or an undecidable pair, says why on its own row.
+            "why": "; ".join(str(x) for x in r.get("reasons") or [])[:600]
+            if r["verdict"] in ("INFRA", "UNKNOWN")
+            else "",
         }
         for r in rows
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -97,7 +98,9 @@ def test_a_night_with_a_failed_run_still_gets_its_report(db, tmp_path: Path) -> 
     out = tmp_path / "report.html"
     result = runner.invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-30"])
     assert result.exit_code == 0, result.output
-    assert "rebase" in out.read_text()
+    page = out.read_text()
+    (reason,) = db.execute("SELECT reasons FROM omni.gate_decision").fetchone()["reasons"][:1]
+    assert "rebase" in page and html.escape(reason) in page  # the failed side says why
     run = _screenshot(out, tmp_path / "partial.png")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     assert (tmp_path / "partial.png").stat().st_size > 20_000 and "main-svg" in run.stdout
