@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import tenacity
 
 from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
@@ -205,40 +206,61 @@ async def synthesize_one(
         ref_audio_wav=ref_audio,
         ref_text=utt.prompt_text,
     )
-    attempt = 0
-    while True:
-        started = time.monotonic()
-        s = _Stream(cfg.audio_cap_s)
+    tries = 0
+
+    async def once() -> ClipResult:
+        nonlocal tries
+        tries += 1
+        started, s = time.monotonic(), _Stream(cfg.audio_cap_s)
+
+        def failed(status: SynthStatus, detail: str) -> ClipResult:
+            result = _finish(utt, s, status, started)
+            result.error_detail = detail[:500]
+            return result
+
         try:
             async with asyncio.timeout(cfg.timeout_s):
                 status = await _read(client, cfg, body, s)
         except TimeoutError:
             status = "timeout_partial" if s.any_output else "timeout_no_output"
-            result = _finish(utt, s, status, started)
-            result.error_detail = f"no end of stream within {cfg.timeout_s:g} s"
-            return result
+            return failed(status, f"no end of stream within {cfg.timeout_s:g} s")
         except (_HTTPError, ResponseRefused, Malformed) as exc:
-            result = _finish(utt, s, "request_failed", started)
-            result.error_detail = str(exc)[:500]
-            return result
+            return failed("request_failed", str(exc))
         except httpx.TransportError as exc:
-            if not s.any_output and attempt < cfg.retries:
-                attempt += 1
-                await asyncio.sleep(cfg.retry_backoff_s * attempt)
-                continue
-            result = _finish(utt, s, "request_failed", started)
-            when = "after output had begun" if s.any_output else f"after {attempt + 1} attempt(s)"
-            result.error_detail = f"connection failed {when}: {type(exc).__name__}: {exc}"[:500]
-            return result
+            why = f"{type(exc).__name__}: {exc}"
+            if not s.any_output:  # retried while tries remain (nothing was heard yet)
+                raise _Dropped(lambda: failed("request_failed", _dropped(tries, why))) from exc
+            return failed("request_failed", f"connection failed after output had begun: {why}")
         except Exception as exc:  # one clip's surprise is that clip's failure, never the run's
-            result = _finish(utt, s, "request_failed", started)
-            result.error_detail = f"client error: {type(exc).__name__}: {exc}"[:500]
-            return result
+            return failed("request_failed", f"client error: {type(exc).__name__}: {exc}")
         if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
-            result = _finish(utt, s, "request_failed", started)
-            result.error_detail = f"in-stream error from the server: {s.error}"
-            return result
+            return failed("request_failed", f"in-stream error from the server: {s.error}")
         return _finish(utt, s, status, started)
+
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(_Dropped),
+        stop=tenacity.stop_after_attempt(cfg.retries + 1),
+        wait=tenacity.wait_incrementing(start=cfg.retry_backoff_s, increment=cfg.retry_backoff_s),
+        reraise=True,
+    )
+    try:
+        result: ClipResult = await retrying(once)
+    except _Dropped as last:
+        result = last.result()
+    return result
+
+
+def _dropped(tries: int, why: str) -> str:
+    return f"connection failed after {tries} attempt(s): {why}"
+
+
+class _Dropped(Exception):
+    """A connection that failed before any output: worth another try; `result` is the clip's
+    outcome if it was the last."""
+
+    def __init__(self, result: Callable[[], ClipResult]) -> None:
+        super().__init__("connection failed before any output")
+        self.result = result
 
 
 class _HTTPError(Exception):
