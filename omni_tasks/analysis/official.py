@@ -28,11 +28,20 @@ FIGURES = (
 )
 
 
+FAILED_REQUEST = ("request_failed", "timeout_no_output", "timeout_partial")
+
+
 def official_summary(clips: Sequence[ClipRecord]) -> dict[str, Any]:
-    errs = [c.wer for c in clips if c.grade_status == "graded" and c.wer is not None]
+    # One outcome per clip, as upstream counts it: a request that failed is a failed request
+    # even when audio arrived before it broke off (and our grading transcribed that audio).
+    errs = [
+        c.wer
+        for c in clips
+        if c.grade_status == "graded" and c.wer is not None and c.synth_status not in FAILED_REQUEST
+    ]
     request_failed = no_pcm = asr_failed = 0
     for c in clips:
-        if c.synth_status in ("request_failed", "timeout_no_output", "timeout_partial"):
+        if c.synth_status in FAILED_REQUEST:
             request_failed += 1
         elif c.synth_status == "no_audio":
             if (c.synth_detail or "").startswith("empty_audio"):

@@ -146,3 +146,31 @@ def test_d_an_artifact_contradicting_its_items_warns(
     out = runner.invoke(app, ["import", "vllm-omni", str(path), "--branch", "main"])
     assert out.exit_code == 0
     assert "seed_tts_content_error_mean: artifact 0.1234, items give" in out.output
+
+
+def test_d_a_request_that_failed_after_audio_counts_once_as_upstream_counts_it(
+    upstream: Upstream,
+) -> None:
+    """Upstream's writer leaves a failed request out of `evaluated` and the mean even when
+    audio arrived (its case above carries a tone); our bench runs grade such audio, and the
+    harness-style summary must still count the clip once, as a failed request."""
+    from omni_tasks.analysis.official import FIGURES, official_summary
+    from omni_tasks.records import ClipRecord
+
+    doc = upstream_artifact(upstream, per_item=True, detailed=False)
+    items = {i["utterance_id"]: i for i in doc["seed_tts_wer_eval_items"]}
+    records = []
+    for i, (ref, what) in enumerate(CASES):
+        item = items.get(f"u{i}", {})
+        if what == "request_failed":  # failed after audio: stored, and graded by our pipeline
+            rec = ClipRecord(f"u{i}", ref, "request_failed", "graded", 0.75)
+        elif what == "no_pcm":
+            rec = ClipRecord(f"u{i}", ref, "no_audio", None, None)
+        elif item.get("wer") is None:  # the ASR failures: silence heard, an exception
+            status = "empty_transcript" if what == "" else "grader_error"
+            rec = ClipRecord(f"u{i}", ref, "ok", status, None)
+        else:
+            rec = ClipRecord(f"u{i}", ref, "ok", "graded", float(item["wer"]))
+        records.append(rec)
+    ours = official_summary(records)
+    assert {k: ours[k] for k in FIGURES} == {k: doc[k] for k in FIGURES}
