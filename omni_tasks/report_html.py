@@ -187,7 +187,7 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rows": [
             {
                 "name": f"{r['branch']} / {r['variant']}",
-                "values": ["—" if r[k] is None else f"{r[k]:.4f}" for k, _ in columns],
+                "cells": ["—" if r[k] is None else f"{r[k]:.4f}" for k, _ in columns],
             }
             for r in rows
         ],

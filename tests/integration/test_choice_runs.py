@@ -47,7 +47,7 @@ def answers(db, run_key: str) -> dict[str, bool]:
     return {r["utt_id"]: r["thinker_text"].strip() == r["reference_text"] for r in rows}
 
 
-def test_the_demo_set_regresses_on_the_rebase_profile_by_counted_answers(db) -> None:
+def test_the_demo_set_regresses_on_the_rebase_profile_by_counted_answers(db, tmp_path) -> None:
     clean = ask("simulator:clean", "clean")
     assert all(answers(db, clean).values())  # it hears every tone and beep right
     base, cand = ask("simulator:main", "main"), ask("simulator:rebase", "rebase")
@@ -71,6 +71,12 @@ def test_the_demo_set_regresses_on_the_rebase_profile_by_counted_answers(db) -> 
     )
     assert rebase["verdict"] == "REGRESSED"
     assert by_branch["clean"]["improved"] == 48 - sum(b.values())
+    page = tmp_path / "report.html"  # the report's multiple-choice parts (accuracy) render
+    out = runner.invoke(
+        app, ["report", "--benchmark", "daily_omni", "--nightly", NIGHT, "--out", str(page)]
+    )
+    assert out.exit_code == 0, out.output
+    assert "<th>accuracy</th>" in page.read_text()
 
     stats = json.loads(runner.invoke(app, ["stats", cand, "--json"]).stdout)
     assert stats["accuracy"] == pytest.approx(sum(c.values()) / 48) and stats["mean_wer"] is None
