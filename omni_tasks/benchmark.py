@@ -77,6 +77,7 @@ class BenchRequest:
     # stage; unknown for a URL target without a deploy config (then no seed is sent).
     stage_defaults: StageDefaults | None = None
     harness_version: str | None = None  # the reference harness the run's grading must match
+    model: str = protocol.DEFAULT_MODEL  # what the requests ask for: the model the server serves
 
     def __post_init__(self) -> None:
         # Checked before any request: names become path components and keys, and a bad value
@@ -266,6 +267,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             "overrides": req.overrides,
             "stage_settings": stages,
             "harness_version": req.harness_version,
+            "model": req.model,
         },
         stack=stack,
         execution=execution,
@@ -292,6 +294,7 @@ def client_config(req: BenchRequest, url: str) -> ClientConfig:
     return ClientConfig(
         url,
         protocol.prompt_template(req.prompt_template),
+        model=req.model,
         seed=req.seed,
         stages=req.stages,
         concurrency=req.concurrency,
@@ -390,6 +393,7 @@ def _inputs(run: dict[str, Any]) -> dict[str, Any]:
         "dataset and subset (--dataset, --limit)": run.get("dataset_fingerprint"),
         "prompt": run.get("prompt_fingerprint"),
         "harness version": config.get("harness_version"),
+        "model": config.get("model"),
     }
 
 
@@ -405,6 +409,8 @@ def _same_inputs(key: str, stored: dict[str, Any], spec: RunSpec) -> None:
     different one under the same key is an error naming what differs (never stale results)."""
     new = _inputs(dataclasses.asdict(spec))
     old = _inputs(stored)
+    if old["model"] is None:  # stored before runs recorded their model: not a difference
+        new["model"] = None
     differs = [
         f"{k}: stored {_short(old[k])}, asked {_short(new[k])}" for k in old if old[k] != new[k]
     ]

@@ -38,6 +38,7 @@ from omni_tasks.names import (
     require_trusted,
 )
 from omni_tasks.store import heads
+from omni_tasks.synthesis import protocol
 
 
 class UrlTarget(BaseModel):
@@ -388,7 +389,7 @@ def served(
     with gpu_lease(int(srv.get("gpus", 2))) as gpus:
         spec = ServerSpec(
             python=str(env.python),
-            model=srv.get("model", "Qwen/Qwen3-Omni-30B-A3B-Instruct"),
+            model=srv.get("model", protocol.DEFAULT_MODEL),
             log_path=log,
             deploy_config=deploy,
             deploy_overrides=params.overrides,
@@ -410,6 +411,7 @@ def served(
             served = dataclasses.replace(
                 req,
                 target=server.url,
+                model=spec.model,  # ask for the model the server was started with
                 stack={**prov.stack_record(), "server_log": str(log)},
                 gpu_class=prov.gpu_class,
                 lineage={**req.lineage, **prov.lineage.flags()},

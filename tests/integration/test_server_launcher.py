@@ -127,13 +127,21 @@ def test_nightly_serves_each_branch_from_its_own_environment(
         transcript_mode=True,
         limit=5,
         environment={"strategy": "existing", "python": sys.executable},
-        server={"gpus": 2, "startup_timeout_s": 60, "env": {"PYTHONPATH": env["PYTHONPATH"]}},
+        server={
+            "model": "openbmb/MiniCPM-o-4_5",
+            "gpus": 2,
+            "startup_timeout_s": 60,
+            "env": {"PYTHONPATH": env["PYTHONPATH"]},
+        },
     )
     (plan,) = record_heads(db, params, dt.date(2026, 11, 24), backfill=False)
     key = run_branch(db, params, plan, trigger="manual")
     run = db.execute(
-        "SELECT status, stack, execution FROM omni.run WHERE run_key = %s", (key,)
+        "SELECT status, stack, execution, config FROM omni.run WHERE run_key = %s", (key,)
     ).fetchone()
     assert run["status"] == "complete"
+    assert run["config"]["model"] == "openbmb/MiniCPM-o-4_5"  # asked of the server it started
+    log = Path(run["stack"]["server_log"]).read_text()
+    assert "serve openbmb/MiniCPM-o-4_5" in log
     assert run["stack"]["vllm"] == "0.11.0" and run["stack"]["server_log"].endswith(".log")
     assert "fake vllm serve" in Path(run["stack"]["server_log"]).read_text()
