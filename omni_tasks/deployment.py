@@ -119,6 +119,7 @@ def form_fields(form: dict[str, Any]) -> dict[str, Any]:
 def check_form_locks(given: dict[str, Any], config: dict[str, Any]) -> None:
     """Refuse a form value for a LOCKED field unless it is the config's own value or one of
     the config's `form_choices` for it."""
+    _check_choices(config.get("form_choices"), "deployment config")
     choices = config.get("form_choices") or {}
     if "form_choices" in given:
         raise ConfigError("trigger form: form_choices: set by the deployment config only")
@@ -159,7 +160,7 @@ def resolve(
         )
     where, config = ("trigger form", {}) if found is None else (found[0], parse(*found))
     check_form_locks(given, config)
-    _check_choices(config.pop("form_choices", None), where)
+    config.pop("form_choices", None)  # checked; not a run parameter
     merged = {**config, **given}
     for section in MERGED:
         if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):

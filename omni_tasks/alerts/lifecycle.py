@@ -207,8 +207,7 @@ def _regression(
     alert = store.open_alert(conn, key)
     candidate = _candidate_run(conn, d)
     commit = None if candidate is None else candidate["commit_sha"]
-    opened_night = night if alert is None else alert["opened_nightly"]
-    ctx = dataclasses.replace(_context(d, tau), commits=_commit_range(conn, d, opened_night))
+    ctx = _context(d, tau)
     if alert is None:
         if d["verdict"] != "REGRESSED" or not d["confirmed"]:
             return  # unconfirmed REGRESSED: dashboards only
@@ -217,6 +216,7 @@ def _regression(
             return  # marked invalid by a person; only a new commit in the range reopens it
         opened_by = AlertDetails(decision_id=d["decision_id"], commits=[commit])
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
+        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, night))
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
@@ -246,6 +246,7 @@ def _regression(
         commits = [*alert["details"].commits, commit]
         store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
+        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, alert["opened_nightly"]))
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(
             conn,

@@ -52,29 +52,41 @@ class _Decoder:
             raise ResponseRefused(f"corrupt compressed response ({exc})") from None
 
 
+class _Body:
+    """A body being collected: decoded chunk by chunk, at most `cap` bytes (plus one, which
+    says it did not fit)."""
+
+    def __init__(self, r: httpx.Response, cap: int) -> None:
+        self.decoder, self.cap, self.data = (
+            _Decoder(r.headers.get("content-encoding")),
+            cap,
+            bytearray(),
+        )
+
+    def over(self, raw: bytes) -> bool:
+        self.data += self.decoder.feed(raw, self.cap - len(self.data))
+        return len(self.data) > self.cap
+
+
 async def read_body(r: httpx.Response, cap: int, *, keep_start: bool = False) -> bytes:
     """The decoded body, at most `cap` bytes: past it, the start (`keep_start`, for error
     texts) or ResponseRefused."""
-    dec = _Decoder(r.headers.get("content-encoding"))
-    out = bytearray()
+    body = _Body(r, cap)
     async for raw in r.aiter_raw():
-        out += dec.feed(raw, cap - len(out))
-        if len(out) > cap:
+        if body.over(raw):
             if keep_start:
-                return bytes(out[:cap])
+                return bytes(body.data[:cap])
             raise ResponseRefused(f"response body over {cap} bytes")
-    return bytes(out)
+    return bytes(body.data)
 
 
 def read_body_sync(r: httpx.Response, cap: int) -> bytes:
-    """read_body for a synchronous response (a probe such as /v1/models)."""
-    dec = _Decoder(r.headers.get("content-encoding"))
-    out = bytearray()
+    """read_body for a synchronous response (a probe such as /v1/models, Buildkite)."""
+    body = _Body(r, cap)
     for raw in r.iter_raw():
-        out += dec.feed(raw, cap - len(out))
-        if len(out) > cap:
+        if body.over(raw):
             raise ResponseRefused(f"response body over {cap} bytes")
-    return bytes(out)
+    return bytes(body.data)
 
 
 async def sse_lines(

@@ -684,6 +684,9 @@ def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkey
         resolve({"server": {"model": "evil/model"}}, text)
     with pytest.raises(ConfigError, match="form_choices: set by the deployment config only"):
         resolve({"form_choices": {"server.env": [{"X": "1"}]}}, text)
+    bad_choices = yaml.safe_dump({**config, "form_choices": ["server.model"]})
+    with pytest.raises(ConfigError, match="form_choices: a mapping"):
+        resolve({"server": {"model": "evil/model"}}, bad_choices)
     with pytest.raises(ConfigError, match=r"server\.model"):
         resolve({}, yaml.safe_dump({**config, "server": {"model": "--trust-remote-code"}}))
     laughs = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
