@@ -23,6 +23,7 @@ from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
 from omni_tasks.grafana.dashboards import write_all
 from omni_tasks.jobs import nightly
+from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ab_artifacts
 
@@ -53,13 +54,13 @@ def main() -> None:
                 conn,
                 night,
                 policy,
-                benchmark="seed_tts_en",
+                series=Series("seed_tts_en"),
                 baseline_branch="main",
                 expect=("main", "rebase"),
             )
             stages["compare + gate + alert plan"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            nightly.refresh_outputs(conn, "seed_tts_en", night, policy.primary_tau)
+            nightly.refresh_outputs(conn, [Series("seed_tts_en")], night, policy.primary_tau)
             write_all(Path(tmp) / "dashboards")
             stages["dashboards JSON + HTML report"] = time.perf_counter() - t0
             t0 = time.perf_counter()

@@ -1,9 +1,10 @@
-"""Freshness watchdog: a branch with no complete nightly run by the deadline is an INFRA alert."""
+"""Freshness watchdog: every branch of every series in the deployment config with no complete
+nightly run by the deadline is an INFRA alert."""
 
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 
 from omni_tasks import dag_support as s
 
@@ -14,7 +15,6 @@ from omni_tasks import dag_support as s
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "seed-tts", "watchdog"],
-    params={"branches": Param(["main", "rebase"], type="array")},
     default_args=s.DEFAULT_ARGS,
     doc_md=__doc__,
 )

@@ -1,12 +1,15 @@
-"""seed-TTS nightly: benchmark every branch on GPU workers, gate, refresh dashboards, alert.
+"""The nightly: benchmark every series (model × benchmark × lane) on every branch on its lane's
+GPU workers, gate each series against its own baseline, refresh dashboards, alert.
 
-record_heads → run_branch (mapped: branch × seed, `gpu` queue and pool) → summarize → decide
-(paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers seed_tts_bisect
-once per confirmed regression) → dispatch_alerts, which runs whatever failed and never waits
-on report or dashboard work: refresh (HTML report, Grafana) runs beside it, and
-dispatch_late delivers what refresh's failure raised. `watcher` then fails the DAG run when
-any task failed (otherwise the always-run leaves would mark a failed night successful); its own
-failure raises no second message.
+record_heads → run_branch per lane (mapped: series × branch × seed on that lane's queue and
+pool; lanes from the deployment config when this file is parsed) → summarize → decide (per
+series: paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers
+seed_tts_bisect once per confirmed regression) → dispatch_alerts, which runs whatever failed
+and never waits on report or dashboard work: refresh (HTML reports, Grafana) runs beside it,
+and dispatch_late delivers what refresh's failure raised. Everything after the GPU tasks runs
+whatever they did: a failed series task holds back no other series. `watcher` then fails the
+DAG run when any task failed (otherwise the always-run leaves would mark a failed night
+successful); its own failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
 `airflow backfill create --dag-id seed_tts_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
 """
@@ -32,24 +35,21 @@ from omni_tasks import dag_support as s
     doc_md=__doc__,
 )
 def seed_tts_nightly() -> None:
-    @task
-    def record_heads() -> list[dict]:
-        return s.record_heads(get_current_context())
+    lanes = s.lanes()
 
-    @task(
-        queue="gpu",
-        pool=s.GPU_POOL,
-        pool_slots=s.GPU_SLOTS_PER_SERVER,
-        map_index_template="{{ branch_label }}",
-    )
+    @task(multiple_outputs=True)
+    def record_heads() -> dict[str, list[dict]]:
+        return s.record_heads(get_current_context(), list(lanes))
+
+    @task(map_index_template="{{ branch_label }}")
     def run_branch(plan: dict) -> str:
         return s.run_branch(get_current_context(), plan)
 
-    @task
-    def summarize(run_keys: list[str]) -> list[str]:
-        return s.summarize(get_current_context(), run_keys)
+    @task(trigger_rule="all_done")
+    def summarize() -> list[str]:
+        return s.summarize(get_current_context())
 
-    @task
+    @task(trigger_rule="all_done")
     def decide() -> str:
         return s.decide(get_current_context())
 
@@ -74,8 +74,17 @@ def seed_tts_nightly() -> None:
         s.fail_the_run()
 
     heads = record_heads()
-    runs = run_branch.expand(plan=heads)
-    stats = summarize(runs)
+    runs = [
+        run_branch.override(
+            task_id=s.gpu_task_id(name),
+            queue=lane.queue,
+            pool=lane.pool,
+            pool_slots=lane.gpus_per_server,
+        ).expand(plan=heads[name])
+        for name, lane in lanes.items()
+    ]
+    stats = summarize()
+    runs >> stats
     night = decide()
     stats >> night  # the gate reads the statistics summarize stored
     done = refresh(night)
@@ -87,7 +96,7 @@ def seed_tts_nightly() -> None:
     bisects >> alerts
     late = dispatch_late()
     done >> late
-    [heads, runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
+    [heads, *runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
 
 
 seed_tts_nightly()

@@ -30,6 +30,7 @@ from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import RunSpec, Trigger, commonest_failure
+from omni_tasks.series import DEFAULT_LANE
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
@@ -78,6 +79,7 @@ class BenchRequest:
     stage_defaults: StageDefaults | None = None
     harness_version: str | None = None  # the reference harness the run's grading must match
     model: str = protocol.DEFAULT_MODEL  # what the requests ask for: the model the server serves
+    lane: str = DEFAULT_LANE  # the hardware lane it runs on (part of its series)
 
     def __post_init__(self) -> None:
         # Checked before any request: names become path components and keys, and a bad value
@@ -248,6 +250,8 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         )
     return RunSpec(
         benchmark=benchmark,
+        model=req.model,
+        lane=req.lane,
         nightly=req.nightly,
         branch=req.branch,
         trigger=req.trigger,
@@ -394,6 +398,7 @@ def _inputs(run: dict[str, Any]) -> dict[str, Any]:
         "prompt": run.get("prompt_fingerprint"),
         "harness version": config.get("harness_version"),
         "model": config.get("model"),
+        "lane": run.get("lane") or DEFAULT_LANE,
     }
 
 

@@ -12,6 +12,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
+
 T = TypeVar("T")
 
 
@@ -227,6 +229,8 @@ class Decision(Contract):
     same_margin: float | None
     reported: dict[str, str] = field(default_factory=dict)
     group_test: dict[str, Any] | None = None
+    model: str = DEFAULT_MODEL
+    lane: str = DEFAULT_LANE
 
 
 @dataclass(frozen=True)

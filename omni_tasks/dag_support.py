@@ -190,17 +190,17 @@ def _slack_sink() -> Any:
     return SlackSink(conn.password, channel, "", client=hook.client)
 
 
-def _params(context: dict[str, Any]) -> Any:
-    """The run's parameters (deployment config + trigger form). A config error fails the task
-    at once, without retries, naming the field."""
+def _night(context: dict[str, Any]) -> Any:
+    """The night's lanes and series (deployment config + trigger form). A config error fails
+    the task at once, without retries, naming the field."""
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, ConfigError, resolve
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
 
     run_type = str(getattr(context["dag_run"], "run_type", "")).lower()
     try:
-        return resolve(
+        return resolve_night(
             dict(context["params"]),
             Variable.get(VARIABLE, default=None),
             scheduled=run_type.endswith(("scheduled", "backfill")),
@@ -285,24 +285,56 @@ stops_on_sigterm = _stoppable(runs_after_stop=False)
 delivers_after_sigterm = _stoppable(runs_after_stop=True)
 
 
+def lanes() -> dict[str, Any]:
+    """The lanes the nightly has GPU tasks for (deployment.dag_lanes: read when parsed)."""
+    from omni_tasks.deployment import dag_lanes
+
+    return dag_lanes()
+
+
+def gpu_task_id(lane: str) -> str:
+    from omni_tasks.series import DEFAULT_LANE
+
+    return "run_branch" if lane == DEFAULT_LANE else f"run_branch__{lane}"
+
+
 @stops_on_sigterm
-def record_heads(context: dict[str, Any]) -> list[dict[str, Any]]:
+def record_heads(context: dict[str, Any], dag_lanes: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every series × branch × seed of the night, grouped by the lane whose GPU task runs it.
+    A series on a lane this DAG has no task for fails here, before any GPU work."""
+    from airflow.sdk.exceptions import AirflowFailException
+
     from omni_tasks.jobs import nightly
 
-    with results_db() as conn:
-        return nightly.record_heads(
-            conn, _params(context), _nightly(context), backfill=_is_backfill(context)
+    night = _night(context)
+    unknown = sorted({p.lane for p in night.series} - set(dag_lanes))
+    if unknown:
+        raise AirflowFailException(
+            f"deployment config: lane {', '.join(unknown)} has no GPU task in this DAG (its "
+            f"lanes: {', '.join(dag_lanes)}); lanes are read from OMNI_NIGHTLY_CONFIG when the "
+            "DAG file is parsed, so a config given as a Variable uses the file's lanes"
         )
+    with results_db() as conn:
+        plans = nightly.record_heads(
+            conn, night.series, _nightly(context), backfill=_is_backfill(context)
+        )
+    return {lane: [p for p in plans if p["lane"] == lane] for lane in dag_lanes}
 
 
 @stops_on_sigterm
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 
-    context["branch_label"] = f"{plan['branch']} seed {plan['seed']}"
+    context["branch_label"] = plan.get("label") or f"{plan['branch']} seed {plan['seed']}"
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if _is_backfill(context) else ("nightly" if scheduled else "manual")
-    params = _params(context)
+    try:
+        params = _night(context).find(plan["series"], plan["variant"])
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
     with timeout, results_db() as conn:
         return nightly.run_branch(
@@ -315,33 +347,49 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
 
 
 @stops_on_sigterm
-def summarize(context: dict[str, Any], run_keys: list[str]) -> list[str]:
+def summarize(context: dict[str, Any]) -> list[str]:
+    """Statistics of every run the night's series stored (whatever GPU task wrote it, so a
+    failed sibling task holds back nothing)."""
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
 
     with results_db() as conn:
-        return nightly.summarize(conn, list(run_keys), load_policy())
+        return nightly.summarize_night(
+            conn, _night(context).series, _nightly(context), load_policy()
+        )
 
 
 @stops_on_sigterm
 def decide(context: dict[str, Any]) -> str:
-    """Gate the night (every run the night stored, whatever task wrote it) and plan alerts."""
+    """Gate the night, each series against its own baseline, and plan alerts. A series that
+    cannot be decided fails this task after every other series is decided (its alerts are
+    planned; dispatch_alerts runs whatever failed)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
 
-    params, night = _params(context), _nightly(context)
+    fleet, night = _night(context), _nightly(context)
     with results_db() as conn:
-        out = nightly.decide_night(
-            conn,
-            night,
-            load_policy(),
-            benchmark=params.bench,
-            baseline_branch=params.baseline,
-            expect=tuple(params.branches),
+        out = nightly.decide_fleet(conn, night, load_policy(), fleet.series)
+    for decided in out.decided:
+        for d in decided.decisions:
+            confirmed = " confirmed" if d.confirmed else ""
+            log.info(
+                "%s · %s · %s: %s vs %s (%s): %s%s",
+                d.benchmark,
+                d.model,
+                d.lane,
+                d.candidate,
+                d.baseline,
+                d.variant,
+                d.verdict,
+                confirmed,
+            )
+    if out.failed:
+        raise AirflowFailException(
+            "not decided: " + "; ".join(f"{k}: {v}" for k, v in out.failed.items())
         )
-    for d in out.decisions:
-        confirmed = " confirmed" if d.confirmed else ""
-        log.info("%s vs %s (%s): %s%s", d.candidate, d.baseline, d.variant, d.verdict, confirmed)
     return night.isoformat()
 
 
@@ -351,7 +399,11 @@ def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan
 
     with results_db() as conn:
-        triggers = plan(conn, _params(context), dt.date.fromisoformat(night))
+        triggers = [
+            t
+            for params in _night(context).series
+            for t in plan(conn, params, dt.date.fromisoformat(night))
+        ]
     for t in triggers:
         log.info("auto-bisect: %s over %d commits", t["trigger_run_id"], len(t["conf"]["history"]))
     return triggers
@@ -362,11 +414,12 @@ def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
     from omni_tasks.analysis.policy import load_policy
     from omni_tasks.jobs import nightly
 
+    series = [p.series for p in _night(context).series]
     with results_db() as conn:
         out = nightly.refresh_outputs(
-            conn, _params(context).bench, dt.date.fromisoformat(night), load_policy().primary_tau
+            conn, series, dt.date.fromisoformat(night), load_policy().primary_tau
         )
-    log.info("grafana: %s; report: %s", out["grafana"], out["report"])
+    log.info("grafana: %s; reports: %s", out["grafana"], ", ".join(out["reports"]))
     return out
 
 
@@ -443,6 +496,7 @@ def bisect_params() -> dict[str, Any]:
         "max_repeats": Param(3, type="integer"),
         "variant": Param("default", type="string"),
         "benchmark": Param(None, type=["null", "string"]),
+        "lane": Param("default", type="string", description="The series' hardware lane"),
         "grader": Param({}, type="object", description="GraderSpec fields"),
         "environment": Param({}, type="object", description="vllm-serve: as the nightly's"),
         "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
@@ -521,13 +575,25 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
 
 @stops_on_sigterm
 def check_freshness(context: dict[str, Any]) -> list[str]:
-    from omni_tasks.config import get_settings
+    """Every series of the deployment config, every one of its branches (a scheduled check:
+    the config is required)."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
     from omni_tasks.jobs.freshness import check_freshness as check
 
-    branches = list(context["params"]["branches"])
+    try:
+        fleet = resolve_night({}, Variable.get(VARIABLE, default=None), scheduled=True)
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config: {exc}") from None
     night = _nightly(context)
     with results_db() as conn:
-        missing = check(conn, get_settings().benchmark, branches, night)
+        missing = [
+            f"{p.series.label} {branch}"
+            for p in fleet.series
+            for branch in check(conn, p.series, p.branches, night)
+        ]
     if missing:
         log.warning("no results for %s on %s: INFRA alert queued", ", ".join(missing), night)
     return missing

@@ -20,6 +20,7 @@ import yaml
 
 from omni_tasks.config import REPO_ROOT, get_settings
 from omni_tasks.deployment import ENV
+from omni_tasks.series import Series
 from omni_tasks.store import views
 
 BASELINE, CANDIDATE = "main", "rebase"
@@ -73,52 +74,98 @@ def run_nights(
     dsn: str,
     on_line: Callable[[str], None],
 ) -> list[DemoNight]:
+    """The demo's nights: its own config, a new seed every night (the form overrides it)."""
+    home = get_settings().home
+    (home / "demo").mkdir(parents=True, exist_ok=True)
+    config = write_config(home / "demo" / "nightly.yaml", transcript_mode)
+    out = []
+    for i in range(nights):
+        night = last_night - dt.timedelta(days=nights - 1 - i)
+        seed = 42 + (night - dt.date(2026, 1, 1)).days  # a new seed every night
+        done = run_night(config, night, {"seeds": [seed]}, dsn, on_line)
+        out.append(DemoNight(night, seed, done.log, done.returncode))
+        if done.returncode != 0:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class NightRun:
+    nightly: dt.date
+    log: Path
+    returncode: int
+
+
+def run_night(
+    config: Path,
+    night: dt.date,
+    conf: dict[str, Any],
+    dsn: str,
+    on_line: Callable[[str], None],
+) -> NightRun:
+    """One night of the nightly DAG on a deployment config, run by Airflow in-process
+    (`airflow dags test`); `conf` is the trigger form. Progress lines name each task (and
+    mapped GPU task, by its series, branch and seed) as it starts."""
     home = get_settings().home
     env = airflow_env(home, dsn)
     (home / "demo").mkdir(parents=True, exist_ok=True)
     if not (home / "airflow" / "airflow.db").is_file():
         on_line("preparing Airflow's metadata DB (SQLite, once)")
         subprocess.run([_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
-    env[ENV] = str(write_config(home / "demo" / "nightly.yaml", transcript_mode))
-    out = []
-    for i in range(nights):
-        night = last_night - dt.timedelta(days=nights - 1 - i)
-        seed = 42 + (night - dt.date(2026, 1, 1)).days  # a new seed every night
-        conf = {"seeds": [seed]}  # the trigger form overrides the config's seed for one run
-        log = home / "demo" / f"airflow_{night}.log"
-        on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
-        with log.open("w") as fh:
-            proc = subprocess.Popen(
-                [
-                    _airflow(),
-                    "dags",
-                    "test",
-                    "seed_tts_nightly",
-                    night.isoformat(),
-                    "-c",
-                    json.dumps(conf),
-                ],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                fh.write(line)
-                if "[DAG TEST] starting task_id=" in line:
-                    task = line.split("task_id=")[1].split()[0]
-                    index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
-                    label = {"0": f" ({BASELINE})", "1": f" ({CANDIDATE})"}.get(index, "")
-                    on_line(f"  task {task}{label}")
-            proc.wait()
-        out.append(DemoNight(night, seed, log, proc.returncode))
-        if proc.returncode != 0:
-            break
+    env[ENV] = str(config)
+    log = home / "demo" / f"airflow_{night}.log"
+    on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
+    labels = _plan_labels(config, conf)
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [
+                _airflow(),
+                "dags",
+                "test",
+                "seed_tts_nightly",
+                night.isoformat(),
+                "-c",
+                json.dumps(conf),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            fh.write(line)
+            if "[DAG TEST] starting task_id=" in line:
+                task = line.split("task_id=")[1].split()[0]
+                index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
+                label = labels.get((task, index), "")
+                on_line(f"  task {task}{f' ({label})' if label else ''}")
+        proc.wait()
+    return NightRun(night, log, proc.returncode)
+
+
+def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
+    from omni_tasks.dag_support import gpu_task_id
+    from omni_tasks.deployment import ConfigError, resolve_night
+
+    try:
+        night = resolve_night(conf, str(config))
+    except ConfigError:
+        return {}  # the DAG's first task reports it
+    out, index = {}, dict.fromkeys(night.lanes, 0)
+    for p in night.series:
+        for branch in p.branches:
+            for seed in p.seeds:
+                name = branch if len(p.seeds) == 1 else f"{branch} seed {seed}"
+                if len(night.series) > 1:
+                    name = f"{p.series.label} {name}"
+                out[(gpu_task_id(p.lane), str(index[p.lane]))] = name
+                index[p.lane] += 1
     return out
 
 
-def night_summary(conn: Any, benchmark: str, night: dt.date) -> dict[str, Any]:
-    branches = views.nightly_trend(conn, benchmark, 0.5, night, night)
-    decisions = views.gate_history(conn, benchmark, night)
+def night_summary(conn: Any, series: Series, night: dt.date) -> dict[str, Any]:
+    branches = views.nightly_trend(conn, series, 0.5, night, night)
+    decisions = views.gate_history(conn, series, night)
     return {"branches": branches, "decisions": decisions}

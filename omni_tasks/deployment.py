@@ -1,7 +1,12 @@
 """The nightly's deployment config: what a scheduled run benchmarks, where, and how long it may
 take. A versioned YAML, named by the Airflow Variable `omni_nightly_config` (the YAML itself or
-a path) or by `OMNI_NIGHTLY_CONFIG` (a path). Its keys are the trigger form's fields plus
-`version` and `form_choices`; a manual run's non-empty form fields override it for that run,
+a path) or by `OMNI_NIGHTLY_CONFIG` (a path).
+
+Version 1 is one series: its keys are the trigger form's fields plus `version` and
+`form_choices`. Version 2 is a fleet: `lanes` (name → queue, pool, GPUs per server),
+`defaults` (any series field) and `series` (each a model × benchmark × lane with its branches,
+baseline and targets; README "Deployment config"). A manual run's non-empty form fields
+override every series for that run,
 except what names a process on the GPU worker (LOCKED): the form may only pick among the
 config's `form_choices` for those (README "Untrusted input").
 
@@ -13,18 +18,21 @@ a config fails: it would otherwise benchmark nothing real.
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omni_tasks import benchmarks
 from omni_tasks.jobs.nightly import NightlyParams
+from omni_tasks.series import DEFAULT_LANE
 
 VARIABLE = "omni_nightly_config"
 ENV = "OMNI_NIGHTLY_CONFIG"
-VERSION = 1
+VERSIONS = (1, 2)
 STRATEGIES = ("existing", "venv")
 
 
@@ -63,7 +71,7 @@ def _read(path: Path, named_by: str) -> tuple[str, str]:
 
 
 def parse(where: str, text: str) -> dict[str, Any]:
-    """The config's fields (without `version`), checked for shape only."""
+    """The config's fields (with `version`), checked for shape only."""
     try:
         doc = _safe_load(text)
     except yaml.YAMLError as exc:
@@ -72,9 +80,11 @@ def parse(where: str, text: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: {exc}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: expected a mapping of fields, got {type(doc).__name__}")
-    version = doc.pop("version", None)
-    if version != VERSION:
-        raise ConfigError(f"{where}: version: expected {VERSION}, got {version!r}")
+    version = doc.get("version")
+    if version not in VERSIONS:
+        raise ConfigError(
+            f"{where}: version: expected {' or '.join(map(str, VERSIONS))}, got {version!r}"
+        )
     return doc
 
 
@@ -141,9 +151,24 @@ def check_form_locks(given: dict[str, Any], config: dict[str, Any]) -> None:
 
 
 def deployment_config(variable: str | None) -> dict[str, Any]:
-    """The configured deployment's fields ({} when none is configured)."""
+    """The configured deployment's fields ({} when none is configured), as the one-series
+    forms (the bisect's) check against: a fleet's first series, whose form_choices also allow
+    every other series' own locked values (a bisect of any series may name its model)."""
     found = source(variable)
-    return {} if found is None else parse(*found)
+    if found is None:
+        return {}
+    doc = parse(*found)
+    if doc.pop("version") == 1:
+        return doc
+    _check_choices(doc.get("form_choices"), found[0])
+    series = _fleet_series(found[0], doc)
+    choices = {k: list(v) for k, v in (doc.get("form_choices") or {}).items()}
+    for config in series:
+        for dotted in LOCKED:
+            section, name = dotted.split(".")
+            if name in (config.get(section) or {}):
+                choices.setdefault(dotted, []).append(config[section][name])
+    return {**series[0], "form_choices": choices}
 
 
 def resolve(
@@ -159,8 +184,17 @@ def resolve(
             "see README 'Deployment config'"
         )
     where, config = ("trigger form", {}) if found is None else (found[0], parse(*found))
+    if config.pop("version", 1) != 1:
+        raise ConfigError(f"{where}: a fleet config (version 2): read it with resolve_night")
+    return _series_params(config, given, where)
+
+
+def _series_params(config: dict[str, Any], given: dict[str, Any], where: str) -> NightlyParams:
+    """One series' parameters: its config, then the form's given fields (locks checked)."""
     check_form_locks(given, config)
-    config.pop("form_choices", None)  # checked; not a run parameter
+    if "lane" in given:
+        raise ConfigError("trigger form: lane: set by the deployment config only")
+    config = {k: v for k, v in config.items() if k != "form_choices"}  # checked; not a field
     merged = {**config, **given}
     for section in MERGED:
         if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):
@@ -173,6 +207,128 @@ def resolve(
         raise ConfigError(f"{where}: {exc}") from None
     check_complete(params, where)
     return params
+
+
+class Lane(BaseModel):
+    """A hardware lane: where its GPU tasks are queued, the pool that bounds them, and how many
+    GPUs (pool slots) one server takes."""
+
+    model_config = ConfigDict(extra="forbid")
+    queue: str = "gpu"
+    pool: str = "gpu"
+    gpus_per_server: int = Field(default=2, ge=1, le=64)
+
+
+# A lane names Airflow tasks (`run_branch__LANE`), queues and pools: a plain name.
+_LANE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+DEFAULT_LANES = {DEFAULT_LANE: Lane()}
+
+
+@dataclass(frozen=True)
+class Night:
+    """What one night of the nightly runs: its lanes and its series (each a NightlyParams)."""
+
+    lanes: dict[str, Lane]
+    series: list[NightlyParams]
+
+    def find(self, series_key: str, variant: str) -> NightlyParams:
+        for p in self.series:
+            if (p.series.key, p.variant) == (series_key, variant):
+                return p
+        raise ConfigError(f"series {series_key} ({variant}) is not in the deployment config")
+
+
+def resolve_night(
+    form: dict[str, Any], variable: str | None = None, *, scheduled: bool = False
+) -> Night:
+    """The night's lanes and series: a version 1 config (or a complete form) is one series on
+    the default lane; a version 2 config lists them. The form's fields apply to every series."""
+    found = source(variable)
+    if found is None or parse(*found)["version"] == 1:
+        return Night(dict(DEFAULT_LANES), [resolve(form, variable, scheduled=scheduled)])
+    where, doc = found[0], parse(*found)
+    given = form_fields(form)
+    _check_choices(doc.get("form_choices"), where)
+    lanes = _lanes(where, doc.get("lanes"))
+    out: list[NightlyParams] = []
+    seen: set[tuple[str, str]] = set()
+    for i, config in enumerate(_fleet_series(where, doc)):
+        at = f"{where}: series[{i}]"
+        if config.get("lane") not in lanes:
+            raise ConfigError(
+                f"{at}: lane: {config.get('lane')!r} is not one of the lanes ({_names(lanes)})"
+            )
+        config.setdefault("server", {}).setdefault("gpus", lanes[config["lane"]].gpus_per_server)
+        params = _series_params({**config, "form_choices": doc.get("form_choices")}, given, at)
+        ident = (params.series.key, params.variant)
+        if ident in seen:
+            raise ConfigError(
+                f"{at}: {params.series.label} ({params.variant}) is listed twice: one series, "
+                "one baseline"
+            )
+        seen.add(ident)
+        out.append(params)
+    return Night(lanes, out)
+
+
+_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices"}
+
+
+def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each series' fields: the defaults, then the series' own (server and environment merged
+    key by key); `model` is the model its server serves (`server.model`)."""
+    for key in doc:
+        if key not in _FLEET_KEYS:
+            raise ConfigError(
+                f"{where}: {key}: not a version 2 key ({_names(sorted(_FLEET_KEYS))}); series "
+                "fields go under `defaults` or a series"
+            )
+    defaults, series = doc.get("defaults") or {}, doc.get("series")
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{where}: defaults: a mapping of series fields")
+    if not isinstance(series, list) or not series:
+        raise ConfigError(f"{where}: series: a list of at least one series")
+    out = []
+    for i, entry in enumerate(series):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: series[{i}]: a mapping of series fields")
+        merged = {**defaults, **entry}
+        for section in MERGED:
+            if isinstance(defaults.get(section), dict) and isinstance(entry.get(section), dict):
+                merged[section] = {**defaults[section], **entry[section]}
+        model = merged.pop("model", None)
+        if model is not None:
+            merged["server"] = {**(merged.get("server") or {}), "model": model}
+        out.append(merged)
+    return out
+
+
+def _lanes(where: str, raw: Any) -> dict[str, Lane]:
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{where}: lanes: a mapping of lane name → {{queue, pool, ...}}")
+    out = {}
+    for name, fields in raw.items():
+        if not isinstance(name, str) or not _LANE_NAME.match(name):
+            raise ConfigError(f"{where}: lanes: {str(name)[:60]!r} is not a lane name")
+        try:
+            out[name] = Lane(**(fields or {}))
+        except (ValidationError, TypeError) as exc:
+            detail = _first(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ConfigError(f"{where}: lanes.{name}: {detail}") from None
+    return out
+
+
+def dag_lanes() -> dict[str, Lane]:
+    """The lanes the nightly DAG has GPU tasks for, read from the config file
+    (OMNI_NIGHTLY_CONFIG) when the DAG file is parsed: an Airflow task's queue and pool are
+    fixed when it is defined, so lanes are the DAG's shape, like its tasks. Anything unreadable
+    here is the default lane; the run itself then fails naming the problem."""
+    path = os.environ.get(ENV)
+    try:
+        doc = parse(*_read(Path(path), ENV)) if path else {"version": 1}
+        return dict(DEFAULT_LANES) if doc["version"] == 1 else _lanes(path or ENV, doc.get("lanes"))
+    except ConfigError:
+        return dict(DEFAULT_LANES)
 
 
 def _check_choices(choices: Any, where: str) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from omni_tasks.names import check_name
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
 SynthStatus = Literal[
     "ok", "over_long", "no_audio", "timeout_partial", "timeout_no_output", "request_failed"
@@ -47,10 +48,16 @@ class RunSpec:
     airflow_run_id: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
+    model: str = DEFAULT_MODEL
+    lane: str = DEFAULT_LANE
+
+    @property
+    def series(self) -> Series:
+        return Series(self.benchmark, self.model, self.lane)
 
     def __post_init__(self) -> None:
         # Names become keys, path components and URL parts: refused here, before any write.
-        check_name(self.benchmark, "benchmark")
+        Series(self.benchmark, self.model, self.lane)  # checks the three names
         check_name(self.branch, "branch")
         check_name(self.variant, "variant")
 

@@ -24,6 +24,7 @@ from plotly.offline import get_plotlyjs
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.formatting import pts_ci
 from omni_tasks.reproduce import reproduce_command
+from omni_tasks.series import Series
 from omni_tasks.store import views
 from omni_tasks.store.runs import runs_of_night
 
@@ -215,8 +216,9 @@ _TEMPLATES = jinja2.Environment(
 
 
 def nightly_report(
-    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, tau: float
+    conn: psycopg.Connection[Any], benchmark: Series, nightly: dt.date, tau: float
 ) -> str:
+    """A series' night (`benchmark` is the series: model × benchmark × lane)."""
     decisions = views.gate_history(conn, benchmark, nightly)
     first = nightly - dt.timedelta(days=TREND_DAYS)
     comparisons = []
@@ -232,7 +234,7 @@ def nightly_report(
         )
     runs = runs_of_night(conn, benchmark, nightly)
     return _TEMPLATES.get_template("report.html").render(
-        title=f"{benchmark} nightly {nightly}",
+        title=f"{benchmark.name} nightly {nightly}",
         css=Markup(CSS),
         plotlyjs=Markup(get_plotlyjs()),
         simulated=views.night_simulated(conn, benchmark, nightly),

@@ -37,7 +37,7 @@ def store_night(
         db,
         date,
         load_policy(),
-        benchmark=art.spec.benchmark,
+        series=art.spec.series,
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -1,33 +1,34 @@
 """Alert keys: the one spelling of each kind of alert's key (an alert is found, updated and
-deduplicated by its key; message idempotency keys extend it)."""
+deduplicated by its key; message idempotency keys extend it). A series' keys start with its
+`Series.key` (`benchmark|model|lane`), so two lanes of one benchmark never share an alert."""
 
 from __future__ import annotations
 
 
-def regression(benchmark: str, candidate: str, baseline: str, variant: str, metric: str) -> str:
+def regression(series: str, candidate: str, baseline: str, variant: str, metric: str) -> str:
     """`metric` is what the alert watches, as `name@where` (Benchmark.gated_metric: e.g.
     `tail_fraction@0.5`, the share of clips above the primary τ; `wrong_answers@answer`)."""
     if "@" not in metric:
         raise ValueError(f"a regression key's metric is name@where, got {metric!r}")
-    return "|".join([benchmark, candidate, baseline, variant, metric])
+    return "|".join([series, candidate, baseline, variant, metric])
 
 
-def regression_pattern(benchmark: str, candidate: str, baseline: str, variant: str) -> str:
+def regression_pattern(series: str, candidate: str, baseline: str, variant: str) -> str:
     """A SQL LIKE pattern for the pair's regression keys, whatever metric and τ (LIKE's own
     wildcards in names, e.g. `_` in a branch, are escaped; an infra key has no `@`)."""
 
     def literal(s: str) -> str:
         return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
-    return "|".join(literal(s) for s in (benchmark, candidate, baseline, variant)) + "|%@%"
+    return "|".join(literal(s) for s in (series, candidate, baseline, variant)) + "|%@%"
 
 
-def infra(benchmark: str, candidate: str, baseline: str, variant: str) -> str:
-    return "|".join([benchmark, candidate, baseline, variant, "infra"])
+def infra(series: str, candidate: str, baseline: str, variant: str) -> str:
+    return "|".join([series, candidate, baseline, variant, "infra"])
 
 
-def freshness(benchmark: str, branch: str) -> str:
-    return f"{benchmark}|{branch}|freshness"
+def freshness(series: str, branch: str) -> str:
+    return f"{series}|{branch}|freshness"
 
 
 def task_failure(benchmark: str, dag_id: str, task_id: str) -> str:

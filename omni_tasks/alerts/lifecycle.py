@@ -1,10 +1,11 @@
 """The alert lifecycle (DESIGN.md "Alert lifecycle"), planned from stored gate decisions.
 
-Per key (benchmark, candidate, baseline, variant, metric = tail fraction at the primary τ):
-a confirmed REGRESSED opens an alert (one top-level message, audio of the top three regressed
-clips in its thread); later REGRESSED nights update the parent and reply; two consecutive
-non-INFRA nights that are not REGRESSED resolve it. INFRA nights neither resolve nor break a
-streak; they open an infra alert under their own key, resolved by the next non-INFRA night.
+Per key (series = benchmark × model × lane, candidate, baseline, variant, metric = tail
+fraction at the primary τ): a confirmed REGRESSED opens an alert (one top-level message, audio
+of the top three regressed clips in its thread); later REGRESSED nights update the parent and
+reply; two consecutive non-INFRA nights that are not REGRESSED resolve it. INFRA nights neither
+resolve nor break a streak; they open an infra alert under their own key, resolved by the next
+non-INFRA night.
 
 Planning only writes `alert`, `alert_outbox` and `event` rows (in the caller's transaction, so
 with the gate decision); delivery is the dispatcher's job. Every message has an idempotency key,
@@ -30,6 +31,7 @@ from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, Comparison
 from omni_tasks.links import dashboard_path, report_url
 from omni_tasks.reproduce import reproduce_command
+from omni_tasks.series import Series
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 from omni_tasks.store.alerts import enqueue
@@ -41,12 +43,17 @@ TOP_AUDIO = 3
 def regression_key(d: dict[str, Any], tau: float) -> str:
     metric = benchmarks.get(d["benchmark"]).gated_metric(tau)
     return keys.regression(
-        d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"], metric
+        Series.of(d).key, d["candidate_branch"], d["baseline_branch"], d["variant"], metric
     )
 
 
 def infra_key(d: dict[str, Any]) -> str:
-    return keys.infra(d["benchmark"], d["candidate_branch"], d["baseline_branch"], d["variant"])
+    return keys.infra(Series.of(d).key, d["candidate_branch"], d["baseline_branch"], d["variant"])
+
+
+def series_name(d: dict[str, Any]) -> str:
+    """The series as an alert names it (Series.name)."""
+    return Series.of(d).name
 
 
 def links_for(d: dict[str, Any]) -> dict[str, str]:
@@ -56,6 +63,8 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
         path = dashboard_path(
             [
                 ("var-benchmark", d["benchmark"]),
+                ("var-model", Series.of(d).model),
+                ("var-lane", Series.of(d).lane),
                 ("var-branch", d["candidate_branch"]),
                 ("var-branch", d["baseline_branch"]),
             ]
@@ -64,7 +73,7 @@ def links_for(d: dict[str, Any]) -> dict[str, str]:
     if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
         dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
         out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"
-    report = report_url(d["benchmark"], d["nightly"])
+    report = report_url(Series.of(d).slug, d["nightly"])
     if report is not None:  # served by the plugin app; never a file:// link
         out["Report"] = report
     return out
@@ -90,7 +99,7 @@ def _event(
 def _context(d: dict[str, Any], tau: float) -> AlertContext:
     bench = benchmarks.get(d["benchmark"])
     return AlertContext(
-        benchmark=d["benchmark"],
+        benchmark=series_name(d),
         nightly=str(d["nightly"]),
         candidate=d["candidate_branch"],
         baseline=d["baseline_branch"],
@@ -294,7 +303,7 @@ def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str
     """The decision's candidate run, with the grader that reproduces it."""
     if d.get("candidate_run_id") is None:
         return None
-    found = runs_of_night(conn, d["benchmark"], d["nightly"], d["candidate_run_id"])
+    found = runs_of_night(conn, Series.of(d), d["nightly"], d["candidate_run_id"])
     return found[0] if found else None
 
 
@@ -310,7 +319,7 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
     night = d["nightly"]
     alert = store.open_alert(conn, key)
     title = (
-        f"INFRA {d['benchmark']} {d['candidate_branch']} vs {d['baseline_branch']} "
+        f"INFRA {series_name(d)} {d['candidate_branch']} vs {d['baseline_branch']} "
         f"({d['variant']}) — {night}"
     )
     reasons = [str(r) for r in d["reasons"] or []]
@@ -349,11 +358,12 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
 
 
 def plan_alerts(
-    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, policy: GatePolicy
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date, policy: GatePolicy
 ) -> int:
-    """Advance every alert of one night's decisions; returns the messages newly enqueued."""
+    """Advance every alert of one night's decisions of a series; returns the messages newly
+    enqueued."""
     before = store.outbox_size(conn)
-    for d in _decisions(conn, benchmark, nightly, nightly, policy):
+    for d in _decisions(conn, series, nightly, nightly, policy):
         tau = float(d["tau"] or policy.primary_tau)
         _infra(conn, d)
         _withdraw(conn, d, tau)
@@ -361,7 +371,7 @@ def plan_alerts(
         # A night decided late (a backfill) can confirm or unconfirm the nights after it:
         # replay them (planning is idempotent, so nights already planned add nothing).
         for later in _decisions(
-            conn, benchmark, nightly + dt.timedelta(days=1), dt.date.max, policy, key=d
+            conn, series, nightly + dt.timedelta(days=1), dt.date.max, policy, key=d
         ):
             _withdraw(conn, later, tau)
             _regression(conn, later, tau, policy)
@@ -370,13 +380,13 @@ def plan_alerts(
 
 def _decisions(
     conn: psycopg.Connection[Any],
-    benchmark: str,
+    series: Series,
     first: dt.date,
     last: dt.date,
     policy: GatePolicy,
     key: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    return decisions.decisions_of_nights(conn, benchmark, first, last, policy.policy_version, key)
+    return decisions.decisions_of_nights(conn, series, first, last, policy.policy_version, key)
 
 
 def raise_infra(

@@ -164,7 +164,8 @@ def _announce(
         "blocks": [section(line)],
     }
     store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
-    benchmark, branch, _baseline, variant = (key.split("|") + [None] * 4)[:4]
+    # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
+    benchmark, _model, _lane, branch, _baseline, variant = (key.split("|") + [None] * 6)[:6]
     note = f": {entry.note}" if entry.note else ""
     store.insert_event(
         conn,

@@ -22,6 +22,7 @@ from omni_tasks.names import check_name, printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, Trigger
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.store import runs
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
@@ -52,7 +53,8 @@ class ChoiceRequest:
     limit: int | None = None
     timeout_s: float = 120.0
     trigger: Trigger = "manual"
-    model: str = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
+    model: str = DEFAULT_MODEL
+    lane: str = DEFAULT_LANE
     airflow_ids: tuple[str | None, str | None] = (None, None)
 
 
@@ -97,6 +99,8 @@ def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress
     simulated = req.target.startswith("simulator:")
     spec = RunSpec(
         benchmark=daily_omni.DAILY_OMNI.id,
+        model=req.model,
+        lane=req.lane,
         nightly=req.nightly or dt.datetime.now(dt.UTC).date(),
         branch=req.branch,
         trigger=req.trigger,

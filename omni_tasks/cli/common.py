@@ -96,6 +96,25 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 WideFlag = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal")]
+BenchmarkOpt = Annotated[str | None, typer.Option(help="Benchmark (default: OMNI_BENCHMARK)")]
+ServedModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="The series' model (default: Qwen/Qwen3-Omni-30B-A3B-Instruct)"),
+]
+LaneOpt = Annotated[str | None, typer.Option(help="The series' hardware lane (default: `default`)")]
+
+
+def series_of(benchmark: str | None, model: str | None, lane: str | None) -> Any:
+    """The series a command reads (model × benchmark × lane), each part defaulted."""
+    from omni_tasks.config import get_settings
+    from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+
+    try:
+        return Series(
+            benchmark or get_settings().benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE
+        )
+    except ValueError as exc:
+        fail(str(exc), code=2)
 
 
 def print_table(
@@ -162,7 +181,7 @@ def run_keys_of(*texts: str) -> list[str]:
             fail(str(exc))
 
 
-def night_of(conn: Any, nightly: str | None, bench: str, decided: bool, missing: str) -> dt.date:
+def night_of(conn: Any, nightly: str | None, bench: Any, decided: bool, missing: str) -> dt.date:
     """The night asked for, or the latest one with runs (or, `decided`, gate decisions)."""
     from omni_tasks.store.views import latest_night
 

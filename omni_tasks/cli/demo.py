@@ -11,6 +11,7 @@ from rich.table import Table
 from omni_tasks.cli.common import app, console, fail, open_db
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import pct_ci, pts_ci
+from omni_tasks.series import Series
 
 
 # ---------------------------------------------------------------- demo
@@ -56,7 +57,7 @@ def demo_cmd(
         fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
     with open_db() as conn:
         for r in runs:
-            s = night_summary(conn, settings.benchmark, r.nightly)
+            s = night_summary(conn, Series(settings.benchmark), r.nightly)
             table = Table(
                 "branch",
                 "tail fraction [95 %]",

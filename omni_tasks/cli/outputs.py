@@ -8,6 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from omni_tasks.cli.common import (
+    BenchmarkOpt,
+    LaneOpt,
+    ServedModelOpt,
     TailThreshold,
     app,
     console,
@@ -16,9 +19,9 @@ from omni_tasks.cli.common import (
     load_policy_or_fail,
     night_of,
     open_db,
+    series_of,
     tau_or_default,
 )
-from omni_tasks.config import get_settings
 
 
 # ---------------------------------------------------------------- dashboards
@@ -59,18 +62,19 @@ def dashboards_push() -> None:
 def report_cmd(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
     nightly: Annotated[str | None, typer.Option(help="Nightly date (default: the latest)")] = None,
-    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    benchmark: BenchmarkOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
     tail_threshold: TailThreshold = None,
 ) -> None:
-    """One self-contained HTML report of a nightly: verdicts, trend, failure modes, per-clip
-    plots and the regressed clips with their audio (for where no Grafana runs)."""
+    """One self-contained HTML report of a series' nightly: verdicts, trend, failure modes,
+    per-clip plots and the regressed clips with their audio (for where no Grafana runs)."""
     from omni_tasks.report_html import nightly_report
 
-    settings = get_settings()
-    bench = benchmark or settings.benchmark
+    bench = series_of(benchmark, model, lane)
     tau = tau_or_default(load_policy_or_fail(), tail_threshold)
     with open_db() as conn:
-        missing = f"no gated nightly stored for {bench} (run `omni-tasks gate` first)"
+        missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
         night = night_of(conn, nightly, bench, True, missing)
         page = nightly_report(conn, bench, night, tau)
     out.parent.mkdir(parents=True, exist_ok=True)

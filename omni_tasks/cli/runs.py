@@ -22,28 +22,52 @@ from omni_tasks.cli.common import (
 
 @runs_app.command("list")
 def runs_list(
+    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model")] = None,
+    lane: Annotated[str | None, typer.Option(help="Only this hardware lane")] = None,
     branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
     nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
     wide: WideFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List stored runs, newest nightly first."""
+    """List stored runs, newest nightly first, with their series (benchmark, model, lane)."""
     from omni_tasks.store.runs import list_runs
 
     conn = open_db()
     with conn:
         rows = list_runs(
-            conn, branch=branch, nightly=parse_date(nightly) if nightly else None, limit=limit
+            conn,
+            benchmark=benchmark,
+            model=model,
+            lane=lane,
+            branch=branch,
+            nightly=parse_date(nightly) if nightly else None,
+            limit=limit,
         )
     if as_json:
         json_out(rows)
         return
-    headers = ["run key", "nightly", "branch", "commit", "variant", "status", "clips", "gradings"]
+    headers = [
+        "run key",
+        "nightly",
+        "benchmark",
+        "model",
+        "lane",
+        "branch",
+        "commit",
+        "variant",
+        "status",
+        "clips",
+        "gradings",
+    ]
     cells = [
         [
             r["run_key"],
             str(r["nightly"]),
+            r["benchmark"],
+            r["model"].rsplit("/", 1)[-1],
+            r["lane"],
             r["branch"],
             (r["commit_sha"] or "?")[:12],
             r["variant"],
@@ -59,7 +83,18 @@ def runs_list(
         headers,
         cells,
         keep="run key",
-        drop_first=["gradings", "variant", "commit", "nightly", "branch", "clips", "status"],
+        drop_first=[
+            "gradings",
+            "variant",
+            "commit",
+            "nightly",
+            "model",
+            "benchmark",
+            "lane",
+            "branch",
+            "clips",
+            "status",
+        ],
         wide=wide,
     )
 
@@ -108,6 +143,8 @@ def runs_show(
     for k in (
         "run_key",
         "benchmark",
+        "model",
+        "lane",
         "nightly",
         "branch",
         "commit",

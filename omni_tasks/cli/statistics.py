@@ -9,8 +9,11 @@ import typer
 
 from omni_tasks.cli.common import (
     TREND_ROWS,
+    BenchmarkOpt,
     GraderOpt,
     JsonFlag,
+    LaneOpt,
+    ServedModelOpt,
     TailThreshold,
     app,
     compute_and_show,
@@ -22,6 +25,7 @@ from omni_tasks.cli.common import (
     night_of,
     open_db,
     run_keys_of,
+    series_of,
     tau_or_default,
 )
 from omni_tasks.config import get_settings
@@ -98,7 +102,9 @@ def gate_cmd(
     baseline: Annotated[
         str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
     ] = None,
-    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    benchmark: BenchmarkOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -125,15 +131,15 @@ def gate_cmd(
         )
     settings = get_settings()
     policy = load_policy_or_fail()
-    bench = benchmark or settings.benchmark
+    bench = series_of(benchmark, model, lane)
     conn = open_db()
     with conn:
-        night = night_of(conn, nightly, bench, False, f"no runs stored for {bench}")
+        night = night_of(conn, nightly, bench, False, f"no runs stored for {bench.label}")
         outcome = decide_night(
             conn,
             night,
             policy,
-            benchmark=bench,
+            series=bench,
             baseline_branch=baseline or settings.baseline_branch,
             expect=tuple(expect or ()),
         )
@@ -203,7 +209,9 @@ def trend_cmd(
             "summary-only imports included, marked)"
         ),
     ] = "tail_fraction",
-    benchmark: Annotated[str | None, typer.Option(help="Benchmark")] = None,
+    benchmark: BenchmarkOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Change points on a branch's nightly series (descriptive; not used by the gate).
@@ -217,7 +225,7 @@ def trend_cmd(
         try:
             series, points = trend(
                 conn,
-                benchmark=benchmark or get_settings().benchmark,
+                series=series_of(benchmark, model, lane),
                 branch=branch,
                 variant=variant,
                 metric=metric,

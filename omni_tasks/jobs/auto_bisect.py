@@ -71,9 +71,9 @@ def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
     return [good, *out.stdout.split()]
 
 
-def _range(conn: psycopg.Connection[Any], bench: str, alert: dict[str, Any]) -> dict[str, Any]:
+def _range(conn: psycopg.Connection[Any], alert: dict[str, Any]) -> dict[str, Any]:
     """The last good and first bad night (and heads) before and at the alert's opening."""
-    rows = decisions.verdicts_until(conn, {**alert, "benchmark": bench}, alert["opened_nightly"])
+    rows = decisions.verdicts_until(conn, alert, alert["opened_nightly"])
     first_bad = last_good = None
     for row in rows:  # newest first
         if row["verdict"] == "REGRESSED":
@@ -89,7 +89,7 @@ def _decide(
 ) -> dict[str, Any]:
     """The alert's bisect: {"status": "triggered", conf…} or {"status": "skipped", "why"}."""
     branch = alert["candidate_branch"]
-    r = _range(conn, params.bench, alert)
+    r = _range(conn, alert)
     bad, good = r["first_bad"], r["last_good"]
     if bad is None or good is None or not bad["commit_sha"] or not good["commit_sha"]:
         why = f"no good night of {branch} on record before the regression, so no range"
@@ -151,6 +151,7 @@ def _decide(
         "baseline": alert["baseline_branch"],
         "variant": alert["variant"],
         "benchmark": params.bench,
+        "lane": params.lane,
         "dataset": params.dataset,
         "limit": params.limit,
         "seed": params.seeds[0],
@@ -193,7 +194,7 @@ def plan_bisects(
         return []
     triggers = []
     with conn.transaction():
-        for alert in store.open_regression_alerts(conn, params.bench):
+        for alert in store.open_regression_alerts(conn, params.series):
             plan = alert["details"].bisect
             if plan is None:
                 plan = {"night": nightly.isoformat(), **_decide(conn, params, alert)}

@@ -16,7 +16,6 @@ from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.commits import full_commit
-from omni_tasks.config import get_settings
 from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
 from omni_tasks.store import alerts as store
@@ -54,6 +53,7 @@ class BisectParams(Serving):
         if "/" in self.dataset or self.dataset.startswith("."):
             require_trusted(self.dataset, "dataset")
         self.check_serving()
+        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
         if len(self.history) < 2:
             raise ValueError("history: at least two commits (good first, bad last)")
         repo = self.commit_repo
@@ -61,10 +61,6 @@ class BisectParams(Serving):
         if self.first_bad is not None:
             self.first_bad = full_commit(repo, self.first_bad, "first_bad")
         return self
-
-    @property
-    def bench(self) -> str:
-        return self.benchmark or get_settings().benchmark
 
     @property
     def bisect_id(self) -> str:
@@ -173,7 +169,7 @@ def _record(
         },
         dedup_key=f"bisect_result|{p.bisect_id}",
     )
-    pattern = keys.regression_pattern(p.bench, p.branch, p.baseline, p.variant)
+    pattern = keys.regression_pattern(p.series.key, p.branch, p.baseline, p.variant)
     alert = store.bisect_alert(conn, p.alert_id, pattern)
     if alert is not None:
         msg = blocks.note(text)

@@ -10,22 +10,25 @@ import psycopg
 
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.series import Series
 from omni_tasks.store.runs import has_fresh_run
 
 
 def check_freshness(
-    conn: psycopg.Connection[Any], benchmark: str, branches: list[str], nightly: dt.date
+    conn: psycopg.Connection[Any], series: Series, branches: list[str], nightly: dt.date
 ) -> list[str]:
-    """Branches without a complete run for `nightly`; each missing one raises an INFRA alert."""
+    """A series' branches without a complete run for `nightly`; each missing one raises an
+    INFRA alert."""
     missing = []
+    name = series.name
     for branch in branches:
-        if not has_fresh_run(conn, benchmark, branch, nightly):
+        if not has_fresh_run(conn, series, branch, nightly):
             missing.append(branch)
             raise_infra(
                 conn,
-                keys.freshness(benchmark, branch),
-                f"INFRA no {branch} results for the {nightly} nightly",
-                [f"no complete {benchmark} run of {branch} for {nightly} by the deadline"],
+                keys.freshness(series.key, branch),
+                f"INFRA no {name} {branch} results for the {nightly} nightly",
+                [f"no complete {name} run of {branch} for {nightly} by the deadline"],
                 dedup=nightly.isoformat(),
             )
     conn.commit()

@@ -1,7 +1,12 @@
 """The nightly, step by step: what each task of `seed_tts_nightly` calls.
 
-    record_heads → (prepare environment +) run_branch per branch × seed → summarize
-    → decide_night (compare, gate, plan alerts) → refresh_outputs → (alerts.slack.dispatch)
+    record_heads → (prepare environment +) run_branch per series × branch × seed, on its
+    lane → summarize_night → decide_fleet (per series: compare, gate, plan alerts)
+    → refresh_outputs → (alerts.slack.dispatch)
+
+A night holds one or more series (model × benchmark × lane, omni_tasks.series); each is
+decided against its own baseline, and one series that cannot be decided never holds back
+another's decision, report or alerts.
 
 Every step is idempotent (a retried task converges): heads are recorded once per night, a
 stored run is not synthesized again, statistics and decisions are upserts, alert messages carry
@@ -37,8 +42,8 @@ from omni_tasks.names import (
     path_component,
     require_trusted,
 )
-from omni_tasks.store import heads
-from omni_tasks.synthesis import protocol
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.store import heads, results
 
 
 class UrlTarget(BaseModel):
@@ -75,6 +80,17 @@ class Serving(BaseModel):
         default_factory=dict,
         description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
     )
+    lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
+
+    @property
+    def bench(self) -> str:
+        return str(getattr(self, "benchmark", None) or get_settings().benchmark)
+
+    @property
+    def series(self) -> Series:
+        """Model × benchmark × lane: the model is the one the server serves (`server.model`),
+        else the default (Qwen3-Omni)."""
+        return Series(self.bench, str(self.server.get("model") or DEFAULT_MODEL), self.lane)
 
     @property
     def commit_repo(self) -> str | None:
@@ -145,10 +161,6 @@ class NightlyParams(Serving):
         target = self.targets.get(branch)
         return target.deploy_config if isinstance(target, UrlTarget) else None
 
-    @property
-    def bench(self) -> str:
-        return self.benchmark or get_settings().benchmark
-
     @model_validator(mode="after")
     def _checked(self) -> NightlyParams:
         """Trigger-form values are data: branch names must be git branch names, and paths must
@@ -156,8 +168,7 @@ class NightlyParams(Serving):
         for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
             check_branch(branch)
         check_name(self.variant, "variant")
-        if self.benchmark is not None:
-            check_name(self.benchmark, "benchmark")
+        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
         self.check_serving()
@@ -186,24 +197,57 @@ def decide_night(
     nightly: dt.date,
     policy: GatePolicy,
     *,
-    benchmark: str,
+    series: Series,
     baseline_branch: str,
     expect: tuple[str, ...] = (),
 ) -> NightDecision:
-    """Gate a night and plan its alerts in one transaction: an alert message exists exactly
-    when the decision that caused it does."""
-    policy = policy.for_benchmark(benchmark)
+    """Gate a series' night and plan its alerts in one transaction: an alert message exists
+    exactly when the decision that caused it does."""
+    policy = policy.for_benchmark(series.benchmark)
     with conn.transaction():
         decisions = gate_nightly(
             conn,
             nightly,
             policy,
-            benchmark=benchmark,
+            series=series,
             baseline_branch=baseline_branch,
             expect=expect,
         )
-        enqueued = plan_alerts(conn, benchmark, nightly, policy)
+        enqueued = plan_alerts(conn, series, nightly, policy)
     return NightDecision(nightly, decisions, enqueued)
+
+
+@dataclass(frozen=True)
+class FleetDecision:
+    decided: list[NightDecision]
+    failed: dict[str, str]  # series label → why it could not be decided
+
+
+def decide_fleet(
+    conn: psycopg.Connection[Any],
+    nightly: dt.date,
+    policy: GatePolicy,
+    series: list[NightlyParams],
+) -> FleetDecision:
+    """Decide every series of the night, each on its own: a series whose statistics or alerts
+    fail is reported (and its error kept) while every other series is still decided."""
+    decided, failed = [], {}
+    for params in series:
+        try:
+            decided.append(
+                decide_night(
+                    conn,
+                    nightly,
+                    policy,
+                    series=params.series,
+                    baseline_branch=params.baseline,
+                    expect=tuple(params.branches),
+                )
+            )
+        except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
+            conn.rollback()
+            failed[f"{params.series.label} ({params.variant})"] = f"{type(exc).__name__}: {exc}"
+    return FleetDecision(decided, failed)
 
 
 def _git_head(repo: str, branch: str, before: dt.date | None) -> str | None:
@@ -218,6 +262,20 @@ def _git_head(repo: str, branch: str, before: dt.date | None) -> str | None:
 
 
 def record_heads(
+    conn: psycopg.Connection[Any],
+    series: list[NightlyParams],
+    nightly: dt.date,
+    *,
+    backfill: bool,
+) -> list[dict[str, Any]]:
+    """Every series' branch heads for the night (heads_of_series), as one plan per series ×
+    branch × seed for the GPU tasks."""
+    return [
+        p for params in series for p in heads_of_series(conn, params, nightly, backfill=backfill)
+    ]
+
+
+def heads_of_series(
     conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, *, backfill: bool
 ) -> list[dict[str, Any]]:
     """Each branch's commit for the night, recorded in `branch_head` (first sighting wins).
@@ -245,6 +303,10 @@ def record_heads(
         for seed in params.seeds:
             plans.append(
                 {
+                    "series": params.series.key,
+                    "variant": params.variant,
+                    "lane": params.lane,
+                    "label": f"{params.series.label} {branch} seed {seed}",
                     "branch": branch,
                     "commit": commit,
                     "seed": seed,
@@ -298,6 +360,8 @@ def run_branch(
         variant=params.variant,
         overrides=params.overrides,
         benchmark=params.bench,
+        model=params.series.model,
+        lane=params.lane,
         observed_head=None if recorded is None else recorded["commit_sha"],
         lineage=lineage,
         airflow_dag_id=airflow_ids[0],
@@ -340,6 +404,8 @@ def _ask_branch(
         nightly=nightly,
         limit=params.limit,
         trigger=trigger,  # type: ignore[arg-type]
+        model=params.series.model,
+        lane=params.lane,
         airflow_ids=airflow_ids,
     )
     return run_choices(conn, req, show_progress=False)
@@ -389,7 +455,7 @@ def served(
     with gpu_lease(int(srv.get("gpus", 2))) as gpus:
         spec = ServerSpec(
             python=str(env.python),
-            model=srv.get("model", protocol.DEFAULT_MODEL),
+            model=srv.get("model", DEFAULT_MODEL),
             log_path=log,
             deploy_config=deploy,
             deploy_overrides=params.overrides,
@@ -430,21 +496,45 @@ def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePo
     return run_keys
 
 
+def summarize_night(
+    conn: psycopg.Connection[Any], series: list[NightlyParams], nightly: dt.date, policy: GatePolicy
+) -> list[str]:
+    """Statistics of every graded run the night's series stored, whichever GPU task wrote it
+    (a failed task's siblings are summarized all the same); returns their run keys."""
+    keys_ = [
+        r["run_key"]
+        for s in {p.series for p in series}
+        for r in results.nightly_runs(conn, s, nightly)
+        if r["grading_id"] is not None
+    ]
+    return summarize(conn, keys_, policy)
+
+
 def refresh_outputs(
-    conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date, tau: float
-) -> dict[str, str]:
-    """The night's HTML report, then Grafana (when configured); returns where things are.
-    A Grafana outage fails this task (so it is retried) after the report is written."""
+    conn: psycopg.Connection[Any], series: list[Series], nightly: dt.date, tau: float
+) -> dict[str, Any]:
+    """Each series' HTML report of the night, then Grafana (when configured); returns where
+    things are. A Grafana outage fails this task (so it is retried) after the reports are
+    written; one series' report failing does not keep the others from being written."""
     from omni_tasks.grafana.push import refresh
     from omni_tasks.report_html import nightly_report
 
-    path = get_settings().report_path(benchmark, nightly)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(nightly_report(conn, benchmark, nightly, tau), encoding="utf-8")
-    tmp.replace(path)  # the report first: it must exist even when Grafana is down
+    reports, failed = [], []
+    for s in dict.fromkeys(series):
+        path = get_settings().report_path(s.slug, nightly)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")
+            tmp.replace(path)  # the reports first: they must exist even when Grafana is down
+            reports.append(str(path))
+        except (psycopg.Error, ValueError, ArithmeticError, LookupError, OSError) as exc:
+            conn.rollback()
+            failed.append(f"{s.label}: {type(exc).__name__}: {exc}")
     summary = refresh(conn).summary
-    return {"grafana": summary, "report": str(path)}
+    if failed:
+        raise RuntimeError(f"reports not written ({'; '.join(failed)}); written: {reports}")
+    return {"grafana": summary, "reports": reports, "report": reports[0] if reports else ""}
 
 
 def task_failed(

@@ -31,6 +31,7 @@ from omni_tasks.contracts import (
 )
 from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord, commonest_failure
+from omni_tasks.series import Series
 from omni_tasks.store import decisions, results
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
 
@@ -280,15 +281,16 @@ def gate_nightly(
     nightly: dt.date,
     policy: GatePolicy,
     *,
-    benchmark: str,
+    series: Series,
     baseline_branch: str,
     expect: tuple[str, ...] = (),
 ) -> list[Decision]:
     """Decide every candidate (branch x variant) of a nightly against the baseline branch,
-    store the decisions, and refresh confirmation along each key's series."""
-    policy = policy.for_benchmark(benchmark)
+    store the decisions, and refresh confirmation along each key's series. Only the series'
+    own runs are paired: another lane or model is never this series' baseline."""
+    policy = policy.for_benchmark(series.benchmark)
     with conn.transaction():
-        rows = results.nightly_runs(conn, benchmark, nightly)
+        rows = results.nightly_runs(conn, series, nightly)
         pairings = _pairings(rows, baseline_branch, expect)
         evidence, details = [], []
         loaded: dict[str, GradedRun] = {}  # the baseline is shared by every candidate
@@ -311,10 +313,10 @@ def gate_nightly(
         m = max(sum(1 for e in evidence if not e.infra_reasons), 1)
         out = []
         for p, ev, v, detail in zip(pairings, evidence, verdicts, details, strict=True):
-            out.append(_store_decision(conn, nightly, benchmark, p, ev, v, detail, policy, m))
+            out.append(_store_decision(conn, nightly, series, p, ev, v, detail, policy, m))
         return [
             dataclasses.replace(
-                d, confirmed=_refresh_confirmations(conn, benchmark, d, policy)[nightly]
+                d, confirmed=_refresh_confirmations(conn, series, d, policy)[nightly]
             )
             for d in out
         ]
@@ -447,7 +449,7 @@ def _group_evidence(
 def _store_decision(
     conn: psycopg.Connection[Any],
     nightly: dt.date,
-    benchmark: str,
+    series: Series,
     p: _Pairing,
     ev: gate_rules.Evidence,
     v: gate_rules.Verdict,
@@ -458,7 +460,9 @@ def _store_decision(
     comparison: Comparison | None = detail.get("comparison")
     reported = _reported(comparison.candidate, policy) if comparison is not None else {}
     decision = Decision(
-        benchmark=benchmark,
+        benchmark=series.benchmark,
+        model=series.model,
+        lane=series.lane,
         nightly=nightly,
         candidate=p.candidate_branch,
         baseline=p.baseline_branch,
@@ -481,7 +485,7 @@ def _store_decision(
     decisions.upsert_decision(
         conn,
         {
-            "benchmark": benchmark,
+            **series.args(),
             "nightly": nightly,
             "candidate_branch": p.candidate_branch,
             "baseline_branch": p.baseline_branch,
@@ -519,12 +523,12 @@ def _reported(cand: RunStats, policy: GatePolicy) -> dict[str, str]:
 
 
 def _refresh_confirmations(
-    conn: psycopg.Connection[Any], benchmark: str, d: Decision, policy: GatePolicy
+    conn: psycopg.Connection[Any], series: Series, d: Decision, policy: GatePolicy
 ) -> dict[dt.date, bool]:
     """Recompute `confirmed` along the whole series of this key: a night decided late (a
     backfill) can confirm, or stop confirming, the night after it."""
     key = {
-        "benchmark": benchmark,
+        **series.args(),
         "candidate_branch": d.candidate,
         "baseline_branch": d.baseline,
         "variant": d.variant,
@@ -554,7 +558,7 @@ def _refresh_confirmations(
 def trend(
     conn: psycopg.Connection[Any],
     *,
-    benchmark: str,
+    series: Series,
     branch: str,
     variant: str,
     metric: str,
@@ -563,22 +567,22 @@ def trend(
     """A branch's nightly series of `metric` (from stored run_stats; `official_mean` from the
     harness's figure, summary-only nights included and marked) and its change points, with
     stack/grader/config events as known breaks."""
-    policy = policy.for_benchmark(benchmark)
+    policy = policy.for_benchmark(series.benchmark)
     if metric not in TREND_METRICS:
         raise ValueError(f"unknown metric {metric!r}: {' or '.join(TREND_METRICS)}")
     key = {
-        "benchmark": benchmark,
+        **series.args(),
         "branch": branch,
         "variant": variant,
         "tau": policy.primary_tau,
         "policy_version": policy.policy_version,
     }
     if metric == "official_mean":
-        series = results.series(conn, "official_series", key)
+        rows = results.series(conn, "official_series", key)
     else:
-        series = [r for r in results.series(conn, "nightly_series", key) if r[metric] is not None]
+        rows = [r for r in results.series(conn, "nightly_series", key) if r[metric] is not None]
     breaks = results.known_breaks(conn, key)
     points = change_points(
-        [r["nightly"] for r in series], [r[metric] for r in series], known_breaks=breaks
+        [r["nightly"] for r in rows], [r[metric] for r in rows], known_breaks=breaks
     )
-    return series, points
+    return rows, points

@@ -10,6 +10,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import AlertDetails
+from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -102,8 +103,8 @@ def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: dict[str, 
     conn.execute(sql("merge_alert_details"), args)
 
 
-def open_regression_alerts(conn: psycopg.Connection[Any], benchmark: str) -> list[Row]:
-    rows = conn.execute(sql("open_regression_alerts"), {"benchmark": benchmark})
+def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> list[Row]:
+    rows = conn.execute(sql("open_regression_alerts"), series.args())
     return [r for r in (_alert(row) for row in rows) if r is not None]
 
 

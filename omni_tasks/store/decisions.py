@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -21,7 +22,7 @@ def decision_by_id(conn: psycopg.Connection[Any], decision_id: int) -> Row | Non
 
 def decisions_of_nights(
     conn: psycopg.Connection[Any],
-    benchmark: str,
+    series: Series,
     first: dt.date,
     last: dt.date,
     policy_version: str,
@@ -32,7 +33,7 @@ def decisions_of_nights(
     return conn.execute(
         sql("decisions_of_night"),
         {
-            "benchmark": benchmark,
+            **series.args(),
             "nightly": first,
             "until": last,
             "policy_version": policy_version,
@@ -45,7 +46,7 @@ def decisions_of_nights(
 
 def _series_key(d: Row) -> dict[str, Any]:
     return {
-        "benchmark": d["benchmark"],
+        **Series.of(d).args(),
         "candidate_branch": d["candidate_branch"],
         "baseline_branch": d["baseline_branch"],
         "variant": d["variant"],

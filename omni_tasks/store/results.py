@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 
@@ -58,9 +59,9 @@ def upsert_comparison(
     return int(row["comparison_id"])
 
 
-def nightly_runs(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
-    """A night's runs with their latest complete grading, as the gate pairs them."""
-    args = {"benchmark": benchmark, "nightly": nightly}
+def nightly_runs(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
+    """A series' runs of a night with their latest complete grading, as the gate pairs them."""
+    args = {**series.args(), "nightly": nightly}
     return [dict(r) for r in conn.execute(sql("nightly_runs"), args)]
 
 

@@ -20,11 +20,14 @@ from omni_tasks.config import get_settings
 from omni_tasks.names import check_run_key, path_component
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.reproduce import reproduce_command
+from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 
 # Fields that say where/when a write happened, not what was measured.
 _AUDIT_FIELDS = {"airflow_dag_id", "airflow_run_id"}
+# Added with series: left out at their defaults, so a run stored before them keeps its hash.
+_SERIES_FIELDS = {"model", "lane"}
 _JSON_FIELDS = {"lineage", "config", "stack", "execution", "summary", "source"}
 
 
@@ -57,7 +60,7 @@ def derive_run_key(spec: RunSpec) -> str:
     prompt = (spec.prompt_fingerprint or "none")[:8]
     return ":".join(
         [
-            spec.benchmark,
+            spec.series.slug,
             spec.nightly.isoformat(),
             spec.branch,
             commit,
@@ -71,9 +74,9 @@ def derive_run_key(spec: RunSpec) -> str:
 def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(spec):
-        if f.name in _AUDIT_FIELDS:
-            continue
         v = getattr(spec, f.name)
+        if f.name in _AUDIT_FIELDS or (f.name in _SERIES_FIELDS and v == f.default):
+            continue
         if isinstance(v, dt.datetime):
             v = v.astimezone(dt.UTC).isoformat()
         elif isinstance(v, dt.date):
@@ -383,11 +386,20 @@ def list_runs(
     conn: psycopg.Connection[Any],
     *,
     benchmark: str | None = None,
+    model: str | None = None,
+    lane: str | None = None,
     branch: str | None = None,
     nightly: dt.date | None = None,
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    params = {"benchmark": benchmark, "branch": branch, "nightly": nightly, "limit": limit}
+    params = {
+        "benchmark": benchmark,
+        "model": model,
+        "lane": lane,
+        "branch": branch,
+        "nightly": nightly,
+        "limit": limit,
+    }
     return [dict(r) for r in conn.execute(sql("list_runs"), params)]
 
 
@@ -402,6 +414,8 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
     return {
         "run_key": row["run_key"],
         "benchmark": row["benchmark"],
+        "model": row["model"],
+        "lane": row["lane"],
         "branch": row["branch"],
         "commit": row["commit_sha"],
         "nightly": row["nightly"].isoformat(),
@@ -475,16 +489,17 @@ def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRec
 
 
 def runs_of_night(
-    conn: psycopg.Connection[Any], benchmark: str, nightly: Any, run_id: int | None = None
+    conn: psycopg.Connection[Any], series: Series, nightly: Any, run_id: int | None = None
 ) -> list[dict[str, Any]]:
-    """A night's runs (or the one `run_id`), each with the grader that reproduces it."""
-    args = {"benchmark": benchmark, "nightly": nightly, "run_id": run_id}
+    """A series' runs of a night (or the one `run_id`), each with the grader that reproduces
+    it."""
+    args = {**series.args(), "nightly": nightly, "run_id": run_id}
     return [dict(r) for r in conn.execute(sql("runs_of_night"), args)]
 
 
-def has_fresh_run(conn: psycopg.Connection[Any], benchmark: str, branch: str, nightly: Any) -> bool:
-    """Whether `branch` has a complete run for `nightly`."""
-    args = {"benchmark": benchmark, "branch": branch, "nightly": nightly}
+def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, nightly: Any) -> bool:
+    """Whether `branch` has a complete run of the series for `nightly`."""
+    args = {**series.args(), "branch": branch, "nightly": nightly}
     return conn.execute(sql("fresh_run"), args).fetchone() is not None
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -17,36 +18,34 @@ def _rows(conn: psycopg.Connection[Any], name: str, **args: Any) -> list[Row]:
     return [dict(r) for r in conn.execute(sql(name), args)]
 
 
-def gate_history(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
-    return _rows(conn, "gate_history_of_night", benchmark=benchmark, nightly=nightly)
+def gate_history(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
+    return _rows(conn, "gate_history_of_night", **series.args(), nightly=nightly)
 
 
 def nightly_trend(
-    conn: psycopg.Connection[Any], benchmark: str, tau: float, first: dt.date, last: dt.date
+    conn: psycopg.Connection[Any], series: Series, tau: float, first: dt.date, last: dt.date
 ) -> list[Row]:
-    return _rows(
-        conn, "nightly_trend_between", benchmark=benchmark, tau=tau, first=first, last=last
-    )
+    return _rows(conn, "nightly_trend_between", **series.args(), tau=tau, first=first, last=last)
 
 
 def failure_modes(
-    conn: psycopg.Connection[Any], benchmark: str, tau: float, nightly: dt.date
+    conn: psycopg.Connection[Any], series: Series, tau: float, nightly: dt.date
 ) -> list[Row]:
-    return _rows(conn, "failure_modes_of_night", benchmark=benchmark, tau=tau, nightly=nightly)
+    return _rows(conn, "failure_modes_of_night", **series.args(), tau=tau, nightly=nightly)
 
 
-def night_simulated(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> bool:
-    return bool(_rows(conn, "night_simulated", benchmark=benchmark, nightly=nightly)[0]["s"])
+def night_simulated(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> bool:
+    return bool(_rows(conn, "night_simulated", **series.args(), nightly=nightly)[0]["s"])
 
 
-def official(conn: psycopg.Connection[Any], benchmark: str, nightly: dt.date) -> list[Row]:
-    return _rows(conn, "official_of_night", benchmark=benchmark, nightly=nightly)
+def official(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
+    return _rows(conn, "official_of_night", **series.args(), nightly=nightly)
 
 
 def item_scores(
-    conn: psycopg.Connection[Any], benchmark: str, tau: float, nightly: dt.date
+    conn: psycopg.Connection[Any], series: Series, tau: float, nightly: dt.date
 ) -> list[Row]:
-    return _rows(conn, "item_scores_of_night", benchmark=benchmark, tau=tau, nightly=nightly)
+    return _rows(conn, "item_scores_of_night", **series.args(), tau=tau, nightly=nightly)
 
 
 def regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
@@ -57,8 +56,8 @@ def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[
     return _rows(conn, "paired_clip_wers", comparison_id=comparison_id)
 
 
-def latest_night(conn: psycopg.Connection[Any], benchmark: str, *, decided: bool) -> dt.date | None:
+def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:
     """The latest night with runs stored, or (decided) with gate decisions."""
     name = "latest_decision_night" if decided else "latest_run_night"
-    night: dt.date | None = _rows(conn, name, benchmark=benchmark)[0]["n"]
+    night: dt.date | None = _rows(conn, name, **series.args())[0]["n"]
     return night

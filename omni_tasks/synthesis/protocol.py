@@ -10,9 +10,8 @@ from typing import Any
 
 from omni_tasks.grading.flags import DEFAULT_SYSTEM_PROMPT
 from omni_tasks.prompts import PLAIN_USER_FORMAT, prompt_fingerprint
+from omni_tasks.series import DEFAULT_MODEL
 from omni_tasks.synthesis.stages import StageDefaults
-
-DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 
 
 @dataclass(frozen=True)

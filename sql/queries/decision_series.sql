@@ -6,7 +6,7 @@ SELECT d.decision_id, d.nightly, d.verdict, d.confirmed, d.mcnemar_p_holm,
        d.comparison_id IS NOT NULL AS paired
 FROM omni.gate_decision d
 LEFT JOIN omni.comparison c USING (comparison_id)
-WHERE d.benchmark = %(benchmark)s AND d.candidate_branch = %(candidate_branch)s
+WHERE d.benchmark = %(benchmark)s AND d.model = %(model)s AND d.lane = %(lane)s AND d.candidate_branch = %(candidate_branch)s
   AND d.baseline_branch = %(baseline_branch)s AND d.variant = %(variant)s
   AND d.policy_version = %(policy_version)s
 ORDER BY d.nightly

@@ -1,1 +1,1 @@
-SELECT max(nightly) AS n FROM omni.run WHERE benchmark = %(benchmark)s
+SELECT max(nightly) AS n FROM omni.run WHERE benchmark = %(benchmark)s AND model = %(model)s AND lane = %(lane)s

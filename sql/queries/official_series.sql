@@ -2,6 +2,6 @@
 -- included and marked.
 SELECT nightly, official_mean, summary_only, runs
 FROM omni.v_official_trend
-WHERE benchmark = %(benchmark)s AND branch = %(branch)s AND variant = %(variant)s
+WHERE benchmark = %(benchmark)s AND model = %(model)s AND lane = %(lane)s AND branch = %(branch)s AND variant = %(variant)s
   AND official_mean IS NOT NULL
 ORDER BY nightly

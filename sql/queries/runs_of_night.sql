@@ -6,6 +6,6 @@ LEFT JOIN LATERAL (
     SELECT gr.grader FROM omni.grading gr WHERE gr.run_id = r.run_id
     ORDER BY gr.grading_id DESC LIMIT 1
 ) g ON true
-WHERE r.benchmark = %(benchmark)s AND r.nightly = %(nightly)s
+WHERE r.benchmark = %(benchmark)s AND r.model = %(model)s AND r.lane = %(lane)s AND r.nightly = %(nightly)s
   AND (%(run_id)s::bigint IS NULL OR r.run_id = %(run_id)s)
 ORDER BY r.branch, r.variant, r.seed

@@ -13,6 +13,7 @@ from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.audio import write_audio
 from omni_tasks.jobs.nightly import decide_night
+from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.synthetic import ABShape
 from tests.factories import D0, REGRESS, SAME, store_night
@@ -49,7 +50,7 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
         db,
         D0,
         load_policy(),
-        benchmark="seed_tts_en",
+        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )
@@ -97,7 +98,7 @@ def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, sl
         db,
         date,
         load_policy(),
-        benchmark="seed_tts_en",
+        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -6,19 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from omni_tasks.jobs.freshness import check_freshness
+from omni_tasks.series import Series
 from tests.factories import SAME, store_night
 
 
 def test_a_missing_branch_queues_one_infra_message(db, tmp_path: Path) -> None:
     night = store_night(db, tmp_path, 0, None)  # main only: rebase never reported
-    assert check_freshness(db, "seed_tts_en", ["main", "rebase"], night) == ["rebase"]
-    assert check_freshness(db, "seed_tts_en", ["main", "rebase"], night) == ["rebase"]
+    assert check_freshness(db, Series("seed_tts_en"), ["main", "rebase"], night) == ["rebase"]
+    assert check_freshness(db, Series("seed_tts_en"), ["main", "rebase"], night) == ["rebase"]
     sent = db.execute(
         "SELECT idempotency_key, payload FROM omni.alert_outbox "
         "WHERE idempotency_key LIKE '%%|freshness|%%'"
     ).fetchall()
-    assert [m["idempotency_key"] for m in sent] == [f"seed_tts_en|rebase|freshness|{night}"]
+    assert [m["idempotency_key"] for m in sent] == [
+        f"seed_tts_en|Qwen/Qwen3-Omni-30B-A3B-Instruct|default|rebase|freshness|{night}"
+    ]
     assert "no rebase results" in sent[0]["payload"]["text"]  # one message, however often
 
     later = store_night(db, tmp_path, 1, SAME)  # both branches have runs
-    assert check_freshness(db, "seed_tts_en", ["main", "rebase"], later) == []
+    assert check_freshness(db, Series("seed_tts_en"), ["main", "rebase"], later) == []

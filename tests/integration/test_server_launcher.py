@@ -134,7 +134,7 @@ def test_nightly_serves_each_branch_from_its_own_environment(
             "env": {"PYTHONPATH": env["PYTHONPATH"]},
         },
     )
-    (plan,) = record_heads(db, params, dt.date(2026, 11, 24), backfill=False)
+    (plan,) = record_heads(db, [params], dt.date(2026, 11, 24), backfill=False)
     key = run_branch(db, params, plan, trigger="manual")
     run = db.execute(
         "SELECT status, stack, execution, config FROM omni.run WHERE run_key = %s", (key,)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
+from omni_tasks.series import Series
 from omni_tasks.store.migrate import migrate
 from tests.factories import ab_files, small_artifact, write_json
 
@@ -169,7 +170,7 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
     text = invoke("trend", "--branch", "main", "--metric", "official_mean")
     assert "1 summary-only, marked *" in text.output and "0.0210 *" in text.output
 
-    html = nightly_report(db, "seed_tts_en", dt.date(2026, 11, 1), 0.5)
+    html = nightly_report(db, Series("seed_tts_en"), dt.date(2026, 11, 1), 0.5)
     assert "summary-only: no per-clip rows, not gated" in html
     query = panel_queries(trend_dashboard())["Capped mean WER (and the legacy uncapped mean)/C"]
     variables = {

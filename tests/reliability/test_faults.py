@@ -17,6 +17,7 @@ from omni_tasks.analysis.policy import load_policy
 from omni_tasks.benchmark import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
 from omni_tasks.jobs.nightly import decide_night, refresh_outputs
+from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import SimulatorConfig, create_app, serve_in_thread
 from tests.factories import grade_rows
 
@@ -72,7 +73,7 @@ def _gate(db) -> list[str]:  # type: ignore[no-untyped-def]
         db,
         NIGHT,
         load_policy(),
-        benchmark="seed_tts_en",
+        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )
@@ -140,7 +141,7 @@ def test_grafana_down_still_writes_the_report(db, tmp_path, monkeypatch) -> None
     monkeypatch.setenv("OMNI_GRAFANA_TOKEN", "glsa_x")
     reset_settings()
     with pytest.raises(Exception, match=r"(?i)connect|refused|grafana"):
-        refresh_outputs(db, "seed_tts_en", night, 0.5)
+        refresh_outputs(db, [Series("seed_tts_en")], night, 0.5)
     home = Path(__import__("os").environ["OMNI_HOME"])
     assert (home / "reports" / f"seed_tts_en_{night}.html").is_file()
 
