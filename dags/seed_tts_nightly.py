@@ -1,8 +1,8 @@
 """The nightly: benchmark every series (model × benchmark × lane) on every branch on its lane's
 GPU workers, gate each series against its own baseline, refresh dashboards, alert.
 
-record_heads → run_branch per lane (mapped: series × branch × seed on that lane's queue and
-pool; lanes from the deployment config when this file is parsed) → summarize → decide (per
+record_heads → run_branch, both per lane (mapped: series × branch × seed on that lane's queue
+and pool; lanes from the deployment config when this file is parsed) → summarize → decide (per
 series: paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers
 seed_tts_bisect once per confirmed regression) → dispatch_alerts, which runs whatever failed
 and never waits on report or dashboard work: refresh (HTML reports, Grafana) runs beside it,
@@ -37,9 +37,9 @@ from omni_tasks import dag_support as s
 def seed_tts_nightly() -> None:
     lanes = s.lanes()
 
-    @task(multiple_outputs=True)
-    def record_heads() -> dict[str, list[dict]]:
-        return s.record_heads(get_current_context(), list(lanes))
+    @task
+    def record_heads(lane: str) -> list[dict]:
+        return s.record_heads(get_current_context(), lane, list(lanes))
 
     @task(map_index_template="{{ branch_label }}")
     def run_branch(plan: dict) -> str:
@@ -73,16 +73,17 @@ def seed_tts_nightly() -> None:
     def watcher() -> None:
         s.fail_the_run()
 
-    heads = record_heads()
-    runs = [
-        run_branch.override(
-            task_id=s.gpu_task_id(name),
-            queue=lane.queue,
-            pool=lane.pool,
-            pool_slots=lane.gpus_per_server,
-        ).expand(plan=heads[name])
-        for name, lane in lanes.items()
-    ]
+    heads, runs = [], []
+    for name, lane in lanes.items():  # one heads task and one mapped GPU task per lane
+        heads.append(record_heads.override(task_id=s.lane_task_id("record_heads", name))(name))
+        runs.append(
+            run_branch.override(
+                task_id=s.lane_task_id("run_branch", name),
+                queue=lane.queue,
+                pool=lane.pool,
+                pool_slots=lane.gpus_per_server,
+            ).expand(plan=heads[-1])
+        )
     stats = summarize()
     runs >> stats
     night = decide()
@@ -96,7 +97,7 @@ def seed_tts_nightly() -> None:
     bisects >> alerts
     late = dispatch_late()
     done >> late
-    [heads, *runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
+    [*heads, *runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
 
 
 seed_tts_nightly()

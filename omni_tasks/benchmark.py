@@ -161,7 +161,9 @@ def target_url(req: BenchRequest) -> Iterator[str]:
         with running_simulator(sim) as url:
             yield url
     elif req.target.startswith(("http://", "https://")):
-        if req.transcript_mode and not _is_simulator(req.target):
+        # A server that does not answer is benchmarked all the same: every request fails and
+        # is stored so (an INFRA night, not a task error); one that answers must be a simulator.
+        if req.transcript_mode and _is_simulator(req.target) is False:
             raise BenchError(
                 f"--transcript-mode needs a simulator: {req.target} does not serve one "
                 "(start `omni-tasks simulator serve --transcript-mode`, or use simulator:PROFILE)"
@@ -173,8 +175,9 @@ def target_url(req: BenchRequest) -> Iterator[str]:
         )
 
 
-def _is_simulator(url: str) -> bool:
-    """An already-running simulator (it names itself in /v1/models)."""
+def _is_simulator(url: str) -> bool | None:
+    """An already-running simulator (it names itself in /v1/models); None when nothing
+    answers there."""
     import httpx
 
     from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, read_body_sync
@@ -182,6 +185,8 @@ def _is_simulator(url: str) -> bool:
     try:
         with httpx.stream("GET", url.rstrip("/") + "/v1/models", timeout=10) as r:
             doc = parse_json(read_body_sync(r, 1024 * 1024), "/v1/models")
+    except httpx.TransportError:
+        return None
     except (httpx.HTTPError, ResponseRefused):
         return False
     models = doc.get("data") if isinstance(doc, dict) else None

@@ -292,16 +292,17 @@ def lanes() -> dict[str, Any]:
     return dag_lanes()
 
 
-def gpu_task_id(lane: str) -> str:
+def lane_task_id(task: str, lane: str) -> str:
+    """A lane's own task (`run_branch__rocm-mi300`); the default lane's keeps the plain id."""
     from omni_tasks.series import DEFAULT_LANE
 
-    return "run_branch" if lane == DEFAULT_LANE else f"run_branch__{lane}"
+    return task if lane == DEFAULT_LANE else f"{task}__{lane}"
 
 
 @stops_on_sigterm
-def record_heads(context: dict[str, Any], dag_lanes: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Every series × branch × seed of the night, grouped by the lane whose GPU task runs it.
-    A series on a lane this DAG has no task for fails here, before any GPU work."""
+def record_heads(context: dict[str, Any], lane: str, dag_lanes: list[str]) -> list[dict[str, Any]]:
+    """The night's series × branch × seed plans of one lane (its GPU task maps over them). A
+    series on a lane this DAG has no task for fails every lane here, before any GPU work."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.jobs import nightly
@@ -315,16 +316,19 @@ def record_heads(context: dict[str, Any], dag_lanes: list[str]) -> dict[str, lis
             "DAG file is parsed, so a config given as a Variable uses the file's lanes"
         )
     with results_db() as conn:
-        plans = nightly.record_heads(
-            conn, night.series, _nightly(context), backfill=_is_backfill(context)
+        return nightly.record_heads(
+            conn,
+            [p for p in night.series if p.lane == lane],
+            _nightly(context),
+            backfill=_is_backfill(context),
         )
-    return {lane: [p for p in plans if p["lane"] == lane] for lane in dag_lanes}
 
 
 @stops_on_sigterm
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
+    from omni_tasks.benchmark import BenchError
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 
@@ -337,13 +341,16 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
         raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
     with timeout, results_db() as conn:
-        return nightly.run_branch(
-            conn,
-            params,
-            plan,
-            trigger=trigger,
-            airflow_ids=(context["dag"].dag_id, context["run_id"]),
-        )
+        try:
+            return nightly.run_branch(
+                conn,
+                params,
+                plan,
+                trigger=trigger,
+                airflow_ids=(context["dag"].dag_id, context["run_id"]),
+            )
+        except BenchError as exc:  # what was asked cannot run: a retry would fail the same way
+            raise AirflowFailException(f"{context['branch_label']}: {exc}") from None
 
 
 @stops_on_sigterm

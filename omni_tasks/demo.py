@@ -146,7 +146,7 @@ def run_night(
 
 def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
-    from omni_tasks.dag_support import gpu_task_id
+    from omni_tasks.dag_support import lane_task_id
     from omni_tasks.deployment import ConfigError, resolve_night
 
     try:
@@ -160,7 +160,7 @@ def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], st
                 name = branch if len(p.seeds) == 1 else f"{branch} seed {seed}"
                 if len(night.series) > 1:
                     name = f"{p.series.label} {name}"
-                out[(gpu_task_id(p.lane), str(index[p.lane]))] = name
+                out[(lane_task_id("run_branch", p.lane), str(index[p.lane]))] = name
                 index[p.lane] += 1
     return out
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from omni_tasks.cli.common import app, console, fail, open_db
+from omni_tasks.cli.common import app, console, fail, open_db, parse_date
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import pct_ci, pts_ci
 from omni_tasks.series import Series
@@ -118,3 +119,68 @@ def demo_cmd(
         "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
         highlight=False,
     )
+
+
+# ---------------------------------------------------------------- nightly
+@app.command("nightly")
+def nightly_cmd(
+    config: Annotated[
+        Path,
+        typer.Option(
+            "--config",
+            exists=True,
+            dir_okay=False,
+            help="Deployment config (version 1: one series; version 2: lanes and series)",
+        ),
+    ],
+    nightly: Annotated[
+        str | None, typer.Option(help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)")
+    ] = None,
+    transcript_mode: Annotated[
+        bool,
+        typer.Option(help="Simulator targets only: skip audio and ASR (the form's override)"),
+    ] = False,
+) -> None:
+    """Run one night of the nightly DAG on a deployment config, by Airflow in-process
+    (`airflow dags test`, as `demo` does on its own config): every series on every branch,
+    each decided against its own baseline; then each series' verdicts.
+
+    Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed."""
+    from omni_tasks.demo import run_night
+    from omni_tasks.deployment import ConfigError, resolve_night
+    from omni_tasks.store import views
+    from omni_tasks.store.db import redact, resolve_dsn
+
+    conf = {"transcript_mode": True} if transcript_mode else {}
+    try:
+        fleet = resolve_night(conf, str(config.resolve()))
+    except ConfigError as exc:
+        fail(f"deployment config: {exc}")
+    night = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date() - dt.timedelta(1)
+    dsn = resolve_dsn()
+    console.print(
+        f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact(dsn)}",
+        highlight=False,
+    )
+    done = run_night(
+        config.resolve(), night, conf, dsn, lambda line: console.print(line, highlight=False)
+    )
+    table = Table("series", "candidate vs baseline", "verdict", "reg:imp", title=f"nightly {night}")
+    with open_db() as conn:
+        for p in fleet.series:
+            decided = [
+                d for d in views.gate_history(conn, p.series, night) if d["variant"] == p.variant
+            ]
+            for d in decided or [None]:
+                if d is None:
+                    table.add_row(p.series.label, "", "not decided", "")
+                    continue
+                table.add_row(
+                    p.series.label,
+                    f"{d['candidate_branch']} vs {d['baseline_branch']}",
+                    d["verdict"] + (" (confirmed)" if d["confirmed"] else ""),
+                    "" if d["regressed"] is None else f"{d['regressed']}:{d['improved']}",
+                )
+    console.print(table)
+    if done.returncode != 0:
+        fail(f"a task of the {night} nightly failed; see {done.log}")

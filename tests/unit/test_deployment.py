@@ -55,7 +55,7 @@ def test_the_config_is_the_run_and_the_form_overrides_it_once() -> None:
         ),
         ({"benchmark": "seed_tts_fr"}, "benchmark: unknown benchmark 'seed_tts_fr'"),
         ({"baseline": "trunk"}, "baseline: 'trunk' is not one of the branches"),
-        ({"version": None}, "version: expected 1, got None"),
+        ({"version": None}, "version: expected 1 or 2, got None"),
         ({"gpu_task_timeout_s": 0}, "gpu_task_timeout_s: Input should be greater than 0"),
         ({"seeds": []}, "seeds: at least one seed"),
         ({"auto_bisect": {"enabled": True}}, "auto_bisect.enabled: auto-bisect lists the commits"),

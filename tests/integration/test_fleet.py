@@ -1,0 +1,106 @@
+"""A fleet night: a version 2 deployment config with two series (model × benchmark × lane) on
+two lanes, run by `omni-tasks nightly --config` (the nightly DAG under `airflow dags test`).
+Each series is decided against its own baseline; one series' dead target makes that series
+INFRA and holds back nothing of the other's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.airflow_env import REPO
+
+QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
+FLEET = {
+    "version": 2,
+    "lanes": {
+        "cuda-h100x2": {"queue": "gpu", "pool": "gpu", "gpus_per_server": 2},
+        "rocm-mi300": {"queue": "gpu-rocm", "pool": "gpu-rocm", "gpus_per_server": 2},
+    },
+    "defaults": {"grader": {"backend": "faster-whisper"}, "seeds": [42], "limit": 20},
+    "series": [
+        {
+            "model": QWEN,
+            "benchmark": "seed_tts_en",
+            "lane": "cuda-h100x2",
+            "branches": ["main", "rebase"],
+            "baseline": "main",
+            "targets": {"main": "simulator:main", "rebase": "http://127.0.0.1:1"},
+            "dataset": "demo",
+        },
+        {
+            "model": MINICPM,
+            "benchmark": "daily_omni",
+            "lane": "rocm-mi300",
+            "branches": ["main", "rebase"],
+            "baseline": "main",
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+            "dataset": "demo",
+            "limit": None,
+        },
+    ],
+}
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(REPO / ".venv/bin/omni-tasks"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path: Path) -> None:
+    config = tmp_path / "fleet.yaml"
+    config.write_text(yaml.safe_dump(FLEET, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
+    env.update(OMNI_DATABASE_URL=results_dsn, OMNI_HOME=str(tmp_path / "home"))
+
+    out = _cli(
+        env, "nightly", "--config", str(config), "--nightly", "2026-11-27", "--transcript-mode"
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-3000:]
+    log = (tmp_path / "home" / "demo" / "airflow_2026-11-27.log").read_text()
+    # Each lane's GPU task is its own, on its lane's queue and pool.
+    assert "task_id=run_branch__cuda-h100x2" in log and "task_id=run_branch__rebase" not in log
+    assert "task_id=run_branch__rocm-mi300" in log
+
+    listed = json.loads(_cli(env, "runs", "list", "--json").stdout)
+    got = sorted((r["benchmark"], r["model"], r["lane"], r["branch"], r["status"]) for r in listed)
+    assert got == [
+        ("daily_omni", MINICPM, "rocm-mi300", "main", "complete"),
+        ("daily_omni", MINICPM, "rocm-mi300", "rebase", "complete"),
+        ("seed_tts_en", QWEN, "cuda-h100x2", "main", "complete"),
+        ("seed_tts_en", QWEN, "cuda-h100x2", "rebase", "failed"),
+    ]
+    decided = db.execute(
+        "SELECT d.benchmark, d.model, d.lane, d.verdict, rb.lane AS baseline_lane, "
+        "rb.benchmark AS baseline_benchmark FROM omni.gate_decision d "
+        "LEFT JOIN omni.run rb ON rb.run_id = d.baseline_run_id ORDER BY d.benchmark"
+    ).fetchall()
+    assert [(d["benchmark"], d["model"], d["lane"], d["verdict"]) for d in decided] == [
+        ("daily_omni", MINICPM, "rocm-mi300", "REGRESSED"),
+        ("seed_tts_en", QWEN, "cuda-h100x2", "INFRA"),
+    ]
+    # A series' baseline is its own main, never another lane's or benchmark's.
+    assert decided[0]["baseline_lane"] == "rocm-mi300"
+    assert decided[0]["baseline_benchmark"] == "daily_omni"
+
+    sent = db.execute("SELECT state, payload::text AS p FROM omni.alert_outbox").fetchall()
+    assert all(m["state"] == "sent" for m in sent)
+    infra = [m["p"] for m in sent if "INFRA" in m["p"]]
+    assert len(infra) == 1 and "cuda-h100x2" in infra[0]  # the alert names the series' lane
+    keys = {r["alert_key"] for r in db.execute("SELECT alert_key FROM omni.alert")}
+    assert f"daily_omni|{MINICPM}|rocm-mi300|rebase|main|default|wrong_answers@answer" in keys
+    assert f"seed_tts_en|{QWEN}|cuda-h100x2|rebase|main|default|infra" in keys
+    # Each series has its own report.
+    reports = sorted(p.name for p in (tmp_path / "home" / "reports").glob("*2026-11-27.html"))
+    assert len(reports) == 2 and all("@" in name for name in reports)
+    assert "INFRA" in out.stdout and "REGRESSED" in out.stdout
