@@ -171,10 +171,9 @@ def nightly_cmd(
             decided = [
                 d for d in views.gate_history(conn, p.series, night) if d["variant"] == p.variant
             ]
-            for d in decided or [None]:
-                if d is None:
-                    table.add_row(p.series.label, "", "not decided", "")
-                    continue
+            if not decided:
+                table.add_row(p.series.label, "", "not decided", "")
+            for d in decided:
                 table.add_row(
                     p.series.label,
                     f"{d['candidate_branch']} vs {d['baseline_branch']}",
