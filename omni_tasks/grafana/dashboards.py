@@ -26,7 +26,9 @@ DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
 EVIDENCE_DEFAULT = "http://localhost:8080"
 TREND_UID = DASHBOARD_UID
 LEGACY_GATE = 0.35  # the old nightly's mean-WER threshold, drawn for continuity
-KEY_FILTERS = "benchmark = '$benchmark' AND branch IN ($branch) AND variant IN ($variant)"
+# A panel shows one series (model × benchmark × lane): lanes are never pooled.
+SERIES_FILTER = "benchmark = '$benchmark' AND model = '$model' AND lane = '$lane'"
+KEY_FILTERS = SERIES_FILTER + " AND branch IN ($branch) AND variant IN ($variant)"
 FILTERS = KEY_FILTERS + " AND tau = $tau"
 # Counts per category and night, stacked (failure modes, origins).
 STACKED_BARS = {
@@ -238,7 +240,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                 _target(
                     "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
                     "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
-                    "WHERE $__timeFilter(time) AND benchmark = '$benchmark' AND candidate_branch IN "
+                    f"WHERE $__timeFilter(time) AND {SERIES_FILTER} AND candidate_branch IN "
                     "($branch) AND variant IN ($variant) ORDER BY time DESC",
                     fmt="table",
                 ),
@@ -282,7 +284,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                     "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
                     "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
                     "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
-                    "WHERE benchmark = '$benchmark' AND candidate_branch IN ($branch) AND variant IN "
+                    f"WHERE {SERIES_FILTER} AND candidate_branch IN ($branch) AND variant IN "
                     "($variant) ORDER BY nightly DESC",
                     fmt="table",
                 ),
@@ -309,7 +311,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                                         "title": "regressed clips",
                                         "url": "/d/"
                                         + TREND_UID
-                                        + "?${__url_time_range}&var-benchmark=$benchmark&var-comparison=${__value.raw}",
+                                        + "?${__url_time_range}&var-benchmark=$benchmark&var-model=$model&var-lane=$lane&var-comparison=${__value.raw}",
                                     }
                                 ],
                             }
@@ -430,14 +432,27 @@ def trend_dashboard() -> dict[str, Any]:
                     "benchmark",
                 ),
                 _variable(
+                    "model",
+                    "SELECT DISTINCT model FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+                    False,
+                    "model",
+                ),
+                _variable(
+                    "lane",
+                    "SELECT DISTINCT lane FROM omni.run WHERE benchmark = '$benchmark' AND "
+                    "model = '$model' ORDER BY 1",
+                    False,
+                    "hardware lane",
+                ),
+                _variable(
                     "branch",
-                    "SELECT DISTINCT branch FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+                    f"SELECT DISTINCT branch FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
                     True,
                     "branch",
                 ),
                 _variable(
                     "variant",
-                    "SELECT DISTINCT variant FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+                    f"SELECT DISTINCT variant FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
                     True,
                     "variant",
                 ),
@@ -452,8 +467,8 @@ def trend_dashboard() -> dict[str, Any]:
                 },
                 _variable(
                     "comparison",
-                    "SELECT comparison_id FROM omni.v_latest_paired WHERE benchmark = "
-                    "'$benchmark' AND comparison_id IS NOT NULL ORDER BY nightly DESC",
+                    f"SELECT comparison_id FROM omni.v_latest_paired WHERE {SERIES_FILTER} "
+                    "AND comparison_id IS NOT NULL ORDER BY nightly DESC",
                     False,
                     "comparison",
                 ),

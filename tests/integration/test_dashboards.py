@@ -53,6 +53,8 @@ def _variables(db: psycopg.Connection) -> dict[str, str | list[str]]:
     ).fetchone()["comparison_id"]
     return {
         "benchmark": "seed_tts_en",
+        "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        "lane": "default",
         "branch": ["main", "rebase"],
         "variant": ["default"],
         "tau": "0.5",

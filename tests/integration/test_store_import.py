@@ -175,6 +175,8 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
     query = panel_queries(trend_dashboard())["Capped mean WER (and the legacy uncapped mean)/C"]
     variables = {
         "benchmark": "seed_tts_en",
+        "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        "lane": "default",
         "branch": ["main"],
         "variant": ["default"],
         "tau": "0.5",
