@@ -396,13 +396,11 @@ def check_complete(p: NightlyParams, where: str) -> None:
     runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
     if p.benchmark is not None and p.benchmark not in runnable:
         fail("benchmark", f"unknown benchmark {p.benchmark!r} (known: {_names(runnable)})")
-    choices = benchmarks.get(p.bench).family == "multiple_choice"
     if not p.seeds:
         fail("seeds", "at least one seed")
-    if choices and p.dataset != "demo" and not (Path(p.dataset) / "qa.json").is_file():
-        fail("dataset", f"{p.dataset} has no qa.json (a Daily-Omni root, or demo)")
-    if not choices and p.dataset != "demo" and not (Path(p.dataset) / "meta.lst").is_file():
-        fail("dataset", f"{p.dataset} has no meta.lst (a seed-tts-eval locale dir, or demo)")
+    why = benchmarks.get(p.bench).check_dataset(p.dataset)
+    if why is not None:
+        fail("dataset", why)
     for branch in p.targets:
         deploy = p.target_deploy_config(branch)
         if deploy is not None and not Path(deploy).is_file():

@@ -18,6 +18,8 @@ LONG_AUDIO_SECONDS = 20.0
 
 
 Official = Callable[[Sequence[ClipRecord]], dict[str, Any]]
+# seed-TTS's diagnosis hooks (Benchmark.diagnoses), the default of a WER run.
+SEED_TTS_DIAGNOSES = frozenset({"failure_modes", "questions"})
 
 
 def run_stats(
@@ -25,19 +27,30 @@ def run_stats(
     tau: float,
     n_expected: int | None = None,
     official: Official = official_summary,
+    diagnoses: frozenset[str] = SEED_TTS_DIAGNOSES,
 ) -> RunStats:
     """Statistics of one grading. ``n_expected`` above the number of clip rows counts the
     missing clips as infra (never silently dropped). ``official``: the benchmark's own summary,
-    by its upstream's rules (seed-TTS's by default)."""
+    by its upstream's rules (seed-TTS's by default). ``diagnoses``: the benchmark's declared
+    hooks — failure modes and origin of broken items, the question/statement split — run only
+    for a family that declares them (an ASR benchmark's broken item is not a talker failure)."""
+    modes = "failure_modes" in diagnoses
+    stats = _stats(clips, tau, n_expected, official, modes)
+    if "questions" not in diagnoses:
+        return stats
     return dataclasses.replace(
-        _stats(clips, tau, n_expected, official),
-        questions=_stats([c for c in clips if c.is_question], tau, None, official),
-        statements=_stats([c for c in clips if not c.is_question], tau, None, official),
+        stats,
+        questions=_stats([c for c in clips if c.is_question], tau, None, official, modes),
+        statements=_stats([c for c in clips if not c.is_question], tau, None, official, modes),
     )
 
 
 def _stats(
-    clips: Sequence[ClipRecord], tau: float, n_expected: int | None, official: Official
+    clips: Sequence[ClipRecord],
+    tau: float,
+    n_expected: int | None,
+    official: Official,
+    modes: bool,
 ) -> RunStats:
     expected = len(clips) if n_expected is None else max(n_expected, len(clips))
     kinds = [count_of(c) for c in clips]
@@ -68,7 +81,7 @@ def _stats(
     mode_share: dict[str, float] = dict.fromkeys(MODES, 0.0)
     origins: dict[str, int] = dict.fromkeys(ORIGINS, 0)
     n_leak = n_answered = 0
-    for c, e in broken:
+    for c, e in broken if modes else ():
         if not is_wer_scored(c):
             continue
         d = diagnose(c, tau)

@@ -7,6 +7,7 @@ from typing import Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.daily_omni import DAILY_OMNI
+from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.seed_tts import SeedTts
 from omni_tasks.benchmarks.videomme import VIDEOMME
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
@@ -72,5 +73,5 @@ def import_artifact(
     return benchmark.parse(document, options)
 
 
-for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME):
+for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME, LibriSpeech()):
     register(_b)

@@ -8,10 +8,16 @@ import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from omni_tasks.importers.artifact import Document, ParsedArtifact
 from omni_tasks.records import ClipRecord
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from omni_tasks.benchmark import BenchRequest
 
 Judged = Literal["wer", "incorrect"]
 
@@ -36,6 +42,12 @@ class Benchmark(ABC):
     breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
     description: str = ""
     runnable: bool = False  # the nightly can run it here (else it arrives as artifacts)
+    # The file a dataset root holds (`meta.lst`, `qa.json`); `demo` is always the shipped set.
+    dataset_file: str | None = None
+    # Diagnosis hooks the statistics run for this family only: "failure_modes" (mode, origin
+    # and flags of each broken item, read from transcripts) and "questions" (the tail split by
+    # question/statement). A family that declares none gets neither.
+    diagnoses: frozenset[str] = frozenset()
     # The harness's own mean that the old nightly gated on (reported beside the verdict).
     legacy_mean_figure: str | None = None
 
@@ -61,8 +73,32 @@ class Benchmark(ABC):
             "judged": self.judged,
             "breakdowns": list(self.breakdowns),
             "runnable": self.runnable,
+            "diagnoses": sorted(self.diagnoses),
             "description": self.description,
         }
+
+    def run(
+        self,
+        conn: psycopg.Connection[Any],
+        req: BenchRequest,
+        grader: dict[str, Any],
+        *,
+        show_progress: bool = False,
+    ) -> str:
+        """Run the benchmark against `req.target` (its own dataset, its upstream's request,
+        its client options), judge every item, store the run; returns its run key. `grader`:
+        the deployment config's grader fields, for a family that grades with one."""
+        raise NotImplementedError(
+            f"{self.id} is not runnable here: its results arrive as artifacts (`import`)"
+        )
+
+    def check_dataset(self, dataset: str) -> str | None:
+        """Why `dataset` cannot be this benchmark's (None when it can)."""
+        if dataset == "demo" or self.dataset_file is None:
+            return None
+        if not (Path(dataset) / self.dataset_file).is_file():
+            return f"{dataset} has no {self.dataset_file} (a {self.id} root, or demo)"
+        return None
 
     @abstractmethod
     def claims(self, doc: dict[str, Any]) -> bool:

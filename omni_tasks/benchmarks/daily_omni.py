@@ -36,6 +36,7 @@ DAILY_OMNI = MultipleChoice(
     description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
     runnable=True,  # benchmarks/run_choices.py, audio input mode
 )
+DAILY_OMNI.dataset_file = "qa.json"  # a Daily-Omni root (qa.json + Videos/)
 
 # Upstream's DAILY_OMNI_SYSTEM_TEXT (the qwen pack mode).
 SYSTEM_TEXT = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
@@ -38,6 +38,12 @@ from omni_tasks.records import (
     RunSpec,
     records_of,
 )
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from omni_tasks.benchmark import BenchRequest
+
 
 MAX_LABEL = 200
 MAX_ANSWER = 16
@@ -76,6 +82,35 @@ class MultipleChoice(Benchmark):
 
     def claims(self, doc: dict[str, Any]) -> bool:
         return any(k.startswith(f"{self.prefix}_") for k in doc)
+
+    def run(
+        self,
+        conn: psycopg.Connection[Any],
+        req: BenchRequest,
+        grader: dict[str, Any],
+        *,
+        show_progress: bool = False,
+    ) -> str:
+        """Ask every question of `req.target` (benchmarks/run_choices.py) and judge each answer
+        by upstream's letter rules; no grader (the answer is the item)."""
+        if not self.runnable:
+            return super().run(conn, req, grader, show_progress=show_progress)
+        from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
+
+        ask = ChoiceRequest(
+            target=req.target,
+            branch=req.branch,
+            dataset=req.dataset,
+            commit=req.commit,
+            seed=req.seed,
+            nightly=req.nightly,
+            limit=req.limit,
+            trigger=req.trigger,
+            model=req.model,
+            lane=req.lane,
+            airflow_ids=(req.airflow_dag_id, req.airflow_run_id),
+        )
+        return run_choices(conn, ask, show_progress=show_progress)
 
     # ------------------------------------------------------------------ official summary
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:

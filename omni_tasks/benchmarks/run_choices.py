@@ -77,7 +77,7 @@ def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress
     check_name(req.branch, "branch")
     qs = question_set(req.dataset)
     questions = qs.questions[: req.limit] if req.limit else qs.questions
-    with _served(req.target) as url:
+    with served_target(req.target) as url:
         answers = asyncio.run(_ask_all(url, req, questions, show_progress))
     clips, grades = [], []
     for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
@@ -123,7 +123,8 @@ def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress
 
 
 @contextmanager
-def _served(target: str) -> Iterator[str]:
+def served_target(target: str) -> Iterator[str]:
+    """The base URL of `target`: a URL as given, or a simulator started for the run."""
     if target.startswith("simulator:"):
         with running_simulator(SimulatorConfig(profile=target.split(":", 1)[1])) as url:
             yield url
@@ -159,6 +160,12 @@ async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Quest
     }
     if req.seed is not None:
         body["seed"] = req.seed
+    return await post_json(client, url, body)
+
+
+async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:
+    """One non-streamed chat completion: its text answer, or a failed request with why
+    (every read bounded; the server's text made printable)."""
     try:
         async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
             if r.status_code != 200:

@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
@@ -51,6 +51,12 @@ from omni_tasks.records import (
     SynthStatus,
     records_of,
 )
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from omni_tasks.benchmark import BenchRequest
+
 
 ARTIFACT_GRADER = Grader(
     grader_id=BARE_ARTIFACT_GRADER,
@@ -382,6 +388,8 @@ class SeedTts(Benchmark):
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
     runnable = True
     legacy_mean_figure = "seed_tts_content_error_mean"
+    dataset_file = "meta.lst"  # a seed-tts-eval locale dir
+    diagnoses = frozenset({"failure_modes", "questions"})
 
     def __init__(self, locale: str) -> None:
         self.locale = locale
@@ -390,6 +398,22 @@ class SeedTts(Benchmark):
 
     def claims(self, doc: dict[str, Any]) -> bool:
         return is_seed_tts(doc) and locale_of(doc) == self.locale
+
+    def run(
+        self,
+        conn: psycopg.Connection[Any],
+        req: BenchRequest,
+        grader: dict[str, Any],
+        *,
+        show_progress: bool = False,
+    ) -> str:
+        """Synthesize every utterance (benchmark.run_benchmark: the harness's request,
+        streamed), grade with Whisper (none in transcript mode), store per clip."""
+        from omni_tasks.benchmark import run_benchmark
+        from omni_tasks.grading.asr import GraderSpec, load_grader
+
+        loaded = None if req.transcript_mode else load_grader(GraderSpec.from_params(grader))
+        return run_benchmark(conn, req, loaded, show_progress=show_progress).run_key
 
     @property
     def figures(self) -> tuple[str, ...]:

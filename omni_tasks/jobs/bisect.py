@@ -99,10 +99,12 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )
-        if p.target == "vllm-serve":  # the commit's own server, launched for this run
-            outcome = served(conn, p, req, grader)
-        else:
-            outcome = run_benchmark(conn, req, grader, show_progress=False)
+
+        def run(r: BenchRequest) -> Any:
+            return run_benchmark(conn, r, grader, show_progress=False)
+
+        # A vllm-serve target: the commit's own server, launched for this run.
+        outcome = served(conn, p, req, run) if p.target == "vllm-serve" else run(req)
         conn.commit()
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 

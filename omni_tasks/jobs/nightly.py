@@ -18,9 +18,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -44,6 +45,9 @@ from omni_tasks.names import (
 )
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import heads, results
+
+if TYPE_CHECKING:
+    from omni_tasks.benchmark import BenchRequest
 
 
 class UrlTarget(BaseModel):
@@ -327,9 +331,9 @@ def run_branch(
     airflow_ids: tuple[str | None, str | None] = (None, None),
     show_progress: bool = False,
 ) -> str:
-    """Synthesize, grade and store one branch × seed of the night; returns its run key."""
-    from omni_tasks.benchmark import BenchRequest, run_benchmark
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    """Run, judge and store one series × branch × seed of the night (the series' benchmark
+    does both: Benchmark.run); returns its run key."""
+    from omni_tasks.benchmark import BenchRequest
     from omni_tasks.synthesis.stages import StageDefaults
 
     if plan["branch"] not in params.targets:
@@ -344,8 +348,6 @@ def run_branch(
         else recorded["commit_sha"] != plan["commit"],
         "reconstructed_head": plan.get("reconstructed", False),
     }
-    if benchmarks.get(params.bench).family == "multiple_choice":
-        return _ask_branch(conn, params, plan, target, nightly, trigger, airflow_ids)
     req = BenchRequest(
         target=target,
         branch=plan["branch"],
@@ -369,61 +371,29 @@ def run_branch(
         harness_version=params.grader.get("harness_version"),
         stage_defaults=StageDefaults.load(Path(deploy)) if deploy else None,
     )
-    grader = None if params.transcript_mode else load_grader(GraderSpec.from_params(params.grader))
-    if target == "vllm-serve":
-        outcome = served(conn, params, req, grader, show_progress=show_progress)
-    else:
-        outcome = run_benchmark(conn, req, grader, show_progress=show_progress)
+    bench = benchmarks.get(params.bench)
+
+    def run(r: BenchRequest) -> str:  # the benchmark runs and judges its own items
+        return bench.run(conn, r, params.grader, show_progress=show_progress)
+
+    key = served(conn, params, req, run) if target == "vllm-serve" else run(req)
     conn.commit()
-    return outcome.run_key
+    return key
 
 
-def _ask_branch(
-    conn: psycopg.Connection[Any],
-    params: NightlyParams,
-    plan: dict[str, Any],
-    target: str,
-    nightly: dt.date,
-    trigger: str,
-    airflow_ids: tuple[str | None, str | None],
-) -> str:
-    """A multiple-choice branch of the night: every question asked of the branch's target."""
-    from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
-
-    if target == "vllm-serve":
-        raise ValueError(
-            f"{params.bench}: a multiple-choice nightly asks a URL or simulator:PROFILE target "
-            "(launching vllm serve per commit is done for seed-TTS only)"
-        )
-    req = ChoiceRequest(
-        target=target,
-        branch=plan["branch"],
-        dataset=params.dataset,
-        commit=plan["commit"],
-        seed=plan["seed"],
-        nightly=nightly,
-        limit=params.limit,
-        trigger=trigger,  # type: ignore[arg-type]
-        model=params.series.model,
-        lane=params.lane,
-        airflow_ids=airflow_ids,
-    )
-    return run_choices(conn, req, show_progress=False)
+R = TypeVar("R")
 
 
 def served(
     conn: psycopg.Connection[Any],
     params: Serving,
-    req: Any,
-    grader: Any,
-    *,
-    show_progress: bool = False,
-) -> Any:
-    """Launch the commit's own server (its environment, its GPUs, a free port), run the
-    benchmark against it with the server's provenance on the run, stop it."""
+    req: BenchRequest,
+    run: Callable[[BenchRequest], R],
+) -> R:
+    """Launch the commit's own server (its environment, its GPUs, a free port), `run` the
+    request against it with the server's provenance on the run, stop it."""
     import dataclasses
 
-    from omni_tasks.benchmark import run_benchmark
     from omni_tasks.environments.existing import ExistingStrategy
     from omni_tasks.environments.gpus import gpu_lease
     from omni_tasks.environments.venv import VenvStrategy
@@ -484,7 +454,7 @@ def served(
                 commit_time=prov.commit_time,
                 stage_defaults=stages,
             )
-            return run_benchmark(conn, served, grader, show_progress=show_progress)
+            return run(served)
 
 
 def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePolicy) -> list[str]:

@@ -64,8 +64,8 @@ def compute_stats(
     """Compute one grading's statistics and store them (overwriting): the nightly's summarize
     step and `omni-tasks stats`."""
     policy = policy.for_benchmark(g.run["benchmark"])
-    official = benchmarks.get(g.run["benchmark"]).official_summary
-    stats = run_stats(g.clips, tau, g.run["n_expected"], official)
+    bench = benchmarks.get(g.run["benchmark"])
+    stats = run_stats(g.clips, tau, g.run["n_expected"], bench.official_summary, bench.diagnoses)
     results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats.to_json())
     return stats.of(g.run, g.grader_id)
 

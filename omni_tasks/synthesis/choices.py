@@ -25,11 +25,11 @@ class NotAChoiceRequest(ValueError):
 
 def is_choice_request(body: dict[str, Any]) -> bool:
     """A text-only request whose user message asks to pick among choices."""
-    return body.get("modalities") == ["text"] and "Choices:" in _user_text(body)
+    return body.get("modalities") == ["text"] and "Choices:" in user_text(body)
 
 
 def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
-    text = _user_text(body)
+    text = user_text(body)
     choices = dict(_CHOICE.findall(text.split("Choices:", 1)[1]))
     if len(choices) < 2:
         raise NotAChoiceRequest("no lettered choices after 'Choices:'")
@@ -41,7 +41,7 @@ def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
     return heard
 
 
-def _user_text(body: dict[str, Any]) -> str:
+def user_text(body: dict[str, Any]) -> str:
     for m in body.get("messages", []):
         if m.get("role") == "user" and isinstance(m.get("content"), list):
             return "".join(p.get("text", "") for p in m["content"] if isinstance(p, dict))
@@ -49,18 +49,12 @@ def _user_text(body: dict[str, Any]) -> str:
 
 
 def _audio(body: dict[str, Any]) -> tuple[np.ndarray, int]:
-    for m in body.get("messages", []):
-        for part in m.get("content") if isinstance(m.get("content"), list) else []:
-            url = (part.get("audio_url") or {}).get("url", "") if isinstance(part, dict) else ""
-            if url.startswith("data:audio/wav;base64,"):
-                data = url.split(",", 1)[1]
-                if len(data) > MAX_INLINE_AUDIO:
-                    raise NotAChoiceRequest("inline audio too large")
-                try:
-                    return decode_wav(base64.b64decode(data, validate=True), "inline audio")
-                except (ValueError, AudioUnavailable) as exc:
-                    raise NotAChoiceRequest(f"unreadable audio: {exc}") from None
-    raise NotAChoiceRequest("no inline WAV audio_url in the request")
+    try:
+        return decode_wav(inline_wav(body), "inline audio")
+    except (ValueError, AudioUnavailable) as exc:
+        if isinstance(exc, NotAChoiceRequest):
+            raise
+        raise NotAChoiceRequest(f"unreadable audio: {exc}") from None
 
 
 def _best(choices: dict[str, str], samples: np.ndarray, rate: int, question: str) -> str:
@@ -86,3 +80,18 @@ def _beep_count(samples: np.ndarray, rate: int) -> float:
     n = len(samples) // frame
     loud = np.abs(samples[: n * frame]).reshape(n, frame).max(axis=1) > 0.05
     return float(np.count_nonzero(loud[1:] & ~loud[:-1]) + int(loud[0]) if n else 0)
+
+
+def inline_wav(body: dict[str, Any]) -> bytes:
+    for m in body.get("messages", []):
+        for part in m.get("content") if isinstance(m.get("content"), list) else []:
+            url = (part.get("audio_url") or {}).get("url", "") if isinstance(part, dict) else ""
+            if url.startswith("data:audio/wav;base64,"):
+                data = url.split(",", 1)[1]
+                if len(data) > MAX_INLINE_AUDIO:
+                    raise NotAChoiceRequest("inline audio too large")
+                try:
+                    return base64.b64decode(data, validate=True)
+                except ValueError as exc:
+                    raise NotAChoiceRequest(f"inline audio: {exc}") from None
+    raise NotAChoiceRequest("no inline WAV audio_url in the request")

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
-from omni_tasks.synthesis import choices, protocol
+from omni_tasks.synthesis import choices, protocol, transcribe
 from omni_tasks.synthesis.profiles import Behaviour, Profile, decide, load_profile, uniform
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
@@ -135,11 +135,13 @@ async def _content(
 def _choice_response(
     body: dict[str, Any], profile: Profile, cfg: SimulatorConfig, headers: dict[str, str]
 ) -> Response:
-    """A multiple-choice question (text out, not streamed): the answer letter."""
+    """A multiple-choice question or a transcription request (text out, not streamed): the
+    answer letter, or what the audio says."""
     given = body.get("seed")
     seed = given if isinstance(given, int) else 42
+    answer = transcribe.answer if transcribe.is_transcription_request(body) else choices.answer
     try:
-        letter = choices.answer(body, profile, seed)
+        letter = answer(body, profile, seed)
     except choices.NotAChoiceRequest as exc:
         return JSONResponse(
             {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
@@ -173,7 +175,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             body = await request.json()
         except json.JSONDecodeError:
             return JSONResponse({"error": "body is not JSON"}, status_code=400, headers=headers)
-        if choices.is_choice_request(body):
+        if choices.is_choice_request(body) or transcribe.is_transcription_request(body):
             return _choice_response(body, profile, cfg, headers)
         text = protocol.target_text(body)
         if not text.strip():

@@ -1,5 +1,5 @@
-"""A fleet night: a version 2 deployment config with two series (model × benchmark × lane) on
-two lanes, run by `omni-tasks nightly --config` (the nightly DAG under `airflow dags test`).
+"""A fleet night: a version 2 deployment config with three series (model × benchmark × lane) on
+three lanes, run by `omni-tasks nightly --config` (the nightly DAG under `airflow dags test`).
 Each series is decided against its own baseline; one series' dead target makes that series
 INFRA and holds back nothing of the other's."""
 
@@ -20,6 +20,7 @@ FLEET = {
     "lanes": {
         "cuda-h100x2": {"queue": "gpu", "pool": "gpu", "gpus_per_server": 2},
         "rocm-mi300": {"queue": "gpu-rocm", "pool": "gpu-rocm", "gpus_per_server": 2},
+        "npu-a3": {"queue": "npu", "pool": "npu", "gpus_per_server": 1},
     },
     "defaults": {"grader": {"backend": "faster-whisper"}, "seeds": [42], "limit": 20},
     "series": [
@@ -36,6 +37,16 @@ FLEET = {
             "model": MINICPM,
             "benchmark": "daily_omni",
             "lane": "rocm-mi300",
+            "branches": ["main", "rebase"],
+            "baseline": "main",
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+            "dataset": "demo",
+            "limit": None,
+        },
+        {  # the fourth family: speech in, text out (benchmarks/librispeech.py)
+            "model": MINICPM,
+            "benchmark": "librispeech",
+            "lane": "npu-a3",
             "branches": ["main", "rebase"],
             "baseline": "main",
             "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
@@ -70,13 +81,15 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     log = (tmp_path / "home" / "demo" / "airflow_2026-11-27.log").read_text()
     # Each lane's GPU task is its own, on its lane's queue and pool.
     assert "task_id=run_branch__cuda-h100x2" in log and "task_id=run_branch__rebase" not in log
-    assert "task_id=run_branch__rocm-mi300" in log
+    assert "task_id=run_branch__rocm-mi300" in log and "task_id=run_branch__npu-a3" in log
 
     listed = json.loads(_cli(env, "runs", "list", "--json").stdout)
     got = sorted((r["benchmark"], r["model"], r["lane"], r["branch"], r["status"]) for r in listed)
     assert got == [
         ("daily_omni", MINICPM, "rocm-mi300", "main", "complete"),
         ("daily_omni", MINICPM, "rocm-mi300", "rebase", "complete"),
+        ("librispeech", MINICPM, "npu-a3", "main", "complete"),
+        ("librispeech", MINICPM, "npu-a3", "rebase", "complete"),
         ("seed_tts_en", QWEN, "cuda-h100x2", "main", "complete"),
         ("seed_tts_en", QWEN, "cuda-h100x2", "rebase", "failed"),
     ]
@@ -87,6 +100,7 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     ).fetchall()
     assert [(d["benchmark"], d["model"], d["lane"], d["verdict"]) for d in decided] == [
         ("daily_omni", MINICPM, "rocm-mi300", "REGRESSED"),
+        ("librispeech", MINICPM, "npu-a3", "REGRESSED"),
         ("seed_tts_en", QWEN, "cuda-h100x2", "INFRA"),
     ]
     # A series' baseline is its own main, never another lane's or benchmark's.
@@ -102,5 +116,16 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     assert f"seed_tts_en|{QWEN}|cuda-h100x2|rebase|main|default|infra" in keys
     # Each series has its own report.
     reports = sorted(p.name for p in (tmp_path / "home" / "reports").glob("*2026-11-27.html"))
-    assert len(reports) == 2 and all("@" in name for name in reports)
+    assert len(reports) == 3 and all("@" in name for name in reports)
+    # The ASR family declares no seed-TTS diagnosis: its broken transcripts get no failure
+    # modes, origins or question split, only the tail and the paired test.
+    asr = db.execute(
+        "SELECT s.stats FROM omni.run_stats s JOIN omni.grading g USING (grading_id) "
+        "JOIN omni.run r USING (run_id) WHERE r.benchmark = 'librispeech' "
+        "AND r.branch = 'rebase' AND s.tau = 0.5"
+    ).fetchone()["stats"]
+    assert asr["n_broken"] > 0 and asr["questions"] is None
+    assert all(m["clips"] == 0 for m in asr["failure_modes"].values())
+    assert sum(asr["origins"].values()) == 0
+    assert asr["official"]["asr_corpus_wer"] > 0
     assert "INFRA" in out.stdout and "REGRESSED" in out.stdout
