@@ -33,13 +33,19 @@ from omni_tasks.series import DEFAULT_LANE
 VARIABLE = "omni_nightly_config"
 ENV = "OMNI_NIGHTLY_CONFIG"
 VERSIONS = (1, 2)
-STRATEGIES = ("existing", "venv")
+STRATEGIES = ("existing", "venv", "image")
 
 
 # What names a process, its environment or its packages on the GPU worker: set by the
 # deployment config (trusted, the operator's) alone; a trigger form may only pick one of the
 # values the config lists for it under `form_choices` (e.g. `server.model: [A, B]`).
-LOCKED = ("server.env", "server.model", "environment.requirements")
+LOCKED = (
+    "server.env",
+    "server.model",
+    "server.gpu_resource",
+    "environment.requirements",
+    "environment.image",
+)
 # Form sections merged key by key into the config's (a form's `server: {gpus: 1}` keeps the
 # config's model), so a form cannot drop a locked value by replacing its section.
 MERGED = ("server", "environment")
@@ -217,6 +223,9 @@ class Lane(BaseModel):
     queue: str = "gpu"
     pool: str = "gpu"
     gpus_per_server: int = Field(default=2, ge=1, le=64)
+    # The accelerator a server pod asks for (environment.strategy image): nvidia.com/gpu,
+    # amd.com/gpu, or the Ascend device plugin's huawei.com/Ascend910.
+    gpu_resource: str = Field(default="nvidia.com/gpu", pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
 
 
 # A lane names Airflow tasks (`run_branch__LANE`), queues and pools: a plain name.
@@ -258,7 +267,10 @@ def resolve_night(
             raise ConfigError(
                 f"{at}: lane: {config.get('lane')!r} is not one of the lanes ({_names(lanes)})"
             )
-        config.setdefault("server", {}).setdefault("gpus", lanes[config["lane"]].gpus_per_server)
+        lane = lanes[config["lane"]]
+        server = config.setdefault("server", {})
+        server.setdefault("gpus", lane.gpus_per_server)
+        server.setdefault("gpu_resource", lane.gpu_resource)
         params = _series_params({**config, "form_choices": doc.get("form_choices")}, given, at)
         ident = (params.series.key, params.variant)
         if ident in seen:
@@ -387,6 +399,12 @@ def check_complete(p: NightlyParams, where: str) -> None:
                 )
             if strategy == "venv" and not p.environment.get("repo"):
                 fail("environment.repo", "the venv strategy needs the repo to install from")
+            if strategy == "image" and "{commit}" not in str(p.environment.get("image", "")):
+                fail(
+                    "environment.image",
+                    "the image strategy needs the image reference, with {commit} for the SHA "
+                    '(e.g. "registry/vllm-omni:{commit}")',
+                )
         elif not url.startswith(("http://", "https://")):
             fail(
                 f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or vllm-serve"

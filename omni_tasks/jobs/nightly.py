@@ -406,6 +406,8 @@ def served(
     from omni_tasks.synthesis.stages import StageDefaults
 
     env_cfg, srv = params.environment, params.server
+    if env_cfg.get("strategy") == "image":
+        return _served_from_image(params, req, run)
     strategy = (
         VenvStrategy(
             env_cfg["repo"],
@@ -455,6 +457,36 @@ def served(
                 stage_defaults=stages,
             )
             return run(served)
+
+
+def _served_from_image(params: Serving, req: BenchRequest, run: Callable[[BenchRequest], R]) -> R:
+    """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
+    the run records the image and pod it ran against."""
+    import dataclasses
+
+    from omni_tasks.environments.pods import PORT, PodSpec, launched_pod
+
+    env_cfg, srv = params.environment, params.server
+    spec = PodSpec.of(
+        str(env_cfg["image"]),
+        str(req.commit),
+        model=str(srv.get("model", DEFAULT_MODEL)),
+        namespace=str(env_cfg.get("namespace", "default")),
+        gpu_resource=str(srv.get("gpu_resource", "nvidia.com/gpu")),
+        gpus=int(srv.get("gpus", 2)),
+        env={str(k): str(v) for k, v in srv.get("env", {}).items()},
+        startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
+        port=int(srv.get("port", PORT)),
+    )
+    with launched_pod(spec) as pod:
+        return run(
+            dataclasses.replace(
+                req,
+                target=pod.url,
+                model=spec.model,
+                stack={"image": pod.image, "pod": pod.name, "namespace": pod.namespace},
+            )
+        )
 
 
 def summarize(conn: psycopg.Connection[Any], run_keys: list[str], policy: GatePolicy) -> list[str]:

@@ -64,9 +64,16 @@ def test_the_config_is_the_run_and_the_form_overrides_it_once() -> None:
         (
             {
                 "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
-                "environment": {"strategy": "image"},
+                "environment": {"strategy": "docker"},
             },
-            "environment.strategy: 'image' is not available",
+            "environment.strategy: 'docker' is not available",
+        ),
+        (
+            {
+                "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
+                "environment": {"strategy": "image", "image": "registry/vllm-omni:latest"},
+            },
+            "environment.image: the image strategy needs the image reference, with {commit}",
         ),
         (
             {

@@ -1,0 +1,144 @@
+"""Servers from images: for lanes whose stack ships as a container (vLLM-Omni's AMD and NPU CI
+do), the commit's image runs `vllm serve` as a Kubernetes pod. The pod asks for the lane's
+accelerator resource (`nvidia.com/gpu`, `amd.com/gpu`, the Ascend device plugin's
+`huawei.com/Ascend910`), is ready when `/health` answers, is streamed to from the worker over
+the pod network, and is deleted afterwards, whatever happened.
+
+The pod spec is built from the `kubernetes` client's models; the cluster is the in-cluster one
+on a worker that runs in Kubernetes, else the kubeconfig's (`KUBECONFIG`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+# An image reference as the config gives it, `{commit}` filled in with the run's SHA.
+_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+_RESOURCE = re.compile(r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
+PORT = 8091
+FAILED_PHASES = ("Failed", "Succeeded")  # a server pod that ended never becomes ready
+
+
+class PodStartError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    image: str  # the image reference, `{commit}` already filled in
+    model: str
+    namespace: str = "default"
+    gpu_resource: str = "nvidia.com/gpu"
+    gpus: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+    extra_args: tuple[str, ...] = ()
+    startup_timeout_s: float = 1200.0
+    port: int = PORT
+
+    @classmethod
+    def of(cls, template: str, commit: str, **kw: Any) -> PodSpec:
+        image = template.replace("{commit}", commit)
+        if not _IMAGE.match(image) or "{" in image:
+            raise ValueError(f"environment.image: {image[:80]!r} is not an image reference")
+        spec = cls(image=image, **kw)
+        if not _RESOURCE.match(spec.gpu_resource):
+            raise ValueError(f"lane gpu_resource {spec.gpu_resource!r} is not a resource name")
+        return spec
+
+
+def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
+    """The server pod: one container running `vllm serve MODEL --omni` on the port, the lane's
+    accelerators as limits, readiness on `/health`, never restarted (a crash is a failed run,
+    not a loop)."""
+    probe = client.V1Probe(
+        http_get=client.V1HTTPGetAction(path="/health", port=spec.port),
+        period_seconds=5,
+        failure_threshold=3,
+    )
+    container = client.V1Container(
+        name="vllm-omni",
+        image=spec.image,
+        command=["vllm", "serve", spec.model, "--omni"],
+        args=["--host", "0.0.0.0", "--port", str(spec.port), *spec.extra_args],
+        ports=[client.V1ContainerPort(container_port=spec.port, name="http")],
+        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(spec.env.items())],
+        resources=client.V1ResourceRequirements(limits={spec.gpu_resource: str(spec.gpus)}),
+        readiness_probe=probe,
+    )
+    return client.V1Pod(
+        api_version="v1",
+        kind="Pod",
+        metadata=client.V1ObjectMeta(
+            name=name, labels={"app.kubernetes.io/managed-by": "omni-tasks"}
+        ),
+        spec=client.V1PodSpec(containers=[container], restart_policy="Never"),
+    )
+
+
+def core_api() -> client.CoreV1Api:
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+    return client.CoreV1Api()
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    url: str
+    name: str
+    namespace: str
+    image: str
+
+
+@contextmanager
+def launched_pod(spec: PodSpec, api: client.CoreV1Api | None = None) -> Iterator[RunningPod]:
+    """Create the server pod, wait for its IP and `/health`, yield it, delete it."""
+    api = api or core_api()
+    name = f"omni-serve-{uuid.uuid4().hex[:10]}"
+    try:
+        api.create_namespaced_pod(spec.namespace, pod_manifest(spec, name))
+    except ApiException as exc:
+        raise PodStartError(f"pod {name} was not created: {exc.status} {exc.reason}") from None
+    try:
+        url = _wait_ready(api, spec, name)
+        yield RunningPod(url, name, spec.namespace, spec.image)
+    finally:
+        try:
+            api.delete_namespaced_pod(name, spec.namespace, grace_period_seconds=30)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _wait_ready(api: client.CoreV1Api, spec: PodSpec, name: str) -> str:
+    deadline = time.monotonic() + spec.startup_timeout_s
+    phase = "unknown"
+    while time.monotonic() < deadline:
+        pod = api.read_namespaced_pod(name, spec.namespace)
+        phase = (pod.status.phase if pod.status else None) or "Pending"
+        if phase in FAILED_PHASES:
+            raise PodStartError(f"pod {name} ({spec.image}) ended ({phase}) before it was ready")
+        ip = pod.status.pod_ip if pod.status else None
+        if phase == "Running" and ip:
+            url = f"http://{ip}:{spec.port}"
+            try:
+                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                    return url
+            except httpx.HTTPError:
+                pass  # not listening yet
+        time.sleep(1.0)
+    raise PodStartError(
+        f"pod {name} ({spec.image}) not healthy after {spec.startup_timeout_s:g} s (phase {phase})"
+    )
