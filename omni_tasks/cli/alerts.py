@@ -150,6 +150,8 @@ def alerts_reopen(
 def alerts_list(
     status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
     benchmark: Annotated[str | None, typer.Option(help="Only this benchmark's alerts")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model's alerts")] = None,
+    lane: Annotated[str | None, typer.Option(help="Only this hardware lane's alerts")] = None,
     branch: Annotated[str | None, typer.Option(help="Only alerts on this candidate branch")] = None,
     since: Annotated[
         datetime.datetime | None,
@@ -169,6 +171,8 @@ def alerts_list(
             conn,
             state=status,
             benchmark=benchmark,
+            model=model,
+            lane=lane,
             branch=branch,
             since=None if since is None else since.date(),
         )

@@ -234,12 +234,21 @@ def overview(
     *,
     state: str | None = None,
     benchmark: str | None = None,
+    model: str | None = None,
+    lane: str | None = None,
     branch: str | None = None,
     since: dt.date | None = None,
 ) -> list[Row]:
     """Alerts, open first, with their triage status and message counts; each filter applies
     when given (`since`: alerts seen on or after that night)."""
-    params = {"state": state, "benchmark": benchmark, "branch": branch, "since": since}
+    params = {
+        "state": state,
+        "benchmark": benchmark,
+        "model": model,
+        "lane": lane,
+        "branch": branch,
+        "since": since,
+    }
     return conn.execute(sql("alerts_overview"), params).fetchall()
 
 
