@@ -59,9 +59,9 @@ def test_bench_input_errors_are_clear(db) -> None:
             "unknown simulator profile",
         ),
         (["--target", "localhost:8000", "--branch", "b"], "expected http(s)://HOST:PORT"),
-        (
+        (  # nothing answers: a run of failed requests, stored, saying why
             ["--target", "http://127.0.0.1:9", "--branch", "b", "--transcript-mode"],
-            "needs a simulator",
+            "All connection attempts failed",
         ),
         (
             ["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"],
@@ -83,6 +83,15 @@ def test_bench_input_errors_are_clear(db) -> None:
     for args, message in cases:
         out = runner.invoke(app, ["bench", *args])
         assert out.exit_code == 1 and message in out.output, (args, out.output)
+    # A server that answers but is no simulator cannot speak transcripts.
+    from starlette.applications import Starlette
+
+    from omni_tasks.synthesis.simulator import serve_in_thread
+
+    with serve_in_thread(Starlette()) as url:
+        args = ["bench", "--target", url, "--branch", "c", "--transcript-mode"]
+        out = runner.invoke(app, args)
+    assert out.exit_code == 1 and "needs a simulator" in out.output, out.output
 
 
 def test_the_reproduce_command_recreates_the_same_run(db) -> None:
