@@ -70,9 +70,19 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
         name="vllm-omni",
         image=spec.image,
         command=["vllm", "serve", spec.model, "--omni"],
-        args=["--host", "0.0.0.0", "--port", str(spec.port), *spec.extra_args],
+        # Listens on the pod's own IP (the downward API's, expanded by Kubernetes in args):
+        # what the worker and the readiness probe reach, and nothing else.
+        args=["--host", "$(POD_IP)", "--port", str(spec.port), *spec.extra_args],
         ports=[client.V1ContainerPort(container_port=spec.port, name="http")],
-        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(spec.env.items())],
+        env=[
+            client.V1EnvVar(
+                name="POD_IP",
+                value_from=client.V1EnvVarSource(
+                    field_ref=client.V1ObjectFieldSelector(field_path="status.podIP")
+                ),
+            ),
+            *(client.V1EnvVar(name=k, value=v) for k, v in sorted(spec.env.items())),
+        ],
         resources=client.V1ResourceRequirements(limits={spec.gpu_resource: str(spec.gpus)}),
         readiness_probe=probe,
     )

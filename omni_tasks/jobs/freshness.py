@@ -27,7 +27,7 @@ def check_freshness(
             raise_infra(
                 conn,
                 keys.freshness(series.key, branch),
-                f"INFRA no {name} {branch} results for the {nightly} nightly",
+                f"INFRA no {branch} results for the {nightly} nightly ({name})",
                 [f"no complete {name} run of {branch} for {nightly} by the deadline"],
                 dedup=nightly.isoformat(),
             )

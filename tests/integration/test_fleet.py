@@ -111,6 +111,9 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     assert all(m["state"] == "sent" for m in sent)
     infra = [m["p"] for m in sent if "INFRA" in m["p"]]
     assert len(infra) == 1 and "cuda-h100x2" in infra[0]  # the alert names the series' lane
+    # A regression's headline names its series: benchmark, model and lane.
+    posts = [m["p"] for m in sent if "REGRESSED" in m["p"] and "daily_omni" in m["p"]]
+    assert posts and all("daily_omni · MiniCPM-o-4_5 · rocm-mi300" in p for p in posts)
     keys = {r["alert_key"] for r in db.execute("SELECT alert_key FROM omni.alert")}
     assert f"daily_omni|{MINICPM}|rocm-mi300|rebase|main|default|wrong_answers@answer" in keys
     assert f"seed_tts_en|{QWEN}|cuda-h100x2|rebase|main|default|infra" in keys

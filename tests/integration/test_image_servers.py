@@ -80,6 +80,8 @@ def test_the_commits_image_serves_the_run_as_a_pod_on_the_lanes_accelerators(db,
     assert container["image"] == f"registry.example/vllm-omni:{plan['commit']}"
     assert run["stack"]["image"] == container["image"]
     assert container["command"] == ["vllm", "serve", MINICPM, "--omni"]
+    assert container["args"][:2] == ["--host", "$(POD_IP)"]  # the pod's IP, not every address
+    assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
     assert container["resources"]["limits"] == {"amd.com/gpu": "2"}
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert pod["spec"]["restartPolicy"] == "Never"
