@@ -22,6 +22,7 @@ import time
 from common import p95, scratch_db
 
 from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store.queries import sql
 
 BENCHMARKS = ["seed_tts_en", "seed_tts_zh", "seed_tts_hard"]
@@ -170,6 +171,8 @@ def measure(conn, last: dt.date, reps: int) -> dict[str, tuple[float, float]]:  
     ).fetchone()["comparison_id"]
     variables = {
         "benchmark": "seed_tts_en",
+        "model": DEFAULT_MODEL,
+        "lane": DEFAULT_LANE,
         "branch": BRANCHES,
         "variant": VARIANTS,
         "tau": "0.5",
@@ -185,7 +188,7 @@ def measure(conn, last: dt.date, reps: int) -> dict[str, tuple[float, float]]:  
 
     def gate_load() -> None:
         runs = conn.execute(
-            sql("nightly_runs"), {"benchmark": "seed_tts_en", "nightly": night}
+            sql("nightly_runs"), {**Series("seed_tts_en").args(), "nightly": night}
         ).fetchall()
         ids = [r["run_id"] for r in runs if r["branch"] in ("main", "rebase")][:2]
         for rid in ids:
