@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class Question:
     category: str
     duration: str
     audio: Path
+    video: Path | None = None  # the official `{id}_video.mp4`, when the root has it
 
     @property
     def key(self) -> str:
@@ -84,12 +86,21 @@ class QuestionSet:
     fingerprint: str  # rows + audio: two runs share questions iff fingerprints match
 
 
-def user_prompt(question: str, choices: tuple[str, ...]) -> str:
-    """Upstream's official user text (`_official_daily_omni_user_prompt`, audio input mode)."""
+# What the nightly sends (upstream's accuracy run: `--daily-omni-input-mode all`, inline local
+# video, `--extra-body '{"modalities":["text"]}'`, the dataset's default output length, and the
+# openai-chat-omni backend, which streams at temperature 0).
+INPUT_MODE = "all"
+OUTPUT_LEN = 256  # DailyOmniDataset.DEFAULT_OUTPUT_LEN
+MEDIA_DESC = {"all": "given video and audio together", "audio": "given audio"}
+
+
+def user_prompt(question: str, choices: tuple[str, ...], mode: str = INPUT_MODE) -> str:
+    """Upstream's official user text (`_official_daily_omni_user_prompt`) for an input mode:
+    `all` (video and audio) or `audio`."""
     listed = "\n".join(c.strip() for c in choices if c.strip())
     return (
         "Your task is to accurately answer multiple-choice questions "
-        "based on the given audio.\n"
+        f"based on the {MEDIA_DESC[mode]}.\n"
         "Select the single most accurate answer from the given choices.\n"
         f"Question: {question}\n"
         f"Choices: {listed}\n"
@@ -99,19 +110,44 @@ def user_prompt(question: str, choices: tuple[str, ...]) -> str:
 
 
 def messages(q: Question) -> list[dict[str, Any]]:
-    """Upstream's conversation: system text, then the audio (inline, as upstream's
-    `--daily-omni-inline-local-video` sends it) and the user prompt."""
-    b64 = base64.b64encode(q.audio.read_bytes()).decode("ascii")
+    """Upstream's conversation (`_build_daily_omni_openai_messages`, qwen packing): system
+    text, then the video and the audio (inline, as `--daily-omni-inline-local-video` sends
+    them) and the user prompt. A root without the video is asked in audio mode."""
+
+    def inline(kind: str, mime: str, path: Path) -> dict[str, Any]:
+        b64 = base64.b64encode(path.read_bytes()).decode("ascii")
+        return {"type": kind, kind: {"url": f"data:{mime};base64,{b64}"}}
+
+    media = [inline("audio_url", "audio/wav", q.audio)]
+    mode = "audio"
+    if q.video is not None:
+        media.insert(0, inline("video_url", "video/mp4", q.video))
+        mode = "all"
     return [
         {"role": "system", "content": [{"type": "text", "text": SYSTEM_TEXT}]},
         {
             "role": "user",
-            "content": [
-                {"type": "audio_url", "audio_url": {"url": f"data:audio/wav;base64,{b64}"}},
-                {"type": "text", "text": user_prompt(q.question, q.choices)},
-            ],
+            "content": [*media, {"type": "text", "text": user_prompt(q.question, q.choices, mode)}],
         },
     ]
+
+
+def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
+    """One question as the nightly sends it: its messages, text out, streamed, temperature 0,
+    upstream's output length, video and audio kept apart (`use_audio_in_video` off)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages(q),
+        "temperature": 0.0,
+        "max_tokens": OUTPUT_LEN,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "modalities": ["text"],
+        "mm_processor_kwargs": {"use_audio_in_video": False},
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
 
 
 def extract_choice(text: str | None) -> str | None:
@@ -197,7 +233,9 @@ def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
     audio = root / "Videos" / video_id / f"{video_id}_audio.wav"
     if not audio.is_file() or not under(str(audio), str(root)):
         raise QuestionSetError(f"{where}: no audio at {audio.relative_to(root)} under {root}")
+    video = audio.with_name(f"{video_id}_video.mp4")
     return Question(
+        video=video if video.is_file() and under(str(video), str(root)) else None,
         video_id=video_id,
         question=text("Question"),
         choices=tuple(choices),
@@ -211,7 +249,8 @@ def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
 
 def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
-    its number of beeps), written once under `cache`; nothing is downloaded."""
+    its number of beeps) and a one-second video (an MP4 of grey frames: the questions are
+    about the sound), written once under `cache`; nothing is downloaded."""
     text = DEMO_QA.read_text(encoding="utf-8")
     root = cache / "datasets" / "demo_daily_omni"
     for row in json.loads(text):
@@ -219,10 +258,29 @@ def ensure_demo_set(cache: Path) -> Path:
         if not audio.is_file():
             audio.parent.mkdir(parents=True, exist_ok=True)
             audio.write_bytes(wav_bytes(_beeps(row["tone_hz"], row["beeps"]), DEMO_RATE))
+        video = audio.with_name(f"{row['video_id']}_video.mp4")
+        if not video.is_file():
+            video.write_bytes(_grey_video())
     qa = root / "qa.json"
     if not qa.is_file() or qa.read_text(encoding="utf-8") != text:
         qa.write_text(text, encoding="utf-8")
     return root
+
+
+def _grey_video(frames: int = 8, size: int = 64) -> bytes:
+    """A valid one-second MP4 (MPEG-4 part 2, PyAV's bundled encoder) of grey frames."""
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        stream = out.add_stream("mpeg4", rate=frames)
+        stream.width = stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for _ in range(frames):
+            grey = np.full((size, size, 3), 128, dtype=np.uint8)
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(grey, format="rgb24")))
+        out.mux(stream.encode())
+    return buf.getvalue()
 
 
 def _beeps(hz: float, n: int) -> np.ndarray:

@@ -30,6 +30,7 @@ from omni_tasks.synthesis.bounded import (
     ResponseRefused,
     parse_json,
     read_body,
+    sse_lines,
 )
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
@@ -150,17 +151,41 @@ async def _ask_all(
 
 
 async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Question) -> Answer:
-    body: dict[str, Any] = {
-        "model": req.model,
-        "messages": daily_omni.messages(q),
-        "modalities": ["text"],
-        "stream": False,
-        "max_tokens": 16,
-        "mm_processor_kwargs": {"use_audio_in_video": False},
-    }
-    if req.seed is not None:
-        body["seed"] = req.seed
-    return await post_json(client, url, body)
+    body = daily_omni.request_body(q, req.model, req.seed)
+    try:
+        async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
+            if r.status_code != 200:
+                said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
+                shown = printable(said.decode("utf-8", "replace")[:300])
+                return Answer("request_failed", None, f"HTTP {r.status_code}: {shown}")
+            text = await _streamed_text(r)
+    except (httpx.HTTPError, ResponseRefused) as exc:
+        return Answer("request_failed", None, printable(f"{type(exc).__name__}: {exc}"[:300]))
+    if text is None:
+        return Answer("request_failed", None, "the stream carried no choices[0].delta.content text")
+    return Answer("ok", printable(text[:MAX_ANSWER_CHARS]))
+
+
+async def _streamed_text(r: httpx.Response) -> str | None:
+    """The text of an SSE chat-completion stream (its content deltas, joined); None when no
+    chunk carried text. A chunk that is not JSON refuses the response."""
+    parts: list[str] = []
+    async for line in sse_lines(r):
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = parse_json(data, "stream chunk")
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        delta = first.get("delta") if isinstance(first, dict) else None
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+            if sum(map(len, parts)) > MAX_ANSWER_CHARS:
+                break
+    return "".join(parts) if parts else None
 
 
 async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:

@@ -148,12 +148,27 @@ def _choice_response(
             status_code=400,
             headers=headers,
         )
+    head = {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+        "created": int(time.time()),
+        "model": cfg.model_name,
+    }
+    if body.get("stream"):  # as vLLM streams text: one delta, its finish, then [DONE]
+        delta = {"role": "assistant", "content": letter}
+        chunks = [
+            {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]},
+            {
+                **head,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            },
+        ]
+        text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        return Response(text, media_type="text/event-stream", headers=headers)
     return JSONResponse(
         {
-            "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+            **head,
             "object": "chat.completion",
-            "created": int(time.time()),
-            "model": cfg.model_name,
             "choices": [
                 {
                     "index": 0,

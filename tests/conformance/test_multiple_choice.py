@@ -305,6 +305,67 @@ def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upst
     prompt = upstream.method(module, cls, "_official_daily_omni_user_prompt")
     choices = ("A. 220 Hz", "B. 440 Hz", " C. 660 Hz ", "D. 880 Hz")
     question = "Which pitch does the tone in the audio have?"
-    assert daily_omni.user_prompt(question, choices) == prompt(me, question, list(choices))
+    for mode in ("audio", "all"):  # a root without video is asked in audio mode
+        me.input_mode = mode
+        assert daily_omni.user_prompt(question, choices, mode) == prompt(
+            me, question, list(choices)
+        )
     system = upstream.load(module, ["DAILY_OMNI_SYSTEM_TEXT"])["DAILY_OMNI_SYSTEM_TEXT"]
     assert system == daily_omni.SYSTEM_TEXT
+
+
+def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """The request our Daily-Omni run sends for a demo item: upstream's own `DailyOmniDataset`
+    methods (qwen packing, input mode `all`, inline local media, as the nightly runs them),
+    unmodified, build the messages and the extra body from the same files; the output length
+    is the dataset's default."""
+    import types
+
+    from omni_tasks.benchmarks import daily_omni
+
+    module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
+    root = daily_omni.ensure_demo_set(tmp_path)
+    q = daily_omni.load_questions(root).questions[0]
+    assert q.video is not None  # the demo set has the video the nightly sends
+
+    me = types.SimpleNamespace(
+        pack_mode="qwen",
+        input_mode="all",
+        inline_local_video=True,
+        video_dir=root / "Videos",
+        dataset_path=None,
+    )
+    instance = (
+        "_compose_daily_omni_multimodal",
+        "_get_video_content",
+        "_get_audio_content",
+        "_lazy_ensure_hub_media_dir",
+        "_resolve_local_video_path",
+        "_resolve_local_audio_path",
+        "_local_file_to_video_url_payload",
+        "_local_file_to_audio_url_payload",
+        "_build_daily_omni_openai_messages",
+        "_official_daily_omni_user_prompt",
+        "_system_text_for_pack_mode",
+    )
+    static = (
+        "_official_video_relpath",
+        "_official_audio_relpath",
+        "_media_desc_for_official_prompt",
+        "_choices_repr_for_official_prompt",
+    )
+    for name in instance:
+        setattr(me, name, types.MethodType(upstream.method(module, cls, name), me))
+    for name in static:
+        setattr(me, name, upstream.method(module, cls, name))
+
+    payload, extra, _ = me._compose_daily_omni_multimodal(q.video_id, None)
+    theirs = me._build_daily_omni_openai_messages(payload, q.question, list(q.choices))
+    ours = daily_omni.request_body(q, "openbmb/MiniCPM-o-4_5", 42)
+    assert ours["messages"] == theirs
+    assert {k: ours[k] for k in extra} == extra  # mm_processor_kwargs: use_audio_in_video off
+    assert ours["max_tokens"] == upstream.class_value(module, cls, "DEFAULT_OUTPUT_LEN")
+    assert ours["stream"] is True and ours["temperature"] == 0.0  # openai-chat-omni's payload
+    assert ours["modalities"] == ["text"]  # the nightly's --extra-body
