@@ -94,6 +94,13 @@ def comparability(
     """(comparable, reasons it is not, warnings). Unknown on both sides is comparable with a
     warning; unknown on one side only is a mismatch."""
     reasons, warnings = [], []
+    for key, what in (("lane", "cross-lane"), ("model", "cross-model")):
+        b, c = baseline.get(key), candidate.get(key)
+        if b is not None and c is not None and b != c:  # asked for by name: labelled, never a gate
+            warnings.append(
+                f"{what} comparison: {b} vs {c} (the nightly gate never pairs them: each series "
+                "keeps its own baseline)"
+            )
     if baseline.get("benchmark") != candidate.get("benchmark"):
         reasons.append(
             f"benchmark differs: {baseline.get('benchmark')} vs {candidate.get('benchmark')}"

@@ -139,6 +139,18 @@ def test_fingerprints_decide_comparability() -> None:
     assert not ok
 
 
+def test_a_cross_lane_compare_is_labelled_as_one() -> None:
+    """Asked for by name (`compare`), two lanes of a series compare, and say so; the same
+    lane says nothing."""
+    a = {"benchmark": "b", "lane": "cuda-h100x2", "model": "m/x", "grader_id": "g"}
+    for key in ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerprint"):
+        a[key] = "f"
+    ok, reasons, warnings = comparability(a, {**a, "lane": "rocm-mi300"})
+    assert ok and not reasons
+    assert any(w.startswith("cross-lane comparison: cuda-h100x2 vs rocm-mi300") for w in warnings)
+    assert not any("cross-" in w for w in comparability(a, dict(a))[2])
+
+
 def test_window_policies_that_differ_are_named_and_unknown_ones_warn() -> None:
     base = {
         "benchmark": "b",
