@@ -100,7 +100,8 @@ class ClipGrade:
     incorrect: bool | None = None
     # Dimension -> label (multiple choice: task, category, duration), for per-label shifts.
     breakdown: dict[str, str] | None = None
-    # Secondary metrics an artifact may carry: stored and shown, never gated.
+    # Secondary metrics an artifact may carry: stored and shown; SIM is gated only for a series
+    # that says so (`sim_margin`, analysis/similarity.py).
     sim: float | None = None
     utmos: float | None = None
 

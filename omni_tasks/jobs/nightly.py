@@ -156,6 +156,13 @@ class NightlyParams(Serving):
         default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
     )
     auto_bisect: AutoBisect = Field(default_factory=AutoBisect)
+    sim_margin: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
+        "for series whose upstream gate gates it",
+    )
 
     def target_url(self, branch: str) -> str:
         target = self.targets[branch]
@@ -204,6 +211,7 @@ def decide_night(
     series: Series,
     baseline_branch: str,
     expect: tuple[str, ...] = (),
+    sim_margin: float | None = None,
 ) -> NightDecision:
     """Gate a series' night and plan its alerts in one transaction: an alert message exists
     exactly when the decision that caused it does."""
@@ -216,6 +224,7 @@ def decide_night(
             series=series,
             baseline_branch=baseline_branch,
             expect=expect,
+            sim_margin=sim_margin,
         )
         enqueued = plan_alerts(conn, series, nightly, policy)
     return NightDecision(nightly, decisions, enqueued)
@@ -246,6 +255,7 @@ def decide_fleet(
                     series=params.series,
                     baseline_branch=params.baseline,
                     expect=tuple(params.branches),
+                    sim_margin=params.sim_margin,
                 )
             )
         except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:

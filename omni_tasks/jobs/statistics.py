@@ -15,6 +15,7 @@ import psycopg
 
 from omni_tasks import benchmarks
 from omni_tasks.analysis import gate as gate_rules
+from omni_tasks.analysis import similarity
 from omni_tasks.analysis.accounting import error_of
 from omni_tasks.analysis.groups import broken_matrix, compare_groups
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
@@ -284,6 +285,7 @@ def gate_nightly(
     series: Series,
     baseline_branch: str,
     expect: tuple[str, ...] = (),
+    sim_margin: float | None = None,
 ) -> list[Decision]:
     """Decide every candidate (branch x variant) of a nightly against the baseline branch,
     store the decisions, and refresh confirmation along each key's series. Only the series'
@@ -310,6 +312,11 @@ def gate_nightly(
             evidence.append(ev)
             details.append(detail)
         verdicts = gate_rules.decide_night(evidence, policy)
+        if sim_margin is not None:  # the series gates speaker similarity too: one verdict
+            verdicts = [
+                _with_sim(p, v, load, sim_margin, policy.alpha)
+                for p, v in zip(pairings, verdicts, strict=True)
+            ]
         m = max(sum(1 for e in evidence if not e.infra_reasons), 1)
         out = []
         for p, ev, v, detail in zip(pairings, evidence, verdicts, details, strict=True):
@@ -320,6 +327,20 @@ def gate_nightly(
             )
             for d in out
         ]
+
+
+def _with_sim(
+    p: _Pairing,
+    v: gate_rules.Verdict,
+    load: Callable[[str], GradedRun],
+    margin: float,
+    alpha: float,
+) -> gate_rules.Verdict:
+    """The tail's verdict combined with the paired SIM test (first seed of each side)."""
+    if v.verdict == "INFRA" or not p.candidates or not p.baselines:
+        return v
+    base, cand = load(p.baselines[0]["run_key"]), load(p.candidates[0]["run_key"])
+    return similarity.combine(v, similarity.sim_test(base.clips, cand.clips, margin), alpha)
 
 
 def _pairings(

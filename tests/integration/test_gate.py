@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import psycopg
 from typer.testing import CliRunner
 
+from omni_tasks.analysis.policy import load_policy
 from omni_tasks.cli import app
-from omni_tasks.synthetic import ABShape
+from omni_tasks.synthetic import ABShape, ab_artifacts
 from tests.factories import ab_files
 
 runner = CliRunner()
@@ -386,3 +388,52 @@ def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connecti
     assert "failed: 2 of 2 clips: connection failed" in out.output
     row = db.execute("SELECT status FROM omni.run").fetchone()
     assert row["status"] == "failed"  # stored, nothing lost
+
+
+def _sim_night(db, tmp_path, drop: float | None, night: dt.date) -> None:
+    """A night whose tails are the same on both branches; every clip carries SIM (or none,
+    `drop=None`), the candidate's lower by `drop` on 60 % of the clips."""
+    from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
+    from omni_tasks.store.runs import save_run
+    from tests.factories import SAME, write_json
+
+    base, cand = ab_artifacts(SAME, seed=7, date=night.strftime("%Y%m%d-020000"))
+    for doc, lower in ((base, 0.0), (cand, drop)):
+        for i, item in enumerate(doc["seed_tts_wer_eval_items"]):
+            if drop is not None:
+                item["sim"] = 0.75 - (lower if i % 5 < 3 else 0.0)
+    for branch, doc in (("main", base), ("rebase", cand)):
+        art = parse_artifact(write_json(tmp_path / f"{night}_{branch}.json", doc), branch=branch)
+        save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
+
+
+def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
+    db, tmp_path
+) -> None:
+    """MiniCPM-o's upstream gate is WER and SIM: with `sim_margin` the series' one verdict is
+    REGRESSED when SIM fell clip by clip though the tail did not move; without it, SAME; and
+    a gated SIM that nobody computed is never a pass."""
+    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.series import Series
+
+    series = Series("seed_tts_en")
+    night = dt.date(2026, 11, 20)
+    _sim_night(db, tmp_path, 0.05, night)
+
+    def verdict(**kw) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+        out = decide_night(db, night, load_policy(), series=series, baseline_branch="main", **kw)
+        (d,) = out.decisions
+        return d.verdict, d.reasons
+
+    assert verdict()[0] == "SAME"  # the tail alone: nothing moved
+    gated, reasons = verdict(sim_margin=0.02)
+    assert gated == "REGRESSED"
+    assert any(r.startswith("speaker similarity: mean Δ -0.030") for r in reasons), reasons
+
+    later = night + dt.timedelta(days=1)
+    _sim_night(db, tmp_path, None, later)
+    out = decide_night(
+        db, later, load_policy(), series=series, baseline_branch="main", sim_margin=0.02
+    )
+    (d,) = out.decisions
+    assert d.verdict == "INFRA" and any("never a pass" in r for r in d.reasons)
