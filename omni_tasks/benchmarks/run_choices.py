@@ -151,18 +151,28 @@ async def _ask_all(
 
 
 async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Question) -> Answer:
-    body = daily_omni.request_body(q, req.model, req.seed)
+    return await post_json(client, url, daily_omni.request_body(q, req.model, req.seed))
+
+
+async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:
+    """One chat completion, streamed (SSE) when the body asks for it: its text answer, or a
+    failed request with why (every read bounded; the server's text made printable)."""
+    streamed = bool(body.get("stream"))
     try:
         async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
             if r.status_code != 200:
                 said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
                 shown = printable(said.decode("utf-8", "replace")[:300])
                 return Answer("request_failed", None, f"HTTP {r.status_code}: {shown}")
-            text = await _streamed_text(r)
+            if streamed:
+                text = await _streamed_text(r)
+            else:
+                text = _content(parse_json(await read_body(r, MAX_JSON_BODY), "answer"), "message")
     except (httpx.HTTPError, ResponseRefused) as exc:
         return Answer("request_failed", None, printable(f"{type(exc).__name__}: {exc}"[:300]))
     if text is None:
-        return Answer("request_failed", None, "the stream carried no choices[0].delta.content text")
+        part = "delta" if streamed else "message"
+        return Answer("request_failed", None, f"the response has no choices[0].{part}.content text")
     return Answer("ok", printable(text[:MAX_ANSWER_CHARS]))
 
 
@@ -176,40 +186,19 @@ async def _streamed_text(r: httpx.Response) -> str | None:
         data = line[5:].strip()
         if data == "[DONE]":
             break
-        chunk = parse_json(data, "stream chunk")
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices else None
-        delta = first.get("delta") if isinstance(first, dict) else None
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if isinstance(content, str):
+        content = _content(parse_json(data, "stream chunk"), "delta")
+        if content is not None:
             parts.append(content)
             if sum(map(len, parts)) > MAX_ANSWER_CHARS:
                 break
     return "".join(parts) if parts else None
 
 
-async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:
-    """One non-streamed chat completion: its text answer, or a failed request with why
-    (every read bounded; the server's text made printable)."""
-    try:
-        async with client.stream("POST", f"{url}/v1/chat/completions", json=body) as r:
-            if r.status_code != 200:
-                said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
-                shown = printable(said.decode("utf-8", "replace")[:300])
-                return Answer("request_failed", None, f"HTTP {r.status_code}: {shown}")
-            doc = parse_json(await read_body(r, MAX_JSON_BODY), "answer")
-    except (httpx.HTTPError, ResponseRefused) as exc:
-        return Answer("request_failed", None, printable(f"{type(exc).__name__}: {exc}"[:300]))
-    text = _content(doc)
-    if text is None:
-        return Answer("request_failed", None, "the response has no choices[0].message.content text")
-    return Answer("ok", printable(text[:MAX_ANSWER_CHARS]))
-
-
-def _content(doc: Any) -> str | None:
-    """choices[0].message.content when the response has that shape and it is text."""
+def _content(doc: Any, part: str) -> str | None:
+    """choices[0].PART.content (`message`, or a stream chunk's `delta`) when the response has
+    that shape and it is text."""
     choices = doc.get("choices") if isinstance(doc, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
-    message = first.get("message") if isinstance(first, dict) else None
+    message = first.get(part) if isinstance(first, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, str) else None
