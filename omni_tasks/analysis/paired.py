@@ -164,14 +164,18 @@ def _short(v: Any) -> str:
 
 
 def mode_shift(
-    baseline: Sequence[ClipRecord], candidate: Sequence[ClipRecord], tau: float
+    baseline: Sequence[ClipRecord],
+    candidate: Sequence[ClipRecord],
+    tau: float,
+    diagnoses: frozenset[str] = frozenset({"failure_modes"}),
 ) -> dict[str, dict[str, int]]:
-    """Broken clips per failure mode and per origin, both sides; a multiple-choice item counts
-    under each of its breakdown labels instead (e.g. ``task:Event Sequence``)."""
+    """Broken clips per failure mode and per origin, both sides, for a family that declares
+    the failure-mode diagnosis (seed-TTS); any other item counts under each of its breakdown
+    labels instead (e.g. ``task:Event Sequence``), if it has any."""
     out: dict[str, dict[str, int]] = {}
     for side, clips in (("baseline", baseline), ("candidate", candidate)):
         for c in clips:
-            if not is_wer_scored(c):
+            if not is_wer_scored(c) or "failure_modes" not in diagnoses:
                 keys = [f"{dim}:{label}" for dim, label in (c.breakdown or {}).items()]
                 keys = keys if count_of(c) != "infra" and is_broken(c, tau) else []
             elif (d := diagnose(c, tau)) is not None:

@@ -174,7 +174,12 @@ def compare(
         comparable=comparable,
         mde=verdict.mde,
         same_margin=verdict.margin,
-        mode_shift=mode_shift(baseline.clips, candidate.clips, tau),
+        mode_shift=mode_shift(
+            baseline.clips,
+            candidate.clips,
+            tau,
+            benchmarks.get(candidate.run["benchmark"]).diagnoses,
+        ),
         top_regressed=top,
         regressed_clips=table.regressed_clips,
         improved_clips=table.improved_clips,

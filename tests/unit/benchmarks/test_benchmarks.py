@@ -13,13 +13,18 @@ from omni_tasks.importers.artifact import ArtifactError, read_document
 from tests.factories import small_artifact, write_json
 
 
-def test_the_four_benchmarks_are_listed_with_family_and_metric() -> None:
-    listed = {b.id: (b.family, b.metric, b.judged) for b in benchmarks.all_benchmarks()}
+def test_the_benchmarks_are_listed_with_family_metric_and_diagnoses() -> None:
+    listed = {
+        b.id: (b.family, b.metric, b.judged, b.runnable, sorted(b.diagnoses))
+        for b in benchmarks.all_benchmarks()
+    }
+    seed = ("seed_tts", "wer", "wer", True, ["failure_modes", "questions"])
     assert listed == {
-        "seed_tts_en": ("seed_tts", "wer", "wer"),
-        "seed_tts_zh": ("seed_tts", "wer", "wer"),
-        "daily_omni": ("multiple_choice", "accuracy", "incorrect"),
-        "videomme": ("multiple_choice", "accuracy", "incorrect"),
+        "seed_tts_en": seed,
+        "seed_tts_zh": seed,
+        "daily_omni": ("multiple_choice", "accuracy", "incorrect", True, []),
+        "videomme": ("multiple_choice", "accuracy", "incorrect", False, []),
+        "librispeech": ("asr_wer", "wer", "wer", True, []),
     }
 
 
