@@ -54,7 +54,11 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
     gpu = services["airflow-gpu-worker"]
     assert "--queues gpu" in gpu["command"]
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
-    assert 'queue="gpu"' in (REPO / "dags" / "seed_tts_nightly.py").read_text()
+    # The nightly's GPU tasks go to their lane's queue; a one-series config's lane is `gpu`.
+    from omni_tasks.deployment import DEFAULT_LANES
+
+    assert "queue=lane.queue" in (REPO / "dags" / "seed_tts_nightly.py").read_text()
+    assert {lane.queue for lane in DEFAULT_LANES.values()} == {"gpu"}
     # Grafana gets every variable its datasource provisioning interpolates.
     datasource = (REPO / "dashboards/provisioning/datasources/omni-results.yaml").read_text()
     needed = set(re.findall(r"\$\{(\w+)\}", datasource))
