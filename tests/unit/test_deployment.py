@@ -141,3 +141,76 @@ def test_a_url_target_carries_its_deploy_config(tmp_path: Path, monkeypatch) -> 
         assert params.target_deploy_config("rebase") is None
     finally:
         reset_settings()
+
+
+FLEET = {
+    "version": 2,
+    "lanes": {
+        "cuda-h100x2": {"queue": "gpu", "pool": "gpu", "gpus_per_server": 2},
+        "rocm-mi300": {"queue": "gpu-rocm", "pool": "gpu-rocm", "gpu_resource": "amd.com/gpu"},
+    },
+    "defaults": {"seeds": [42], "transcript_mode": True},
+    "series": [
+        {
+            "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+            "benchmark": "seed_tts_en",
+            "lane": "cuda-h100x2",
+            "branches": ["main", "rebase"],
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+        },
+        {
+            "model": "openbmb/MiniCPM-o-4_5",
+            "benchmark": "daily_omni",
+            "lane": "rocm-mi300",
+            "branches": ["main", "rebase"],
+            "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+            "seeds": [1, 2],
+        },
+    ],
+}
+
+
+def test_a_fleet_config_is_its_series_each_with_the_defaults_and_its_lane() -> None:
+    from omni_tasks.deployment import resolve_night
+
+    night = resolve_night({"limit": 5}, yaml.safe_dump(FLEET))
+    assert [p.series.label for p in night.series] == [
+        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
+        "daily_omni · MiniCPM-o-4_5 · rocm-mi300",
+    ]
+    qwen, minicpm = night.series
+    assert (qwen.seeds, minicpm.seeds) == ([42], [1, 2])  # a series' own fields win
+    assert qwen.limit == minicpm.limit == 5  # the form applies to every series
+    assert minicpm.server == {
+        "model": "openbmb/MiniCPM-o-4_5",
+        "gpus": 2,
+        "gpu_resource": "amd.com/gpu",
+    }
+    assert night.lanes["rocm-mi300"].queue == "gpu-rocm"
+    assert resolve({}, yaml.safe_dump(BASE)).series.lane == "default"  # version 1: one series
+
+
+@pytest.mark.parametrize(
+    ("form", "changes", "message"),
+    [
+        ({"lane": "cuda-h100x2"}, {}, "lane: set by the deployment config only"),
+        (
+            {"environment": {"image": "evil.example/x:{commit}"}},
+            {},
+            "environment.image: set by the deployment config only",
+        ),
+        ({"server": {"gpu_resource": "amd.com/gpu"}}, {}, "server.gpu_resource: set by the"),
+        ({}, {"lanes": {"cuda-h100x2": {}}}, "lane: 'rocm-mi300' is not one of the lanes"),
+        ({}, {"lanes": {"bad lane": {}}}, "lanes: 'bad lane' is not a lane name"),
+        ({}, {"branches": ["main"]}, "branches: not a version 2 key"),
+        ({}, {"series": [FLEET["series"][0]] * 2}, "is listed twice: one series, one baseline"),
+    ],
+)
+def test_a_fleet_config_or_form_that_cannot_run_names_the_field(
+    form: dict, changes: dict, message: str
+) -> None:
+    from omni_tasks.deployment import resolve_night
+
+    with pytest.raises(ConfigError) as caught:
+        resolve_night(form, yaml.safe_dump({**FLEET, **changes}))
+    assert message in str(caught.value)
