@@ -328,7 +328,7 @@ def record_heads(context: dict[str, Any], lane: str, dag_lanes: list[str]) -> li
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.benchmark import BenchError
+    from omni_tasks.benchmarks.run_seed_tts import BenchError
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 

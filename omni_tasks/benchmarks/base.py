@@ -17,7 +17,7 @@ from omni_tasks.records import ClipRecord
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
 Judged = Literal["wer", "incorrect"]
 

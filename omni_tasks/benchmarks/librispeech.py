@@ -40,7 +40,7 @@ from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
 INSTRUCTION = "Transcribe the audio into text."
 MAX_UTTERANCES = 100_000

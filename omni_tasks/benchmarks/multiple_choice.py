@@ -42,7 +42,7 @@ from omni_tasks.records import (
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
 
 MAX_LABEL = 200

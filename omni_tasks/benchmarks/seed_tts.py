@@ -55,7 +55,7 @@ from omni_tasks.records import (
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
 
 ARTIFACT_GRADER = Grader(
@@ -409,7 +409,7 @@ class SeedTts(Benchmark):
     ) -> str:
         """Synthesize every utterance (benchmark.run_benchmark: the harness's request,
         streamed), grade with Whisper (none in transcript mode), store per clip."""
-        from omni_tasks.benchmark import run_benchmark
+        from omni_tasks.benchmarks.run_seed_tts import run_benchmark
         from omni_tasks.grading.asr import GraderSpec, load_grader
 
         loaded = None if req.transcript_mode else load_grader(GraderSpec.from_params(grader))

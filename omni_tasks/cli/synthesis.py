@@ -130,7 +130,7 @@ def bench_cmd(
             "benchmarks arrive by `omni-tasks import vllm-omni`",
             code=2,
         )
-    from omni_tasks.benchmark import BenchError, BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest, run_benchmark
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError
     from omni_tasks.synthesis.stages import DeployConfigError, StageDefaults

@@ -69,7 +69,7 @@ class BisectParams(Serving):
 
 
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
-    from omni_tasks.benchmark import BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
     from omni_tasks.grading.asr import GraderSpec, load_grader
 
     tau = load_policy().primary_tau

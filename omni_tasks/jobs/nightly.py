@@ -47,7 +47,7 @@ from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import heads, results
 
 if TYPE_CHECKING:
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
 
 class UrlTarget(BaseModel):
@@ -343,7 +343,7 @@ def run_branch(
 ) -> str:
     """Run, judge and store one series × branch × seed of the night (the series' benchmark
     does both: Benchmark.run); returns its run key."""
-    from omni_tasks.benchmark import BenchRequest
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
     from omni_tasks.synthesis.stages import StageDefaults
 
     if plan["branch"] not in params.targets:

@@ -10,11 +10,17 @@ import random
 import numpy as np
 import pytest
 
-from omni_tasks.benchmark import BenchRequest, run_benchmark, run_spec, synthesize, utterances_of
+from omni_tasks.benchmarks.pipeline import BatchGrader, clip_audio, run_status
+from omni_tasks.benchmarks.run_seed_tts import (
+    BenchRequest,
+    run_benchmark,
+    run_spec,
+    synthesize,
+    utterances_of,
+)
 from omni_tasks.dataset import load_dataset
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
 from omni_tasks.grading.grade import grade_run
-from omni_tasks.pipeline import BatchGrader, clip_audio, run_status
 from omni_tasks.records import ClipAudio
 from omni_tasks.store import runs
 from tests.factories import grade_rows

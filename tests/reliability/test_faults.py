@@ -14,7 +14,7 @@ import pytest
 from starlette.responses import JSONResponse
 
 from omni_tasks.analysis.policy import load_policy
-from omni_tasks.benchmark import BenchRequest, run_benchmark
+from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
 from omni_tasks.jobs.nightly import decide_night, refresh_outputs
 from omni_tasks.series import Series

@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 
 from omni_tasks.analysis.run_stats import run_stats
+from omni_tasks.benchmarks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
@@ -27,7 +28,6 @@ from omni_tasks.grading.grade import grade_run
 from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.names import InvalidName, check_name, check_run_key
-from omni_tasks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import RunSpec, Trigger, commonest_failure
 from omni_tasks.series import DEFAULT_LANE
@@ -329,7 +329,7 @@ def _pipelined(
     grader: LoadedGrader,
     show_progress: bool,
 ) -> int:
-    """Synthesize and grade at once (omni_tasks.pipeline); returns the grading id."""
+    """Synthesize and grade at once (omni_tasks.benchmarks.pipeline); returns the grading id."""
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         tasks = {
@@ -356,7 +356,7 @@ def run_benchmark(
     show_progress: bool = True,
 ) -> BenchOutcome:
     """Synthesize (unless stored) and grade (unless graded), then summarize. Audio runs are
-    pipelined: clips are graded while the rest synthesize (omni_tasks.pipeline)."""
+    pipelined: clips are graded while the rest synthesize (omni_tasks.benchmarks.pipeline)."""
     ds = load_dataset(req.dataset)
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
