@@ -253,9 +253,10 @@ def resolve_night(
     """The night's lanes and series: a version 1 config (or a complete form) is one series on
     the default lane; a version 2 config lists them. The form's fields apply to every series."""
     found = source(variable)
-    if found is None or parse(*found)["version"] == 1:
+    doc = None if found is None else parse(*found)  # the YAML read and walked once
+    if found is None or doc is None or doc["version"] == 1:
         return Night(dict(DEFAULT_LANES), [resolve(form, variable, scheduled=scheduled)])
-    where, doc = found[0], parse(*found)
+    where = found[0]
     given = form_fields(form)
     _check_choices(doc.get("form_choices"), where)
     lanes = _lanes(where, doc.get("lanes"))
