@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from omni_tasks import benchmarks
+
 _GRADER_FLAGS = (
     ("backend", "--backend"),
     ("model", "--model"),
@@ -28,10 +30,14 @@ def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None)
     target = str(config["target"])
     if (run.get("stack") or {}).get("server_log"):  # a server the nightly launched and stopped
         target = f"http://SERVER-AT-{str(run.get('commit_sha') or 'COMMIT')[:12]}:8091"
-    template = str(config.get("prompt_template", "seed-tts-default"))
     args = ["omni-tasks", "bench", "--target", target, "--branch", run["branch"]]
+    option = _bench_option(str(run.get("benchmark") or ""))
+    if option != "seed_tts":
+        args += ["--benchmark", option]
     args += ["--dataset", str(config.get("dataset", "demo")), "--nightly", str(run["nightly"])]
-    args += ["--variant", run.get("variant") or "default", "--prompt-template", template]
+    args += ["--variant", run.get("variant") or "default"]
+    if option == "seed_tts":
+        args += ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
     if run.get("commit_sha"):
         args += ["--commit", run["commit_sha"]]
     if run.get("seed") is not None:
@@ -41,9 +47,17 @@ def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None)
         args += ["--limit", subset]
     if config.get("transcript_mode"):
         args.append("--transcript-mode")
-    described = (grader or {}).get("grader") or {}
+    # Only seed-TTS is graded by an ASR the flags choose; other families judge by their rule.
+    described = ((grader or {}).get("grader") or {}) if option == "seed_tts" else {}
     for field, flag in _GRADER_FLAGS:
         value = described.get(field) or (config.get(field) if field == "harness_version" else None)
         if value:
             args += [flag, str(value)]
     return shlex.join(args)
+
+
+def _bench_option(benchmark_id: str) -> str:
+    try:
+        return benchmarks.get(benchmark_id).bench_option
+    except benchmarks.UnknownBenchmark:
+        return "seed_tts"  # a benchmark no longer registered: the platform's default

@@ -65,6 +65,11 @@ class Benchmark(ABC):
         """What a regression alert of this benchmark watches (part of its alert key)."""
         return f"tail_fraction@{tau:g}" if self.judged == "wer" else "wrong_answers@answer"
 
+    @property
+    def bench_option(self) -> str:
+        """What `omni-tasks bench --benchmark` takes to run this benchmark."""
+        return self.id
+
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -22,22 +22,15 @@ from typing import Any
 import numpy as np
 
 from omni_tasks.audio import wav_bytes
-from omni_tasks.benchmarks.multiple_choice import MultipleChoice
-from omni_tasks.names import InvalidName, check_text, path_component, under
-
-DAILY_OMNI = MultipleChoice(
-    id="daily_omni",
-    prefix="daily_omni",
-    breakdown_fields={
-        "task": "task_type",
-        "category": "video_category",
-        "duration": "video_duration",
-    },
-    key_fields=("video_id", "task_type"),
-    description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
-    runnable=True,  # benchmarks/run_choices.py, audio input mode
+from omni_tasks.benchmarks.multiple_choice import (
+    MultipleChoice,
+    QuestionSet,
+    QuestionSetError,
+    omni_chat_body,
 )
-DAILY_OMNI.dataset_file = "qa.json"  # a Daily-Omni root (qa.json + Videos/)
+from omni_tasks.config import get_settings
+from omni_tasks.names import InvalidName, check_text, path_component, under
+from omni_tasks.records import Grader
 
 # Upstream's DAILY_OMNI_SYSTEM_TEXT (the qwen pack mode).
 SYSTEM_TEXT = (
@@ -48,10 +41,6 @@ MAX_QUESTIONS = 100_000
 MAX_QA_BYTES = 64 * 1024 * 1024
 DEMO_QA = Path(__file__).resolve().parent.parent / "datasets" / "demo_daily_omni" / "qa.json"
 DEMO_RATE = 16_000
-
-
-class QuestionSetError(ValueError):
-    """A question set that cannot be run; the message names the file and the row."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +66,6 @@ class Question:
             "category": self.category or "unknown",
             "duration": self.duration or "unknown",
         }
-
-
-@dataclass(frozen=True)
-class QuestionSet:
-    root: Path
-    questions: tuple[Question, ...]
-    fingerprint: str  # rows + audio: two runs share questions iff fingerprints match
 
 
 # What the nightly sends (upstream's accuracy run: `--daily-omni-input-mode all`, inline local
@@ -135,19 +117,8 @@ def messages(q: Question) -> list[dict[str, Any]]:
 def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
     """One question as the nightly sends it: its messages, text out, streamed, temperature 0,
     upstream's output length, video and audio kept apart (`use_audio_in_video` off)."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": messages(q),
-        "temperature": 0.0,
-        "max_tokens": OUTPUT_LEN,
-        "stream": True,
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        "modalities": ["text"],
-        "mm_processor_kwargs": {"use_audio_in_video": False},
-    }
-    if seed is not None:
-        body["seed"] = seed
-    return body
+    extra = {"mm_processor_kwargs": {"use_audio_in_video": False}}
+    return omni_chat_body(model, messages(q), OUTPUT_LEN, seed, extra)
 
 
 def extract_choice(text: str | None) -> str | None:
@@ -169,11 +140,6 @@ def extract_choice(text: str | None) -> str | None:
         return fallback.group(1)
     loose = list(re.finditer(r"(?:[^A-Za-z]|^)([A-D])(?:[^A-Za-z]|$)", candidate, re.IGNORECASE))
     return loose[-1].group(1).upper() if loose else None
-
-
-def is_correct(predicted: str | None, gold: str) -> bool:
-    """Upstream's `evaluate_answer_official`: strict match after strip/upper."""
-    return bool(predicted) and predicted.strip().upper() == gold.strip().upper()  # type: ignore[union-attr]
 
 
 def load_questions(root: Path) -> QuestionSet:
@@ -291,3 +257,39 @@ def _beeps(hz: float, n: int) -> np.ndarray:
     beep = 0.5 * np.sin(2 * np.pi * hz * t[: DEMO_RATE // 4])
     gap = np.zeros(DEMO_RATE // 5)
     return np.concatenate([np.concatenate([beep, gap]) for _ in range(n)]).astype(np.float32)
+
+
+class _Suite:
+    """How the choice runner asks Daily-Omni (benchmarks/run_choices.py)."""
+
+    grader = Grader(
+        "choice:daily-omni-official",
+        {"backend": "answer letter", "rule": "upstream extract_choice_letter_official"},
+    )
+    system_text = SYSTEM_TEXT
+    user_format = user_prompt("{question}", ("{choices}",))
+
+    def question_set(self, dataset: str) -> QuestionSet:
+        demo = dataset == "demo"
+        return load_questions(ensure_demo_set(get_settings().cache_dir) if demo else Path(dataset))
+
+    def request_body(self, item: Question, model: str, seed: int | None) -> dict[str, Any]:
+        return request_body(item, model, seed)
+
+    def extract_choice(self, text: str | None) -> str | None:
+        return extract_choice(text)
+
+
+DAILY_OMNI = MultipleChoice(
+    id="daily_omni",
+    prefix="daily_omni",
+    breakdown_fields={
+        "task": "task_type",
+        "category": "video_category",
+        "duration": "video_duration",
+    },
+    key_fields=("video_id", "task_type"),
+    description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
+    suite=_Suite(),
+)
+DAILY_OMNI.dataset_file = "qa.json"  # a Daily-Omni root (qa.json + Videos/)

@@ -11,8 +11,9 @@ question instead (Video-MME: `question_id`; Daily-Omni has none, so video and ta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
@@ -50,6 +51,70 @@ MAX_ANSWER = 16
 MAX_DETAIL = 500  # upstream keeps the first 500 characters of an error; so does a stored row
 
 
+class QuestionSetError(ValueError):
+    """A question set that cannot be run; the message names the file and the row."""
+
+
+class ChoiceItem(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def breakdown(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    root: Path
+    questions: tuple[Any, ...]  # the family's ChoiceItem
+    fingerprint: str  # rows + media: two runs share questions iff fingerprints match
+
+
+class ChoiceSuite(Protocol):
+    """What a runnable multiple-choice family gives the runner (benchmarks/run_choices.py):
+    its questions, upstream's request for one, upstream's rule for reading the answer."""
+
+    grader: Grader
+    system_text: str  # for the prompt fingerprint ("" when upstream sends none)
+    user_format: str
+
+    def question_set(self, dataset: str) -> QuestionSet: ...
+
+    def request_body(self, item: Any, model: str, seed: int | None) -> dict[str, Any]: ...
+
+    def extract_choice(self, text: str | None) -> str | None: ...
+
+
+def is_correct(predicted: str | None, gold: str) -> bool:
+    """Upstream's scorers: a strict letter match after strip/upper (no letter: wrong)."""
+    return bool(predicted) and predicted.strip().upper() == gold.strip().upper()  # type: ignore[union-attr]
+
+
+def omni_chat_body(
+    model: str,
+    messages: list[dict[str, Any]],
+    max_tokens: int,
+    seed: int | None,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """A question as upstream's `openai-chat-omni` backend sends it (streamed, temperature 0,
+    usage in the stream), text out, with the suite's extra body."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": 0.0,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "modalities": ["text"],
+        **extra,
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
+
+
 class MultipleChoice(Benchmark):
     family = "multiple_choice"
     metric = "accuracy"
@@ -62,7 +127,7 @@ class MultipleChoice(Benchmark):
         breakdown_fields: dict[str, str],
         key_fields: tuple[str, ...],
         description: str,
-        runnable: bool = False,
+        suite: ChoiceSuite | None = None,
     ) -> None:
         self.id = id
         self.prefix = prefix
@@ -70,7 +135,8 @@ class MultipleChoice(Benchmark):
         self.breakdowns = tuple(breakdown_fields)
         self.key_fields = key_fields
         self.description = description
-        self.runnable = runnable
+        self.suite = suite  # how to run it here (None: its results arrive as artifacts)
+        self.runnable = suite is not None
         self.items_key = f"{prefix}_eval_items"
         self.grader = Grader(
             grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",
@@ -93,7 +159,7 @@ class MultipleChoice(Benchmark):
     ) -> str:
         """Ask every question of `req.target` (benchmarks/run_choices.py) and judge each answer
         by upstream's letter rules; no grader (the answer is the item)."""
-        if not self.runnable:
+        if self.suite is None:
             return super().run(conn, req, grader, show_progress=show_progress)
         from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
 
@@ -105,12 +171,14 @@ class MultipleChoice(Benchmark):
             seed=req.seed,
             nightly=req.nightly,
             limit=req.limit,
+            concurrency=req.concurrency,
+            timeout_s=min(req.timeout_s, 300.0),  # an answer is short; a stuck one is infra
             trigger=req.trigger,
             model=req.model,
             lane=req.lane,
             airflow_ids=(req.airflow_dag_id, req.airflow_run_id),
         )
-        return run_choices(conn, ask, show_progress=show_progress)
+        return run_choices(conn, self, ask, show_progress=show_progress)
 
     # ------------------------------------------------------------------ official summary
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""A Daily-Omni run against a serving model (or the local simulator): each question sent as
-upstream's bench sends it, each answer read by upstream's rule, every question stored as an
-item with its outcome; a failed request is a stored item with its status (infra)."""
+"""A multiple-choice run (Daily-Omni, Video-MME) against a serving model (or the local
+simulator): each question sent as upstream's bench sends it (the family's suite builds it),
+each answer read by upstream's rule, every question stored as an item with its outcome; a
+failed request is a stored item with its status (infra)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,16 @@ import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 
-from omni_tasks.benchmarks import daily_omni
-from omni_tasks.benchmarks.daily_omni import Question, QuestionSet
-from omni_tasks.config import get_settings
+from omni_tasks.benchmarks.multiple_choice import ChoiceSuite, MultipleChoice, is_correct
 from omni_tasks.names import check_name, printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
-from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec, Trigger
+from omni_tasks.records import ClipAudio, ClipGrade, RunSpec, Trigger
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.store import runs
 from omni_tasks.synthesis.bounded import (
@@ -34,19 +32,14 @@ from omni_tasks.synthesis.bounded import (
 )
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
-GRADER = Grader(
-    "choice:daily-omni-official",
-    {"backend": "answer letter", "rule": "upstream extract_choice_letter_official"},
-)
 MAX_ANSWER_CHARS = 2000
-USER_FORMAT = daily_omni.user_prompt("{question}", ("{choices}",))
 
 
 @dataclass(frozen=True)
 class ChoiceRequest:
     target: str  # a server's base URL, or simulator:PROFILE
     branch: str
-    dataset: str = "demo"  # a Daily-Omni root (qa.json + Videos/), or the shipped demo set
+    dataset: str = "demo"  # a root of the family's layout, or its shipped demo set
     commit: str | None = None
     seed: int | None = None
     nightly: dt.date | None = None
@@ -66,40 +59,42 @@ class Answer:
     error: str | None = None
 
 
-def question_set(dataset: str) -> QuestionSet:
-    root = (
-        daily_omni.ensure_demo_set(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
-    )
-    return daily_omni.load_questions(root)
-
-
-def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress: bool) -> str:
-    """Ask every question, judge every answer, store the run; returns its run key."""
+def run_choices(
+    conn: psycopg.Connection[Any],
+    benchmark: MultipleChoice,
+    req: ChoiceRequest,
+    show_progress: bool,
+) -> str:
+    """Ask every question of `benchmark`, judge every answer, store the run; returns its run
+    key."""
+    suite = benchmark.suite
+    if suite is None:
+        raise ValueError(f"{benchmark.id} is not runnable here")
     check_name(req.branch, "branch")
-    qs = question_set(req.dataset)
+    qs = suite.question_set(req.dataset)
     questions = qs.questions[: req.limit] if req.limit else qs.questions
     with served_target(req.target) as url:
-        answers = asyncio.run(_ask_all(url, req, questions, show_progress))
+        answers = asyncio.run(_ask_all(url, suite, req, questions, show_progress))
     clips, grades = [], []
     for i, (q, a) in enumerate(zip(questions, answers, strict=True)):
         if a.status != "ok":
             clips.append(ClipAudio(q.key, i, q.answer, "request_failed", error_detail=a.error))
             continue
-        predicted = daily_omni.extract_choice(a.text)
+        predicted = suite.extract_choice(a.text)
         clips.append(ClipAudio(q.key, i, q.answer, "ok", thinker_text=a.text))
         grades.append(
             ClipGrade(
                 q.key,
                 "graded",
                 hypothesis=predicted,
-                incorrect=not daily_omni.is_correct(predicted, q.answer),
+                incorrect=not is_correct(predicted, q.answer),
                 breakdown=q.breakdown,
             )
         )
     failed = sum(c.synth_status != "ok" for c in clips)
     simulated = req.target.startswith("simulator:")
     spec = RunSpec(
-        benchmark=daily_omni.DAILY_OMNI.id,
+        benchmark=benchmark.id,
         model=req.model,
         lane=req.lane,
         nightly=req.nightly or dt.datetime.now(dt.UTC).date(),
@@ -112,13 +107,13 @@ def run_choices(conn: psycopg.Connection[Any], req: ChoiceRequest, show_progress
         stack={"simulated": simulated},
         execution={"client_concurrency": req.concurrency},
         dataset_fingerprint=qs.fingerprint + (f":first{req.limit}" if req.limit else ""),
-        prompt_fingerprint=prompt_fingerprint(daily_omni.SYSTEM_TEXT, USER_FORMAT),
-        system_prompt=daily_omni.SYSTEM_TEXT,
+        prompt_fingerprint=prompt_fingerprint(suite.system_text, suite.user_format),
+        system_prompt=suite.system_text or None,
         seed=req.seed,
         airflow_dag_id=req.airflow_ids[0],
         airflow_run_id=req.airflow_ids[1],
     )
-    saved = runs.save_run(conn, spec, clips, (GRADER, grades), replace=True)
+    saved = runs.save_run(conn, spec, clips, (suite.grader, grades), replace=True)
     conn.commit()
     return saved.run_key
 
@@ -134,24 +129,31 @@ def served_target(target: str) -> Iterator[str]:
 
 
 async def _ask_all(
-    url: str, req: ChoiceRequest, questions: tuple[Question, ...], show_progress: bool
+    url: str,
+    suite: ChoiceSuite,
+    req: ChoiceRequest,
+    questions: tuple[Any, ...],
+    show_progress: bool,
 ) -> list[Answer]:
     gate = asyncio.Semaphore(max(req.concurrency, 1))
     with progress_bar(show_progress) as bar:
         task = bar.add_task(f"asking {len(questions)} questions", total=len(questions))
         async with httpx.AsyncClient(timeout=req.timeout_s) as client:
 
-            async def one(q: Question) -> Answer:
+            async def one(q: Any) -> Answer:
                 async with gate:
-                    answer = await _ask(client, url, req, q)
+                    # Building a body decodes media (Video-MME's frames): off the event loop.
+                    try:
+                        body = await asyncio.to_thread(suite.request_body, q, req.model, req.seed)
+                    except (ValueError, OSError) as exc:  # PyAV's errors are both
+                        detail = printable(f"media: {type(exc).__name__}: {exc}"[:300])
+                        answer = Answer("request_failed", None, detail)
+                    else:
+                        answer = await post_json(client, url, body)
                 bar.advance(task)
                 return answer
 
             return list(await asyncio.gather(*(one(q) for q in questions)))
-
-
-async def _ask(client: httpx.AsyncClient, url: str, req: ChoiceRequest, q: Question) -> Answer:
-    return await post_json(client, url, daily_omni.request_body(q, req.model, req.seed))
 
 
 async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:

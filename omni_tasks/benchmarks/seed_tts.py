@@ -399,6 +399,10 @@ class SeedTts(Benchmark):
     def claims(self, doc: dict[str, Any]) -> bool:
         return is_seed_tts(doc) and locale_of(doc) == self.locale
 
+    @property
+    def bench_option(self) -> str:
+        return "seed_tts"  # the locale follows the dataset
+
     def run(
         self,
         conn: psycopg.Connection[Any],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -32,38 +32,33 @@ from omni_tasks.cli.common import (
 
 
 # ---------------------------------------------------------------- synthesis
-def _ask_choices(
-    target: str,
-    branch: str,
-    dataset: str,
-    commit: str | None,
-    seed: int,
-    limit: int | None,
-    nightly: str | None,
-    concurrency: int,
-    timeout: float,
-) -> None:
-    from omni_tasks.benchmarks.daily_omni import QuestionSetError
-    from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
+def _run_family(benchmark: str, req_fields: dict[str, Any]) -> None:
+    """A benchmark other than seed-TTS, run as the nightly runs it: the family's own runner."""
+    from omni_tasks import benchmarks
+    from omni_tasks.benchmarks.multiple_choice import QuestionSetError
+    from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest
+    from omni_tasks.dataset import DatasetError
     from omni_tasks.names import InvalidName
     from omni_tasks.synthesis.profiles import ProfileError
 
-    req = ChoiceRequest(
-        target=target,
-        branch=branch,
-        dataset=dataset,
-        commit=commit,
-        seed=seed,
-        nightly=parse_date(nightly) if nightly else None,
-        concurrency=concurrency,
-        limit=limit,
-        timeout_s=timeout,
-    )
+    try:
+        family = benchmarks.get(benchmark)
+    except benchmarks.UnknownBenchmark as exc:
+        fail(str(exc), code=2)
+    if not family.runnable:
+        fail(f"--benchmark {benchmark} cannot run here: it arrives by `omni-tasks import`", code=2)
+    problem = family.check_dataset(str(req_fields["dataset"]))
+    if problem:
+        fail(f"--dataset: {problem}", code=2)
+    try:
+        req = BenchRequest(benchmark=benchmark, **req_fields)
+    except BenchError as exc:
+        fail(str(exc))
     conn = open_db()
     with conn:
         try:
-            key = run_choices(conn, req, show_progress=True)
-        except (QuestionSetError, ProfileError, InvalidName) as exc:
+            key = family.run(conn, req, {}, show_progress=True)  # they judge by their rule
+        except (QuestionSetError, DatasetError, ProfileError, InvalidName) as exc:
             fail(str(exc))
     print(key)
 
@@ -77,15 +72,17 @@ def bench_cmd(
     benchmark: Annotated[
         str,
         typer.Option(
-            help="seed_tts (speech, graded by ASR; the locale follows the dataset) or daily_omni "
-            "(multiple choice over audio: asked as upstream's bench asks, read by its rule)"
+            help="seed_tts (speech, graded by ASR; the locale follows the dataset), or any "
+            "runnable benchmark (`omni-tasks benchmarks`): daily_omni, videomme (multiple "
+            "choice, asked as upstream's bench asks, read by its rule), librispeech (ASR)"
         ),
     ] = "seed_tts",
     dataset: Annotated[
         str,
         typer.Option(
-            help="demo (the shipped set), a seed-tts-eval locale dir, or a Daily-Omni root "
-            "(qa.json and Videos/<id>/<id>_audio.wav)"
+            help="demo (the benchmark's shipped set), or a root in upstream's layout: a "
+            "seed-tts-eval locale dir, a Daily-Omni root (qa.json, Videos/), a Video-MME root "
+            "(videomme/test-00000-of-00001.parquet, video/)"
         ),
     ] = "demo",
     commit: Annotated[str | None, typer.Option(help="Commit SHA the target runs")] = None,
@@ -120,16 +117,22 @@ def bench_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Synthesize a dataset against a target, store every clip, grade it; print the run key.
-    With --benchmark daily_omni: ask every question, judge every answer, store them."""
-    if benchmark == "daily_omni":
-        _ask_choices(target, branch, dataset, commit, seed, limit, nightly, concurrency, timeout)
-        return
+    Another --benchmark runs through its family's runner: every item asked and judged."""
     if benchmark != "seed_tts":
-        fail(
-            f"--benchmark: {benchmark!r} cannot run here (seed_tts or daily_omni); other "
-            "benchmarks arrive by `omni-tasks import vllm-omni`",
-            code=2,
-        )
+        fields = {
+            "target": target,
+            "branch": branch,
+            "dataset": dataset,
+            "commit": commit,
+            "seed": seed,
+            "limit": limit,
+            "concurrency": concurrency,
+            "timeout_s": timeout,
+            "transcript_mode": transcript_mode,
+            "nightly": parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
+        }
+        _run_family(benchmark, fields)
+        return
     from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest, run_benchmark
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError

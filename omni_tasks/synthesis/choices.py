@@ -1,11 +1,14 @@
-"""How the simulator answers a multiple-choice question about audio: it listens (the tone's
-pitch, the number of beeps), picks the choice that matches, and then, at its profile's
-`wrong_answer` rate, deterministically per (seed, question), answers another letter, the way
-a weaker model would. Requests carry the audio inline, as upstream's bench sends it."""
+"""How the simulator answers a multiple-choice question: about audio it listens (the tone's
+pitch, the number of beeps); about frames it looks (each frame's colour: which one, how many,
+first or last); it picks the choice that matches, and then, at its profile's `wrong_answer`
+rate, deterministically per (seed, question), answers another letter, the way a weaker model
+would. Requests carry their media inline, as upstream's bench sends it (Daily-Omni's audio,
+Video-MME's JPEG frames)."""
 
 from __future__ import annotations
 
 import base64
+import io
 import re
 from typing import Any
 
@@ -16,7 +19,18 @@ from omni_tasks.synthesis.profiles import Profile, uniform
 
 LETTERS = "ABCD"
 _CHOICE = re.compile(r"^\s*([A-D])[.)]\s*(.+?)\s*$", re.MULTILINE)
+_MARKERS = ("Choices:", "Options:")  # Daily-Omni's prompt, Video-MME's
 MAX_INLINE_AUDIO = 16 * 1024 * 1024
+MAX_FRAMES = 128
+MAX_INLINE_FRAME = 2 * 1024 * 1024
+PALETTE = {  # the colours a frame is named by (the Video-MME demo set's)
+    "red": (220, 30, 30),
+    "green": (30, 180, 60),
+    "blue": (30, 60, 220),
+    "yellow": (230, 220, 40),
+    "white": (240, 240, 240),
+    "black": (15, 15, 15),
+}
 
 
 class NotAChoiceRequest(ValueError):
@@ -25,16 +39,23 @@ class NotAChoiceRequest(ValueError):
 
 def is_choice_request(body: dict[str, Any]) -> bool:
     """A text-only request whose user message asks to pick among choices."""
-    return body.get("modalities") == ["text"] and "Choices:" in user_text(body)
+    text = user_text(body)
+    return body.get("modalities") == ["text"] and any(m in text for m in _MARKERS)
 
 
 def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
     text = user_text(body)
-    choices = dict(_CHOICE.findall(text.split("Choices:", 1)[1]))
+    marker = next(m for m in _MARKERS if m in text)
+    question, listed = text.split(marker, 1)
+    choices = dict(_CHOICE.findall(listed))
     if len(choices) < 2:
-        raise NotAChoiceRequest("no lettered choices after 'Choices:'")
-    samples, rate = _audio(body)
-    heard = _best(choices, samples, rate, text)
+        raise NotAChoiceRequest(f"no lettered choices after {marker!r}")
+    frames = _frames(body)
+    if frames:
+        heard = _seen(choices, frames, question)
+    else:
+        samples, rate = _audio(body)
+        heard = _best(choices, samples, rate, text)
     if uniform(seed, text, "wrong_answer") < profile.wrong_answer:
         others = [x for x in sorted(choices) if x != heard]
         return others[int(uniform(seed, text, "which") * len(others))]
@@ -68,6 +89,49 @@ def _best(choices: dict[str, str], samples: np.ndarray, rate: int, question: str
         return abs(float(number.group()) - measured) if number else float("inf")
 
     return min(sorted(choices), key=lambda k: distance(choices[k]))
+
+
+def _seen(choices: dict[str, str], colours: list[str], question: str) -> str:
+    """The choice naming what the frames show: how many colours, the first or last colour,
+    else the colour most frames have."""
+    q = question.lower()
+    if "how many" in q:
+        runs = [c for i, c in enumerate(colours) if i == 0 or c != colours[i - 1]]
+        wanted = str(len(set(runs)))
+    elif "first" in q:
+        wanted = colours[0]
+    elif "last" in q:
+        wanted = colours[-1]
+    else:
+        wanted = max(sorted(set(colours)), key=colours.count)
+    for letter in sorted(choices):
+        if re.search(rf"\b{re.escape(wanted)}\b", choices[letter].lower()):
+            return letter
+    return sorted(choices)[0]
+
+
+def _frames(body: dict[str, Any]) -> list[str]:
+    """Each inline JPEG frame's colour name (the palette's nearest to its mean)."""
+    from PIL import Image, UnidentifiedImageError
+
+    names, refs = list(PALETTE), np.array(list(PALETTE.values()), dtype=float)
+    seen: list[str] = []
+    for m in body.get("messages", []):
+        for part in m.get("content") if isinstance(m.get("content"), list) else []:
+            url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+            if not url:
+                continue
+            if not url.startswith("data:image/jpeg;base64,") or len(url) > MAX_INLINE_FRAME:
+                raise NotAChoiceRequest("a frame is not an inline JPEG of at most 2 MB")
+            if len(seen) == MAX_FRAMES:
+                raise NotAChoiceRequest(f"more than {MAX_FRAMES} frames")
+            try:
+                with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
+                    mean = np.asarray(img.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
+            except (ValueError, OSError, UnidentifiedImageError) as exc:
+                raise NotAChoiceRequest(f"unreadable frame: {exc}") from None
+            seen.append(names[int(np.argmin(((refs - mean) ** 2).sum(axis=1)))])
+    return seen
 
 
 def _pitch(samples: np.ndarray, rate: int) -> float:

@@ -281,6 +281,7 @@ def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upst
     from types import SimpleNamespace
 
     from omni_tasks.benchmarks import daily_omni
+    from omni_tasks.benchmarks.multiple_choice import is_correct
 
     rules = upstream.load(
         f"{DAILY}_eval", ["extract_choice_letter_official", "evaluate_answer_official"]
@@ -289,9 +290,7 @@ def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upst
         assert daily_omni.extract_choice(text) == rules["extract_choice_letter_official"](text)
         for gold in ("A", " b ", "C"):
             predicted = daily_omni.extract_choice(text)
-            assert daily_omni.is_correct(predicted, gold) == rules["evaluate_answer_official"](
-                predicted, gold
-            )
+            assert is_correct(predicted, gold) == rules["evaluate_answer_official"](predicted, gold)
     module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
     me = SimpleNamespace(
         input_mode="audio",
@@ -369,3 +368,80 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     assert ours["max_tokens"] == upstream.class_value(module, cls, "DEFAULT_OUTPUT_LEN")
     assert ours["stream"] is True and ours["temperature"] == 0.0  # openai-chat-omni's payload
     assert ours["modalities"] == ["text"]  # the nightly's --extra-body
+
+
+@pytest.mark.parametrize("upstream", ["0.30.0"], indirect=True)
+def test_videomme_requests_are_the_ones_upstreams_builder_makes(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request our Video-MME run sends for each demo item: upstream's own
+    `VideoMMEDataset` methods (minicpm-frames, 96 frames, inline media, as the nightly runs
+    them), unmodified, sample and encode the same frames (the 120 s video through the 0.1 s
+    grid and its seeks), and build the same messages and extra body; the answer rule is the
+    official one."""
+    import sys
+    import types
+
+    from omni_tasks.benchmarks import videomme
+
+    # Only the interleaved mode reads audio, through vLLM's loader, imported in the body.
+    for name in ("vllm", "vllm.multimodal", "vllm.multimodal.media", "vllm.multimodal.media.audio"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+
+    def load_audio(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("minicpm-frames reads no audio")
+
+    sys.modules["vllm.multimodal.media.audio"].load_audio = load_audio  # type: ignore[attr-defined]
+    module, cls = f"{VIDEOMME}_dataset", "VideoMMEDataset"
+    root = videomme.ensure_demo_set(tmp_path)
+    me = types.SimpleNamespace(
+        pack_mode="minicpm-frames",
+        max_frames=upstream.load(module, ["VIDEOMME_DEFAULT_MAX_FRAMES"])[
+            "VIDEOMME_DEFAULT_MAX_FRAMES"
+        ],
+        inline_local_video=True,
+        video_dir=root / "video",
+        use_subtitle=False,
+        _frame_cache={},
+        _video_index=None,
+    )
+    for name in (
+        "_compose_multimodal",
+        "_get_minicpm_frame_parts",
+        "_frame_cache_dir",
+        "_cached_parts_from_disk",
+        "_resolve_local_video_path",
+        "_video_path_index",
+        "_build_user_prompt",
+        "_build_openai_messages",
+    ):
+        setattr(me, name, types.MethodType(upstream.method(module, cls, name), me))
+    me._extract_frames_and_audio = types.MethodType(
+        upstream.method(module, cls, "_extract_frames_and_audio").__func__, me
+    )
+    for name in ("_sample_timestamps", "_emit_media", "_format_options", "_normalize_fields"):
+        setattr(me, name, upstream.method(module, cls, name))
+
+    questions = videomme.load_questions(root).questions
+    assert {len(videomme.frame_urls(q.video)) for q in questions} == {4, 6, 96}
+    for q in questions:
+        row = next(
+            r for r in json.loads((root / "rows.json").read_text()) if r["question_id"] == q.key
+        )
+        payload, extra = me._compose_multimodal(q.video_id)
+        assert payload is not None, q.key  # upstream logs and drops an item it cannot decode
+        theirs = me._build_openai_messages(
+            payload, me._build_user_prompt(me._normalize_fields(row))
+        )
+        ours = videomme.request_body(q, "openbmb/MiniCPM-o-4_5", None)
+        assert ours["messages"] == theirs, q.key
+        assert {k: ours[k] for k in extra} == extra
+    assert ours["max_tokens"] == upstream.class_value(module, cls, "DEFAULT_OUTPUT_LEN")
+    assert ours["chat_template_kwargs"] == {"enable_thinking": False}  # the nightly's extra body
+
+    rule = upstream.load(f"{VIDEOMME}_eval", ["extract_characters_regex"])
+    for text in [*ANSWERS, "The best answer is C", "Answer: (D) because", "no letter " * 3]:
+        assert videomme.extract_choice(text) == rule["extract_characters_regex"](text), text
+    fmt = me._format_options
+    for options in (["A. x", "B. y"], ["A.M. shift", "B. night"], ["x", "y", "z"]):
+        assert videomme.format_options(tuple(options)) == fmt(options)

@@ -1,7 +1,8 @@
-"""Daily-Omni run here, end to end, on the shipped demo set: the simulator listens to each
-question's audio and answers at its profile's error rate; `bench --benchmark daily_omni`
-stores every question; `gate` gives the McNemar counts the stored answers give when counted
-by hand; a server that is down leaves every question stored as a failed request."""
+"""Daily-Omni and Video-MME run here, end to end, on their shipped demo sets: the simulator
+listens to each question's audio (or looks at its frames) and answers at its profile's error
+rate; `bench --benchmark ID` stores every question; `gate` gives the McNemar counts the
+stored answers give when counted by hand; a server that is down leaves every question stored
+as a failed request; a damaged Video-MME root is refused with its file and row named."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ runner = CliRunner()
 NIGHT = "2026-11-30"
 
 
-def ask(profile: str, branch: str, *extra: str) -> str:
+def ask(profile: str, branch: str, *extra: str, benchmark: str = "daily_omni") -> str:
     out = runner.invoke(
         app,
         [
             "bench",
             "--benchmark",
-            "daily_omni",
+            benchmark,
             "--target",
             profile,
             "--branch",
@@ -95,3 +96,101 @@ def test_a_server_that_is_down_stores_every_question_as_a_failed_request(db) -> 
     assert db.execute("SELECT status FROM omni.run WHERE run_key = %s", (key,)).fetchone() == {
         "status": "failed"
     }
+
+
+def test_videomme_is_asked_with_its_frames_and_judged_by_the_official_rule(db) -> None:
+    clean = ask("simulator:clean", "clean", benchmark="videomme")
+    got = answers(db, clean)  # it sees every colour, count and order right in the frames
+    assert len(got) == 5 and all(got.values())
+    row = db.execute(
+        "SELECT r.benchmark, r.prompt_fingerprint, r.system_prompt, g.grader_id FROM omni.run r "
+        "JOIN omni.grading g USING (run_id) WHERE r.run_key = %s",
+        (clean,),
+    ).fetchone()
+    assert row["benchmark"] == "videomme" and row["system_prompt"] is None  # upstream sends none
+    assert row["grader_id"] == "choice:videomme-official"
+    stats = json.loads(runner.invoke(app, ["stats", clean, "--json"]).stdout)
+    assert stats["accuracy"] == 1.0
+    assert set(stats["breakdown"]["duration"]) == {"short", "medium"}
+    assert set(stats["breakdown"]["task"]) == {
+        "Object Recognition",
+        "Counting Problem",
+        "Temporal Perception",
+    }
+    shown = runner.invoke(app, ["runs", "show", clean])
+    assert "--benchmark videomme" in shown.output and "--backend" not in shown.output
+
+
+def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "vmme"
+    (root / "videomme").mkdir(parents=True)
+    (root / "video").mkdir()
+    row = {
+        "videoID": "v1",
+        "question_id": "v1-1",
+        "question": "Which?",
+        "options": ["A. x", "B. y"],
+        "answer": "A",
+    }
+    pq.write_table(pa.Table.from_pylist([row]), root / "videomme/test-00000-of-00001.parquet")
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--benchmark",
+            "videomme",
+            "--target",
+            "simulator:clean",
+            "--branch",
+            "main",
+            "--dataset",
+            str(root),
+        ],
+    )
+    assert out.exit_code == 1
+    assert "test-00000-of-00001.parquet: row 0: no video 'v1'" in " ".join(out.output.split())
+    bad = [row, {**row, "question_id": "../../etc", "videoID": "v1"}]
+    pq.write_table(pa.Table.from_pylist(bad), root / "videomme/test-00000-of-00001.parquet")
+    (root / "video" / "v1.mp4").write_bytes(b"not a video")
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--benchmark",
+            "videomme",
+            "--target",
+            "simulator:clean",
+            "--branch",
+            "main",
+            "--dataset",
+            str(root),
+        ],
+    )
+    assert out.exit_code == 1 and "row 1: question_id" in " ".join(out.output.split())
+    pq.write_table(pa.Table.from_pylist([row]), root / "videomme/test-00000-of-00001.parquet")
+    key = ask("simulator:clean", "main", "--dataset", str(root), benchmark="videomme")
+    stored = db.execute(  # a video that cannot be decoded: its question is a stored failure
+        "SELECT a.synth_status, a.error_detail, r.status FROM omni.clip_audio a "
+        "JOIN omni.run r USING (run_id) WHERE r.run_key = %s",
+        (key,),
+    ).fetchone()
+    assert stored["synth_status"] == "request_failed" and stored["status"] == "failed"
+    assert stored["error_detail"].startswith("media: ")
+    out = runner.invoke(
+        app,
+        [
+            "bench",
+            "--benchmark",
+            "videomme",
+            "--target",
+            "simulator:clean",
+            "--branch",
+            "main",
+            "--dataset",
+            str(tmp_path),
+        ],
+    )
+    assert out.exit_code == 2 and "videomme/test-00000-of-00001.parquet" in out.output
