@@ -10,6 +10,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from omni_tasks.grading.wer import score
 
 SIMULATED_MODEL = "SIMULATED/Qwen3-Omni-30B-A3B-Instruct"
@@ -135,3 +137,60 @@ def ab_artifacts(
                 heard = _fine_hypothesis(ref, rng)
                 out.append((heard, ref))
     return _artifact(refs, base, date), _artifact(refs, cand, date)
+
+
+@dataclass(frozen=True)
+class ClipModel:
+    """A clip-level model of one unchanged stack's nights, for A/A histories: a stochastic
+    hard set (clips that break on some nights), rare breaks elsewhere, and broken clips that
+    sometimes run away (extra words, a heavy-tailed WER). Errors are whole words, so an
+    artifact made from a night scores to exactly the WERs the model drew."""
+
+    n: int = 300
+    hard: int = 30
+    hard_rate: tuple[float, float] = (0.2, 0.6)
+    easy_rate: float = 0.01
+    runaway_share: float = 0.15  # of broken clips
+    runaway_alpha: float = 1.5  # Pareto tail of a runaway's inserted words per reference word
+    runaway_scale: float = 1.0
+    runaway_cap: int = 60
+    seed: int = 0
+
+    def layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each clip's reference length (words) and chance of breaking on a night."""
+        rng = np.random.default_rng(self.seed)
+        words = rng.integers(8, 21, self.n)
+        rates = np.full(self.n, self.easy_rate)
+        hard = rng.choice(self.n, self.hard, replace=False)
+        rates[hard] = rng.uniform(*self.hard_rate, self.hard)
+        return words, rates
+
+    def errors(self, rng: np.random.Generator, nights: int = 1) -> np.ndarray:
+        """Word errors per clip (nights × n): a broken clip loses 60-95 % of its words or,
+        at `runaway_share`, gains a Pareto multiple of them; a fine one has 0 or 1."""
+        words, rates = self.layout()
+        shape = (nights, self.n)
+        broken = rng.random(shape) < rates
+        runaway = rng.random(shape) < self.runaway_share
+        # Never every word: an empty transcript is an ASR failure upstream, not a WER of 1.
+        lost = np.minimum(np.ceil(words * rng.uniform(0.6, 1.0, shape)), words - 1)
+        tail = self.runaway_scale * rng.pareto(self.runaway_alpha, shape)
+        times = np.minimum(np.floor(tail) + 1, self.runaway_cap)
+        fine = (rng.random(shape) < 0.1).astype(float)
+        return np.where(broken, np.where(runaway, times * words, lost), fine).astype(int)
+
+    def artifact(self, errors: np.ndarray, date: str) -> dict[str, Any]:
+        """An upstream seed-TTS results file for one night's `errors` (deletions up to the
+        reference's length, insertions beyond it)."""
+        words, _ = self.layout()
+        rng = random.Random(self.seed)
+        refs = [" ".join(rng.choice(_VOCABULARY) for _ in range(int(w))) for w in words]
+        hyps = []
+        for ref, w, e in zip(refs, words, errors, strict=True):
+            ref_words = ref.split()
+            if e <= w:
+                heard = " ".join(ref_words[int(e) :])
+            else:
+                heard = " ".join(ref_words + ["again"] * int(e))
+            hyps.append((heard, ref))
+        return _artifact(refs, hyps, date)

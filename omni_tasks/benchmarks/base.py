@@ -50,6 +50,9 @@ class Benchmark(ABC):
     diagnoses: frozenset[str] = frozenset()
     # The harness's own mean that the old nightly gated on (reported beside the verdict).
     legacy_mean_figure: str | None = None
+    # The figure an upstream-style gate on this benchmark watches, and which way it must stay
+    # (when the gate table names none): e.g. ("videomme_accuracy", ">=").
+    gate_figure: tuple[str, Literal["<=", ">="]] | None = None
 
     def broken_label(self, tau: float) -> str:
         """How a broken item is named in alerts and reports."""
@@ -104,6 +107,11 @@ class Benchmark(ABC):
         if not (Path(dataset) / self.dataset_file).is_file():
             return f"{dataset} has no {self.dataset_file} (a {self.id} root, or demo)"
         return None
+
+    def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
+        """Each item's part in upstream's summary figure `figure`, a mean over items: its
+        value, or None where upstream leaves the item out (the gate advisor resamples these)."""
+        raise ValueError(f"{self.id}: {figure!r} is not a per-item mean of this benchmark")
 
     @abstractmethod
     def claims(self, doc: dict[str, Any]) -> bool:

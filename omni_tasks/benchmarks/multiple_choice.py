@@ -138,6 +138,7 @@ class MultipleChoice(Benchmark):
         self.suite = suite  # how to run it here (None: its results arrive as artifacts)
         self.runnable = suite is not None
         self.items_key = f"{prefix}_eval_items"
+        self.gate_figure = (f"{prefix}_accuracy", ">=")
         self.grader = Grader(
             grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",
             description={
@@ -148,6 +149,19 @@ class MultipleChoice(Benchmark):
 
     def claims(self, doc: dict[str, Any]) -> bool:
         return any(k.startswith(f"{self.prefix}_") for k in doc)
+
+    def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
+        # `…_accuracy` leaves failed requests out; `…_accuracy_incl_http_fail` counts them wrong.
+        with_failed = figure == f"{self.prefix}_accuracy_incl_http_fail"
+        if figure != f"{self.prefix}_accuracy" and not with_failed:
+            return super().figure_values(figure, clips)
+        out: list[float | None] = []
+        for c in clips:
+            if c.synth_status in INFRA_STATUSES:
+                out.append(0.0 if with_failed else None)
+            else:
+                out.append(None if c.incorrect is None else float(not c.incorrect))
+        return out
 
     def run(
         self,

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from omni_tasks.analysis.official import FIGURES, disagreements, official_summary
+from omni_tasks.analysis.official import (
+    FAILED_REQUEST,
+    FIGURES,
+    disagreements,
+    official_summary,
+)
 from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.config import get_settings
@@ -388,6 +393,7 @@ class SeedTts(Benchmark):
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
     runnable = True
     legacy_mean_figure = "seed_tts_content_error_mean"
+    gate_figure = ("seed_tts_content_error_mean", "<=")
     dataset_file = "meta.lst"  # a seed-tts-eval locale dir
     diagnoses = frozenset({"failure_modes", "questions"})
 
@@ -436,6 +442,20 @@ class SeedTts(Benchmark):
 
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
         return official_summary(clips)
+
+    def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
+        # As upstream's means: a failed request is left out of both; the WER mean counts
+        # only graded clips, the SIM mean only clips with a similarity.
+        if figure == "seed_tts_content_error_mean":
+            return [
+                c.wer
+                if c.grade_status == "graded" and c.synth_status not in FAILED_REQUEST
+                else None
+                for c in clips
+            ]
+        if figure == "seed_tts_sim_mean":
+            return [c.sim if c.synth_status not in FAILED_REQUEST else None for c in clips]
+        return super().figure_values(figure, clips)
 
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
         return parse_artifact(

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -33,6 +33,7 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
+from omni_tasks.gates.table import Threshold, UpstreamGate
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.names import (
     check_branch,
@@ -48,6 +49,18 @@ from omni_tasks.store import heads, results
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+
+
+class GateOverride(BaseModel):
+    """A series' own upstream gate (replacing the gate table's): e.g. a lane whose CI does not
+    import the H100 thresholds."""
+
+    model_config = ConfigDict(extra="forbid")
+    figure: str = Field(pattern=r"^[a-z0-9_]{1,80}$")
+    comparator: Literal["<=", ">="]
+    threshold: float = Field(allow_inf_nan=False)
+    source: str = Field(default="the deployment config", max_length=200)
+    constant: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,80}$")
 
 
 class UrlTarget(BaseModel):
@@ -163,6 +176,29 @@ class NightlyParams(Serving):
         description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
         "for series whose upstream gate gates it",
     )
+    upstream_gate: list[GateOverride] | Literal["none"] | None = Field(
+        default=None,
+        description="The series' upstream gates instead of the gate table's (`none`: it has none)",
+    )
+
+    def upstream_gates(self) -> list[UpstreamGate] | None:
+        """The configured gates (an empty list for `none`), or None to use the gate table."""
+        if self.upstream_gate is None:
+            return None
+        if self.upstream_gate == "none":
+            return []
+        s = self.series
+        return [
+            UpstreamGate(
+                s.benchmark,
+                s.model,
+                g.figure,
+                g.comparator,
+                (Threshold(g.threshold, None, g.source),),
+                g.constant,
+            )
+            for g in self.upstream_gate
+        ]
 
     def target_url(self, branch: str) -> str:
         target = self.targets[branch]

@@ -21,6 +21,10 @@ SMOKE = {
     "bench_ingest.py": (["--runs", "1"], "row-by-row INSERT"),
     "bench_platform.py": ([], "raw COPY of the same rows"),
     "bench_fleet.py": (["--models", "1", "--lanes", "2", "--clips", "50"], "one-series night"),
+    "bench_gate_advice.py": (
+        ["--histories", "1", "--nights", "5", "--clips", "40"],
+        "time ratio per-item / nightly figures",
+    ),
     "bench_client.py": (["--requests", "20", "--repeat", "1"], "ratio (ours/plain)"),
     "bench_grading.py": (["--clips", "2", "--batch", "2"], "mean WER of one-at-a-time"),
     "bench_scale.py": (["--sizes", "2.5e5", "--reps", "1"], "worst panel p95"),

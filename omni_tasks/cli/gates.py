@@ -1,0 +1,145 @@
+"""Upstream's fixed gates: how often they fail with nothing changed, and what to set instead."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from omni_tasks.cli.common import (
+    BenchmarkOpt,
+    JsonFlag,
+    LaneOpt,
+    ServedModelOpt,
+    app,
+    console,
+    fail,
+    json_out,
+    load_policy_or_fail,
+    open_db,
+    series_of,
+)
+
+gates_app = typer.Typer(help="Upstream's fixed accuracy gates, judged from history.")
+app.add_typer(gates_app, name="gates")
+
+
+@gates_app.command("advise")
+def advise_cmd(
+    benchmark: BenchmarkOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
+    series: Annotated[
+        str | None,
+        typer.Option(help="The series as BENCHMARK|MODEL|LANE (instead of the three options)"),
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option(help="Branch whose nights to read (default: the baseline)")
+    ] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(help="Use the nights of this commit (default: the one with most nights)"),
+    ] = None,
+    figure: Annotated[
+        str | None,
+        typer.Option(help="The gated figure, when the series has several (e.g. seed_tts_sim_mean)"),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Judge this threshold instead of upstream's (required when none known)"),
+    ] = None,
+    target_false_fail: Annotated[
+        float, typer.Option(help="False-fail rate the suggested threshold aims at (per night)")
+    ] = 0.02,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            exists=True,
+            dir_okay=False,
+            help="Deployment config whose series' `upstream_gate` replaces the gate table's",
+        ),
+    ] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="A ready-to-paste PR description")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """For the series' upstream gate (figure, comparator, threshold from the gate table, or
+    --threshold): its chance of failing a night with nothing changed, the shift it catches,
+    its record, and the threshold that would fail 1 night in 50 (--target-false-fail)."""
+    from omni_tasks import benchmarks
+    from omni_tasks.config import get_settings
+    from omni_tasks.gates.table import gates_of
+    from omni_tasks.gates.text import lines, pr_description
+    from omni_tasks.jobs.gate_advice import NoHistory, advise_series, default_gate
+    from omni_tasks.series import Series
+
+    if not 0 < target_false_fail < 0.5:
+        fail("--target-false-fail must be between 0 and 0.5", code=2)
+    if series is not None:
+        parts = series.split("|")
+        if len(parts) != 3 or not all(parts):
+            fail(f"--series {series!r}: expected BENCHMARK|MODEL|LANE", code=2)
+        chosen = Series(*parts)
+    else:
+        chosen = series_of(benchmark, model, lane)
+    try:
+        judged = benchmarks.get(chosen.benchmark).judged
+    except benchmarks.UnknownBenchmark as exc:
+        fail(str(exc), code=2)
+    configured = None
+    if config is not None:
+        from omni_tasks.deployment import ConfigError, resolve_night
+
+        try:
+            night = resolve_night({}, str(config.resolve()))
+        except ConfigError as exc:
+            fail(f"deployment config: {exc}")
+        mine = [p for p in night.series if p.series == chosen]
+        if not mine:
+            fail(f"{config}: no series {chosen.label}", code=2)
+        configured = mine[0].upstream_gates()
+    gates = [g for g in gates_of(chosen, configured) if figure is None or g.figure == figure]
+    if not gates:
+        fallback = default_gate(chosen)
+        if threshold is None or fallback is None or (figure and figure != fallback.figure):
+            fail(
+                f"no upstream gate known for {chosen.label}"
+                + (f" on {figure}" if figure else "")
+                + ": pass --threshold (and --figure)",
+                code=2,
+            )
+        gates = [fallback]
+    if threshold is not None:
+        gates = [g.with_threshold(threshold) for g in gates]
+    policy = load_policy_or_fail()
+    conn = open_db()
+    with conn:
+        try:
+            advice = [
+                advise_series(
+                    conn,
+                    chosen,
+                    branch or get_settings().baseline_branch,
+                    g,
+                    policy,
+                    target=target_false_fail,
+                    commit=commit,
+                )
+                for g in gates
+            ]
+        except NoHistory as exc:
+            fail(str(exc))
+    what = "broken items" if judged == "wer" else "wrong answers"
+    if as_json:
+        json_out([dataclasses.asdict(a) for a in advice])
+    elif markdown:
+        for g, a in zip(gates, advice, strict=True):
+            print(pr_description(a, chosen.label, g.constant, what))
+    else:
+        for a in advice:
+            for line in lines(a, what):
+                console.print(line, highlight=False, soft_wrap=True)

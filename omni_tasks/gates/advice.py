@@ -1,0 +1,273 @@
+"""What a fixed upstream gate does with nothing changed, from a series' stored nights (pure).
+
+Per-item model (where the nights have per-item rows): a synthetic night draws each item's
+outcome from that item's own outcomes over the stored nights, independently, and takes
+upstream's figure (a mean) over it. That keeps the stochastic hard set (items that break on
+some nights) and runaways (an item whose WER is sometimes 20) without assuming a shape. If the
+nights vary more than their items explain (a run-level effect: a χ² test of the nightly
+figures' variance against the model's), a normal night-level term with the excess variance is
+added, and said so. Summary-only series use a normal model of the nightly figures.
+
+Uncertainty: every figure's interval comes from resampling the nights themselves (with
+replacement) and redoing the whole model, so twenty nights give honest widths."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import chi2
+from scipy.stats import t as student_t
+
+from omni_tasks.gates.table import UpstreamGate
+
+POWER = 0.8  # "what it catches": the shift the gate fails on 80 % of nights
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Night:
+    nightly: dt.date
+    commit: str | None
+    figure: float | None  # upstream's figure that night
+    values: dict[str, float | None] | None = None  # each item's part (None: summary-only)
+
+
+@dataclass(frozen=True)
+class GateHistory:
+    nights: int
+    failing: int
+    not_evaluated: int
+    current_streak: int  # consecutive failing nights up to the newest
+    longest_streak: int
+    never_passed: bool  # every night under the current threshold failed
+    thresholds: list[dict[str, object]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GateAdvice:
+    gate: str
+    figure: str
+    comparator: str
+    threshold: float
+    method: str
+    basis: str
+    nights: int
+    items: int | None  # items a night (per-item model)
+    p_fail: float
+    p_fail_interval: tuple[float, float]
+    detectable_shift: float  # figure shift failing 80 % of nights at the threshold (≤ 0: fails now)
+    detectable_items: int | None  # as newly broken items
+    target_false_fail: float
+    suggested_threshold: float
+    suggested_interval: tuple[float, float]
+    suggested_detectable_shift: float
+    suggested_detectable_items: int | None
+    median_figure: float
+    notes: list[str]
+    history: GateHistory
+    tail_mde: float | None = None  # our paired tail test on the same history (Δ broken share)
+    tail_mde_items: int | None = None
+
+
+def advise(
+    nights: Sequence[Night],
+    gate: UpstreamGate,
+    *,
+    target: float = 0.02,
+    broken: Callable[[float], bool] | None = None,
+    basis: str = "",
+    history: Sequence[Night] | None = None,
+    draws: int = 4000,
+    seed: int = 0,
+) -> GateAdvice:
+    """Advice for `gate` from `nights` of an unchanged stack. `broken` says which item values
+    are broken (to count a shift in items); `history`: every night of the series, for the
+    gate's record (default `nights`); `draws` synthetic nights per fit."""
+    if not 0 < target < 0.5:
+        raise ValueError("the target false-fail rate must be between 0 and 0.5")
+    usable = [n for n in nights if n.figure is not None and math.isfinite(n.figure)]
+    if len(usable) < 3:
+        raise ValueError(f"gate advice needs at least 3 nights with the figure; {len(usable)} have")
+    per_item = all(n.values is not None for n in usable)
+    if per_item:
+        model: _Model = _ItemModel(usable, broken)
+    else:
+        model = _NormalModel(np.array([n.figure for n in usable], dtype=float))
+    up = gate.comparator == "<="
+    t = gate.threshold
+    q_fail, q_catch = (1 - target, 1 - POWER) if up else (target, POWER)
+
+    n_nights = len(usable)
+    full = model.synthetic(np.arange(n_nights), draws, np.random.default_rng(seed))
+    p_fail = float(((full > t) if up else (full < t)).mean())
+    # Leave-one-night-out refits give each figure's standard error (the jackknife: upward
+    # biased by Efron-Stein, so conservative where the bootstrap is known to be too narrow
+    # for heavy tails); the same random draws for every refit keep Monte Carlo noise out.
+    loo_p, loo_q = [], []
+    for left_out in range(n_nights):
+        cols = np.delete(np.arange(n_nights), left_out)
+        f = model.synthetic(cols, draws, np.random.default_rng(seed))
+        loo_p.append(float(((f > t) if up else (f < t)).mean()))
+        loo_q.append(float(np.quantile(f, q_fail)))
+    tq = float(student_t.ppf(1 - (1 - LEVEL) / 2, n_nights - 1))
+    se_p, se_q = _jackknife_se(loo_p), _jackknife_se(loo_q)
+    suggested = float(np.quantile(full, q_fail))
+    catch_at = float(np.quantile(full, q_catch))
+    # The shift that makes 80 % of nights fail: the 20th (or 80th) percentile moved onto t.
+    shift = (t - catch_at) if up else (catch_at - t)
+    suggested_shift = (suggested - catch_at) if up else (catch_at - suggested)
+    notes = list(model.notes)
+    median = float(np.median(full))
+    if (median > t) if up else (median < t):
+        notes.append("the gate fails most nights with nothing changed: it protects nothing")
+    return GateAdvice(
+        gate=gate.describe(),
+        figure=gate.figure,
+        comparator=gate.comparator,
+        threshold=t,
+        method=model.method,
+        basis=basis,
+        nights=len(usable),
+        items=model.items,
+        p_fail=p_fail,
+        p_fail_interval=(max(p_fail - tq * se_p, 0.0), min(p_fail + tq * se_p, 1.0)),
+        detectable_shift=shift,
+        detectable_items=model.in_items(shift),
+        target_false_fail=target,
+        suggested_threshold=suggested,
+        suggested_interval=(suggested - tq * se_q, suggested + tq * se_q),
+        suggested_detectable_shift=suggested_shift,
+        suggested_detectable_items=model.in_items(suggested_shift),
+        median_figure=median,
+        notes=notes,
+        history=gate_history(nights if history is None else history, gate),
+    )
+
+
+def _jackknife_se(estimates: list[float]) -> float:
+    x = np.asarray(estimates)
+    return float(math.sqrt((len(x) - 1) / len(x) * float(((x - x.mean()) ** 2).sum())))
+
+
+def gate_history(nights: Sequence[Night], gate: UpstreamGate) -> GateHistory:
+    """How the gate fared on the stored nights, each judged by the threshold of its date."""
+    ordered = sorted(nights, key=lambda n: n.nightly)
+    verdicts = [gate.verdict(n.figure, gate.threshold_on(n.nightly)) for n in ordered]
+    streak = longest = 0
+    for v in verdicts:
+        if v == "fail":
+            streak += 1
+            longest = max(longest, streak)
+        elif v == "pass":
+            streak = 0
+    current = gate.history[-1]
+    under = [
+        v
+        for n, v in zip(ordered, verdicts, strict=True)
+        if (current.since is None or n.nightly >= current.since) and v != "not_evaluated"
+    ]
+    return GateHistory(
+        nights=len(ordered),
+        failing=verdicts.count("fail"),
+        not_evaluated=verdicts.count("not_evaluated"),
+        current_streak=streak,
+        longest_streak=longest,
+        never_passed=bool(under) and all(v == "fail" for v in under),
+        thresholds=[
+            {
+                "threshold": h.value,
+                "since": h.since.isoformat() if h.since else None,
+                "source": h.source,
+            }
+            for h in gate.history
+        ],
+    )
+
+
+class _Model:
+    method: str
+    items: int | None
+    notes: list[str]
+
+    def synthetic(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def in_items(self, shift: float) -> int | None:
+        return None
+
+
+class _ItemModel(_Model):
+    def __init__(self, nights: Sequence[Night], broken: Callable[[float], bool] | None) -> None:
+        keys = sorted({k for n in nights for k in (n.values or {})})
+        index = {k: i for i, k in enumerate(keys)}
+        self.v = np.full((len(keys), len(nights)), np.nan)
+        for j, n in enumerate(nights):
+            for k, x in (n.values or {}).items():
+                if x is not None and math.isfinite(x):
+                    self.v[index[k], j] = x
+        counts = np.isfinite(self.v).sum(axis=0)
+        self.items = round(float(counts.mean()))
+        self.method = f"per-item resampling ({len(keys)} items over {len(nights)} nights)"
+        self.notes = []
+        self.unit = self._unit(broken)
+        observed = np.array([n.figure for n in nights], dtype=float)
+        modelled = self._figures(np.arange(len(nights)), 2000, np.random.default_rng(1))
+        var_obs, var_mod = float(observed.var(ddof=1)), float(modelled.var())
+        self.extra_sd = 0.0
+        df = len(nights) - 1
+        if var_mod > 0 and chi2.sf(df * var_obs / var_mod, df) < 0.05:
+            self.extra_sd = math.sqrt(max(var_obs - var_mod, 0.0))
+            self.method += " + a night-level term"
+            self.notes.append(
+                f"the nights vary more than their items explain (sd {math.sqrt(var_obs):.4g} "
+                f"against {math.sqrt(var_mod):.4g}): a run-level effect, modelled as normal"
+            )
+
+    def _unit(self, broken: Callable[[float], bool] | None) -> float | None:
+        """The figure's move when one item goes from fine to broken."""
+        if broken is None or not self.items:
+            return None
+        finite = self.v[np.isfinite(self.v)]
+        bad = np.array([broken(float(x)) for x in finite], dtype=bool)
+        fine_mean = float(finite[~bad].mean()) if (~bad).any() else 0.0
+        bad_mean = float(finite[bad].mean()) if bad.any() else None
+        if bad_mean is None:
+            return None
+        step = abs(bad_mean - fine_mean) / self.items
+        return step or None
+
+    def _figures(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+        sub = self.v[:, cols]
+        pick = rng.integers(0, len(cols), size=(m, sub.shape[0]))
+        drawn = sub[np.arange(sub.shape[0]), pick]
+        with np.errstate(invalid="ignore"):
+            total = np.nansum(drawn, axis=1)
+            n = np.isfinite(drawn).sum(axis=1)
+            return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+    def synthetic(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+        f = self._figures(cols, m, rng)
+        if self.extra_sd:
+            f = f + rng.normal(0.0, self.extra_sd, size=m)
+        return f[np.isfinite(f)]
+
+    def in_items(self, shift: float) -> int | None:
+        if self.unit is None or shift <= 0:
+            return None
+        return math.ceil(shift / self.unit - 1e-9)
+
+
+class _NormalModel(_Model):
+    def __init__(self, figures: np.ndarray) -> None:
+        self.f = figures
+        self.items = None
+        self.method = f"normal model of {len(figures)} nightly figures (no per-item rows)"
+        self.notes = ["summary-only: night-to-night variation is taken from the figures alone"]
+
+    def synthetic(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+        f = self.f[cols]
+        return rng.normal(float(f.mean()), float(f.std(ddof=1)), size=m)

@@ -1,0 +1,122 @@
+"""Gate advice for a stored series: which nights describe "nothing changed", each night's
+per-item parts of the gated figure, and our paired tail test's MDE on the same runs."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+
+from omni_tasks import benchmarks
+from omni_tasks.analysis.noise import calibrate
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.gates.advice import GateAdvice, Night, advise
+from omni_tasks.gates.table import UpstreamGate
+from omni_tasks.jobs.statistics import load_graded_run
+from omni_tasks.records import ClipRecord
+from omni_tasks.series import Series
+from omni_tasks.store import runs as run_store
+
+MIN_UNCHANGED = 5  # nights of one commit before they are used alone
+USABLE = ("complete", "summary_only")
+
+
+class NoHistory(ValueError):
+    """Too few stored nights to advise on; the message says what is there."""
+
+
+def default_gate(series: Series) -> UpstreamGate | None:
+    """The benchmark's own gate figure with no threshold yet (`--threshold` gives it)."""
+    figure = benchmarks.get(series.benchmark).gate_figure
+    if figure is None:
+        return None
+    return UpstreamGate(series.benchmark, series.model, figure[0], figure[1], ())
+
+
+def advise_series(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    gate: UpstreamGate,
+    policy: GatePolicy,
+    *,
+    target: float = 0.02,
+    commit: str | None = None,
+) -> GateAdvice:
+    """Advice for `gate` on `series`' `branch`, from the nights of one unchanged commit
+    (`commit`, else the commit with the most nights if it has enough) or, failing that, every
+    night of the branch (said so in the basis)."""
+    bench = benchmarks.get(series.benchmark)
+    rows = [
+        r
+        for r in run_store.list_runs(
+            conn,
+            benchmark=series.benchmark,
+            model=series.model,
+            lane=series.lane,
+            branch=branch,
+            limit=5000,
+        )
+        if r["status"] in USABLE and r["variant"] == "default"
+    ]
+    if not rows:
+        raise NoHistory(f"no stored nights of {series.label} on {branch}")
+    chosen, basis = _unchanged(rows, commit)
+    policy = policy.for_benchmark(series.benchmark)
+    tau = policy.primary_tau
+    chosen_keys = {r["run_key"] for r in chosen}
+    nights: list[Night] = []
+    history: list[Night] = []
+    clip_runs: list[list[ClipRecord]] = []
+    for r in sorted(rows, key=lambda r: (r["nightly"], r["run_key"])):
+        if r["status"] == "summary_only":
+            value = (run_store.get_run(conn, r["run_key"]).get("summary") or {}).get(gate.figure)
+            figure = float(value) if isinstance(value, int | float) else None
+            night = Night(r["nightly"], r["commit_sha"], figure, None)
+        else:
+            clips = load_graded_run(conn, r["run_key"]).clips
+            parts = bench.figure_values(gate.figure, clips)
+            present = [x for x in parts if x is not None]
+            figure = math.fsum(present) / len(present) if present else None
+            values = {c.utt_id: x for c, x in zip(clips, parts, strict=True)}
+            night = Night(r["nightly"], r["commit_sha"], figure, values)
+            if r["run_key"] in chosen_keys:
+                clip_runs.append(clips)
+        history.append(night)
+        if r["run_key"] in chosen_keys:
+            nights.append(night)
+    broken = None
+    if bench.gate_figure and gate.figure == bench.gate_figure[0]:
+        broken = (lambda v: v > tau) if bench.judged == "wer" else (lambda v: v == 0.0)
+    try:
+        advice = advise(nights, gate, target=target, broken=broken, basis=basis, history=history)
+    except ValueError as exc:
+        raise NoHistory(f"{series.label} on {branch}: {exc}") from None
+    if len(clip_runs) >= 2 and len(clip_runs) == len(nights):
+        cal = calibrate(clip_runs, tau, policy.alpha)
+        advice = replace(advice, tail_mde=cal.mde, tail_mde_items=math.ceil(cal.mde * cal.n_clips))
+    return advice
+
+
+def _unchanged(rows: list[dict[str, Any]], commit: str | None) -> tuple[list[dict[str, Any]], str]:
+    if commit is not None:
+        mine = [r for r in rows if (r["commit_sha"] or "").startswith(commit)]
+        if not mine:
+            raise NoHistory(f"no stored nights of commit {commit}")
+        return mine, f"{len(mine)} nights of commit {mine[0]['commit_sha']}"
+    counts = Counter(r["commit_sha"] for r in rows if r["commit_sha"])
+    if counts:
+        best, n = max(
+            counts.items(),
+            key=lambda kv: (kv[1], max(r["nightly"] for r in rows if r["commit_sha"] == kv[0])),
+        )
+        if n >= MIN_UNCHANGED:
+            return [r for r in rows if r["commit_sha"] == best], f"{n} nights of commit {best}"
+    commits = len({r["commit_sha"] for r in rows})
+    return rows, (
+        f"all {len(rows)} nights of the branch ({commits} commits): no commit has "
+        f"{MIN_UNCHANGED} nights, so real changes add to the variation"
+    )

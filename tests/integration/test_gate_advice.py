@@ -1,0 +1,165 @@
+"""The gate advisor on imported A/A histories whose truth is known by simulation: twenty
+nights of one commit from a clip-level model (a stochastic hard set, heavy-tailed runaways)
+give a false-fail chance for upstream's mean-WER ≤ 0.35 gate and a 1-in-50 threshold whose
+intervals hold the model's own values; a multiple-choice series gets the same advice from its
+per-question rows; `--markdown` is a PR description with the figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from typer.testing import CliRunner
+
+from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.cli import app
+from omni_tasks.store.runs import save_run
+from omni_tasks.synthetic import ClipModel
+from tests.factories import write_json
+
+runner = CliRunner()
+D0 = dt.date(2026, 10, 1)
+COMMIT = "a1" * 20
+MODEL = ClipModel(
+    n=240,
+    hard=30,
+    hard_rate=(0.3, 0.7),
+    runaway_alpha=1.6,
+    runaway_share=0.25,
+    runaway_scale=6,
+    seed=11,
+)
+
+
+def import_nights(db: Any, tmp: Path, model: ClipModel, nights: int, seed: int) -> None:
+    errors = model.errors(np.random.default_rng(seed), nights)
+    for i, e in enumerate(errors):
+        day = D0 + dt.timedelta(days=i)
+        doc = model.artifact(e, day.strftime("%Y%m%d-020000"))
+        art = parse_artifact(write_json(tmp / f"{day}.json", doc), branch="main", commit=COMMIT)
+        save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
+    db.commit()
+
+
+def truth(model: ClipModel, threshold: float, target: float) -> tuple[float, float]:
+    words, _ = model.layout()
+    figures = (model.errors(np.random.default_rng(99), 200_000) / words).mean(axis=1)
+    return float((figures > threshold).mean()), float(np.quantile(figures, 1 - target))
+
+
+def advise(*args: str) -> Any:
+    out = runner.invoke(app, ["gates", "advise", "--benchmark", "seed_tts_en", *args])
+    assert out.exit_code == 0, out.output
+    return out
+
+
+def test_the_advice_holds_the_simulations_truth(db, tmp_path: Path) -> None:
+    import_nights(db, tmp_path, MODEL, 20, seed=5)
+    true_p, true_q = truth(MODEL, 0.35, 0.02)
+    (a,) = json.loads(advise("--threshold", "0.35", "--json").stdout)
+    assert a["nights"] == 20 and a["items"] == 240 and a["method"].startswith("per-item")
+    assert a["basis"] == f"20 nights of commit {COMMIT}"
+    lo, hi = a["p_fail_interval"]
+    assert lo <= true_p <= hi and hi - lo < 0.5
+    slo, shi = a["suggested_interval"]
+    assert slo <= true_q <= shi
+    assert a["suggested_threshold"] > 0.35  # a 2 % false-fail rate needs a looser line here
+    assert a["detectable_items"] >= 1 and a["tail_mde_items"] >= 1
+    h = a["history"]
+    assert h["nights"] == 20 and 0 <= h["failing"] < 20 and not h["never_passed"]
+
+    md = advise("--threshold", "0.35", "--markdown").stdout
+    assert "## Gate `seed_tts_content_error_mean <= 0.35`" in md
+    assert f"fails on {100 * a['p_fail']:.1f} %" in md
+    assert "Suggested line for the test file" in md and "catches (80 % power)" in md
+    text = advise("--threshold", "0.35").stdout
+    assert "P(fail | no change)" in text and "suggested threshold for 1 in 50 nights" in text
+
+
+def test_a_gate_below_the_usual_figure_never_passes_and_says_it_protects_nothing(
+    db, tmp_path: Path
+) -> None:
+    import_nights(db, tmp_path, MODEL, 8, seed=6)
+    (a,) = json.loads(advise("--threshold", "0.01", "--json").stdout)
+    assert a["p_fail"] > 0.99 and a["history"]["never_passed"]
+    assert a["history"]["current_streak"] == 8 and a["detectable_shift"] < 0
+    assert any("protects nothing" in n for n in a["notes"])
+
+
+def test_a_series_without_a_known_gate_asks_for_a_threshold(db) -> None:
+    out = runner.invoke(app, ["gates", "advise", "--benchmark", "librispeech"])
+    assert out.exit_code == 2 and "pass --threshold" in out.output
+
+
+def test_a_multiple_choice_series_is_advised_from_its_questions(db, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    p_right = np.concatenate([np.full(150, 0.97), rng.uniform(0.3, 0.8, 50)])
+    for i in range(20):
+        right = rng.random(len(p_right)) < p_right
+        items = [
+            {
+                "request_id": str(k),
+                "question_id": f"q{k:03d}",
+                "gold": "A",
+                "predicted": "A" if r else "B",
+                "correct": bool(r),
+                "task": "t",
+                "domain": "d",
+                "sub_category": "s",
+                "duration": "short",
+            }
+            for k, r in enumerate(right)
+        ]
+        doc = {
+            "date": (D0 + dt.timedelta(days=i)).strftime("%Y%m%d-020000"),
+            "videomme_accuracy": float(right.mean()),
+            "videomme_eval_items": items,
+        }
+        path = write_json(tmp_path / f"v{i}.json", doc)
+        out = runner.invoke(
+            app, ["import", "vllm-omni", str(path), "--branch", "main", "--commit", COMMIT]
+        )
+        assert out.exit_code == 0, out.output
+    sims = (rng.random((100_000, len(p_right))) < p_right).mean(axis=1)
+    true_p = float((sims < 0.85).mean())
+    out = runner.invoke(
+        app, ["gates", "advise", "--benchmark", "videomme", "--threshold", "0.85", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    (a,) = json.loads(out.stdout)
+    assert a["figure"] == "videomme_accuracy" and a["comparator"] == ">=" and a["items"] == 200
+    lo, hi = a["p_fail_interval"]
+    assert lo <= true_p <= hi
+    assert a["suggested_threshold"] < 0.85 < float(np.median(sims)) + 0.05
+    assert a["detectable_items"] >= 1  # a drop in accuracy counted in newly wrong answers
+
+
+def test_a_lanes_config_gate_replaces_the_tables(db, tmp_path: Path) -> None:
+    import_nights(db, tmp_path, MODEL, 6, seed=8)
+    config = tmp_path / "fleet.yaml"
+    config.write_text(
+        "version: 2\nlanes: {default: {queue: gpu, pool: gpu}}\nseries:\n"
+        "  - {benchmark: seed_tts_en, lane: default, branches: [main], baseline: main,\n"
+        "     targets: {main: 'simulator:main'},\n"
+        "     upstream_gate: [{figure: seed_tts_content_error_mean, comparator: '<=',\n"
+        "                      threshold: 0.9, constant: _ROCM_MAX_WER}]}\n"
+    )
+    (a,) = json.loads(advise("--config", str(config), "--json").stdout)
+    assert a["threshold"] == 0.9 and a["gate"] == "seed_tts_content_error_mean <= 0.9"
+    assert "_ROCM_MAX_WER = " in advise("--config", str(config), "--markdown").stdout
+    (table,) = json.loads(advise("--json").stdout)  # no config: upstream's table, 0.35
+    assert table["threshold"] == 0.35
+    config.write_text(
+        config.read_text().replace(
+            "upstream_gate: [{figure: seed_tts_content_error_mean, comparator: '<=',\n"
+            "                      threshold: 0.9, constant: _ROCM_MAX_WER}]",
+            "upstream_gate: none",
+        )
+    )
+    out = runner.invoke(
+        app, ["gates", "advise", "--benchmark", "seed_tts_en", "--config", str(config)]
+    )
+    assert out.exit_code == 2 and "no upstream gate known" in out.output
