@@ -25,7 +25,7 @@ from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.formatting import pts_ci
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.series import Series
-from omni_tasks.store import views
+from omni_tasks.store import results, views
 from omni_tasks.store.runs import runs_of_night
 
 MAX_AUDIO_CLIPS = 30
@@ -168,6 +168,38 @@ def _official(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The night's stored advice per upstream gate, in words (gates/text.py)."""
+    from omni_tasks.gates.text import catches, rounded_threshold
+
+    out = []
+    for row in rows:
+        a = row["advice"]
+        lo, hi = a["p_fail_interval"]
+        h = a["history"]
+        record = f"{h['failing']} of {h['nights']} nights failed"
+        if h["never_passed"]:
+            record += "; never passed under this threshold"
+        line = rounded_threshold(a["suggested_threshold"], a["comparator"])
+        out.append(
+            {
+                "gate": a["gate"],
+                "p_fail": f"{a['p_fail']:.1%} [{lo:.1%}, {hi:.1%}]",
+                "catches": catches(
+                    a["comparator"],
+                    a["figure"],
+                    a["detectable_shift"],
+                    a["detectable_items"],
+                    "items",
+                ),
+                "record": record,
+                "suggested": f"{a['comparator']} {line:.4g}",
+                "basis": a["basis"] or f"{a['nights']} nights",
+            }
+        )
+    return out
+
+
 SCORES = (("accuracy", "accuracy"), ("sim_mean", "speaker sim"), ("utmos_mean", "UTMOS"))
 
 
@@ -241,6 +273,7 @@ def nightly_report(
         decisions=_verdicts(decisions),
         official=_official(views.official(conn, benchmark, nightly)),
         scores=_scores(views.item_scores(conn, benchmark, tau, nightly)),
+        gate_advice=_gate_advice(results.gate_advice_of_night(conn, benchmark, nightly)),
         trend=_fig(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
         ),

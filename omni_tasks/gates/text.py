@@ -40,11 +40,12 @@ def _items(n: int | None, what: str) -> str:
     return f" (≈ {n} newly {what})" if n is not None else ""
 
 
-def catches(a: GateAdvice, shift: float, items: int | None, what: str) -> str:
+def catches(comparator: str, figure: str, shift: float, items: int | None, what: str) -> str:
+    """What a gate catches with 80 % power: a shift of its figure (and in items)."""
     if shift <= 0:
         return "nothing: it already fails on most nights with nothing changed"
-    sign = "+" if a.comparator == "<=" else "−"
-    return f"a shift of {sign}{_num(shift)} in {a.figure}{_items(items, what)} with 80 % power"
+    sign = "+" if comparator == "<=" else "−"
+    return f"a shift of {sign}{_num(shift)} in {figure}{_items(items, what)} with 80 % power"
 
 
 def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
@@ -54,7 +55,7 @@ def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
         f"[{_pct(lo)}, {_pct(hi)}], about {a.p_fail * 50:.1f} of 50 nights",
         f"  from {a.basis or f'{a.nights} nights'}; {a.method}",
         f"  median {a.figure} {_num(a.median_figure)}; it catches "
-        + catches(a, a.detectable_shift, a.detectable_items, what),
+        + catches(a.comparator, a.figure, a.detectable_shift, a.detectable_items, what),
     ]
     if a.tail_mde is not None:
         out.append(
@@ -74,7 +75,9 @@ def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
         f"  suggested threshold for 1 in {round(1 / a.target_false_fail)} nights: "
         f"{a.comparator} {_num(rounded_threshold(a.suggested_threshold, a.comparator))} "
         f"[{_num(slo)}, {_num(shi)}]; it still catches "
-        + catches(a, a.suggested_detectable_shift, a.suggested_detectable_items, what)
+        + catches(
+            a.comparator, a.figure, a.suggested_detectable_shift, a.suggested_detectable_items, what
+        )
     )
     out += [f"  note: {n}" for n in a.notes]
     return out
@@ -89,14 +92,17 @@ def pr_description(
     line = rounded_threshold(a.suggested_threshold, a.comparator)
     every = round(1 / a.target_false_fail)
     h = a.history
+    now = catches(a.comparator, a.figure, a.detectable_shift, a.detectable_items, what)
+    then = catches(
+        a.comparator, a.figure, a.suggested_detectable_shift, a.suggested_detectable_items, what
+    )
     rows = [
         "| | now | suggested |",
         "|---|---|---|",
         f"| threshold | `{a.comparator} {_num(a.threshold)}` | `{a.comparator} {_num(line)}` |",
         f"| false-fail chance per night (nothing changed) | {_pct(a.p_fail)} "
         f"[{_pct(lo)}, {_pct(hi)}] | {_pct(a.target_false_fail)} (1 in {every}) |",
-        f"| catches (80 % power) | {catches(a, a.detectable_shift, a.detectable_items, what)} "
-        f"| {catches(a, a.suggested_detectable_shift, a.suggested_detectable_items, what)} |",
+        f"| catches (80 % power) | {now} | {then} |",
     ]
     body = [
         f"## Gate `{a.gate}` for {series_label}: false-fail chance and a threshold",

@@ -381,6 +381,34 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
             "them. Shown for context: no verdict reads them.",
         ),
+        _panel(
+            10,
+            "Upstream gate advice (its chance of failing a night with nothing changed)",
+            "table",
+            (0, 44, 24, 6),
+            [
+                _target(
+                    "SELECT gate, p_fail, p_fail_low, p_fail_high, suggested, nights, nightly "
+                    f"FROM omni.gate_advice WHERE {SERIES_FILTER} AND nightly = (SELECT "
+                    f"max(nightly) FROM omni.gate_advice WHERE {SERIES_FILTER}) ORDER BY gate",
+                    fmt="table",
+                ),
+            ],
+            "For each of the series' upstream pytest gates (the gate table, or the series' "
+            "`upstream_gate`): the chance it fails a night with nothing changed (with its 95 % "
+            "interval) and the threshold that would fail 1 night in 50, from the stored nights "
+            "of the baseline (`omni-tasks gates advise` says what it catches and writes the PR "
+            "text).",
+            fieldConfig={
+                "defaults": {},
+                "overrides": [
+                    {
+                        "matcher": {"id": "byRegexp", "options": "^p_fail"},
+                        "properties": [{"id": "unit", "value": "percentunit"}],
+                    }
+                ],
+            },
+        ),
     ]
 
 

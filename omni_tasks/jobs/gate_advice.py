@@ -3,10 +3,12 @@ per-item parts of the gated figure, and our paired tail test's MDE on the same r
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -14,13 +16,18 @@ from omni_tasks import benchmarks
 from omni_tasks.analysis.noise import calibrate
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.gates.advice import GateAdvice, Night, advise
-from omni_tasks.gates.table import UpstreamGate
+from omni_tasks.gates.table import UpstreamGate, gates_of
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.records import ClipRecord
 from omni_tasks.series import Series
+from omni_tasks.store import results
 from omni_tasks.store import runs as run_store
 
+if TYPE_CHECKING:
+    from omni_tasks.jobs.nightly import NightlyParams
+
 MIN_UNCHANGED = 5  # nights of one commit before they are used alone
+NIGHTLY_DRAWS = 1000  # the nightly's advice: a quarter of the CLI's synthetic nights
 USABLE = ("complete", "summary_only")
 
 
@@ -45,10 +52,12 @@ def advise_series(
     *,
     target: float = 0.02,
     commit: str | None = None,
+    until: dt.date | None = None,
+    draws: int = 4000,
 ) -> GateAdvice:
     """Advice for `gate` on `series`' `branch`, from the nights of one unchanged commit
     (`commit`, else the commit with the most nights if it has enough) or, failing that, every
-    night of the branch (said so in the basis)."""
+    night of the branch (said so in the basis); only nights up to `until` when given."""
     bench = benchmarks.get(series.benchmark)
     rows = [
         r
@@ -60,7 +69,9 @@ def advise_series(
             branch=branch,
             limit=5000,
         )
-        if r["status"] in USABLE and r["variant"] == "default"
+        if r["status"] in USABLE
+        and r["variant"] == "default"
+        and (until is None or r["nightly"] <= until)
     ]
     if not rows:
         raise NoHistory(f"no stored nights of {series.label} on {branch}")
@@ -120,3 +131,30 @@ def _unchanged(rows: list[dict[str, Any]], commit: str | None) -> tuple[list[dic
         f"all {len(rows)} nights of the branch ({commits} commits): no commit has "
         f"{MIN_UNCHANGED} nights, so real changes add to the variation"
     )
+
+
+def record_night(
+    conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, policy: GatePolicy
+) -> int:
+    """The nightly's gate advice for one series: each of its upstream gates judged on its
+    baseline branch's stored nights up to `nightly`, stored for the report and the dashboard
+    panel; a series with too few nights gets none. Returns how many gates were advised."""
+    stored = 0
+    for gate in gates_of(params.series, params.upstream_gates()):
+        try:
+            advice = advise_series(
+                conn,
+                params.series,
+                params.baseline,
+                gate,
+                policy,
+                until=nightly,
+                draws=NIGHTLY_DRAWS,
+            )
+        except NoHistory:
+            continue
+        results.upsert_gate_advice(
+            conn, params.series, params.baseline, nightly, dataclasses.asdict(advice)
+        )
+        stored += 1
+    return stored

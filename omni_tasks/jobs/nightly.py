@@ -34,6 +34,7 @@ from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
 from omni_tasks.gates.table import Threshold, UpstreamGate
+from omni_tasks.jobs import gate_advice
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.names import (
     check_branch,
@@ -297,6 +298,15 @@ def decide_fleet(
         except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
             conn.rollback()
             failed[f"{params.series.label} ({params.variant})"] = f"{type(exc).__name__}: {exc}"
+            continue
+        if params.variant != "default":
+            continue  # a gate judges the series as it ships
+        try:  # what the series' upstream gate does with nothing changed, for report and panel
+            gate_advice.record_night(conn, params, nightly, policy)
+            conn.commit()
+        except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
+            conn.rollback()
+            failed[f"{params.series.label} gate advice"] = f"{type(exc).__name__}: {exc}"
     return FleetDecision(decided, failed)
 
 

@@ -85,3 +85,37 @@ def stored_stats(
     args = {"grading_id": grading_id, "tau": tau, "policy_version": policy_version}
     row = conn.execute(sql("stored_stats"), args).fetchone()
     return None if row is None else dict(row["stats"])
+
+
+def upsert_gate_advice(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    nightly: dt.date,
+    advice: dict[str, Any],
+) -> None:
+    """A series' gate advice of the night (the whole advice kept as JSON)."""
+    low, high = advice["p_fail_interval"]
+    conn.execute(
+        sql("upsert_gate_advice"),
+        {
+            **series.args(),
+            "branch": branch,
+            "figure": advice["figure"],
+            "nightly": nightly,
+            "gate": advice["gate"],
+            "threshold": advice["threshold"],
+            "p_fail": advice["p_fail"],
+            "p_fail_low": low,
+            "p_fail_high": high,
+            "suggested": advice["suggested_threshold"],
+            "nights": advice["nights"],
+            "advice": Jsonb(advice),
+        },
+    )
+
+
+def gate_advice_of_night(
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date
+) -> list[Row]:
+    return list(conn.execute(sql("gate_advice_of_night"), {**series.args(), "nightly": nightly}))

@@ -34,8 +34,14 @@ def test_committed_dashboards_are_what_the_code_generates() -> None:
 
 @pytest.fixture
 def history(db, tmp_path: Path):
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs.gate_advice import record_night
+    from omni_tasks.jobs.nightly import NightlyParams
+
     for i, shape in enumerate([SAME, REGRESS, REGRESS, SAME]):
-        store_night(db, tmp_path, i, shape)
+        last = store_night(db, tmp_path, i, shape)
+    # The nightly's gate advice: upstream's mean-WER gate on main's four nights.
+    assert record_night(db, NightlyParams(benchmark="seed_tts_en"), last, load_policy()) == 1
     db.commit()
     return db
 
@@ -104,6 +110,15 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         ],
         "annotation omni events": ["time", "text", "tags"],
         "variable branch": ["branch"],
+        "Upstream gate advice (its chance of failing a night with nothing changed)/A": [
+            "gate",
+            "p_fail",
+            "p_fail_low",
+            "p_fail_high",
+            "suggested",
+            "nights",
+            "nightly",
+        ],
     }
     queries = panel_queries(trend_dashboard())
     assert set(expected) <= set(queries)

@@ -163,3 +163,22 @@ def test_a_lanes_config_gate_replaces_the_tables(db, tmp_path: Path) -> None:
         app, ["gates", "advise", "--benchmark", "seed_tts_en", "--config", str(config)]
     )
     assert out.exit_code == 2 and "no upstream gate known" in out.output
+
+
+def test_the_nightly_stores_the_advice_and_the_report_shows_it(db, tmp_path: Path) -> None:
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs.gate_advice import record_night
+    from omni_tasks.jobs.nightly import NightlyParams
+    from omni_tasks.report_html import nightly_report
+    from omni_tasks.series import Series
+
+    import_nights(db, tmp_path, MODEL, 6, seed=9)
+    last = D0 + dt.timedelta(days=5)
+    params = NightlyParams(benchmark="seed_tts_en")
+    assert record_night(db, params, D0 + dt.timedelta(days=1), load_policy()) == 0  # 2 nights
+    assert record_night(db, params, last, load_policy()) == 1
+    row = db.execute("SELECT gate, nights, threshold FROM omni.gate_advice").fetchone()
+    assert row == {"gate": "seed_tts_content_error_mean <= 0.35", "nights": 6, "threshold": 0.35}
+    page = nightly_report(db, Series("seed_tts_en"), last, 0.5)
+    assert "<h2>Upstream gate advice</h2>" in page
+    assert "seed_tts_content_error_mean &lt;= 0.35" in page and "6 nights of commit" in page
