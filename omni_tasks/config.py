@@ -58,6 +58,25 @@ class Settings(BaseSettings):
         description="api: push dashboards into the omni-tasks (API) folder; provisioned: "
         "Grafana loads them from files (compose), only annotations are pushed",
     )
+    github_api_url: str = Field(
+        default="https://api.github.com",
+        description="GitHub REST API base for PR A/B check runs (tests: a local server)",
+    )
+    github_token: SecretStr | None = Field(
+        default=None, description="A token with checks:write (else a GitHub App, below)"
+    )
+    github_app_id: str | None = Field(default=None, description="GitHub App id (JWT auth)")
+    github_app_private_key: Path | None = Field(
+        default=None, description="The GitHub App's private key (PEM file)"
+    )
+    github_installation_id: int | None = Field(
+        default=None, description="The App's installation on the repository"
+    )
+    github_webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="The webhook's secret (X-Hub-Signature-256); in Airflow, the connection "
+        "`omni_github` password takes precedence",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
     repo_url: str | None = Field(
         default=None,

@@ -41,6 +41,16 @@ def served_report(path: str) -> str | None:
     return _served("reports", quote(path_component(path.rsplit("/", 1)[-1])))
 
 
+def audio_url(audio_uri: str | None) -> str | None:
+    """A stored clip's audio as the evidence app serves it (RUN/FILE), or None."""
+    if not audio_uri or "/.imports/" in audio_uri:
+        return None
+    parts = audio_uri.rstrip("/").split("/")[-2:]
+    if len(parts) != 2:
+        return None
+    return _served("audio", *(quote(path_component(p)) for p in parts))
+
+
 def task_log_url(
     dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1
 ) -> str | None:

@@ -355,6 +355,15 @@ def infra(
     return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
 
 
+def ab_result(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
+    """An on-demand A/B's verdict: one message, never an alert's thread."""
+    icon = {"REGRESSED": ":red_circle:", "INFRA": ":warning:", "UNKNOWN": ":grey_question:"}
+    head = f"{icon.get(verdict, ':large_green_circle:')} {verdict} · {title}"
+    body = "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:10])
+    blocks = [_header(head), section(body or "(no figures)"), *_links(links)]
+    return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
+
+
 def infra_resolved(title: str) -> Message:
     text = f":white_check_mark: {title}"
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])

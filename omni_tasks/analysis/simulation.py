@@ -200,3 +200,56 @@ def _history(
         return dict(zip(ids, (draws[idx] < probs[idx]).tolist(), strict=True))
 
     return evaluate
+
+
+@dataclass(frozen=True)
+class ABRates:
+    pairs: int
+    failure: float  # ended REGRESSED (the check's `failure`)
+    success: float  # SAME or IMPROVED
+    neutral: float  # UNKNOWN at budget
+    clips_mean: float  # clips spent, both sides
+    looks_mean: float
+
+    def to_json(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.__dict__.items()}
+
+
+def ab_rates(
+    base_p: np.ndarray, head_p: np.ndarray, pairs: int, budget: int, seed: int, policy: GatePolicy
+) -> ABRates:
+    """The on-demand A/B's rule (omni_tasks/ab/sequential.py) on `pairs` simulated A/Bs whose
+    items break independently with probabilities `base_p` / `head_p` on every run."""
+    from omni_tasks.ab.sequential import first_look, plan_repeats, repeat_look
+
+    rng = np.random.default_rng(seed)
+    n = len(base_p)
+    ends = {"REGRESSED": 0, "SAME": 0, "IMPROVED": 0, "UNKNOWN": 0}
+    clips = looks = 0
+    for _ in range(pairs):
+        base = (rng.random(n) < base_p).astype(np.int64)
+        head = (rng.random(n) < head_p).astype(np.int64)
+        look, spent = first_look(base, head, policy), 2 * n
+        if look.verdict == "UNKNOWN":
+            plan = plan_repeats(base, head, spent, budget, policy)
+            bp, hp = base_p[plan.items], head_p[plan.items]
+            rb = np.empty((len(plan.items), 0), dtype=np.int64)
+            rh = rb
+            for _ in range(plan.looks):
+                rb = np.column_stack([rb, rng.random(len(bp)) < bp]).astype(np.int64)
+                rh = np.column_stack([rh, rng.random(len(hp)) < hp]).astype(np.int64)
+                spent += 2 * len(plan.items)
+                look = repeat_look(rb, rh, n, plan, policy)
+                looks += 1
+                if look.verdict != "UNKNOWN":
+                    break
+        ends[look.verdict] = ends.get(look.verdict, 0) + 1
+        clips += spent
+    return ABRates(
+        pairs,
+        ends["REGRESSED"] / pairs,
+        (ends["SAME"] + ends["IMPROVED"]) / pairs,
+        ends["UNKNOWN"] / pairs,
+        clips / pairs,
+        looks / pairs,
+    )

@@ -191,6 +191,7 @@ class MultipleChoice(Benchmark):
             model=req.model,
             lane=req.lane,
             airflow_ids=(req.airflow_dag_id, req.airflow_run_id),
+            only=req.only,
         )
         return run_choices(conn, self, ask, show_progress=show_progress)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class ChoiceRequest:
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
     airflow_ids: tuple[str | None, str | None] = (None, None)
+    only: tuple[str, ...] | None = None  # a subset of question keys (an A/B's repeats)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,11 @@ def run_choices(
     check_name(req.branch, "branch")
     qs = suite.question_set(req.dataset)
     questions = qs.questions[: req.limit] if req.limit else qs.questions
+    subset = ""
+    if req.only is not None:
+        wanted = set(req.only)
+        questions = tuple(q for q in questions if q.key in wanted)
+        subset = ":only" + hashlib.sha256(",".join(sorted(wanted)).encode()).hexdigest()[:12]
     with served_target(req.target) as url:
         answers = asyncio.run(_ask_all(url, suite, req, questions, show_progress))
     clips, grades = [], []
@@ -106,7 +113,7 @@ def run_choices(
         config={"target": req.target, "dataset": req.dataset, "model": req.model},
         stack={"simulated": simulated},
         execution={"client_concurrency": req.concurrency},
-        dataset_fingerprint=qs.fingerprint + (f":first{req.limit}" if req.limit else ""),
+        dataset_fingerprint=qs.fingerprint + (f":first{req.limit}" if req.limit else "") + subset,
         prompt_fingerprint=prompt_fingerprint(suite.system_text, suite.user_format),
         system_prompt=suite.system_text or None,
         seed=req.seed,

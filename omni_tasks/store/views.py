@@ -52,6 +52,10 @@ def regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[R
     return _rows(conn, "regressed_clips", comparison_id=comparison_id)
 
 
+def comparison_regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
+    return _rows(conn, "comparison_regressed_clips", comparison_id=comparison_id)
+
+
 def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
     return _rows(conn, "paired_clip_wers", comparison_id=comparison_id)
 

@@ -1,0 +1,283 @@
+"""An on-demand A/B of two commits on one series (`omni-tasks ab`, the omni_ab DAG): base and
+head run on the same lane, interleaved, round after round, until the sequential rule
+(ab/sequential.py) decides or the budget ends; the verdict goes to a GitHub check run on the
+head commit and, when Slack is configured, to Slack in its own key space."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from omni_tasks import benchmarks
+from omni_tasks.ab import checks
+from omni_tasks.ab.sequential import Look, clips_needed, first_look, plan_repeats, repeat_look
+from omni_tasks.ab.summary import summary_markdown, worst_clips_markdown
+from omni_tasks.analysis.accounting import count_of, is_broken
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.jobs.statistics import compare, load_graded_run
+from omni_tasks.names import check_name
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.store import views
+
+FIRST_SEED = 42
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_TARGET = re.compile(r"^(simulator:[A-Za-z0-9_-]{1,40}|https?://[^\s]{1,200})$")
+
+
+class ABError(ValueError):
+    """An A/B request that cannot run; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ABRequest:
+    benchmark: str
+    base_target: str  # simulator:PROFILE or a serving vLLM-Omni's URL
+    head_target: str
+    base_sha: str
+    head_sha: str
+    model: str = DEFAULT_MODEL
+    lane: str = DEFAULT_LANE
+    repo: str | None = None  # OWNER/NAME: the check run goes there
+    pr: int | None = None
+    budget: int = 6000  # clips, both sides, every look
+    dataset: str = "demo"
+    limit: int | None = None
+    transcript_mode: bool = False
+    grader: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("base_sha", "head_sha"):
+            if not _SHA.match(getattr(self, name)):
+                raise ABError(f"{name}: a full 40-character lowercase commit SHA")
+        for name in ("base_target", "head_target"):
+            if not _TARGET.match(getattr(self, name)):
+                raise ABError(f"{name}: simulator:PROFILE or an http(s) URL")
+        if self.repo is not None:
+            try:
+                checks.check_repo(self.repo)
+            except ValueError as exc:
+                raise ABError(f"repo: {exc}") from None
+        if self.pr is not None and not 0 < self.pr < 10**9:
+            raise ABError("pr: a positive pull request number")
+        if not 0 < self.budget <= 10**7:
+            raise ABError("budget: a positive number of clips")
+        try:
+            benchmarks.get(self.benchmark)
+            Series(self.benchmark, self.model, self.lane)
+        except (benchmarks.UnknownBenchmark, ValueError) as exc:
+            raise ABError(str(exc)) from None
+
+    @property
+    def ab_id(self) -> str:
+        return check_name(
+            f"pr{self.pr}-{self.head_sha[:10]}"
+            if self.pr
+            else f"{self.base_sha[:8]}-{self.head_sha[:8]}",
+            "A/B id",
+        )
+
+    def branch(self, side: str) -> str:
+        return f"ab-{self.ab_id}-{side}"
+
+
+@dataclass
+class ABResult:
+    ab_id: str
+    verdict: str
+    looks: list[dict[str, Any]]
+    clips_spent: int
+    budget: int
+    stopped: str
+    more_clips: int | None
+    runs: dict[str, list[str]]
+    summary: str = ""
+    check_run_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def run_ab(
+    conn: psycopg.Connection[Any],
+    req: ABRequest,
+    policy: GatePolicy,
+    *,
+    say: Callable[[str], None] = lambda _line: None,
+    details_url: str | None = None,
+) -> ABResult:
+    """Run the A/B to a verdict, reporting to the check run (when `req.repo`)."""
+    policy = policy.for_benchmark(req.benchmark)
+    title = f"A/B {req.benchmark} · {req.base_sha[:10]} → {req.head_sha[:10]}"
+    check = checks.start(req.repo, req.head_sha, title, details_url) if req.repo else None
+    try:
+        result, comparison_id = _decide(conn, req, policy, say)
+    except Exception as exc:
+        if check is not None:  # the check must not hang in_progress
+            why = f"{type(exc).__name__}: {exc}"[:500]
+            checks.complete(check, "INFRA", f"INFRA · {title}", f"The A/B failed: {why}", "")
+        raise
+    result.summary = summary_markdown(req, result)
+    _to_slack(conn, req, result, title, details_url)
+    if check is not None:
+        clips = views.comparison_regressed_clips(conn, comparison_id) if comparison_id else []
+        checks.complete(
+            check,
+            result.verdict,
+            f"{result.verdict} · {title}",
+            result.summary,
+            worst_clips_markdown(clips),
+        )
+        result.check_run_id = check.check_run_id
+    return result
+
+
+def _decide(
+    conn: psycopg.Connection[Any], req: ABRequest, policy: GatePolicy, say: Callable[[str], None]
+) -> tuple[ABResult, int | None]:
+    runs: dict[str, list[str]] = {"base": [], "head": []}
+    tau = policy.primary_tau
+    keys = {side: _run(conn, req, side, FIRST_SEED, None) for side in ("base", "head")}
+    for side, key in keys.items():
+        runs[side].append(key)
+    base_g, head_g = load_graded_run(conn, keys["base"]), load_graded_run(conn, keys["head"])
+    paired = compare(conn, base_g, head_g, tau, policy)
+    spent = 2 * len(base_g.clips)
+    if paired.verdict == "INFRA":
+        reasons = "; ".join(paired.reasons)
+        return ABResult(
+            req.ab_id, "INFRA", [], spent, req.budget, f"INFRA: {reasons}", None, runs
+        ), paired.comparison_id
+    ids, base, head = _flags([base_g.clips, head_g.clips], tau)
+    look = first_look(base[:, 0], head[:, 0], policy)
+    looks = [_look_json(look, spent)]
+    say(f"round 0: {look.verdict} ({look.reasons[0]})")
+    stopped, more = "decided on the full paired round", None
+    if look.verdict == "UNKNOWN":
+        plan = plan_repeats(base[:, 0], head[:, 0], spent, req.budget, policy)
+        subset = tuple(ids[i] for i in plan.items)
+        rb = rh = np.empty((len(subset), 0), dtype=np.int64)
+        for k in range(1, plan.looks + 1):
+            order = ("base", "head") if k % 2 == 0 else ("head", "base")  # interleaved
+            got = {side: _run(conn, req, side, FIRST_SEED + k, subset) for side in order}
+            for side in ("base", "head"):
+                runs[side].append(got[side])
+            loaded = [load_graded_run(conn, got[s]).clips for s in ("base", "head")]
+            kept, b, h = _flags(loaded, tau, order=subset)
+            if len(kept) < len(subset):
+                lost = len(subset) - len(kept)
+                return ABResult(
+                    req.ab_id,
+                    "INFRA",
+                    looks,
+                    spent + 2 * len(subset),
+                    req.budget,
+                    f"INFRA: repeat {k} lost {lost} of {len(subset)} items to failed requests",
+                    None,
+                    runs,
+                ), paired.comparison_id
+            rb, rh = np.column_stack([rb, b[:, 0]]), np.column_stack([rh, h[:, 0]])
+            spent += 2 * len(subset)
+            look = repeat_look(rb, rh, len(ids), plan, policy)
+            looks.append(_look_json(look, spent))
+            say(f"repeat {k} on {len(subset)} discriminating items: {look.verdict}")
+            if look.verdict != "UNKNOWN":
+                stopped = f"decided after {k} repeat(s) on the {len(subset)} discriminating items"
+                break
+        if look.verdict == "UNKNOWN":
+            more = clips_needed(look, plan, policy)
+            stopped = (
+                f"budget: {spent} of {req.budget} clips spent; another decision needs about "
+                f"{more} more clips"
+            )
+    return ABResult(
+        req.ab_id, look.verdict, looks, spent, req.budget, stopped, more, runs
+    ), paired.comparison_id
+
+
+def _run(
+    conn: psycopg.Connection[Any],
+    req: ABRequest,
+    side: str,
+    seed: int,
+    only: tuple[str, ...] | None,
+) -> str:
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+
+    bench = benchmarks.get(req.benchmark)
+    r = BenchRequest(
+        target=req.base_target if side == "base" else req.head_target,
+        branch=req.branch(side),
+        dataset=req.dataset,
+        commit=req.base_sha if side == "base" else req.head_sha,
+        seed=seed,
+        limit=req.limit,
+        transcript_mode=req.transcript_mode,
+        nightly=dt.datetime.now(dt.UTC).date(),
+        trigger="ab",
+        benchmark=req.benchmark,
+        model=req.model,
+        lane=req.lane,
+        only=only,
+    )
+    key = bench.run(conn, r, req.grader)
+    conn.commit()
+    return key
+
+
+def _flags(
+    runs: list[list[Any]], tau: float, order: tuple[str, ...] | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(item ids, base flags, head flags) over the items counted on both sides."""
+    maps = [{c.utt_id: c for c in run if count_of(c) != "infra"} for run in runs]
+    ids = [u for u in (order or list(maps[0])) if all(u in m for m in maps)]
+    flags = [np.array([[int(is_broken(m[u], tau))] for u in ids], dtype=np.int64) for m in maps]
+    return ids, flags[0].reshape(len(ids), 1), flags[1].reshape(len(ids), 1)
+
+
+def _look_json(look: Look, spent: int) -> dict[str, Any]:
+    ev = look.evidence
+    return {
+        "round": look.round,
+        "verdict": look.verdict,
+        "alpha": look.alpha,
+        "n": ev.n_paired,
+        "regressed": ev.regressed,
+        "improved": ev.improved,
+        "p_regress": ev.p_regress,
+        "delta_tail": ev.delta_tail,
+        "delta_tail_ci": list(ev.delta_tail_ci),
+        "clips_spent": spent,
+        "reasons": look.reasons,
+    }
+
+
+def _to_slack(
+    conn: psycopg.Connection[Any],
+    req: ABRequest,
+    result: ABResult,
+    title: str,
+    details_url: str | None,
+) -> None:
+    """One outbox message per A/B verdict, keyed in the A/B's own space (`ab|…`): an A/B
+    never opens, updates or resolves a nightly alert."""
+    from omni_tasks.alerts import blocks
+    from omni_tasks.store import alerts as outbox
+
+    last = result.looks[-1] if result.looks else None
+    lines = [f"{result.clips_spent} of {result.budget} clips; {result.stopped}"]
+    if last is not None:
+        lines.insert(0, f"Δ tail {last['delta_tail']:+.1%}, p {last['p_regress']:.3g}")
+    links = {"Details": details_url} if details_url else {}
+    if req.repo and req.pr:
+        links["Pull request"] = f"https://github.com/{req.repo}/pull/{req.pr}"
+    message = blocks.ab_result(title, result.verdict, lines, links)
+    key = f"ab|{req.ab_id}|{req.base_sha[:12]}|{result.verdict}"
+    outbox.enqueue(conn, key, None, "post", {"op": "post", **message.to_payload()})
+    conn.commit()

@@ -1,0 +1,54 @@
+"""A local GitHub REST API with the check-run endpoints omni-tasks uses, recording every call,
+for githubkit's real client (OMNI_GITHUB_API_URL points it here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+@dataclass
+class GitHubState:
+    token: str = "ghs_test"
+    calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def github_app(state: GitHubState) -> Starlette:
+    def refused(request: Request) -> Response | None:
+        auth = request.headers.get("authorization", "")
+        if auth not in (f"token {state.token}", f"Bearer {state.token}"):
+            return JSONResponse({"message": "Bad credentials"}, status_code=401)
+        return None
+
+    async def create(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        body = await request.json()
+        state.calls.append(("POST", request.url.path, body))
+        run_id = len(state.check_runs) + 1
+        state.check_runs[run_id] = {"id": run_id, **body, "repo": request.path_params["repo"]}
+        return JSONResponse(state.check_runs[run_id], status_code=201)
+
+    async def update(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        run_id = int(request.path_params["run_id"])
+        if run_id not in state.check_runs:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        body = await request.json()
+        state.calls.append(("PATCH", request.url.path, body))
+        state.check_runs[run_id].update(body)
+        return JSONResponse(state.check_runs[run_id])
+
+    return Starlette(
+        routes=[
+            Route("/repos/{owner}/{repo}/check-runs", create, methods=["POST"]),
+            Route("/repos/{owner}/{repo}/check-runs/{run_id}", update, methods=["PATCH"]),
+        ]
+    )

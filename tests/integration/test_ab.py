@@ -1,0 +1,123 @@
+"""The on-demand A/B end to end: `omni-tasks ab` runs base and head on the simulator, decides
+with the sequential rule and posts one GitHub check run (githubkit against a local API that
+records calls): REGRESSED is `failure` and exits 3 with --fail-on, the same stack twice is
+`success`, a budget too small to decide is `neutral` naming the clips it needs; the nightly's
+gate never reads the A/B's runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from omni_tasks.cli import app
+from omni_tasks.config import reset_settings
+from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.fakes.github_api import GitHubState, github_app
+
+runner = CliRunner()
+BASE, HEAD = "b" * 40, "c" * 40
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubState]:
+    state = GitHubState()
+    with serve_in_thread(github_app(state)) as url:
+        monkeypatch.setenv("OMNI_GITHUB_API_URL", url)
+        monkeypatch.setenv("OMNI_GITHUB_TOKEN", state.token)
+        reset_settings()
+        yield state
+    reset_settings()
+
+
+def ab(head: str, *extra: str, base: str = "simulator:main") -> object:
+    return runner.invoke(
+        app,
+        [
+            "ab",
+            "--benchmark",
+            "seed_tts_en",
+            "--dataset",
+            "demo",
+            "--base-target",
+            base,
+            "--head-target",
+            head,
+            "--base-sha",
+            BASE,
+            "--head-sha",
+            HEAD,
+            "--github-repo",
+            "o/r",
+            "--pr",
+            "7",
+            "--transcript-mode",
+            *extra,
+        ],
+    )
+
+
+def test_a_regression_fails_the_check_and_exits_3(db, github: GitHubState) -> None:
+    out = ab("simulator:rebase-demo", "--fail-on", "regressed", "--json")
+    assert out.exit_code == 3, out.output
+    result = json.loads(out.stdout)
+    assert result["verdict"] == "REGRESSED" and result["clips_spent"] >= 200
+    assert [c[0] for c in github.calls] == ["POST", "PATCH"]  # one check run, created then done
+    created, done = github.calls[0][2], github.calls[1][2]
+    assert created["status"] == "in_progress" and created["head_sha"] == HEAD
+    assert done["status"] == "completed" and done["conclusion"] == "failure"
+    summary = done["output"]["summary"]
+    assert "REGRESSED" in summary and "Δ tail" in summary and "p = " in summary
+    assert "| clip | said |" in done["output"]["text"]
+    # One Slack message in the A/B's own key space (the local outbox here); no alert.
+    sent = db.execute("SELECT idempotency_key, state FROM omni.alert_outbox").fetchall()
+    assert [(m["idempotency_key"], m["state"]) for m in sent] == [
+        (f"ab|pr7-cccccccccc|{BASE[:12]}|REGRESSED", "sent")
+    ]
+    assert db.execute("SELECT count(*) AS n FROM omni.alert").fetchone()["n"] == 0
+    # The nightly's gate of today never reads the A/B's runs.
+    rows = db.execute("SELECT DISTINCT trigger, branch FROM omni.run").fetchall()
+    assert {r["trigger"] for r in rows} == {"ab"}
+    assert {r["branch"] for r in rows} == {"ab-pr7-cccccccccc-base", "ab-pr7-cccccccccc-head"}
+
+
+def test_the_same_stack_twice_is_a_success(db, github: GitHubState) -> None:
+    out = ab("simulator:main", "--fail-on", "regressed", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["verdict"] in ("SAME", "IMPROVED")
+    assert github.calls[-1][2]["conclusion"] == "success"
+
+
+def test_a_budget_too_small_ends_neutral_naming_the_clips_needed(db, github: GitHubState) -> None:
+    out = ab("simulator:main", "--limit", "20", "--budget", "40", "--json")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    assert result["verdict"] == "UNKNOWN" and result["more_clips"] > 0
+    assert f"about {result['more_clips']} more clips" in result["stopped"]
+    done = github.calls[-1][2]
+    assert done["conclusion"] == "neutral" and "more clips" in done["output"]["summary"]
+
+
+def test_an_ab_request_is_checked_before_anything_runs(db, github: GitHubState) -> None:
+    out = runner.invoke(
+        app,
+        [
+            "ab",
+            "--base-target",
+            "simulator:main",
+            "--head-target",
+            "file:///etc/passwd",
+            "--base-sha",
+            BASE,
+            "--head-sha",
+            HEAD,
+        ],
+    )
+    assert out.exit_code == 2 and "head_target" in out.output
+    out = ab("simulator:main", "--github-repo", "../evil")
+    assert out.exit_code == 2 and "OWNER/NAME" in out.output
+    assert (
+        github.calls == [] and db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
+    )
