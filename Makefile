@@ -46,6 +46,7 @@ bench: install
 	$(BIN)/python bench/bench_platform.py
 	$(BIN)/python bench/bench_fleet.py
 	$(BIN)/python bench/bench_gate_advice.py
+	$(BIN)/python bench/bench_ab.py
 	$(BIN)/python bench/bench_client.py
 	$(BIN)/python bench/bench_grading.py
 	$(BIN)/python bench/bench_scale.py

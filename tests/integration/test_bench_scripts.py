@@ -21,6 +21,7 @@ SMOKE = {
     "bench_ingest.py": (["--runs", "1"], "row-by-row INSERT"),
     "bench_platform.py": ([], "raw COPY of the same rows"),
     "bench_fleet.py": (["--models", "1", "--lanes", "2", "--clips", "50"], "one-series night"),
+    "bench_ab.py": (["--pairs", "40"], "ratio to the nightly's one-night rule"),
     "bench_gate_advice.py": (
         ["--histories", "1", "--nights", "5", "--clips", "40"],
         "time ratio per-item / nightly figures",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.simulation import aa_false_confirmation, aa_probabilities, bisect_errors
 
@@ -39,3 +41,19 @@ def test_bisection_on_an_8_to_10_point_step_is_reported() -> None:
     assert e.forced_steps > 0
     assert e.wrong_first_bad / e.histories <= 0.10
     assert e.good_called_bad / e.good_steps <= 0.0125
+
+
+def test_the_ab_repeat_rule_fails_an_aa_pair_no_more_than_the_nightly_and_finds_a_step() -> None:
+    """A small version of bench/bench_ab.py: A/A pairs rarely end `failure` (the nightly's
+    one-night rule falsely regresses 0.46 % of nights; the bench measures the A/B's rate at
+    20,000 pairs), and an 8 → 14 % step ends `failure` within the budget."""
+    from omni_tasks.analysis.simulation import aa_probabilities, ab_rates, step_probabilities
+
+    policy = load_policy()
+    aa = aa_probabilities()
+    rates = ab_rates(aa, aa, 3000, 6000, seed=5, policy=policy)
+    assert rates.failure <= 0.008  # 0.46 % plus three standard errors at 3,000 pairs
+    assert rates.success + rates.failure + rates.neutral == pytest.approx(1.0)
+    good, bad = step_probabilities(0.14)
+    step = ab_rates(good, bad, 100, 6000, seed=6, policy=policy)
+    assert step.failure >= 0.95 and step.clips_mean <= 6000
