@@ -604,3 +604,47 @@ def check_freshness(context: dict[str, Any]) -> list[str]:
     if missing:
         log.warning("no results for %s on %s: INFRA alert queued", ", ".join(missing), night)
     return missing
+
+
+def ab_params() -> dict[str, Any]:
+    from airflow.sdk import Param
+
+    return {
+        "repo": Param("", type="string", description="OWNER/NAME (one of the config's ab.repos)"),
+        "pr": Param(None, type=["null", "integer"], minimum=1),
+        "base_sha": Param("", type="string", pattern="^[0-9a-f]{40}$"),
+        "head_sha": Param("", type="string", pattern="^[0-9a-f]{40}$"),
+        "series": Param(
+            None,
+            type=["null", "string"],
+            description="BENCHMARK|MODEL|LANE of a config series (default: ab.series)",
+        ),
+        "budget": Param(None, type=["null", "integer"], minimum=1),
+    }
+
+
+@stops_on_sigterm
+def ab(context: dict[str, Any]) -> dict[str, Any]:
+    """Run the A/B the form asks for (checked against the config's `ab:`), report it as a
+    check run on the head commit; a config or form error fails at once, without retries."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_ab
+    from omni_tasks.jobs.ab import run_ab
+
+    form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}
+    try:
+        req = resolve_ab(form, Variable.get(VARIABLE, default=None))
+    except ConfigError as exc:
+        raise AirflowFailException(f"A/B request: {exc}") from None
+    with results_db() as conn:
+        result = run_ab(conn, req, load_policy())
+    dispatch_alerts(context)  # its one Slack message (the outbox when Slack is not set up)
+    return {
+        "verdict": result.verdict,
+        "clips_spent": result.clips_spent,
+        "stopped": result.stopped,
+        "check_run_id": result.check_run_id,
+    }

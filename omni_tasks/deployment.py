@@ -284,7 +284,7 @@ def resolve_night(
     return Night(lanes, out)
 
 
-_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices"}
+_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices", "ab"}
 
 
 def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -437,3 +437,76 @@ def check_complete(p: NightlyParams, where: str) -> None:
 
 def _names(values: Any) -> str:
     return ", ".join(str(v) for v in values) or "none"
+
+
+class ABConfig(BaseModel):
+    """The config's `ab:` section: which repositories may start an on-demand A/B and how
+    much one may spend; the series are the config's own."""
+
+    model_config = ConfigDict(extra="forbid")
+    repos: list[str] = Field(min_length=1)
+    series: str | None = Field(default=None, description="The series a webhook trigger runs")
+    budget: int = Field(default=6000, gt=0, description="Clips an A/B spends unless asked")
+    max_budget: int = Field(default=20000, gt=0)
+
+
+AB_FORM = {"repo", "pr", "base_sha", "head_sha", "series", "budget"}
+
+
+def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
+    """An A/B request from a trigger form (repo, pr, base_sha, head_sha, series, budget),
+    checked against the config: only its `ab.repos`, only its series (base on the series'
+    baseline target, head on its other branch's), at most `ab.max_budget` clips."""
+    from omni_tasks.ab.checks import check_repo
+    from omni_tasks.jobs.ab import ABError, ABRequest
+
+    found = source(variable)
+    doc = None if found is None else parse(*found)
+    if found is None or doc is None or doc["version"] != 2 or not doc.get("ab"):
+        raise ConfigError("the deployment config has no `ab:` section: no A/B is allowed")
+    where = found[0]
+    try:
+        ab = ABConfig(**doc["ab"])
+        for allowed in ab.repos:
+            check_repo(allowed)
+    except (ValidationError, TypeError, ValueError) as exc:
+        detail = _first(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigError(f"{where}: ab: {detail}") from None
+    unknown = sorted(set(form) - AB_FORM)
+    if unknown:
+        raise ConfigError(f"trigger form: {', '.join(unknown)}: not A/B fields")
+    repo = form.get("repo")
+    if repo not in ab.repos:
+        raise ConfigError(f"trigger form: repo {str(repo)[:100]!r} is not one of ab.repos")
+    night = resolve_night({}, variable)
+    key = form.get("series") or ab.series
+    mine = [p for p in night.series if p.series.key == key and p.variant == "default"]
+    if not mine:
+        keys = ", ".join(p.series.key for p in night.series)
+        raise ConfigError(f"trigger form: series {str(key)[:200]!r} is not in the config ({keys})")
+    p = mine[0]
+    heads = [b for b in p.branches if b != p.baseline]
+    if not heads or p.baseline not in p.targets or heads[0] not in p.targets:
+        raise ConfigError(f"{where}: {p.series.label}: an A/B needs a baseline and a second target")
+    budget = form.get("budget") or ab.budget
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 0 < budget <= ab.max_budget:
+        raise ConfigError(f"trigger form: budget: 1 to {ab.max_budget} clips")
+    try:
+        return ABRequest(
+            benchmark=p.bench,
+            model=p.series.model,
+            lane=p.lane,
+            base_target=p.target_url(p.baseline),
+            head_target=p.target_url(heads[0]),
+            base_sha=str(form.get("base_sha") or ""),
+            head_sha=str(form.get("head_sha") or ""),
+            repo=repo,
+            pr=form.get("pr"),
+            budget=budget,
+            dataset=p.dataset,
+            limit=p.limit,
+            transcript_mode=p.transcript_mode,
+            grader=p.grader,
+        )
+    except ABError as exc:
+        raise ConfigError(f"trigger form: {exc}") from None

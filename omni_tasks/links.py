@@ -13,7 +13,9 @@ from omni_tasks.names import path_component
 DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
 PREFIX = "/omni"  # the plugin app's mount point on the API server
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
-DAG_IDS = frozenset({"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness"})
+DAG_IDS = frozenset(
+    {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness", "omni_ab"}
+)
 
 
 def dashboard_path(variables: list[tuple[str, str]]) -> str:

@@ -79,10 +79,18 @@ def _evidence_app():  # type: ignore[no-untyped-def]
     return evidence_app()
 
 
+def _webhook_app():  # type: ignore[no-untyped-def]
+    from omni_tasks.ab.webhook import airflow_secret, airflow_trigger, webhook_app
+
+    return webhook_app(airflow_secret, airflow_trigger)
+
+
 class OmniLinksPlugin(AirflowPlugin):
     name = "omni_links"
     fastapi_apps = [  # noqa: RUF012 (the plugin API)
-        {"app": _evidence_app(), "url_prefix": "/omni", "name": "omni-tasks evidence"}
+        {"app": _evidence_app(), "url_prefix": "/omni", "name": "omni-tasks evidence"},
+        # GitHub's PR webhook: its own HMAC check, not Airflow's token (GitHub has none).
+        {"app": _webhook_app(), "url_prefix": "/omni-github", "name": "omni-tasks webhook"},
     ]
     global_operator_extra_links = [GrafanaLink(), ReportLink()]  # noqa: RUF012 (the plugin API)
     macros = [grafana_url, report_url]  # noqa: RUF012 (the plugin API)

@@ -1,0 +1,35 @@
+"""On-demand A/B (manual, the CLI's `omni-tasks ab`, or a PR label through the webhook).
+
+Runs a config series' baseline target at `base_sha` and its other branch's target at
+`head_sha`, interleaved, until the sequential paired rule decides or the budget ends, and
+reports the verdict as a GitHub check run on the head commit (plus one Slack message). Only
+the repositories in the config's `ab.repos`, only its series.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import dag, get_current_context, task
+
+from omni_tasks import dag_support as s
+
+
+@dag(
+    dag_id="omni_ab",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["omni", "ab"],
+    params=s.ab_params(),
+    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    doc_md=__doc__,
+)
+def omni_ab() -> None:
+    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1)
+    def ab() -> dict:
+        return s.ab(get_current_context())
+
+    ab()
+
+
+omni_ab()

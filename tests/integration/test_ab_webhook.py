@@ -1,0 +1,141 @@
+"""GitHub's webhook for PR A/Bs: a body whose `X-Hub-Signature-256` is wrong or missing is
+refused (401) and triggers nothing; a good `omni-ab` label event triggers one omni_ab DAG run
+in a real Airflow (its metadata DB), whose conf carries the PR's SHAs; other events are
+acknowledged and ignored; the DAG's form is checked against the config's `ab:` section."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from omni_tasks.deployment import ConfigError, resolve_ab
+from tests.airflow_env import REPO, airflow_env, migrate
+
+SECRET = b"s3cret"
+BASE, HEAD = "1" * 40, "2" * 40
+EVENT = {
+    "action": "labeled",
+    "label": {"name": "omni-ab"},
+    "repository": {"full_name": "vllm-project/vllm-omni"},
+    "pull_request": {"number": 7, "base": {"sha": BASE}, "head": {"sha": HEAD}},
+}
+SCRIPT = """
+import hashlib, hmac, json, sys
+from fastapi.testclient import TestClient
+from omni_tasks.ab.webhook import airflow_trigger, webhook_app
+
+secret, body = sys.argv[1].encode(), sys.argv[2].encode()
+client = TestClient(webhook_app(lambda: secret, airflow_trigger))
+good = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+out = []
+for sig, event in ((None, "pull_request"), ("sha256=" + "0" * 64, "pull_request"),
+                   (good, "push"), (good, "pull_request")):
+    headers = {"x-github-event": event, **({"x-hub-signature-256": sig} if sig else {})}
+    r = client.post("/github", content=body, headers=headers)
+    out.append([r.status_code, r.json()])
+print(json.dumps(out))
+"""
+
+
+def sign(body: bytes) -> str:
+    return "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+
+
+def test_a_bad_signature_triggers_nothing_and_a_good_one_one_dag_run(
+    tmp_path: Path, results_dsn: str
+) -> None:
+    env = airflow_env(tmp_path / "home", results_dsn, tmp_path / "omni-home")
+    migrate(env)
+    airflow = str(REPO / ".venv/bin/airflow")
+    subprocess.run(
+        [airflow, "dags", "reserialize"], env=env, check=True, capture_output=True, timeout=300
+    )
+    body = json.dumps(EVENT)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, SECRET.decode(), body],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    (missing, bad, other, good) = json.loads(out.stdout.strip().splitlines()[-1])
+    assert missing[0] == 401 and bad[0] == 401
+    assert other == [200, {"triggered": None, "ignored": "not an omni-ab label"}]
+    assert good[0] == 202 and good[1]["triggered"].startswith("webhook__vllm-project__vllm-omni")
+    runs = subprocess.run(
+        [airflow, "dags", "list-runs", "omni_ab", "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    listed = json.loads(runs.stdout.strip().splitlines()[-1])  # after any warnings
+    assert [r["run_id"] for r in listed] == [good[1]["triggered"]]  # one run, the good one
+    detail = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from airflow.models import DagRun; from airflow.utils.session import create_session\n"
+            "with create_session() as s:\n"
+            "    print(__import__('json').dumps([r.conf for r in s.query(DagRun).all()]))",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (conf,) = json.loads(detail.stdout.strip().splitlines()[-1])
+    assert conf == {"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": BASE, "head_sha": HEAD}
+
+
+CONFIG = """version: 2
+lanes: {cuda: {queue: gpu, pool: gpu}}
+ab: {repos: [vllm-project/vllm-omni], budget: 3000, max_budget: 5000}
+series:
+  - {benchmark: seed_tts_en, lane: cuda, branches: [main, rebase], baseline: main,
+     targets: {main: 'simulator:main', rebase: 'simulator:rebase'}}
+"""
+
+
+def test_the_dag_form_is_checked_against_the_configs_ab_section(tmp_path: Path) -> None:
+    config = tmp_path / "fleet.yaml"
+    config.write_text(CONFIG)
+    form = {
+        "repo": "vllm-project/vllm-omni",
+        "pr": 7,
+        "base_sha": BASE,
+        "head_sha": HEAD,
+        "series": "seed_tts_en|Qwen/Qwen3-Omni-30B-A3B-Instruct|cuda",
+    }
+    req = resolve_ab(form, str(config))
+    assert (req.base_target, req.head_target, req.budget) == (
+        "simulator:main",
+        "simulator:rebase",
+        3000,
+    )
+    for bad, said in (
+        ({"repo": "someone/else"}, "not one of ab.repos"),
+        ({"series": "daily_omni|m|cuda"}, "is not in the config"),
+        ({"budget": 10**6}, "budget: 1 to 5000"),
+        ({"head_sha": "HEAD"}, "head_sha"),
+        ({"target": "file:///etc"}, "not A/B fields"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            resolve_ab({**form, **bad}, str(config))
+    config.write_text(
+        CONFIG.replace(
+            "ab: {repos: [vllm-project/vllm-omni], budget: 3000, max_budget: 5000}\n", ""
+        )
+    )
+    with pytest.raises(ConfigError, match="no `ab:` section"):
+        resolve_ab(form, str(config))
