@@ -139,3 +139,52 @@ def test_the_dag_form_is_checked_against_the_configs_ab_section(tmp_path: Path) 
     )
     with pytest.raises(ConfigError, match="no `ab:` section"):
         resolve_ab(form, str(config))
+
+
+def test_the_omni_ab_dag_runs_an_ab_and_posts_its_check(
+    tmp_path: Path, results_dsn: str, db
+) -> None:
+    """`airflow dags test omni_ab` on a transcript-mode config: both sides run, the verdict
+    is a completed check run on the head commit (a local GitHub API records it)."""
+    from omni_tasks.synthesis.simulator import serve_in_thread
+    from tests.airflow_env import dags_test
+    from tests.fakes.github_api import GitHubState, github_app
+
+    config = tmp_path / "fleet.yaml"
+    config.write_text(
+        CONFIG.replace(
+            "targets: {main: 'simulator:main', rebase: 'simulator:rebase'}}",
+            "targets: {main: 'simulator:main', rebase: 'simulator:rebase-demo'},\n"
+            "     transcript_mode: true}",
+        )
+    )
+    env = airflow_env(tmp_path / "home", results_dsn, tmp_path / "omni-home")
+    migrate(env)
+    state = GitHubState()
+    with serve_in_thread(github_app(state)) as url:
+        env = {
+            **env,
+            "OMNI_NIGHTLY_CONFIG": str(config),
+            "OMNI_GITHUB_API_URL": url,
+            "OMNI_GITHUB_TOKEN": state.token,
+        }
+        conf = json.dumps(
+            {
+                "repo": "vllm-project/vllm-omni",
+                "pr": 9,
+                "base_sha": BASE,
+                "head_sha": HEAD,
+                "series": "seed_tts_en|Qwen/Qwen3-Omni-30B-A3B-Instruct|cuda",
+            }
+        )
+        out = dags_test(env, "omni_ab", "2026-11-30", conf)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert [c[0] for c in state.calls] == ["POST", "PATCH"]
+    assert state.calls[1][2]["conclusion"] == "failure"  # rebase-demo regresses
+    rows = db.execute(
+        "SELECT branch, commit_sha, lane FROM omni.run WHERE trigger = 'ab' ORDER BY branch"
+    ).fetchall()
+    assert [(r["branch"], r["commit_sha"], r["lane"]) for r in rows] == [
+        ("ab-pr9-2222222222-base", BASE, "cuda"),
+        ("ab-pr9-2222222222-head", HEAD, "cuda"),
+    ]
