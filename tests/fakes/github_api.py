@@ -17,6 +17,10 @@ class GitHubState:
     token: str = "ghs_test"
     calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # A GitHub App: its id and public key; a JWT it signs (RS256) buys an installation token.
+    app_id: str | None = None
+    app_public_key: bytes | None = None
+    installation_id: int = 1
 
 
 def github_app(state: GitHubState) -> Starlette:
@@ -46,8 +50,31 @@ def github_app(state: GitHubState) -> Starlette:
         state.check_runs[run_id].update(body)
         return JSONResponse(state.check_runs[run_id])
 
+    async def installation_token(request: Request) -> Response:
+        import jwt
+
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        try:
+            claims = jwt.decode(bearer, state.app_public_key, algorithms=["RS256"])
+        except (jwt.PyJWTError, TypeError, ValueError):
+            return JSONResponse({"message": "A JSON web token could not be decoded"}, 401)
+        if (
+            str(claims.get("iss")) != state.app_id
+            or int(request.path_params["installation_id"]) != state.installation_id
+        ):
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        state.calls.append(("POST", request.url.path, {}))
+        return JSONResponse(
+            {"token": state.token, "expires_at": "2099-01-01T00:00:00Z"}, status_code=201
+        )
+
     return Starlette(
         routes=[
+            Route(
+                "/app/installations/{installation_id}/access_tokens",
+                installation_token,
+                methods=["POST"],
+            ),
             Route("/repos/{owner}/{repo}/check-runs", create, methods=["POST"]),
             Route("/repos/{owner}/{repo}/check-runs/{run_id}", update, methods=["PATCH"]),
         ]

@@ -121,3 +121,43 @@ def test_an_ab_request_is_checked_before_anything_runs(db, github: GitHubState) 
     assert (
         github.calls == [] and db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
     )
+
+
+def test_a_github_app_signs_a_jwt_for_its_installation_token(
+    db, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """GitHub App authentication: githubkit signs a JWT with the App's private key, which the
+    API verifies (RS256, the App's id) before it hands out the installation token the check
+    run is then posted with."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp_path / "app.pem"
+    pem.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    state = GitHubState(
+        app_id="4242",
+        app_public_key=key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
+        installation_id=77,
+    )
+    with serve_in_thread(github_app(state)) as url:
+        monkeypatch.setenv("OMNI_GITHUB_API_URL", url)
+        monkeypatch.delenv("OMNI_GITHUB_TOKEN", raising=False)
+        monkeypatch.setenv("OMNI_GITHUB_APP_ID", "4242")
+        monkeypatch.setenv("OMNI_GITHUB_APP_PRIVATE_KEY", str(pem))
+        monkeypatch.setenv("OMNI_GITHUB_INSTALLATION_ID", "77")
+        reset_settings()
+        out = ab("simulator:main", "--limit", "10", "--json")
+    reset_settings()
+    assert out.exit_code == 0, out.output
+    paths = [c[1] for c in state.calls]
+    assert paths[0] == "/app/installations/77/access_tokens"
+    assert paths.count("/repos/o/r/check-runs") == 1 and paths[-1] == "/repos/o/r/check-runs/1"
