@@ -23,7 +23,7 @@ def test_the_benchmarks_are_listed_with_family_metric_and_diagnoses() -> None:
         "seed_tts_en": seed,
         "seed_tts_zh": seed,
         "daily_omni": ("multiple_choice", "accuracy", "incorrect", True, []),
-        "videomme": ("multiple_choice", "accuracy", "incorrect", False, []),
+        "videomme": ("multiple_choice", "accuracy", "incorrect", True, []),
         "librispeech": ("asr_wer", "wer", "wer", True, []),
     }
 
