@@ -23,7 +23,7 @@ from tests.factories import git_repo
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
-TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog"}
+TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab"}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "seed_tts_bisect",
         "seed_tts_regrade",
         "omni_freshness",
+        "omni_ab",
     }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
