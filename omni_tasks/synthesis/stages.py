@@ -39,6 +39,39 @@ VLLM_DEFAULTS: dict[str, Any] = {
     "min_tokens": 0,
 }
 
+# Every field vLLM's SamplingParams takes (0.28 and 0.30; the conformance suite checks this
+# against each pinned release's `sampling_params.py`): the server accepts them all in a
+# sampling_params_list or a deploy config, and refuses anything else. Only VLLM_DEFAULTS'
+# fields change what the simulator generates; the rest (logprobs, detokenize...) are accepted.
+SAMPLING_FIELDS = frozenset(
+    {
+        *VLLM_DEFAULTS,
+        "watermarking",
+        "logprobs",
+        "prompt_logprobs",
+        "logprob_token_ids",
+        "flat_logprobs",
+        "detokenize",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+        "include_stop_str_in_output",
+        "output_kind",
+        "stream_interval",
+        "skip_clone",
+        "output_text_buffer_length",
+        "structured_outputs",
+        "logit_bias",
+        "allowed_token_ids",
+        "extra_args",
+        "routed_experts_prompt_start",
+        "bad_words",
+        "skip_reading_prefix_cache",
+        "thinking_token_budget",
+        "repetition_detection",
+        "trace_decode_token_ids",
+    }
+)
+
 # The request fields the server copies onto stage 0 when no list is sent (upstream's
 # `OmniOpenAIServingChat._OPENAI_SAMPLING_FIELDS`; checked by the conformance suite).
 REQUEST_OVERRIDES = frozenset(
@@ -103,11 +136,11 @@ class StageDefaults:
                 raise DeployConfigError(
                     f"{source}: stage {i} ({STAGE_NAMES[i]}) has no default_sampling_params"
                 )
-            unknown = sorted(set(params) - set(VLLM_DEFAULTS))
+            unknown = sorted(set(params) - SAMPLING_FIELDS)
             if unknown:
                 raise DeployConfigError(
-                    f"{source}: stage {i} default_sampling_params has fields this client does "
-                    f"not model: {', '.join(unknown)}"
+                    f"{source}: stage {i} default_sampling_params has fields vLLM's "
+                    f"SamplingParams does not take: {', '.join(unknown)}"
                 )
             out.append(dict(params))
         return cls(tuple(out), source)
@@ -140,7 +173,7 @@ def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[dict[str
         raise InvalidStageSettings("sampling_params_list must be a list of objects")
     out = []
     for i, entry in enumerate(entries):
-        unknown = sorted(set(entry) - set(VLLM_DEFAULTS))
+        unknown = sorted(set(entry) - SAMPLING_FIELDS)
         if unknown:
             raise InvalidStageSettings(f"stage {i}: unknown sampling fields {', '.join(unknown)}")
         out.append({**VLLM_DEFAULTS, **entry})  # replaces: no merge with the deploy defaults

@@ -5,10 +5,12 @@ runs) equals upstream's, and vLLM's defaults we rely on are vLLM's own."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -129,3 +131,24 @@ def test_the_talker_seed_by_version_and_the_simulators_deploy(
         assert [
             {k: v for k, v in d.items() if k != "seed"} for d in stages.NIGHTLY_STAGE_DEFAULTS
         ] == list(defaults)
+
+
+def test_the_simulator_takes_every_sampling_field_the_release_takes(upstream: Upstream) -> None:
+    """Every field of the release's SamplingParams (read from its `sampling_params.py`) is
+    accepted in a stage list, as the real server accepts it (`logprobs`, `detokenize`...); a
+    field it does not have is refused, as the real server refuses it."""
+    tree = ast.parse((upstream.vllm / "vllm" / "sampling_params.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SamplingParams")
+    theirs = {
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign)
+        and isinstance(n.target, ast.Name)
+        and not n.target.id.startswith("_")
+    }
+    assert theirs <= stages.SAMPLING_FIELDS, sorted(theirs - stages.SAMPLING_FIELDS)
+    nightly = stages.StageDefaults.nightly()
+    body = {"sampling_params_list": [{"logprobs": 2, "detokenize": True}, {}, {}]}
+    assert stages.effective(body, nightly)[0]["logprobs"] == 2
+    with pytest.raises(stages.InvalidStageSettings, match="unknown sampling fields"):
+        stages.effective({"sampling_params_list": [{"not_a_vllm_field": 1}]}, nightly)
