@@ -507,6 +507,7 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
             limit=p.limit,
             transcript_mode=p.transcript_mode,
             grader=p.grader,
+            serving=p,
         )
     except ABError as exc:
         raise ConfigError(f"trigger form: {exc}") from None

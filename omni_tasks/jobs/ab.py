@@ -28,7 +28,7 @@ from omni_tasks.store import views
 
 FIRST_SEED = 42
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-_TARGET = re.compile(r"^(simulator:[A-Za-z0-9_-]{1,40}|https?://[^\s]{1,200})$")
+_TARGET = re.compile(r"^(simulator:[A-Za-z0-9_-]{1,40}|https?://[^\s]{1,200}|vllm-serve)$")
 
 
 class ABError(ValueError):
@@ -51,14 +51,20 @@ class ABRequest:
     limit: int | None = None
     transcript_mode: bool = False
     grader: dict[str, Any] = field(default_factory=dict)
+    # A config series' serving fields (environment, server): what a `vllm-serve` target
+    # launches at each side's commit, as the nightly does.
+    serving: Any = None
 
     def __post_init__(self) -> None:
         for name in ("base_sha", "head_sha"):
             if not _SHA.match(getattr(self, name)):
                 raise ABError(f"{name}: a full 40-character lowercase commit SHA")
         for name in ("base_target", "head_target"):
-            if not _TARGET.match(getattr(self, name)):
-                raise ABError(f"{name}: simulator:PROFILE or an http(s) URL")
+            target = getattr(self, name)
+            if not _TARGET.match(target):
+                raise ABError(f"{name}: simulator:PROFILE, an http(s) URL or vllm-serve")
+            if target == "vllm-serve" and self.serving is None:
+                raise ABError(f"{name}: vllm-serve launches a config series' server only")
         if self.repo is not None:
             try:
                 checks.check_repo(self.repo)
@@ -226,7 +232,16 @@ def _run(
         lane=req.lane,
         only=only,
     )
-    key = bench.run(conn, r, req.grader)
+
+    def run(request: BenchRequest) -> str:
+        return bench.run(conn, request, req.grader)
+
+    if r.target == "vllm-serve":  # the side's commit gets its own server (environment, GPUs)
+        from omni_tasks.jobs.nightly import served
+
+        key = served(conn, req.serving, r, run)
+    else:
+        key = run(r)
     conn.commit()
     return key
 

@@ -161,3 +161,49 @@ def test_a_github_app_signs_a_jwt_for_its_installation_token(
     paths = [c[1] for c in state.calls]
     assert paths[0] == "/app/installations/77/access_tokens"
     assert paths.count("/repos/o/r/check-runs") == 1 and paths[-1] == "/repos/o/r/check-runs/1"
+
+
+def test_vllm_serve_sides_each_get_their_commits_own_server(
+    db, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config series served by `vllm serve`: each side's commit is launched in its
+    environment (the fake one: its `vllm` serves the simulator), run, and stopped."""
+    import sys
+
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs.ab import ABRequest, run_ab
+    from omni_tasks.jobs.nightly import NightlyParams
+    from tests.fakes.vllm_env import fake_vllm_env
+
+    fake = fake_vllm_env(tmp_path)
+    monkeypatch.setenv("PATH", fake["PATH"])
+    monkeypatch.setenv("OMNI_GPUS", "0,1")
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
+    reset_settings()
+    serving = NightlyParams(
+        benchmark="seed_tts_en",
+        targets={"main": "vllm-serve", "rebase": "vllm-serve"},
+        environment={"strategy": "existing", "python": sys.executable},
+        server={"gpus": 2, "startup_timeout_s": 120, "env": {"PYTHONPATH": fake["PYTHONPATH"]}},
+        transcript_mode=True,
+        limit=10,
+    )
+    req = ABRequest(
+        benchmark="seed_tts_en",
+        base_target="vllm-serve",
+        head_target="vllm-serve",
+        base_sha=BASE,
+        head_sha=HEAD,
+        limit=10,
+        transcript_mode=True,
+        serving=serving,
+    )
+    result = run_ab(db, req, load_policy())
+    rows = db.execute("SELECT branch, commit_sha, stack FROM omni.run ORDER BY branch").fetchall()
+    assert [(r["branch"], r["commit_sha"]) for r in rows] == [
+        (req.branch("base"), BASE),
+        (req.branch("head"), HEAD),
+    ]
+    assert {r["stack"]["vllm"] for r in rows} == {"0.11.0"}  # the launched server's provenance
+    assert result.verdict in ("SAME", "UNKNOWN") and result.clips_spent >= 20
+    reset_settings()
