@@ -304,6 +304,16 @@ def regression_still(ctx: AlertContext) -> Message:
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
 
 
+def regression_held(ctx: AlertContext, verdict: str, high: float | None, floor: float) -> Message:
+    """A night that does not rule the regression out keeps the alert open, and says why."""
+    bound = "its interval is unknown" if high is None else f"Δ tail up to {pts(high)}"
+    text = (
+        f"{ctx.nightly}: {verdict}, still open — {bound} cannot rule out a regression of "
+        f"{pts(floor)} or more; two nights that do resolve it"
+    )
+    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
+
+
 def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
     title = (
         f":white_check_mark: resolved {ctx.nightly}: {ctx.benchmark} {ctx.candidate} vs "

@@ -3,9 +3,10 @@
 Per key (series = benchmark × model × lane, candidate, baseline, variant, metric = tail
 fraction at the primary τ): a confirmed REGRESSED opens an alert (one top-level message, audio
 of the top three regressed clips in its thread); later REGRESSED nights update the parent and
-reply; two consecutive non-INFRA nights that are not REGRESSED resolve it. INFRA nights neither
-resolve nor break a streak; they open an infra alert under their own key, resolved by the next
-non-INFRA night.
+reply; two consecutive non-INFRA nights that rule the regression out (IMPROVED, or a Δ tail
+whose upper bound is below min_effect) resolve it; an UNKNOWN night keeps it open. INFRA
+nights neither resolve nor break a streak; they open an infra alert under their own key,
+resolved by the next non-INFRA night.
 
 Planning only writes `alert`, `alert_outbox` and `event` rows (in the caller's transaction, so
 with the gate decision); delivery is the dispatcher's job. Every message has an idempotency key,
@@ -272,14 +273,31 @@ def _regression(
             _msg(blocks.regression_still(ctx), "reply"),
         )
         return
-    # Resolved by two consecutive non-INFRA nights without a regression (the gate's meaning of
-    # "consecutive": within confirm_window_days of each other).
-    calm = [
-        v["nightly"]
+    # Resolved by two consecutive non-INFRA nights that rule the regression out: IMPROVED, or
+    # a Δ tail whose upper bound is below min_effect (the gate's meaning of "consecutive":
+    # within confirm_window_days). An UNKNOWN night, or a SAME one whose margin is wider than
+    # min_effect, cannot tell a persisting small regression from none: it keeps the alert
+    # open (and says so), so a real step near min_effect does not flap.
+    floor = policy.for_benchmark(d["benchmark"]).min_effect
+    recent = [
+        v
         for v in decisions.verdicts_since(conn, d, alert["last_nightly"], night)
         if v["verdict"] != "INFRA"
     ]
-    if len(calm) >= 2 and consecutive(calm[-2], calm[-1], policy):
+    ruled_out = [_rules_out(v, floor) for v in recent]
+    if recent and not ruled_out[-1]:
+        enqueue(
+            conn,
+            f"{key}|{night}|held",
+            alert["alert_id"],
+            "reply",
+            _msg(
+                blocks.regression_held(ctx, d["verdict"], recent[-1]["delta_high"], floor), "reply"
+            ),
+        )
+        return
+    calm = [v["nightly"] for v, ok in zip(recent, ruled_out, strict=True) if ok]
+    if len(recent) >= 2 and all(ruled_out[-2:]) and consecutive(calm[-2], calm[-1], policy):
         store.resolve_alert(conn, alert["alert_id"], night)
         opened = str(alert["opened_nightly"])
         enqueue(
@@ -297,6 +315,10 @@ def _regression(
             _msg(blocks.regression_resolved_reply(ctx), "reply"),
         )
         _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
+
+
+def _rules_out(v: dict[str, Any], floor: float) -> bool:
+    return v["verdict"] == "IMPROVED" or (v["delta_high"] is not None and v["delta_high"] < floor)
 
 
 def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str, Any] | None:

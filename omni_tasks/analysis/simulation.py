@@ -253,3 +253,34 @@ def ab_rates(
         clips / pairs,
         looks / pairs,
     )
+
+
+def alert_resolutions(
+    bad_tail: float, series: int, nights: int, seed: int, policy: GatePolicy
+) -> float:
+    """The share of `series` (an alert open from night 0) that resolve within `nights` under
+    the lifecycle's rule (alerts/lifecycle.py: two consecutive nights whose paired Δ tail has
+    its upper bound below min_effect, or IMPROVED): with `bad_tail` 0 an A/A pair, else the
+    8 % baseline against a step to `bad_tail` that persists."""
+    from omni_tasks.analysis.gate import decide_night as decide
+
+    good = aa_probabilities()
+    base_p, head_p = (good, good) if bad_tail == 0 else step_probabilities(bad_tail)
+    rng = np.random.default_rng(seed)
+    resolved = 0
+    for _ in range(series):
+        calm = 0
+        for _night in range(nights):
+            b = rng.random(len(base_p)) < base_p
+            h = rng.random(len(head_p)) < head_p
+            n11, n12 = int((b & h).sum()), int((h & ~b).sum())
+            n21, n22 = int((b & ~h).sum()), int((~b & ~h).sum())
+            delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
+            p_reg, p_imp = mcnemar_exact(n12, n21)
+            ev = Evidence(len(b), n12, n21, p_reg, p_imp, delta, (lo, hi))
+            verdict = decide([ev], policy)[0].verdict
+            calm = calm + 1 if verdict == "IMPROVED" or hi < policy.min_effect else 0
+            if calm >= 2:
+                resolved += 1
+                break
+    return resolved / series

@@ -452,3 +452,32 @@ def test_duplicate_and_downstream_close_an_alert_and_name_its_owner(db, tmp_path
         ("reopened", None),
         ("downstream", other),
     ]
+
+
+def test_a_night_that_cannot_rule_the_regression_out_keeps_the_alert_open(
+    db, tmp_path: Path, slack
+) -> None:
+    """A SAME night whose Δ upper bound is above min_effect (a small step may persist) is no
+    quiet night: the alert stays open and its thread says why; two nights that rule the
+    regression out (upper bound below min_effect) resolve it."""
+    state, sink = slack
+    small = ABShape(n=1088, stable_broken=80, regressed=30, improved=10)  # Δ +1.8 pts
+    store_night(db, tmp_path, 0, REGRESS)
+    store_night(db, tmp_path, 1, small)
+    store_night(db, tmp_path, 2, SAME)
+    dispatch(db, sink)
+    verdicts = [
+        r["verdict"]
+        for r in db.execute("SELECT verdict FROM omni.gate_decision ORDER BY nightly").fetchall()
+    ]
+    assert verdicts[1] != "REGRESSED"
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
+    parent = state.top_level()[0]["ts"]
+    held = [m["text"] for m in state.replies(parent) if "still open" in m["text"]]
+    assert len(held) == 1 and "cannot rule out a regression of +2.0 pts" in held[0]
+    store_night(db, tmp_path, 3, SAME)
+    dispatch(db, sink)
+    assert db.execute("SELECT state, resolved_nightly FROM omni.alert").fetchone() == {
+        "state": "resolved",
+        "resolved_nightly": D0 + dt.timedelta(days=3),
+    }

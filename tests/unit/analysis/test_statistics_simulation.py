@@ -57,3 +57,15 @@ def test_the_ab_repeat_rule_fails_an_aa_pair_no_more_than_the_nightly_and_finds_
     good, bad = step_probabilities(0.14)
     step = ab_rates(good, bad, 100, 6000, seed=6, policy=policy)
     assert step.failure >= 0.95 and step.clips_mean <= 6000
+
+
+def test_an_alert_on_a_persisting_small_step_does_not_flap() -> None:
+    """The lifecycle's resolve rule (two consecutive nights whose Δ upper bound is below
+    min_effect): a persisting 8 → 10.1 % step almost never resolves its alert in 30 nights
+    (the audit measured 97.8 % under the old "two non-REGRESSED nights" rule), while an A/A
+    pair's alert still resolves within ten nights."""
+    from omni_tasks.analysis.simulation import alert_resolutions
+
+    policy = load_policy()
+    assert alert_resolutions(0.101, 60, 30, seed=7, policy=policy) <= 0.05
+    assert alert_resolutions(0.0, 60, 10, seed=8, policy=policy) >= 0.95
