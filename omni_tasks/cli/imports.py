@@ -125,10 +125,21 @@ def import_vllm_omni(
 @import_app.command("buildkite")
 def import_buildkite(
     org: Annotated[str, typer.Option(help="Buildkite organization slug (e.g. vllm)")],
-    pipeline: Annotated[str, typer.Option(help="Pipeline slug (e.g. vllm-omni)")],
+    pipeline: Annotated[
+        list[str], typer.Option(help="Pipeline slug (repeat for several: vllm-omni, ...)")
+    ],
     branch: Annotated[str | None, typer.Option(help="Only builds of this branch")] = None,
     since: Annotated[
         str | None, typer.Option(help="Only builds created on/after YYYY-MM-DD")
+    ] = None,
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Artifact rules (pipeline, path glob → benchmark, model, lane); default: the "
+            "shipped ones for vLLM-Omni's CUDA, AMD and NPU pipelines",
+        ),
     ] = None,
     base_url: Annotated[str, typer.Option(help="API base (tests: a local server)")] = (
         "https://api.buildkite.com/v2"
@@ -136,42 +147,58 @@ def import_buildkite(
     harness_version: ArtifactHarnessOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Import the seed-TTS results artifacts of a Buildkite pipeline's builds (idempotent).
+    """Import the accuracy artifacts of Buildkite pipelines' builds (idempotent): each one the
+    rules match is a run of its series, with upstream's own gate verdict beside it; JSON
+    artifacts no rule matches are listed.
 
     The token comes from BUILDKITE_API_TOKEN (scopes read_builds, read_artifacts).
     """
     import os
 
-    from omni_tasks.importers.buildkite import BuildkiteError, BuildkiteSource, import_pipeline
+    from omni_tasks.importers.buildkite import (
+        BuildkiteError,
+        BuildkiteSource,
+        import_pipeline,
+        load_rules,
+    )
 
     token = os.environ.get("BUILDKITE_API_TOKEN")
     if not token:
         fail("set BUILDKITE_API_TOKEN (a Buildkite API token with read_builds, read_artifacts)")
-    src = BuildkiteSource(
-        org=org,
-        pipeline=pipeline,
-        token=token,
-        base_url=base_url,
-        branch=branch,
-        since=parse_date(since) if since else None,
-        harness_version=harness_version,
-    )
+    reports = {}
     with open_db() as conn:
         try:
-            report = import_pipeline(conn, src)
+            chosen = tuple(load_rules(rules)) if rules else ()
+            for slug in pipeline:
+                src = BuildkiteSource(
+                    org=org,
+                    pipeline=slug,
+                    token=token,
+                    base_url=base_url,
+                    branch=branch,
+                    since=parse_date(since) if since else None,
+                    harness_version=harness_version,
+                    rules=chosen,
+                )
+                reports[slug] = import_pipeline(conn, src)
         except BuildkiteError as exc:
             fail(str(exc))
     if as_json:
-        json_out(dataclasses.asdict(report))
+        json_out({slug: dataclasses.asdict(r) for slug, r in reports.items()})
         return
-    for w in report.warnings:
-        err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    for e in report.errors:
-        err.print(f"[red]error:[/] {e}", highlight=False)
-    console.print(
-        f"imported {len(report.imported)} run(s), skipped {report.skipped} already imported; "
-        f"{len(report.builds_without_artifact)} build(s) without a seed-TTS artifact",
-        highlight=False,
-    )
-    for key in report.imported:
-        print(key)
+    for slug, report in reports.items():
+        for w in report.warnings:
+            err.print(f"[yellow]warning:[/] {slug} {w}", highlight=False)
+        for e in report.errors:
+            err.print(f"[red]error:[/] {slug} {e}", highlight=False)
+        for u in report.unknown:
+            err.print(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}", highlight=False)
+        for n in report.not_evaluated:
+            err.print(f"[red]upstream gate not evaluated:[/] {n}", highlight=False)
+        console.print(
+            f"{slug}: imported {len(report.imported)} run(s), skipped {report.skipped} already "
+            f"imported; {len(report.builds_without_artifact)} build(s) without a known artifact",
+            highlight=False,
+        )
+        for key in report.imported:
+            print(key)

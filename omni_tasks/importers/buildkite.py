@@ -1,17 +1,20 @@
-"""Import last quarter's nightlies from the CI that runs today (Buildkite).
+"""Import the fleet's nightlies from the CI that runs them (Buildkite).
 
-Lists a pipeline's builds through the Buildkite REST API, finds each build's
-`qwen_omni_acc_seed_tts_*.json` artifacts, downloads them and imports each as that night's run
-with the build number, commit and branch. Idempotent: an artifact already imported (by its
-Buildkite id) is skipped without downloading. A 429 waits for Retry-After; 5xx and connection
-errors are retried with backoff; 401/404 stop with a message that says what to fix.
+Lists a pipeline's builds through the Buildkite REST API; each build's artifacts are matched
+against the artifact rules (`buildkite_rules.yaml`: pipeline, path glob → benchmark, model,
+lane); a matched artifact is downloaded and imported as that night's run of its series, with
+the build's number, commit, branch, step and agent in its provenance, and upstream's own gate
+verdict (pass / fail / not evaluated) beside it; a JSON artifact no rule matches is listed,
+never guessed. Idempotent: an artifact already imported (by its Buildkite id) is skipped
+without downloading. A 429 waits for Retry-After; 5xx and connection errors are retried with
+backoff; 401/404 stop with a message that says what to fix.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
+import fnmatch
 import tempfile
 import time
 from collections.abc import Generator, Iterator
@@ -22,10 +25,19 @@ from typing import Any
 import httpx
 import psycopg
 import tenacity
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader, parse_artifact
+from omni_tasks import benchmarks
+from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.benchmarks.base import ImportOptions
+from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader
 from omni_tasks.commits import check_commit
+from omni_tasks.gates.table import gates_of
+from omni_tasks.importers.artifact import ParsedArtifact
 from omni_tasks.names import InvalidName
+from omni_tasks.records import records_of
+from omni_tasks.series import Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 from omni_tasks.synthesis.bounded import (
     MAX_JSON_BODY,
@@ -34,8 +46,49 @@ from omni_tasks.synthesis.bounded import (
     read_body_sync,
 )
 
-ARTIFACT_PATTERN = re.compile(r"qwen_omni_acc_seed_tts_[^/]*\.json$")
 DEFAULT_API = "https://api.buildkite.com/v2"
+RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
+
+
+class ArtifactRule(BaseModel):
+    """Artifacts of `pipeline` whose path matches `artifact` are runs of this series."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pipeline: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    artifact: str = Field(min_length=1, max_length=300)
+    benchmark: str | None = None  # None: detected from the file
+    model: str
+    lane: str
+
+    def matches(self, pipeline: str, path: str) -> bool:
+        return pipeline == self.pipeline and fnmatch.fnmatchcase(path, self.artifact)
+
+
+def load_rules(path: Path = RULES) -> list[ArtifactRule]:
+    """The artifact rules of a rules file, each checked (its series must be a valid one)."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise BuildkiteError(f"{path}: cannot read artifact rules: {exc}") from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != 1
+        or not isinstance(doc.get("rules"), list)
+    ):
+        raise BuildkiteError(f"{path}: expected `version: 1` and a `rules` list")
+    out = []
+    for i, raw in enumerate(doc["rules"]):
+        try:
+            rule = ArtifactRule(**raw) if isinstance(raw, dict) else None
+            if rule is None:
+                raise ValueError("a mapping of rule fields")
+            if rule.benchmark is not None:
+                benchmarks.get(rule.benchmark)
+            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane)
+        except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
+            raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
+        out.append(rule)
+    return out
 
 
 class BuildkiteError(RuntimeError):
@@ -80,6 +133,7 @@ class BuildkiteSource:
     max_retries: int = 5
     backoff_s: float = 1.0
     harness_version: str | None = None  # the vllm-omni version the builds ran, when known
+    rules: tuple[ArtifactRule, ...] = ()  # empty: the shipped rules
 
 
 @dataclass
@@ -87,6 +141,11 @@ class ImportReport:
     imported: list[str] = field(default_factory=list)  # run keys
     skipped: int = 0  # artifacts imported before
     builds_without_artifact: list[int] = field(default_factory=list)
+    unknown: list[str] = field(
+        default_factory=list
+    )  # "BUILD: PATH" of JSON artifacts no rule matches
+    gates: list[dict[str, Any]] = field(default_factory=list)  # upstream's verdict per run
+    not_evaluated: list[str] = field(default_factory=list)  # runs whose gate could not be judged
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -211,27 +270,48 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
         artifact_grader(src.harness_version)  # an unknown version stops before any download
     except ArtifactError as exc:
         raise BuildkiteError(str(exc)) from None
+    rules = [r for r in (src.rules or tuple(load_rules())) if r.pipeline == src.pipeline]
     report = ImportReport()
     client = BuildkiteClient(src)
     try:
         builds = sorted(client.builds(), key=lambda b: b["number"])
         for build in builds:
-            arts = [
-                a
-                for a in client.artifacts(build["number"])
-                if ARTIFACT_PATTERN.search(a.get("path") or a.get("filename") or "")
-            ]
-            if not arts:
+            matched = []
+            for a in client.artifacts(build["number"]):
+                path = str(a.get("path") or a.get("filename") or "")
+                rule = next((r for r in rules if r.matches(src.pipeline, path)), None)
+                if rule is not None:
+                    matched.append((a, rule))
+                elif path.endswith(".json"):
+                    report.unknown.append(f"{build['number']}: {path[:300]}")
+            if not matched:
                 report.builds_without_artifact.append(build["number"])
                 continue
-            for art in arts:
+            for art, rule in matched:
                 if _already(conn, art["id"]):
                     report.skipped += 1
                     continue
-                _import_one(conn, client, src, build, art, report)
+                _import_one(conn, client, src, build, art, rule, report)
     finally:
         client.close()
     return report
+
+
+def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:
+    """The build's job that uploaded the artifact (its step and agent), when the API says."""
+    for job in build.get("jobs") or []:
+        if isinstance(job, dict) and job.get("id") == art.get("job_id"):
+            agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
+            return {
+                k: str(v)[:200]
+                for k, v in (
+                    ("step_key", job.get("step_key")),
+                    ("step", job.get("name") or job.get("label")),
+                    ("agent", agent.get("name")),
+                )
+                if v
+            }
+    return {}
 
 
 def _import_one(
@@ -240,6 +320,7 @@ def _import_one(
     src: BuildkiteSource,
     build: dict[str, Any],
     art: dict[str, Any],
+    rule: ArtifactRule,
     report: ImportReport,
 ) -> None:
     data = client.download(art)
@@ -249,19 +330,19 @@ def _import_one(
     except InvalidName as exc:  # e.g. "HEAD" on a build started by hand
         report.warnings.append(f"build {build['number']}: {exc}; stored without a commit")
         commit = None
+    options = ImportOptions(
+        branch=build["branch"], commit=commit, harness_version=src.harness_version
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
         path.write_bytes(data)
         try:
-            parsed = parse_artifact(
-                path,
-                branch=build["branch"],
-                commit=commit,
-                harness_version=src.harness_version,
-            )
+            parsed = benchmarks.import_artifact(path, options, rule.benchmark)
         except ArtifactError as exc:
             report.errors.append(f"build {build['number']}: {exc}")
             return
+    spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
+    verdicts = upstream_verdicts(spec.series, parsed, spec.nightly)
     source = {
         **parsed.spec.source,
         "buildkite": {
@@ -269,14 +350,60 @@ def _import_one(
             "pipeline": src.pipeline,
             "build": build["number"],
             "artifact_id": art["id"],
+            "artifact": str(art.get("path") or "")[:300],
             "web_url": build.get("web_url"),
             "state": build.get("state"),
+            **_job(build, art),
         },
+        "upstream_gates": verdicts,
     }
-    spec = dataclasses.replace(parsed.spec, source=source)
+    spec = dataclasses.replace(spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
     # Two builds of one commit on one night are two runs: the build number keeps keys apart.
     key = f"{derive_run_key(spec)}:build{build['number']}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
     report.imported.append(result.run_key)
+    report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
+    skipped = [v["gate"] for v in verdicts if v["verdict"] == "not_evaluated"]
+    if skipped:  # "easy to miss in a nightly log": a gate that judged nothing is INFRA
+        report.not_evaluated.append(f"{result.run_key}: {', '.join(skipped)}")
+        raise_infra(
+            conn,
+            f"upstream-gate|{spec.series.key}",
+            f"INFRA upstream gate not evaluated: {spec.series.label}",
+            [f"{g}: the figure was not computed, so upstream's test skipped it" for g in skipped]
+            + [f"build {build['number']} ({build.get('web_url') or src.pipeline})"],
+            dedup=str(spec.nightly),
+        )
+        conn.commit()
     report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]
+
+
+def upstream_verdicts(
+    series: Series, parsed: ParsedArtifact, nightly: dt.date
+) -> list[dict[str, Any]]:
+    """Upstream's own verdict for each of the series' gates on this run, as its test would
+    assert it: the figure recomputed from the items (or the artifact's summary), judged
+    against the threshold of that night; a figure that is missing is `not_evaluated`."""
+    bench = benchmarks.get(parsed.spec.benchmark)
+    out = []
+    for gate in gates_of(series):
+        value = (parsed.spec.summary or {}).get(gate.figure)
+        if parsed.clips:
+            try:
+                parts = bench.figure_values(gate.figure, records_of(parsed.clips, parsed.grades))
+                present = [x for x in parts if x is not None]
+                value = sum(present) / len(present) if present else None
+            except ValueError:  # not a per-item mean: the artifact's own figure
+                pass
+        figure = float(value) if isinstance(value, int | float) else None
+        threshold = gate.threshold_on(nightly)
+        out.append(
+            {
+                "gate": gate.describe(threshold),
+                "figure": gate.figure,
+                "value": figure,
+                "verdict": gate.verdict(figure, threshold),
+            }
+        )
+    return out

@@ -16,6 +16,10 @@ from starlette.routing import Route
 class BuildkiteState:
     builds: list[dict[str, Any]] = field(default_factory=list)  # newest first, like the API
     artifacts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # More pipelines than `vllm-omni` (whose builds are `builds`): slug -> builds, and
+    # (slug, build number) -> artifacts.
+    pipelines: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    pipeline_artifacts: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
     blobs: dict[str, bytes] = field(default_factory=dict)
     fail_next: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     downloads: int = 0
@@ -36,11 +40,11 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
     async def builds(request: Request) -> Response:
         if (bad := guard(request)) is not None:
             return bad
-        if request.path_params["pipeline"] != "vllm-omni":
+        pipeline = request.path_params["pipeline"]
+        if pipeline != "vllm-omni" and pipeline not in state.pipelines:
             return JSONResponse({"message": "Not Found"}, status_code=404)
-        rows = [
-            b for b in state.builds if request.query_params.get("branch") in (None, b["branch"])
-        ]
+        every = state.pipelines.get(pipeline, state.builds)
+        rows = [b for b in every if request.query_params.get("branch") in (None, b["branch"])]
         page = int(request.query_params.get("page", "1"))
         chunk = rows[(page - 1) * page_size : page * page_size]
         headers = {}
@@ -52,7 +56,11 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
     async def artifacts(request: Request) -> Response:
         if (bad := guard(request)) is not None:
             return bad
-        return JSONResponse(state.artifacts.get(int(request.path_params["number"]), []))
+        number = int(request.path_params["number"])
+        pipeline = request.path_params["pipeline"]
+        if (pipeline, number) in state.pipeline_artifacts:
+            return JSONResponse(state.pipeline_artifacts[(pipeline, number)])
+        return JSONResponse(state.artifacts.get(number, []))
 
     async def download(request: Request) -> Response:
         if (bad := guard(request)) is not None:

@@ -1,0 +1,212 @@
+"""The fleet's history from Buildkite: three pipelines (CUDA, AMD, NPU) whose artifacts the
+shipped rules map to series (model × benchmark × lane); each run carries upstream's own gate
+verdict as its test would assert it; a MiniCPM-o seed-TTS zh night without SIM is "gate not
+evaluated" with one INFRA alert; a JSON artifact no rule knows is listed, never imported; a
+second sync imports nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
+from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.factories import small_artifact
+from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+
+QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
+
+
+def daily_omni_doc(right: int, of: int) -> dict[str, Any]:
+    items = [
+        {
+            "request_id": str(i),
+            "video_id": f"v{i}",
+            "task_type": "Reasoning",
+            "gold": "A",
+            "predicted": "A" if i < right else "B",
+            "correct": i < right,
+        }
+        for i in range(of)
+    ]
+    return {
+        "date": "20261128-021500",
+        "daily_omni_accuracy": right / of,
+        "daily_omni_eval_items": items,
+    }
+
+
+def zh_doc(sim: bool) -> dict[str, Any]:
+    items = [
+        {
+            "utterance_id": f"z{i}",
+            "locale": "zh",
+            "wer": 0.0,
+            "reference_raw": "你好世界",
+            "asr_raw": "你好世界",
+            **({"sim": 0.7} if sim else {}),
+        }
+        for i in range(4)
+    ]
+    return {
+        "date": "20261128-021500",
+        "seed_tts_content_error_mean": 0.0,
+        "seed_tts_content_evaluated": 4,
+        "seed_tts_wer_eval_items": items,
+    }
+
+
+def add(
+    state: BuildkiteState, url: str, pipeline: str, number: int, files: dict[str, dict[str, Any]]
+) -> None:
+    build = {
+        "number": number,
+        "branch": "main",
+        "commit": f"{number:040x}",
+        "state": "passed",
+        "web_url": f"https://buildkite.com/vllm/{pipeline}/builds/{number}",
+        "jobs": [
+            {
+                "id": "job-1",
+                "step_key": "accuracy",
+                "name": "Accuracy nightly",
+                "agent": {"name": f"{pipeline}-agent-3"},
+            }
+        ],
+    }
+    state.pipelines.setdefault(pipeline, []).insert(0, build)
+    arts = []
+    for i, (path, doc) in enumerate(files.items()):
+        aid = f"{pipeline}-{number}-{i}"
+        state.blobs[aid] = json.dumps(doc).encode()
+        arts.append(
+            {
+                "id": aid,
+                "path": path,
+                "filename": path.rsplit("/", 1)[-1],
+                "job_id": "job-1",
+                "download_url": f"{url}/v2/organizations/vllm/pipelines/{pipeline}/builds/{number}"
+                f"/artifacts/{aid}/download",
+            }
+        )
+    state.pipeline_artifacts[(pipeline, number)] = arts
+
+
+@pytest.fixture
+def fleet():
+    state = BuildkiteState()
+    with serve_in_thread(buildkite_app(state)) as url:
+        add(
+            state,
+            url,
+            "vllm-omni",
+            11,
+            {
+                "results/qwen_omni_acc_seed_tts_20261128-021500.json": small_artifact(n=4),
+                "results/qwen_omni_acc_daily_omni_20261128-021500.json": daily_omni_doc(6, 10),
+                "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json": zh_doc(sim=False),
+                "perf/latency_summary.json": {"p50": 1.0},
+            },
+        )
+        add(
+            state,
+            url,
+            "vllm-omni-amd",
+            5,
+            {
+                "results/qwen_omni_acc_seed_tts_20261128-021500.json": small_artifact(n=4),
+            },
+        )
+        add(
+            state,
+            url,
+            "vllm-omni-npu-ci",
+            7,
+            {
+                "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json": zh_doc(sim=True),
+            },
+        )
+        yield url
+
+
+def sync(db, url: str, pipeline: str):
+    return import_pipeline(
+        db, BuildkiteSource("vllm", pipeline, "bk-token", f"{url}/v2", backoff_s=0.01)
+    )
+
+
+def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> None:
+    url = fleet
+    reports = {p: sync(db, url, p) for p in ("vllm-omni", "vllm-omni-amd", "vllm-omni-npu-ci")}
+    runs = db.execute(
+        "SELECT benchmark, model, lane, source FROM omni.run ORDER BY lane, benchmark"
+    ).fetchall()
+    assert [(r["benchmark"], r["model"], r["lane"]) for r in runs] == [
+        ("seed_tts_zh", MINICPM, "cuda-h100"),
+        ("daily_omni", QWEN, "cuda-h100x2"),
+        ("seed_tts_en", QWEN, "cuda-h100x2"),
+        ("seed_tts_zh", MINICPM, "npu-a3"),
+        ("seed_tts_en", QWEN, "rocm-mi325"),
+    ]
+    bk = runs[1]["source"]["buildkite"]
+    assert (bk["pipeline"], bk["build"], bk["step_key"], bk["agent"]) == (
+        "vllm-omni",
+        11,
+        "accuracy",
+        "vllm-omni-agent-3",
+    )
+    assert reports["vllm-omni"].unknown == ["11: perf/latency_summary.json"]  # listed, not guessed
+    verdicts = {
+        (r["benchmark"], r["lane"]): {
+            g["figure"]: g["verdict"] for g in r["source"]["upstream_gates"]
+        }
+        for r in runs
+    }
+    # As upstream's tests assert: 0.6 < 0.685 fails; a WER of 0 passes ≤ 0.35 and ≤ 0.0156.
+    assert verdicts[("daily_omni", "cuda-h100x2")] == {"daily_omni_accuracy": "fail"}
+    assert verdicts[("seed_tts_en", "rocm-mi325")] == {"seed_tts_content_error_mean": "pass"}
+    assert verdicts[("seed_tts_zh", "npu-a3")] == {
+        "seed_tts_content_error_mean": "pass",
+        "seed_tts_sim_mean": "pass",
+    }
+    assert verdicts[("seed_tts_zh", "cuda-h100")]["seed_tts_sim_mean"] == "not_evaluated"
+    assert len(reports["vllm-omni"].not_evaluated) == 1
+    infra = db.execute("SELECT idempotency_key FROM omni.alert_outbox").fetchall()
+    assert [m["idempotency_key"] for m in infra] == [
+        f"upstream-gate|seed_tts_zh|{MINICPM}|cuda-h100|2026-11-28"
+    ]
+    again = sync(db, url, "vllm-omni")
+    assert again.imported == [] and again.skipped == 3
+
+
+def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    monkeypatch.setenv("BUILDKITE_API_TOKEN", "bk-token")
+    out = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "buildkite",
+            "--org",
+            "vllm",
+            "--pipeline",
+            "vllm-omni",
+            "--pipeline",
+            "vllm-omni-amd",
+            "--base-url",
+            f"{fleet}/v2",
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    assert {slug: len(r["imported"]) for slug, r in got.items()} == {
+        "vllm-omni": 3,
+        "vllm-omni-amd": 1,
+    }
+    assert got["vllm-omni"]["unknown"] == ["11: perf/latency_summary.json"]
