@@ -14,6 +14,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -648,3 +649,65 @@ def ab(context: dict[str, Any]) -> dict[str, Any]:
         "stopped": result.stopped,
         "check_run_id": result.check_run_id,
     }
+
+
+BUILDKITE_CONN = "buildkite_default"  # its password is the API token
+
+
+@stops_on_sigterm
+def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
+    """Import the configured pipelines' builds of the run's window (plus the config's
+    lookback, so a build that finished late is still seen); idempotent, so hourly runs and
+    backfills never import an artifact twice."""
+    import os
+
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    from omni_tasks.deployment import VARIABLE, ConfigError
+    from omni_tasks.deployment import buildkite_sync as sync_config
+    from omni_tasks.importers.buildkite import (
+        BuildkiteError,
+        BuildkiteSource,
+        import_pipeline,
+        load_rules,
+    )
+
+    try:
+        cfg = sync_config(Variable.get(VARIABLE, default=None))
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config: {exc}") from None
+    token = os.environ.get("BUILDKITE_API_TOKEN")
+    try:
+        from airflow.sdk import BaseHook
+
+        token = BaseHook.get_connection(BUILDKITE_CONN).password or token
+    except AirflowNotFoundException:
+        pass
+    if not token:
+        raise AirflowFailException(
+            f"no Buildkite token: the connection {BUILDKITE_CONN}'s password or BUILDKITE_API_TOKEN"
+        )
+    since = _nightly(context) - dt.timedelta(days=cfg.lookback_days)
+    out: dict[str, Any] = {}
+    with results_db() as conn:
+        try:
+            rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
+            for pipeline in cfg.pipelines:
+                report = import_pipeline(
+                    conn,
+                    BuildkiteSource(
+                        cfg.org, pipeline, token, cfg.base_url, since=since, rules=rules
+                    ),
+                )
+                out[pipeline] = {
+                    "imported": len(report.imported),
+                    "skipped": report.skipped,
+                    "unknown": report.unknown,
+                    "not_evaluated": report.not_evaluated,
+                    "errors": report.errors,
+                }
+                log.info("buildkite %s: %s", pipeline, out[pipeline])
+        except BuildkiteError as exc:
+            raise AirflowFailException(str(exc)) from None
+    return out

@@ -284,7 +284,7 @@ def resolve_night(
     return Night(lanes, out)
 
 
-_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices", "ab"}
+_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices", "ab", "buildkite"}
 
 
 def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -511,3 +511,27 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
         )
     except ABError as exc:
         raise ConfigError(f"trigger form: {exc}") from None
+
+
+class BuildkiteSync(BaseModel):
+    """The config's `buildkite:` section: the pipelines the hourly sync imports."""
+
+    model_config = ConfigDict(extra="forbid")
+    org: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    pipelines: list[str] = Field(min_length=1)
+    base_url: str = Field(default="https://api.buildkite.com/v2", pattern=r"^https?://\S+$")
+    rules: str | None = Field(default=None, description="An artifact rules file (trusted)")
+    lookback_days: int = Field(default=2, ge=1, le=400)
+
+
+def buildkite_sync(variable: str | None = None) -> BuildkiteSync:
+    """The `buildkite:` section of the deployment config (version 2)."""
+    found = source(variable)
+    doc = None if found is None else parse(*found)
+    if found is None or doc is None or doc["version"] != 2 or not doc.get("buildkite"):
+        raise ConfigError("the deployment config has no `buildkite:` section: nothing to sync")
+    try:
+        return BuildkiteSync(**doc["buildkite"])
+    except (ValidationError, TypeError) as exc:
+        detail = _first(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigError(f"{found[0]}: buildkite: {detail}") from None

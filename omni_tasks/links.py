@@ -14,7 +14,14 @@ DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards
 PREFIX = "/omni"  # the plugin app's mount point on the API server
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
 DAG_IDS = frozenset(
-    {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness", "omni_ab"}
+    {
+        "seed_tts_nightly",
+        "seed_tts_bisect",
+        "seed_tts_regrade",
+        "omni_freshness",
+        "omni_ab",
+        "omni_buildkite_sync",
+    }
 )
 
 

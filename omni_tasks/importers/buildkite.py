@@ -362,6 +362,7 @@ def _import_one(
     # Two builds of one commit on one night are two runs: the build number keeps keys apart.
     key = f"{derive_run_key(spec)}:build{build['number']}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
+    conn.commit()  # one artifact at a time: a sync that stops keeps what it imported
     report.imported.append(result.run_key)
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
     skipped = [v["gate"] for v in verdicts if v["verdict"] == "not_evaluated"]

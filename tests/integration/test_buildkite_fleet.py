@@ -210,3 +210,36 @@ def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPa
         "vllm-omni-amd": 1,
     }
     assert got["vllm-omni"]["unknown"] == ["11: perf/latency_summary.json"]
+
+
+def test_the_hourly_sync_dag_imports_the_configured_pipelines(
+    db, fleet, tmp_path, results_dsn
+) -> None:
+    """`airflow dags test omni_buildkite_sync`: the config's pipelines are synced (its INFRA
+    alert delivered to the local outbox); a second run imports nothing new."""
+    from tests.airflow_env import airflow_env, dags_test, migrate
+
+    config = tmp_path / "fleet.yaml"
+    config.write_text(
+        "version: 2\nlanes: {cuda-h100x2: {queue: gpu, pool: gpu}}\n"
+        f"buildkite: {{org: vllm, pipelines: [vllm-omni, vllm-omni-npu-ci], base_url: "
+        f"'{fleet}/v2', lookback_days: 30}}\n"
+        "series:\n  - {benchmark: seed_tts_en, lane: cuda-h100x2, branches: [main],\n"
+        "     baseline: main, targets: {main: 'simulator:main'}}\n"
+    )
+    env = airflow_env(tmp_path / "home", results_dsn, tmp_path / "omni-home")
+    migrate(env)
+    env = {**env, "OMNI_NIGHTLY_CONFIG": str(config), "BUILDKITE_API_TOKEN": "bk-token"}
+    out = dags_test(env, "omni_buildkite_sync", "2026-11-29", "{}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    lanes = db.execute("SELECT lane, count(*) AS n FROM omni.run GROUP BY lane ORDER BY lane")
+    assert {r["lane"]: r["n"] for r in lanes.fetchall()} == {
+        "cuda-h100": 1,
+        "cuda-h100x2": 2,
+        "npu-a3": 1,
+    }
+    sent = db.execute("SELECT state FROM omni.alert_outbox").fetchall()
+    assert [m["state"] for m in sent] == ["sent"]  # the not-evaluated gate's INFRA alert
+    again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
+    assert again.returncode == 0
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 4

@@ -23,7 +23,7 @@ from tests.factories import git_repo
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
-TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab"}
+TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab", "import"}
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +54,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "seed_tts_regrade",
         "omni_freshness",
         "omni_ab",
+        "omni_buildkite_sync",
     }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
