@@ -23,12 +23,12 @@ import numpy as np
 
 from omni_tasks.audio import wav_bytes
 from omni_tasks.benchmarks.multiple_choice import (
+    ChoiceSuite,
     MultipleChoice,
     QuestionSet,
     QuestionSetError,
     omni_chat_body,
 )
-from omni_tasks.config import get_settings
 from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
 
@@ -259,27 +259,6 @@ def _beeps(hz: float, n: int) -> np.ndarray:
     return np.concatenate([np.concatenate([beep, gap]) for _ in range(n)]).astype(np.float32)
 
 
-class _Suite:
-    """How the choice runner asks Daily-Omni (benchmarks/run_choices.py)."""
-
-    grader = Grader(
-        "choice:daily-omni-official",
-        {"backend": "answer letter", "rule": "upstream extract_choice_letter_official"},
-    )
-    system_text = SYSTEM_TEXT
-    user_format = user_prompt("{question}", ("{choices}",))
-
-    def question_set(self, dataset: str) -> QuestionSet:
-        demo = dataset == "demo"
-        return load_questions(ensure_demo_set(get_settings().cache_dir) if demo else Path(dataset))
-
-    def request_body(self, item: Question, model: str, seed: int | None) -> dict[str, Any]:
-        return request_body(item, model, seed)
-
-    def extract_choice(self, text: str | None) -> str | None:
-        return extract_choice(text)
-
-
 DAILY_OMNI = MultipleChoice(
     id="daily_omni",
     prefix="daily_omni",
@@ -290,6 +269,17 @@ DAILY_OMNI = MultipleChoice(
     },
     key_fields=("video_id", "task_type"),
     description="Daily-Omni audio-visual multiple choice: accuracy, per task, category, duration",
-    suite=_Suite(),
+    suite=ChoiceSuite(
+        grader=Grader(
+            "choice:daily-omni-official",
+            {"backend": "answer letter", "rule": "upstream extract_choice_letter_official"},
+        ),
+        system_text=SYSTEM_TEXT,
+        user_format=user_prompt("{question}", ("{choices}",)),
+        load=load_questions,
+        demo_root=ensure_demo_set,
+        request_body=request_body,
+        extract_choice=extract_choice,
+    ),
 )
 DAILY_OMNI.dataset_file = "qa.json"  # a Daily-Omni root (qa.json + Videos/)

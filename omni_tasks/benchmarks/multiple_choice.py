@@ -10,7 +10,7 @@ question instead (Video-MME: `question_id`; Daily-Omni has none, so video and ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -71,19 +71,25 @@ class QuestionSet:
     fingerprint: str  # rows + media: two runs share questions iff fingerprints match
 
 
-class ChoiceSuite(Protocol):
+@dataclass(frozen=True)
+class ChoiceSuite:
     """What a runnable multiple-choice family gives the runner (benchmarks/run_choices.py):
-    its questions, upstream's request for one, upstream's rule for reading the answer."""
+    its questions (a root in upstream's layout, or its shipped demo set), upstream's request
+    for one, and upstream's rule for reading the answer."""
 
     grader: Grader
     system_text: str  # for the prompt fingerprint ("" when upstream sends none)
     user_format: str
+    load: Callable[[Path], QuestionSet]
+    demo_root: Callable[[Path], Path]  # writes the demo set under a cache dir, returns its root
+    request_body: Callable[[Any, str, int | None], dict[str, Any]]
+    extract_choice: Callable[[str | None], str | None]
 
-    def question_set(self, dataset: str) -> QuestionSet: ...
+    def question_set(self, dataset: str) -> QuestionSet:
+        from omni_tasks.config import get_settings
 
-    def request_body(self, item: Any, model: str, seed: int | None) -> dict[str, Any]: ...
-
-    def extract_choice(self, text: str | None) -> str | None: ...
+        demo = dataset == "demo"
+        return self.load(self.demo_root(get_settings().cache_dir) if demo else Path(dataset))
 
 
 def is_correct(predicted: str | None, gold: str) -> bool:

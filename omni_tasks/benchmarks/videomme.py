@@ -25,14 +25,15 @@ from typing import Any
 import numpy as np
 
 from omni_tasks.benchmarks.multiple_choice import (
+    ChoiceSuite,
     MultipleChoice,
     QuestionSet,
     QuestionSetError,
     omni_chat_body,
 )
-from omni_tasks.config import get_settings
 from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
+from omni_tasks.synthesis.choices import PALETTE
 
 PARQUET = "videomme/test-00000-of-00001.parquet"  # the Hub snapshot's layout
 VIDEO_DIR = "video"  # where upstream extracts videos_chunked_*.zip
@@ -79,14 +80,7 @@ MAX_QUESTIONS = 100_000
 MAX_PARQUET_BYTES = 256 * 1024 * 1024
 FINGERPRINT_SPAN = 1 << 20  # bytes hashed at each end of a video (the full set is ~95 GB)
 DEMO_ROWS = Path(__file__).resolve().parent.parent / "datasets" / "demo_videomme" / "rows.json"
-COLOURS = {  # the demo videos' colours (what the simulator names a frame by)
-    "red": (220, 30, 30),
-    "green": (30, 180, 60),
-    "blue": (30, 60, 220),
-    "yellow": (230, 220, 40),
-    "white": (240, 240, 240),
-    "black": (15, 15, 15),
-}
+COLOURS = PALETTE  # the demo videos' colours, which the simulator names frames by
 
 
 @dataclass(frozen=True)
@@ -386,27 +380,6 @@ def _colour_video(segments: list[list[Any]], fps: int, size: int = 32) -> bytes:
     return buf.getvalue()
 
 
-class _Suite:
-    """How the choice runner asks Video-MME (benchmarks/run_choices.py)."""
-
-    grader = Grader(
-        "choice:videomme-official",
-        {"backend": "answer letter", "rule": "upstream extract_characters_regex"},
-    )
-    system_text = ""  # MINICPM_OMNI_SYSTEM_TEXT
-    user_format = USER_PROMPT
-
-    def question_set(self, dataset: str) -> QuestionSet:
-        demo = dataset == "demo"
-        return load_questions(ensure_demo_set(get_settings().cache_dir) if demo else Path(dataset))
-
-    def request_body(self, item: Question, model: str, seed: int | None) -> dict[str, Any]:
-        return request_body(item, model, seed)
-
-    def extract_choice(self, text: str | None) -> str | None:
-        return extract_choice(text)
-
-
 VIDEOMME = MultipleChoice(
     id="videomme",
     prefix="videomme",
@@ -418,6 +391,17 @@ VIDEOMME = MultipleChoice(
     },
     key_fields=("question_id",),
     description="Video-MME multiple choice: accuracy, per task, domain, sub-category, duration",
-    suite=_Suite(),
+    suite=ChoiceSuite(
+        grader=Grader(
+            "choice:videomme-official",
+            {"backend": "answer letter", "rule": "upstream extract_characters_regex"},
+        ),
+        system_text="",  # MINICPM_OMNI_SYSTEM_TEXT
+        user_format=USER_PROMPT,
+        load=load_questions,
+        demo_root=ensure_demo_set,
+        request_body=request_body,
+        extract_choice=extract_choice,
+    ),
 )
 VIDEOMME.dataset_file = PARQUET

@@ -121,6 +121,23 @@ def test_videomme_is_asked_with_its_frames_and_judged_by_the_official_rule(db) -
     assert "--benchmark videomme" in shown.output and "--backend" not in shown.output
 
 
+def bench_videomme(dataset: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(
+        app,
+        [
+            "bench",
+            "--benchmark",
+            "videomme",
+            "--target",
+            "simulator:clean",
+            "--branch",
+            "main",
+            "--dataset",
+            dataset,
+        ],
+    )
+
+
 def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -136,39 +153,13 @@ def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
         "answer": "A",
     }
     pq.write_table(pa.Table.from_pylist([row]), root / "videomme/test-00000-of-00001.parquet")
-    out = runner.invoke(
-        app,
-        [
-            "bench",
-            "--benchmark",
-            "videomme",
-            "--target",
-            "simulator:clean",
-            "--branch",
-            "main",
-            "--dataset",
-            str(root),
-        ],
-    )
+    out = bench_videomme(str(root))
     assert out.exit_code == 1
     assert "test-00000-of-00001.parquet: row 0: no video 'v1'" in " ".join(out.output.split())
     bad = [row, {**row, "question_id": "../../etc", "videoID": "v1"}]
     pq.write_table(pa.Table.from_pylist(bad), root / "videomme/test-00000-of-00001.parquet")
     (root / "video" / "v1.mp4").write_bytes(b"not a video")
-    out = runner.invoke(
-        app,
-        [
-            "bench",
-            "--benchmark",
-            "videomme",
-            "--target",
-            "simulator:clean",
-            "--branch",
-            "main",
-            "--dataset",
-            str(root),
-        ],
-    )
+    out = bench_videomme(str(root))
     assert out.exit_code == 1 and "row 1: question_id" in " ".join(out.output.split())
     pq.write_table(pa.Table.from_pylist([row]), root / "videomme/test-00000-of-00001.parquet")
     key = ask("simulator:clean", "main", "--dataset", str(root), benchmark="videomme")
@@ -179,18 +170,5 @@ def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
     ).fetchone()
     assert stored["synth_status"] == "request_failed" and stored["status"] == "failed"
     assert stored["error_detail"].startswith("media: ")
-    out = runner.invoke(
-        app,
-        [
-            "bench",
-            "--benchmark",
-            "videomme",
-            "--target",
-            "simulator:clean",
-            "--branch",
-            "main",
-            "--dataset",
-            str(tmp_path),
-        ],
-    )
+    out = bench_videomme(str(tmp_path))
     assert out.exit_code == 2 and "videomme/test-00000-of-00001.parquet" in out.output
