@@ -187,12 +187,22 @@ def parse_artifact(
             "as audio missing"
         )
     summary = summary_figures(doc, "seed_tts_", "seed_tts_wer_eval_items")
+    reasons = doc.get("seed_tts_finish_reason_counts")  # upstream main, after 0.30
+    if reasons is not None:
+        if _reason_counts(reasons):
+            summary["seed_tts_finish_reason_counts"] = reasons
+        else:
+            warnings.append(
+                f"{path}: seed_tts_finish_reason_counts is not a small mapping of reason → "
+                "count; not kept"
+            )
     if clips:
         n_expected, status = len(clips), "complete"
     else:
         warnings.append(
             f"{path}: no per-item rows (seed_tts_wer_eval_items); imported as summary_only — "
-            "the gate needs per-clip rows (rerun the harness with SEED_TTS_WER_SAVE_ITEMS=1)"
+            "the gate needs per-clip rows (rerun the harness with SEED_TTS_WER_SAVE_ITEMS=1, "
+            "or SAVE_EVAL_ITEMS=1 after 0.30)"
         )
         counts = [doc.get(k) for k in SUMMARY_KEYS]
         n_expected = int(sum(c for c in counts if finite_number(c)))
@@ -288,6 +298,23 @@ def _lang_of(item: dict[str, Any]) -> str:
     """The item's own locale decides how it is scored (upstream: `zh…` per character)."""
     locale = item.get("locale")
     return "zh" if isinstance(locale, str) and locale.lower().startswith("zh") else "en"
+
+
+def _reason_counts(value: Any) -> bool:
+    """Upstream's finish-reason tally: at most 20 short reasons, each a count ≥ 0."""
+    return (
+        isinstance(value, dict)
+        and len(value) <= 20
+        and all(
+            isinstance(k, str)
+            and 0 < len(k) <= 40
+            and k.isprintable()
+            and isinstance(v, int)
+            and not isinstance(v, bool)
+            and 0 <= v <= 10**7
+            for k, v in value.items()
+        )
+    )
 
 
 def _clip_from_item(

@@ -142,3 +142,20 @@ def test_malformed_items_are_refused(tmp_path: Path, mutate, message: str) -> No
     path.write_text(raw)
     with pytest.raises(ArtifactError, match=message):
         parse_artifact(path, branch="main")
+
+
+def test_upstream_mains_new_keys_are_kept_and_a_bad_tally_is_refused(tmp_path: Path) -> None:
+    """After 0.30 upstream's summary has `seed_tts_finish_reason_counts` (a tally) and
+    `seed_tts_length_capped` (a count), which its validator gates on: both are kept."""
+    doc = {
+        **small_artifact(3),
+        "seed_tts_finish_reason_counts": {"stop": 2, "length": 1},
+        "seed_tts_length_capped": 1,
+    }
+    art = parse(tmp_path, doc)
+    assert art.spec.summary["seed_tts_finish_reason_counts"] == {"stop": 2, "length": 1}
+    assert art.spec.summary["seed_tts_length_capped"] == 1
+    doc["seed_tts_finish_reason_counts"] = {"x" * 500: -1}
+    art = parse(tmp_path, doc)
+    assert "seed_tts_finish_reason_counts" not in art.spec.summary
+    assert any("finish_reason_counts" in w for w in art.warnings)
