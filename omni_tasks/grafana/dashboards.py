@@ -382,6 +382,70 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             "them. Shown for context: no verdict reads them.",
         ),
         _panel(
+            11,
+            "Fleet overview: every series' latest verdict, ours and upstream's",
+            "table",
+            (0, 50, 24, 8),
+            [
+                _target(
+                    "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
+                    "regressed_14d, upstream_verdict, upstream_nightly FROM omni.v_fleet_latest "
+                    "ORDER BY benchmark, model, lane, candidate_branch",
+                    fmt="table",
+                ),
+            ],
+            "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
+            "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
+            "the newest imported run (Buildkite). Click a benchmark to open its series here.",
+            fieldConfig={
+                "defaults": {},
+                "overrides": [
+                    {
+                        "matcher": {"id": "byName", "options": "benchmark"},
+                        "properties": [
+                            {
+                                "id": "links",
+                                "value": [
+                                    {
+                                        "title": "open this series",
+                                        "url": "/d/"
+                                        + TREND_UID
+                                        + "?var-benchmark=${__data.fields.benchmark}"
+                                        "&var-model=${__data.fields.model}"
+                                        "&var-lane=${__data.fields.lane}",
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                    {
+                        "matcher": {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
+                        "properties": [
+                            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                            {
+                                "id": "mappings",
+                                "value": [
+                                    {
+                                        "type": "value",
+                                        "options": {
+                                            "REGRESSED": {"color": "red"},
+                                            "fail": {"color": "red"},
+                                            "INFRA": {"color": "orange"},
+                                            "not evaluated": {"color": "orange"},
+                                            "UNKNOWN": {"color": "yellow"},
+                                            "SAME": {"color": "green"},
+                                            "IMPROVED": {"color": "green"},
+                                            "pass": {"color": "green"},
+                                        },
+                                    }
+                                ],
+                            },
+                        ],
+                    },
+                ],
+            },
+        ),
+        _panel(
             10,
             "Upstream gate advice (its chance of failing a night with nothing changed)",
             "table",

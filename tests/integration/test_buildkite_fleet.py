@@ -177,6 +177,17 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     assert [m["idempotency_key"] for m in infra] == [
         f"upstream-gate|seed_tts_zh|{MINICPM}|cuda-h100|2026-11-28"
     ]
+    # The dashboard's fleet overview shows upstream's verdict per series.
+    overview = db.execute(
+        "SELECT benchmark, lane, upstream_verdict FROM omni.v_fleet_latest ORDER BY lane, benchmark"
+    ).fetchall()
+    assert [(r["benchmark"], r["lane"], r["upstream_verdict"]) for r in overview] == [
+        ("seed_tts_zh", "cuda-h100", "not evaluated"),
+        ("daily_omni", "cuda-h100x2", "fail"),
+        ("seed_tts_en", "cuda-h100x2", "pass"),
+        ("seed_tts_zh", "npu-a3", "pass"),
+        ("seed_tts_en", "rocm-mi325", "pass"),
+    ]
     again = sync(db, url, "vllm-omni")
     assert again.imported == [] and again.skipped == 3
 

@@ -110,6 +110,18 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
         ],
         "annotation omni events": ["time", "text", "tags"],
         "variable branch": ["branch"],
+        "Fleet overview: every series' latest verdict, ours and upstream's/A": [
+            "benchmark",
+            "model",
+            "lane",
+            "candidate_branch",
+            "variant",
+            "nightly",
+            "verdict",
+            "regressed_14d",
+            "upstream_verdict",
+            "upstream_nightly",
+        ],
         "Upstream gate advice (its chance of failing a night with nothing changed)/A": [
             "gate",
             "p_fail",
