@@ -304,12 +304,15 @@ def regression_still(ctx: AlertContext) -> Message:
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
 
 
-def regression_held(ctx: AlertContext, verdict: str, high: float | None, floor: float) -> Message:
-    """A night that does not rule the regression out keeps the alert open, and says why."""
-    bound = "its interval is unknown" if high is None else f"Δ tail up to {pts(high)}"
+def regression_held(
+    ctx: AlertContext, verdict: str, quiet: int, needed: int, high: float | None, floor: float
+) -> Message:
+    """A night without a regression that does not yet resolve the alert, and why."""
+    bound = "" if high is None else f" (the last ones pooled: Δ tail up to {pts(high)})"
     text = (
-        f"{ctx.nightly}: {verdict}, still open — {bound} cannot rule out a regression of "
-        f"{pts(floor)} or more; two nights that do resolve it"
+        f"{ctx.nightly}: {verdict}, still open — {quiet} night(s) without a regression in a "
+        f"row; it resolves when {needed} in a row together rule out a regression of "
+        f"{pts(floor)} or more{bound}"
     )
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
 

@@ -259,9 +259,10 @@ def alert_resolutions(
     bad_tail: float, series: int, nights: int, seed: int, policy: GatePolicy
 ) -> float:
     """The share of `series` (an alert open from night 0) that resolve within `nights` under
-    the lifecycle's rule (alerts/lifecycle.py: two consecutive nights whose paired Δ tail has
-    its upper bound below min_effect, or IMPROVED): with `bad_tail` 0 an A/A pair, else the
-    8 % baseline against a step to `bad_tail` that persists."""
+    the lifecycle's rule (alerts/lifecycle.py: three consecutive nights without a regression
+    whose pooled paired Δ tail has its 99 % upper bound below min_effect): with `bad_tail` 0
+    an A/A pair, else the 8 % baseline against a step to `bad_tail` that persists."""
+    from omni_tasks.alerts.lifecycle import RESOLVE_CONFIDENCE, RESOLVE_NIGHTS
     from omni_tasks.analysis.gate import decide_night as decide
 
     good = aa_probabilities()
@@ -269,18 +270,22 @@ def alert_resolutions(
     rng = np.random.default_rng(seed)
     resolved = 0
     for _ in range(series):
-        calm = 0
+        quiet: list[np.ndarray] = []
         for _night in range(nights):
             b = rng.random(len(base_p)) < base_p
             h = rng.random(len(head_p)) < head_p
-            n11, n12 = int((b & h).sum()), int((h & ~b).sum())
-            n21, n22 = int((b & ~h).sum()), int((~b & ~h).sum())
-            delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
-            p_reg, p_imp = mcnemar_exact(n12, n21)
-            ev = Evidence(len(b), n12, n21, p_reg, p_imp, delta, (lo, hi))
-            verdict = decide([ev], policy)[0].verdict
-            calm = calm + 1 if verdict == "IMPROVED" or hi < policy.min_effect else 0
-            if calm >= 2:
-                resolved += 1
-                break
+            table = np.array([(b & h).sum(), (h & ~b).sum(), (b & ~h).sum(), (~b & ~h).sum()])
+            delta, lo, hi = newcombe_paired(*(int(x) for x in table))
+            p_reg, p_imp = mcnemar_exact(int(table[1]), int(table[2]))
+            ev = Evidence(len(b), int(table[1]), int(table[2]), p_reg, p_imp, delta, (lo, hi))
+            if decide([ev], policy)[0].verdict == "REGRESSED":
+                quiet = []  # the alert is touched again: a new quiet streak starts after it
+                continue
+            quiet = [*quiet[-(RESOLVE_NIGHTS - 1) :], table]
+            if len(quiet) == RESOLVE_NIGHTS:
+                n11, n12, n21, n22 = (int(x) for x in np.sum(quiet, axis=0))
+                high = newcombe_paired(n11, n12, n21, n22, confidence=RESOLVE_CONFIDENCE)[2]
+                if high < policy.min_effect:
+                    resolved += 1
+                    break
     return resolved / series

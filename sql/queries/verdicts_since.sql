@@ -1,6 +1,7 @@
--- A key's verdicts after a night, up to and including another (oldest first), with the upper
--- bound of each paired night's Δ tail (NULL for a group night, which stores no paired table).
-SELECT d.nightly, d.verdict, c.delta_tail_ci_high AS delta_high
+-- A key's verdicts after a night, up to and including another (oldest first), with each
+-- paired night's table (NULL for a group night, which stores no paired table).
+SELECT d.nightly, d.verdict, c.stable_broken AS n11, c.regressed AS n12, c.improved AS n21,
+       c.stable_ok AS n22
 FROM omni.gate_decision d
 LEFT JOIN omni.comparison c ON c.comparison_id = d.comparison_id
 WHERE d.benchmark = %(benchmark)s AND d.model = %(model)s AND d.lane = %(lane)s

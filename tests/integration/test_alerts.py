@@ -70,20 +70,22 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     store_night(db, tmp_path, 1, REGRESS)
     store_night(db, tmp_path, 2, REGRESS)
     dispatch(db, sink)
-    store_night(db, tmp_path, 3, SAME)  # one quiet night does not resolve
+    store_night(db, tmp_path, 3, SAME)  # quiet nights: two do not resolve (they say so)
+    store_night(db, tmp_path, 4, SAME)
     dispatch(db, sink)
     assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
-    store_night(db, tmp_path, 4, SAME)  # the second does
+    store_night(db, tmp_path, 5, SAME)  # the third in a row does: together they rule it out
     dispatch(db, sink)
 
     assert len(state.top_level()) == 1
     replies = [m["text"] for m in state.replies(parent)]
-    assert len(replies) == 3 and "still REGRESSED" in replies[0] and "resolved" in replies[2]
+    assert len(replies) == 5 and "still REGRESSED" in replies[0] and "resolved" in replies[4]
+    assert "still open — 1 night(s) without a regression in a row" in replies[2]
     assert [u["ts"] for u in state.updates] == [parent] * 3  # two nights + the resolve
     assert "resolved" in state.updates[-1]["text"]
     assert db.execute("SELECT state, resolved_nightly FROM omni.alert").fetchone() == {
         "state": "resolved",
-        "resolved_nightly": D0 + dt.timedelta(days=4),
+        "resolved_nightly": D0 + dt.timedelta(days=5),
     }
     kinds = [r["kind"] for r in db.execute("SELECT kind FROM omni.event ORDER BY time")]
     assert kinds == ["regression_opened", "regression_resolved"]
@@ -457,27 +459,32 @@ def test_duplicate_and_downstream_close_an_alert_and_name_its_owner(db, tmp_path
 def test_a_night_that_cannot_rule_the_regression_out_keeps_the_alert_open(
     db, tmp_path: Path, slack
 ) -> None:
-    """A SAME night whose Δ upper bound is above min_effect (a small step may persist) is no
-    quiet night: the alert stays open and its thread says why; two nights that rule the
-    regression out (upper bound below min_effect) resolve it."""
+    """Quiet nights pooled must rule a regression of min_effect out: a small step (Δ +1.8
+    pts, not REGRESSED) among them keeps the alert open past three nights, and the thread says
+    why; once three nights in a row together rule it out (two SAME with one small) it
+    resolves."""
     state, sink = slack
     small = ABShape(n=1088, stable_broken=80, regressed=30, improved=10)  # Δ +1.8 pts
     store_night(db, tmp_path, 0, REGRESS)
-    store_night(db, tmp_path, 1, small)
-    store_night(db, tmp_path, 2, SAME)
+    for i in (1, 2, 3):
+        store_night(db, tmp_path, i, small)
     dispatch(db, sink)
     verdicts = [
         r["verdict"]
         for r in db.execute("SELECT verdict FROM omni.gate_decision ORDER BY nightly").fetchall()
     ]
-    assert verdicts[1] != "REGRESSED"
+    assert "REGRESSED" not in verdicts[1:]
     assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
     parent = state.top_level()[0]["ts"]
     held = [m["text"] for m in state.replies(parent) if "still open" in m["text"]]
-    assert len(held) == 1 and "cannot rule out a regression of +2.0 pts" in held[0]
-    store_night(db, tmp_path, 3, SAME)
+    assert len(held) == 3 and "3 night(s) without a regression in a row" in held[-1]
+    assert "rule out a regression of +2.0 pts" in held[-1] and "pooled" in held[-1]
+    store_night(db, tmp_path, 4, SAME)
+    dispatch(db, sink)
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
+    store_night(db, tmp_path, 5, SAME)  # (small, SAME, SAME) pooled: below +2 pts
     dispatch(db, sink)
     assert db.execute("SELECT state, resolved_nightly FROM omni.alert").fetchone() == {
         "state": "resolved",
-        "resolved_nightly": D0 + dt.timedelta(days=3),
+        "resolved_nightly": D0 + dt.timedelta(days=5),
     }

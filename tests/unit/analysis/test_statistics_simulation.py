@@ -60,12 +60,12 @@ def test_the_ab_repeat_rule_fails_an_aa_pair_no_more_than_the_nightly_and_finds_
 
 
 def test_an_alert_on_a_persisting_small_step_does_not_flap() -> None:
-    """The lifecycle's resolve rule (two consecutive nights whose Δ upper bound is below
-    min_effect): a persisting 8 → 10.1 % step almost never resolves its alert in 30 nights
-    (the audit measured 97.8 % under the old "two non-REGRESSED nights" rule), while an A/A
-    pair's alert still resolves within ten nights."""
+    """The lifecycle's resolve rule (three nights in a row whose pooled Δ upper bound is below
+    min_effect): a persisting 8 → 10.1 % step rarely resolves its alert in 30 nights (the
+    audit measured 97.8 % under the old "two non-REGRESSED nights" rule), while an A/A pair's
+    alert still resolves within three nights (README quotes the full-size figures)."""
     from omni_tasks.analysis.simulation import alert_resolutions
 
     policy = load_policy()
-    assert alert_resolutions(0.101, 60, 30, seed=7, policy=policy) <= 0.05
-    assert alert_resolutions(0.0, 60, 10, seed=8, policy=policy) >= 0.95
+    assert alert_resolutions(0.101, 80, 30, seed=7, policy=policy) <= 0.10
+    assert alert_resolutions(0.0, 200, 3, seed=8, policy=policy) >= 0.92
