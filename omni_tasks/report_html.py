@@ -168,6 +168,40 @@ def _official(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _published(
+    conn: psycopg.Connection[Any], series: Series, runs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The model's published figures for the benchmark; beside each, the night's own figure
+    only where it is measured by the same protocol (else: a reference, not a comparison)."""
+    from omni_tasks import benchmarks
+    from omni_tasks.gates.published import published_for
+    from omni_tasks.jobs.statistics import load_graded_run
+
+    out = []
+    for p in published_for(series):
+        ours = "different protocol: a reference, not this series' scale"
+        if p.comparable is not None:
+            bench = benchmarks.get(series.benchmark)
+            shown = []
+            for r in runs:
+                if r["status"] not in ("complete", "partial") or r.get("grader") is None:
+                    continue
+                parts = bench.figure_values(p.comparable, load_graded_run(conn, r["run_key"]).clips)
+                present = [x for x in parts if x is not None]
+                if present:
+                    shown.append(f"{r['branch']} {100 * sum(present) / len(present):.1f}")
+            ours = f"same protocol ({p.comparable}): " + (", ".join(shown) or "no run tonight")
+        out.append(
+            {
+                "value": f"{p.value:g} {p.unit}",
+                "protocol": p.protocol,
+                "source": p.source,
+                "ours": ours,
+            }
+        )
+    return out
+
+
 def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The night's stored advice per upstream gate, in words (gates/text.py)."""
     from omni_tasks.gates.text import catches, rounded_threshold
@@ -274,6 +308,7 @@ def nightly_report(
         official=_official(views.official(conn, benchmark, nightly)),
         scores=_scores(views.item_scores(conn, benchmark, tau, nightly)),
         gate_advice=_gate_advice(results.gate_advice_of_night(conn, benchmark, nightly)),
+        published=_published(conn, benchmark, runs),
         trend=_fig(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
         ),

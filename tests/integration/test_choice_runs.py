@@ -172,3 +172,27 @@ def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
     assert stored["error_detail"].startswith("media: ")
     out = bench_videomme(str(tmp_path))
     assert out.exit_code == 2 and "videomme/test-00000-of-00001.parquet" in out.output
+
+
+def test_the_report_sets_published_figures_beside_only_a_same_protocol_series(db) -> None:
+    """MiniCPM-o 4.5's published Video-MME 70.4 is measured the way the nightly measures it
+    (OmniEvalKit's recipe): the report puts tonight's accuracy beside it. Qwen3-Omni's
+    published seed-TTS WER is another protocol: shown as a reference only."""
+    import datetime as dt
+
+    from omni_tasks import benchmarks
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.report_html import nightly_report
+    from omni_tasks.series import Series
+
+    night = dt.date(2026, 11, 30)
+    minicpm = "openbmb/MiniCPM-o-4_5"
+    req = BenchRequest(
+        target="simulator:clean", branch="main", benchmark="videomme", model=minicpm, nightly=night
+    )
+    benchmarks.get("videomme").run(db, req, {})
+    page = nightly_report(db, Series("videomme", minicpm), night, 0.5)
+    assert "<h2>Published figures</h2>" in page and "70.4 % accuracy" in page
+    assert "same protocol (videomme_accuracy): main 100.0" in page
+    qwen = nightly_report(db, Series("seed_tts_en"), night, 0.5)
+    assert "1.39 % WER" in qwen and "different protocol: a reference" in qwen

@@ -116,3 +116,18 @@ def test_a_series_config_replaces_the_tables_gates() -> None:
     s = Series("seed_tts_en", "Qwen/Qwen3-Omni-30B-A3B-Instruct", "rocm-mi300")
     assert [g.threshold for g in gates_of(s)] == [0.35]
     assert gates_of(s, []) == []  # `upstream_gate: none`: the lane imports no threshold
+
+
+def test_published_figures_name_their_unit_protocol_and_source(tmp_path: Path) -> None:
+    from omni_tasks.gates.published import PublishedError, load_published
+
+    table = load_published()
+    assert all(p.unit and p.protocol and p.source for p in table)
+    assert {p.comparable for p in table} <= {None, "videomme_accuracy"}
+    bad = tmp_path / "published.yaml"
+    bad.write_text(
+        "version: 1\nfigures:\n  - {benchmark: b, model: m, value: .inf, unit: u,"
+        " protocol: p, source: s, comparable: null}\n"
+    )
+    with pytest.raises(PublishedError, match="finite number"):
+        load_published(bad)
