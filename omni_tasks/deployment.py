@@ -256,7 +256,11 @@ def resolve_night(
     doc = None if found is None else parse(*found)  # the YAML read and walked once
     if found is None or doc is None or doc["version"] == 1:
         return Night(dict(DEFAULT_LANES), [resolve(form, variable, scheduled=scheduled)])
-    where = found[0]
+    return _fleet_night(found[0], doc, form)
+
+
+def _fleet_night(where: str, doc: dict[str, Any], form: dict[str, Any]) -> Night:
+    """A version 2 config's night (its YAML already parsed)."""
     given = form_fields(form)
     _check_choices(doc.get("form_choices"), where)
     lanes = _lanes(where, doc.get("lanes"))
@@ -478,7 +482,7 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
     repo = form.get("repo")
     if repo not in ab.repos:
         raise ConfigError(f"trigger form: repo {str(repo)[:100]!r} is not one of ab.repos")
-    night = resolve_night({}, variable)
+    night = _fleet_night(where, doc, {})
     key = form.get("series") or ab.series
     mine = [p for p in night.series if p.series.key == key and p.variant == "default"]
     if not mine:

@@ -186,10 +186,9 @@ def _published(
             for r in runs:
                 if r["status"] not in ("complete", "partial") or r.get("grader") is None:
                     continue
-                parts = bench.figure_values(p.comparable, load_graded_run(conn, r["run_key"]).clips)
-                present = [x for x in parts if x is not None]
-                if present:
-                    shown.append(f"{r['branch']} {100 * sum(present) / len(present):.1f}")
+                value = bench.figure_mean(p.comparable, load_graded_run(conn, r["run_key"]).clips)
+                if value is not None:
+                    shown.append(f"{r['branch']} {100 * value:.1f}")
             ours = f"same protocol ({p.comparable}): " + (", ".join(shown) or "no run tonight")
         out.append(
             {

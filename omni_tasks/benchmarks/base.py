@@ -5,6 +5,7 @@ report read only this interface, so a new benchmark is one module that registers
 from __future__ import annotations
 
 import datetime as dt
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,6 +113,11 @@ class Benchmark(ABC):
         """Each item's part in upstream's summary figure `figure`, a mean over items: its
         value, or None where upstream leaves the item out (the gate advisor resamples these)."""
         raise ValueError(f"{self.id}: {figure!r} is not a per-item mean of this benchmark")
+
+    def figure_mean(self, figure: str, clips: Sequence[ClipRecord]) -> float | None:
+        """Upstream's figure `figure` recomputed from the items (None when no item counts)."""
+        present = [x for x in self.figure_values(figure, clips) if x is not None]
+        return math.fsum(present) / len(present) if present else None
 
     @abstractmethod
     def claims(self, doc: dict[str, Any]) -> bool:

@@ -72,6 +72,28 @@ def _panel(
     }
 
 
+VERDICT_COLOURS = {
+    "REGRESSED": "red",
+    "IMPROVED": "green",
+    "SAME": "blue",
+    "UNKNOWN": "yellow",
+    "INFRA": "purple",
+}
+UPSTREAM_COLOURS = {"fail": "red", "not evaluated": "purple", "pass": "blue"}  # as ours
+
+
+def _coloured(matcher: dict[str, str], colours: dict[str, str]) -> dict[str, Any]:
+    """A table column whose cells are coloured by their value (a verdict)."""
+    options = {value: {"color": colour} for value, colour in colours.items()}
+    return {
+        "matcher": matcher,
+        "properties": [
+            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+            {"id": "mappings", "value": [{"type": "value", "options": options}]},
+        ],
+    }
+
+
 def _line(value: float, color: str) -> dict[str, Any]:
     return {
         "mode": "absolute",
@@ -250,27 +272,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                 "defaults": {},
                 "overrides": [
                     *_units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
-                    {
-                        "matcher": {"id": "byName", "options": "verdict"},
-                        "properties": [
-                            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
-                            {
-                                "id": "mappings",
-                                "value": [
-                                    {
-                                        "type": "value",
-                                        "options": {
-                                            "REGRESSED": {"color": "red"},
-                                            "IMPROVED": {"color": "green"},
-                                            "SAME": {"color": "blue"},
-                                            "UNKNOWN": {"color": "yellow"},
-                                            "INFRA": {"color": "purple"},
-                                        },
-                                    }
-                                ],
-                            },
-                        ],
-                    },
+                    _coloured({"id": "byName", "options": "verdict"}, VERDICT_COLOURS),
                 ],
             },
         ),
@@ -418,30 +420,10 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                             }
                         ],
                     },
-                    {
-                        "matcher": {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
-                        "properties": [
-                            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
-                            {
-                                "id": "mappings",
-                                "value": [
-                                    {
-                                        "type": "value",
-                                        "options": {
-                                            "REGRESSED": {"color": "red"},
-                                            "fail": {"color": "red"},
-                                            "INFRA": {"color": "orange"},
-                                            "not evaluated": {"color": "orange"},
-                                            "UNKNOWN": {"color": "yellow"},
-                                            "SAME": {"color": "green"},
-                                            "IMPROVED": {"color": "green"},
-                                            "pass": {"color": "green"},
-                                        },
-                                    }
-                                ],
-                            },
-                        ],
-                    },
+                    _coloured(
+                        {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
+                        {**VERDICT_COLOURS, **UPSTREAM_COLOURS},
+                    ),
                 ],
             },
         ),

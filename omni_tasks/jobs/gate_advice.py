@@ -90,10 +90,10 @@ def advise_series(
         else:
             clips = load_graded_run(conn, r["run_key"]).clips
             parts = bench.figure_values(gate.figure, clips)
-            present = [x for x in parts if x is not None]
-            figure = math.fsum(present) / len(present) if present else None
             values = {c.utt_id: x for c, x in zip(clips, parts, strict=True)}
-            night = Night(r["nightly"], r["commit_sha"], figure, values)
+            night = Night(
+                r["nightly"], r["commit_sha"], bench.figure_mean(gate.figure, clips), values
+            )
             if r["run_key"] in chosen_keys:
                 clip_runs.append(clips)
         history.append(night)
