@@ -12,6 +12,7 @@ backoff; 401/404 stop with a message that says what to fix.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import fnmatch
@@ -35,7 +36,7 @@ from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader
 from omni_tasks.commits import check_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
-from omni_tasks.names import InvalidName
+from omni_tasks.names import InvalidName, printable
 from omni_tasks.records import records_of
 from omni_tasks.series import Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
@@ -283,7 +284,7 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
                 if rule is not None:
                     matched.append((a, rule))
                 elif path.endswith(".json"):
-                    report.unknown.append(f"{build['number']}: {path[:300]}")
+                    report.unknown.append(f"{build['number']}: {printable(path[:300])}")
             if not matched:
                 report.builds_without_artifact.append(build["number"])
                 continue
@@ -303,7 +304,7 @@ def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:
         if isinstance(job, dict) and job.get("id") == art.get("job_id"):
             agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
             return {
-                k: str(v)[:200]
+                k: printable(str(v)[:200])
                 for k, v in (
                     ("step_key", job.get("step_key")),
                     ("step", job.get("name") or job.get("label")),
@@ -350,7 +351,7 @@ def _import_one(
             "pipeline": src.pipeline,
             "build": build["number"],
             "artifact_id": art["id"],
-            "artifact": str(art.get("path") or "")[:300],
+            "artifact": printable(str(art.get("path") or "")[:300]),
             "web_url": build.get("web_url"),
             "state": build.get("state"),
             **_job(build, art),
@@ -391,12 +392,9 @@ def upstream_verdicts(
     for gate in gates_of(series):
         value = (parsed.spec.summary or {}).get(gate.figure)
         if parsed.clips:
-            try:
-                parts = bench.figure_values(gate.figure, records_of(parsed.clips, parsed.grades))
-                present = [x for x in parts if x is not None]
-                value = sum(present) / len(present) if present else None
-            except ValueError:  # not a per-item mean: the artifact's own figure
-                pass
+            # A figure that is not a per-item mean keeps the artifact's own value.
+            with contextlib.suppress(ValueError):
+                value = bench.figure_mean(gate.figure, records_of(parsed.clips, parsed.grades))
         figure = float(value) if isinstance(value, int | float) else None
         threshold = gate.threshold_on(nightly)
         out.append(
