@@ -501,7 +501,11 @@ def bisect_params() -> dict[str, Any]:
         "limit": Param(None, type=["null", "integer"]),
         "seed": Param(1000, type="integer"),
         "alpha": Param(0.05, type="number"),
-        "max_repeats": Param(3, type="integer"),
+        "budget": Param(
+            4.0,
+            type="number",
+            description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
+        ),
         "variant": Param("default", type="string"),
         "benchmark": Param(None, type=["null", "string"]),
         "lane": Param("default", type="string", description="The series' hardware lane"),
@@ -541,6 +545,7 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
         "last_good": result.last_good,
         "steps": len(result.steps),
         "evaluations": result.evaluations,
+        "full_runs": round(result.full_runs, 3),
     }
 
 

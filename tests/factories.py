@@ -121,3 +121,25 @@ def git_repo(root: Path, n: int, branch: str) -> list[str]:
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", branch)
     return [commit(root, f"c{i}") for i in range(n)]
+
+
+def seed_tts_corpus(root: Path, n: int = 1088) -> Path:
+    """A seed-tts-eval-shaped locale dir of n sentences (about 10 % questions)."""
+    import random
+
+    import numpy as np
+
+    from omni_tasks.audio import write_audio
+
+    rng = random.Random(5)
+    words = "alpha river stone quiet market orange seven garden window yellow bridge".split()
+    (root / "prompt-wavs").mkdir(parents=True)
+    write_audio(str(root / "prompt-wavs" / "p.wav"), np.full(4800, 0.1, np.float32), 24_000)
+    lines = []
+    for i in range(n):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize()
+        lines.append(
+            f"u{i:04d}|prompt|prompt-wavs/p.wav|{text} {i}{'?' if rng.random() < 0.1 else '.'}"
+        )
+    (root / "meta.lst").write_text("\n".join(lines) + "\n")
+    return root

@@ -41,8 +41,9 @@ class Message:
 
 @dataclass(frozen=True)
 class CommitRange:
-    """Where a regression entered: the candidate's commit on the last SAME/IMPROVED night before
-    the streak (None when none is on record) and on the night it opened."""
+    """Where a regression entered: the candidate's commit on the streak's first REGRESSED night
+    and on the last night before it that rules the regression out (None when none in the
+    window does; analysis/bisect.py `bisect_range`)."""
 
     first_bad: str
     first_bad_night: str

@@ -26,6 +26,7 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
+from omni_tasks.analysis.bisect import bisect_range
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.intervals import newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
@@ -118,33 +119,26 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
 
 
 def _commit_range(
-    conn: psycopg.Connection[Any], d: dict[str, Any], opened: dt.date
+    conn: psycopg.Connection[Any], d: dict[str, Any], opened: dt.date, policy: GatePolicy
 ) -> blocks.CommitRange | None:
-    """The candidate's commits around the night the alert opened: that night's (first bad) and
-    the last SAME/IMPROVED night's before it (last good)."""
-    rows = decisions.verdicts_until(conn, d, opened)
-    bad = next((r for r in rows if r["nightly"] == opened and r["commit_sha"]), None)
-    if bad is None:
+    """The candidate's commits around the night the alert opened: the streak's first bad
+    night's and the last night's before it that rules the regression out (the auto-bisect's
+    range, analysis/bisect.py `bisect_range`)."""
+    min_effect = policy.for_benchmark(d["benchmark"]).min_effect
+    good, bad = bisect_range(decisions.range_evidence(conn, d, opened), min_effect)
+    if bad is None or not bad.commit_sha:
         return None
-    good = next(
-        (
-            r
-            for r in rows
-            if r["nightly"] < opened and r["verdict"] in ("SAME", "IMPROVED") and r["commit_sha"]
-        ),
-        None,
-    )
     repo = get_settings().repo_url
     compare = (
-        f"{repo.rstrip('/')}/compare/{good['commit_sha']}...{bad['commit_sha']}"
+        f"{repo.rstrip('/')}/compare/{good.commit_sha}...{bad.commit_sha}"
         if repo and good is not None
         else None
     )
     return blocks.CommitRange(
-        first_bad=bad["commit_sha"],
-        first_bad_night=str(opened),
-        last_good=None if good is None else good["commit_sha"],
-        last_good_night=None if good is None else str(good["nightly"]),
+        first_bad=bad.commit_sha,
+        first_bad_night=str(bad.nightly),
+        last_good=None if good is None else good.commit_sha,
+        last_good_night=None if good is None else str(good.nightly),
         compare_url=compare,
     )
 
@@ -227,7 +221,7 @@ def _regression(
             return  # marked invalid by a person; only a new commit in the range reopens it
         opened_by = AlertDetails(decision_id=d["decision_id"], commits=[commit])
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
-        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, night))
+        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, night, policy))
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
@@ -257,7 +251,7 @@ def _regression(
         commits = [*alert["details"].commits, commit]
         store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
-        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, alert["opened_nightly"]))
+        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, alert["opened_nightly"], policy))
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(
             conn,

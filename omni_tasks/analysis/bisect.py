@@ -1,25 +1,64 @@
-"""Find the first bad commit between a good and a bad one, with a sequential test per step.
+"""Find the first bad commit between a good and a bad one: choose clips, verify the endpoints,
+then bisect with a sequential test per step, all within a budget counted in clips.
 
-The endpoints are run on every clip at the selection seed; the *discriminating* clips are
-those that differ between them (regressed and improved) plus a seeded control sample of the
-rest. Those selection runs only choose clips, never judge them: reusing them would bias the good
-endpoint's count low on exactly the clips chosen because it was fine there (selection bias),
-and tilt every step towards "bad". Each midpoint is run on the discriminating clips and judged
-by a binomial sequential probability ratio test between the two endpoints' broken rates
-measured afresh on the same clips at the same (fresh) seed: bad when the log-likelihood ratio
-crosses log((1-β)/α_step), good when it crosses log(β/(1-α_step)), otherwise repeated with the
-next seed, up to a cap; α is split over the ⌈log2 n⌉ steps (Bonferroni). A step still undecided
-at the cap is decided by the sign of the ratio and marked.
+1. **Selection.** The *discriminating* clips are those that differ between one run of each
+   endpoint (regressed and improved) plus a seeded control sample of the rest. The runs are the
+   endpoints' stored nightly runs when they exist (no GPU spent), else fresh runs at the
+   selection seed. Selection only chooses clips, never judges them: judging on the runs that
+   chose them would bias the good endpoint's count low on exactly the clips chosen because it
+   was fine there, and tilt every step towards "bad".
+2. **Endpoint check.** At fresh seeds, both endpoints run on the chosen clips; the paired
+   (clip, seed) outcomes pooled over seeds give a one-sided exact McNemar test that the bad
+   endpoint is worse. It looks once per seed, α split over the looks; when no look rejects, the
+   bisection ends with "no regression between these endpoints" and names no commit.
+3. **Steps.** Each midpoint runs on the chosen clips at the same seeds and is judged by a
+   binomial sequential probability ratio test between the endpoints' broken rates at that seed:
+   bad when the log-likelihood ratio crosses log((1-β)/α_step), good when it crosses
+   log(β/(1-α_step)), else the next seed, up to the repeat cap; α is split over the ⌈log2 n⌉
+   steps (Bonferroni). A step still undecided at the cap is decided by the ratio's sign and
+   marked.
+
+The budget is in full-run equivalents (clips run / clips in a full run). The repeat cap is the
+most seeds whose worst case (both endpoints and every step's midpoint at each seed) fits what
+the selection left of it, at most MAX_REPEATS.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
+Outcomes = dict[str, bool]  # clip -> broken
+
+MAX_REPEATS = 6
+
+
+@dataclass(frozen=True)
+class EndpointCheck:
+    """Fresh runs of both endpoints on the chosen clips: is the bad one worse?"""
+
+    seeds: tuple[int, ...]
+    good_broken: tuple[int, ...]  # broken chosen clips per seed
+    bad_broken: tuple[int, ...]
+    worse: int  # (clip, seed) pairs broken on the bad endpoint only
+    better: int  # broken on the good endpoint only
+    p_worse: float  # one-sided exact McNemar, pooled over the seeds
+    alpha_per_look: float
+    verified: bool
+
+    def describe(self) -> str:
+        return (
+            f"endpoint check at seeds {list(self.seeds)}: good broken {list(self.good_broken)}, "
+            f"bad broken {list(self.bad_broken)}; worse:better {self.worse}:{self.better}, "
+            f"p {self.p_worse:.2g} (needs < {self.alpha_per_look:.2g}): "
+            + ("the bad endpoint is worse" if self.verified else "not shown worse")
+        )
 
 
 @dataclass(frozen=True)
@@ -36,14 +75,24 @@ class BisectStep:
 
 @dataclass(frozen=True)
 class BisectResult:
-    first_bad: str
-    last_good: str
+    first_bad: str | None  # None: no regression shown between the endpoints
+    last_good: str | None
     steps: list[BisectStep]
     discriminating: tuple[str, ...]
     regressed: int
     improved: int
-    evaluations: int
+    evaluations: int  # benchmark runs
+    clips_run: int
+    n_clips: int  # clips in a full run
+    selection: str  # "stored runs" | "fresh runs"
+    endpoints: EndpointCheck | None
+    repeat_cap: int
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def full_runs(self) -> float:
+        """GPU cost in full-run equivalents."""
+        return self.clips_run / self.n_clips if self.n_clips else 0.0
 
 
 def _clip(p: float) -> float:
@@ -55,6 +104,17 @@ def _llr(k: int, n: int, p_bad: float, p_good: float) -> float:
     return k * math.log(pb / pg) + (n - k) * math.log((1 - pb) / (1 - pg))
 
 
+def steps_needed(n_commits: int) -> int:
+    return max(1, math.ceil(math.log2(n_commits - 1))) if n_commits > 2 else 1
+
+
+def repeat_cap(budget: float, n_clips: int, n_chosen: int, spent: int, n_commits: int) -> int:
+    """Seeds per step whose worst case fits the budget (full-run equivalents) after `spent`
+    clips: each seed runs both endpoints and at most one midpoint per step on the chosen clips."""
+    per_seed = (2 + steps_needed(n_commits)) * max(n_chosen, 1)
+    return min(MAX_REPEATS, int((budget * n_clips - spent) // per_seed))
+
+
 def bisect(
     history: Sequence[str],
     evaluate: Evaluate,
@@ -62,46 +122,81 @@ def bisect(
     seed: int = 0,
     alpha: float = 0.05,
     beta: float = 0.05,
-    max_repeats: int = 3,
+    budget: float = 4.0,
     control: int = 50,
+    stored: tuple[Outcomes, Outcomes] | None = None,
 ) -> BisectResult:
-    """`history` runs oldest (known good) to newest (known bad)."""
+    """`history` runs oldest (known good) to newest (known bad); `stored` is one run of each
+    endpoint already on record (good, bad), which chooses the clips instead of fresh runs."""
     if len(history) < 2:
         raise ValueError("bisect needs at least a good and a bad commit")
-    evaluations = 0
+    evaluations = clips_run = 0
 
-    def run(commit: str, s: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
-        nonlocal evaluations
+    def run(commit: str, s: int, clips: tuple[str, ...] | None) -> Outcomes:
+        nonlocal evaluations, clips_run
+        out = evaluate(commit, s, clips)
         evaluations += 1
-        return evaluate(commit, s, clips)
+        clips_run += len(out)
+        return out
 
-    good_all, bad_all = run(history[0], seed, None), run(history[-1], seed, None)
+    if stored is not None:
+        good_all, bad_all = stored
+        selection = "stored runs"
+    else:
+        good_all, bad_all = run(history[0], seed, None), run(history[-1], seed, None)
+        selection = "fresh runs"
     common = sorted(set(good_all) & set(bad_all))
     regressed = [u for u in common if bad_all[u] and not good_all[u]]
     improved = [u for u in common if good_all[u] and not bad_all[u]]
     rest = [u for u in common if good_all[u] == bad_all[u]]
     rng = random.Random(f"bisect|{history[0]}|{history[-1]}|{seed}")
     d = tuple(sorted(regressed + improved + rng.sample(rest, min(control, len(rest)))))
-    notes = []
-    if not regressed:
-        notes.append("the endpoints do not differ on any clip: nothing to bisect")
-    steps_needed = max(1, math.ceil(math.log2(len(history) - 1))) if len(history) > 2 else 1
-    a_step = alpha / steps_needed
-    upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
-    endpoint: dict[int, tuple[int, int]] = {}  # fresh seed -> (good, bad) broken counts on d
+    cap = repeat_cap(budget, len(common), len(d), clips_run, len(history))
 
+    def ended(why: str, check: EndpointCheck | None = None) -> BisectResult:
+        return BisectResult(
+            None, None, [], d, len(regressed), len(improved), evaluations, clips_run,
+            len(common), selection, check, max(cap, 0), [why],
+        )  # fmt: skip
+
+    if not regressed:
+        return ended(
+            f"no regression between these endpoints: their {selection} differ on no clip "
+            "the bad one breaks"
+        )
+    if cap < 1:
+        return ended(
+            f"the budget of {budget:g} full runs does not cover one seed of the endpoint check "
+            f"and {steps_needed(len(history))} steps on {len(d)} clips"
+        )
+
+    endpoint: dict[int, tuple[Outcomes, Outcomes]] = {}  # fresh seed -> (good, bad) on d
+
+    def ends_at(s: int) -> tuple[int, int]:
+        if s not in endpoint:
+            endpoint[s] = (run(history[0], s, d), run(history[-1], s, d))
+        g, b = endpoint[s]
+        return sum(g.values()), sum(b.values())
+
+    check = _check_endpoints(ends_at, endpoint, [seed + 1 + r for r in range(cap)], alpha)
+    if not check.verified:
+        return ended(
+            "no regression between these endpoints: fresh runs on the chosen clips do not show "
+            "the bad endpoint worse than the good one, so no commit is named",
+            check,
+        )
+
+    a_step = alpha / steps_needed(len(history))
+    upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
     lo, hi = 0, len(history) - 1
     steps: list[BisectStep] = []
     while hi - lo > 1:
         mid = (lo + hi) // 2
         llr, seeds, counts = 0.0, [], []
-        for r in range(max_repeats):
+        for r in range(cap):
             s = seed + 1 + r  # never the selection seed
-            if s not in endpoint:
-                g, b = run(history[0], s, d), run(history[-1], s, d)
-                endpoint[s] = (sum(g.values()), sum(b.values()))
+            g_k, b_k = ends_at(s)
             k = sum(run(history[mid], s, d).values())
-            g_k, b_k = endpoint[s]
             llr += _llr(k, len(d), b_k / len(d), g_k / len(d))
             seeds.append(s)
             counts.append(k)
@@ -119,5 +214,86 @@ def bisect(
         else:
             lo = mid
     return BisectResult(
-        history[hi], history[lo], steps, d, len(regressed), len(improved), evaluations, notes
+        history[hi], history[lo], steps, d, len(regressed), len(improved), evaluations,
+        clips_run, len(common), selection, check, cap, [],
+    )  # fmt: skip
+
+
+def _check_endpoints(
+    ends_at: Callable[[int], tuple[int, int]],
+    runs: dict[int, tuple[Outcomes, Outcomes]],
+    seeds: list[int],
+    alpha: float,
+) -> EndpointCheck:
+    a_look = alpha / len(seeds)
+    worse = better = 0
+    looked: list[int] = []
+    goods: list[int] = []
+    bads: list[int] = []
+    p = 1.0
+    for s in seeds:
+        g_k, b_k = ends_at(s)
+        g, b = runs[s]
+        worse += sum(b[u] and not g[u] for u in g)
+        better += sum(g[u] and not b[u] for u in g)
+        looked.append(s)
+        goods.append(g_k)
+        bads.append(b_k)
+        p = mcnemar_exact(worse, better)[0]
+        if p < a_look:
+            break
+    return EndpointCheck(
+        tuple(looked), tuple(goods), tuple(bads), worse, better, p, a_look, p < a_look
     )
+
+
+RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
+RULE_OUT_CONFIDENCE = 0.99  # a last-good night's Δ bound: at 95 % a bad night rules out 2 %
+
+
+@dataclass(frozen=True)
+class NightEvidence:
+    """One stored night of a series, as the auto-bisect range reads it."""
+
+    nightly: dt.date
+    verdict: str
+    commit_sha: str | None
+    table: tuple[int, int, int, int] | None  # paired (n11, n12, n21, n22); None: a group night
+
+    def rules_out(self, min_effect: float) -> bool:
+        """SAME or IMPROVED, with the Δ tail's 99 % upper bound below `min_effect`."""
+        if self.verdict not in ("SAME", "IMPROVED") or self.table is None:
+            return False
+        return newcombe_paired(*self.table, confidence=RULE_OUT_CONFIDENCE)[2] < min_effect
+
+
+def bisect_range(
+    nights: Sequence[NightEvidence], min_effect: float, window_days: int = RANGE_WINDOW_DAYS
+) -> tuple[NightEvidence | None, NightEvidence | None]:
+    """(last good, first bad) for the streak that starts the newest-first `nights`.
+
+    The first bad night is the streak's oldest REGRESSED night (INFRA and UNKNOWN nights inside
+    it neither end nor extend it; a SAME or IMPROVED night ends it). A last-good night must rule
+    the regression out: SAME or IMPROVED with its Δ tail's 99 % upper bound below `min_effect`. A SAME night
+    merely inside the wider equivalence margin, or whose bound is only 95 %, does not (after a real step just above
+    min_effect a fifth of nights are SAME), so the walk goes on past it, and past REGRESSED
+    nights before it, up to `window_days` before the first bad night; the bisection's endpoint
+    check then decides. None for the last good night when no night in the window rules out."""
+    first_bad: NightEvidence | None = None
+    rest = list(nights)
+    for i, night in enumerate(nights):
+        if night.verdict == "REGRESSED":
+            first_bad = night
+        elif night.verdict in ("SAME", "IMPROVED") and first_bad is not None:
+            rest = list(nights[i:])
+            break
+    else:
+        rest = []
+    if first_bad is None:
+        return None, None
+    oldest = first_bad.nightly - dt.timedelta(days=window_days)
+    good = next(
+        (n for n in rest if n.nightly >= oldest and n.rules_out(min_effect) and n.commit_sha),
+        None,
+    )
+    return good, first_bad

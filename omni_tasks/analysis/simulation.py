@@ -124,26 +124,35 @@ def aa_false_confirmation(
 @dataclass(frozen=True)
 class BisectErrors:
     histories: int
-    wrong_first_bad: int
+    wrong_first_bad: int  # named a commit other than the planted one (any, when none is)
+    no_regression: int  # ended "no regression between these endpoints"
     good_steps: int
     good_called_bad: int
     bad_steps: int
     bad_called_good: int
     forced_steps: int
     evaluations: int
+    full_runs: tuple[float, ...]  # per bisection, in full-run equivalents
+    most_steps: int
 
     def as_dict(self) -> dict[str, float]:
+        runs = np.array(self.full_runs)
         return {
             "histories": self.histories,
             "wrong_first_bad_rate": self.wrong_first_bad / self.histories,
+            "no_regression_rate": self.no_regression / self.histories,
             "good_called_bad_per_step": self.good_called_bad / max(self.good_steps, 1),
             "bad_called_good_per_step": self.bad_called_good / max(self.bad_steps, 1),
             "undecided_steps": self.forced_steps,
             "evaluations_per_bisect": self.evaluations / self.histories,
+            "full_runs_mean": float(runs.mean()),
+            "full_runs_p95": float(np.quantile(runs, 0.95)),
+            "most_steps": self.most_steps,
         }
 
 
 STEP_LIFT = 0.5
+NIGHTLY_SEED = 10**6  # the seed of an endpoint's stored nightly run in the simulation
 
 
 def step_probabilities(bad_tail: float, n: int = N_CLIPS) -> tuple[np.ndarray, np.ndarray]:
@@ -157,19 +166,40 @@ def step_probabilities(bad_tail: float, n: int = N_CLIPS) -> tuple[np.ndarray, n
     return good, bad
 
 
-def bisect_errors(bad_tail: float, histories: int, seed: int, commits: int = 16) -> BisectErrors:
+def bisect_errors(
+    bad_tail: float | None,
+    histories: int,
+    seed: int,
+    commits: int = 16,
+    *,
+    stored: bool = True,
+    budget: float = 4.0,
+) -> BisectErrors:
     """Bisect `histories` simulated histories of `commits` commits whose first bad commit is
-    drawn uniformly; count wrong answers and per-step errors."""
-    good_p, bad_p = step_probabilities(bad_tail)
+    drawn uniformly (`bad_tail` None: no commit is bad); count wrong answers, per-step errors
+    and the cost. With `stored`, the endpoints' nightly runs choose the clips."""
+    good_p, bad_p = step_probabilities(bad_tail) if bad_tail else (aa_probabilities(),) * 2
     rng = np.random.default_rng(seed)
-    wrong = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0
+    wrong = none = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0
+    most = 0
+    costs = []
     for h in range(histories):
-        first_bad = int(rng.integers(1, commits))
+        first_bad = int(rng.integers(1, commits)) if bad_tail else commits
         history = [f"h{h}c{i:02d}" for i in range(commits)]
         evaluate = _history(history, first_bad, good_p, bad_p, int(rng.integers(2**32)))
-        res = bisect(history, evaluate, seed=0)
-        wrong += res.first_bad != history[first_bad]
+        ends = (
+            (evaluate(history[0], NIGHTLY_SEED, None), evaluate(history[-1], NIGHTLY_SEED, None))
+            if stored
+            else None
+        )
+        res = bisect(history, evaluate, seed=0, stored=ends, budget=budget)
+        if res.first_bad is None:
+            none += 1
+        else:
+            wrong += first_bad >= commits or res.first_bad != history[first_bad]
         evaluations += res.evaluations
+        costs.append(res.full_runs)
+        most = max(most, len(res.steps))
         for step in res.steps:
             forced += step.forced
             if step.index < first_bad:
@@ -179,8 +209,9 @@ def bisect_errors(bad_tail: float, histories: int, seed: int, commits: int = 16)
                 bad_steps += 1
                 bad_good += step.decision == "good"
     return BisectErrors(
-        histories, wrong, good_steps, good_bad, bad_steps, bad_good, forced, evaluations
-    )
+        histories, wrong, none, good_steps, good_bad, bad_steps, bad_good, forced, evaluations,
+        tuple(costs), most,
+    )  # fmt: skip
 
 
 def _history(
@@ -200,6 +231,64 @@ def _history(
         return dict(zip(ids, (draws[idx] < probs[idx]).tolist(), strict=True))
 
     return evaluate
+
+
+@dataclass(frozen=True)
+class RangeMisses:
+    series: int
+    opened: int  # series whose alert opened after the culprit
+    excluded: int  # of those, ranges that leave the culprit out
+    no_range: int  # no night in the window rules the regression out
+
+    @property
+    def excluded_rate(self) -> float:
+        return self.excluded / max(self.opened, 1)
+
+
+def range_misses(
+    bad_tail: float,
+    series: int,
+    seed: int,
+    policy: GatePolicy,
+    *,
+    good_nights: int = 20,
+    window_days: int = 14,
+) -> RangeMisses:
+    """Nightly series whose head is commit j on night j, good up to night `good_nights` and
+    stepped to `bad_tail` from there (the culprit commit): the alert opens on the first
+    confirmed REGRESSED night, the auto-bisect range is chosen from the nights before it, and
+    a range that leaves the culprit out is counted."""
+    from omni_tasks.analysis.bisect import NightEvidence, bisect_range
+
+    good_p, bad_p = step_probabilities(bad_tail)
+    rng = np.random.default_rng(seed)
+    start = dt.date(2027, 1, 1)
+    opened = excluded = no_range = 0
+    for _ in range(series):
+        points: list[SeriesPoint] = []
+        nights: list[NightEvidence] = []
+        for j in range(good_nights + 30):
+            head = bad_p if j >= good_nights else good_p
+            b = rng.random(N_CLIPS) < good_p
+            h = rng.random(N_CLIPS) < head
+            table = (int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum()), int((~b & ~h).sum()))
+            when = start + dt.timedelta(days=j)
+            points.append(paired_point(when, table, policy))
+            nights.append(NightEvidence(when, points[-1].verdict, f"c{j:02d}", tuple(table)))
+            if points[-1].verdict == "REGRESSED" and confirmations(points, policy)[-1]:
+                break
+        else:
+            continue
+        if j < good_nights:
+            continue  # a false alarm before the culprit: not this simulation's question
+        opened += 1
+        good, bad = bisect_range(nights[::-1], policy.min_effect, window_days)
+        if good is None or bad is None:
+            no_range += 1
+            continue
+        lo, hi = int(good.commit_sha[1:]), int(bad.commit_sha[1:])  # type: ignore[index]
+        excluded += not (lo < good_nights <= hi)
+    return RangeMisses(series, opened, excluded, no_range)
 
 
 @dataclass(frozen=True)

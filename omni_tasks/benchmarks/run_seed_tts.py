@@ -240,12 +240,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     stack = dict(req.stack)
     if req.simulator_profile:
         stack.update(simulator=f"simulator:{req.simulator_profile}", simulated=True)
-    fingerprint = ds.fingerprint
-    if req.only is not None:
-        subset = hashlib.sha256(",".join(sorted(req.only)).encode()).hexdigest()[:12]
-        fingerprint = f"{ds.fingerprint}:subset{subset}"
-    elif n != len(ds.utterances):
-        fingerprint = f"{ds.fingerprint}:first{n}"
+    fingerprint = subset_fingerprint(ds, n, req.only)
     # A locale is its own benchmark: the dataset's decides, and a named one must agree.
     benchmark = req.benchmark or f"seed_tts_{ds.lang}"
     if benchmark != f"seed_tts_{ds.lang}":
@@ -290,6 +285,15 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         airflow_dag_id=req.airflow_dag_id,
         airflow_run_id=req.airflow_run_id,
     )
+
+
+def subset_fingerprint(ds: Dataset, n: int, only: tuple[str, ...] | None = None) -> str:
+    """A run's dataset fingerprint: the dataset's, marked with the subset it ran (`only`'s
+    clips, or the first `n`)."""
+    if only is not None:
+        subset = hashlib.sha256(",".join(sorted(only)).encode()).hexdigest()[:12]
+        return f"{ds.fingerprint}:subset{subset}"
+    return ds.fingerprint if n == len(ds.utterances) else f"{ds.fingerprint}:first{n}"
 
 
 def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:

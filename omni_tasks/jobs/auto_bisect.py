@@ -1,11 +1,13 @@
 """Auto-bisect: after the gate, plan one `seed_tts_bisect` run per confirmed regression.
 
 For each open regression alert without a bisect yet, the range is the candidate branch's head
-on the last good night (SAME or IMPROVED) and on the first bad night of the streak (INFRA and
-UNKNOWN nights are neither). A bisect is planned when the repo shows more than one commit in
-`last_good..first_bad`, the last good commit is an ancestor of the first bad one (no
-force-push), the target can serve every commit (`vllm-serve` or the simulator; a fixed URL
-serves one) and the configured GPU budget covers the worst case. Whatever the outcome, the
+on the streak's first bad night and on the last night before it that rules the regression out
+(its Δ tail's 99 % upper bound below min_effect; a SAME night inside the wider margin does not),
+up to two weeks back (analysis/bisect.py `bisect_range`); the bisection's endpoint check then
+says whether the range holds a regression at all. A bisect is planned when the repo shows more
+than one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
+one (no force-push) and the target can serve every commit (`vllm-serve` or the simulator; a
+fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents. Whatever the outcome, the
 alert's thread says it once, and the alert's details keep it, so a later night or a re-run of
 this one plans nothing new. The trigger's run id is fixed per alert, so Airflow starts it once.
 """
@@ -13,7 +15,6 @@ this one plans nothing new. The trigger's run id is fixed per alert, so Airflow 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 import subprocess
 from typing import Any
@@ -21,26 +22,15 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts import blocks
+from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, bisect_range
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.formatting import pts
 from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 
 BISECT_DAG = "seed_tts_bisect"
-MAX_REPEATS = 3  # the bisect's repeat cap per step when the budget allows it
 _SHA = re.compile(r"[0-9a-f]{7,40}")
-
-
-def worst_case_runs(n_commits: int, repeats: int) -> int:
-    """Benchmark runs a bisect of `n_commits` (both endpoints included) may take: the two
-    selection runs, then per fresh seed both endpoints again and one midpoint per step."""
-    steps = max(1, math.ceil(math.log2(n_commits - 1)))
-    return 2 + repeats * (2 + steps)
-
-
-def repeats_within(n_commits: int, max_runs: int) -> int:
-    """The largest repeat cap (≤ MAX_REPEATS) whose worst case fits `max_runs`; 0 if none."""
-    fitting = [r for r in range(1, MAX_REPEATS + 1) if worst_case_runs(n_commits, r) <= max_runs]
-    return max(fitting, default=0)
 
 
 def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
@@ -71,44 +61,32 @@ def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
     return [good, *out.stdout.split()]
 
 
-def _range(conn: psycopg.Connection[Any], alert: dict[str, Any]) -> dict[str, Any]:
-    """The last good and first bad night (and heads) before and at the alert's opening."""
-    rows = decisions.verdicts_until(conn, alert, alert["opened_nightly"])
-    first_bad = last_good = None
-    for row in rows:  # newest first
-        if row["verdict"] == "REGRESSED":
-            first_bad = row
-        elif row["verdict"] in ("SAME", "IMPROVED") and first_bad is not None:
-            last_good = row
-            break
-    return {"first_bad": first_bad, "last_good": last_good}
-
-
 def _decide(
     conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any]
 ) -> dict[str, Any]:
     """The alert's bisect: {"status": "triggered", conf…} or {"status": "skipped", "why"}."""
     branch = alert["candidate_branch"]
-    r = _range(conn, alert)
-    bad, good = r["first_bad"], r["last_good"]
-    if bad is None or good is None or not bad["commit_sha"] or not good["commit_sha"]:
-        why = f"no good night of {branch} on record before the regression, so no range"
+    min_effect = load_policy().for_benchmark(params.bench).min_effect
+    nights = decisions.range_evidence(conn, alert, alert["opened_nightly"])
+    good, bad = bisect_range(nights, min_effect)
+    if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
+        why = (
+            f"no night of {branch} in the {RANGE_WINDOW_DAYS} days before the regression rules "
+            f"it out (Δ tail's 99 % upper bound below {pts(min_effect)}), so no range"
+        )
         return {"status": "skipped", "why": why}
     ends = {
-        "last_good": good["commit_sha"],
-        "first_bad": bad["commit_sha"],
-        "last_good_night": str(good["nightly"]),
-        "first_bad_night": str(bad["nightly"]),
+        "last_good": good.commit_sha,
+        "first_bad": bad.commit_sha,
+        "last_good_night": str(good.nightly),
+        "first_bad_night": str(bad.nightly),
     }
-    span = (
-        f"{good['commit_sha'][:12]} ({good['nightly']}) .. "
-        f"{bad['commit_sha'][:12]} ({bad['nightly']})"
-    )
+    span = f"{good.commit_sha[:12]} ({good.nightly}) .. {bad.commit_sha[:12]} ({bad.nightly})"
 
     def skipped(why: str) -> dict[str, Any]:
         return {"status": "skipped", **ends, "why": why}
 
-    if good["commit_sha"] == bad["commit_sha"]:
+    if good.commit_sha == bad.commit_sha:
         return skipped(
             f"{branch} did not change between the last good and the first bad night "
             f"({span}): not a commit of {branch}"
@@ -116,7 +94,7 @@ def _decide(
     if not params.repo:
         return skipped("no repo in the deployment config, so the range's commits are unknown")
     try:
-        history = commit_range(params.repo, good["commit_sha"], bad["commit_sha"])
+        history = commit_range(params.repo, good.commit_sha, bad.commit_sha)
     except ValueError as exc:  # a head from the trigger form that is no commit SHA
         return skipped(f"{exc}, so the range cannot be listed")
     if history is None:
@@ -126,7 +104,7 @@ def _decide(
         )
     if len(history) <= 2:
         return skipped(
-            f"the range {span} is one commit: {bad['commit_sha'][:12]} is the first bad commit"
+            f"the range {span} is one commit: {bad.commit_sha[:12]} is the first bad commit"
         )
     target = params.targets.get(branch)
     if not isinstance(target, str) or not (
@@ -135,14 +113,6 @@ def _decide(
         return skipped(
             f"{branch}'s target serves one commit (a URL); a bisect needs a server "
             "per commit (target vllm-serve)"
-        )
-    budget = params.auto_bisect.max_runs
-    repeats = repeats_within(len(history), budget)
-    if repeats == 0:
-        return skipped(
-            f"{len(history) - 1} commits in {span} need up to "
-            f"{worst_case_runs(len(history), 1)} benchmark runs, over the budget of "
-            f"{budget} (auto_bisect.max_runs)"
         )
     conf = {
         "history": history,
@@ -155,7 +125,7 @@ def _decide(
         "dataset": params.dataset,
         "limit": params.limit,
         "seed": params.seeds[0],
-        "max_repeats": repeats,
+        "budget": params.auto_bisect.budget,
         "transcript_mode": params.transcript_mode,
         "grader": params.grader,
         "environment": params.environment,
@@ -168,7 +138,7 @@ def _decide(
         "status": "triggered",
         **ends,
         "commits": len(history) - 1,
-        "max_runs": worst_case_runs(len(history), repeats),
+        "budget": params.auto_bisect.budget,
         "trigger_run_id": f"auto_bisect__alert{alert['alert_id']}",
         "conf": conf,
     }
@@ -180,7 +150,8 @@ def _note(plan: dict[str, Any]) -> str:
     return (
         f"Auto-bisect started: {plan['commits']} commits after {plan['last_good'][:12]} "
         f"(good on {plan['last_good_night']}) up to {plan['first_bad'][:12]} (bad on "
-        f"{plan['first_bad_night']}), at most {plan['max_runs']} benchmark runs. Airflow run "
+        f"{plan['first_bad_night']}), within {plan['budget']:g} full-run equivalents of GPU "
+        "(clips from the endpoints' stored runs; the endpoints are checked first). Airflow run "
         f"`{BISECT_DAG}` / `{plan['trigger_run_id']}`; its result is replied here."
     )
 

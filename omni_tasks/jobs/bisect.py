@@ -1,11 +1,14 @@
-"""The bisect job: fresh runs of the endpoints and midpoints, stored as `bisect` runs, with the
-per-step evidence kept as events (and a reply in the alert's Slack thread when one is open)."""
+"""The bisect job: the endpoints' stored nightly runs choose the clips (fresh runs when none is
+on record), then fresh runs of the endpoints and midpoints on those clips, stored as `bisect`
+runs, with the endpoint check and the per-step evidence kept as events (and a reply in the
+alert's Slack thread when one is open)."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -19,6 +22,7 @@ from omni_tasks.commits import full_commit
 from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
 from omni_tasks.store import alerts as store
+from omni_tasks.store import runs
 from omni_tasks.store.runs import clip_records
 
 
@@ -39,8 +43,13 @@ class BisectParams(Serving):
     limit: int | None = None
     seed: int = 1000
     alpha: float = 0.05
-    max_repeats: int = 3
-    control: int = 50
+    budget: float = Field(
+        default=4.0,
+        gt=0,
+        le=100,
+        description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
+    )
+    control: int = Field(default=50, ge=0, le=10_000)
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
     alert_id: int | None = Field(default=None, description="the alert whose thread gets the result")
@@ -66,6 +75,29 @@ class BisectParams(Serving):
     def bisect_id(self) -> str:
         blob = "|".join([*self.history, self.target, str(self.seed), self.dataset, str(self.limit)])
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def stored_endpoints(
+    conn: psycopg.Connection[Any], p: BisectParams
+) -> tuple[tuple[dict[str, bool], dict[str, bool]], list[str]] | None:
+    """Both endpoints' stored nightly runs as broken-clip maps (good, bad), with their run keys;
+    None unless both are on record."""
+    from omni_tasks.benchmarks.run_seed_tts import subset_fingerprint
+    from omni_tasks.dataset import load_dataset
+
+    ds = load_dataset(p.dataset)
+    fingerprint = subset_fingerprint(ds, len(ds.limit(p.limit)))
+    tau = load_policy().primary_tau
+    found = [
+        runs.endpoint_run(conn, p.series, p.variant, commit, fingerprint)
+        for commit in (p.history[0], p.history[-1])
+    ]
+    if found[0] is None or found[1] is None:
+        return None
+    good, bad = (
+        {c.utt_id: is_broken(c, tau) for c in clip_records(conn, f["grading_id"])} for f in found
+    )
+    return (good, bad), [str(f["run_key"]) for f in found]
 
 
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
@@ -108,25 +140,36 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         conn.commit()
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 
+    stored = stored_endpoints(conn, p)
     result = bisect(
         p.history,
         evaluate,
         seed=p.seed,
         alpha=p.alpha,
-        max_repeats=p.max_repeats,
+        budget=p.budget,
         control=p.control,
+        stored=None if stored is None else stored[0],
     )
-    _record(conn, p, result, today)
+    _record(conn, p, result, today, [] if stored is None else stored[1])
     return result
 
 
-def summary(p: BisectParams, r: BisectResult) -> str:
+def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -> str:
+    found = (
+        f"first bad commit {r.first_bad} (last good {r.last_good})"
+        if r.first_bad is not None
+        else "no commit named"
+    )
+    chosen = f" ({', '.join(selected_by)})" if selected_by else ""
     lines = [
-        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): first bad commit "
-        f"{r.first_bad} (last good {r.last_good}); {r.regressed} regressed : {r.improved} "
-        f"improved clips between the endpoints, {len(r.discriminating)} clips per step, "
-        f"{r.evaluations} runs"
+        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): {found}; "
+        f"{r.regressed} regressed : {r.improved} improved clips between the endpoints' "
+        f"{r.selection}{chosen}, {len(r.discriminating)} clips per run, {r.evaluations} runs, "
+        f"{r.full_runs:.2f} full-run equivalents of {p.budget:g} (up to {r.repeat_cap} seeds "
+        "a step)"
     ]
+    if r.endpoints is not None:
+        lines.append(f"  {r.endpoints.describe()}")
     for s in r.steps:
         flag = " (forced at the repeat cap)" if s.forced else ""
         lines.append(
@@ -137,10 +180,14 @@ def summary(p: BisectParams, r: BisectResult) -> str:
 
 
 def _record(
-    conn: psycopg.Connection[Any], p: BisectParams, r: BisectResult, today: dt.date
+    conn: psycopg.Connection[Any],
+    p: BisectParams,
+    r: BisectResult,
+    today: dt.date,
+    selected_by: Sequence[str],
 ) -> None:
     when = dt.datetime.combine(today, dt.time(12), dt.UTC)
-    text = summary(p, r)
+    text = summary(p, r, selected_by)
     where: dict[str, Any] = {
         "time": when,
         "benchmark": p.bench,
@@ -161,13 +208,22 @@ def _record(
         conn,
         **where,
         kind="bisect_result",
-        text=f"first bad commit {r.first_bad}",
+        text=(
+            f"first bad commit {r.first_bad}"
+            if r.first_bad is not None
+            else "no regression between the endpoints"
+        ),
         tags=["bisect"],
         details={
             "summary": text,
             "first_bad": r.first_bad,
             "last_good": r.last_good,
             "discriminating": list(r.discriminating),
+            "selection": r.selection,
+            "selected_by": list(selected_by),
+            "endpoints": None if r.endpoints is None else dataclasses.asdict(r.endpoints),
+            "full_runs": r.full_runs,
+            "budget": p.budget,
         },
         dedup_key=f"bisect_result|{p.bisect_id}",
     )

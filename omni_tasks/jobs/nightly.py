@@ -78,7 +78,13 @@ class AutoBisect(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = False
-    max_runs: int = Field(default=12, ge=2, description="Benchmark runs one bisection may use")
+    budget: float = Field(
+        default=4.0,
+        gt=0,
+        le=100,
+        description="GPU one bisection may use, in full-run equivalents (clips run / clips)",
+    )
+
 
 
 class Serving(BaseModel):

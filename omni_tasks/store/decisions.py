@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.analysis.bisect import NightEvidence
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
@@ -66,6 +67,19 @@ def verdicts_since(
 def verdicts_until(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> list[Row]:
     """The verdicts of `d`'s key up to `until`, with each night's candidate commit."""
     return conn.execute(sql("verdicts_until"), {**_series_key(d), "until": until}).fetchall()
+
+
+def range_evidence(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> list[NightEvidence]:
+    """`d`'s key's nights up to `until`, newest first, as the bisect range reads them."""
+    return [
+        NightEvidence(
+            r["nightly"],
+            r["verdict"],
+            r["commit_sha"],
+            None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"]),
+        )
+        for r in verdicts_until(conn, d, until)
+    ]
 
 
 def decision_series(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[Row]:

@@ -503,6 +503,25 @@ def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, ni
     return conn.execute(sql("fresh_run"), args).fetchone() is not None
 
 
+def endpoint_run(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    variant: str,
+    commit: str,
+    dataset_fingerprint: str,
+) -> dict[str, Any] | None:
+    """A commit's newest complete nightly (or backfill) run of the series on that dataset and
+    subset, with its newest complete grading; None when there is none."""
+    args = {
+        **series.args(),
+        "variant": variant,
+        "commit": commit,
+        "dataset_fingerprint": dataset_fingerprint,
+    }
+    row = conn.execute(sql("endpoint_run"), args).fetchone()
+    return None if row is None else dict(row)
+
+
 def imported_buildkite_artifact(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
     """Whether a run was already imported from this Buildkite artifact."""
     args = {"artifact_id": artifact_id}

@@ -1,5 +1,6 @@
 """Auto-bisect: a confirmed regression's commit range is bisected once, only when it holds more
-than one commit, never across a force-push, and within the GPU budget; the thread says which."""
+than one commit, from a night that rules the regression out, never across a force-push; the
+thread says which."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from omni_tasks.alerts.slack import SlackSink, dispatch
-from omni_tasks.jobs.auto_bisect import plan_bisects, repeats_within, worst_case_runs
+from omni_tasks.jobs.auto_bisect import plan_bisects
 from omni_tasks.jobs.bisect import BisectParams
 from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.factories import REGRESS, SAME, commit, git, git_repo, store_night
+from tests.factories import REGRESS, SAME, ABShape, commit, git, git_repo, store_night
 from tests.fakes.slack_api import SlackState, slack_app
 
 
@@ -20,13 +21,13 @@ def _repo(root: Path, n: int) -> tuple[Path, list[str]]:
     return root, git_repo(root, n, "rebase")
 
 
-def _params(repo: Path, max_runs: int = 12, target: str = "vllm-serve") -> NightlyParams:
+def _params(repo: Path, target: str = "vllm-serve") -> NightlyParams:
     return NightlyParams(
         branches=["main", "rebase"],
         repo=str(repo),
         seeds=[7],
         targets={"main": target, "rebase": target},
-        auto_bisect={"enabled": True, "max_runs": max_runs},
+        auto_bisect={"enabled": True, "budget": 3.5},
     )
 
 
@@ -35,13 +36,6 @@ def slack():
     state = SlackState()
     with serve_in_thread(slack_app(state)) as url:
         yield state, SlackSink("xoxb-test", "C0ALERTS", f"{url}/api/")
-
-
-def test_the_budget_sets_the_repeat_cap() -> None:
-    # 9 commits: 3 steps; per fresh seed both endpoints and one midpoint per step.
-    assert worst_case_runs(9, 3) == 2 + 3 * (2 + 3)
-    assert repeats_within(9, 17) == 3 and repeats_within(9, 16) == 2
-    assert repeats_within(9, 6) == 0  # below even one repeat: no bisect
 
 
 def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -> None:
@@ -57,7 +51,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
     assert trigger["conf"]["history"] == commits[1:6]
     assert trigger["conf"]["target"] == "vllm-serve" and trigger["conf"]["alert_id"] == 1
     assert BisectParams(**trigger["conf"]).history == commits[1:6]  # what the bisect DAG reads
-    assert trigger["conf"]["max_repeats"] == 2  # 2 steps: 2 + 3 * 4 = 14 runs is over 12
+    assert trigger["conf"]["budget"] == 3.5  # full-run equivalents; the bisect sets its repeats
     # A re-run of the same night gets the same trigger back (Airflow skips the existing run id);
     # a later night of the still-open alert plans nothing.
     assert plan_bisects(db, params, night) == [trigger]
@@ -75,7 +69,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
     [
         ("one commit", "is one commit"),
         ("force-push", "not an ancestor of the first bad one"),
-        ("budget", "over the budget of 6"),
+        ("not ruled out", "rules it out (Δ tail's 99 % upper bound below +2.0 pts)"),
         ("url target", "needs a server per commit"),
         ("not a sha", "not a commit SHA: 'v1.2-good'"),
     ],
@@ -84,19 +78,19 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
     state, sink = slack
     repo, commits = _repo(tmp_path / "omni-home" / "repo", 6)
     good, bad = commits[4], commits[5]  # adjacent: one commit
-    if case in ("budget", "url target"):
+    if case in ("not ruled out", "url target"):
         good = commits[0]
     if case == "not a sha":  # a head typed into the trigger form
         good = "v1.2-good"
     if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
         git(repo, "reset", "-q", "--hard", commits[2])
         bad = commit(repo, "rewritten")
-    store_night(db, tmp_path, 0, SAME, candidate_commit=good)
+    # SAME inside the ±3-point margin, yet its Δ bound does not rule out a 2-point step.
+    before = ABShape(n=1088, stable_broken=80, regressed=20, improved=10)
+    store_night(db, tmp_path, 0, before if case == "not ruled out" else SAME, good)
     night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
     params = _params(
-        repo,
-        max_runs=6 if case == "budget" else 12,
-        target="http://gpu-host:8091" if case == "url target" else "vllm-serve",
+        repo, target="http://gpu-host:8091" if case == "url target" else "vllm-serve"
     )
 
     assert plan_bisects(db, params, night) == []

@@ -11,15 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import psycopg
 import pytest
 import yaml
 
-from omni_tasks.audio import write_audio
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.airflow_env import airflow_env, dags_test, migrate
-from tests.factories import git_repo
+from tests.factories import git_repo, seed_tts_corpus
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
@@ -149,24 +147,6 @@ def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
     assert _checksum(db) == before
 
 
-def _corpus(root: Path, n: int = 1088) -> Path:
-    """A seed-tts-eval-shaped locale dir of n sentences (about 10 % questions)."""
-    import random
-
-    rng = random.Random(5)
-    words = "alpha river stone quiet market orange seven garden window yellow bridge".split()
-    (root / "prompt-wavs").mkdir(parents=True)
-    write_audio(str(root / "prompt-wavs" / "p.wav"), np.full(4800, 0.1, np.float32), 24_000)
-    lines = []
-    for i in range(n):
-        text = " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize()
-        lines.append(
-            f"u{i:04d}|prompt|prompt-wavs/p.wav|{text} {i}{'?' if rng.random() < 0.1 else '.'}"
-        )
-    (root / "meta.lst").write_text("\n".join(lines) + "\n")
-    return root
-
-
 def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> None:
     history = [f"{i:02d}" + "c" * 38 for i in range(16)]
     first_bad = history[9]
@@ -176,7 +156,7 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
             "target": "simulator:commit-history",
             "first_bad": first_bad,
             "transcript_mode": True,
-            "dataset": str(_corpus(tmp_path / "en")),
+            "dataset": str(seed_tts_corpus(tmp_path / "en")),
         }
     )
     env = {**af, "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp_path)])}  # the form names a dataset
@@ -387,8 +367,8 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
         "repo": str(repo),
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
         "transcript_mode": True,
-        "auto_bisect": {"enabled": True, "max_runs": 20},
-        "dataset": str(_corpus(tmp_path / "en")),  # enough clips to call the good night SAME
+        "auto_bisect": {"enabled": True, "budget": 8.0},
+        "dataset": str(seed_tts_corpus(tmp_path / "en")),  # enough clips to call the good night SAME
     }
     env = _with_config(af, tmp_path, config, OMNI_TRUSTED_ROOTS=json.dumps([str(tmp_path)]))
     good = {

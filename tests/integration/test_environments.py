@@ -160,7 +160,7 @@ def test_a_bisect_serves_each_commit_from_its_own_environment(db, tmp_path, monk
         history=commits,
         target="vllm-serve",
         transcript_mode=True,
-        max_repeats=2,
+        budget=8.0,  # fresh selection (2 full runs), then two seeds of 3 runs on every clip
         environment={"strategy": "venv", "repo": str(repo), "root": str(tmp_path / "envs")},
         server={"gpus": 2, "startup_timeout_s": 60, "env": {"OMNI_SIM_PYTHON": sys.executable}},
     )

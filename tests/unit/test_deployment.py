@@ -59,7 +59,7 @@ def test_the_config_is_the_run_and_the_form_overrides_it_once() -> None:
         ({"gpu_task_timeout_s": 0}, "gpu_task_timeout_s: Input should be greater than 0"),
         ({"seeds": []}, "seeds: at least one seed"),
         ({"auto_bisect": {"enabled": True}}, "auto_bisect.enabled: auto-bisect lists the commits"),
-        ({"auto_bisect": {"enabled": True, "max_run": 9}}, "auto_bisect.max_run: Extra inputs"),
+        ({"auto_bisect": {"enabled": True, "max_runs": 9}}, "auto_bisect.max_runs: Extra inputs"),
         ({"dataset": "/nonexistent/en"}, "dataset '/nonexistent/en' is not under a trusted root"),
         (
             {

@@ -1,0 +1,94 @@
+"""The bisect job on stored nightly runs: the endpoints' runs on record choose the clips (no
+full run is spent), the endpoints are checked on fresh seeds, and the result says both."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+from omni_tasks.jobs.bisect import BisectParams, run_bisect
+from tests.factories import seed_tts_corpus
+
+NIGHT = dt.date(2026, 11, 20)
+
+
+def _nightly(
+    db, dataset: Path, history: list[str], first_bad: str, commit: str, seed: int = 7
+) -> str:
+    req = BenchRequest(
+        target="simulator:commit-history",
+        branch="rebase",
+        dataset=str(dataset),
+        commit=commit,
+        seed=seed,
+        nightly=NIGHT,
+        trigger="nightly",
+        transcript_mode=True,
+        history=tuple(history),
+        first_bad=first_bad,
+    )
+    outcome = run_benchmark(db, req, None, show_progress=False)
+    db.commit()
+    return outcome.run_key
+
+
+def test_stored_endpoint_runs_choose_the_clips(db, tmp_path: Path, monkeypatch) -> None:
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    reset_settings()
+    dataset = seed_tts_corpus(tmp_path / "en", 400)
+    history = [f"{i:02d}" + "d" * 38 for i in range(8)]
+    first_bad = history[5]
+    keys = [_nightly(db, dataset, history, first_bad, c) for c in (history[0], history[-1])]
+
+    p = BisectParams(
+        history=history,
+        target="simulator:commit-history",
+        first_bad=first_bad,
+        transcript_mode=True,
+        dataset=str(dataset),
+    )
+    r = run_bisect(db, p, NIGHT + dt.timedelta(days=1))
+    assert r.selection == "stored runs" and r.first_bad == first_bad
+    assert r.endpoints is not None and r.endpoints.verified
+    # Every bisect run is on the chosen clips: none re-runs an endpoint on all 400.
+    sizes = db.execute(
+        "SELECT r.n_expected FROM omni.run r WHERE r.trigger = 'bisect'"
+    ).fetchall()
+    assert sizes and {s["n_expected"] for s in sizes} == {len(r.discriminating)}
+    assert r.full_runs == sum(s["n_expected"] for s in sizes) / 400 <= p.budget
+    event = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'").fetchone()
+    details = event["details"]
+    assert details["selection"] == "stored runs" and details["selected_by"] == keys
+    assert details["endpoints"]["verified"] is True
+    assert "endpoint check at seeds" in details["summary"]
+
+
+def test_endpoints_of_one_behaviour_name_no_commit(db, tmp_path: Path, monkeypatch) -> None:
+    """A range whose ends behave alike (the step is before it: every commit is the rebase's
+    behaviour): the stored runs differ on some clips by chance, fresh runs do not show the bad
+    end worse, and the bisection names no commit."""
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    reset_settings()
+    dataset = seed_tts_corpus(tmp_path / "en", 400)
+    history = [f"{i:02d}" + "e" * 38 for i in range(8)]
+    for seed, c in ((7, history[0]), (8, history[-1])):  # two nights, two seeds
+        _nightly(db, dataset, history, history[0], c, seed)
+    p = BisectParams(
+        history=history,
+        target="simulator:commit-history",
+        first_bad=history[0],
+        transcript_mode=True,
+        dataset=str(dataset),
+    )
+    r = run_bisect(db, p, NIGHT + dt.timedelta(days=1))
+    assert r.first_bad is None and r.steps == []
+    assert r.regressed > 0  # chance differences chose clips; the check refused them
+    assert r.endpoints is not None and not r.endpoints.verified
+    event = db.execute("SELECT text FROM omni.event WHERE kind = 'bisect_result'").fetchone()
+    assert event["text"] == "no regression between the endpoints"

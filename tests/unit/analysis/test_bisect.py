@@ -1,0 +1,90 @@
+"""The bisection's budget and the auto-bisect range (pure parts of analysis/bisect.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from omni_tasks.analysis.bisect import NightEvidence, bisect, bisect_range, repeat_cap
+
+D0 = dt.date(2027, 3, 1)
+RULES_OUT = (80, 4, 4, 1000)  # Δ 0, 99 % upper bound < 1 point
+WIDE_SAME = (80, 20, 10, 978)  # SAME inside ±3 points, yet its 99 % bound is above 2 points
+REGRESSED = (80, 71, 9, 928)
+
+
+def _night(i: int, verdict: str, table: tuple[int, int, int, int] | None) -> NightEvidence:
+    return NightEvidence(D0 + dt.timedelta(days=i), verdict, f"c{i}", table)
+
+
+def test_the_budget_sets_the_repeat_cap() -> None:
+    # 16 commits: 4 steps; per seed both endpoints and one midpoint per step on 186 clips.
+    assert repeat_cap(4.0, 1088, 186, 0, 16) == 3
+    assert repeat_cap(4.0, 1088, 186, 2 * 1088, 16) == 1  # fresh selection runs spend two
+    assert repeat_cap(1.0, 1088, 186, 2 * 1088, 16) < 1  # nothing left: no bisect
+    assert repeat_cap(100.0, 1088, 10, 0, 16) == 6  # never more than MAX_REPEATS
+
+
+def test_a_same_night_inside_the_wide_margin_does_not_start_the_range() -> None:
+    """The audit's example: SAME d0, REGRESSED d1 (the culprit), SAME d2, REGRESSED d3 and d4.
+    The old rule chose d2..d3 and missed d1; d2 cannot rule a 2-point step out, so the range
+    starts at d0 and the endpoint check decides."""
+    nights = [
+        _night(4, "REGRESSED", REGRESSED),
+        _night(3, "REGRESSED", REGRESSED),
+        _night(2, "SAME", WIDE_SAME),
+        _night(1, "REGRESSED", REGRESSED),
+        _night(0, "SAME", RULES_OUT),
+    ]
+    good, bad = bisect_range(nights, 0.02)
+    assert (good and good.commit_sha, bad and bad.commit_sha) == ("c0", "c3")
+
+
+def test_unknown_and_infra_nights_stay_inside_the_streak() -> None:
+    nights = [
+        _night(3, "REGRESSED", REGRESSED),
+        _night(2, "UNKNOWN", WIDE_SAME),
+        _night(1, "REGRESSED", REGRESSED),
+        _night(0, "SAME", RULES_OUT),
+    ]
+    good, bad = bisect_range(nights, 0.02)
+    assert good is not None and bad is not None
+    assert (good.commit_sha, bad.commit_sha) == ("c0", "c1")
+
+
+def test_no_range_when_nothing_in_the_window_rules_out() -> None:
+    group_night = _night(-1, "SAME", None)  # a run-group night stores no paired table
+    old = _night(-30, "SAME", RULES_OUT)  # outside the two-week window
+    nights = [_night(0, "REGRESSED", REGRESSED), group_night, _night(-2, "SAME", WIDE_SAME), old]
+    good, bad = bisect_range(nights, 0.02)
+    assert good is None and bad is not None and bad.commit_sha == "c0"
+
+
+def _runs(bad_clips: set[str]):
+    clips = [f"u{i}" for i in range(40)]
+
+    def evaluate(commit: str, seed: int, only: tuple[str, ...] | None) -> dict[str, bool]:
+        return {u: commit >= "c2" and u in bad_clips for u in (only or clips)}
+
+    return clips, evaluate
+
+
+def test_the_endpoint_check_refuses_endpoints_that_do_not_differ_on_fresh_runs() -> None:
+    """Stored runs that disagree by chance choose clips, but fresh runs show nothing: no commit
+    is named, and the result says why."""
+    clips, evaluate = _runs(set())
+    stored_good = dict.fromkeys(clips, False)
+    stored_bad = {u: u in {"u1", "u2", "u3"} for u in clips}
+    r = bisect(["c0", "c1", "c2", "c3"], evaluate, stored=(stored_good, stored_bad), budget=4)
+    assert r.first_bad is None and r.steps == []
+    assert r.endpoints is not None and not r.endpoints.verified
+    assert "no regression between these endpoints" in r.notes[0]
+    assert r.selection == "stored runs" and r.clips_run == 2 * len(r.endpoints.seeds) * 40
+
+
+def test_a_real_step_is_verified_then_bisected() -> None:
+    clips, evaluate = _runs({f"u{i}" for i in range(12)})
+    stored = (evaluate("c0", 0, None), evaluate("c3", 0, None))
+    r = bisect(["c0", "c1", "c2", "c3"], evaluate, stored=stored, budget=4)
+    assert r.endpoints is not None and r.endpoints.verified and r.endpoints.worse == 12
+    assert (r.last_good, r.first_bad) == ("c1", "c2")
+    assert r.full_runs <= 4 and r.repeat_cap == 1  # 40 clips, all chosen: 4 runs a seed
