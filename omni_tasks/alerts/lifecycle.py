@@ -251,7 +251,8 @@ def _regression(
         commits = [*alert["details"].commits, commit]
         store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
-        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, alert["opened_nightly"], policy))
+        commit_range = _commit_range(conn, d, alert["opened_nightly"], policy)
+        ctx = dataclasses.replace(ctx, commits=commit_range)
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(
             conn,

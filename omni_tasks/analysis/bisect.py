@@ -274,11 +274,12 @@ def bisect_range(
 
     The first bad night is the streak's oldest REGRESSED night (INFRA and UNKNOWN nights inside
     it neither end nor extend it; a SAME or IMPROVED night ends it). A last-good night must rule
-    the regression out: SAME or IMPROVED with its Δ tail's 99 % upper bound below `min_effect`. A SAME night
-    merely inside the wider equivalence margin, or whose bound is only 95 %, does not (after a real step just above
-    min_effect a fifth of nights are SAME), so the walk goes on past it, and past REGRESSED
-    nights before it, up to `window_days` before the first bad night; the bisection's endpoint
-    check then decides. None for the last good night when no night in the window rules out."""
+    the regression out: SAME or IMPROVED with its Δ tail's 99 % upper bound below `min_effect`.
+    A SAME night merely inside the wider equivalence margin does not (after a real step just
+    above min_effect a fifth of nights are SAME), nor does a 95 % bound (a bad night clears it
+    2 % of the time), so the walk goes on past such nights, and past REGRESSED nights before
+    them, up to `window_days` before the first bad night; the bisection's endpoint check then
+    decides. None for the last good night when no night in the window rules out."""
     first_bad: NightEvidence | None = None
     rest = list(nights)
     for i, night in enumerate(nights):

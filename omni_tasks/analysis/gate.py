@@ -29,6 +29,7 @@ class Evidence:
     # Δ tail as an exact ratio of counts, so a step that sits exactly on the practical minimum
     # is not lost to float rounding; None means (regressed − improved) / n_paired.
     delta_exact: Fraction | None = None
+    notes: tuple[str, ...] = ()  # said with the verdict (e.g. runs counted once as copies)
 
     @property
     def delta_counts(self) -> Fraction:
@@ -76,7 +77,8 @@ def decide_night(items: Sequence[Evidence], policy: GatePolicy) -> list[Verdict]
         reasons = [
             f"Δ tail {pts_ci(e.delta_tail, e.delta_tail_ci)}, "
             f"regressed:improved {e.regressed}:{e.improved}, "
-            f"Holm p_regress {p_reg:.3g} (m={m})"
+            f"Holm p_regress {p_reg:.3g} (m={m})",
+            *e.notes,
         ]
         if p_reg < policy.alpha and at_least(delta, policy.min_effect):
             verdict = "REGRESSED"
@@ -140,8 +142,16 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
             previous if previous and consecutive(previous.nightly, point.nightly, policy) else None
         )
         if point.verdict == "REGRESSED":
+            # A run-group night never confirms alone: its exact test takes the seeds as
+            # independent, and run-level noise (a run's hard-set rate varying by 3 points)
+            # makes it falsely confirm about 1e-3 of A/A nights; two such nights in a row do
+            # about 1e-6 (bench/bench_statistics_sim.py).
             confirmed[i] = (
-                (point.p_regress_holm is not None and point.p_regress_holm < policy.confirm_p)
+                (
+                    point.paired
+                    and point.p_regress_holm is not None
+                    and point.p_regress_holm < policy.confirm_p
+                )
                 or (prev is not None and prev.verdict == "REGRESSED")
                 or (prev is not None and _pooled_regressed(prev, point, policy))
             )

@@ -3,6 +3,8 @@ broken rate with an exact permutation test that shuffles run labels within each 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +29,29 @@ class GroupTest:
     p_regress: float
     p_improve: float
     method: str
+
+
+def outcome_fingerprint(clips: Sequence[ClipRecord]) -> str:
+    """What a run produced, item by item: equal for two copies of one run (an artifact imported
+    twice, a seed that never reached a greedy model) and, in practice, for nothing else."""
+    rows = sorted(
+        (c.utt_id, c.synth_status, c.grade_status, c.hypothesis, c.wer, c.incorrect) for c in clips
+    )
+    return hashlib.sha256(json.dumps(rows, default=str).encode()).hexdigest()
+
+
+def distinct_runs(fingerprints: Sequence[str]) -> tuple[list[int], dict[int, int]]:
+    """(indices kept, {copy: the earlier run it repeats}) for one side's runs. The group test
+    takes its seeds as independent; a copy would count one outcome twice (two imports of one
+    artifact per side turn a paired p of .0067 into 6e-6), so it is counted once."""
+    first: dict[str, int] = {}
+    copies: dict[int, int] = {}
+    for i, f in enumerate(fingerprints):
+        if f in first:
+            copies[i] = first[f]
+        else:
+            first[f] = i
+    return sorted(first.values()), copies
 
 
 def broken_matrix(runs: Sequence[Sequence[ClipRecord]], tau: float) -> tuple[list[str], np.ndarray]:

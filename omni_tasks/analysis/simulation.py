@@ -271,10 +271,15 @@ def range_misses(
             head = bad_p if j >= good_nights else good_p
             b = rng.random(N_CLIPS) < good_p
             h = rng.random(N_CLIPS) < head
-            table = (int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum()), int((~b & ~h).sum()))
+            table = (
+                int((b & h).sum()),
+                int((h & ~b).sum()),
+                int((b & ~h).sum()),
+                int((~b & ~h).sum()),
+            )
             when = start + dt.timedelta(days=j)
             points.append(paired_point(when, table, policy))
-            nights.append(NightEvidence(when, points[-1].verdict, f"c{j:02d}", tuple(table)))
+            nights.append(NightEvidence(when, points[-1].verdict, f"c{j:02d}", table))
             if points[-1].verdict == "REGRESSED" and confirmations(points, policy)[-1]:
                 break
         else:

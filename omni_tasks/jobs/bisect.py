@@ -88,12 +88,12 @@ def stored_endpoints(
     ds = load_dataset(p.dataset)
     fingerprint = subset_fingerprint(ds, len(ds.limit(p.limit)))
     tau = load_policy().primary_tau
-    found = [
-        runs.endpoint_run(conn, p.series, p.variant, commit, fingerprint)
-        for commit in (p.history[0], p.history[-1])
-    ]
-    if found[0] is None or found[1] is None:
-        return None
+    found = []
+    for commit in (p.history[0], p.history[-1]):
+        run = runs.endpoint_run(conn, p.series, p.variant, commit, fingerprint)
+        if run is None:
+            return None
+        found.append(run)
     good, bad = (
         {c.utt_id: is_broken(c, tau) for c in clip_records(conn, f["grading_id"])} for f in found
     )

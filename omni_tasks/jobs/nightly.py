@@ -86,7 +86,6 @@ class AutoBisect(BaseModel):
     )
 
 
-
 class Serving(BaseModel):
     """How a `vllm-serve` target is launched per commit (the nightly's and the bisect's): the
     commit's environment, the server settings, deploy overrides, and the repo. Every value that

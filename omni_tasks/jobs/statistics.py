@@ -17,7 +17,12 @@ from omni_tasks import benchmarks
 from omni_tasks.analysis import gate as gate_rules
 from omni_tasks.analysis import similarity
 from omni_tasks.analysis.accounting import error_of
-from omni_tasks.analysis.groups import broken_matrix, compare_groups
+from omni_tasks.analysis.groups import (
+    broken_matrix,
+    compare_groups,
+    distinct_runs,
+    outcome_fingerprint,
+)
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.run_stats import run_stats
@@ -407,12 +412,14 @@ def _evidence(
                 for r in ungraded
             )
         ), {}
-    cands = [load(r["run_key"]) for r in p.candidates]
-    bases = [load(r["run_key"]) for r in p.baselines]
+    cands, cand_notes = _distinct([load(r["run_key"]) for r in p.candidates])
+    bases, base_notes = _distinct([load(r["run_key"]) for r in p.baselines])
+    notes = tuple(base_notes + cand_notes)
     if len(cands) == 1 and len(bases) == 1:
         res = compare(conn, bases[0], cands[0], tau, policy)
         infra = tuple(res.reasons) if res.verdict == "INFRA" else ()
         return gate_rules.Evidence(
+            notes=notes,
             n_paired=res.n_paired,
             regressed=res.regressed,
             improved=res.improved,
@@ -427,7 +434,20 @@ def _evidence(
             "baseline_run_id": bases[0].run["run_id"],
             "comparison": res,
         }
-    return _group_evidence(conn, bases, cands, policy)
+    ev, detail = _group_evidence(conn, bases, cands, policy)
+    return dataclasses.replace(ev, notes=notes), detail
+
+
+def _distinct(group: list[GradedRun]) -> tuple[list[GradedRun], list[str]]:
+    """One side's runs with copies (identical item outcomes) counted once, and what was
+    dropped: the group test must not take one outcome as two independent seeds."""
+    kept, copies = distinct_runs([outcome_fingerprint(g.clips) for g in group])
+    notes = [
+        f"run {group[c].run['run_key']} repeats run {group[o].run['run_key']} item for item "
+        "(a copy, or a seed that did not reach the model): counted once"
+        for c, o in copies.items()
+    ]
+    return [group[i] for i in kept], notes
 
 
 def _group_evidence(

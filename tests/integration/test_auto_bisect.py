@@ -89,9 +89,7 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
     before = ABShape(n=1088, stable_broken=80, regressed=20, improved=10)
     store_night(db, tmp_path, 0, before if case == "not ruled out" else SAME, good)
     night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
-    params = _params(
-        repo, target="http://gpu-host:8091" if case == "url target" else "vllm-serve"
-    )
+    params = _params(repo, target="http://gpu-host:8091" if case == "url target" else "vllm-serve")
 
     assert plan_bisects(db, params, night) == []
     details = db.execute("SELECT details FROM omni.alert").fetchone()["details"]

@@ -55,9 +55,7 @@ def test_stored_endpoint_runs_choose_the_clips(db, tmp_path: Path, monkeypatch) 
     assert r.selection == "stored runs" and r.first_bad == first_bad
     assert r.endpoints is not None and r.endpoints.verified
     # Every bisect run is on the chosen clips: none re-runs an endpoint on all 400.
-    sizes = db.execute(
-        "SELECT r.n_expected FROM omni.run r WHERE r.trigger = 'bisect'"
-    ).fetchall()
+    sizes = db.execute("SELECT r.n_expected FROM omni.run r WHERE r.trigger = 'bisect'").fetchall()
     assert sizes and {s["n_expected"] for s in sizes} == {len(r.discriminating)}
     assert r.full_runs == sum(s["n_expected"] for s in sizes) / 400 <= p.budget
     event = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'").fetchone()

@@ -368,7 +368,9 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
         "transcript_mode": True,
         "auto_bisect": {"enabled": True, "budget": 8.0},
-        "dataset": str(seed_tts_corpus(tmp_path / "en")),  # enough clips to call the good night SAME
+        "dataset": str(
+            seed_tts_corpus(tmp_path / "en")
+        ),  # enough clips to call the good night SAME
     }
     env = _with_config(af, tmp_path, config, OMNI_TRUSTED_ROOTS=json.dumps([str(tmp_path)]))
     good = {

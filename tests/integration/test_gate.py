@@ -193,10 +193,10 @@ def test_fingerprint_mismatch_is_infra_unless_forced(
     assert any("forced despite" in w for w in forced["warnings"])
 
 
-def test_run_groups_in_the_gate(db: psycopg.Connection, tmp_path: Path) -> None:
-    """Two seeds per branch: the gate uses the within-clip permutation test."""
-    for seed in (0, 1):
-        base, cand = ab_files(tmp_path, seed=0, date="20261128-020000")
+def _import_seeds(db: psycopg.Connection, tmp_path: Path, artifact_seeds: tuple[int, int]) -> None:
+    """Two runs per branch of one night (seeds 0 and 1), from the artifacts of `artifact_seeds`."""
+    for seed, artifact_seed in zip((0, 1), artifact_seeds, strict=True):
+        base, cand = ab_files(tmp_path, seed=artifact_seed, date="20261128-020000")
         doc_b, doc_c = json.loads(base.read_text()), json.loads(cand.read_text())
         for doc, branch in ((doc_b, "main"), (doc_c, "dev/vllm-align")):
             p = tmp_path / f"{branch.replace('/', '_')}_{seed}.json"
@@ -212,10 +212,32 @@ def test_run_groups_in_the_gate(db: psycopg.Connection, tmp_path: Path) -> None:
             )
         db.execute("UPDATE omni.run SET seed = %s WHERE run_key LIKE %s", (seed, f"%seed{seed}"))
         db.commit()
+
+
+def test_run_groups_in_the_gate(db: psycopg.Connection, tmp_path: Path) -> None:
+    """Two seeds per branch: the gate uses the within-clip permutation test."""
+    _import_seeds(db, tmp_path, (0, 1))
     d = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))[0]
     assert d["verdict"] == "REGRESSED"
     assert d["group_test"]["size_baseline"] == 2 and d["group_test"]["size_candidate"] == 2
     assert "permutation" in d["group_test"]["method"]
+
+
+def test_copies_are_not_counted_as_seeds(db: psycopg.Connection, tmp_path: Path) -> None:
+    """One artifact imported twice per side (as two "seeds"): the copies are counted once, so
+    the night is the paired comparison of one run a side, and the reasons say so. (Counted as
+    two independent seeds, the audit's paired p of .0067 became 6.2e-6: a one-night
+    confirmation.)"""
+    _import_seeds(db, tmp_path, (0, 0))
+    d = json.loads(run("gate", "--nightly", "2026-11-28", "--json"))[0]
+    assert d.get("group_test") is None
+    # The paired comparison of the first run a side, as `compare` makes it.
+    one = json.loads(
+        run("compare", "--baseline", "main:seed0", "--candidate", "dev/vllm-align:seed0", "--json")
+    )
+    assert d["mcnemar_p"] == one["mcnemar_p"]
+    copies = [r for r in d["reasons"] if "item for item" in r]
+    assert len(copies) == 2 and all("counted once" in r for r in copies)
 
 
 def test_trend_reads_stored_series(db: psycopg.Connection, tmp_path: Path) -> None:

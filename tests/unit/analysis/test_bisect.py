@@ -82,7 +82,7 @@ def test_the_endpoint_check_refuses_endpoints_that_do_not_differ_on_fresh_runs()
 
 
 def test_a_real_step_is_verified_then_bisected() -> None:
-    clips, evaluate = _runs({f"u{i}" for i in range(12)})
+    _, evaluate = _runs({f"u{i}" for i in range(12)})
     stored = (evaluate("c0", 0, None), evaluate("c3", 0, None))
     r = bisect(["c0", "c1", "c2", "c3"], evaluate, stored=stored, budget=4)
     assert r.endpoints is not None and r.endpoints.verified and r.endpoints.worse == 12
