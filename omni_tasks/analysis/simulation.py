@@ -20,7 +20,7 @@ from scipy.stats import binom
 
 from omni_tasks.analysis.bisect import bisect
 from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
-from omni_tasks.analysis.groups import compare_groups
+from omni_tasks.analysis.groups import compare_groups, distinct_runs
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 
@@ -57,12 +57,38 @@ def paired_point(when: dt.date, table: Sequence[int], policy: GatePolicy) -> Ser
 
 
 def group_point(
-    when: dt.date, rng: np.random.Generator, policy: GatePolicy, k: int = 2
+    when: dt.date,
+    rng: np.random.Generator,
+    policy: GatePolicy,
+    k: int = 2,
+    *,
+    run_sd: float = 0.0,
+    copies: bool = False,
 ) -> SeriesPoint:
-    """A run-group night: k seeds a side, clip by clip, decided by the exact group test."""
-    probs = aa_probabilities()[:, None]
-    base = (rng.random((probs.size, k)) < probs).astype(np.int64)
-    cand = (rng.random((probs.size, k)) < probs).astype(np.int64)
+    """A run-group night: k seeds a side, clip by clip, decided by the exact group test. With
+    `run_sd` each run's hard-set failure probability moves by a normal draw (run-level noise);
+    with `copies` a side's seeds are one run repeated, which the gate counts once
+    (groups.distinct_runs), so the night is paired."""
+    base_p = aa_probabilities()
+    hard = int(HARD_SHARE * base_p.size)
+
+    def side() -> np.ndarray:
+        cols = []
+        for _ in range(k):
+            p = base_p.copy()
+            p[:hard] = np.clip(p[:hard] + rng.normal(0.0, run_sd), 0.0, 1.0) if run_sd else p[:hard]
+            cols.append(rng.random(p.size) < p)
+        if copies:
+            cols = [cols[0]] * k
+        mat = np.column_stack(cols).astype(np.int64)
+        kept, _ = distinct_runs([col.tobytes().hex() for col in mat.T])
+        return mat[:, kept]
+
+    base, cand = side(), side()
+    if base.shape[1] == 1 and cand.shape[1] == 1:
+        b, c = base[:, 0].astype(bool), cand[:, 0].astype(bool)
+        table = [(b & c).sum(), (c & ~b).sum(), (b & ~c).sum(), (~b & ~c).sum()]
+        return paired_point(when, [int(x) for x in table], policy)
     t = compare_groups(base, cand)
     per_clip = cand.mean(axis=1) - base.mean(axis=1)
     ev = Evidence(
@@ -77,6 +103,24 @@ def group_point(
     )
     v = decide_night([ev], policy)[0]
     return SeriesPoint(when, v.verdict, v.p_regress_holm, 0, 0, t.n_clips, paired=False)
+
+
+def group_false_confirmation(
+    policy: GatePolicy, nights: int, seed: int, *, run_sd: float = 0.0, copies: bool = False
+) -> tuple[int, int]:
+    """(REGRESSED, confirmed) among `nights` A/A group nights, each after another group night
+    of the same kind (the series a multi-seed lane makes)."""
+    rng = np.random.default_rng(seed)
+    d1, d2 = dt.date(2027, 1, 1), dt.date(2027, 1, 2)
+    regressed = confirmed = 0
+    for _ in range(nights):
+        point = group_point(d2, rng, policy, run_sd=run_sd, copies=copies)
+        if point.verdict != "REGRESSED":
+            continue
+        regressed += 1
+        prev = group_point(d1, rng, policy, run_sd=run_sd, copies=copies)
+        confirmed += confirmations([prev, point], policy)[1]
+    return regressed, confirmed
 
 
 @dataclass(frozen=True)

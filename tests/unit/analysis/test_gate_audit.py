@@ -180,3 +180,18 @@ def test_mcnemar_and_holm_still_match_scipy() -> None:
         binomtest(55, 83, 0.5, alternative="greater").pvalue, rel=1e-12
     )
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+# Third audit, 7 — multiple choice at a few hundred questions: the margin is capped near
+# min_effect, so a night that cannot rule out a 5-point drop is UNKNOWN, not SAME.
+def test_a_300_question_night_cannot_be_same_on_multiple_choice() -> None:
+    night = table_evidence(40, 22, 23, 215)  # ψ = .15, Δ −0.3 points
+    assert decide_night([night], POLICY)[0].verdict == "SAME"  # the general 10-point cap
+    for benchmark in ("daily_omni", "videomme"):
+        v = decide_night([night], POLICY.for_benchmark(benchmark))[0]
+        assert v.verdict == "UNKNOWN"
+        assert v.margin is not None and v.margin > 0.07
+        assert any("too few paired items" in r for r in v.reasons)
+    # A 2,000-question night with the same discordance can still be SAME.
+    big = table_evidence(260, 150, 150, 1440)
+    assert decide_night([big], POLICY.for_benchmark("videomme"))[0].verdict == "SAME"
