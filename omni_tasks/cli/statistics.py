@@ -205,10 +205,14 @@ def trend_cmd(
     metric: Annotated[
         str,
         typer.Option(
-            help="tail_fraction, capped_mean_wer, or official_mean (the harness's figure; "
-            "summary-only imports included, marked)"
+            help="tail_fraction, capped_mean_wer, official_mean (the harness's figure; "
+            "summary-only imports included, marked) or paired_delta (the gate's nightly "
+            "paired Δ tail against --baseline)"
         ),
     ] = "tail_fraction",
+    baseline: Annotated[
+        str, typer.Option(help="The baseline branch of --metric paired_delta")
+    ] = "main",
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
@@ -230,6 +234,7 @@ def trend_cmd(
                 variant=variant,
                 metric=metric,
                 policy=policy,
+                baseline=baseline,
             )
         except ValueError as exc:
             fail(str(exc))

@@ -102,7 +102,7 @@ def compute_stats_for_key(
         return compute_stats(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
 
 
-TREND_METRICS = ("tail_fraction", "capped_mean_wer", "official_mean")
+TREND_METRICS = ("tail_fraction", "capped_mean_wer", "official_mean", "paired_delta")
 SUMMARY_ONLY_REASON = (
     "summary-only (no per-clip rows): the gate needs per-clip rows; the nightly writes them "
     "with --seed-tts-wer-save-items --save-detailed"
@@ -609,10 +609,12 @@ def trend(
     variant: str,
     metric: str,
     policy: GatePolicy,
+    baseline: str = "main",
 ) -> tuple[list[dict[str, Any]], list[ChangePoint]]:
     """A branch's nightly series of `metric` (from stored run_stats; `official_mean` from the
-    harness's figure, summary-only nights included and marked) and its change points, with
-    stack/grader/config events as known breaks."""
+    harness's figure, summary-only nights included and marked; `paired_delta` the gate's
+    paired Δ tail against `baseline`, which a drifting baseline does not move) and its change
+    points, with stack/grader/config events as known breaks."""
     policy = policy.for_benchmark(series.benchmark)
     if metric not in TREND_METRICS:
         raise ValueError(f"unknown metric {metric!r}: {' or '.join(TREND_METRICS)}")
@@ -622,9 +624,12 @@ def trend(
         "variant": variant,
         "tau": policy.primary_tau,
         "policy_version": policy.policy_version,
+        "baseline": baseline,
     }
     if metric == "official_mean":
         rows = results.series(conn, "official_series", key)
+    elif metric == "paired_delta":
+        rows = results.series(conn, "paired_delta_series", key)
     else:
         rows = [r for r in results.series(conn, "nightly_series", key) if r[metric] is not None]
     breaks = results.known_breaks(conn, key)

@@ -66,9 +66,10 @@ def nightly_runs(conn: psycopg.Connection[Any], series: Series, nightly: dt.date
 
 
 def series(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> list[Row]:
-    """A trend series: `nightly_series` (stored statistics) or `official_series` (the
-    harness's own figure, summary-only nights included)."""
-    if name not in ("nightly_series", "official_series"):
+    """A trend series: `nightly_series` (stored statistics), `official_series` (the
+    harness's own figure, summary-only nights included) or `paired_delta_series` (the gate's
+    nightly paired Δ tail against a baseline)."""
+    if name not in ("nightly_series", "official_series", "paired_delta_series"):
         raise ValueError(f"unknown series {name!r}")
     return [dict(r) for r in conn.execute(sql(name), key)]
 

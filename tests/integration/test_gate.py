@@ -459,3 +459,28 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     )
     (d,) = out.decisions
     assert d.verdict == "INFRA" and any("never a pass" in r for r in d.reasons)
+
+
+def test_change_points_on_the_nightly_paired_delta(db: psycopg.Connection, tmp_path: Path) -> None:
+    """Eight gated nights, four A/A-like and four regressed: the paired Δ series against main
+    has one change point, where the regression began (descriptive, as `trend`)."""
+    from tests.factories import REGRESS, SAME, store_night
+
+    for i in range(8):
+        store_night(db, tmp_path, i, SAME if i < 4 else REGRESS)
+    out = json.loads(
+        run(
+            "trend",
+            "--branch",
+            "rebase",
+            "--metric",
+            "paired_delta",
+            "--baseline",
+            "main",
+            "--json",
+        )
+    )
+    assert len(out["series"]) == 8
+    (point,) = out["change_points"]
+    assert point["nightly"] == out["series"][4]["nightly"]
+    assert point["before"] < 0.01 < 0.05 < point["after"]
