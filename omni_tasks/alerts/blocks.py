@@ -344,8 +344,9 @@ def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
 
 def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Message:
     text = (
-        f"{opened}: {why}. A night decided later (a backfill) changed the series, so this "
-        "alert is resolved; a new one opens if the regression is confirmed again."
+        f"{opened}: {why}. The series was decided again (a backfilled night changed its "
+        "streak, or a later run of that night joined its comparisons and the Holm adjustment), "
+        "so this alert is resolved; a new one opens if the regression is confirmed again."
     )
     return Message(escape(text), [section(escape(text))])
 

@@ -179,10 +179,13 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     opener = decisions.decision_by_id(conn, alert["details"].decision_id)
     if opener is not None and opener["verdict"] == "REGRESSED" and opener["confirmed"]:
         return
+    # Say what the new decision rests on (Δ, counts, Holm p and its family size m): a later
+    # run of the same night joins its Holm family and can move p past α.
     why = (
         "its decision is gone"
         if opener is None
         else f"now {opener['verdict']}{'' if opener['confirmed'] else ', not confirmed'}"
+        + (f" ({opener['reasons'][0]})" if opener["reasons"] else "")
     )
     night, opened = d["nightly"], str(alert["opened_nightly"])
     store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))

@@ -1,2 +1,3 @@
--- One gate decision's verdict and confirmation, as they stand now.
-SELECT nightly, verdict, confirmed FROM omni.gate_decision WHERE decision_id = %(decision_id)s
+-- One gate decision's verdict, confirmation and reasons, as they stand now.
+SELECT nightly, verdict, confirmed, reasons FROM omni.gate_decision
+WHERE decision_id = %(decision_id)s

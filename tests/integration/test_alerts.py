@@ -236,7 +236,9 @@ def test_a_backfill_that_unconfirms_the_opening_night_withdraws_the_alert(
     assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "resolved"
     assert "withdrawn" in state.updates[-1]["text"]
     assert "no longer confirmed" in state.updates[-1]["text"]
-    assert "backfill" in state.replies(parent)[-1]["text"]
+    reply = state.replies(parent)[-1]["text"]
+    assert "backfill" in reply
+    assert "now REGRESSED, not confirmed" in reply and "Holm p_regress" in reply  # and why
     assert len(state.top_level()) == 1
     kinds = sorted(r["kind"] for r in db.execute("SELECT kind FROM omni.event"))
     assert kinds == ["regression_opened", "regression_withdrawn"]
