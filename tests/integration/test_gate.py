@@ -320,13 +320,24 @@ def test_gating_a_night_twice_leaves_tables_identical(
 
 
 def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
-    db: psycopg.Connection, tmp_path: Path
+    db: psycopg.Connection, tmp_path: Path, monkeypatch
 ) -> None:
+    import yaml
+
     from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.config import reset_settings
     from omni_tasks.store import policy_versions
 
+    # The built-in policy of the time (2026.11: one-night confirmation at 1e-4, no
+    # per-benchmark overrides), configured as a deployment still running it would.
+    old = {**load_policy().model_dump(), "version": "2026.11", "confirm_p": 1e-4}
+    old["benchmarks"] = {}
+    path = tmp_path / "policy-2026.11.yaml"
+    path.write_text(yaml.safe_dump(old))
+    monkeypatch.setenv("OMNI_GATE_POLICY", str(path))
+    reset_settings()
     policy = load_policy()
-    # The version the code before issue 18 stored for the built-in policy.
+    # The version the code before issue 18 stored for that policy.
     assert policy.legacy_policy_version == "2026.11+3576947b" != policy.policy_version
     import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
     import_pair(tmp_path, WEAK, date="20261127-020000", seed=2)
@@ -352,6 +363,8 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
     # The next night continues the streak of the migrated one.
     later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
     assert later["verdict"] == "REGRESSED" and later["confirmed"]
+    monkeypatch.delenv("OMNI_GATE_POLICY")
+    reset_settings()
 
 
 def test_a_report_only_policy_edit_keeps_the_streak(
