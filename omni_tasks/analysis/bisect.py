@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from omni_tasks.analysis.discriminating import Outcomes, choose_clips
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
-Outcomes = dict[str, bool]  # clip -> broken
 
 MAX_REPEATS = 6
 
@@ -145,21 +144,17 @@ def bisect(
     else:
         good_all, bad_all = run(history[0], seed, None), run(history[-1], seed, None)
         selection = "fresh runs"
-    common = sorted(set(good_all) & set(bad_all))
-    regressed = [u for u in common if bad_all[u] and not good_all[u]]
-    improved = [u for u in common if good_all[u] and not bad_all[u]]
-    rest = [u for u in common if good_all[u] == bad_all[u]]
-    rng = random.Random(f"bisect|{history[0]}|{history[-1]}|{seed}")
-    d = tuple(sorted(regressed + improved + rng.sample(rest, min(control, len(rest)))))
-    cap = repeat_cap(budget, len(common), len(d), clips_run, len(history))
+    chosen = choose_clips(good_all, bad_all, f"bisect|{history[0]}|{history[-1]}|{seed}", control)
+    d, n_all = chosen.clips, chosen.n_common
+    cap = repeat_cap(budget, n_all, len(d), clips_run, len(history))
 
     def ended(why: str, check: EndpointCheck | None = None) -> BisectResult:
         return BisectResult(
-            None, None, [], d, len(regressed), len(improved), evaluations, clips_run,
-            len(common), selection, check, max(cap, 0), [why],
+            None, None, [], d, chosen.regressed, chosen.improved, evaluations, clips_run,
+            n_all, selection, check, max(cap, 0), [why],
         )  # fmt: skip
 
-    if not regressed:
+    if not chosen.regressed:
         return ended(
             f"no regression between these endpoints: their {selection} differ on no clip "
             "the bad one breaks"
@@ -214,8 +209,8 @@ def bisect(
         else:
             lo = mid
     return BisectResult(
-        history[hi], history[lo], steps, d, len(regressed), len(improved), evaluations,
-        clips_run, len(common), selection, check, cap, [],
+        history[hi], history[lo], steps, d, chosen.regressed, chosen.improved, evaluations,
+        clips_run, n_all, selection, check, cap, [],
     )  # fmt: skip
 
 

@@ -35,7 +35,15 @@ from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
-from omni_tasks.synthesis.stages import STAGE_NAMES, StageDefaults, effective
+from omni_tasks.synthesis.stages import (
+    STAGE_NAMES,
+    DeployConfigError,
+    StageDefaults,
+    effective,
+    engine_args,
+    merge_deploy,
+    nightly_deploy,
+)
 
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
 
@@ -107,10 +115,22 @@ class BenchRequest:
 
     @property
     def stages(self) -> StageDefaults | None:
-        """The stage defaults requests are built against (the simulator's are known)."""
+        """The stage defaults requests are built against (the simulator's are known: the
+        nightly's deploy with the run's deploy overrides merged in)."""
         if self.stage_defaults is None and self.simulator_profile is not None:
-            return StageDefaults.nightly()
+            if not self.overrides.get("stages"):
+                return StageDefaults.nightly()
+            doc = self.simulated_deploy
+            return StageDefaults.from_deploy(doc, "nightly deploy + the run's deploy overrides")
         return self.stage_defaults
+
+    @property
+    def simulated_deploy(self) -> dict[str, Any]:
+        """The deploy the simulator serves: the nightly's, with the run's deploy overrides."""
+        try:
+            return merge_deploy(nightly_deploy(), self.overrides)
+        except DeployConfigError as exc:
+            raise BenchError(str(exc)) from None
 
     @property
     def simulator_profile(self) -> str | None:
@@ -156,7 +176,10 @@ def target_url(req: BenchRequest) -> Iterator[str]:
     profile = req.simulator_profile
     if profile is not None:
         sim = SimulatorConfig(
-            profile, req.transcript_mode, stage_defaults=req.stages or StageDefaults.nightly()
+            profile,
+            req.transcript_mode,
+            stage_defaults=req.stages or StageDefaults.nightly(),
+            engine_args=engine_args(req.simulated_deploy),
         )
         with running_simulator(sim) as url:
             yield url

@@ -183,6 +183,14 @@ def mark_sent(conn: psycopg.Connection[Any], m: Row, ts: str | None, channel: st
 
 
 # ---------------------------------------------------------------- events
+def ablations_of_night(
+    conn: psycopg.Connection[Any], series_key: str, nightly: dt.date
+) -> list[dict[str, Any]]:
+    """A series' stored ablation results of one night (the report's section), newest first."""
+    rows = conn.execute(sql("ablations_of_night"), {"series": series_key, "nightly": nightly})
+    return [dict(r["details"]) for r in rows]
+
+
 def insert_event(
     conn: psycopg.Connection[Any],
     *,

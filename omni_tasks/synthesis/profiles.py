@@ -44,12 +44,32 @@ class Profile:
     hard_question: dict[str, float]
     stream_error: float = 0.0  # share of requests whose stream ends in an in-stream error chunk
     wrong_answer: float = 0.0  # share of multiple-choice questions answered wrongly
+    # A stage-specific regression: clips in a fixed `susceptible` share (the same clips under
+    # every seed) get `susceptible_rates` raised, so a rerun reproduces about half of them.
+    susceptible: float = 0.0
+    susceptible_rates: tuple[tuple[str, float], ...] = ()
+    # The engine setting of one stage under which the regression vanishes, and what the
+    # simulator then behaves as: {stage: N, engine_args: {...}, behaves_as: PROFILE}.
+    vanishes_with: tuple[int, tuple[tuple[str, Any], ...], str] | None = None
 
-    def rates(self, hard: bool, question: bool) -> dict[str, float]:
+    def rates(self, hard: bool, question: bool, text: str = "") -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
         if question:
             base.update(self.hard_question if hard else self.question)
+        if self.susceptible and uniform("susceptible", text) < self.susceptible:
+            for event, rate in self.susceptible_rates:
+                base[event] = max(base.get(event, 0.0), rate)
         return base
+
+    def under(self, engine_args: tuple[dict[str, Any], ...]) -> Profile:
+        """The profile a server with these per-stage engine settings behaves as."""
+        if self.vanishes_with is None:
+            return self
+        stage, wanted, other = self.vanishes_with
+        args = engine_args[stage] if stage < len(engine_args) else {}
+        if all(args.get(k) == v for k, v in wanted):
+            return load_profile(other)
+        return self
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,8 @@ def load_profile(name: str) -> Profile:
     if name not in profiles:
         raise ProfileError(f"unknown simulator profile {name!r}; choose one of {profile_names()}")
     p = profiles[name]
+    sus = p.get("susceptible") or {}
+    vanish = p.get("vanishes_with")
     return Profile(
         name,
         p["easy"],
@@ -88,6 +110,15 @@ def load_profile(name: str) -> Profile:
         p.get("hard_question", {}),
         float(p.get("stream_error", 0.0)),
         float(p.get("wrong_answer", 0.0)),
+        float(sus.get("fraction", 0.0)),
+        tuple((str(k), float(v)) for k, v in (sus.get("rates") or {}).items()),
+        None
+        if vanish is None
+        else (
+            int(vanish["stage"]),
+            tuple(sorted(vanish["engine_args"].items())),
+            str(vanish["behaves_as"]),
+        ),
     )
 
 
@@ -101,7 +132,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def decide(profile: Profile, seed: int, text: str, system_prompt: str | None) -> Behaviour:
-    rates = profile.rates(is_hard(text), is_question(text))
+    rates = profile.rates(is_hard(text), is_question(text), text)
     for event in EVENTS:
         if uniform(seed, text, event) < rates.get(event, 0.0):
             return _behave(event, seed, text, system_prompt)

@@ -31,6 +31,7 @@ from omni_tasks.synthesis.provenance import (
     lineage,
     stack_versions,
 )
+from omni_tasks.synthesis.stages import merge_deploy
 
 
 class ServerStartError(RuntimeError):
@@ -85,15 +86,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = (
-            _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-        )
-    return out
-
-
 def effective_deploy_config(spec: ServerSpec) -> Path | None:
     """The deploy yaml with the variant's overrides merged in, written beside the log."""
     if spec.deploy_config is None and not spec.deploy_overrides:
@@ -101,7 +93,7 @@ def effective_deploy_config(spec: ServerSpec) -> Path | None:
     base: dict[str, Any] = {}
     if spec.deploy_config is not None:
         base = yaml.safe_load(spec.deploy_config.read_text(encoding="utf-8")) or {}
-    merged = _deep_merge(base, spec.deploy_overrides)
+    merged = merge_deploy(base, spec.deploy_overrides)
     path = spec.log_path.with_suffix(".deploy.yaml")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")

@@ -48,6 +48,9 @@ class SimulatorConfig:
     # The deploy it pretends to run: a request's sampling_params_list is applied against these
     # by the server's rule (stages.effective), so a partial list truncates here as it does there.
     stage_defaults: StageDefaults = field(default_factory=StageDefaults.nightly)
+    # Each stage's engine settings (enforce_eager, …): a profile's regression may vanish
+    # under one (profiles.yaml `vanishes_with`), as a compiled-path bug does under eager mode.
+    engine_args: tuple[dict[str, Any], ...] = ()
 
     @property
     def model_name(self) -> str:
@@ -182,7 +185,7 @@ def _choice_response(
 
 
 def create_app(cfg: SimulatorConfig) -> Starlette:
-    profile: Profile = load_profile(cfg.profile)
+    profile: Profile = load_profile(cfg.profile).under(cfg.engine_args)
     headers = {"x-omni-simulator": cfg.model_name}
 
     async def chat(request: Request) -> Response:

@@ -103,6 +103,66 @@ class DeployConfigError(ValueError):
     """A deploy config without the stages a request needs; the message names the file."""
 
 
+def nightly_deploy() -> dict[str, Any]:
+    """The nightly's deploy as a document (engine settings as the 0.30.0 yaml sets them: only
+    code2wav eager), which the simulator serves and deploy overrides merge into."""
+    return {
+        "stages": [
+            {
+                "stage_id": i,
+                **({"enforce_eager": True} if i == 2 else {}),
+                "default_sampling_params": dict(s),
+            }
+            for i, s in enumerate(NIGHTLY_STAGE_DEFAULTS)
+        ]
+    }
+
+
+def merge_deploy(
+    base: Mapping[str, Any], over: Mapping[str, Any], *, new_stages: bool = False
+) -> dict[str, Any]:
+    """Deploy overrides merged the way vLLM-Omni merges its platform sections: mappings key by
+    key, and `stages` entry by `stage_id` (so `{"stages": [{"stage_id": 1, "enforce_eager":
+    true}]}` changes the talker only). An entry for a stage the deploy lacks is an error, unless
+    `new_stages` (two sets of overrides combined: the result is still overrides)."""
+    out = dict(base)
+    for k, v in over.items():
+        if k == "stages" and isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = _merge_stages(out[k], v, new_stages)
+        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = merge_deploy(out[k], v, new_stages=new_stages)
+        else:
+            out[k] = v
+    return out
+
+
+def _merge_stages(base: list[Any], over: list[Any], new_stages: bool) -> list[Any]:
+    stages = [dict(s) if isinstance(s, Mapping) else s for s in base]
+    for entry in over:
+        ids = {s.get("stage_id"): i for i, s in enumerate(stages) if isinstance(s, dict)}
+        if isinstance(entry, Mapping) and new_stages and entry.get("stage_id") not in ids:
+            stages.append(dict(entry))
+            continue
+        if not isinstance(entry, Mapping) or entry.get("stage_id") not in ids:
+            known = sorted(k for k in ids if isinstance(k, int))
+            raise DeployConfigError(
+                f"deploy overrides: each stages entry needs the stage_id of a stage the deploy "
+                f"has ({known}), got {entry!r:.80}"
+            )
+        i = ids[entry["stage_id"]]
+        stages[i] = merge_deploy(stages[i], entry, new_stages=new_stages)
+    return stages
+
+
+def engine_args(doc: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """Each stage's engine settings (all but its id and sampling defaults), in stage order."""
+    return tuple(
+        {k: v for k, v in s.items() if k not in ("stage_id", "default_sampling_params")}
+        for s in doc.get("stages", [])
+        if isinstance(s, Mapping)
+    )
+
+
 class InvalidStageSettings(ValueError):
     """A sampling_params_list the server would refuse (it raises on unknown fields)."""
 

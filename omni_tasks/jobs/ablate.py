@@ -1,0 +1,329 @@
+"""The ablate job (`omni-tasks ablate`, the omni_ablate DAG): which deploy override brings a
+confirmed regression back to the baseline.
+
+The confirmed night's stored candidate and baseline runs choose the clips (its regressed clips
+and a control sample of clips fine on both; analysis/discriminating.py). At one fresh seed the
+baseline, the candidate as it is, and the candidate under each ablation run on those clips only;
+analysis/ablation.py judges each. Every run is stored (trigger `ablate`, never read by a gate)
+with its overrides, and the result is an event, a reply in the alert's thread and a section of
+the night's report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from importlib import resources
+from typing import Any
+
+import psycopg
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from omni_tasks.alerts import blocks, keys
+from omni_tasks.analysis.ablation import AblationVerdict, Reproduced, judge
+from omni_tasks.analysis.accounting import is_broken
+from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.formatting import pts_ci
+from omni_tasks.jobs.nightly import Serving, served
+from omni_tasks.names import check_branch, check_name, require_trusted
+from omni_tasks.store import alerts as store
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import clip_records, get_run, latest_grading
+from omni_tasks.synthesis.stages import DeployConfigError, merge_deploy
+
+
+class Ablation(BaseModel):
+    """One deploy override of the candidate stack, merged into its deploy by stage_id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    overrides: dict[str, Any]
+    why: str = ""
+
+    @model_validator(mode="after")
+    def _checked(self) -> Ablation:
+        check_name(self.name, "ablation name")
+        stages = self.overrides.get("stages", [])
+        if not isinstance(stages, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("stage_id"), int) for s in stages
+        ):
+            raise ValueError(f"ablation {self.name}: stages entries need an integer stage_id")
+        return self
+
+
+def default_ablations() -> list[Ablation]:
+    text = resources.files("omni_tasks.jobs").joinpath("ablations.yaml").read_text()
+    return [Ablation.model_validate(a) for a in yaml.safe_load(text)]
+
+
+class AblateParams(Serving):
+    """An ablation's parameters (the DAG's trigger form, or the CLI's options)."""
+
+    nightly: dt.date = Field(description="the confirmed night whose clips are ablated")
+    branch: str = Field(default="rebase", description="the candidate branch")
+    baseline: str = "main"
+    variant: str = "default"
+    candidate_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
+    baseline_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
+    ablations: list[Ablation] = Field(default_factory=default_ablations)
+    transcript_mode: bool = False
+    dataset: str = "demo"
+    seed: int = Field(default=3000, ge=0, description="the fresh seed every run shares")
+    control: int = Field(default=25, ge=0, le=10_000)
+    benchmark: str | None = None
+    grader: dict[str, Any] = Field(default_factory=dict)
+    alert_id: int | None = Field(default=None, description="the alert whose thread gets it")
+
+    @model_validator(mode="after")
+    def _checked(self) -> AblateParams:
+        for branch in (self.branch, self.baseline):
+            check_branch(branch)
+        check_name(self.variant, "variant")
+        if "/" in self.dataset or self.dataset.startswith("."):
+            require_trusted(self.dataset, "dataset")
+        self.check_serving()
+        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
+        if not self.ablations:
+            raise ValueError("ablations: at least one")
+        names = [a.name for a in self.ablations]
+        if len(set(names)) != len(names):
+            raise ValueError("ablations: names must differ")
+        for a in self.ablations:
+            try:
+                self.overrides_for(a)
+            except DeployConfigError as exc:
+                raise ValueError(f"ablation {a.name}: {exc}") from None
+        return self
+
+    def overrides_for(self, a: Ablation | None) -> dict[str, Any]:
+        """The series' deploy overrides with the ablation's on top (by stage_id)."""
+        if a is None:
+            return dict(self.overrides)
+        return merge_deploy(self.overrides, a.overrides, new_stages=True)
+
+    @property
+    def ablate_id(self) -> str:
+        blob = json.dumps(
+            [
+                self.series.key,
+                str(self.nightly),
+                self.branch,
+                self.baseline,
+                self.variant,
+                self.candidate_target,
+                self.baseline_target,
+                [a.model_dump() for a in self.ablations],
+                self.seed,
+                self.control,
+            ],
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+@dataclasses.dataclass(frozen=True)
+class AblateResult:
+    selection: Selection
+    reference: Reproduced
+    verdicts: list[AblationVerdict]
+    clips_run: int
+    run_keys: dict[str, str]  # label -> run key
+
+    @property
+    def full_runs(self) -> float:
+        n = self.selection.n_common
+        return self.clips_run / n if n else 0.0
+
+
+class AblateError(ValueError):
+    pass
+
+
+def _night_runs(conn: psycopg.Connection[Any], p: AblateParams) -> dict[str, Any]:
+    policy = load_policy().for_benchmark(p.bench)
+    row = conn.execute(
+        sql("night_decision_runs"),
+        {
+            **p.series.args(),
+            "nightly": p.nightly,
+            "candidate_branch": p.branch,
+            "baseline_branch": p.baseline,
+            "variant": p.variant,
+            "policy_version": policy.policy_version,
+        },
+    ).fetchone()
+    if row is None:
+        raise AblateError(
+            f"no paired gate decision of {p.series.name} {p.branch} vs {p.baseline} "
+            f"({p.variant}) on {p.nightly}: ablations start from a gated night"
+        )
+    return dict(row)
+
+
+def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcomes:
+    run = get_run(conn, run_key)
+    grading_id, _ = latest_grading(conn, run["run_id"], run_key)
+    return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
+
+
+def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+    from omni_tasks.grading.asr import GraderSpec, load_grader
+
+    policy = load_policy().for_benchmark(p.bench)
+    tau = policy.primary_tau
+    night = _night_runs(conn, p)
+    chosen = choose_clips(
+        _outcomes(conn, night["baseline_key"], tau),
+        _outcomes(conn, night["candidate_key"], tau),
+        f"ablate|{p.ablate_id}",
+        p.control,
+        with_improved=False,
+    )
+    if not chosen.regressed:
+        raise AblateError(
+            f"the night's runs ({night['candidate_key']} against {night['baseline_key']}) have "
+            "no regressed clip: nothing to ablate"
+        )
+    grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
+    clips_run = 0
+    keys_of: dict[str, str] = {}
+
+    def evaluate(label: str, target: str, commit: str | None, a: Ablation | None) -> Outcomes:
+        nonlocal clips_run
+        overrides = p.overrides_for(a)
+        req = BenchRequest(
+            target=target,
+            branch=p.baseline if label == "baseline" else p.branch,
+            dataset=p.dataset,
+            commit=commit,
+            seed=p.seed,
+            only=chosen.clips,
+            nightly=p.nightly,
+            trigger="ablate",
+            variant=p.variant,
+            transcript_mode=p.transcript_mode,
+            benchmark=p.bench,
+            model=p.series.model,
+            lane=p.lane,
+            overrides=overrides,
+            run_key=f"ablate:{p.ablate_id}:{label}:seed{p.seed}",
+        )
+
+        def run(r: BenchRequest) -> Any:
+            return run_benchmark(conn, r, grader, show_progress=False)
+
+        serving = p.model_copy(update={"overrides": overrides})
+        outcome = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
+        conn.commit()
+        keys_of[label] = outcome.run_key
+        got = {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
+        clips_run += len(got)
+        return got
+
+    baseline = evaluate("baseline", p.baseline_target, night["baseline_commit"], None)
+    candidate = evaluate("candidate", p.candidate_target, night["candidate_commit"], None)
+    ablated = {
+        a.name: evaluate(a.name, p.candidate_target, night["candidate_commit"], a)
+        for a in p.ablations
+    }
+    reference, verdicts = judge(
+        baseline,
+        candidate,
+        ablated,
+        n_full=chosen.n_common,
+        alpha=policy.alpha,
+        min_effect=policy.min_effect,
+    )
+    result = AblateResult(chosen, reference, verdicts, clips_run, keys_of)
+    _record(conn, p, result, night, today)
+    return result
+
+
+def summary(p: AblateParams, r: AblateResult) -> str:
+    ref = r.reference
+    head = (
+        f"ablations {p.ablate_id} of {p.series.name} {p.branch} vs {p.baseline} on "
+        f"{p.nightly}: {ref.n_clips} clips ({r.selection.regressed} regressed + control) at "
+        f"seed {p.seed}; broken {ref.candidate_broken} on the candidate, "
+        f"{ref.baseline_broken} on the baseline (p {ref.p_worse:.2g}"
+        + ("" if ref.reproduced else ": not reproduced, no ablation judged")
+        + f"); {r.full_runs:.2f} full-run equivalents"
+    )
+    lines = [head]
+    for v in r.verdicts:
+        lo, hi = v.share_ci
+        lines.append(
+            f"  {v.name}: {v.verdict}; broken {v.broken}/{v.n_clips} "
+            f"({v.share:.0%}, {lo:.0%}–{hi:.0%}), left against the baseline "
+            f"{pts_ci(v.left, v.left_ci)} of a full run, better than the candidate "
+            f"p {v.p_better:.2g} (Holm)"
+        )
+    return "\n".join(lines)
+
+
+def _record(
+    conn: psycopg.Connection[Any],
+    p: AblateParams,
+    r: AblateResult,
+    night: dict[str, Any],
+    today: dt.date,
+) -> None:
+    text = summary(p, r)
+    by_name = {a.name: a for a in p.ablations}
+    details = {
+        "ablate_id": p.ablate_id,
+        "series": p.series.key,
+        "nightly": str(p.nightly),
+        "candidate": p.branch,
+        "baseline": p.baseline,
+        "variant": p.variant,
+        "summary": text,
+        "chosen_from": [night["candidate_key"], night["baseline_key"]],
+        "clips": list(r.selection.clips),
+        "seed": p.seed,
+        "reference": dataclasses.asdict(r.reference),
+        "ablations": [
+            {
+                **dataclasses.asdict(v),
+                "why": by_name[v.name].why,
+                "overrides": by_name[v.name].overrides,
+                "run_key": r.run_keys[v.name],
+            }
+            for v in r.verdicts
+        ],
+        "full_runs": r.full_runs,
+        "run_keys": r.run_keys,
+    }
+    store.insert_event(
+        conn,
+        time=dt.datetime.combine(today, dt.time(12), dt.UTC),
+        benchmark=p.bench,
+        branch=p.branch,
+        variant=p.variant,
+        kind="ablation_result",
+        text=_headline(r),
+        tags=["ablation"],
+        details=details,
+        dedup_key=f"ablation_result|{p.ablate_id}",
+    )
+    pattern = keys.regression_pattern(p.series.key, p.branch, p.baseline, p.variant)
+    alert = store.bisect_alert(conn, p.alert_id, pattern)
+    if alert is not None:
+        reply = {"op": "reply", **blocks.note(text).to_payload()}
+        key = f"{alert['alert_key']}|ablate|{p.ablate_id}"
+        store.enqueue(conn, key, alert["alert_id"], "reply", reply)
+    conn.commit()
+
+
+def _headline(r: AblateResult) -> str:
+    gone = [v.name for v in r.verdicts if v.verdict == "regression gone"]
+    if not r.reference.reproduced:
+        return "ablations: the regression did not reproduce on fresh runs"
+    if gone:
+        return f"ablations: regression gone under {', '.join(gone)}"
+    return "ablations: no override removes the regression"

@@ -1,0 +1,130 @@
+"""Ablations on the simulator: a regression whose extra failures come from the talker's
+compiled path and vanish when the talker runs eager. `ablate` against the confirmed night names
+that override ("regression gone") and the others "unchanged", within one full run of GPU."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+from omni_tasks.jobs.ablate import AblateParams, run_ablations, summary
+from tests.factories import seed_tts_corpus
+
+NIGHT = dt.date(2026, 11, 24)
+CANDIDATE = "simulator:rebase-compiled-talker"
+
+
+def _night(db, dataset: Path) -> None:
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.series import Series
+
+    for branch, target in (("main", "simulator:main"), ("rebase", CANDIDATE)):
+        req = BenchRequest(
+            target=target,
+            branch=branch,
+            dataset=str(dataset),
+            commit=f"{branch}-head",
+            seed=7,
+            nightly=NIGHT,
+            trigger="nightly",
+            transcript_mode=True,
+        )
+        run_benchmark(db, req, None, show_progress=False)
+        db.commit()
+    decide_night(
+        db,
+        NIGHT,
+        load_policy(),
+        series=Series.of({"benchmark": "seed_tts_en"}),
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
+    db.commit()
+
+
+@pytest.fixture
+def night(db, tmp_path: Path, monkeypatch) -> Path:
+    from omni_tasks.config import reset_settings
+
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    reset_settings()
+    dataset = seed_tts_corpus(tmp_path / "en", 1088)
+    _night(db, dataset)
+    return dataset
+
+
+def test_ablations_name_the_knob(db, night: Path) -> None:
+    p = AblateParams(
+        nightly=NIGHT,
+        candidate_target=CANDIDATE,
+        baseline_target="simulator:main",
+        transcript_mode=True,
+        dataset=str(night),
+    )
+    r = run_ablations(db, p, NIGHT + dt.timedelta(days=1))
+    print(summary(p, r))
+    assert r.reference.reproduced
+    verdicts = {v.name: v for v in r.verdicts}
+    assert verdicts["eager-talker"].verdict == "regression gone"
+    lo, hi = verdicts["eager-talker"].left_ci
+    assert lo > -0.02 and hi < 0.02  # what is left lies inside the practical minimum
+    others = {n: v.verdict for n, v in verdicts.items() if n != "eager-talker"}
+    assert others == dict.fromkeys(others, "unchanged") and len(others) == 3
+    assert r.full_runs <= 1.0  # 4 ablations plus the two references, on the chosen clips
+    # What ran is stored: every run an `ablate` run on the chosen clips, with its overrides.
+    rows = db.execute(
+        "SELECT run_key, n_expected, config FROM omni.run WHERE trigger = 'ablate'"
+    ).fetchall()
+    assert len(rows) == 6 and {r_["n_expected"] for r_ in rows} == {len(r.selection.clips)}
+    eager = next(r_ for r_ in rows if ":eager-talker:" in r_["run_key"])
+    assert eager["config"]["overrides"] == {"stages": [{"stage_id": 1, "enforce_eager": True}]}
+    event = db.execute("SELECT text, details FROM omni.event WHERE kind = 'ablation_result'")
+    row = event.fetchone()
+    assert row["text"] == "ablations: regression gone under eager-talker"
+    assert row["details"]["nightly"] == str(NIGHT) and len(row["details"]["ablations"]) == 4
+
+
+def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.series import Series
+
+    p = AblateParams(
+        nightly=NIGHT,
+        candidate_target=CANDIDATE,
+        baseline_target="simulator:main",
+        transcript_mode=True,
+        dataset=str(night),
+        ablations=[
+            {
+                "name": "eager-talker",
+                "overrides": {"stages": [{"stage_id": 1, "enforce_eager": True}]},
+            }
+        ],
+    )
+    run_ablations(db, p, NIGHT)
+    before = db.execute("SELECT verdict, mcnemar_p FROM omni.gate_decision").fetchall()
+    decide_night(
+        db,
+        NIGHT,
+        load_policy(),
+        series=Series.of({"benchmark": "seed_tts_en"}),
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
+    assert db.execute("SELECT verdict, mcnemar_p FROM omni.gate_decision").fetchall() == before
+
+
+def test_an_override_for_a_stage_the_deploy_lacks_is_refused() -> None:
+    with pytest.raises(ValueError, match="stage_id"):
+        AblateParams(
+            nightly=NIGHT,
+            candidate_target=CANDIDATE,
+            baseline_target="simulator:main",
+            ablations=[{"name": "x", "overrides": {"stages": [{"enforce_eager": True}]}}],
+        )
