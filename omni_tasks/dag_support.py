@@ -549,6 +549,69 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def ablate_params() -> dict[str, Any]:
+    from airflow.sdk import Param
+
+    return {
+        "nightly": Param("", type="string", description="The confirmed night (YYYY-MM-DD)"),
+        "candidate_target": Param(
+            "vllm-serve", type="string", description="vllm-serve, http(s)://… or simulator:P"
+        ),
+        "baseline_target": Param(
+            "vllm-serve", type="string", description="vllm-serve, http(s)://… or simulator:P"
+        ),
+        "branch": Param("rebase", type="string", description="The candidate branch"),
+        "baseline": Param("main", type="string"),
+        "variant": Param("default", type="string"),
+        "benchmark": Param(None, type=["null", "string"]),
+        "lane": Param("default", type="string", description="The series' hardware lane"),
+        "ablations": Param(
+            None,
+            type=["null", "array"],
+            description="[{name, overrides, why}] (null: the shipped four)",
+        ),
+        "transcript_mode": Param(False, type="boolean"),
+        "dataset": Param("demo", type="string"),
+        "seed": Param(3000, type="integer"),
+        "control": Param(25, type="integer"),
+        "grader": Param({}, type="object", description="GraderSpec fields"),
+        "environment": Param({}, type="object", description="vllm-serve: as the nightly's"),
+        "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
+        "overrides": Param({}, type="object", description="The series' deploy overrides"),
+        "repo": Param(None, type=["null", "string"]),
+        "alert_id": Param(
+            None, type=["null", "integer"], description="The alert whose Slack thread gets it"
+        ),
+    }
+
+
+@stops_on_sigterm
+def ablate(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, check_form_locks, deployment_config, form_fields
+    from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
+
+    given = form_fields(dict(context["params"]))
+    try:
+        check_form_locks(given, deployment_config(Variable.get(VARIABLE, default=None)))
+        p = AblateParams(**given)
+    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
+        raise AirflowFailException(f"ablate parameters: {exc}") from None
+    with results_db() as conn:
+        try:
+            result = run_ablations(conn, p, _nightly(context))
+        except AblateError as exc:
+            raise AirflowFailException(str(exc)) from None
+    log.info("%s", summary(p, result))
+    return {
+        "ablate_id": p.ablate_id,
+        "verdicts": {v.name: v.verdict for v in result.verdicts},
+        "full_runs": round(result.full_runs, 3),
+    }
+
+
 def regrade_params() -> dict[str, Any]:
     from airflow.sdk import Param
 

@@ -21,6 +21,7 @@ DAG_IDS = frozenset(
         "omni_freshness",
         "omni_ab",
         "omni_buildkite_sync",
+        "omni_ablate",
     }
 )
 

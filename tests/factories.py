@@ -143,3 +143,37 @@ def seed_tts_corpus(root: Path, n: int = 1088) -> Path:
         )
     (root / "meta.lst").write_text("\n".join(lines) + "\n")
     return root
+
+
+def simulated_night(
+    db: Any, dataset: Path, night: dt.date, candidate_target: str, seed: int = 7
+) -> None:
+    """One gated night of main (simulator:main) against rebase (`candidate_target`), run by the
+    benchmark in transcript mode and decided as the nightly decides."""
+    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.series import Series
+
+    for branch, target in (("main", "simulator:main"), ("rebase", candidate_target)):
+        req = BenchRequest(
+            target=target,
+            branch=branch,
+            dataset=str(dataset),
+            commit=f"{branch}-head",
+            seed=seed,
+            nightly=night,
+            trigger="nightly",
+            transcript_mode=True,
+        )
+        run_benchmark(db, req, None, show_progress=False)
+        db.commit()
+    decide_night(
+        db,
+        night,
+        load_policy(),
+        series=Series.of({"benchmark": "seed_tts_en"}),
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
+    db.commit()

@@ -4,7 +4,7 @@ order `--help` lists them (the order of the work: import, synthesize, grade, dec
 
 # ruff: noqa: F401, I001
 from omni_tasks.cli import db, benchmarks, imports, runs
-from omni_tasks.cli import synthesis, grading, statistics, gates, ab, outputs, alerts, demo
+from omni_tasks.cli import synthesis, grading, statistics, gates, ab, ablate, outputs, alerts, demo
 from omni_tasks.cli.common import app
 
 __all__ = ["app", "main"]

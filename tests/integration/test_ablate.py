@@ -10,41 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
 from omni_tasks.jobs.ablate import AblateParams, run_ablations, summary
-from tests.factories import seed_tts_corpus
+from tests.factories import seed_tts_corpus, simulated_night
 
 NIGHT = dt.date(2026, 11, 24)
 CANDIDATE = "simulator:rebase-compiled-talker"
-
-
-def _night(db, dataset: Path) -> None:
-    from omni_tasks.analysis.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
-    from omni_tasks.series import Series
-
-    for branch, target in (("main", "simulator:main"), ("rebase", CANDIDATE)):
-        req = BenchRequest(
-            target=target,
-            branch=branch,
-            dataset=str(dataset),
-            commit=f"{branch}-head",
-            seed=7,
-            nightly=NIGHT,
-            trigger="nightly",
-            transcript_mode=True,
-        )
-        run_benchmark(db, req, None, show_progress=False)
-        db.commit()
-    decide_night(
-        db,
-        NIGHT,
-        load_policy(),
-        series=Series.of({"benchmark": "seed_tts_en"}),
-        baseline_branch="main",
-        expect=("main", "rebase"),
-    )
-    db.commit()
 
 
 @pytest.fixture
@@ -54,7 +24,7 @@ def night(db, tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
     reset_settings()
     dataset = seed_tts_corpus(tmp_path / "en", 1088)
-    _night(db, dataset)
+    simulated_night(db, dataset, NIGHT, CANDIDATE)
     return dataset
 
 

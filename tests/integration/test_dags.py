@@ -17,11 +17,11 @@ import yaml
 
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.airflow_env import airflow_env, dags_test, migrate
-from tests.factories import git_repo, seed_tts_corpus
+from tests.factories import git_repo, seed_tts_corpus, simulated_night
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
-TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab", "import"}
+TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab", "import", "ablate"}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "omni_freshness",
         "omni_ab",
         "omni_buildkite_sync",
+        "omni_ablate",
     }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
@@ -169,6 +170,29 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
     n_runs = db.execute("SELECT count(*) AS n FROM omni.run WHERE trigger = 'bisect'").fetchone()
     # Endpoints on every clip, both measured afresh on the discriminating clips, one run a step.
     assert n_runs["n"] <= math.ceil(math.log2(len(history))) + 4
+
+
+def test_ablate_names_the_knob_from_the_trigger_form(af, db, tmp_path: Path) -> None:
+    import datetime as dt
+
+    dataset = seed_tts_corpus(tmp_path / "en")
+    night = dt.date(2026, 11, 24)
+    simulated_night(db, dataset, night, "simulator:rebase-compiled-talker")
+    eager = {"stages": [{"stage_id": 1, "enforce_eager": True}]}
+    conf = {
+        "nightly": str(night),
+        "candidate_target": "simulator:rebase-compiled-talker",
+        "baseline_target": "simulator:main",
+        "transcript_mode": True,
+        "dataset": str(dataset),
+        "ablations": [{"name": "eager-talker", "overrides": eager}],
+    }
+    env = {**af, "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp_path)])}
+    out = dags_test(env, "omni_ablate", "2026-11-25", json.dumps(conf))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    row = db.execute("SELECT details FROM omni.event WHERE kind = 'ablation_result'").fetchone()
+    (verdict,) = row["details"]["ablations"]
+    assert verdict["name"] == "eager-talker" and verdict["verdict"] == "regression gone"
 
 
 def test_a_bad_bisect_form_fails_the_run_at_once_naming_the_field(af, tmp_path: Path) -> None:
