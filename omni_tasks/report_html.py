@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import json
 from typing import Any
 
 import jinja2
@@ -22,10 +23,10 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
-from omni_tasks.formatting import pts_ci
+from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.reproduce import reproduce_command
 from omni_tasks.series import Series
-from omni_tasks.store import results, views
+from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
 
 MAX_AUDIO_CLIPS = 30
@@ -280,6 +281,42 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
+def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stored ablation of the night: its reference line and one row per ablation."""
+
+    def pct(k: int, n: int) -> str:
+        return f"{k}/{n} ({k / n:.0%})" if n else MISSING
+
+    out = []
+    for r in results:
+        ref = r["reference"]
+        rows = [
+            {
+                "name": a["name"],
+                "why": a["why"],
+                "verdict": a["verdict"],
+                "broken": pct(a["broken"], a["n_clips"]),
+                "ci": f"{a['share_ci'][0]:.0%}–{a['share_ci'][1]:.0%}",
+                "left": pts_ci(a["left"], a["left_ci"]),
+                "p_better": f"{a['p_better']:.2g}",
+                "overrides": json.dumps(a["overrides"], sort_keys=True),
+            }
+            for a in r["ablations"]
+        ]
+        out.append(
+            {
+                "id": r["ablate_id"],
+                "candidate": pct(ref["candidate_broken"], ref["n_clips"]),
+                "baseline": pct(ref["baseline_broken"], ref["n_clips"]),
+                "reproduced": ref["reproduced"],
+                "full_runs": f"{r['full_runs']:.2f}",
+                "seed": r["seed"],
+                "rows": rows,
+            }
+        )
+    return out
+
+
 def nightly_report(
     conn: psycopg.Connection[Any], benchmark: Series, nightly: dt.date, tau: float
 ) -> str:
@@ -307,6 +344,7 @@ def nightly_report(
         official=_official(views.official(conn, benchmark, nightly)),
         scores=_scores(views.item_scores(conn, benchmark, tau, nightly)),
         gate_advice=_gate_advice(results.gate_advice_of_night(conn, benchmark, nightly)),
+        ablations=_ablations(alerts.ablations_of_night(conn, benchmark.key, nightly)),
         published=_published(conn, benchmark, runs),
         trend=_fig(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"

@@ -28,7 +28,7 @@ from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.formatting import pts_ci
-from omni_tasks.jobs.nightly import Serving, served
+from omni_tasks.jobs.nightly import Serving, served, write_report
 from omni_tasks.names import check_branch, check_name, require_trusted
 from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql
@@ -241,6 +241,7 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
     )
     result = AblateResult(chosen, reference, verdicts, clips_run, keys_of)
     _record(conn, p, result, night, today)
+    write_report(conn, p.series, p.nightly, tau)  # the night's report gets the section
     return result
 
 

@@ -573,6 +573,18 @@ def summarize_night(
     return summarize(conn, keys_, policy)
 
 
+def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau: float) -> Path:
+    """A series' HTML report of the night, written whole (a reader never sees half of one)."""
+    from omni_tasks.report_html import nightly_report
+
+    path = get_settings().report_path(s.slug, nightly)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 def refresh_outputs(
     conn: psycopg.Connection[Any], series: list[Series], nightly: dt.date, tau: float
 ) -> dict[str, Any]:
@@ -580,17 +592,12 @@ def refresh_outputs(
     things are. A Grafana outage fails this task (so it is retried) after the reports are
     written; one series' report failing does not keep the others from being written."""
     from omni_tasks.grafana.push import refresh
-    from omni_tasks.report_html import nightly_report
 
     reports, failed = [], []
     for s in dict.fromkeys(series):
-        path = get_settings().report_path(s.slug, nightly)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")
-            tmp.replace(path)  # the reports first: they must exist even when Grafana is down
-            reports.append(str(path))
+            # The reports first: they must exist even when Grafana is down.
+            reports.append(str(write_report(conn, s, nightly, tau)))
         except (psycopg.Error, ValueError, ArithmeticError, LookupError, OSError) as exc:
             conn.rollback()
             failed.append(f"{s.label}: {type(exc).__name__}: {exc}")

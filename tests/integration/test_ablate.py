@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.jobs.ablate import AblateParams, run_ablations, summary
+from omni_tasks.jobs.ablate import AblateParams, run_ablations
 from tests.factories import seed_tts_corpus, simulated_night
 
 NIGHT = dt.date(2026, 11, 24)
@@ -37,7 +37,6 @@ def test_ablations_name_the_knob(db, night: Path) -> None:
         dataset=str(night),
     )
     r = run_ablations(db, p, NIGHT + dt.timedelta(days=1))
-    print(summary(p, r))
     assert r.reference.reproduced
     verdicts = {v.name: v for v in r.verdicts}
     assert verdicts["eager-talker"].verdict == "regression gone"
@@ -57,6 +56,13 @@ def test_ablations_name_the_knob(db, night: Path) -> None:
     row = event.fetchone()
     assert row["text"] == "ablations: regression gone under eager-talker"
     assert row["details"]["nightly"] == str(NIGHT) and len(row["details"]["ablations"]) == 4
+    # The night's report shows the table.
+    from omni_tasks.config import get_settings
+
+    report = get_settings().report_path(p.series.slug, NIGHT).read_text()
+    section = report.split(f"<h2>Ablations {p.ablate_id}</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<td>eager-talker</td>" in section and "<td>regression gone</td>" in section
+    assert section.count("<td>unchanged</td>") == 3
 
 
 def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
