@@ -312,6 +312,7 @@ def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "full_runs": f"{r['full_runs']:.2f}",
                 "seed": r["seed"],
                 "rows": rows,
+                "stage": r.get("stage_isolation"),
             }
         )
     return out

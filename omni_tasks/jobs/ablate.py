@@ -27,6 +27,8 @@ from omni_tasks.analysis.ablation import AblationVerdict, Reproduced, judge
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.policy import load_policy
+from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
+from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.formatting import pts_ci
 from omni_tasks.jobs.nightly import Serving, served, write_report
 from omni_tasks.names import check_branch, check_name, require_trusted
@@ -77,6 +79,9 @@ class AblateParams(Serving):
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
     alert_id: int | None = Field(default=None, description="the alert whose thread gets it")
+    stage_isolation: bool = Field(
+        default=True, description="also compare both stacks' thinker texts (the talker skipped)"
+    )
 
     @model_validator(mode="after")
     def _checked(self) -> AblateParams:
@@ -132,6 +137,7 @@ class AblateResult:
     verdicts: list[AblationVerdict]
     clips_run: int
     run_keys: dict[str, str]  # label -> run key
+    thinker: list[ThinkerDiff]  # stage isolation: baseline vs candidate thinker texts
 
     @property
     def full_runs(self) -> float:
@@ -171,8 +177,11 @@ def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcom
 
 
 def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark, target_url
+    from omni_tasks.dataset import load_dataset
     from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.synthesis import protocol
+    from omni_tasks.synthesis.thinker import thinker_texts
 
     policy = load_policy().for_benchmark(p.bench)
     tau = policy.primary_tau
@@ -192,6 +201,10 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
     grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
     clips_run = 0
     keys_of: dict[str, str] = {}
+    thinker: dict[str, dict[str, str | None]] = {}
+    ds = load_dataset(p.dataset)
+    wanted = set(chosen.clips)
+    utterances = [u for u in ds.utterances if u.utt_id in wanted]
 
     def evaluate(label: str, target: str, commit: str | None, a: Ablation | None) -> Outcomes:
         nonlocal clips_run
@@ -215,7 +228,13 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
         )
 
         def run(r: BenchRequest) -> Any:
-            return run_benchmark(conn, r, grader, show_progress=False)
+            outcome = run_benchmark(conn, r, grader, show_progress=False)
+            if p.stage_isolation and a is None:  # the thinker alone, on the same server
+                with target_url(r) as url:
+                    thinker[label] = thinker_texts(
+                        url, utterances, protocol.prompt_template(r.prompt_template), model=r.model
+                    )
+            return outcome
 
         serving = p.model_copy(update={"overrides": overrides})
         outcome = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
@@ -239,7 +258,8 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
         alpha=policy.alpha,
         min_effect=policy.min_effect,
     )
-    result = AblateResult(chosen, reference, verdicts, clips_run, keys_of)
+    diffs = compare_thinkers(thinker["baseline"], thinker["candidate"]) if p.stage_isolation else []
+    result = AblateResult(chosen, reference, verdicts, clips_run, keys_of, diffs)
     _record(conn, p, result, night, today)
     write_report(conn, p.series, p.nightly, tau)  # the night's report gets the section
     return result
@@ -256,6 +276,8 @@ def summary(p: AblateParams, r: AblateResult) -> str:
         + f"); {r.full_runs:.2f} full-run equivalents"
     )
     lines = [head]
+    if p.stage_isolation:
+        lines.append(f"  stage isolation: {stage_verdict(r.thinker)}")
     for v in r.verdicts:
         lo, hi = v.share_ci
         lines.append(
@@ -299,6 +321,15 @@ def _record(
         ],
         "full_runs": r.full_runs,
         "run_keys": r.run_keys,
+        "stage_isolation": (
+            {
+                "verdict": stage_verdict(r.thinker),
+                "differing": [dataclasses.asdict(d) for d in r.thinker if d.position is not None],
+                "compared": sum(not d.missing for d in r.thinker),
+            }
+            if p.stage_isolation
+            else None
+        ),
     }
     store.insert_event(
         conn,

@@ -208,6 +208,9 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             )
         # The talker's effective seed decides what the audio says (none: a fixed default).
         seed = applied[1]["seed"] if applied[1]["seed"] is not None else 42
+        thinker_only = body.get("modalities") == ["text"]
+        if thinker_only:  # no talker runs: the greedy thinker's text, the same at every seed
+            seed = 0
         behaviour = budgeted(decide(profile, seed, text, protocol.system_prompt_of(body)), applied)
         broken_off = uniform(seed, text, "stream_error") < profile.stream_error
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -225,6 +228,9 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             for i, piece in enumerate(pieces):
                 tokens = round(len(piece.split()) * THINKER_TOKENS_PER_WORD)
                 yield w.text(piece, tokens, "stop" if i == len(pieces) - 1 else None)
+            if thinker_only:
+                yield w.done()
+                return
             if not cfg.transcript_mode:
                 yield w.role("audio")
             sent = 0

@@ -63,6 +63,34 @@ def test_ablations_name_the_knob(db, night: Path) -> None:
     section = report.split(f"<h2>Ablations {p.ablate_id}</h2>", 1)[1].split("<h2>", 1)[0]
     assert "<td>eager-talker</td>" in section and "<td>regression gone</td>" in section
     assert section.count("<td>unchanged</td>") == 3
+    # Stage isolation: the talker's regression leaves the thinker's text alone.
+    assert all(d.position is None and not d.missing for d in r.thinker)
+    assert len(r.thinker) == len(r.selection.clips)
+    assert "thinker texts equal on all" in section and "after the thinker" in section
+
+
+def test_stage_isolation_finds_where_a_thinker_regression_starts(db, night: Path) -> None:
+    """The rebase profile's extra failures start in the thinker (it leaks the system prompt,
+    answers, babbles): its thinker text differs from main's, first token and position named."""
+    from omni_tasks.jobs.ablate import summary
+
+    p = AblateParams(
+        nightly=NIGHT,
+        candidate_target="simulator:rebase",
+        baseline_target="simulator:main",
+        transcript_mode=True,
+        dataset=str(night),
+        ablations=[
+            {
+                "name": "eager-talker",
+                "overrides": {"stages": [{"stage_id": 1, "enforce_eager": True}]},
+            }
+        ],
+    )
+    r = run_ablations(db, p, NIGHT)
+    differing = [d for d in r.thinker if d.position is not None]
+    assert differing and all(d.baseline_token != d.candidate_token for d in differing)
+    assert "thinker texts differ on" in summary(p, r)
 
 
 def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
