@@ -506,6 +506,15 @@ def bisect_params() -> dict[str, Any]:
             type="number",
             description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
         ),
+        "axis": Param(
+            "vllm-omni",
+            type="string",
+            enum=["vllm-omni", "vllm"],
+            description="vllm-omni commits, or vLLM commits with vllm-omni at omni_commit",
+        ),
+        "omni_commit": Param(
+            None, type=["null", "string"], description="axis vllm: the vllm-omni commit held"
+        ),
         "variant": Param("default", type="string"),
         "benchmark": Param(None, type=["null", "string"]),
         "lane": Param("default", type="string", description="The series' hardware lane"),

@@ -1,14 +1,19 @@
 """`venv`: a virtualenv per commit on a bare GPU host, cached by commit.
 
 Built from a git checkout of the commit plus a pinned requirement spec; the `pip freeze` lock is
-kept and recorded on the run. A finished environment has a READY marker (written last, so a
-crashed build is rebuilt, never half-used); builds of one commit are serialized by a file lock;
-`prune` removes environments unused for longer than a given age.
+kept and recorded on the run. An environment is (vllm-omni commit, vLLM build): with a vLLM
+build named (a version, or a commit of vLLM whose wheel lies in `vllm_index/<commit>/`, as
+vLLM's per-commit wheel index lays them out) that build is installed last, over whatever the
+checkout's dependencies brought, so one repository can change while the other stays fixed.
+A finished environment has a READY marker (written last, so a crashed build is rebuilt, never
+half-used); builds of one environment are serialized by a file lock; `prune` removes
+environments unused for longer than a given age.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +26,9 @@ from filelock import FileLock
 
 from omni_tasks.commits import is_full_sha
 from omni_tasks.environments import Environment, EnvironmentBuildError
+
+# A vLLM build: a version (0.27.0, 0.28.1rc1, 0.28.0+cu129) or a full commit SHA.
+_VLLM_BUILD = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40}")
 
 
 def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float = 3600) -> str:
@@ -52,27 +60,36 @@ class VenvStrategy:
         requirements: Sequence[str] = (),
         base_python: str = sys.executable,
         pip_args: Sequence[str] = (),
+        vllm: str | None = None,
+        vllm_index: str | None = None,
     ) -> None:
         self.repo = repo
         self.root = root
         self.requirements = list(requirements)
         self.base_python = base_python
         self.pip_args = list(pip_args)
+        if vllm is not None and not _VLLM_BUILD.fullmatch(vllm):
+            raise EnvironmentBuildError(f"venv: vLLM build {vllm[:60]!r} is no version or SHA")
+        if vllm is not None and vllm_index is None:
+            raise EnvironmentBuildError("venv: a vLLM build needs environment.vllm_index")
+        self.vllm = vllm
+        self.vllm_index = vllm_index
 
     def path(self, commit: str) -> Path:
-        """The environment's directory: named by the full SHA (nothing else can name one) and
-        checked to lie directly inside the root before anything there is written or removed."""
+        """The environment's directory: named by the full SHA (and the vLLM build, when one is
+        named: nothing else can name one) and checked to lie directly inside the root before
+        anything there is written or removed."""
         if not is_full_sha(commit):
             raise EnvironmentBuildError(f"venv: {commit[:60]!r} is not a full commit SHA")
         root = self.root.resolve()
-        env_dir = (root / commit).resolve()
+        env_dir = (root / _env_name(commit, self.vllm)).resolve()
         if env_dir.parent != root:
             raise EnvironmentBuildError(f"venv: {env_dir} is not inside the env root {root}")
         return env_dir
 
     def prepare(self, commit: str) -> Environment:
         env_dir = self.path(commit)
-        with _locked(env_dir.parent / f".{commit}.lock"):
+        with _locked(env_dir.parent / f".{env_dir.name}.lock"):
             if not (env_dir / "READY").is_file():
                 self._build(commit, env_dir)
             (env_dir / "READY").touch()  # last use, for pruning
@@ -82,8 +99,32 @@ class VenvStrategy:
             self.name,
             python=str(python),
             lock=(env_dir / "lock.txt").read_text(encoding="utf-8"),
-            details={"path": str(env_dir), "repo": self.repo, "requirements": self.requirements},
+            details={
+                "path": str(env_dir),
+                "repo": self.repo,
+                "requirements": self.requirements,
+                "vllm_build": self.vllm,
+            },
         )
+
+    def _vllm_install(self) -> list[str]:
+        """pip arguments that install the named vLLM build from the index, alone: only the
+        configured index is looked at (PyPI has vLLM releases of the same version). A
+        commit's build is the wheel in `<index>/<commit>/` (a development version, so --pre)."""
+        assert self.vllm is not None and self.vllm_index is not None
+        index = self.vllm_index.rstrip("/")
+        once = ["--no-deps", "--force-reinstall", "--no-index"]
+        if not is_full_sha(self.vllm):
+            return [*once, "--find-links", index, f"vllm=={self.vllm}"]
+        where = f"{index}/{self.vllm}/"
+        if not index.startswith(("http://", "https://")):
+            wheels = sorted(Path(where).glob("vllm-*.whl"))
+            if len(wheels) != 1:
+                raise EnvironmentBuildError(
+                    f"venv: expected one vllm wheel in {where}, found {len(wheels)}"
+                )
+            return [*once, str(wheels[0])]
+        return [*once, "--pre", "--upgrade", "--find-links", where, "vllm"]
 
     def _build(self, commit: str, env_dir: Path) -> None:
         if env_dir.exists():
@@ -103,10 +144,14 @@ class VenvStrategy:
             "install",
             "--quiet",
             *self.pip_args,
+            # The checkout's own vLLM pin resolves from the index too.
+            *(["--find-links", self.vllm_index] if self.vllm_index else []),
         ]
         if self.requirements:
             _run([*pip, *self.requirements], "installing the pinned requirements")
         _run([*pip, str(src)], f"installing the checkout of {commit}")
+        if self.vllm is not None:
+            _run([*pip, *self._vllm_install()], f"installing vLLM {self.vllm}")
         freeze = _run([str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "freeze"], "freeze")
         (env_dir / "lock.txt").write_text(freeze, encoding="utf-8")
         tmp = env_dir / "READY.tmp"
@@ -118,13 +163,22 @@ class VenvStrategy:
         now = time.time() if now is None else now
         removed = []
         for ready in self.root.glob("*/READY"):
-            if ready.parent.is_symlink() or not is_full_sha(ready.parent.name):
+            if ready.parent.is_symlink() or not _is_env_name(ready.parent.name):
                 continue  # not an environment of ours: never removed
             if now - ready.stat().st_mtime > max_age_days * 86400:
                 with _locked(self.root / f".{ready.parent.name}.lock"):
                     shutil.rmtree(ready.parent)
                 removed.append(ready.parent)
         return removed
+
+
+def _env_name(commit: str, vllm: str | None) -> str:
+    return commit if vllm is None else f"{commit}.vllm-{vllm}"
+
+
+def _is_env_name(name: str) -> bool:
+    commit, _, build = name.partition(".vllm-")
+    return is_full_sha(commit) and (not build or bool(_VLLM_BUILD.fullmatch(build)))
 
 
 def bin_dir(env: Environment) -> str | None:

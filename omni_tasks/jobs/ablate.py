@@ -29,6 +29,7 @@ from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
+from omni_tasks.commits import is_full_sha
 from omni_tasks.formatting import pts_ci
 from omni_tasks.jobs.nightly import Serving, served, write_report
 from omni_tasks.names import check_branch, check_name, require_trusted
@@ -39,16 +40,33 @@ from omni_tasks.synthesis.stages import DeployConfigError, merge_deploy
 
 
 class Ablation(BaseModel):
-    """One deploy override of the candidate stack, merged into its deploy by stage_id."""
+    """One change to the candidate stack: deploy overrides (merged into its deploy by
+    stage_id), or one repository taken back to another version: `vllm` (a vLLM version or
+    commit from the environment's vllm_index) or `commit` (a vllm-omni commit). The two
+    repository ablations make the two-repository A/B: the one whose change removes the
+    regression names the repository that carries it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
-    overrides: dict[str, Any]
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    vllm: str | None = None
+    commit: str | None = None
     why: str = ""
+
+    @property
+    def repository(self) -> str | None:
+        """The repository this ablation takes back, if it is a repository ablation."""
+        return "vLLM" if self.vllm else "vllm-omni" if self.commit else None
 
     @model_validator(mode="after")
     def _checked(self) -> Ablation:
         check_name(self.name, "ablation name")
+        if sum(bool(x) for x in (self.overrides, self.vllm, self.commit)) != 1:
+            raise ValueError(
+                f"ablation {self.name}: one of overrides, vllm or commit (one change at a time)"
+            )
+        if self.commit is not None and not is_full_sha(self.commit):
+            raise ValueError(f"ablation {self.name}: commit is a full 40-character SHA")
         stages = self.overrides.get("stages", [])
         if not isinstance(stages, list) or not all(
             isinstance(s, dict) and isinstance(s.get("stage_id"), int) for s in stages
@@ -102,6 +120,11 @@ class AblateParams(Serving):
                 self.overrides_for(a)
             except DeployConfigError as exc:
                 raise ValueError(f"ablation {a.name}: {exc}") from None
+            if a.repository and self.candidate_target != "vllm-serve":
+                raise ValueError(
+                    f"ablation {a.name} changes {a.repository}: the candidate target must be "
+                    "vllm-serve (a server per environment)"
+                )
         return self
 
     def overrides_for(self, a: Ablation | None) -> dict[str, Any]:
@@ -236,7 +259,13 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
                     )
             return outcome
 
-        serving = p.model_copy(update={"overrides": overrides})
+        env = p.environment
+        if a is not None and a.vllm:  # vLLM taken back, vllm-omni the candidate's
+            env = {**env, "vllm": a.vllm}
+        elif a is not None and a.commit:  # vllm-omni taken back, vLLM the candidate's build
+            stack = night["candidate_stack"] or {}
+            env = {**env, "vllm": stack.get("vllm_build") or stack.get("vllm")}
+        serving = p.model_copy(update={"overrides": overrides, "environment": env})
         outcome = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
         conn.commit()
         keys_of[label] = outcome.run_key
@@ -247,7 +276,7 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
     baseline = evaluate("baseline", p.baseline_target, night["baseline_commit"], None)
     candidate = evaluate("candidate", p.candidate_target, night["candidate_commit"], None)
     ablated = {
-        a.name: evaluate(a.name, p.candidate_target, night["candidate_commit"], a)
+        a.name: evaluate(a.name, p.candidate_target, a.commit or night["candidate_commit"], a)
         for a in p.ablations
     }
     reference, verdicts = judge(
@@ -276,6 +305,9 @@ def summary(p: AblateParams, r: AblateResult) -> str:
         + f"); {r.full_runs:.2f} full-run equivalents"
     )
     lines = [head]
+    carriers = attribution(p, r)
+    if carriers:
+        lines.append(f"  {carriers}")
     if p.stage_isolation:
         lines.append(f"  stage isolation: {stage_verdict(r.thinker)}")
     for v in r.verdicts:
@@ -287,6 +319,23 @@ def summary(p: AblateParams, r: AblateResult) -> str:
             f"p {v.p_better:.2g} (Holm)"
         )
     return "\n".join(lines)
+
+
+def attribution(p: AblateParams, r: AblateResult) -> str | None:
+    """Which repository carries the regression, from the repository ablations (None when
+    there are none): the one whose taking back removes it."""
+    by_name = {a.name: a for a in p.ablations}
+    tried = [
+        (repo, v.verdict) for v in r.verdicts if (repo := by_name[v.name].repository) is not None
+    ]
+    if not tried:
+        return None
+    gone = sorted({repo for repo, verdict in tried if verdict == "regression gone"})
+    if len(gone) == 1:
+        return f"{gone[0]} carries the regression (taking it back removes it)"
+    if gone:
+        return "taking back either repository removes the regression: both are needed for it"
+    return "neither repository alone carries the regression (no repository ablation removes it)"
 
 
 def _record(
@@ -315,12 +364,15 @@ def _record(
                 **dataclasses.asdict(v),
                 "why": by_name[v.name].why,
                 "overrides": by_name[v.name].overrides,
+                "vllm": by_name[v.name].vllm,
+                "commit": by_name[v.name].commit,
                 "run_key": r.run_keys[v.name],
             }
             for v in r.verdicts
         ],
         "full_runs": r.full_runs,
         "run_keys": r.run_keys,
+        "attribution": attribution(p, r),
         "stage_isolation": (
             {
                 "verdict": stage_verdict(r.thinker),

@@ -9,7 +9,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from pydantic import Field, model_validator
@@ -18,7 +18,7 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
-from omni_tasks.commits import full_commit
+from omni_tasks.commits import full_commit, is_full_sha
 from omni_tasks.jobs.nightly import Serving, served
 from omni_tasks.names import check_branch, check_name, require_trusted
 from omni_tasks.store import alerts as store
@@ -31,6 +31,14 @@ class BisectParams(Serving):
     `vllm-serve` target launches each commit's own server as the nightly does (Serving)."""
 
     history: list[str] = Field(description="commits oldest (good) to newest (bad)")
+    axis: Literal["vllm-omni", "vllm"] = Field(
+        default="vllm-omni",
+        description="the repository bisected: vllm-omni commits (vLLM as environment.vllm "
+        "says), or vLLM commits (from environment.vllm_index) with vllm-omni at omni_commit",
+    )
+    omni_commit: str | None = Field(
+        default=None, description="axis vllm: the vllm-omni commit held fixed (full SHA)"
+    )
     target: str = Field(
         description="vllm-serve, http(s)://… or simulator:PROFILE / simulator:commit-history"
     )
@@ -65,6 +73,15 @@ class BisectParams(Serving):
         self.series  # noqa: B018 (a property that checks benchmark, model and lane)
         if len(self.history) < 2:
             raise ValueError("history: at least two commits (good first, bad last)")
+        if self.axis == "vllm":
+            # vLLM commits are not in the vllm-omni repo: full SHAs, each a wheel directory.
+            if self.target != "vllm-serve" or not self.environment.get("vllm_index"):
+                raise ValueError("axis vllm: target vllm-serve with environment.vllm_index")
+            for i, c in enumerate([*self.history, self.omni_commit]):
+                if c is None or not is_full_sha(c):
+                    what = "omni_commit" if i == len(self.history) else f"history[{i}]"
+                    raise ValueError(f"{what}: a full 40-character commit SHA (axis vllm)")
+            return self
         repo = self.commit_repo
         self.history = [full_commit(repo, c, f"history[{i}]") for i, c in enumerate(self.history)]
         if self.first_bad is not None:
@@ -73,7 +90,10 @@ class BisectParams(Serving):
 
     @property
     def bisect_id(self) -> str:
-        blob = "|".join([*self.history, self.target, str(self.seed), self.dataset, str(self.limit)])
+        parts = [*self.history, self.target, str(self.seed), self.dataset, str(self.limit)]
+        if self.axis == "vllm":  # (a vllm-omni bisect keeps the id it always had)
+            parts += [self.axis, str(self.omni_commit)]
+        blob = "|".join(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
@@ -117,7 +137,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             target=p.target,
             branch=p.branch,
             dataset=p.dataset,
-            commit=commit,
+            commit=p.omni_commit if p.axis == "vllm" else commit,
             seed=seed,
             limit=p.limit if clips is None else None,
             only=clips,
@@ -135,12 +155,18 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         def run(r: BenchRequest) -> Any:
             return run_benchmark(conn, r, grader, show_progress=False)
 
-        # A vllm-serve target: the commit's own server, launched for this run.
-        outcome = served(conn, p, req, run) if p.target == "vllm-serve" else run(req)
+        # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
+        # vllm-omni fixed, this vLLM commit's wheel installed).
+        serving = (
+            p.model_copy(update={"environment": {**p.environment, "vllm": commit}})
+            if p.axis == "vllm"
+            else p
+        )
+        outcome = served(conn, serving, req, run) if p.target == "vllm-serve" else run(req)
         conn.commit()
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 
-    stored = stored_endpoints(conn, p)
+    stored = stored_endpoints(conn, p) if p.axis == "vllm-omni" else None
     result = bisect(
         p.history,
         evaluate,
@@ -162,7 +188,9 @@ def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -
     )
     chosen = f" ({', '.join(selected_by)})" if selected_by else ""
     lines = [
-        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} commits): {found}; "
+        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} {p.axis} commits"
+        + (f", vllm-omni at {p.omni_commit[:12]}" if p.omni_commit else "")
+        + f"): {found}; "
         f"{r.regressed} regressed : {r.improved} improved clips between the endpoints' "
         f"{r.selection}{chosen}, {len(r.discriminating)} clips per run, {r.evaluations} runs, "
         f"{r.full_runs:.2f} full-run equivalents of {p.budget:g} (up to {r.repeat_cap} seeds "
@@ -224,6 +252,8 @@ def _record(
             "endpoints": None if r.endpoints is None else dataclasses.asdict(r.endpoints),
             "full_runs": r.full_runs,
             "budget": p.budget,
+            "axis": p.axis,
+            "omni_commit": p.omni_commit,
         },
         dedup_key=f"bisect_result|{p.bisect_id}",
     )

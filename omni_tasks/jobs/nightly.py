@@ -97,7 +97,7 @@ class Serving(BaseModel):
     environment: dict[str, Any] = Field(
         default_factory=dict,
         description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
-        "requirements, python}",
+        "requirements, python, vllm (a vLLM version or commit, installed last), vllm_index}",
     )
     server: dict[str, Any] = Field(
         default_factory=dict,
@@ -140,6 +140,9 @@ class Serving(BaseModel):
         paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
         for key in ("repo", "root"):
             paths[f"environment.{key}"] = self.environment.get(key)
+        index = self.environment.get("vllm_index")
+        if index is not None and not str(index).startswith(("https://", "http://")):
+            paths["environment.vllm_index"] = index
         for i, req in enumerate(self.environment.get("requirements") or ()):
             if str(req).startswith("-"):
                 raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
@@ -474,6 +477,8 @@ def served(
             env_cfg["repo"],
             Path(env_cfg.get("root", get_settings().home / "envs")),
             env_cfg.get("requirements", ()),
+            vllm=env_cfg.get("vllm"),
+            vllm_index=env_cfg.get("vllm_index"),
         )
         if env_cfg.get("strategy", "existing") == "venv"
         else ExistingStrategy(env_cfg.get("python", "python3"))
@@ -511,7 +516,11 @@ def served(
                 req,
                 target=server.url,
                 model=spec.model,  # ask for the model the server was started with
-                stack={**prov.stack_record(), "server_log": str(log)},
+                stack={
+                    **prov.stack_record(),
+                    "server_log": str(log),
+                    "vllm_build": env.details.get("vllm_build"),
+                },
                 gpu_class=prov.gpu_class,
                 lineage={**req.lineage, **prov.lineage.flags()},
                 commit_time=prov.commit_time,
