@@ -90,8 +90,10 @@ def seed_tts_nightly() -> None:
     stats >> night  # the gate reads the statistics summarize stored
     done = refresh(night)
     planned = plan_bisects(night)
+    # Each planned trigger names its DAG: seed_tts_bisect, or omni_ablate's two-repository A/B
+    # when both repositories changed.
     bisects = TriggerDagRunOperator.partial(
-        task_id="auto_bisect", trigger_dag_id="seed_tts_bisect", skip_when_already_exists=True
+        task_id="auto_bisect", skip_when_already_exists=True
     ).expand_kwargs(planned)
     alerts = dispatch_alerts()
     bisects >> alerts

@@ -413,7 +413,7 @@ def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
             for t in plan(conn, params, dt.date.fromisoformat(night))
         ]
     for t in triggers:
-        log.info("auto-bisect: %s over %d commits", t["trigger_run_id"], len(t["conf"]["history"]))
+        log.info("auto-bisect: %s (%s)", t["trigger_run_id"], t["trigger_dag_id"])
     return triggers
 
 

@@ -254,6 +254,7 @@ class NightEvidence:
     verdict: str
     commit_sha: str | None
     table: tuple[int, int, int, int] | None  # paired (n11, n12, n21, n22); None: a group night
+    vllm: str | None = None  # the candidate's vLLM build (or version) that night
 
     def rules_out(self, min_effect: float) -> bool:
         """SAME or IMPROVED, with the Δ tail's 99 % upper bound below `min_effect`."""

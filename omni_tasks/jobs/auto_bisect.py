@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
 from omni_tasks.alerts import blocks
-from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, bisect_range
+from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, NightEvidence, bisect_range
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.formatting import pts
 from omni_tasks.jobs.nightly import NightlyParams
@@ -31,6 +32,7 @@ from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 
 BISECT_DAG = "seed_tts_bisect"
+ABLATE_DAG = "omni_ablate"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
@@ -87,6 +89,8 @@ def _decide(
     def skipped(why: str) -> dict[str, Any]:
         return {"status": "skipped", **ends, "why": why}
 
+    if good.vllm and bad.vllm and good.vllm != bad.vllm:
+        return _both_repositories(params, alert, good, bad, ends, skipped)
     if good.commit_sha == bad.commit_sha:
         return skipped(
             f"{branch} did not change between the last good and the first bad night "
@@ -145,9 +149,81 @@ def _decide(
     }
 
 
+def _both_repositories(
+    params: NightlyParams,
+    alert: dict[str, Any],
+    good: NightEvidence,
+    bad: NightEvidence,
+    ends: dict[str, Any],
+    skipped: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """vLLM changed between the nights: which repository carries the regression is asked
+    first (the two-repository A/B, omni_ablate) when vllm-omni changed too; a bisect of vLLM's
+    own commits is named when it alone changed."""
+    branch = alert["candidate_branch"]
+    moved = f"vLLM {good.vllm} → {bad.vllm}"
+    if good.commit_sha == bad.commit_sha:
+        return skipped(
+            f"{moved} while {branch} stayed at {str(bad.commit_sha)[:12]}: bisect vLLM's "
+            f"commits between them with `axis: vllm` ({BISECT_DAG}, omni_commit "
+            f"{bad.commit_sha}, vLLM builds from environment.vllm_index)"
+        )
+    targets = [params.targets.get(branch), params.targets.get(alert["baseline_branch"])]
+    if targets != ["vllm-serve", "vllm-serve"]:
+        return skipped(
+            f"both repositories changed ({moved}, vllm-omni {str(good.commit_sha)[:12]} → "
+            f"{str(bad.commit_sha)[:12]}); telling them apart needs vllm-serve targets "
+            "(an environment per repository version)"
+        )
+    conf = {
+        "nightly": str(bad.nightly),
+        "candidate_target": "vllm-serve",
+        "baseline_target": "vllm-serve",
+        "branch": branch,
+        "baseline": alert["baseline_branch"],
+        "variant": alert["variant"],
+        "benchmark": params.bench,
+        "lane": params.lane,
+        "dataset": params.dataset,
+        "transcript_mode": params.transcript_mode,
+        "grader": params.grader,
+        "environment": params.environment,
+        "server": params.server,
+        "overrides": params.overrides,
+        "repo": params.repo,
+        "alert_id": alert["alert_id"],
+        "ablations": [
+            {"name": "vllm-at-last-good", "vllm": good.vllm, "why": f"vLLM back to {good.vllm}"},
+            {
+                "name": "vllm-omni-at-last-good",
+                "commit": good.commit_sha,
+                "why": f"vllm-omni back to {str(good.commit_sha)[:12]}",
+            },
+        ],
+    }
+    return {
+        "status": "attribution",
+        **ends,
+        "vllm": [good.vllm, bad.vllm],
+        "trigger_dag_id": ABLATE_DAG,
+        "trigger_run_id": f"auto_attribute__alert{alert['alert_id']}",
+        "conf": conf,
+    }
+
+
 def _note(plan: dict[str, Any]) -> str:
     if plan["status"] == "skipped":
         return f"No automatic bisect: {plan['why']}."
+    if plan["status"] == "attribution":
+        old, new = plan["vllm"]
+        return (
+            f"Both repositories changed between {plan['last_good_night']} and "
+            f"{plan['first_bad_night']}: vLLM {old} → {new} and vllm-omni "
+            f"{plan['last_good'][:12]} → {plan['first_bad'][:12]}. The two-repository A/B runs "
+            f"first (each taken back alone, on the night's clips): Airflow run `{ABLATE_DAG}` / "
+            f"`{plan['trigger_run_id']}`; it names the side that carries the regression, whose "
+            "commits to bisect next."
+        )
     return (
         f"Auto-bisect started: {plan['commits']} commits after {plan['last_good'][:12]} "
         f"(good on {plan['last_good_night']}) up to {plan['first_bad'][:12]} (bad on "
@@ -174,6 +250,12 @@ def plan_bisects(
                 reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
                 key = f"{alert['alert_key']}|auto-bisect"
                 store.enqueue(conn, key, alert["alert_id"], "reply", reply)
-            if plan["status"] == "triggered" and plan["night"] == nightly.isoformat():
-                triggers.append({"trigger_run_id": plan["trigger_run_id"], "conf": plan["conf"]})
+            if plan["status"] in ("triggered", "attribution") and plan["night"] == str(nightly):
+                triggers.append(
+                    {
+                        "trigger_dag_id": plan.get("trigger_dag_id", BISECT_DAG),
+                        "trigger_run_id": plan["trigger_run_id"],
+                        "conf": plan["conf"],
+                    }
+                )
     return triggers

@@ -77,6 +77,7 @@ def range_evidence(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> lis
             r["verdict"],
             r["commit_sha"],
             None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"]),
+            r["vllm_build"] or r["vllm"],
         )
         for r in verdicts_until(conn, d, until)
     ]

@@ -48,6 +48,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
 
     (trigger,) = plan_bisects(db, params, night)
     assert trigger["trigger_run_id"] == "auto_bisect__alert1"
+    assert trigger["trigger_dag_id"] == "seed_tts_bisect"
     assert trigger["conf"]["history"] == commits[1:6]
     assert trigger["conf"]["target"] == "vllm-serve" and trigger["conf"]["alert_id"] == 1
     assert BisectParams(**trigger["conf"]).history == commits[1:6]  # what the bisect DAG reads
@@ -107,3 +108,48 @@ def test_disabled_by_default(db, tmp_path: Path) -> None:
     params = NightlyParams(repo=str(repo), targets={"main": "vllm-serve", "rebase": "vllm-serve"})
     assert plan_bisects(db, params, night) == []
     assert db.execute("SELECT details FROM omni.alert").fetchone()["details"]["bisect"] is None
+
+
+def _set_vllm(db, night, branch: str, version: str) -> None:
+    db.execute(
+        "UPDATE omni.run SET stack = stack || jsonb_build_object('vllm', %s::text) "
+        "WHERE nightly = %s AND branch = %s",
+        (version, night, branch),
+    )
+    db.commit()
+
+
+def test_both_repositories_changed_asks_which_first(db, tmp_path: Path, slack) -> None:
+    """vLLM 0.27 → 0.28 and vllm-omni moved too: the two-repository A/B (omni_ablate, each
+    repository taken back alone) is triggered instead of a bisect, and the thread says why."""
+    from omni_tasks.jobs.ablate import AblateParams
+
+    state, sink = slack
+    repo, commits = _repo(tmp_path / "omni-home" / "repo", 6)
+    good_night = store_night(db, tmp_path, 0, SAME, candidate_commit=commits[1])
+    _set_vllm(db, good_night, "rebase", "0.27.0")
+    night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=commits[5])
+    _set_vllm(db, night, "rebase", "0.28.0")
+    (trigger,) = plan_bisects(db, _params(repo), night)
+    assert trigger["trigger_dag_id"] == "omni_ablate"
+    assert trigger["trigger_run_id"] == "auto_attribute__alert1"
+    ablations = {a["name"]: a for a in trigger["conf"]["ablations"]}
+    assert ablations["vllm-at-last-good"]["vllm"] == "0.27.0"
+    assert ablations["vllm-omni-at-last-good"]["commit"] == commits[1]
+    p = AblateParams(**trigger["conf"])  # what the ablate DAG reads
+    assert p.nightly == night and [a.repository for a in p.ablations] == ["vLLM", "vllm-omni"]
+    dispatch(db, sink)
+    replies = [m["text"] for m in state.replies(state.top_level()[0]["ts"])]
+    assert any("Both repositories changed" in r and "0.27.0 → 0.28.0" in r for r in replies)
+
+
+def test_vllm_alone_changed_names_the_vllm_bisect(db, tmp_path: Path) -> None:
+    repo, commits = _repo(tmp_path / "omni-home" / "repo", 3)
+    good_night = store_night(db, tmp_path, 0, SAME, candidate_commit=commits[2])
+    _set_vllm(db, good_night, "rebase", "0.27.0")
+    night = store_night(db, tmp_path, 1, REGRESS, candidate_commit=commits[2])
+    _set_vllm(db, night, "rebase", "0.28.0")
+    assert plan_bisects(db, _params(repo), night) == []
+    plan = db.execute("SELECT details FROM omni.alert").fetchone()["details"]["bisect"]
+    assert plan["status"] == "skipped" and "axis: vllm" in plan["why"]
+    assert "vLLM 0.27.0 → 0.28.0" in plan["why"]
