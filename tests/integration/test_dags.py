@@ -89,9 +89,9 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
     trigger = nightly.get_task("auto_bisect")
-    assert {
-        k: trigger.partial_kwargs[k] for k in ("skip_when_already_exists",)
-    } == {"skip_when_already_exists": True}  # each planned trigger names its DAG
+    assert {k: trigger.partial_kwargs[k] for k in ("skip_when_already_exists",)} == {
+        "skip_when_already_exists": True
+    }  # each planned trigger names its DAG
     assert nightly.catchup is False
 
 
