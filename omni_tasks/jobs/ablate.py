@@ -15,6 +15,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import shlex
 from importlib import resources
 from typing import Any
 
@@ -321,6 +322,16 @@ def summary(p: AblateParams, r: AblateResult) -> str:
     return "\n".join(lines)
 
 
+def reproduce(p: AblateParams) -> str:
+    """One command that runs these ablations again (the server's env, which may hold tokens,
+    stays the deployment config's)."""
+    conf = p.model_dump(mode="json", exclude_defaults=True)
+    if "env" in conf.get("server", {}):
+        conf["server"] = {k: v for k, v in conf["server"].items() if k != "env"}
+    conf["ablations"] = [a.model_dump(exclude_defaults=True) for a in p.ablations]
+    return f"airflow dags trigger omni_ablate --conf {shlex.quote(json.dumps(conf))}"
+
+
 def attribution(p: AblateParams, r: AblateResult) -> str | None:
     """Which repository carries the regression, from the repository ablations (None when
     there are none): the one whose taking back removes it."""
@@ -373,6 +384,7 @@ def _record(
         "full_runs": r.full_runs,
         "run_keys": r.run_keys,
         "attribution": attribution(p, r),
+        "reproduce": reproduce(p),
         "stage_isolation": (
             {
                 "verdict": stage_verdict(r.thinker),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,11 @@ def test_ablations_name_the_knob(db, night: Path) -> None:
     row = event.fetchone()
     assert row["text"] == "ablations: regression gone under eager-talker"
     assert row["details"]["nightly"] == str(NIGHT) and len(row["details"]["ablations"]) == 4
+    # One command reproduces it: the DAG's form, given the same parameters.
+    command = row["details"]["reproduce"]
+    assert command.startswith("airflow dags trigger omni_ablate --conf ")
+    conf = json.loads(shlex.split(command)[-1])
+    assert AblateParams(**conf).ablate_id == p.ablate_id
     # The night's report shows the table.
     from omni_tasks.config import get_settings
 
