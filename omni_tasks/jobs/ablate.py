@@ -33,7 +33,7 @@ from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.commits import is_full_sha
 from omni_tasks.formatting import pts_ci
 from omni_tasks.jobs.nightly import Serving, served, write_report
-from omni_tasks.names import check_branch, check_name, require_trusted
+from omni_tasks.names import check_name
 from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
@@ -104,13 +104,7 @@ class AblateParams(Serving):
 
     @model_validator(mode="after")
     def _checked(self) -> AblateParams:
-        for branch in (self.branch, self.baseline):
-            check_branch(branch)
-        check_name(self.variant, "variant")
-        if "/" in self.dataset or self.dataset.startswith("."):
-            require_trusted(self.dataset, "dataset")
-        self.check_serving()
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
+        self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
         if not self.ablations:
             raise ValueError("ablations: at least one")
         names = [a.name for a in self.ablations]

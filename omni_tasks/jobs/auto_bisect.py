@@ -120,24 +120,12 @@ def _decide(
             "per commit (target vllm-serve)"
         )
     conf = {
+        **_run_conf(params, alert),
         "history": history,
         "target": target,
-        "branch": branch,
-        "baseline": alert["baseline_branch"],
-        "variant": alert["variant"],
-        "benchmark": params.bench,
-        "lane": params.lane,
-        "dataset": params.dataset,
         "limit": params.limit,
         "seed": params.seeds[0],
         "budget": params.auto_bisect.budget,
-        "transcript_mode": params.transcript_mode,
-        "grader": params.grader,
-        "environment": params.environment,
-        "server": params.server,
-        "overrides": params.overrides,
-        "repo": params.repo,
-        "alert_id": alert["alert_id"],
     }
     return {
         "status": "triggered",
@@ -146,6 +134,25 @@ def _decide(
         "budget": params.auto_bisect.budget,
         "trigger_run_id": f"auto_bisect__alert{alert['alert_id']}",
         "conf": conf,
+    }
+
+
+def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> dict[str, Any]:
+    """What a triggered bisect or ablation takes from the series and the alert."""
+    return {
+        "branch": alert["candidate_branch"],
+        "baseline": alert["baseline_branch"],
+        "variant": alert["variant"],
+        "benchmark": params.bench,
+        "lane": params.lane,
+        "dataset": params.dataset,
+        "transcript_mode": params.transcript_mode,
+        "grader": params.grader,
+        "environment": params.environment,
+        "server": params.server,
+        "overrides": params.overrides,
+        "repo": params.repo,
+        "alert_id": alert["alert_id"],
     }
 
 
@@ -176,22 +183,10 @@ def _both_repositories(
             "(an environment per repository version)"
         )
     conf = {
+        **_run_conf(params, alert),
         "nightly": str(bad.nightly),
         "candidate_target": "vllm-serve",
         "baseline_target": "vllm-serve",
-        "branch": branch,
-        "baseline": alert["baseline_branch"],
-        "variant": alert["variant"],
-        "benchmark": params.bench,
-        "lane": params.lane,
-        "dataset": params.dataset,
-        "transcript_mode": params.transcript_mode,
-        "grader": params.grader,
-        "environment": params.environment,
-        "server": params.server,
-        "overrides": params.overrides,
-        "repo": params.repo,
-        "alert_id": alert["alert_id"],
         "ablations": [
             {"name": "vllm-at-last-good", "vllm": good.vllm, "why": f"vLLM back to {good.vllm}"},
             {

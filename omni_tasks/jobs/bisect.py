@@ -20,7 +20,6 @@ from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.policy import load_policy
 from omni_tasks.commits import full_commit, is_full_sha
 from omni_tasks.jobs.nightly import Serving, served
-from omni_tasks.names import check_branch, check_name, require_trusted
 from omni_tasks.store import alerts as store
 from omni_tasks.store import runs
 from omni_tasks.store.runs import clip_records
@@ -64,13 +63,7 @@ class BisectParams(Serving):
 
     @model_validator(mode="after")
     def _checked(self) -> BisectParams:
-        for branch in (self.branch, self.baseline):
-            check_branch(branch)
-        check_name(self.variant, "variant")
-        if "/" in self.dataset or self.dataset.startswith("."):
-            require_trusted(self.dataset, "dataset")
-        self.check_serving()
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
+        self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
         if len(self.history) < 2:
             raise ValueError("history: at least two commits (good first, bad last)")
         if self.axis == "vllm":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -135,6 +135,17 @@ class Serving(BaseModel):
         for what, value in self.serving_paths().items():
             if value is not None:
                 require_trusted(str(value), what)
+
+    def check_run_fields(self, branches: Sequence[str], variant: str, dataset: str) -> None:
+        """A form's branches, variant and dataset (they become keys and paths), its serving
+        fields, and its series (a bisect's, an ablation's)."""
+        for branch in branches:
+            check_branch(branch)
+        check_name(variant, "variant")
+        if "/" in dataset or dataset.startswith("."):
+            require_trusted(dataset, "dataset")
+        self.check_serving()
+        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
 
     def serving_paths(self) -> dict[str, Any]:
         paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
