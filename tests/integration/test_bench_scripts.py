@@ -29,7 +29,10 @@ SMOKE = {
     "bench_client.py": (["--requests", "20", "--repeat", "1"], "ratio (ours/plain)"),
     "bench_grading.py": (["--clips", "2", "--batch", "2"], "mean WER of one-at-a-time"),
     "bench_scale.py": (["--sizes", "2.5e5", "--reps", "1"], "worst panel p95"),
-    "bench_statistics_sim.py": (["--nights", "2000", "--histories", "4"], "wrote"),
+    "bench_statistics_sim.py": (
+        ["--nights", "2000", "--histories", "4", "--group-nights", "20", "--series", "3"],
+        "wrote",
+    ),
     "bench_pipeline.py": (["--clips", "4", "--synthesis-s", "1"], "pipelined_over_synthesis"),
     "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),
 }

@@ -93,7 +93,7 @@ def test_reported_ab_is_an_obvious_confirmed_regression(
         "SELECT verdict, confirmed, policy ->> 'policy_version' AS v FROM omni.gate_decision"
     ).fetchall()
     assert [(r["verdict"], r["confirmed"]) for r in stored] == [("REGRESSED", True)]
-    assert stored[0]["v"].startswith("2026.11+")
+    assert stored[0]["v"].startswith(f"{load_policy().version}+")
     # Human output carries the same story.
     text = run("compare", "--baseline", a, "--candidate", b)
     assert "regressed 71" in text and "REGRESSED" in text
