@@ -114,7 +114,7 @@ def demo_cmd(
         f"Airflow logs     {settings.home / 'demo'}/\n"
         f"How to read it: tail fraction = share of clips broken (WER > 0.5, no audio, or past the "
         f"60 s cap); reg:imp = clips fine on {BASELINE} and broken on {CANDIDATE} : the reverse; "
-        "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-4 on one night or "
+        "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-5 on one night or "
         "REGRESSED two nights running — only confirmed regressions post to Slack.\n"
         "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
         highlight=False,
