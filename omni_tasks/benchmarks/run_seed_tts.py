@@ -27,6 +27,7 @@ from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.grading.windows import UnknownHarness, harness_window
+from omni_tasks.harness import retry_rule
 from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import RunSpec, Trigger, commonest_failure
@@ -112,6 +113,19 @@ class BenchRequest:
                 raise BenchError(str(exc)) from None
         if not (self.timeout_s > 0 and self.audio_cap_s > 0):
             raise BenchError("timeout and audio cap must be positive numbers of seconds")
+
+    @property
+    def audio_cap(self) -> float:
+        """Audio read per clip: a run on a harness version hears what the harness hears (it has
+        no cap, only its request timeout), so its cap is never below the timeout."""
+        if self.harness_version is None:
+            return self.audio_cap_s
+        return max(self.audio_cap_s, self.timeout_s)
+
+    @property
+    def seed_sent(self) -> int | None:
+        """The seed that reaches the model: none without the target's stage defaults."""
+        return self.seed if self.stages is not None else None
 
     @property
     def stages(self) -> StageDefaults | None:
@@ -257,7 +271,9 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         "client_concurrency": req.concurrency,
         "server_max_num_seqs": req.overrides.get("max_num_seqs"),
         "request_template": req.prompt_template,
-        "audio_cap_s": req.audio_cap_s,
+        "audio_cap_s": req.audio_cap,
+        "client_retry": retry_rule(req.harness_version).describe(),
+        "seed_sent": req.seed_sent is not None,
         "stage_settings": _stage_fingerprint(stages),
     }
     stack = dict(req.stack)
@@ -295,6 +311,9 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             "stage_settings": stages,
             "harness_version": req.harness_version,
             "model": req.model,
+            # What the run was asked for; `seed` below is what reached the model (none when no
+            # seed was sent: two such runs are the same sampling, whatever was asked).
+            "seed_requested": req.seed,
         },
         stack=stack,
         execution=execution,
@@ -304,7 +323,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         dataset_fingerprint=fingerprint,
         prompt_fingerprint=template.fingerprint,
         system_prompt=template.system_prompt,
-        seed=req.seed,
+        seed=req.seed_sent,
         airflow_dag_id=req.airflow_dag_id,
         airflow_run_id=req.airflow_run_id,
     )
@@ -335,7 +354,8 @@ def client_config(req: BenchRequest, url: str) -> ClientConfig:
         stages=req.stages,
         concurrency=req.concurrency,
         timeout_s=req.timeout_s,
-        audio_cap_s=req.audio_cap_s,
+        audio_cap_s=req.audio_cap,
+        retry=retry_rule(req.harness_version),
     )
 
 

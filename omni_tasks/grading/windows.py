@@ -8,26 +8,18 @@ so two gradings under different policies are never paired by accident.
 
 from __future__ import annotations
 
+from omni_tasks.harness import HARNESS, UnknownHarness, harness
+
+__all__ = ["UnknownHarness"]
+
 WINDOWS: tuple[str, ...] = ("truncate30", "whole-timestamps", "longform")
-# The reference harness's window policy by vllm-omni version (REFERENCE.md §2).
-HARNESS_WINDOW: dict[str, str] = {
-    "0.26.0": "truncate30",
-    "0.28.0": "truncate30",
-    "0.30.0": "whole-timestamps",
-}
-
-
-class UnknownHarness(ValueError):
-    """A harness version whose window policy is not known."""
+# The reference harness's window policy by vllm-omni version (the harness table).
+HARNESS_WINDOW: dict[str, str] = {version: h.window for version, h in HARNESS.items()}
 
 
 def harness_window(version: str) -> str:
     """The window policy of a reference-harness version."""
-    if version not in HARNESS_WINDOW:
-        raise UnknownHarness(
-            f"unknown harness version {version!r}; known: {', '.join(HARNESS_WINDOW)}"
-        )
-    return HARNESS_WINDOW[version]
+    return harness(version).window
 
 
 # The seed-TTS artifact's grader before its harness version is known: a WER grader whose

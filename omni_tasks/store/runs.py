@@ -54,9 +54,11 @@ def stable_hash(value: Any) -> str:
 
 def derive_run_key(spec: RunSpec) -> str:
     """benchmark:nightly:branch:commit:variant:seed:prompt — readable, and unique per the
-    dimensions that make a run distinct."""
+    dimensions that make a run distinct (a seed asked for but not sent reads `seed7-unsent`)."""
     commit = (spec.commit_sha or "unknown")[:12]
     seed = "none" if spec.seed is None else str(spec.seed)
+    if spec.seed is None and (asked := spec.config.get("seed_requested")) is not None:
+        seed = f"{asked}-unsent"  # asked for, never sent: its own key, not a seeded run's
     prompt = (spec.prompt_fingerprint or "none")[:8]
     return ":".join(
         [

@@ -1,16 +1,17 @@
 """Async streaming client for vLLM-Omni's `/v1/chat/completions` (the seed-TTS protocol).
 
 Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
-`over_long` instead of waits), retries only for connection errors before any output, SSE
-parsing of thinker text and WAV chunks. Every utterance ends with exactly one status:
+`over_long` instead of waits), retries by the run's harness version (`harness.RetryRule`: which
+dropped connections and which 503s are tried again), SSE parsing of thinker text and WAV
+chunks. Every utterance ends with exactly one status:
 
     ok                 audio received, stream finished
     over_long          the audio cap was reached; reading stopped (what came is kept)
     no_audio           the stream finished without a usable audio chunk
     timeout_partial    the deadline passed after output had begun
     timeout_no_output  the deadline passed before any output
-    request_failed     HTTP error, the connection failed (before output, after retries; or
-                       broke off after output), or the server sent an in-stream error chunk
+    request_failed     HTTP error, the connection failed (after the rule's retries), or the
+                       server sent an in-stream error chunk
                        (HTTP 200, `data: {"error": …}`): infra whatever audio came before it,
                        as the 0.30 harness counts it
 """
@@ -29,6 +30,7 @@ import tenacity
 
 from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
+from omni_tasks.harness import OURS, RetryRule
 from omni_tasks.names import printable
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
@@ -53,8 +55,7 @@ class ClientConfig:
     concurrency: int = 10
     timeout_s: float = 900.0
     audio_cap_s: float = 60.0
-    retries: int = 3
-    retry_backoff_s: float = 1.0
+    retry: RetryRule = OURS
 
 
 @dataclass
@@ -99,6 +100,7 @@ class _Stream:
         self.any_output = False
         self.transcript = False
         self.error: str | None = None
+        self.unavailable = True  # every error chunk so far was a retryable 503
         self.chars = 0
         self.text_cut = False
 
@@ -110,6 +112,7 @@ class _Stream:
         if (error := chunk.get("error")) is not None:
             message = error.get("message") if isinstance(error, dict) else None
             self.error = str(message or error)[:500]
+            self.unavailable &= _retryable_503(error)
             return True
         choices = chunk.get("choices") or [{}]
         if not isinstance(choices, list) or not isinstance(choices[0], dict):
@@ -206,7 +209,7 @@ async def synthesize_one(
         ref_audio_wav=ref_audio,
         ref_text=utt.prompt_text,
     )
-    tries = 0
+    tries, rule = 0, cfg.retry
 
     async def once() -> ClipResult:
         nonlocal tries
@@ -224,47 +227,75 @@ async def synthesize_one(
         except TimeoutError:
             status = "timeout_partial" if s.any_output else "timeout_no_output"
             return failed(status, f"no end of stream within {cfg.timeout_s:g} s")
-        except (_HTTPError, ResponseRefused, Malformed) as exc:
+        except _HTTPError as exc:
+            if exc.unavailable and rule.unavailable:
+                said = str(exc)
+                raise _Retry(lambda: failed("request_failed", _tried(tries, said))) from exc
+            return failed("request_failed", str(exc))
+        except (ResponseRefused, Malformed) as exc:
             return failed("request_failed", str(exc))
         except httpx.TransportError as exc:
             why = f"{type(exc).__name__}: {exc}"
-            if not s.any_output:  # retried while tries remain (nothing was heard yet)
-                raise _Dropped(lambda: failed("request_failed", _dropped(tries, why))) from exc
-            return failed("request_failed", f"connection failed after output had begun: {why}")
+            if s.any_output and not rule.after_output:
+                return failed("request_failed", f"connection failed after output had begun: {why}")
+            when = " after output had begun" if s.any_output else ""
+            raise _Retry(lambda: failed("request_failed", _tried(tries, why, when))) from exc
         except Exception as exc:  # one clip's surprise is that clip's failure, never the run's
             return failed("request_failed", f"client error: {type(exc).__name__}: {exc}")
         if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
-            return failed("request_failed", f"in-stream error from the server: {s.error}")
-        return _finish(utt, s, status, started)
+            why = f"in-stream error from the server: {s.error}"
+            if s.unavailable and rule.unavailable and not s.any_output:
+                raise _Retry(lambda: failed("request_failed", _tried(tries, why)))
+            return failed("request_failed", why)
+        result = _finish(utt, s, status, started)
+        if tries > 1:
+            result.notes.append(f"scored on attempt {tries} ({rule.name} retries)")
+        return result
 
+    wait = (
+        tenacity.wait_incrementing(start=rule.delay_s, increment=rule.delay_s)
+        if rule.incrementing
+        else tenacity.wait_fixed(rule.delay_s)
+    )
     retrying = tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(_Dropped),
-        stop=tenacity.stop_after_attempt(cfg.retries + 1),
-        wait=tenacity.wait_incrementing(start=cfg.retry_backoff_s, increment=cfg.retry_backoff_s),
+        retry=tenacity.retry_if_exception_type(_Retry),
+        stop=tenacity.stop_after_attempt(rule.retries + 1),
+        wait=wait,
         reraise=True,
     )
     try:
         result: ClipResult = await retrying(once)
-    except _Dropped as last:
+    except _Retry as last:
         result = last.result()
     return result
 
 
-def _dropped(tries: int, why: str) -> str:
-    return f"connection failed after {tries} attempt(s): {why}"
+def _tried(tries: int, why: str, when: str = "") -> str:
+    return f"failed{when} on all {tries} attempt(s): {why}"
 
 
-class _Dropped(Exception):
-    """A connection that failed before any output: worth another try; `result` is the clip's
-    outcome if it was the last."""
+def _retryable_503(error: Any) -> bool:
+    """vllm-omni's retryable refusal (an mm-cache miss): `_is_retryable_omni_error`."""
+    return (
+        isinstance(error, dict)
+        and error.get("type") == "ServiceUnavailableError"
+        and error.get("code") == 503
+    )
+
+
+class _Retry(Exception):
+    """An attempt the retry rule tries again; `result` is the clip's outcome if it was the
+    last."""
 
     def __init__(self, result: Callable[[], ClipResult]) -> None:
-        super().__init__("connection failed before any output")
+        super().__init__("retryable failure")
         self.result = result
 
 
 class _HTTPError(Exception):
-    pass
+    def __init__(self, message: str, unavailable: bool = False) -> None:
+        super().__init__(message)
+        self.unavailable = unavailable  # a 503 ServiceUnavailableError (retryable from 0.32)
 
 
 async def _read(
@@ -273,7 +304,15 @@ async def _read(
     async with client.stream("POST", cfg.url.rstrip("/") + "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
             said = await read_body(r, MAX_ERROR_BODY, keep_start=True)
-            raise _HTTPError(f"HTTP {r.status_code}: {said.decode('utf-8', 'replace')[:300]}")
+            unavailable = False
+            if r.status_code == 503:
+                try:
+                    doc = parse_json(said, "error body")
+                except ResponseRefused:  # a 503 without a JSON body is not the retryable one
+                    doc = None
+                unavailable = isinstance(doc, dict) and _retryable_503(doc.get("error"))
+            text = said.decode("utf-8", "replace")[:300]
+            raise _HTTPError(f"HTTP {r.status_code}: {text}", unavailable)
         async for line in sse_lines(r):
             if not line.startswith("data:"):
                 continue

@@ -6,6 +6,7 @@ whole and in small TCP pieces, are read identically by our client and by upstrea
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -13,9 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
 from omni_tasks.dataset import Utterance
+from omni_tasks.harness import RetryRule, retry_rule
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
@@ -25,8 +28,13 @@ from tests.conformance.upstream import Upstream
 TEXT = "Turn left at the second light."
 
 
-def our_client(url: str, prompt_wav: Path, text: str = TEXT) -> ClipResult:
-    cfg = ClientConfig(url, protocol.prompt_template("seed-tts-default"), retries=0)
+NO_RETRY = RetryRule("none", retries=0, delay_s=0.0)
+
+
+def our_client(
+    url: str, prompt_wav: Path, text: str = TEXT, retry: RetryRule = NO_RETRY
+) -> ClipResult:
+    cfg = ClientConfig(url, protocol.prompt_template("seed-tts-default"), retry=retry)
     (result,) = asyncio.run(synthesize_all([Utterance("u0", "a prompt", prompt_wav, text, 1)], cfg))
     return result
 
@@ -105,10 +113,17 @@ def server_stream(error_mid_audio: bool) -> bytes:
     return b"".join(chunks)
 
 
+OK_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+
+
 @contextmanager
-def raw_server(payload: bytes, piece: int | None) -> Iterator[str]:
+def raw_server(
+    payload: bytes, piece: int | None, first: bytes | None = None, seen: list[int] | None = None
+) -> Iterator[str]:
     """A plain TCP server answering every request with `payload` as an HTTP/1.1 event stream,
-    written whole or `piece` bytes at a time (each piece its own TCP segment)."""
+    written whole or `piece` bytes at a time (each piece its own TCP segment). `first`, when
+    given, is the whole raw answer to the first request (then the connection closes); `seen`
+    counts the requests."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(8)
@@ -136,10 +151,12 @@ def raw_server(payload: bytes, piece: int | None) -> Iterator[str]:
                 )
                 while len(rest) < length:
                     rest += conn.recv(65536)
-                conn.sendall(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    b"connection: close\r\n\r\n"
-                )
+                if seen is not None:
+                    seen.append(1)
+                if first is not None and (seen is None or len(seen) == 1):
+                    conn.sendall(first)
+                    continue
+                conn.sendall(OK_HEAD)
                 step = piece or len(payload)
                 for i in range(0, len(payload), step):
                     conn.sendall(payload[i : i + step])
@@ -182,3 +199,59 @@ def test_c_an_error_chunk_mid_audio_fails_the_request(upstream: Upstream, prompt
         assert ours.audio is not None  # what arrived is kept (nothing lost), but not graded
         # 0.30.0 counts it failed like ours; 0.28.0's client did not look at error chunks.
         assert theirs.success == (upstream.version < "0.30.0")
+
+
+# (d) retries by harness version ---------------------------------------------------------------
+UNAVAILABLE = {"message": "mm cache miss", "type": "ServiceUnavailableError", "code": 503}
+
+
+def _first_answers() -> dict[str, bytes]:
+    """First answers that break off or refuse; the retry (if any) gets the normal stream."""
+    events = server_stream(error_mid_audio=False).split(b"\n\n")
+    # The thinker's text, the first audio chunk and part of the second in a chunked body, then
+    # the connection closes mid-body: a drop (without chunking, the close would end the body).
+    part = b"\n\n".join(events[:5]) + b"\n\n" + events[5][:40]
+    drop = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        + f"{len(part) + 100:x}\r\n".encode()
+        + part
+    )
+    body = json.dumps({"error": UNAVAILABLE}).encode()
+    http_503 = (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
+        + body
+    )
+    w = protocol.StreamWriter("Qwen/Qwen3-Omni-30B-A3B-Instruct", "chatcmpl-r", 1764547200)
+    in_stream = OK_HEAD + w.role("text") + protocol.sse({"error": UNAVAILABLE}) + w.done()
+    return {"drop-mid-audio": drop, "503-http": http_503, "503-in-stream": in_stream}
+
+
+@pytest.mark.parametrize("scenario", ["drop-mid-audio", "503-http", "503-in-stream"])
+def test_d_retries_follow_the_harness_version(
+    upstream: Upstream, prompt_wav: Path, scenario: str
+) -> None:
+    """A first attempt that drops mid-audio or meets a 503 before any output: upstream's
+    client of this version and ours under its harness row (`harness.retry_rule`) either both
+    retry and score the full stream, or both fail the clip."""
+    payload, first = server_stream(error_mid_audio=False), _first_answers()[scenario]
+    ours_seen: list[int] = []
+    theirs_seen: list[int] = []
+    with raw_server(payload, None, first, ours_seen) as url:
+        ours = our_client(url, prompt_wav, retry=retry_rule(upstream.version))
+    with raw_server(payload, None, first, theirs_seen) as url:
+        theirs = harness_request(upstream, url, body(prompt_wav))
+    assert len(ours_seen) == len(theirs_seen)
+    if scenario == "503-in-stream" and upstream.version < "0.30.0":
+        # 0.28's client reads no error chunks (check b): a "success" with no audio at all,
+        # which its summary counts as no PCM; ours fails the request, as 0.30 does.
+        assert theirs.success and theirs.pcm is None and ours.status == "request_failed"
+        return
+    assert (ours.status == "ok") == theirs.success, (ours.status, ours.detail, theirs.error)
+    if theirs.success:
+        assert len(theirs_seen) == 2  # retried once, then the whole stream
+        assert ours.thinker_text == theirs.text.strip() == "Turn left at the light."
+        same_audio(ours, theirs.pcm)
+        assert pcm16(ours).size == 2 * (STORE_RATE // 4)
+    else:
+        assert len(theirs_seen) == 1

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from omni_tasks.audio import wav_bytes, write_audio
 from omni_tasks.dataset import Utterance
+from omni_tasks.harness import HARNESS, OURS, RetryRule, retry_rule
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.simulator import loopback_socket, serve_in_thread
@@ -33,14 +34,26 @@ async def chat(request: Request) -> Response:
     attempts[case] += 1
     if case == "http-500":
         return JSONResponse({"error": "engine dead"}, status_code=500)
+    unavailable = {"message": "mm cache miss", "type": "ServiceUnavailableError", "code": 503}
+    if case.startswith("503-http") and attempts[case] == 1:
+        return JSONResponse({"error": unavailable}, status_code=503)
+    if case == "503-plain":
+        return JSONResponse({"error": {"message": "busy", "code": 503}}, status_code=503)
 
     async def stream():
         if case == "flaky" and attempts[case] == 1:
             raise RuntimeError("connection dropped before any output")
+        if case.startswith("503-stream") and attempts[case] == 1:
+            role = {"role": "assistant", "content": ""}  # a role chunk is no output
+            yield protocol.sse({"modality": "text", "choices": [{"index": 0, "delta": role}]})
+            yield protocol.sse({"error": unavailable})
+            yield protocol.sse("[DONE]")
+            return
         if case == "stall-first":
             await asyncio.sleep(5)
         yield protocol.sse(protocol.text_chunk("thinking ", "m"))
-        if case == "drop":
+        if case == "drop" or (case.startswith("drop-first") and attempts[case] == 1):
+            yield _audio()
             yield _audio()
             raise RuntimeError("connection dropped mid-stream")
         if case == "stall":
@@ -59,6 +72,8 @@ async def chat(request: Request) -> Response:
                 yield _audio(10)
         if case != "text-only":
             yield _audio()
+            yield _audio()
+        if case.startswith("drop-first"):  # its whole stream is 3 s: 2 s came before the drop
             yield _audio()
         yield protocol.sse("[DONE]")
 
@@ -86,8 +101,7 @@ def _run(url: str, prompt: Path, cases: list[str], **kw) -> dict[str, object]:
         protocol.prompt_template("seed-tts-default"),
         seed=1,
         timeout_s=1.5,
-        retry_backoff_s=0.05,
-        **kw,
+        **({"retry": RetryRule("ours, quick", 3, 0.05, incrementing=True)} | kw),
     )
     return {r.utt.utt_id: r for r in asyncio.run(synthesize_all(utts, cfg))}
 
@@ -141,6 +155,42 @@ def test_unreachable_server_is_retried_then_request_failed(prompt: Path) -> None
     sock = loopback_socket()
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    results = _run(f"http://127.0.0.1:{port}", prompt, ["ok"], retries=2)
+    results = _run(f"http://127.0.0.1:{port}", prompt, ["ok"], retry=RetryRule("two", 2, 0.05))
     assert results["ok"].status == "request_failed"
-    assert "after 3 attempt(s)" in (results["ok"].detail or "")
+    assert "on all 3 attempt(s)" in (results["ok"].detail or "")
+
+
+@pytest.mark.parametrize("version", [None, *HARNESS])
+def test_the_retry_rule_follows_the_harness_version(
+    server_url: str, prompt: Path, version: str | None
+) -> None:
+    """Each scenario fails on its first attempt only: a drop after two audio chunks, a 503
+    ServiceUnavailableError as the HTTP answer or as an in-stream chunk before any output, and
+    a 503 that is not the retryable kind. Up to 0.31 the harness retries any dropped connection
+    (and scores the clip); from 0.32 only drops and retryable 503s before output."""
+    rule = retry_rule(version)
+    tag = version or "ours"
+    cases = [f"{c}-{tag}" for c in ("drop-first", "503-http", "503-stream")] + ["503-plain"]
+    attempts.pop("503-plain", None)
+    results = _run(server_url, prompt, cases, retry=rule)
+    status = {c.removesuffix(f"-{tag}"): r.status for c, r in results.items()}
+    retried = {c.removesuffix(f"-{tag}"): attempts[c] > 1 for c in cases}
+    assert status == {
+        "drop-first": "ok" if rule.after_output else "request_failed",
+        "503-http": "ok" if rule.unavailable else "request_failed",
+        "503-stream": "ok" if rule.unavailable else "request_failed",
+        "503-plain": "request_failed",
+    }
+    assert retried == {
+        "drop-first": rule.after_output,
+        "503-http": rule.unavailable,
+        "503-stream": rule.unavailable,
+        "503-plain": False,
+    }
+    drop = results[f"drop-first-{tag}"]
+    if rule.after_output:  # the second attempt's whole stream, not the first one's two chunks
+        assert drop.audio_seconds == pytest.approx(3.0)
+        assert "scored on attempt 2" in (drop.detail or "")
+    else:
+        assert drop.audio_seconds == pytest.approx(2.0)
+    assert (version is None) == (rule is OURS)
