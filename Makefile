@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests use a private database per test worker on the system Postgres at 127.0.0.1:5432 when
 # one answers, else on an embedded one (OMNI_TEST_ADMIN_DSN overrides both).
 
-.PHONY: install system-deps test lint unit conformance demo bench bench-scale bench-pipeline clean
+.PHONY: install system-deps test lint unit conformance conformance-latest demo bench bench-scale bench-pipeline clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ unit: install
 # ours; `make test` runs it too.
 conformance: install
 	$(BIN)/pytest -q tests/conformance
+
+# The suite against vllm-omni releases newer than the pinned ones (newest stable, and the
+# newest pre-release, flagged): what fails, and which upstream definitions it reads changed.
+conformance-latest: install
+	$(BIN)/python -m tests.conformance.latest --json conformance-latest.json
 
 demo: install
 	$(BIN)/omni-tasks demo

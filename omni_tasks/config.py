@@ -77,6 +77,15 @@ class Settings(BaseSettings):
         description="The webhook's secret (X-Hub-Signature-256); in Airflow, the connection "
         "`omni_github` password takes precedence",
     )
+    pypi_url: str = Field(
+        default="https://pypi.org",
+        description="PyPI, where the upstream watch lists vllm-omni releases (tests: local)",
+    )
+    conformance_checkout: Path | None = Field(
+        default=None,
+        description="A checkout of this repository (its tests/conformance) the weekly upstream "
+        "watch runs against a new vllm-omni release; unset: the watch only lists releases",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow UI base URL (links)")
     repo_url: str | None = Field(
         default=None,

@@ -684,6 +684,20 @@ def check_freshness(context: dict[str, Any]) -> list[str]:
     return missing
 
 
+def watch_upstream(context: dict[str, Any]) -> list[str]:
+    """vllm-omni releases newer than the harness table (an INFRA alert per week that has any;
+    the conformance suite runs against the newest where a checkout is configured)."""
+    from omni_tasks.config import get_settings
+    from omni_tasks.jobs.upstream_watch import watch
+
+    settings = get_settings()
+    year, week, _ = _nightly(context).isocalendar()
+    with results_db() as conn:
+        found = watch(conn, settings.pypi_url, settings.conformance_checkout, f"{year}-W{week:02d}")
+    log.info("vllm-omni releases the harness table lacks: %s", ", ".join(found) or "none")
+    return found
+
+
 def ab_params() -> dict[str, Any]:
     from airflow.sdk import Param
 

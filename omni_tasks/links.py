@@ -22,6 +22,7 @@ DAG_IDS = frozenset(
         "omni_ab",
         "omni_buildkite_sync",
         "omni_ablate",
+        "omni_upstream_watch",
     }
 )
 

@@ -39,7 +39,7 @@ VLLM_DEFAULTS: dict[str, Any] = {
     "min_tokens": 0,
 }
 
-# Every field vLLM's SamplingParams takes (0.28 and 0.30; the conformance suite checks this
+# Every field vLLM's SamplingParams takes (0.28, 0.30, 0.32; the conformance suite checks this
 # against each pinned release's `sampling_params.py`): the server accepts them all in a
 # sampling_params_list or a deploy config, and refuses anything else. Only VLLM_DEFAULTS'
 # fields change what the simulator generates; the rest (logprobs, detokenize...) are accepted.
@@ -49,6 +49,8 @@ SAMPLING_FIELDS = frozenset(
         "watermarking",
         "logprobs",
         "prompt_logprobs",
+        "prompt_logprob_start",  # vLLM 0.32
+        "prompt_logprob_token_ids",  # vLLM 0.32
         "logprob_token_ids",
         "flat_logprobs",
         "detokenize",

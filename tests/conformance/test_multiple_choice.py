@@ -15,12 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 from scipy.stats import binomtest
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
-from tests.conformance.upstream import Upstream
+from tests.conformance.upstream import WHEELS, Upstream
 from tests.factories import write_json
+
+# Video-MME's scorer and builders ship from vllm-omni 0.30 on.
+WITH_VIDEOMME = [v for v in sorted(WHEELS) if Version(v) >= Version("0.30.0")]
 
 runner = CliRunner()
 DAILY = "vllm_omni.benchmarks.data_modules.daily_omni"
@@ -189,8 +193,7 @@ def test_daily_omni_runs_pair_by_video_and_task(upstream: Upstream, db, tmp_path
     check_family(upstream, tmp_path, "daily_omni", lambda x: (x["video_id"], x["task_type"]))
 
 
-# Video-MME's scorer ships from vllm-omni 0.30 on.
-@pytest.mark.parametrize("upstream", ["0.30.0"], indirect=True)
+@pytest.mark.parametrize("upstream", WITH_VIDEOMME, indirect=True)
 def test_videomme_runs_pair_by_question_id(upstream: Upstream, db, tmp_path: Path) -> None:
     check_family(upstream, tmp_path, "videomme", lambda x: x["question_id"])
 
@@ -370,7 +373,7 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     assert ours["modalities"] == ["text"]  # the nightly's --extra-body
 
 
-@pytest.mark.parametrize("upstream", ["0.30.0"], indirect=True)
+@pytest.mark.parametrize("upstream", WITH_VIDEOMME, indirect=True)
 def test_videomme_requests_are_the_ones_upstreams_builder_makes(
     upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

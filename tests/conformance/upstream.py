@@ -20,6 +20,8 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib
+import json
+import os
 import re
 import subprocess
 import sys
@@ -32,21 +34,42 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from packaging.version import Version
 
 from omni_tasks.config import get_settings
 
-# Released wheels and their sha256 (PyPI). Adding a version: add its line, run
-# `make conformance`, and read what fails.
-WHEELS = {
+# Released wheels and their sha256 (PyPI). Adding a version: add its line (and its row in
+# `omni_tasks/harness.py`), run `make conformance`, and read what fails.
+PINNED = {
     "0.28.0": "78a582b7c6140cd1796bdc8a65a0b5c2dac2dd7715a96f1d9950214a1b75b8ad",
     "0.30.0": "141cb0c7b9c07970e5c92a99aab9696e81682dbfa3d2bfcde359c3c1533385f4",
 }
-# vLLM's source release of the same number (vllm-omni releases track vLLM's): the sdist's
-# Python files only, for vLLM's own helpers and SamplingParams' defaults.
-VLLM_SDISTS = {
+# vLLM's source release of the same number (vllm-omni releases track vLLM's; a pre-release
+# uses its final's): the sdist's Python files only, for vLLM's own helpers and SamplingParams'
+# defaults.
+PINNED_VLLM = {
     "0.28.0": "ac96dd0ec5be9c13f2aa4bfb50498c4727110406f6e4980b58a4097e4d18634a",
     "0.30.0": "5f8f4e890c042ffa1c3e103f81c35e2d96f60a0a175ac43a4adbae7006bef62b",
 }
+# `make conformance-latest` runs the suite on a release newer than the pinned ones: it names
+# the versions and hashes (PyPI's digests) in this variable, and only those run.
+CANDIDATE_ENV = "OMNI_UPSTREAM_CANDIDATE"
+
+
+def _candidate() -> tuple[dict[str, str], dict[str, str]]:
+    raw = os.environ.get(CANDIDATE_ENV)
+    if not raw:
+        return PINNED, PINNED_VLLM
+    doc = json.loads(raw)
+    return {doc["version"]: doc["sha256"]}, {vllm_release(doc["version"]): doc["vllm_sha256"]}
+
+
+def vllm_release(version: str) -> str:
+    """The vLLM release a vllm-omni version tracks (0.32.0rc1 → 0.32.0)."""
+    return Version(version).base_version
+
+
+WHEELS, VLLM_SDISTS = _candidate()
 INDEX = "https://pypi.org/simple/vllm/"
 
 
@@ -92,6 +115,7 @@ def _fetch_wheel(version: str, base: Path, root: Path) -> None:
 def vllm_root(version: str) -> Path:
     """The Python files of vLLM `version`'s sdist (found on PyPI's simple index, sha256
     checked, extracted once)."""
+    version = vllm_release(version)
     base = get_settings().cache_dir / "upstream" / f"vllm-{version}"
     root = base / "src"
     with _fetching(base):

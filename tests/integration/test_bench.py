@@ -14,7 +14,7 @@ runner = CliRunner()
 def _bench(*args: str) -> dict:
     out = runner.invoke(app, ["bench", "--nightly", "2026-11-28", "--json", *args])
     assert out.exit_code == 0, out.output
-    return json.loads(out.output)
+    return json.loads(out.output[out.output.index("{\n") :])  # after any warning
 
 
 def test_100_demo_clips_with_real_speech_and_grading(db) -> None:
@@ -140,3 +140,36 @@ def test_a_rerun_with_other_inputs_under_the_same_key_is_an_error_naming_them(db
         out = runner.invoke(app, ["bench", "--nightly", "2026-11-28", *args])
         assert out.exit_code == 1 and named in out.output, (args, out.output)
     assert db.execute("SELECT count(*) AS n FROM omni.grading").fetchone()["n"] == 1
+
+
+def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
+    """Against a URL without its deploy config no seed is sent: the run stores none (and the
+    seed it was asked for), so runs asked for seeds 7 and 42 do not pose as two samplings."""
+    from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
+
+    with running_simulator(SimulatorConfig("main", transcript_mode=True)) as url:
+        base = ("--target", url, "--branch", "main", "--transcript-mode", "--limit", "5")
+        asked = [_bench(*base, "--seed", seed) for seed in ("7", "42")]
+    assert [a["run_key"].split(":")[-2] for a in asked] == ["seed7-unsent", "seed42-unsent"]
+    rows = db.execute(
+        "SELECT seed, config, execution FROM omni.run ORDER BY run_key DESC"
+    ).fetchall()
+    assert [r["seed"] for r in rows] == [None, None]
+    assert [r["config"]["seed_requested"] for r in rows] == [7, 42]
+    assert [r["execution"]["seed_sent"] for r in rows] == [False, False]
+    seeded = _bench(
+        "--target",
+        "simulator:main",
+        "--branch",
+        "main",
+        "--transcript-mode",
+        "--limit",
+        "5",
+        "--seed",
+        "7",
+    )
+    assert seeded["run_key"].split(":")[-2] == "seed7"
+    stored = db.execute(
+        "SELECT seed, execution FROM omni.run WHERE run_key = %s", (seeded["run_key"],)
+    ).fetchone()
+    assert stored["seed"] == 7 and stored["execution"]["seed_sent"] is True

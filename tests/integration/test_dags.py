@@ -54,6 +54,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "omni_ab",
         "omni_buildkite_sync",
         "omni_ablate",
+        "omni_upstream_watch",
     }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id

@@ -1,0 +1,34 @@
+"""Upstream watch: weekly, vllm-omni releases on PyPI newer than the harness table (its window
+and retry rules by version) are an INFRA alert; with `OMNI_CONFORMANCE_CHECKOUT` set, the
+conformance suite runs against the newest and the alert says what differs."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import dag, get_current_context, task
+
+from omni_tasks import dag_support as s
+
+
+@dag(
+    dag_id="omni_upstream_watch",
+    schedule="0 6 * * 1",  # Mondays, before the week's triage
+    start_date=pendulum.datetime(2026, 11, 2, tz="UTC"),
+    catchup=False,
+    tags=["omni", "watchdog"],
+    default_args=s.DEFAULT_ARGS,
+    doc_md=__doc__,
+)
+def omni_upstream_watch() -> None:
+    @task
+    def watch() -> list[str]:
+        return s.watch_upstream(get_current_context())
+
+    @task(trigger_rule="all_done")
+    def dispatch_alerts() -> str:
+        return s.dispatch_alerts(get_current_context())
+
+    watch() >> dispatch_alerts()
+
+
+omni_upstream_watch()
