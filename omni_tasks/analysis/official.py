@@ -34,10 +34,15 @@ FAILED_REQUEST = ("request_failed", "timeout_no_output", "timeout_partial")
 def official_summary(clips: Sequence[ClipRecord]) -> dict[str, Any]:
     # One outcome per clip, as upstream counts it: a request that failed is a failed request
     # even when audio arrived before it broke off (and our grading transcribed that audio).
+    # A clip cut at our audio cap is not what the harness heard (it reads to the end): left
+    # out of the harness figures and counted as `seed_tts_audio_capped` (ours, not upstream's).
     errs = [
         c.wer
         for c in clips
-        if c.grade_status == "graded" and c.wer is not None and c.synth_status not in FAILED_REQUEST
+        if c.grade_status == "graded"
+        and c.wer is not None
+        and c.synth_status not in FAILED_REQUEST
+        and c.synth_status != "over_long"
     ]
     request_failed = no_pcm = asr_failed = 0
     for c in clips:
@@ -58,6 +63,7 @@ def official_summary(clips: Sequence[ClipRecord]) -> dict[str, Any]:
         "seed_tts_request_failed": request_failed,
         "seed_tts_no_pcm": no_pcm,
         "seed_tts_asr_failed": asr_failed,
+        "seed_tts_audio_capped": sum(c.synth_status == "over_long" for c in clips),
     }
 
 

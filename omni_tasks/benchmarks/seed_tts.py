@@ -472,11 +472,13 @@ class SeedTts(Benchmark):
 
     def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
         # As upstream's means: a failed request is left out of both; the WER mean counts
-        # only graded clips, the SIM mean only clips with a similarity.
+        # only graded clips (and, as official_summary, none cut at our audio cap), the SIM
+        # mean only clips with a similarity.
         if figure == "seed_tts_content_error_mean":
             return [
                 c.wer
-                if c.grade_status == "graded" and c.synth_status not in FAILED_REQUEST
+                if c.grade_status == "graded"
+                and c.synth_status not in (*FAILED_REQUEST, "over_long")
                 else None
                 for c in clips
             ]

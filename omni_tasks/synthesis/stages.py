@@ -209,11 +209,30 @@ class StageDefaults:
 
     @classmethod
     def load(cls, path: Path) -> StageDefaults:
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
-        return cls.from_deploy(doc, str(path))
+        return cls.from_deploy(read_deploy(path), str(path))
+
+
+# The nightly's deploy as an overlay file: the wheel's qwen3_omni_moe.yaml + the CI overlay.
+CI_OVERLAY = Path(__file__).with_name("qwen3_omni_moe_ci.yaml")
+MAX_BASE_DEPTH = 8
+
+
+def read_deploy(path: Path, depth: int = 0) -> dict[str, Any]:
+    """A deploy yaml as vLLM-Omni resolves it: a `base_config` (relative to the file) is read
+    first and this file's stages merge into it by `stage_id` (`resolve_deploy_yaml`)."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
+    if not isinstance(doc, dict) or "base_config" not in doc:
+        return doc if isinstance(doc, dict) else {"stages": None}
+    if depth >= MAX_BASE_DEPTH:
+        raise DeployConfigError(f"{path}: base_config nested more than {MAX_BASE_DEPTH} deep")
+    doc = dict(doc)
+    base = doc.pop("base_config")
+    if not isinstance(base, str):
+        raise DeployConfigError(f"{path}: base_config must be a file name")
+    return merge_deploy(read_deploy(path.parent / base, depth + 1), doc, new_stages=True)
 
     def seeded(self, body: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
         """Complete per-stage settings with only the seed changed: what the server would apply

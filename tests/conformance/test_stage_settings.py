@@ -22,6 +22,7 @@ from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.conformance.conftest import SERVING, SERVING_CLS, UpstreamServer
 from tests.conformance.upstream import Upstream
+from tests.conformance.vllm_facts import settings
 
 
 def captured_bodies(
@@ -152,3 +153,47 @@ def test_the_simulator_takes_every_sampling_field_the_release_takes(upstream: Up
     assert stages.effective(body, nightly)[0]["logprobs"] == 2
     with pytest.raises(stages.InvalidStageSettings, match="unknown sampling fields"):
         stages.effective({"sampling_params_list": [{"not_a_vllm_field": 1}]}, nightly)
+
+
+def test_a_the_shipped_overlay_is_the_nightlys_deploy(upstream: Upstream, tmp_path: Path) -> None:
+    """`synthesis/qwen3_omni_moe_ci.yaml` next to the wheel's own `qwen3_omni_moe.yaml`, as
+    upstream's `resolve_deploy_yaml` reads it, gives each stage the nightly's settings; our
+    reader of it agrees; and the README's example config names that file."""
+    import shutil
+
+    import yaml
+
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    shutil.copy(upstream.root / "vllm_omni" / "deploy" / "qwen3_omni_moe.yaml", deploy)
+    overlay = Path(shutil.copy(stages.CI_OVERLAY, deploy))
+    # OmegaConf (not installed here) only reads the YAML: plain PyYAML stands in for it, and
+    # the inheritance and merge rules are upstream's.
+    readers = {
+        "vllm_omni.config.yaml_util.load_yaml_config": lambda p: yaml.safe_load(
+            Path(p).read_text(encoding="utf-8")
+        ),
+        "vllm_omni.config.yaml_util.to_dict": lambda doc, **_: doc,
+    }
+    own = Upstream(upstream.version, {**upstream.standins, **readers})
+    resolve = own.load("vllm_omni.config.stage_config", ["resolve_deploy_yaml"])[
+        "resolve_deploy_yaml"
+    ]
+    theirs = resolve(overlay)
+    sp = upstream.standins["vllm.sampling_params.SamplingParams"]
+    applied = [sp(**s["default_sampling_params"]) for s in theirs["stages"]]
+    nightly = [sp(**s) for s in stages.NIGHTLY_STAGE_DEFAULTS]
+    # But the talker's seed, which 0.28's yaml does not set: a seed is the run's (check above).
+    assert without_seed([settings(p) for p in applied]) == without_seed(
+        [settings(p) for p in nightly]
+    )
+    assert stages.StageDefaults.load(overlay).stages == tuple(
+        s["default_sampling_params"] for s in theirs["stages"]
+    )
+    # Without the overlay the wheel's yaml is not the nightly's (its talker takes 4096 tokens).
+    bare = yaml.safe_load((deploy / "qwen3_omni_moe.yaml").read_text())
+    assert bare["stages"][1]["default_sampling_params"]["max_tokens"] != 1000
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("# nightly.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    example = yaml.safe_load(block)
+    assert example["server"]["deploy_config"].endswith("vllm_omni/deploy/qwen3_omni_moe_ci.yaml")
