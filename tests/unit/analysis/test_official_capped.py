@@ -3,8 +3,8 @@ it out and count it, and the figure mean agrees with the summary."""
 
 from __future__ import annotations
 
-from omni_tasks.analysis.official import official_summary
 from omni_tasks import benchmarks
+from omni_tasks.analysis.official import official_summary
 from omni_tasks.records import ClipRecord
 
 
