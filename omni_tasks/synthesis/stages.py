@@ -211,6 +211,16 @@ class StageDefaults:
     def load(cls, path: Path) -> StageDefaults:
         return cls.from_deploy(read_deploy(path), str(path))
 
+    def seeded(self, body: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+        """Complete per-stage settings with only the seed changed: what the server would apply
+        to `body` without a list (stage 0 takes the request's OpenAI fields), plus the seed."""
+        return [{**s, "seed": seed} for s in self.applied(body)]
+
+    def applied(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The deploy defaults as a request without a list leaves them (fields set only)."""
+        first = {**self.stages[0], **{k: body[k] for k in REQUEST_OVERRIDES if k in body}}
+        return [first, *(dict(s) for s in self.stages[1:])]
+
 
 # The nightly's deploy as an overlay file: the wheel's qwen3_omni_moe.yaml + the CI overlay.
 CI_OVERLAY = Path(__file__).with_name("qwen3_omni_moe_ci.yaml")
@@ -230,19 +240,13 @@ def read_deploy(path: Path, depth: int = 0) -> dict[str, Any]:
         raise DeployConfigError(f"{path}: base_config nested more than {MAX_BASE_DEPTH} deep")
     doc = dict(doc)
     base = doc.pop("base_config")
-    if not isinstance(base, str):
-        raise DeployConfigError(f"{path}: base_config must be a file name")
+    # The base lies beside the file or below it: a deploy config names no file elsewhere.
+    inside = isinstance(base, str) and (path.parent / base).resolve().is_relative_to(
+        path.parent.resolve()
+    )
+    if not inside:
+        raise DeployConfigError(f"{path}: base_config must name a file in its own directory")
     return merge_deploy(read_deploy(path.parent / base, depth + 1), doc, new_stages=True)
-
-    def seeded(self, body: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
-        """Complete per-stage settings with only the seed changed: what the server would apply
-        to `body` without a list (stage 0 takes the request's OpenAI fields), plus the seed."""
-        return [{**s, "seed": seed} for s in self.applied(body)]
-
-    def applied(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The deploy defaults as a request without a list leaves them (fields set only)."""
-        first = {**self.stages[0], **{k: body[k] for k in REQUEST_OVERRIDES if k in body}}
-        return [first, *(dict(s) for s in self.stages[1:])]
 
 
 def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[dict[str, Any]]:

@@ -214,3 +214,30 @@ def test_a_fleet_config_or_form_that_cannot_run_names_the_field(
     with pytest.raises(ConfigError) as caught:
         resolve_night(form, yaml.safe_dump({**FLEET, **changes}))
     assert message in str(caught.value)
+
+
+def test_a_deploy_overlay_reads_its_base_beside_it_and_nowhere_else(tmp_path) -> None:
+    import pytest
+
+    from omni_tasks.synthesis.stages import DeployConfigError, StageDefaults
+
+    (tmp_path / "base.yaml").write_text(
+        "stages:\n"
+        + "".join(
+            f"  - {{stage_id: {i}, default_sampling_params: {{max_tokens: 9, temperature: 0.5}}}}\n"
+            for i in range(3)
+        )
+    )
+    (tmp_path / "ci.yaml").write_text(
+        "base_config: base.yaml\nstages:\n  - {stage_id: 1, default_sampling_params: {max_tokens: 7}}\n"
+    )
+    loaded = StageDefaults.load(tmp_path / "ci.yaml").stages
+    assert [s["max_tokens"] for s in loaded] == [9, 7, 9]
+    assert loaded[1]["temperature"] == 0.5  # merged key by key, as vLLM-Omni merges
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "evil.yaml").write_text("base_config: ../base.yaml\n")
+    with pytest.raises(DeployConfigError, match="in its own directory"):
+        StageDefaults.load(tmp_path / "sub" / "evil.yaml")
+    (tmp_path / "loop.yaml").write_text("base_config: loop.yaml\n")
+    with pytest.raises(DeployConfigError, match="nested more than"):
+        StageDefaults.load(tmp_path / "loop.yaml")
