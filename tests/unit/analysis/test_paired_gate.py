@@ -163,7 +163,7 @@ def test_window_policies_that_differ_are_named_and_unknown_ones_warn() -> None:
     ok, reasons, _ = comparability(old, new)
     assert not ok and reasons == [
         "window policies differ: truncate30 (harness 0.26.0, 0.28.0) vs whole-timestamps "
-        "(harness 0.30.0); re-grade one run under the other's policy "
+        "(harness 0.30.0, 0.31.0rc1, 0.32.0rc1); re-grade one run under the other's policy "
         "(grade --window/--harness-version) or force the comparison"
     ]
     bare = {**base, "grader_id": "artifact:vllm-omni-seed-tts"}
