@@ -173,3 +173,75 @@ def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
         "SELECT seed, execution FROM omni.run WHERE run_key = %s", (seeded["run_key"],)
     ).fetchone()
     assert stored["seed"] == 7 and stored["execution"]["seed_sent"] is True
+
+
+def test_a_series_on_harness_0_30_scores_a_clip_whose_first_stream_dropped(db) -> None:
+    """A server that drops the connection after two chunks on each clip's first try: on
+    harness 0.30.0 the run retries, as that harness's client does, and stores the clip `ok`
+    with the whole second stream; a run on no harness version fails it (output had begun)."""
+    from collections import Counter
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    from omni_tasks.synthesis import protocol
+    from omni_tasks.synthesis.simulator import serve_in_thread
+
+    tries: Counter[tuple[int, str]] = Counter()
+
+    async def chat(request: Request) -> StreamingResponse:
+        body = await request.json()
+        text = protocol.target_text(body)
+        tries[body.get("seed", 0), text] += 1
+        first = tries[body.get("seed", 0), text] == 1
+        words = text.split()
+
+        async def stream():  # type: ignore[no-untyped-def]
+            yield protocol.sse(protocol.text_chunk(text, "m"))
+            for i, word in enumerate(words):
+                if first and i == 2:
+                    raise RuntimeError("connection dropped after two chunks")
+                yield protocol.sse(protocol.transcript_chunk(word, 0.4, "m"))
+            yield protocol.sse("[DONE]")
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def models(request: Request) -> JSONResponse:  # transcript mode needs a simulator
+        return JSONResponse({"data": [{"id": "simulator:dropping+transcript"}]})
+
+    app_ = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
+    base = ("--branch", "main", "--transcript-mode", "--limit", "3")
+    with serve_in_thread(app_) as url:
+        on_030 = _bench("--target", url, *base, "--harness-version", "0.30.0", "--seed", "1")
+        tries.clear()
+        # Every clip failing fails the run (exit 1); its rows are stored all the same.
+        out = runner.invoke(
+            app,
+            ["bench", "--nightly", "2026-11-28", "--json", "--target", url, *base, "--seed", "2"],
+        )
+        assert out.exit_code == 1 and "3 of 3 clips" in out.output
+        ours = json.loads(out.output[out.output.index("{\n") :])
+    rows = {
+        key: db.execute(
+            "SELECT a.synth_status, a.audio_seconds, a.error_detail FROM omni.clip_audio a "
+            "JOIN omni.run r USING (run_id) WHERE r.run_key = %s ORDER BY a.utt_id",
+            (key,),
+        ).fetchall()
+        for key in (on_030["run_key"], ours["run_key"])
+    }
+    retried = rows[on_030["run_key"]]
+    assert [r["synth_status"] for r in retried] == ["ok"] * 3
+    assert all("scored on attempt 2" in (r["error_detail"] or "") for r in retried)
+    assert all(r["audio_seconds"] > 0.8 + 1e-9 for r in retried)  # more than the two chunks
+    assert [r["synth_status"] for r in rows[ours["run_key"]]] == ["request_failed"] * 3
+    execution = db.execute(
+        "SELECT execution FROM omni.run WHERE run_key = %s", (on_030["run_key"],)
+    ).fetchone()["execution"]
+    assert execution["client_retry"].startswith("vllm-omni ≤0.31: up to 3 retries of any")
