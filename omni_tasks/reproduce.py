@@ -40,8 +40,10 @@ def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None)
         args += ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
     if run.get("commit_sha"):
         args += ["--commit", run["commit_sha"]]
-    if run.get("seed") is not None:
-        args += ["--seed", str(run["seed"])]
+    # A seed that was asked for but never sent still names the run (its key): ask for it again.
+    seed = run.get("seed") if run.get("seed") is not None else config.get("seed_requested")
+    if seed is not None:
+        args += ["--seed", str(seed)]
     subset = str(run.get("dataset_fingerprint") or "").rpartition(":first")[2]
     if ":first" in str(run.get("dataset_fingerprint") or "") and subset.isdigit():
         args += ["--limit", subset]

@@ -173,6 +173,12 @@ def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
         "SELECT seed, execution FROM omni.run WHERE run_key = %s", (seeded["run_key"],)
     ).fetchone()
     assert stored["seed"] == 7 and stored["execution"]["seed_sent"] is True
+    from omni_tasks.reproduce import reproduce_command
+
+    unsent = db.execute(
+        "SELECT * FROM omni.run WHERE run_key = %s", (asked[0]["run_key"],)
+    ).fetchone()
+    assert "--seed 7" in reproduce_command(unsent)  # asks again for the key's seed
 
 
 def test_a_series_on_harness_0_30_scores_a_clip_whose_first_stream_dropped(db) -> None:
