@@ -148,12 +148,14 @@ def test_d_an_artifact_contradicting_its_items_warns(
     assert "seed_tts_content_error_mean: artifact 0.1234, items give" in out.output
 
 
+@pytest.mark.parametrize("failed_as", ["request_failed", "timeout_partial"])
 def test_d_a_request_that_failed_after_audio_counts_once_as_upstream_counts_it(
-    upstream: Upstream,
+    upstream: Upstream, failed_as: str
 ) -> None:
     """Upstream's writer leaves a failed request out of `evaluated` and the mean even when
     audio arrived (its case above carries a tone); our bench runs grade such audio, and the
-    harness-style summary must still count the clip once, as a failed request."""
+    harness-style summary must still count the clip once, as a failed request. A timeout after
+    output is one too (the harness's client ends it with success False)."""
     from omni_tasks.analysis.official import FIGURES, official_summary
     from omni_tasks.records import ClipRecord
 
@@ -163,7 +165,7 @@ def test_d_a_request_that_failed_after_audio_counts_once_as_upstream_counts_it(
     for i, (ref, what) in enumerate(CASES):
         item = items.get(f"u{i}", {})
         if what == "request_failed":  # failed after audio: stored, and graded by our pipeline
-            rec = ClipRecord(f"u{i}", ref, "request_failed", "graded", 0.75)
+            rec = ClipRecord(f"u{i}", ref, failed_as, "graded", 0.75)
         elif what == "no_pcm":
             rec = ClipRecord(f"u{i}", ref, "no_audio", None, None)
         elif item.get("wer") is None:  # the ASR failures: silence heard, an exception
