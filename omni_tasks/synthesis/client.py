@@ -229,8 +229,8 @@ async def synthesize_one(
             return failed(status, f"no end of stream within {cfg.timeout_s:g} s")
         except _HTTPError as exc:
             if exc.unavailable and rule.unavailable:
-                said = str(exc)
-                raise _Retry(lambda: failed("request_failed", _tried(tries, said))) from exc
+                refused = _tried(tries, str(exc), "refused (503)")
+                raise _Retry(lambda: failed("request_failed", refused)) from exc
             return failed("request_failed", str(exc))
         except (ResponseRefused, Malformed) as exc:
             return failed("request_failed", str(exc))
@@ -238,14 +238,14 @@ async def synthesize_one(
             why = f"{type(exc).__name__}: {exc}"
             if s.any_output and not rule.after_output:
                 return failed("request_failed", f"connection failed after output had begun: {why}")
-            when = " after output had begun" if s.any_output else ""
-            raise _Retry(lambda: failed("request_failed", _tried(tries, why, when))) from exc
+            what = "connection failed" + (" after output had begun" if s.any_output else "")
+            raise _Retry(lambda: failed("request_failed", _tried(tries, why, what))) from exc
         except Exception as exc:  # one clip's surprise is that clip's failure, never the run's
             return failed("request_failed", f"client error: {type(exc).__name__}: {exc}")
         if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
             why = f"in-stream error from the server: {s.error}"
             if s.unavailable and rule.unavailable and not s.any_output:
-                raise _Retry(lambda: failed("request_failed", _tried(tries, why)))
+                raise _Retry(lambda: failed("request_failed", _tried(tries, why, "refused (503)")))
             return failed("request_failed", why)
         result = _finish(utt, s, status, started)
         if tries > 1:
@@ -270,8 +270,8 @@ async def synthesize_one(
     return result
 
 
-def _tried(tries: int, why: str, when: str = "") -> str:
-    return f"failed{when} on all {tries} attempt(s): {why}"
+def _tried(tries: int, why: str, what: str) -> str:
+    return f"{what} on all {tries} attempt(s): {why}"
 
 
 def _retryable_503(error: Any) -> bool:

@@ -157,7 +157,7 @@ def test_unreachable_server_is_retried_then_request_failed(prompt: Path) -> None
     sock.close()  # nothing listens there now
     results = _run(f"http://127.0.0.1:{port}", prompt, ["ok"], retry=RetryRule("two", 2, 0.05))
     assert results["ok"].status == "request_failed"
-    assert "on all 3 attempt(s)" in (results["ok"].detail or "")
+    assert "connection failed on all 3 attempt(s)" in (results["ok"].detail or "")
 
 
 @pytest.mark.parametrize("version", [None, *HARNESS])
