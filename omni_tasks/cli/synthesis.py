@@ -106,7 +106,13 @@ def bench_cmd(
         ),
     ] = None,
     timeout: Annotated[float, typer.Option(help="Per-request deadline, seconds")] = 900.0,
-    audio_cap: Annotated[float, typer.Option(help="Stop reading after this much audio (s)")] = 60.0,
+    audio_cap: Annotated[
+        float,
+        typer.Option(
+            help="Stop reading after this much audio (s); a run on a harness version reads up "
+            "to --timeout, as the harness does"
+        ),
+    ] = 60.0,
     backend: BackendOpt = "faster-whisper",
     model: ModelOpt = None,
     precision: PrecisionOpt = None,
