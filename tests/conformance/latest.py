@@ -122,13 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== vllm-omni {rel.version}{flag}: the suite, against its wheel alone")
         vllm_sha = sdist_sha256(pypi, "vllm", vllm_release(rel.version))
         result = run_suite(rel, vllm_sha)
-        os.environ[CANDIDATE_ENV] = json.dumps(
-            {"version": rel.version, "sha256": rel.wheel_sha256, "vllm_sha256": vllm_sha}
-        )
-        try:
-            result["changed"] = changed(wheel_root(newest_pinned), _candidate_root(rel))
-        finally:
-            del os.environ[CANDIDATE_ENV]
+        candidate = wheel_root(rel.version, rel.wheel_sha256)
+        result["changed"] = changed(wheel_root(newest_pinned), candidate)
         result.update(version=rel.version, prerelease=rel.prerelease)
         runs.append(result)
         _print(result, newest_pinned)
@@ -136,16 +131,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 1 if any(r.get("failed") or r.get("error") for r in runs) else 0
-
-
-def _candidate_root(rel: Release) -> Path:
-    """The candidate's unpacked wheel (the suite's run fetched it into the shared cache)."""
-    import importlib
-
-    import tests.conformance.upstream as upstream
-
-    importlib.reload(upstream)  # its WHEELS now name the candidate
-    return upstream.wheel_root(rel.version)
 
 
 def _print(result: dict[str, Any], newest_pinned: str) -> None:

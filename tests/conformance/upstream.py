@@ -73,21 +73,23 @@ WHEELS, VLLM_SDISTS = _candidate()
 INDEX = "https://pypi.org/simple/vllm/"
 
 
-def wheel_root(version: str) -> Path:
-    """The unpacked wheel of vllm-omni `version` (downloaded and checked on first use)."""
-    if version not in WHEELS:
+def wheel_root(version: str, sha256: str | None = None) -> Path:
+    """The unpacked wheel of vllm-omni `version` (downloaded and checked on first use), pinned
+    by `sha256` or else by WHEELS."""
+    sha256 = sha256 or WHEELS.get(version)
+    if sha256 is None:
         raise ValueError(f"unknown vllm-omni version {version!r}; pinned: {sorted(WHEELS)}")
     base = get_settings().cache_dir / "upstream" / f"vllm-omni-{version}"
     root = base / "src"
     with _fetching(base):  # test workers share the cache: one fetches, the others wait
         if not (root / "vllm_omni").is_dir():
-            _fetch_wheel(version, base, root)
+            _fetch_wheel(version, sha256, base, root)
     return root
 
 
-def _fetch_wheel(version: str, base: Path, root: Path) -> None:
+def _fetch_wheel(version: str, sha256: str, base: Path, root: Path) -> None:
     req = base / "requirements.txt"
-    req.write_text(f"vllm-omni=={version} --hash=sha256:{WHEELS[version]}\n")
+    req.write_text(f"vllm-omni=={version} --hash=sha256:{sha256}\n")
     subprocess.run(
         [
             sys.executable,
