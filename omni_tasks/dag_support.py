@@ -795,7 +795,7 @@ def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
                     "imported": len(report.imported),
                     "skipped": report.skipped,
                     "unknown": report.unknown,
-                    "not_evaluated": report.not_evaluated,
+                    "invalid": report.invalid,
                     "errors": report.errors,
                 }
                 log.info("buildkite %s: %s", pipeline, out[pipeline])

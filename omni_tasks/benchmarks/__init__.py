@@ -7,6 +7,7 @@ from typing import Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.daily_omni import DAILY_OMNI
+from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.seed_tts import SeedTts
 from omni_tasks.benchmarks.videomme import VIDEOMME
@@ -73,5 +74,5 @@ def import_artifact(
     return benchmark.parse(document, options)
 
 
-for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME, LibriSpeech()):
+for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME, LibriSpeech(), DUPLEX_EVAL):
     register(_b)

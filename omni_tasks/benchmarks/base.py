@@ -33,6 +33,7 @@ class ImportOptions:
     audio_roots: list[str] | None = None
     references: dict[str, str] | None = None
     harness_version: str | None = None
+    built: dt.date | None = None  # the CI build's day, for an artifact that carries no date
 
 
 class Benchmark(ABC):
@@ -54,6 +55,12 @@ class Benchmark(ABC):
     # The figure an upstream-style gate on this benchmark watches, and which way it must stay
     # (when the gate table names none): e.g. ("videomme_accuracy", ">=").
     gate_figure: tuple[str, Literal["<=", ">="]] | None = None
+    # The judge protocol a night must carry to be on the series' scale (a summary's
+    # `protocol_pin`), for a family whose artifacts name one.
+    protocol_pin: str | None = None
+    # A family whose artifacts never have per-item rows (judge means): its nights are figures,
+    # trended and shown, never paired-gated.
+    summary_only_family: bool = False
 
     def broken_label(self, tau: float) -> str:
         """How a broken item is named in alerts and reports."""

@@ -234,7 +234,7 @@ class MultipleChoice(Benchmark):
             path,
             f"no {self.prefix}_* keys: not a vLLM-Omni {self.id} results file",
         )
-        nightly = nightly_of(doc, path, options.nightly)
+        nightly = nightly_of(doc, path, options.nightly, options.built)
         items = doc.get(self.items_key)
         require(
             items is None or isinstance(items, list), path, f"'{self.items_key}' must be a list"

@@ -122,6 +122,7 @@ def parse_artifact(
     audio_roots: list[str] | None = None,
     references: dict[str, str] | None = None,
     harness_version: str | None = None,
+    built: dt.date | None = None,
 ) -> ParsedArtifact:
     """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
     elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
@@ -131,7 +132,7 @@ def parse_artifact(
     doc = read.doc
     require(is_seed_tts(doc), path, "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file")
     warnings: list[str] = []
-    nightly = nightly_of(doc, path, nightly)
+    nightly = nightly_of(doc, path, nightly, built)
 
     items = doc.get("seed_tts_wer_eval_items")
     require(
@@ -496,4 +497,5 @@ class SeedTts(Benchmark):
             audio_roots=options.audio_roots,
             references=options.references,
             harness_version=options.harness_version,
+            built=options.built,
         )

@@ -193,8 +193,8 @@ def import_buildkite(
             err.print(f"[red]error:[/] {slug} {e}", highlight=False)
         for u in report.unknown:
             err.print(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}", highlight=False)
-        for n in report.not_evaluated:
-            err.print(f"[red]upstream gate not evaluated:[/] {n}", highlight=False)
+        for n in report.invalid:
+            err.print(f"[red]night not valid:[/] {n}", highlight=False)
         console.print(
             f"{slug}: imported {len(report.imported)} run(s), skipped {report.skipped} already "
             f"imported; {len(report.builds_without_artifact)} build(s) without a known artifact",

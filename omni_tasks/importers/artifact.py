@@ -66,10 +66,14 @@ def read_document(path: Path) -> Document:
     return Document(path, hashlib.sha256(raw).hexdigest(), doc)
 
 
-def nightly_of(doc: dict[str, Any], path: Path, nightly: dt.date | None) -> dt.date:
-    """The night given, else the artifact's own `date`."""
+def nightly_of(
+    doc: dict[str, Any], path: Path, nightly: dt.date | None, built: dt.date | None = None
+) -> dt.date:
+    """The night given, else the artifact's own `date`, else the day its CI build ran."""
     if nightly is not None:
         return nightly
+    if "date" not in doc and built is not None:
+        return built
     require("date" in doc, path, "missing key 'date' (or pass --nightly)")
     require(isinstance(doc["date"], str), path, "'date' must be a string")
     try:

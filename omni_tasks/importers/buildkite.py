@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader
 from omni_tasks.commits import check_commit
@@ -60,6 +61,7 @@ class ArtifactRule(BaseModel):
     benchmark: str | None = None  # None: detected from the file
     model: str
     lane: str
+    expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
 
     def matches(self, pipeline: str, path: str) -> bool:
         return pipeline == self.pipeline and fnmatch.fnmatchcase(path, self.artifact)
@@ -146,7 +148,7 @@ class ImportReport:
         default_factory=list
     )  # "BUILD: PATH" of JSON artifacts no rule matches
     gates: list[dict[str, Any]] = field(default_factory=list)  # upstream's verdict per run
-    not_evaluated: list[str] = field(default_factory=list)  # runs whose gate could not be judged
+    invalid: list[str] = field(default_factory=list)  # runs that are not valid, and why
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -332,7 +334,10 @@ def _import_one(
         report.warnings.append(f"build {build['number']}: {exc}; stored without a commit")
         commit = None
     options = ImportOptions(
-        branch=build["branch"], commit=commit, harness_version=src.harness_version
+        branch=build["branch"],
+        commit=commit,
+        harness_version=src.harness_version,
+        built=_built(build),
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
@@ -344,6 +349,12 @@ def _import_one(
             return
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
     verdicts = upstream_verdicts(spec.series, parsed, spec.nightly)
+    problems = run_validity(
+        spec,
+        verdicts,
+        expected_items=rule.expected,
+        protocol_pin=benchmarks.get(spec.benchmark).protocol_pin,
+    )
     source = {
         **parsed.spec.source,
         "buildkite": {
@@ -357,6 +368,7 @@ def _import_one(
             **_job(build, art),
         },
         "upstream_gates": verdicts,
+        "validity": problems,
     }
     spec = dataclasses.replace(spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
@@ -366,19 +378,25 @@ def _import_one(
     conn.commit()  # one artifact at a time: a sync that stops keeps what it imported
     report.imported.append(result.run_key)
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
-    skipped = [v["gate"] for v in verdicts if v["verdict"] == "not_evaluated"]
-    if skipped:  # "easy to miss in a nightly log": a gate that judged nothing is INFRA
-        report.not_evaluated.append(f"{result.run_key}: {', '.join(skipped)}")
+    if problems:  # "easy to miss in a nightly log": an invalid night is INFRA, not a pass
+        report.invalid.append(f"{result.run_key}: {'; '.join(problems)}")
         raise_infra(
             conn,
-            f"upstream-gate|{spec.series.key}",
-            f"INFRA upstream gate not evaluated: {spec.series.label}",
-            [f"{g}: the figure was not computed, so upstream's test skipped it" for g in skipped]
-            + [f"build {build['number']} ({build.get('web_url') or src.pipeline})"],
+            f"run-validity|{spec.series.key}",
+            f"INFRA night not valid: {spec.series.label}",
+            [*problems, f"build {build['number']} ({build.get('web_url') or src.pipeline})"],
             dedup=str(spec.nightly),
         )
         conn.commit()
     report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]
+
+
+def _built(build: dict[str, Any]) -> dt.date | None:
+    """The day the build was created (for an artifact that carries no date of its own)."""
+    try:
+        return dt.datetime.fromisoformat(str(build.get("created_at") or "")).date()
+    except ValueError:
+        return None
 
 
 def upstream_verdicts(

@@ -25,7 +25,9 @@ def test_the_benchmarks_are_listed_with_family_metric_and_diagnoses() -> None:
         "daily_omni": ("multiple_choice", "accuracy", "incorrect", True, []),
         "videomme": ("multiple_choice", "accuracy", "incorrect", True, []),
         "librispeech": ("asr_wer", "wer", "wer", True, []),
+        "duplex_eval": ("duplex_eval", "judge_score", "incorrect", False, []),
     }
+    assert [b.id for b in benchmarks.all_benchmarks() if b.summary_only_family] == ["duplex_eval"]
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,8 @@ def test_the_shipped_table_names_known_figures_of_registered_benchmarks() -> Non
     for g in table:
         bench = benchmarks.get(g.benchmark)
         assert g.figure in bench.figures or g.figure == "seed_tts_sim_mean"
-        assert bench.figure_values(g.figure, []) == []  # the advisor can resample it
+        if not bench.summary_only_family:  # judge means: the advisor models nightly figures
+            assert bench.figure_values(g.figure, []) == []  # the advisor can resample it
     minicpm = [
         g for g in table if g.model == "openbmb/MiniCPM-o-4_5" and g.benchmark == "seed_tts_zh"
     ]

@@ -1,0 +1,38 @@
+"""Is an imported night a valid measurement of its series? A run can be silently invalid: fewer
+items judged than the suite asks, a gated figure that was never computed (upstream's
+validators skip a None, so its gate "passes" by judging nothing), or a judge protocol other
+than the series'. Each problem is a sentence; none means valid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from omni_tasks.records import RunSpec
+
+
+def run_validity(
+    spec: RunSpec,
+    verdicts: Sequence[dict[str, Any]],
+    *,
+    expected_items: int | None = None,
+    protocol_pin: str | None = None,
+) -> list[str]:
+    """The run's validity problems: `verdicts` are upstream's gate verdicts on it,
+    `expected_items` the suite's item count and `protocol_pin` the series' pin (when known)."""
+    problems = []
+    if expected_items is not None and spec.n_expected != expected_items:
+        problems.append(f"{spec.n_expected} items evaluated, the suite has {expected_items}")
+    for v in verdicts:
+        if v["verdict"] == "not_evaluated":
+            problems.append(
+                f"gate not evaluated: {v['gate']} ({v['figure']} was not computed, so "
+                "upstream's test skipped it)"
+            )
+    pin = (spec.summary or {}).get("protocol_pin")
+    if protocol_pin is not None and pin != protocol_pin:
+        problems.append(
+            f"protocol pin {str(pin)[:12]} is not the series' {protocol_pin[:12]}: judged by "
+            "another evaluator version"
+        )
+    return problems
