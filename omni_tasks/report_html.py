@@ -40,7 +40,8 @@ td,th{border:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f4f4f4} .REGRESSED{background:#fdd}
 .IMPROVED{background:#dfd} .SAME{background:#def} .UNKNOWN{background:#ffd} .INFRA{background:#ecf}
 .sim{background:#fff3cd;border:1px solid #e0c36c;padding:.5em 1em} audio{width:220px}
-.note{color:#555;font-size:.9em}
+.note{color:#555;font-size:.9em} .pass{background:#dfd} .fail{background:#fdd}
+.not-evaluated{background:#ecf} .here{font-weight:bold}
 """
 
 
@@ -174,22 +175,16 @@ def _published(
 ) -> list[dict[str, Any]]:
     """The model's published figures for the benchmark; beside each, the night's own figure
     only where it is measured by the same protocol (else: a reference, not a comparison)."""
-    from omni_tasks import benchmarks
     from omni_tasks.gates.published import published_for
-    from omni_tasks.jobs.statistics import load_graded_run
 
     out = []
     for p in published_for(series):
         ours = "different protocol: a reference, not this series' scale"
         if p.comparable is not None:
-            bench = benchmarks.get(series.benchmark)
-            shown = []
-            for r in runs:
-                if r["status"] not in ("complete", "partial") or r.get("grader") is None:
-                    continue
-                value = bench.figure_mean(p.comparable, load_graded_run(conn, r["run_key"]).clips)
-                if value is not None:
-                    shown.append(f"{r['branch']} {100 * value:.1f}")
+            shown = [
+                f"{name.split(' / ')[0]} {100 * value:.1f}"
+                for name, value in _figure_of_runs(conn, series, runs, p.comparable)
+            ]
             ours = f"same protocol ({p.comparable}): " + (", ".join(shown) or "no run tonight")
         out.append(
             {
@@ -199,6 +194,95 @@ def _published(
                 "ours": ours,
             }
         )
+    return out
+
+
+def _fleet(rows: list[dict[str, Any]], here: Series) -> list[dict[str, Any]]:
+    """The fleet's grid: each series' newest verdict, ours and upstream's, with upstream's
+    failing nights and streak and whether its newest imported night was valid."""
+    out = []
+    for r in rows:
+        series = Series(r["benchmark"], r["model"], r["lane"])
+        problems = r["validity"] or []
+        out.append(
+            {
+                "series": series.label,
+                "here": series == here,
+                "candidate": f"{r['candidate_branch']} / {r['variant']}"
+                if r["candidate_branch"]
+                else "—",
+                "verdict": r["verdict"] or "—",
+                "regressed_14d": r["regressed_14d"] if r["verdict"] else "—",
+                "upstream": r["upstream_verdict"] or "—",
+                "upstream_class": (r["upstream_verdict"] or "").replace(" ", "-"),
+                "upstream_nightly": r["upstream_nightly"] or "—",
+                "failing": r["upstream_failing_14d"] if r["upstream_verdict"] is not None else "—",
+                "streak": r["upstream_fail_streak"] if r["upstream_verdict"] is not None else "—",
+                "valid": "; ".join(problems)
+                if problems
+                else ("valid" if r["upstream_verdict"] is not None else "—"),
+            }
+        )
+    return out
+
+
+def published_figure(
+    points: list[tuple[dt.date, str, float]], lines: list[tuple[float, str]], unit_label: str
+) -> go.Figure:
+    """The series' own figure per night and branch, with each published figure of the same
+    protocol as a labelled horizontal line (another protocol is never drawn on this scale)."""
+    fig = go.Figure()
+    for name in sorted({b for _, b, _ in points}):
+        pts = sorted((d, v) for d, b, v in points if b == name)
+        fig.add_trace(
+            go.Scatter(
+                x=[d.isoformat() for d, _ in pts],
+                y=[v for _, v in pts],
+                mode="lines+markers",
+                name=_t(name),
+            )
+        )
+    for value, label in lines:
+        fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=_t(label))
+    fig.update_layout(title=_t(f"{unit_label} against the published figure (same protocol)"))
+    return fig
+
+
+def _published_chart(
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date
+) -> Markup | None:
+    """The chart of `published_figure` over the trend window, when a published figure shares
+    the series' protocol (None otherwise: the table says it is a reference only)."""
+    from omni_tasks.gates.published import published_for
+
+    same = [p for p in published_for(series) if p.comparable is not None]
+    if not same:
+        return None
+    figure = same[0].comparable or ""
+    points = []
+    for back in range(TREND_DAYS, -1, -1):
+        night = nightly - dt.timedelta(days=back)
+        runs = runs_of_night(conn, series, night)
+        points += [(night, n, v) for n, v in _figure_of_runs(conn, series, runs, figure)]
+    lines = [(p.published_scale, f"published {p.value:g} {p.unit}: {p.source}") for p in same]
+    return _fig(published_figure(points, lines, figure), "published")
+
+
+def _figure_of_runs(
+    conn: psycopg.Connection[Any], series: Series, runs: list[dict[str, Any]], figure: str
+) -> list[tuple[str, float]]:
+    """Upstream's `figure` recomputed from each graded run's items, by branch / variant."""
+    from omni_tasks import benchmarks
+    from omni_tasks.jobs.statistics import load_graded_run
+
+    bench = benchmarks.get(series.benchmark)
+    out = []
+    for r in runs:
+        if r["status"] not in ("complete", "partial") or r.get("grader") is None:
+            continue
+        value = bench.figure_mean(figure, load_graded_run(conn, r["run_key"]).clips)
+        if value is not None:
+            out.append((f"{r['branch']} / {r['variant']}", value))
     return out
 
 
@@ -347,6 +431,8 @@ def nightly_report(
         gate_advice=_gate_advice(results.gate_advice_of_night(conn, benchmark, nightly)),
         ablations=_ablations(alerts.ablations_of_night(conn, benchmark.key, nightly)),
         published=_published(conn, benchmark, runs),
+        published_chart=_published_chart(conn, benchmark, nightly),
+        fleet=_fleet(views.fleet_overview(conn), benchmark),
         trend=_fig(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
         ),

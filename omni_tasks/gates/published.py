@@ -29,6 +29,11 @@ class Published:
     source: str
     comparable: str | None  # the series figure of the same protocol, if any
 
+    @property
+    def published_scale(self) -> float:
+        """The value on the series figure's scale (a fraction where the unit is a percent)."""
+        return round(self.value / 100, 12) if self.unit.startswith("%") else self.value
+
 
 def load_published(path: Path = TABLE) -> list[Published]:
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -129,6 +129,29 @@ def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
     }
 
 
+def published_sql() -> str:
+    """The published figures of the series' protocol (`comparable`) as labelled constant
+    lines over the time range, on the figure's own scale; the others are never drawn."""
+    from omni_tasks.gates.published import load_published
+
+    def q(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    rows = [
+        f"({q(p.benchmark)}, {q(p.model)}, {q(f'published {p.value:g} {p.unit} ({p.source})')}, "
+        f"{p.published_scale!r}::float8)"
+        for p in load_published()
+        if p.comparable is not None
+    ]
+    return (
+        "SELECT time, label AS metric, value FROM (VALUES "
+        + ", ".join(rows)
+        + ") AS p(benchmark, model, label, value) CROSS JOIN generate_series("
+        "$__timeFrom()::timestamptz, $__timeTo()::timestamptz, interval '1 day') AS time "
+        "WHERE p.benchmark = '$benchmark' AND p.model = '$model' ORDER BY 1"
+    )
+
+
 def panels(slo_tail: float) -> list[dict[str, Any]]:
     trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
     scores = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
@@ -378,10 +401,13 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                     f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {scores} ORDER BY 1",
                     "C",
                 ),
+                _target(published_sql(), "D"),
             ],
             "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
             "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
-            "them. Shown for context: no verdict reads them.",
+            "them. Shown for context: no verdict reads them. A dashed 'published' line is the "
+            "model's own reported figure (gates/published.yaml), drawn only where it was "
+            "measured by the same protocol as this series' figure.",
         ),
         _panel(
             11,
@@ -390,15 +416,22 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             (0, 50, 24, 8),
             [
                 _target(
-                    "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
-                    "regressed_14d, upstream_verdict, upstream_nightly FROM omni.v_fleet_latest "
-                    "ORDER BY benchmark, model, lane, candidate_branch",
+                    "SELECT f.benchmark, f.model, f.lane, f.candidate_branch, f.variant, "
+                    "f.nightly, f.verdict, f.regressed_14d, f.upstream_verdict, "
+                    "f.upstream_nightly, u.upstream_failing_14d, u.upstream_fail_streak, "
+                    "CASE WHEN jsonb_array_length(u.validity) = 0 THEN 'valid' "
+                    "ELSE u.validity ->> 0 END AS validity "
+                    "FROM omni.v_fleet_latest f LEFT JOIN omni.v_fleet_upstream u "
+                    "USING (benchmark, model, lane) "
+                    "ORDER BY f.benchmark, f.model, f.lane, f.candidate_branch",
                     fmt="table",
                 ),
             ],
             "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
             "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
-            "the newest imported run (Buildkite). Click a benchmark to open its series here.",
+            "the newest imported run (Buildkite), the nights it failed in the last 14, its "
+            "consecutive failures, and whether that night was valid (the first problem when "
+            "not). Click a benchmark to open its series here.",
             fieldConfig={
                 "defaults": {},
                 "overrides": [
@@ -606,6 +639,7 @@ def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time
         lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'",
         sql,
     )
+    sql = sql.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
     for name in sorted(variables, key=len, reverse=True):
         value = variables[name]
         rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)

@@ -65,3 +65,8 @@ def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool
     name = "latest_decision_night" if decided else "latest_run_night"
     night: dt.date | None = _rows(conn, name, **series.args())[0]["n"]
     return night
+
+
+def fleet_overview(conn: psycopg.Connection[Any]) -> list[Row]:
+    """Every series: our newest verdict per candidate, upstream's newest with its record."""
+    return _rows(conn, "fleet_overview")

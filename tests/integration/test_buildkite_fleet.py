@@ -2,166 +2,22 @@
 shipped rules map to series (model × benchmark × lane); each run carries upstream's own gate
 verdict as its test would assert it; a MiniCPM-o seed-TTS zh night without SIM is "gate not
 evaluated" with one INFRA alert; a DuplexEval summary is a summary-only series with its
-protocol pin, not valid under another pin or sample count; a JSON artifact no rule knows is listed, never imported; a
-second sync imports nothing."""
+protocol pin, not valid under another pin or sample count; a JSON artifact no rule knows is
+listed, never imported; a second sync imports nothing."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
-from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
-from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.factories import small_artifact
-from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
-
-QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
-
-
-def daily_omni_doc(right: int, of: int) -> dict[str, Any]:
-    items = [
-        {
-            "request_id": str(i),
-            "video_id": f"v{i}",
-            "task_type": "Reasoning",
-            "gold": "A",
-            "predicted": "A" if i < right else "B",
-            "correct": i < right,
-        }
-        for i in range(of)
-    ]
-    return {
-        "date": "20261128-021500",
-        "daily_omni_accuracy": right / of,
-        "daily_omni_eval_items": items,
-    }
-
-
-def zh_doc(sim: bool) -> dict[str, Any]:
-    items = [
-        {
-            "utterance_id": f"z{i}",
-            "locale": "zh",
-            "wer": 0.0,
-            "reference_raw": "你好世界",
-            "asr_raw": "你好世界",
-            **({"sim": 0.7} if sim else {}),
-        }
-        for i in range(4)
-    ]
-    return {
-        "date": "20261128-021500",
-        "seed_tts_content_error_mean": 0.0,
-        "seed_tts_content_evaluated": 4,
-        "seed_tts_wer_eval_items": items,
-    }
-
-
-def duplex_doc(pin: str = PROTOCOL_PIN, samples: int = 66) -> dict[str, Any]:
-    """`results/summary.json` as upstream's `summarize_scores` writes it (no `date`)."""
-    return {
-        "protocol_pin": pin,
-        "samples": samples,
-        "rtd": {
-            "mean_content_score": 1.2,
-            "mean_avg_temporal_score": 2.4,
-            "by_task": {"RTD_OCR": {"mean_content_score": 1.0, "mean_avg_temporal_score": 2.0}},
-        },
-        "pr": {"samples": 36, "mean_all_success": 0.25, "by_task": {"correction": 0.3}},
-    }
-
-
-def add(
-    state: BuildkiteState, url: str, pipeline: str, number: int, files: dict[str, dict[str, Any]]
-) -> None:
-    build = {
-        "number": number,
-        "branch": "main",
-        "commit": f"{number:040x}",
-        "state": "passed",
-        "created_at": "2026-11-28T01:00:00.000Z",
-        "web_url": f"https://buildkite.com/vllm/{pipeline}/builds/{number}",
-        "jobs": [
-            {
-                "id": "job-1",
-                "step_key": "accuracy",
-                "name": "Accuracy nightly",
-                "agent": {"name": f"{pipeline}-agent-3"},
-            }
-        ],
-    }
-    state.pipelines.setdefault(pipeline, []).insert(0, build)
-    arts = []
-    for i, (path, doc) in enumerate(files.items()):
-        aid = f"{pipeline}-{number}-{i}"
-        state.blobs[aid] = json.dumps(doc).encode()
-        arts.append(
-            {
-                "id": aid,
-                "path": path,
-                "filename": path.rsplit("/", 1)[-1],
-                "job_id": "job-1",
-                "download_url": f"{url}/v2/organizations/vllm/pipelines/{pipeline}/builds/{number}"
-                f"/artifacts/{aid}/download",
-            }
-        )
-    state.pipeline_artifacts[(pipeline, number)] = arts
+from tests.fakes.buildkite_fleet import MINICPM, PROTOCOL_PIN, QWEN, fleet_api, sync
 
 
 @pytest.fixture
 def fleet():
-    state = BuildkiteState()
-    with serve_in_thread(buildkite_app(state)) as url:
-        add(
-            state,
-            url,
-            "vllm-omni",
-            11,
-            {
-                "results/qwen_omni_acc_seed_tts_20261128-021500.json": small_artifact(n=4),
-                "results/qwen_omni_acc_daily_omni_20261128-021500.json": daily_omni_doc(6, 10),
-                "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json": zh_doc(sim=False),
-                "tests/e2e/accuracy/omni_duplex_eval/results/summary.json": duplex_doc(),
-                "perf/latency_summary.json": {"p50": 1.0},
-                "perf/\x1b[2Jcleared.json": {"p50": 1.0},  # Buildkite's names are data
-            },
-        )
-        add(
-            state,
-            url,
-            "vllm-omni-amd",
-            5,
-            {
-                "results/qwen_omni_acc_seed_tts_20261128-021500.json": small_artifact(n=4),
-            },
-        )
-        add(
-            state,
-            url,
-            "vllm-omni-npu-ci",
-            7,
-            {
-                "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json": zh_doc(sim=True),
-            },
-        )
-        # A rerun of the night judged under another pin, 3 samples short: imported, not valid.
-        add(
-            state,
-            url,
-            "vllm-omni",
-            12,
-            {"tests/e2e/accuracy/omni_duplex_eval/results/summary.json": duplex_doc("0" * 40, 63)},
-        )
+    with fleet_api() as url:
         yield url
-
-
-def sync(db, url: str, pipeline: str):
-    return import_pipeline(
-        db, BuildkiteSource("vllm", pipeline, "bk-token", f"{url}/v2", backoff_s=0.01)
-    )
 
 
 def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> None:

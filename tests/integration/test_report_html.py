@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from omni_tasks.audio import write_audio
 from omni_tasks.cli import app
 from tests.factories import REGRESS, SAME, store_night
+from tests.fakes.buildkite_fleet import fleet_api, sync
 
 
 def _chromium() -> str:
@@ -125,3 +127,59 @@ def test_the_evidence_index_renders(tmp_path: Path) -> None:
     rows = re.findall(r"<tr><td>(\d{4}-\d\d-\d\d)</td>", run.stdout)
     assert rows == ["2026-11-30", "2026-11-29"]  # newest night first, both benchmarks on one row
     assert 'href="reports/daily_omni_2026-11-30.html"' in run.stdout
+
+
+def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
+    db, tmp_path: Path
+) -> None:
+    """Two gated nights of the default series plus the three pipelines' Buildkite history:
+    the report's Fleet section has a row per series with upstream's verdict coloured, its
+    record, and why a night was not valid; headless Chromium renders it (the screenshot is
+    the one README quotes)."""
+    for i, shape in enumerate([SAME, REGRESS]):
+        store_night(db, tmp_path, i, shape)
+    with fleet_api() as url:
+        for pipeline in ("vllm-omni", "vllm-omni-amd", "vllm-omni-npu-ci"):
+            sync(db, url, pipeline)
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
+    assert result.exit_code == 0, result.output
+    shot = tmp_path / "fleet.png"
+    run = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            f"--screenshot={shot}",
+            "--window-size=1280,900",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
+    section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
+    rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)
+    assert rows == [
+        "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
+        "duplex_eval · MiniCPM-o-4_5 · cuda-h100",
+        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
+        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default",
+        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · rocm-mi325",
+        "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100",
+        "seed_tts_zh · MiniCPM-o-4_5 · npu-a3",
+    ]
+    assert '<tr class="here"><td>seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default' in section
+    assert '<td class="REGRESSED">REGRESSED</td>' in section
+    assert section.count('<td class="fail">fail</td>') == 1  # Daily-Omni 0.6 < 0.685
+    assert '<td class="not-evaluated">not evaluated</td>' in section
+    assert "63 items evaluated, the suite has 66" in html.unescape(section)
+    assert shot.is_file() and shot.stat().st_size > 20_000
+    keep = os.environ.get("OMNI_KEEP_SCREENSHOT")  # bench/results/report_fleet.png, by hand
+    if keep:
+        shutil.copy(shot, keep)

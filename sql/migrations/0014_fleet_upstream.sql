@@ -1,0 +1,41 @@
+-- The fleet's upstream side per series: each imported night's own gate verdict and validity
+-- (v_upstream_night), and per series the newest one with the nights it failed in the last 14
+-- and its run of consecutive failures (v_fleet_upstream). Upstream's gates flap per lane;
+-- these are the two figures maintainers triage by.
+CREATE VIEW omni.v_upstream_night AS
+SELECT r.run_id, r.run_key, r.benchmark, r.model, r.lane, r.branch, r.nightly,
+       CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(r.source -> 'upstream_gates') g
+                         WHERE g ->> 'verdict' = 'fail') THEN 'fail'
+            WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(r.source -> 'upstream_gates') g
+                         WHERE g ->> 'verdict' = 'not_evaluated') THEN 'not evaluated'
+            ELSE 'pass' END AS upstream_verdict,
+       coalesce(r.source -> 'validity', '[]'::jsonb) AS validity
+FROM omni.run r
+WHERE jsonb_typeof(r.source -> 'upstream_gates') = 'array'
+  AND jsonb_array_length(r.source -> 'upstream_gates') > 0;
+
+CREATE VIEW omni.v_fleet_upstream AS
+WITH n AS (
+    SELECT u.*, row_number() OVER (PARTITION BY benchmark, model, lane
+                                   ORDER BY nightly DESC, run_id DESC) AS k
+    FROM omni.v_upstream_night u
+), streak AS (
+    SELECT benchmark, model, lane,
+           coalesce(min(k) FILTER (WHERE upstream_verdict <> 'fail') - 1, count(*))
+               AS upstream_fail_streak
+    FROM n GROUP BY benchmark, model, lane
+), failing AS (
+    SELECT n.benchmark, n.model, n.lane, count(DISTINCT n.nightly) AS upstream_failing_14d
+    FROM n JOIN n AS newest ON (newest.benchmark, newest.model, newest.lane, newest.k)
+                             = (n.benchmark, n.model, n.lane, 1)
+    WHERE n.upstream_verdict = 'fail' AND n.nightly > newest.nightly - 14
+    GROUP BY n.benchmark, n.model, n.lane
+)
+SELECT n.benchmark, n.model, n.lane, n.run_key, n.nightly AS upstream_nightly,
+       n.upstream_verdict, coalesce(f.upstream_failing_14d, 0) AS upstream_failing_14d,
+       s.upstream_fail_streak, n.validity
+FROM n JOIN streak s USING (benchmark, model, lane)
+LEFT JOIN failing f USING (benchmark, model, lane)
+WHERE n.k = 1;
+
+GRANT SELECT ON omni.v_upstream_night, omni.v_fleet_upstream TO omni_reader;
