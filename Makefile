@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_platform.py
 	$(BIN)/python bench/bench_fleet.py
+	$(BIN)/python bench/bench_fleet_history.py
 	$(BIN)/python bench/bench_gate_advice.py
 	$(BIN)/python bench/bench_ab.py
 	$(BIN)/python bench/bench_client.py

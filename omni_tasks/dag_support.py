@@ -788,7 +788,15 @@ def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
                 report = import_pipeline(
                     conn,
                     BuildkiteSource(
-                        cfg.org, pipeline, token, cfg.base_url, since=since, rules=rules
+                        cfg.org,
+                        pipeline,
+                        token,
+                        cfg.base_url,
+                        since=since,
+                        rules=rules,
+                        upstream_checkout=Path(cfg.upstream_checkout)
+                        if cfg.upstream_checkout
+                        else None,
                     ),
                 )
                 out[pipeline] = {

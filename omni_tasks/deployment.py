@@ -526,6 +526,11 @@ class BuildkiteSync(BaseModel):
     base_url: str = Field(default="https://api.buildkite.com/v2", pattern=r"^https?://\S+$")
     rules: str | None = Field(default=None, description="An artifact rules file (trusted)")
     lookback_days: int = Field(default=2, ge=1, le=400)
+    upstream_checkout: str | None = Field(
+        default=None,
+        description="A git checkout of vllm-omni on the worker (trusted): gate thresholds "
+        "are read from its test files at each build's commit",
+    )
 
 
 def buildkite_sync(variable: str | None = None) -> BuildkiteSync:

@@ -145,6 +145,15 @@ def import_buildkite(
         "https://api.buildkite.com/v2"
     ),
     harness_version: ArtifactHarnessOpt = None,
+    upstream_checkout: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="A git checkout of vllm-omni: each upstream gate's threshold is read from its "
+            "test file at the build's commit (default: the gate table's dated thresholds)",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Import the accuracy artifacts of Buildkite pipelines' builds (idempotent): each one the
@@ -179,6 +188,7 @@ def import_buildkite(
                     since=parse_date(since) if since else None,
                     harness_version=harness_version,
                     rules=chosen,
+                    upstream_checkout=upstream_checkout,
                 )
                 reports[slug] = import_pipeline(conn, src)
         except BuildkiteError as exc:

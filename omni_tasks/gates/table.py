@@ -5,6 +5,7 @@ replace its gates (`upstream_gate:`), or say it has none (`upstream_gate: none`)
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ class UpstreamGate:
     comparator: Comparator  # the figure must stay on this side of the threshold
     history: tuple[Threshold, ...]
     constant: str | None = None  # the test file's name for the threshold
+    test_file: str | None = None  # where upstream defines `constant` (path in vllm-omni)
 
     @property
     def threshold(self) -> float:
@@ -71,13 +73,21 @@ class UpstreamGate:
             self.comparator,
             (*self.history, Threshold(value, None, "given on the command line")),
             self.constant,
-        )
+        )  # no test_file: a threshold given by hand is not read back from upstream
 
 
 def parse_gate(raw: Any, where: str) -> UpstreamGate:
     if not isinstance(raw, dict):
         raise GateTableError(f"{where}: must be a mapping")
-    unknown = set(raw) - {"benchmark", "model", "figure", "comparator", "history", "constant"}
+    unknown = set(raw) - {
+        "benchmark",
+        "model",
+        "figure",
+        "comparator",
+        "history",
+        "constant",
+        "test_file",
+    }
     if unknown:
         raise GateTableError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     for name in ("benchmark", "model", "figure"):
@@ -107,6 +117,16 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
     constant = raw.get("constant")
     if constant is not None and not (isinstance(constant, str) and constant.isidentifier()):
         raise GateTableError(f"{where}: constant must be a Python name")
+    test_file = raw.get("test_file")
+    if test_file is not None and not (
+        isinstance(test_file, str)
+        and test_file.endswith(".py")
+        and not test_file.startswith("/")
+        and ".." not in test_file.split("/")
+    ):
+        raise GateTableError(f"{where}: test_file must be a .py path inside vllm-omni")
+    if test_file is not None and constant is None:
+        raise GateTableError(f"{where}: test_file needs the constant it defines")
     return UpstreamGate(
         raw["benchmark"],
         raw["model"],
@@ -114,14 +134,21 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
         raw["comparator"],
         tuple(thresholds),
         constant,
+        test_file,
     )
 
 
 def load_table(path: Path = TABLE) -> list[UpstreamGate]:
+    return list(_table(path, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _table(path: Path, mtime_ns: int) -> tuple[UpstreamGate, ...]:
+    """The parsed table, once per file version: a fleet sync judges every artifact by it."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or doc.get("version") != 1:
         raise GateTableError(f"{path}: must be a version: 1 gate table")
-    return [parse_gate(g, f"{path}: gates[{i}]") for i, g in enumerate(doc.get("gates") or [])]
+    return tuple(parse_gate(g, f"{path}: gates[{i}]") for i, g in enumerate(doc.get("gates") or []))
 
 
 def gates_of(series: Series, configured: list[UpstreamGate] | None = None) -> list[UpstreamGate]:

@@ -35,6 +35,7 @@ from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader
 from omni_tasks.commits import check_commit
+from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
 from omni_tasks.names import InvalidName, printable
@@ -137,6 +138,9 @@ class BuildkiteSource:
     backoff_s: float = 1.0
     harness_version: str | None = None  # the vllm-omni version the builds ran, when known
     rules: tuple[ArtifactRule, ...] = ()  # empty: the shipped rules
+    # A git checkout of vllm-omni: each gate's threshold is read from its test file at the
+    # build's commit (None: the gate table's dated history).
+    upstream_checkout: Path | None = None
 
 
 @dataclass
@@ -348,7 +352,7 @@ def _import_one(
             report.errors.append(f"build {build['number']}: {exc}")
             return
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
-    verdicts = upstream_verdicts(spec.series, parsed, spec.nightly)
+    verdicts = upstream_verdicts(spec.series, parsed, spec.nightly, src.upstream_checkout)
     problems = run_validity(
         spec,
         verdicts,
@@ -400,11 +404,16 @@ def _built(build: dict[str, Any]) -> dt.date | None:
 
 
 def upstream_verdicts(
-    series: Series, parsed: ParsedArtifact, nightly: dt.date
+    series: Series,
+    parsed: ParsedArtifact,
+    nightly: dt.date,
+    checkout: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Upstream's own verdict for each of the series' gates on this run, as its test would
     assert it: the figure recomputed from the items (or the artifact's summary), judged
-    against the threshold of that night; a figure that is missing is `not_evaluated`."""
+    against the threshold of that night — the test file's at the run's commit when a vllm-omni
+    `checkout` has it, else the gate table's on that date; a missing figure is
+    `not_evaluated`."""
     bench = benchmarks.get(parsed.spec.benchmark)
     out = []
     for gate in gates_of(series):
@@ -414,12 +423,19 @@ def upstream_verdicts(
             with contextlib.suppress(ValueError):
                 value = bench.figure_mean(gate.figure, records_of(parsed.clips, parsed.grades))
         figure = float(value) if isinstance(value, int | float) else None
-        threshold = gate.threshold_on(nightly)
+        threshold, source = gate.threshold_on(nightly), "gate table"
+        commit = parsed.spec.commit_sha
+        if checkout is not None and commit and gate.test_file and gate.constant:
+            found = threshold_at_commit(checkout, commit, gate.test_file, gate.constant)
+            if found is not None:
+                threshold, source = found, f"{gate.test_file} at {commit[:12]}"
         out.append(
             {
                 "gate": gate.describe(threshold),
                 "figure": gate.figure,
                 "value": figure,
+                "threshold": threshold,
+                "threshold_source": source,
                 "verdict": gate.verdict(figure, threshold),
             }
         )

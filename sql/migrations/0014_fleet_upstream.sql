@@ -16,26 +16,26 @@ WHERE jsonb_typeof(r.source -> 'upstream_gates') = 'array'
 
 CREATE VIEW omni.v_fleet_upstream AS
 WITH n AS (
-    SELECT u.*, row_number() OVER (PARTITION BY benchmark, model, lane
-                                   ORDER BY nightly DESC, run_id DESC) AS k
+    SELECT u.*,
+           row_number() OVER w AS k,
+           max(nightly) OVER (PARTITION BY benchmark, model, lane) AS newest_nightly
     FROM omni.v_upstream_night u
-), streak AS (
+    WINDOW w AS (PARTITION BY benchmark, model, lane ORDER BY nightly DESC, run_id DESC)
+), record AS (
     SELECT benchmark, model, lane,
+           count(DISTINCT nightly) FILTER (WHERE upstream_verdict = 'fail'
+                                           AND nightly > newest_nightly - 14)
+               AS upstream_failing_14d,
            coalesce(min(k) FILTER (WHERE upstream_verdict <> 'fail') - 1, count(*))
                AS upstream_fail_streak
     FROM n GROUP BY benchmark, model, lane
-), failing AS (
-    SELECT n.benchmark, n.model, n.lane, count(DISTINCT n.nightly) AS upstream_failing_14d
-    FROM n JOIN n AS newest ON (newest.benchmark, newest.model, newest.lane, newest.k)
-                             = (n.benchmark, n.model, n.lane, 1)
-    WHERE n.upstream_verdict = 'fail' AND n.nightly > newest.nightly - 14
-    GROUP BY n.benchmark, n.model, n.lane
 )
 SELECT n.benchmark, n.model, n.lane, n.run_key, n.nightly AS upstream_nightly,
-       n.upstream_verdict, coalesce(f.upstream_failing_14d, 0) AS upstream_failing_14d,
-       s.upstream_fail_streak, n.validity
-FROM n JOIN streak s USING (benchmark, model, lane)
-LEFT JOIN failing f USING (benchmark, model, lane)
+       n.upstream_verdict, r.upstream_failing_14d, r.upstream_fail_streak, n.validity
+FROM n JOIN record r USING (benchmark, model, lane)
 WHERE n.k = 1;
+
+-- The Buildkite sync asks, per artifact, whether it was imported before.
+CREATE INDEX run_buildkite_artifact_idx ON omni.run ((source -> 'buildkite' ->> 'artifact_id'));
 
 GRANT SELECT ON omni.v_upstream_night, omni.v_fleet_upstream TO omni_reader;

@@ -22,6 +22,10 @@ SMOKE = {
     "bench_platform.py": ([], "raw COPY of the same rows"),
     "bench_fleet.py": (["--models", "1", "--lanes", "2", "--clips", "50"], "one-series night"),
     "bench_ab.py": (["--pairs", "40"], "ratio to the nightly's one-night rule"),
+    "bench_fleet_history.py": (
+        ["--nights", "2", "--items", "3", "--single", "2", "--repeat", "2"],
+        "ratio sync / single-artifact import",
+    ),
     "bench_gate_advice.py": (
         ["--histories", "1", "--nights", "5", "--clips", "40"],
         "time ratio per-item / nightly figures",
