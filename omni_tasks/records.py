@@ -75,6 +75,7 @@ class ClipAudio:
     latency_s: float | None = None
     thinker_text: str | None = None
     error_detail: str | None = None
+    finish_reason: str | None = None  # the server's (`stop`, `length`), where recorded
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,22 @@ def run_validity(
     *,
     expected_items: int | None = None,
     protocol_pin: str | None = None,
+    switches: dict[str, str] | None = None,
 ) -> list[str]:
     """The run's validity problems: `verdicts` are upstream's gate verdicts on it,
-    `expected_items` the suite's item count and `protocol_pin` the series' pin (when known)."""
+    `expected_items` the suite's item count, `protocol_pin` the series' pin and `switches`
+    the harness's eval switches its CI step set (each when known)."""
     problems = []
     if expected_items is not None and spec.n_expected != expected_items:
         problems.append(f"{spec.n_expected} items evaluated, the suite has {expected_items}")
     for v in verdicts:
         if v["verdict"] == "not_evaluated":
+            why = ""
+            if switches is not None and "_sim_" in v["figure"] and not _on(switches, "SIM"):
+                why = "; the step did not switch SIM on (SEED_TTS_SIM_EVAL)"
             problems.append(
                 f"gate not evaluated: {v['gate']} ({v['figure']} was not computed, so "
-                "upstream's test skipped it)"
+                f"upstream's test skipped it{why})"
             )
     pin = (spec.summary or {}).get("protocol_pin")
     if protocol_pin is not None and pin != protocol_pin:
@@ -36,3 +41,7 @@ def run_validity(
             "another evaluator version"
         )
     return problems
+
+
+def _on(switches: dict[str, str], kind: str) -> bool:
+    return any(kind in k and v.lower() in ("1", "true", "yes", "on") for k, v in switches.items())

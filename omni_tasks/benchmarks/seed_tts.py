@@ -167,6 +167,7 @@ def parse_artifact(
                 no_reference += 1
         text = thinker[i] if thinker else None
         clip, grade = _clip_from_item(item, i, utt, ref, text, system_prompt, path, where)
+        clip = dataclasses.replace(clip, finish_reason=_finish_reason(item, path, where))
         clip = _checked_audio(clip, audio_roots, unavailable)
         clips.append(clip)
         if grade is not None:
@@ -299,6 +300,32 @@ def _lang_of(item: dict[str, Any]) -> str:
     """The item's own locale decides how it is scored (upstream: `zh…` per character)."""
     locale = item.get("locale")
     return "zh" if isinstance(locale, str) and locale.lower().startswith("zh") else "en"
+
+
+def _finish_reason(item: dict[str, Any], path: Path, where: str) -> str | None:
+    """The item's finish reason (upstream main: `finish_reason`, and `length_capped` when the
+    token cap cut it short, which is the reason `length`)."""
+    reason = item.get("finish_reason")
+    require(
+        reason is None
+        or (isinstance(reason, str) and 0 < len(reason) <= 40 and reason.isprintable()),
+        path,
+        f"{where}: 'finish_reason' must be a short reason (stop, length, ...)",
+    )
+    capped = item.get("length_capped")
+    require(
+        capped is None or isinstance(capped, bool),
+        path,
+        f"{where}: 'length_capped' must be true or false",
+    )
+    if capped and reason is None:
+        return "length"
+    require(
+        not (capped and reason != "length"),
+        path,
+        f"{where}: length_capped with finish_reason {reason!r}",
+    )
+    return reason
 
 
 def _reason_counts(value: Any) -> bool:

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fnmatch
+import re
 import tempfile
 import time
 from collections.abc import Generator, Iterator
@@ -305,11 +306,12 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
 
 
 def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:
-    """The build's job that uploaded the artifact (its step and agent), when the API says."""
+    """The build's job that uploaded the artifact (its step and agent, and the harness's eval
+    switches it ran with), when the API says."""
     for job in build.get("jobs") or []:
         if isinstance(job, dict) and job.get("id") == art.get("job_id"):
             agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
-            return {
+            out: dict[str, Any] = {
                 k: printable(str(v)[:200])
                 for k, v in (
                     ("step_key", job.get("step_key")),
@@ -318,7 +320,40 @@ def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:
                 )
                 if v
             }
+            switches = eval_switches(build, job)
+            if switches:
+                out["eval_switches"] = switches
+            return out
     return {}
+
+
+# The harness's switches, under both spellings: 0.30's (`SEED_TTS_WER_EVAL`,
+# `*_SAVE_ITEMS`, `*_SAVE_EVAL_ITEMS`) and upstream main's (`WER_EVAL`, `SAVE_EVAL_ITEMS`).
+EVAL_SWITCHES = {
+    "SEED_TTS_WER_EVAL": "wer_eval",
+    "WER_EVAL": "wer_eval",
+    "SEED_TTS_WER_SAVE_ITEMS": "save_items",
+    "DAILY_OMNI_SAVE_EVAL_ITEMS": "save_items",
+    "VIDEOMME_SAVE_EVAL_ITEMS": "save_items",
+    "SAVE_EVAL_ITEMS": "save_items",
+    "SEED_TTS_SIM_EVAL": "sim_eval",
+}
+_ASSIGNMENT = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?([A-Z][A-Z0-9_]{1,60})=(\S{0,20})")
+
+
+def eval_switches(build: dict[str, Any], job: dict[str, Any]) -> dict[str, str]:
+    """The eval switches a job ran with, as set in the build's or job's `env` or on its
+    command line (`SEED_TTS_WER_EVAL=1 pytest ...`), each under the name it was given."""
+    found: dict[str, str] = {}
+    for env in (build.get("env"), job.get("env")):
+        if isinstance(env, dict):
+            found.update({k: str(v)[:20] for k, v in env.items() if k in EVAL_SWITCHES})
+    command = job.get("command")
+    if isinstance(command, str):
+        for name, value in _ASSIGNMENT.findall(command[:100_000]):
+            if name in EVAL_SWITCHES:
+                found[name] = value.strip("'\"")
+    return {k: printable(v) for k, v in sorted(found.items())}
 
 
 def _import_one(
@@ -353,11 +388,13 @@ def _import_one(
             return
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
     verdicts = upstream_verdicts(spec.series, parsed, spec.nightly, src.upstream_checkout)
+    job = _job(build, art)
     problems = run_validity(
         spec,
         verdicts,
         expected_items=rule.expected,
         protocol_pin=benchmarks.get(spec.benchmark).protocol_pin,
+        switches=job.get("eval_switches") if job else None,
     )
     source = {
         **parsed.spec.source,
@@ -369,7 +406,7 @@ def _import_one(
             "artifact": printable(str(art.get("path") or "")[:300]),
             "web_url": build.get("web_url"),
             "state": build.get("state"),
-            **_job(build, art),
+            **job,
         },
         "upstream_gates": verdicts,
         "validity": problems,

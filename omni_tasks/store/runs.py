@@ -89,15 +89,15 @@ def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
 
 # Grade fields added after content hashes were first stored: left out while unset, so a run
 # stored before them keeps its hash.
-_LATER_GRADE_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos"})
+# Fields added after runs were stored: left out of the content hash while unset, so a run
+# stored before them hashes as it always did.
+_LATER_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos", "finish_reason"})
 
 
 def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
     return {
         r.utt_id: {
-            k: v
-            for k, v in dataclasses.asdict(r).items()
-            if not (v is None and k in _LATER_GRADE_FIELDS)
+            k: v for k, v in dataclasses.asdict(r).items() if not (v is None and k in _LATER_FIELDS)
         }
         for r in rows
     }
@@ -208,6 +208,7 @@ def copy_clip_audio(conn: psycopg.Connection[Any], run_id: int, clips: list[Clip
                     c.latency_s,
                     c.thinker_text,
                     c.error_detail,
+                    c.finish_reason,
                 )
             )
 

@@ -73,9 +73,25 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "protocol pin 000000000000 is not the series' ca3c122b4d4b: judged by another "
         "evaluator version",
     ]
-    assert runs[2]["source"]["validity"][0].startswith(
-        "gate not evaluated: seed_tts_sim_mean >= 0.689"
-    )
+    assert runs[2]["source"]["validity"] == [
+        "gate not evaluated: seed_tts_sim_mean >= 0.689 (seed_tts_sim_mean was not computed, "
+        "so upstream's test skipped it; the step did not switch SIM on (SEED_TTS_SIM_EVAL))"
+    ]
+    # The harness's switches under the spelling each step used (0.30's, upstream main's).
+    assert runs[2]["source"]["buildkite"]["eval_switches"] == {
+        "SEED_TTS_WER_EVAL": "1",
+        "SEED_TTS_WER_SAVE_ITEMS": "1",
+    }
+    assert runs[5]["source"]["buildkite"]["eval_switches"] == {
+        "SAVE_EVAL_ITEMS": "1",
+        "SEED_TTS_SIM_EVAL": "1",
+        "WER_EVAL": "1",
+    }
+    reasons = db.execute(
+        "SELECT DISTINCT a.finish_reason FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
+        "WHERE r.lane = 'npu-a3'"
+    ).fetchall()
+    assert [r["finish_reason"] for r in reasons] == ["stop"]  # kept per item
     assert len(reports["vllm-omni"].invalid) == 2
     infra = db.execute(
         "SELECT idempotency_key FROM omni.alert_outbox ORDER BY idempotency_key"

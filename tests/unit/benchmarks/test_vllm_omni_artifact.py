@@ -159,3 +159,38 @@ def test_upstream_mains_new_keys_are_kept_and_a_bad_tally_is_refused(tmp_path: P
     art = parse(tmp_path, doc)
     assert "seed_tts_finish_reason_counts" not in art.spec.summary
     assert any("finish_reason_counts" in w for w in art.warnings)
+
+
+def test_per_item_finish_reasons_are_kept_and_length_capped_is_length(tmp_path: Path) -> None:
+    doc = small_artifact(3)
+    items = doc["seed_tts_wer_eval_items"]
+    items[0]["finish_reason"] = "stop"
+    items[1]["length_capped"] = True
+    art = parse(tmp_path, doc)
+    assert [c.finish_reason for c in art.clips] == ["stop", "length", None]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("finish_reason", "x" * 41, "'finish_reason' must be a short reason"),
+        ("finish_reason", "stop\x1b[2J", "'finish_reason' must be a short reason"),
+        ("finish_reason", 3, "'finish_reason' must be a short reason"),
+        ("length_capped", "yes", "'length_capped' must be true or false"),
+    ],
+)
+def test_a_bad_finish_reason_is_refused_naming_the_item(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    doc = small_artifact(2)
+    doc["seed_tts_wer_eval_items"][1][field] = value
+    with pytest.raises(ArtifactError, match=r"seed_tts_wer_eval_items\[1\]") as err:
+        parse(tmp_path, doc)
+    assert message in str(err.value)
+
+
+def test_length_capped_contradicting_its_finish_reason_is_refused(tmp_path: Path) -> None:
+    doc = small_artifact(1)
+    doc["seed_tts_wer_eval_items"][0].update(finish_reason="stop", length_capped=True)
+    with pytest.raises(ArtifactError, match="length_capped with finish_reason 'stop'"):
+        parse(tmp_path, doc)
