@@ -116,6 +116,12 @@ class Benchmark(ABC):
             return f"{dataset} has no {self.dataset_file} (a {self.id} root, or demo)"
         return None
 
+    def guard_failures(self, summary: dict[str, Any], expected_items: int | None) -> list[str]:
+        """What upstream's test asserts about a night before any threshold (its protocol, its
+        sample count), as the assertions it would fail; none for a family whose test checks
+        only its figures."""
+        return []
+
     def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
         """Each item's part in upstream's summary figure `figure`, a mean over items: its
         value, or None where upstream leaves the item out (the gate advisor resamples these)."""

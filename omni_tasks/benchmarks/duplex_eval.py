@@ -67,6 +67,15 @@ class DuplexEval(Benchmark):
         """No items to recompute from: the artifact's figures are the summary."""
         return {}
 
+    def guard_failures(self, summary: dict[str, Any], expected_items: int | None) -> list[str]:
+        """The CI guard asserts the pin, then the sample count, before its thresholds."""
+        pin, samples = summary.get("protocol_pin"), summary.get("duplex_samples")
+        if pin != self.protocol_pin:
+            return [f"protocol_pin changed: {pin} != {self.protocol_pin}"]
+        if expected_items is not None and samples != expected_items:
+            return [f"expected {expected_items} samples, got {samples}"]
+        return []
+
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
         path, doc = document.path, document.doc
         require(self.claims(doc), path, "not an Omni-DuplexEval summary (protocol_pin, rtd/pr)")

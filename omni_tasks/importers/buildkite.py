@@ -388,6 +388,9 @@ def _import_one(
             return
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
     verdicts = upstream_verdicts(spec.series, parsed, spec.nightly, src.upstream_checkout)
+    guard = benchmarks.get(spec.benchmark).guard_failures(spec.summary or {}, rule.expected)
+    if guard:  # upstream's test stops at that assertion: every gate of the night fails
+        verdicts = [{**v, "verdict": "fail", "assertion": guard[0]} for v in verdicts]
     job = _job(build, art)
     problems = run_validity(
         spec,

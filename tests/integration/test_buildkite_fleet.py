@@ -59,6 +59,11 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "rtd.mean_avg_temporal_score": "pass",
         "pr.mean_all_success": "pass",
     }
+    # Build 12's guard stops at its first assertion (the pin), before any threshold.
+    assert {g["verdict"] for g in runs[1]["source"]["upstream_gates"]} == {"fail"}
+    assert runs[1]["source"]["upstream_gates"][0]["assertion"] == (
+        f"protocol_pin changed: {'0' * 40} != {PROTOCOL_PIN}"
+    )
     # DuplexEval: a summary-only series of judge figures with its pin, dated by its build.
     duplex = runs[0]
     assert duplex["status"] == "summary_only" and str(duplex["nightly"]) == "2026-11-28"
@@ -105,7 +110,7 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "SELECT benchmark, lane, upstream_verdict FROM omni.v_fleet_latest ORDER BY lane, benchmark"
     ).fetchall()
     assert [(r["benchmark"], r["lane"], r["upstream_verdict"]) for r in overview] == [
-        ("duplex_eval", "cuda-h100", "pass"),
+        ("duplex_eval", "cuda-h100", "fail"),  # its newest night is build 12's
         ("seed_tts_zh", "cuda-h100", "not evaluated"),
         ("daily_omni", "cuda-h100x2", "fail"),
         ("seed_tts_en", "cuda-h100x2", "pass"),

@@ -92,3 +92,16 @@ def test_hostile_values_are_refused_naming_the_file(tmp_path: Path, over, says) 
 def test_without_a_date_or_a_build_the_night_must_be_given(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="missing key 'date'"):
         parse(tmp_path, summary(), built=None)
+
+
+def test_the_guards_first_assertions_are_the_pin_then_the_sample_count(tmp_path: Path) -> None:
+    duplex = benchmarks.get("duplex_eval")
+    ok = parse(tmp_path, summary()).spec.summary
+    assert duplex.guard_failures(ok, 66) == []
+    short = parse(tmp_path, summary(samples=60)).spec.summary
+    assert duplex.guard_failures(short, 66) == ["expected 66 samples, got 60"]
+    assert duplex.guard_failures(short, None) == []  # the count is not known: not asserted
+    other = parse(tmp_path, summary(protocol_pin="b" * 40, samples=60)).spec.summary
+    assert duplex.guard_failures(other, 66) == [
+        f"protocol_pin changed: {'b' * 40} != {PROTOCOL_PIN}"
+    ]
