@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import os
 import re
@@ -184,3 +185,45 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     keep = os.environ.get("OMNI_KEEP_SCREENSHOT")  # bench/results/report_fleet.png, by hand
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_a_published_figure_of_the_same_protocol_is_drawn_as_a_labelled_line(
+    db, tmp_path: Path
+) -> None:
+    """Three nights of MiniCPM-o Video-MME from Buildkite: the report's chart draws the
+    series' accuracy per night with the model card's 70.4 as a labelled line (the nightly
+    follows the card's protocol); Qwen3-Omni's seed-TTS gets no such chart (another protocol)."""
+    from omni_tasks.report_html import nightly_report
+    from omni_tasks.series import Series
+    from omni_tasks.synthesis.simulator import serve_in_thread
+    from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+    from tests.fakes.buildkite_fleet import MINICPM, add
+
+    state = BuildkiteState()
+    with serve_in_thread(buildkite_app(state)) as url:
+        for night, right in ((26, 14), (27, 15), (28, 13)):
+            items = [
+                {
+                    "request_id": str(k),
+                    "question_id": f"q{k:02d}",
+                    "gold": "A",
+                    "predicted": "A" if k < right else "B",
+                    "correct": k < right,
+                }
+                for k in range(20)
+            ]
+            doc = {
+                "date": f"202611{night}-020000",
+                "videomme_accuracy": right / 20,
+                "videomme_eval_items": items,
+            }
+            add(state, url, "vllm-omni", night, {"minicpmo_4_5/results/videomme.json": doc})
+        sync(db, url, "vllm-omni")
+    page = nightly_report(db, Series("videomme", MINICPM, "cuda-h100"), dt.date(2026, 11, 28), 0.5)
+    chart = page.split('id="published"')[1].split("</script>")[0]
+    assert "published 70.4 % accuracy" in chart and '"y0":0.704' in chart.replace(" ", "")
+    assert "0.7" in chart and "0.65" in chart and "0.75" in chart  # the three nights' figures
+    qwen = nightly_report(
+        db, Series("seed_tts_en", "Qwen/Qwen3-Omni-30B-A3B-Instruct"), dt.date(2026, 11, 28), 0.5
+    )
+    assert 'id="published"' not in qwen
