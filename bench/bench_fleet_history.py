@@ -35,6 +35,7 @@ from omni_tasks.store.runs import save_run
 from omni_tasks.store.views import fleet_overview
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+from tests.fakes.buildkite_fleet import add
 
 FIRST = dt.date(2025, 12, 1)
 PIPELINES = {
@@ -98,34 +99,12 @@ def fleet_state(nights: int, items: int, url: str, state: BuildkiteState) -> Non
     for pipeline, paths in PIPELINES.items():
         for n in range(nights):
             day = FIRST + dt.timedelta(days=n)
-            number = n + 1
             stamp = f"{day:%Y%m%d}-021500"
-            build = {
-                "number": number,
-                "branch": "main",
-                "commit": f"{n + 1:040x}",
-                "state": "passed",
-                "created_at": f"{day.isoformat()}T01:00:00.000Z",
-                "web_url": f"https://buildkite.com/vllm/{pipeline}/builds/{number}",
-                "jobs": [{"id": "j1", "step_key": "accuracy", "agent": {"name": "a1"}}],
+            files = {
+                path: document(path, n, stamp, items)
+                for path in (t.format(stamp=stamp) for t in paths)
             }
-            state.pipelines.setdefault(pipeline, []).insert(0, build)
-            arts = []
-            for i, template in enumerate(paths):
-                path = template.format(stamp=stamp)
-                aid = f"{pipeline}-{number}-{i}"
-                state.blobs[aid] = json.dumps(document(path, n, stamp, items)).encode()
-                arts.append(
-                    {
-                        "id": aid,
-                        "path": path,
-                        "filename": path.rsplit("/", 1)[-1],
-                        "job_id": "j1",
-                        "download_url": f"{url}/v2/organizations/vllm/pipelines/{pipeline}"
-                        f"/builds/{number}/artifacts/{aid}/download",
-                    }
-                )
-            state.pipeline_artifacts[(pipeline, number)] = arts
+            add(state, url, pipeline, n + 1, files, f"{day.isoformat()}T01:00:00.000Z")
 
 
 def stored_rows(conn: Any) -> int:

@@ -16,6 +16,7 @@ from omni_tasks.importers.artifact import (
     ArtifactError,
     Document,
     ParsedArtifact,
+    bounded_number,
     finite_number,
     nightly_of,
     require,
@@ -126,12 +127,7 @@ class DuplexEval(Benchmark):
 
 
 def _score(value: Any, low: float, high: float, path: Any, key: str) -> float:
-    require(
-        finite_number(value) and low <= value <= high,
-        path,
-        f"{key!r} must be a number in [{low:g}, {high:g}]",
-    )
-    return float(value)
+    return bounded_number(value, low, high, path, repr(key))
 
 
 def _by_task(part: str, by_task: Any, path: Any) -> dict[str, float]:

@@ -36,6 +36,7 @@ from omni_tasks.importers.artifact import (
     ArtifactError,
     Document,
     ParsedArtifact,
+    bounded_number,
     check_item_text,
     finite_number,
     nightly_of,
@@ -427,13 +428,7 @@ def _secondary(item: dict[str, Any], key: str, path: Path, where: str) -> float 
     value = item.get(key)
     if value is None:
         return None
-    low, high = SECONDARY_RANGES[key]
-    require(
-        finite_number(value) and low <= value <= high,
-        path,
-        f"{where}: {key!r} must be a number in [{low:g}, {high:g}]",
-    )
-    return float(value)
+    return bounded_number(value, *SECONDARY_RANGES[key], path, f"{where}: {key!r}")
 
 
 def _counts(ref: str, hyp: str, lang: str) -> dict[str, Any]:

@@ -117,6 +117,16 @@ def finite_number(v: Any, bound: float = MAX_COUNT) -> TypeGuard[int | float]:
     return abs(v) <= bound if isinstance(v, int) else math.isfinite(v) and abs(v) <= bound
 
 
+def bounded_number(value: Any, low: float, high: float, path: Path, what: str) -> float:
+    """`value` as a float when it is a JSON number in [low, high], else the error naming it."""
+    require(
+        finite_number(value) and low <= value <= high,
+        path,
+        f"{what} must be a number in [{low:g}, {high:g}]",
+    )
+    return float(value)
+
+
 def numbers_in_range(doc: dict[str, Any], path: Path) -> None:
     """Refuse non-finite numbers (NaN, Infinity, 1e400) and numbers past the bounds anywhere
     in the summary: nothing is stored from such an artifact."""

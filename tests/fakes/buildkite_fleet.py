@@ -82,14 +82,21 @@ COMMANDS = {
 
 
 def add(
-    state: BuildkiteState, url: str, pipeline: str, number: int, files: dict[str, dict[str, Any]]
+    state: BuildkiteState,
+    url: str,
+    pipeline: str,
+    number: int,
+    files: dict[str, dict[str, Any]],
+    created_at: str = "2026-11-28T01:00:00.000Z",
 ) -> None:
+    """Build `number` of `pipeline` (newest first, as the API lists them), its one accuracy
+    job and `files` (artifact path → JSON document) as that job's artifacts."""
     build = {
         "number": number,
         "branch": "main",
         "commit": f"{number:040x}",
         "state": "passed",
-        "created_at": "2026-11-28T01:00:00.000Z",
+        "created_at": created_at,
         "web_url": f"https://buildkite.com/vllm/{pipeline}/builds/{number}",
         "jobs": [
             {

@@ -25,7 +25,9 @@ def _chromium() -> str:
     return exe
 
 
-def _screenshot(page: Path, shot: Path) -> subprocess.CompletedProcess[str]:
+def _screenshot(
+    page: Path, shot: Path, size: str = "1280,3000"
+) -> subprocess.CompletedProcess[str]:
     """Headless Chromium renders `page` into `shot` and dumps its DOM (stdout) and console."""
     return subprocess.run(
         [
@@ -36,7 +38,7 @@ def _screenshot(page: Path, shot: Path) -> subprocess.CompletedProcess[str]:
             "--enable-logging=stderr",
             "--log-level=0",
             f"--screenshot={shot}",
-            "--window-size=1280,3000",
+            f"--window-size={size}",
             "--dump-dom",
             page.as_uri(),
         ],
@@ -146,23 +148,7 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
     assert result.exit_code == 0, result.output
     shot = tmp_path / "fleet.png"
-    run = subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            f"--screenshot={shot}",
-            "--window-size=1280,900",
-            "--dump-dom",
-            out.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = _screenshot(out, shot, "1280,900")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
     rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)
