@@ -59,6 +59,30 @@ def zh_doc(sim: bool) -> dict[str, Any]:
     }
 
 
+def videomme_doc(right: int, of: int) -> dict[str, Any]:
+    """MiniCPM-o's Video-MME results, with upstream's per-duration breakdown."""
+    items = [
+        {
+            "request_id": str(i),
+            "question_id": f"{i:03d}-1",
+            "duration": "short" if i % 2 else "medium",
+            "domain": "Knowledge",
+            "sub_category": "Humanity & History",
+            "task_type": "Counting Problem",
+            "gold": "B",
+            "predicted": "B" if i < right else "C",
+            "correct": i < right,
+        }
+        for i in range(of)
+    ]
+    return {
+        "date": "20261128-021500",
+        "videomme_accuracy": right / of,
+        "videomme_accuracy_per_duration": {"short": 0.7, "medium": 0.7},
+        "videomme_eval_items": items,
+    }
+
+
 def duplex_doc(pin: str = PROTOCOL_PIN, samples: int = 66) -> dict[str, Any]:
     """`results/summary.json` as upstream's `summarize_scores` writes it (no `date`)."""
     return {
@@ -161,6 +185,7 @@ def fleet_api() -> Iterator[str]:
             7,
             {
                 "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json": zh_doc(sim=True),
+                "tests/e2e/accuracy/minicpmo_4_5/results/videomme.json": videomme_doc(14, 20),
             },
         )
         # A rerun of the night judged under another pin, 3 samples short: imported, not valid.

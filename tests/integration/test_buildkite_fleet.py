@@ -1,5 +1,5 @@
 """The fleet's history from Buildkite: three pipelines (CUDA, AMD, NPU) whose artifacts the
-shipped rules map to series (model × benchmark × lane); each run carries upstream's own gate
+shipped rules map to series (model × benchmark × lane), MiniCPM-o multiple choice included; each run carries upstream's own gate
 verdict as its test would assert it; a MiniCPM-o seed-TTS zh night without SIM is "gate not
 evaluated" with one INFRA alert; a DuplexEval summary is a summary-only series with its
 protocol pin, not valid under another pin or sample count; a JSON artifact no rule knows is
@@ -34,6 +34,7 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         ("daily_omni", QWEN, "cuda-h100x2"),
         ("seed_tts_en", QWEN, "cuda-h100x2"),
         ("seed_tts_zh", MINICPM, "npu-a3"),
+        ("videomme", MINICPM, "npu-a3"),
         ("seed_tts_en", QWEN, "rocm-mi325"),
     ]
     bk = runs[3]["source"]["buildkite"]
@@ -51,7 +52,8 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     # As upstream's tests assert: 0.6 < 0.685 fails; a WER of 0 passes ≤ 0.35 and ≤ 0.0156;
     # DuplexEval's record-mode thresholds (0.0) pass any score.
     assert verdicts[3] == {"daily_omni_accuracy": "fail"}
-    assert verdicts[6] == {"seed_tts_content_error_mean": "pass"}
+    assert verdicts[7] == {"seed_tts_content_error_mean": "pass"}
+    assert verdicts[6] == {"videomme_accuracy": "pass"}  # 0.70 ≥ 0.68, multiple choice per item
     assert verdicts[5] == {"seed_tts_content_error_mean": "pass", "seed_tts_sim_mean": "pass"}
     assert verdicts[2]["seed_tts_sim_mean"] == "not_evaluated"
     assert verdicts[0] == {
@@ -94,7 +96,7 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     }
     reasons = db.execute(
         "SELECT DISTINCT a.finish_reason FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
-        "WHERE r.lane = 'npu-a3'"
+        "WHERE r.lane = 'npu-a3' AND r.benchmark = 'seed_tts_zh'"
     ).fetchall()
     assert [r["finish_reason"] for r in reasons] == ["stop"]  # kept per item
     assert len(reports["vllm-omni"].invalid) == 2
@@ -115,6 +117,7 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         ("daily_omni", "cuda-h100x2", "fail"),
         ("seed_tts_en", "cuda-h100x2", "pass"),
         ("seed_tts_zh", "npu-a3", "pass"),
+        ("videomme", "npu-a3", "pass"),
         ("seed_tts_en", "rocm-mi325", "pass"),
     ]
     again = sync(db, url, "vllm-omni")
@@ -129,7 +132,7 @@ def test_stats_of_every_imported_run_reproduce_the_artifacts_figures(db, fleet) 
     for pipeline in ("vllm-omni", "vllm-omni-amd", "vllm-omni-npu-ci"):
         sync(db, fleet, pipeline)
     runs = db.execute("SELECT run_key, benchmark, summary FROM omni.run").fetchall()
-    assert len(runs) == 7
+    assert len(runs) == 8
     for run in runs:
         out = CliRunner().invoke(app, ["stats", run["run_key"], "--json"])
         assert out.exit_code == 0, out.output
@@ -198,10 +201,10 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     assert {r["lane"]: r["n"] for r in lanes.fetchall()} == {
         "cuda-h100": 3,
         "cuda-h100x2": 2,
-        "npu-a3": 1,
+        "npu-a3": 2,
     }
     sent = db.execute("SELECT state FROM omni.alert_outbox").fetchall()
     assert [m["state"] for m in sent] == ["sent", "sent"]  # the two invalid nights' INFRA
     again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
     assert again.returncode == 0
-    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 6
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 7

@@ -160,6 +160,7 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · rocm-mi325",
         "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100",
         "seed_tts_zh · MiniCPM-o-4_5 · npu-a3",
+        "videomme · MiniCPM-o-4_5 · npu-a3",
     ]
     assert '<tr class="here"><td>seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default' in section
     assert '<td class="REGRESSED">REGRESSED</td>' in section
