@@ -1,9 +1,10 @@
 """The fleet's history from Buildkite: three pipelines (CUDA, AMD, NPU) whose artifacts the
-shipped rules map to series (model × benchmark × lane), MiniCPM-o multiple choice included; each run carries upstream's own gate
-verdict as its test would assert it; a MiniCPM-o seed-TTS zh night without SIM is "gate not
-evaluated" with one INFRA alert; a DuplexEval summary is a summary-only series with its
-protocol pin, not valid under another pin or sample count; a JSON artifact no rule knows is
-listed, never imported; a second sync imports nothing."""
+shipped rules map to series (model × benchmark × lane), MiniCPM-o multiple choice included;
+each run carries upstream's own gate verdict as its test would assert it; a MiniCPM-o
+seed-TTS zh night without SIM is "gate not evaluated" with one INFRA alert; a DuplexEval
+summary is a summary-only series with its protocol pin, not valid under another pin or sample
+count; a JSON artifact no rule knows is listed, never imported; a second sync imports
+nothing."""
 
 from __future__ import annotations
 
