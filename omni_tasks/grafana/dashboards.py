@@ -461,6 +461,25 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             },
         ),
         _panel(
+            12,
+            "Summary-only figures (judge means and summaries without items; never gated)",
+            "timeseries",
+            (0, 58, 24, 8),
+            [
+                _target(
+                    "SELECT time, branch || ' ' || figure || coalesce(' @' || left(protocol_pin, "
+                    "7), '') AS metric, value FROM omni.v_summary_figures WHERE "
+                    f"$__timeFilter(time) AND {SERIES_FILTER} AND branch IN ($branch) AND "
+                    "figure NOT LIKE '%.by_task.%' AND figure <> 'duplex_samples' ORDER BY 1",
+                    "A",
+                ),
+            ],
+            "A summary-only night's own figures as its artifact reported them: Omni-DuplexEval's "
+            "RTD content and temporal scores and PR success, or a seed-TTS / multiple-choice "
+            "summary without per-item rows. A protocol pin is part of the line's name, so "
+            "nights judged under another evaluator version never join the same line.",
+        ),
+        _panel(
             10,
             "Upstream gate advice (its chance of failing a night with nothing changed)",
             "table",

@@ -35,7 +35,18 @@ SELECT n.benchmark, n.model, n.lane, n.run_key, n.nightly AS upstream_nightly,
 FROM n JOIN record r USING (benchmark, model, lane)
 WHERE n.k = 1;
 
+-- A summary-only night's figures as the artifact reported them (DuplexEval's judge means, a
+-- seed-TTS summary without items), one row per figure, with the protocol pin it was judged
+-- under: trended, never gated.
+CREATE VIEW omni.v_summary_figures AS
+SELECT r.nightly::timestamptz AS time, r.benchmark, r.model, r.lane, r.branch, r.variant,
+       kv.key AS figure, (kv.value #>> '{}')::float8 AS value,
+       r.source ->> 'protocol_pin' AS protocol_pin
+FROM omni.run r CROSS JOIN LATERAL jsonb_each(r.summary) AS kv(key, value)
+WHERE r.status = 'summary_only' AND jsonb_typeof(kv.value) = 'number';
+
 -- The Buildkite sync asks, per artifact, whether it was imported before.
 CREATE INDEX run_buildkite_artifact_idx ON omni.run ((source -> 'buildkite' ->> 'artifact_id'));
 
-GRANT SELECT ON omni.v_upstream_night, omni.v_fleet_upstream TO omni_reader;
+GRANT SELECT ON omni.v_upstream_night, omni.v_fleet_upstream, omni.v_summary_figures
+    TO omni_reader;

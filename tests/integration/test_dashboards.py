@@ -3,11 +3,16 @@ Grafana push is idempotent; events are annotated once."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from omni_tasks import benchmarks
+from omni_tasks.benchmarks.base import ImportOptions
+from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
 from omni_tasks.config import reset_settings
 from omni_tasks.grafana.dashboards import (
     DASHBOARD_DIR,
@@ -18,6 +23,7 @@ from omni_tasks.grafana.dashboards import (
     trend_dashboard,
 )
 from omni_tasks.grafana.push import refresh
+from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import D0, REGRESS, SAME, store_night
 from tests.fakes.grafana_api import GrafanaState, grafana_app
@@ -68,7 +74,7 @@ def _variables(db: psycopg.Connection) -> dict[str, str | list[str]]:
     }
 
 
-def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
+def test_every_panel_query_runs_and_returns_its_columns(history, tmp_path_factory) -> None:
     variables = _variables(history)
     expected = {
         "Tail fraction (share of broken items: WER > τ, or a wrong answer)/A": [
@@ -139,10 +145,14 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
     assert set(expected) <= set(queries)
     from_, to = f"{D0}T00:00:00Z", "2026-12-31T00:00:00Z"
     published = "Accuracy and secondary scores (never gated)/D"
+    summaries = "Summary-only figures (judge means and summaries without items; never gated)/A"
     for name, raw in queries.items():
         columns, rows = _run(history, expand(raw, variables, from_, to))
         if name == published:  # seed-TTS's published WERs are another protocol: no line
             assert rows == [], rows
+            continue
+        if name == summaries:  # the history has per-item runs only
+            assert columns == ["time", "metric", "value"] and rows == []
             continue
         assert rows, f"{name} returned no rows"
         if name in expected:
@@ -157,6 +167,26 @@ def test_every_panel_query_runs_and_returns_its_columns(history) -> None:
             "set against it)",
             0.704,
         )
+    }
+    # A DuplexEval night: its judge means, each a line named with its protocol pin.
+    doc = {
+        "protocol_pin": PROTOCOL_PIN,
+        "samples": 66,
+        "rtd": {"mean_content_score": 1.2, "by_task": {"RTD_OCR": {"mean_content_score": 1}}},
+        "pr": {"mean_all_success": 0.25},
+    }
+    path = tmp_path_factory.mktemp("duplex") / "summary.json"
+    path.write_text(json.dumps(doc))
+    parsed = benchmarks.import_artifact(
+        path, ImportOptions(branch="main", built=dt.date(2026, 11, 5))
+    )
+    save_run(history, parsed.spec, [], None)
+    history.commit()
+    duplex = {**variables, "benchmark": "duplex_eval", "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct"}
+    _, lines = _run(history, expand(queries[summaries], duplex, from_, to))
+    assert {(r["metric"], r["value"]) for r in lines} == {
+        ("main rtd.mean_content_score @ca3c122", 1.2),
+        ("main pr.mean_all_success @ca3c122", 0.25),
     }
     # Spot-check content: four nights per branch; the regressed clips of the last A/B.
     _, trend = _run(
