@@ -416,14 +416,11 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
             (0, 50, 24, 8),
             [
                 _target(
-                    "SELECT f.benchmark, f.model, f.lane, f.candidate_branch, f.variant, "
-                    "f.nightly, f.verdict, f.regressed_14d, f.upstream_verdict, "
-                    "f.upstream_nightly, u.upstream_failing_14d, u.upstream_fail_streak, "
-                    "CASE WHEN jsonb_array_length(u.validity) = 0 THEN 'valid' "
-                    "ELSE u.validity ->> 0 END AS validity "
-                    "FROM omni.v_fleet_latest f LEFT JOIN omni.v_fleet_upstream u "
-                    "USING (benchmark, model, lane) "
-                    "ORDER BY f.benchmark, f.model, f.lane, f.candidate_branch",
+                    "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
+                    "regressed_14d, upstream_verdict, upstream_nightly, upstream_failing_14d, "
+                    "upstream_fail_streak, CASE WHEN jsonb_array_length(validity) = 0 THEN "
+                    "'valid' ELSE validity ->> 0 END AS validity FROM omni.v_fleet_latest "
+                    "ORDER BY benchmark, model, lane, candidate_branch",
                     fmt="table",
                 ),
             ],

@@ -35,6 +35,32 @@ SELECT n.benchmark, n.model, n.lane, n.run_key, n.nightly AS upstream_nightly,
 FROM n JOIN record r USING (benchmark, model, lane)
 WHERE n.k = 1;
 
+-- The fleet overview reads upstream's side from v_fleet_upstream (one pass over the imported
+-- runs instead of two) and carries its record and validity as trailing columns.
+CREATE OR REPLACE VIEW omni.v_fleet_latest AS
+WITH ours AS (
+    SELECT DISTINCT ON (benchmark, model, lane, candidate_branch, variant)
+           benchmark, model, lane, candidate_branch, baseline_branch, variant, nightly, verdict,
+           confirmed
+    FROM omni.gate_decision
+    ORDER BY benchmark, model, lane, candidate_branch, variant, nightly DESC, decision_id DESC
+), failing AS (
+    SELECT benchmark, model, lane, candidate_branch, variant,
+           count(*) FILTER (WHERE verdict = 'REGRESSED') AS regressed_nights_14d
+    FROM omni.gate_decision
+    WHERE nightly > (SELECT max(nightly) FROM omni.gate_decision) - 14
+    GROUP BY benchmark, model, lane, candidate_branch, variant
+)
+SELECT coalesce(o.benchmark, u.benchmark) AS benchmark, coalesce(o.model, u.model) AS model,
+       coalesce(o.lane, u.lane) AS lane, o.candidate_branch, o.baseline_branch, o.variant,
+       o.nightly, o.verdict, o.confirmed, coalesce(f.regressed_nights_14d, 0) AS regressed_14d,
+       u.upstream_nightly, u.upstream_verdict, u.upstream_failing_14d, u.upstream_fail_streak,
+       u.validity
+FROM ours o
+FULL OUTER JOIN omni.v_fleet_upstream u USING (benchmark, model, lane)
+LEFT JOIN failing f ON (f.benchmark, f.model, f.lane, f.candidate_branch, f.variant)
+    = (o.benchmark, o.model, o.lane, o.candidate_branch, o.variant);
+
 -- A summary-only night's figures as the artifact reported them (DuplexEval's judge means, a
 -- seed-TTS summary without items), one row per figure, with the protocol pin it was judged
 -- under: trended, never gated.
