@@ -34,7 +34,10 @@ def _admin_dsn() -> str:
 
 
 ADMIN_DSN = _admin_dsn()
-_ROOT_TABLES = "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event"
+# Every table no foreign key ties to a run (TRUNCATE ... CASCADE empties the others).
+_ROOT_TABLES = (
+    "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice"
+)
 
 
 @pytest.fixture(scope="session")
