@@ -100,7 +100,9 @@ class DuplexEval(Benchmark):
             require(isinstance(block, dict), path, f"{part!r} must be an object")
             for key, (low, high) in SCALES.items():
                 if key.startswith(f"{part}.") and key.split(".", 1)[1] in block:
-                    summary[key] = _score(block[key.split(".", 1)[1]], low, high, path, key)
+                    summary[key] = bounded_number(
+                        block[key.split(".", 1)[1]], low, high, path, repr(key)
+                    )
             summary.update(_by_task(part, block.get("by_task"), path))
         warnings = []
         if pin != self.protocol_pin:
@@ -126,10 +128,6 @@ class DuplexEval(Benchmark):
         return ParsedArtifact(spec, [], [], JUDGE, warnings)
 
 
-def _score(value: Any, low: float, high: float, path: Any, key: str) -> float:
-    return bounded_number(value, low, high, path, repr(key))
-
-
 def _by_task(part: str, by_task: Any, path: Any) -> dict[str, float]:
     """Per-task means: RTD's are objects of the two scores, PR's a success rate."""
     if by_task is None:
@@ -147,13 +145,15 @@ def _by_task(part: str, by_task: Any, path: Any) -> dict[str, float]:
             f"'{part}.by_task': task name {printable(task[:60])!r} is not a plain name",
         )
         if part == "pr":
-            out[f"pr.by_task.{task}"] = _score(value, 0.0, 1.0, path, f"pr.by_task.{task}")
+            out[f"pr.by_task.{task}"] = bounded_number(
+                value, 0.0, 1.0, path, repr(f"pr.by_task.{task}")
+            )
             continue
         require(isinstance(value, dict), path, f"'rtd.by_task.{task}' must be an object")
         for name in ("mean_content_score", "mean_avg_temporal_score"):
             if name in value:
                 key = f"rtd.by_task.{task}.{name}"
-                out[key] = _score(value[name], 0.0, 3.0, path, key)
+                out[key] = bounded_number(value[name], 0.0, 3.0, path, repr(key))
     return out
 
 

@@ -387,10 +387,9 @@ def _import_one(
             report.errors.append(f"build {build['number']}: {exc}")
             return
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
-    verdicts = upstream_verdicts(spec.series, parsed, spec.nightly, src.upstream_checkout)
-    guard = benchmarks.get(spec.benchmark).guard_failures(spec.summary or {}, rule.expected)
-    if guard:  # upstream's test stops at that assertion: every gate of the night fails
-        verdicts = [{**v, "verdict": "fail", "assertion": guard[0]} for v in verdicts]
+    verdicts = upstream_verdicts(
+        spec.series, parsed, spec.nightly, src.upstream_checkout, rule.expected
+    )
     job = _job(build, art)
     problems = run_validity(
         spec,
@@ -448,12 +447,14 @@ def upstream_verdicts(
     parsed: ParsedArtifact,
     nightly: dt.date,
     checkout: Path | None = None,
+    expected_items: int | None = None,
 ) -> list[dict[str, Any]]:
     """Upstream's own verdict for each of the series' gates on this run, as its test would
     assert it: the figure recomputed from the items (or the artifact's summary), judged
     against the threshold of that night — the test file's at the run's commit when a vllm-omni
     `checkout` has it, else the gate table's on that date; a missing figure is
-    `not_evaluated`."""
+    `not_evaluated`. A test that asserts the night's protocol or item count first
+    (`guard_failures`) fails every gate there."""
     bench = benchmarks.get(parsed.spec.benchmark)
     out = []
     for gate in gates_of(series):
@@ -479,4 +480,7 @@ def upstream_verdicts(
                 "verdict": gate.verdict(figure, threshold),
             }
         )
+    guard = bench.guard_failures(parsed.spec.summary or {}, expected_items)
+    if guard:  # upstream's test stops at that assertion, before any threshold
+        out = [{**v, "verdict": "fail", "assertion": guard[0]} for v in out]
     return out

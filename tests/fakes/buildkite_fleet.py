@@ -19,12 +19,13 @@ from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
 QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
 
 
-def daily_omni_doc(right: int, of: int) -> dict[str, Any]:
+def choice_doc(prefix: str, right: int, of: int, **fields: str) -> dict[str, Any]:
+    """A multiple-choice results file: `right` of `of` items answered correctly, each item
+    carrying `fields` (its key fields and breakdown labels)."""
     items = [
         {
             "request_id": str(i),
-            "video_id": f"v{i}",
-            "task_type": "Reasoning",
+            **fields,
             "gold": "A",
             "predicted": "A" if i < right else "B",
             "correct": i < right,
@@ -33,9 +34,16 @@ def daily_omni_doc(right: int, of: int) -> dict[str, Any]:
     ]
     return {
         "date": "20261128-021500",
-        "daily_omni_accuracy": right / of,
-        "daily_omni_eval_items": items,
+        f"{prefix}_accuracy": right / of,
+        f"{prefix}_eval_items": items,
     }
+
+
+def daily_omni_doc(right: int, of: int) -> dict[str, Any]:
+    doc = choice_doc("daily_omni", right, of, task_type="Reasoning")
+    for i, item in enumerate(doc["daily_omni_eval_items"]):
+        item["video_id"] = f"v{i}"
+    return doc
 
 
 def zh_doc(sim: bool) -> dict[str, Any]:
@@ -61,26 +69,18 @@ def zh_doc(sim: bool) -> dict[str, Any]:
 
 def videomme_doc(right: int, of: int) -> dict[str, Any]:
     """MiniCPM-o's Video-MME results, with upstream's per-duration breakdown."""
-    items = [
-        {
-            "request_id": str(i),
-            "question_id": f"{i:03d}-1",
-            "duration": "short" if i % 2 else "medium",
-            "domain": "Knowledge",
-            "sub_category": "Humanity & History",
-            "task_type": "Counting Problem",
-            "gold": "B",
-            "predicted": "B" if i < right else "C",
-            "correct": i < right,
-        }
-        for i in range(of)
-    ]
-    return {
-        "date": "20261128-021500",
-        "videomme_accuracy": right / of,
-        "videomme_accuracy_per_duration": {"short": 0.7, "medium": 0.7},
-        "videomme_eval_items": items,
-    }
+    doc = choice_doc(
+        "videomme",
+        right,
+        of,
+        domain="Knowledge",
+        sub_category="Humanity & History",
+        task_type="Counting Problem",
+    )
+    for i, item in enumerate(doc["videomme_eval_items"]):
+        item.update(question_id=f"{i:03d}-1", duration="short" if i % 2 else "medium")
+    doc["videomme_accuracy_per_duration"] = {"short": 0.7, "medium": 0.7}
+    return doc
 
 
 def duplex_doc(pin: str = PROTOCOL_PIN, samples: int = 66) -> dict[str, Any]:
