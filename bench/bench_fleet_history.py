@@ -34,7 +34,7 @@ from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
 from omni_tasks.store.runs import save_run
 from omni_tasks.store.views import fleet_overview
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 from tests.fakes.buildkite_fleet import add
 
 FIRST = dt.date(2025, 12, 1)
@@ -155,7 +155,14 @@ def main() -> None:
         t0 = time.perf_counter()
         imported = 0
         for pipeline in PIPELINES:
-            src = BuildkiteSource("vllm", pipeline, state.token, f"{url}/v2", backoff_s=0.01)
+            src = BuildkiteSource(
+                "vllm",
+                pipeline,
+                state.token,
+                f"{url}/v2",
+                backoff_s=0.01,
+                artifact_hosts=STORAGE_HOSTS,
+            )
             report = import_pipeline(conn, src)
             imported += len(report.imported)
         sync_s = time.perf_counter() - t0

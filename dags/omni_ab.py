@@ -25,7 +25,7 @@ from omni_tasks import dag_support as s
     doc_md=__doc__,
 )
 def omni_ab() -> None:
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1)
+    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1, execution_timeout=s.LONG_TASK_TIMEOUT)
     def ab() -> dict:
         return s.ab(get_current_context())
 

@@ -26,7 +26,12 @@ from omni_tasks import dag_support as s
     doc_md=__doc__,
 )
 def omni_ablate() -> None:
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=s.GPU_SLOTS_PER_SERVER)
+    @task(
+        queue="gpu",
+        pool=s.GPU_POOL,
+        pool_slots=s.GPU_SLOTS_PER_SERVER,
+        execution_timeout=s.LONG_TASK_TIMEOUT,
+    )
     def ablate() -> dict:
         return s.ablate(get_current_context())
 

@@ -82,6 +82,7 @@ def seed_tts_nightly() -> None:
                 queue=lane.queue,
                 pool=lane.pool,
                 pool_slots=lane.gpus_per_server,
+                execution_timeout=lane.execution_timeout,
             ).expand(plan=heads[-1])
         )
     stats = summarize()

@@ -23,7 +23,7 @@ from omni_tasks import dag_support as s
     doc_md=__doc__,
 )
 def seed_tts_regrade() -> None:
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1)
+    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1, execution_timeout=s.REGRADE_TIMEOUT)
     def regrade() -> dict:
         return s.regrade(get_current_context())
 

@@ -21,12 +21,18 @@ import psycopg
 
 log = logging.getLogger(__name__)
 
+# Every task has an execution_timeout: a CPU task (stats, gate, reports, delivery) 2 h; a GPU
+# task of the nightly its lane's `execution_timeout_s` (deployment config); a bisection,
+# ablation or A/B (many runs in one task) a day; a re-grade 6 h.
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "omni-tasks",
     "retries": 2,
     "retry_delay": dt.timedelta(minutes=5),
     "retry_exponential_backoff": True,
+    "execution_timeout": dt.timedelta(hours=2),
 }
+LONG_TASK_TIMEOUT = dt.timedelta(hours=24)
+REGRADE_TIMEOUT = dt.timedelta(hours=6)
 GPU_POOL = "gpu"
 GPU_SLOTS_PER_SERVER = 2  # thinker on one GPU; talker, code2wav and Whisper on the other
 
@@ -39,11 +45,12 @@ def nightly_params() -> dict[str, Any]:
     from airflow.sdk import Param
 
     from omni_tasks import benchmarks
+    from omni_tasks.trust import forms
 
-    def field(kind: str, section: str, title: str, description: str, **kw: Any) -> Any:
+    def field(kind: str | list[str], section: str, title: str, description: str, **kw: Any) -> Any:
         return Param(
             None,
-            type=["null", kind],
+            type=["null", *([kind] if isinstance(kind, str) else kind)],
             title=title,
             section=section,
             description=description,
@@ -82,9 +89,9 @@ def nightly_params() -> dict[str, Any]:
             "object",
             where,
             "Target per branch",
-            'branch → vllm-serve, http(s)://HOST:PORT or simulator:PROFILE, e.g. {"main": '
-            '"simulator:main", "rebase": "http://gpu-7:8091"}',
-            additionalProperties={"type": ["string", "object"]},
+            "branch → simulator:PROFILE, or a target the deployment config names (its "
+            'series\' targets and form_choices.targets), e.g. {"main": "simulator:main"}',
+            additionalProperties=forms.TARGET_SCHEMA,
             examples=[{"main": "simulator:main", "rebase": "simulator:rebase"}],
         ),
         "commits": field(
@@ -94,28 +101,38 @@ def nightly_params() -> dict[str, Any]:
             'branch → commit SHA (7–40 hex), e.g. {"rebase": "3f2a9c1"}; default: the head',
             additionalProperties={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
         ),
-        "repo": field("string", where, "Git repo", "Where branch heads are read"),
         "environment": field(
             "object",
             where,
-            "Environment",
-            "vllm-serve: {strategy: venv|existing, repo, root, python} (packages: config only)",
+            "vLLM build",
+            '{"vllm": BUILD}, one of the config\'s form_choices (environment.vllm); the rest '
+            "of the environment is the config's",
+            **forms.ENVIRONMENT_SCHEMA,
         ),
         "server": field(
             "object",
             where,
-            "Server",
-            "vllm-serve: {gpus, startup_timeout_s}; the model only among the config's "
-            "form_choices; env only from the config",
+            "Model",
+            '{"model": NAME}, one of the config\'s form_choices (server.model); the rest of the '
+            "server is the config's",
+            **forms.SERVER_SCHEMA,
         ),
         "overrides": field(
-            "object", where, "Deploy overrides", 'e.g. {"stage_args": [{"enforce_eager": true}]}'
+            ["object", "string"],
+            where,
+            "Deploy overrides",
+            "The name of one of the config's named_overrides, or "
+            '{"stages": [{"stage_id": 0, "enforce_eager": true}]} (eager mode, batching and '
+            "sampling keys only)",
+            **forms.OVERRIDE_SCHEMA,
         ),
         "grader": field(
             "object",
             how,
             "Grader",
-            'GraderSpec fields, e.g. {"backend": "faster-whisper", "harness_version": "0.30.0"}',
+            'e.g. {"backend": "faster-whisper", "harness_version": "0.30.0"} (the model is the '
+            "config's)",
+            **forms.GRADER_SCHEMA,
         ),
         "prompt_template": field(
             "string",
@@ -260,6 +277,9 @@ def _stoppable(runs_after_stop: bool) -> Callable[[F], F]:
 
             from airflow.sdk.exceptions import AirflowTaskTerminated
 
+            from omni_tasks.trust.redact import install_log_filter
+
+            install_log_filter()  # the task's log lines pass the redaction gate
             if _stopped and not runs_after_stop:
                 raise AirflowTaskTerminated("not started: the process was stopped (SIGTERM)")
             previous = signal.getsignal(signal.SIGTERM)
@@ -479,15 +499,53 @@ def on_task_failure(context: dict[str, Any]) -> None:
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)
 
 
+def _serving_params() -> dict[str, Any]:
+    """The serving choices a one-series form (bisect, ablate) may make; the rest is the
+    configured series' (README "Untrusted input")."""
+    from airflow.sdk import Param
+
+    from omni_tasks.trust import forms
+
+    return {
+        "grader": Param({}, type="object", description="Grader choices", **forms.GRADER_SCHEMA),
+        "environment": Param(
+            {},
+            type="object",
+            description="{vllm: BUILD} among the config's form_choices",
+            **forms.ENVIRONMENT_SCHEMA,
+        ),
+        "server": Param(
+            {},
+            type="object",
+            description="{model: NAME} among the config's form_choices",
+            **forms.SERVER_SCHEMA,
+        ),
+        "overrides": Param(
+            {},
+            type=["object", "string"],
+            description="A named override of the config, or eager/batching/sampling keys",
+            **forms.OVERRIDE_SCHEMA,
+        ),
+    }
+
+
 def bisect_params() -> dict[str, Any]:
     from airflow.sdk import Param
 
+    from omni_tasks.trust import forms
+
     return {
-        "history": Param([], type="array", description="Commits, oldest (good) to newest (bad)"),
+        "history": Param(
+            [],
+            type="array",
+            maxItems=forms.MAX_LIST,
+            items={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
+            description="Commits, oldest (good) to newest (bad)",
+        ),
         "target": Param(
             "simulator:commit-history",
-            type="string",
-            description="http(s)://… or simulator:PROFILE",
+            description="simulator:PROFILE, vllm-serve, or a target the config names",
+            **forms.TARGET_SCHEMA,
         ),
         "branch": Param("rebase", type="string"),
         "baseline": Param("main", type="string"),
@@ -499,11 +557,13 @@ def bisect_params() -> dict[str, Any]:
         "transcript_mode": Param(False, type="boolean"),
         "dataset": Param("demo", type="string"),
         "limit": Param(None, type=["null", "integer"]),
-        "seed": Param(1000, type="integer"),
-        "alpha": Param(0.05, type="number"),
+        "seed": Param(1000, type="integer", minimum=0, maximum=2**31 - 1),
+        "alpha": Param(0.05, type="number", exclusiveMinimum=0, maximum=0.5),
         "budget": Param(
             4.0,
             type="number",
+            exclusiveMinimum=0,
+            maximum=100,
             description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
         ),
         "axis": Param(
@@ -518,11 +578,7 @@ def bisect_params() -> dict[str, Any]:
         "variant": Param("default", type="string"),
         "benchmark": Param(None, type=["null", "string"]),
         "lane": Param("default", type="string", description="The series' hardware lane"),
-        "grader": Param({}, type="object", description="GraderSpec fields"),
-        "environment": Param({}, type="object", description="vllm-serve: as the nightly's"),
-        "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
-        "overrides": Param({}, type="object", description="Deploy overrides"),
-        "repo": Param(None, type=["null", "string"]),
+        **_serving_params(),
         "alert_id": Param(
             None,
             type=["null", "integer"],
@@ -536,14 +592,16 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, check_form_locks, deployment_config, form_fields
+    from omni_tasks.deployment import VARIABLE, check_form, form_fields, series_config, with_serving
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
-    form = dict(context["params"])
+    form = form_fields(dict(context["params"]))
     try:
-        # What runs on the worker (server env, model, packages) is the deployment config's.
-        check_form_locks(form_fields(form), deployment_config(Variable.get(VARIABLE, default=None)))
-        p = BisectParams(**form)
+        # The form only chooses; what runs on the worker is the deployment config's series.
+        config = series_config(
+            Variable.get(VARIABLE, default=None), form.get("benchmark"), form.get("lane")
+        )
+        p = BisectParams(**with_serving(check_form("bisect", form, config), config))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"bisect parameters: {exc}") from None
     with results_db() as conn:
@@ -561,13 +619,19 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
 def ablate_params() -> dict[str, Any]:
     from airflow.sdk import Param
 
+    from omni_tasks.trust import forms
+
     return {
         "nightly": Param("", type="string", description="The confirmed night (YYYY-MM-DD)"),
         "candidate_target": Param(
-            "vllm-serve", type="string", description="vllm-serve, http(s)://… or simulator:P"
+            "vllm-serve",
+            description="vllm-serve, simulator:PROFILE or a target the config names",
+            **forms.TARGET_SCHEMA,
         ),
         "baseline_target": Param(
-            "vllm-serve", type="string", description="vllm-serve, http(s)://… or simulator:P"
+            "vllm-serve",
+            description="vllm-serve, simulator:PROFILE or a target the config names",
+            **forms.TARGET_SCHEMA,
         ),
         "branch": Param("rebase", type="string", description="The candidate branch"),
         "baseline": Param("main", type="string"),
@@ -577,17 +641,15 @@ def ablate_params() -> dict[str, Any]:
         "ablations": Param(
             None,
             type=["null", "array"],
-            description="[{name, overrides, why}] (null: the shipped four)",
+            maxItems=16,
+            description="Names of the config's named_overrides, or [{name, overrides, why}] "
+            "with eager/batching/sampling keys (null: the shipped four)",
         ),
         "transcript_mode": Param(False, type="boolean"),
         "dataset": Param("demo", type="string"),
-        "seed": Param(3000, type="integer"),
-        "control": Param(25, type="integer"),
-        "grader": Param({}, type="object", description="GraderSpec fields"),
-        "environment": Param({}, type="object", description="vllm-serve: as the nightly's"),
-        "server": Param({}, type="object", description="vllm-serve: as the nightly's"),
-        "overrides": Param({}, type="object", description="The series' deploy overrides"),
-        "repo": Param(None, type=["null", "string"]),
+        "seed": Param(3000, type="integer", minimum=0, maximum=2**31 - 1),
+        "control": Param(25, type="integer", minimum=0, maximum=10_000),
+        **_serving_params(),
         "alert_id": Param(
             None, type=["null", "integer"], description="The alert whose Slack thread gets it"
         ),
@@ -599,13 +661,15 @@ def ablate(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, check_form_locks, deployment_config, form_fields
+    from omni_tasks.deployment import VARIABLE, check_form, form_fields, series_config, with_serving
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
     given = form_fields(dict(context["params"]))
     try:
-        check_form_locks(given, deployment_config(Variable.get(VARIABLE, default=None)))
-        p = AblateParams(**given)
+        config = series_config(
+            Variable.get(VARIABLE, default=None), given.get("benchmark"), given.get("lane")
+        )
+        p = AblateParams(**with_serving(check_form("ablate", given, config), config))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"ablate parameters: {exc}") from None
     with results_db() as conn:
@@ -630,8 +694,7 @@ def regrade_params() -> dict[str, Any]:
     return {
         "run_key": Param("", type="string", description="Run whose stored audio to grade"),
         "backend": Param("faster-whisper", type="string", enum=list(BACKENDS)),
-        "model": Param(None, type=["null", "string"]),
-        "precision": Param(None, type=["null", "string"]),
+        "precision": Param(None, type=["null", "string"], maxLength=20),
         "window": Param(
             None,
             type=["null", "string"],
@@ -644,15 +707,22 @@ def regrade_params() -> dict[str, Any]:
             enum=[None, *HARNESS_WINDOW],
             description="The vllm-omni reference harness the re-grade must match",
         ),
-        "device": Param("cpu", type="string"),
-        "batch_size": Param(8, type="integer"),
+        "device": Param("cpu", type="string", pattern=r"^(cpu|cuda|npu)(:[0-9]{1,2})?$"),
+        "batch_size": Param(8, type="integer", minimum=1, maximum=64),
     }
 
 
 @stops_on_sigterm
 def regrade(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.jobs.regrade import RegradeFormError, check_form
     from omni_tasks.jobs.regrade import regrade as run
 
+    try:
+        check_form(context["params"])
+    except RegradeFormError as exc:
+        raise AirflowFailException(str(exc)) from None
     with results_db() as conn:
         out = run(conn, context["params"])
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
@@ -797,11 +867,14 @@ def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
                         upstream_checkout=Path(cfg.upstream_checkout)
                         if cfg.upstream_checkout
                         else None,
+                        artifact_hosts=tuple(cfg.artifact_hosts),
+                        download_deadline_s=cfg.download_deadline_s,
                     ),
                 )
                 out[pipeline] = {
                     "imported": len(report.imported),
                     "skipped": report.skipped,
+                    "skipped_builds": report.skipped_builds,
                     "unknown": report.unknown,
                     "invalid": report.invalid,
                     "errors": report.errors,

@@ -6,9 +6,9 @@ Version 1 is one series: its keys are the trigger form's fields plus `version` a
 `form_choices`. Version 2 is a fleet: `lanes` (name → queue, pool, GPUs per server),
 `defaults` (any series field) and `series` (each a model × benchmark × lane with its branches,
 baseline and targets; README "Deployment config"). A manual run's non-empty form fields
-override every series for that run,
-except what names a process on the GPU worker (LOCKED): the form may only pick among the
-config's `form_choices` for those (README "Untrusted input").
+override every series for that run, within the form's allow-list (omni_tasks.trust.forms): a
+form chooses among what the config offers (`form_choices`, `named_overrides`, its targets) and
+never names a process, package, environment, resource or URL (README "Untrusted input").
 
 Validated when a DAG run starts: every error names its field, and the DAG turns it into a
 failure that is not retried (a typo must not retry for many minutes). A scheduled run without
@@ -17,6 +17,7 @@ a config fails: it would otherwise benchmark nothing real.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from omni_tasks import benchmarks
 from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.series import DEFAULT_LANE
+from omni_tasks.trust import forms
 
 VARIABLE = "omni_nightly_config"
 ENV = "OMNI_NIGHTLY_CONFIG"
@@ -36,19 +38,11 @@ VERSIONS = (1, 2)
 STRATEGIES = ("existing", "venv", "image")
 
 
-# What names a process, its environment or its packages on the GPU worker: set by the
-# deployment config (trusted, the operator's) alone; a trigger form may only pick one of the
-# values the config lists for it under `form_choices` (e.g. `server.model: [A, B]`).
-LOCKED = (
-    "server.env",
-    "server.model",
-    "server.gpu_resource",
-    "environment.requirements",
-    "environment.image",
-)
-# Form sections merged key by key into the config's (a form's `server: {gpus: 1}` keeps the
-# config's model), so a form cannot drop a locked value by replacing its section.
+# Form sections merged key by key into the config's (a form's `server: {model: B}` keeps the
+# config's gpus), so a form cannot drop a config value by replacing its section.
 MERGED = ("server", "environment")
+# What `form_choices` may offer the form: models, vLLM builds and targets.
+CHOICE_KEYS = ("server.model", "environment.vllm", "targets")
 # A deployment config is a page of YAML; anchors may share blocks, not multiply them.
 MAX_NODES = 100_000
 
@@ -132,34 +126,23 @@ def form_fields(form: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in form.items() if v not in (None, "", [], {})}
 
 
-def check_form_locks(given: dict[str, Any], config: dict[str, Any]) -> None:
-    """Refuse a form value for a LOCKED field unless it is the config's own value or one of
-    the config's `form_choices` for it."""
+def check_form(kind: str, given: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The form's fields through its allow-list (omni_tasks.trust.forms), against `config`
+    (the series' fields with the config's form_choices and named_overrides)."""
     _check_choices(config.get("form_choices"), "deployment config")
-    choices = config.get("form_choices") or {}
-    if "form_choices" in given:
-        raise ConfigError("trigger form: form_choices: set by the deployment config only")
-    for dotted in LOCKED:
-        section, name = dotted.split(".")
-        part = given.get(section)
-        if not isinstance(part, dict) or name not in part:
-            continue
-        value = part[name]
-        own = (config.get(section) or {}).get(name)
-        if value == own or value in (choices.get(dotted) or ()):
-            continue
-        allowed = choices.get(dotted)
-        hint = f"; the config allows: {_names(allowed)}" if allowed else ""
-        raise ConfigError(
-            f"trigger form: {dotted}: set by the deployment config only (it names what runs "
-            f"on the GPU worker){hint}"
-        )
+    try:
+        return forms.check_form(kind, given, config)
+    except forms.FormError as exc:
+        raise ConfigError(str(exc)) from None
 
 
-def deployment_config(variable: str | None) -> dict[str, Any]:
-    """The configured deployment's fields ({} when none is configured), as the one-series
-    forms (the bisect's) check against: a fleet's first series, whose form_choices also allow
-    every other series' own locked values (a bisect of any series may name its model)."""
+def series_config(
+    variable: str | None, benchmark: str | None = None, lane: str | None = None
+) -> dict[str, Any]:
+    """The configured series a one-series form (a bisect's, an ablation's) runs on ({} when
+    nothing is configured): a version 1 config, or the fleet's series of that benchmark (and
+    lane), else its first; with the config's form_choices and named_overrides. Its serving
+    fields (repo, environment, server, overrides) are the run's; the form only chooses."""
     found = source(variable)
     if found is None:
         return {}
@@ -168,13 +151,34 @@ def deployment_config(variable: str | None) -> dict[str, Any]:
         return doc
     _check_choices(doc.get("form_choices"), found[0])
     series = _fleet_series(found[0], doc)
-    choices = {k: list(v) for k, v in (doc.get("form_choices") or {}).items()}
     for config in series:
-        for dotted in LOCKED:
-            section, name = dotted.split(".")
-            if name in (config.get(section) or {}):
-                choices.setdefault(dotted, []).append(config[section][name])
-    return {**series[0], "form_choices": choices}
+        if (benchmark is None or config.get("benchmark") == benchmark) and (
+            lane in (None, "default") or config.get("lane") == lane
+        ):
+            break
+    else:
+        config = series[0]
+    extra = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
+    return {**config, **extra}
+
+
+SERVING = ("repo", "environment", "server", "overrides")
+
+
+def with_serving(form: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """A one-series form's fields over the config's serving fields (sections merged key by
+    key): what runs on the worker is the config's."""
+    from omni_tasks.synthesis.stages import merge_deploy
+
+    out = {k: config[k] for k in SERVING if config.get(k) not in (None, {}, "")}
+    for key, value in form.items():
+        if key in MERGED and isinstance(out.get(key), dict) and isinstance(value, dict):
+            out[key] = {**out[key], **value}
+        elif key == "overrides" and isinstance(out.get(key), dict):
+            out[key] = merge_deploy(out[key], value, new_stages=True)
+        else:
+            out[key] = value
+    return out
 
 
 def resolve(
@@ -196,11 +200,9 @@ def resolve(
 
 
 def _series_params(config: dict[str, Any], given: dict[str, Any], where: str) -> NightlyParams:
-    """One series' parameters: its config, then the form's given fields (locks checked)."""
-    check_form_locks(given, config)
-    if "lane" in given:
-        raise ConfigError("trigger form: lane: set by the deployment config only")
-    config = {k: v for k, v in config.items() if k != "form_choices"}  # checked; not a field
+    """One series' parameters: its config, then the form's given fields (allow-list checked)."""
+    given = check_form("nightly", given, config)
+    config = {k: v for k, v in config.items() if k not in ("form_choices", "named_overrides")}
     merged = {**config, **given}
     for section in MERGED:
         if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):
@@ -226,6 +228,13 @@ class Lane(BaseModel):
     # The accelerator a server pod asks for (environment.strategy image): nvidia.com/gpu,
     # amd.com/gpu, or the Ascend device plugin's huawei.com/Ascend910.
     gpu_resource: str = Field(default="nvidia.com/gpu", pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
+    # Airflow's execution_timeout for the lane's GPU tasks: above a series' own
+    # gpu_task_timeout_s (6 h by default), so the task's deadline stops it first and cleanly.
+    execution_timeout_s: float = Field(default=6.5 * 3600, gt=0, le=48 * 3600)
+
+    @property
+    def execution_timeout(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.execution_timeout_s)
 
 
 # A lane names Airflow tasks (`run_branch__LANE`), queues and pools: a plain name.
@@ -276,7 +285,8 @@ def _fleet_night(where: str, doc: dict[str, Any], form: dict[str, Any]) -> Night
         server = config.setdefault("server", {})
         server.setdefault("gpus", lane.gpus_per_server)
         server.setdefault("gpu_resource", lane.gpu_resource)
-        params = _series_params({**config, "form_choices": doc.get("form_choices")}, given, at)
+        extra = {k: doc.get(k) for k in ("form_choices", "named_overrides")}
+        params = _series_params({**config, **extra}, given, at)
         ident = (params.series.key, params.variant)
         if ident in seen:
             raise ConfigError(
@@ -288,7 +298,16 @@ def _fleet_night(where: str, doc: dict[str, Any], form: dict[str, Any]) -> Night
     return Night(lanes, out)
 
 
-_FLEET_KEYS = {"version", "lanes", "defaults", "series", "form_choices", "ab", "buildkite"}
+_FLEET_KEYS = {
+    "version",
+    "lanes",
+    "defaults",
+    "series",
+    "form_choices",
+    "named_overrides",
+    "ab",
+    "buildkite",
+}
 
 
 def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -354,10 +373,10 @@ def _check_choices(choices: Any, where: str) -> None:
     if not isinstance(choices, dict) or not all(isinstance(v, list) for v in choices.values()):
         raise ConfigError(f"{where}: form_choices: a mapping of field → list of values")
     for key in choices:
-        if key not in LOCKED:
+        if key not in CHOICE_KEYS:
             raise ConfigError(
-                f"{where}: form_choices.{key}: only {_names(LOCKED)} are chosen this way "
-                "(other fields are the form's to set)"
+                f"{where}: form_choices.{key}: only {_names(CHOICE_KEYS)} are offered this way "
+                "(other fields are the config's alone)"
             )
 
 
@@ -526,6 +545,12 @@ class BuildkiteSync(BaseModel):
     base_url: str = Field(default="https://api.buildkite.com/v2", pattern=r"^https?://\S+$")
     rules: str | None = Field(default=None, description="An artifact rules file (trusted)")
     lookback_days: int = Field(default=2, ge=1, le=400)
+    artifact_hosts: list[str] = Field(
+        default_factory=lambda: ["buildkiteartifacts.com", "s3.amazonaws.com"],
+        description="Hosts (and their subdomains) artifact downloads may be fetched from, "
+        "beside the API's own; a host listed by name may be a private address",
+    )
+    download_deadline_s: float = Field(default=300.0, gt=0, le=3600)
     upstream_checkout: str | None = Field(
         default=None,
         description="A git checkout of vllm-omni on the worker (trusted): gate thresholds "

@@ -28,6 +28,7 @@ from omni_tasks.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
+from omni_tasks.trust.redact import redact
 
 MAX_AUDIO_CLIPS = 30
 TREND_DAYS = 90
@@ -360,6 +361,8 @@ def _clips(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("omni_tasks", "templates"),
     autoescape=True,  # every value is data unless report_html wraps it in Markup
+    # The one redaction gate for every value shown (Markup is the report's own HTML).
+    finalize=lambda v: redact(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
 )

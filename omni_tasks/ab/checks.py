@@ -13,6 +13,7 @@ from githubkit import AppInstallationAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.exception import GitHubException
 
 from omni_tasks.config import get_settings
+from omni_tasks.trust.redact import redact
 
 CHECK_NAME = "omni-tasks A/B"
 Conclusion = Literal["success", "failure", "neutral", "action_required"]
@@ -69,7 +70,7 @@ def start(repo: str, head_sha: str, title: str, details_url: str | None) -> Chec
         "name": CHECK_NAME,
         "head_sha": head_sha,
         "status": "in_progress",
-        "output": {"title": title, "summary": "Running base and head, interleaved."},
+        "output": {"title": redact(title), "summary": "Running base and head, interleaved."},
     }
     if details_url:
         data["details_url"] = details_url
@@ -87,9 +88,10 @@ def complete(run: CheckRun, verdict: str, title: str, summary: str, text: str) -
         "status": "completed",
         "conclusion": CONCLUSIONS[verdict],
         "output": {
-            "title": title[:250],
-            "summary": summary[:MAX_SUMMARY],
-            "text": text[:MAX_SUMMARY],
+            # Through the redaction gate: the summary quotes servers' and builds' text.
+            "title": redact(title)[:250],
+            "summary": redact(summary)[:MAX_SUMMARY],
+            "text": redact(text)[:MAX_SUMMARY],
         },
     }
     try:

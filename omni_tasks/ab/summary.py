@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from omni_tasks.formatting import pts, pts_ci
 from omni_tasks.links import audio_url
+from omni_tasks.trust.redact import outbound
 
 if TYPE_CHECKING:
     from omni_tasks.jobs.ab import ABRequest, ABResult
@@ -74,8 +75,11 @@ def worst_clips_markdown(clips: list[dict[str, Any]]) -> str:
 
 
 def _cell(text: Any) -> str:
-    s = str(text or "").replace("|", "\\|").replace("\n", " ")
-    return s[:157] + "…" if len(s) > 160 else s
+    """A server's text in a markdown table cell: through the gate, escaped for GitHub (no
+    links, images, HTML or table breaks from it)."""
+    s = str(text or "")
+    s = s[:157] + "…" if len(s) > 160 else s
+    return outbound(s, "github")
 
 
 def _wer(x: Any) -> str:

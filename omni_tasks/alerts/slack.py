@@ -31,6 +31,7 @@ from omni_tasks.alerts.blocks import render_text
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.config import get_settings
 from omni_tasks.store import alerts as store
+from omni_tasks.trust.redact import redact, register
 
 log = logging.getLogger(__name__)
 METADATA_TYPE = "omni_tasks_alert"
@@ -67,10 +68,6 @@ class Sink(Protocol):
     def update(self, ts: str, payload: dict[str, Any]) -> None: ...
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None: ...
     def find(self, key: str, parent_ts: str | None) -> str | None: ...
-
-
-def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "xox…redacted") if secret else text
 
 
 class SlackSink:
@@ -248,7 +245,7 @@ def _pending(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
 
 def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5) -> DispatchReport:
     """Deliver pending outbox messages in order (one dispatcher at a time)."""
-    secret = getattr(sink, "_token", None)
+    register(getattr(sink, "_token", None))  # a token given directly, not from the env
     channel = str(getattr(sink, "channel", sink.name))
     if not store.try_dispatch_lock(conn):
         conn.commit()
@@ -266,7 +263,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     ts = sink.find(key, parent if op == "reply" else None)
                 except Exception as exc:
                     ts = None
-                    log.warning("could not look up %s: %s", key, redact(str(exc), secret))
+                    log.warning("could not look up %s: %s", key, redact(str(exc)))
                 if ts is not None:
                     _mark_sent(conn, m, ts, channel)
                     recovered += 1
@@ -289,7 +286,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     ) from None
                 if isinstance(exc, AudioUnavailable):
                     exc = DeliveryError(f"audio unavailable: {exc}")
-                error = redact(f"{type(exc).__name__}: {exc}", secret)[:500]
+                error = redact(f"{type(exc).__name__}: {exc}")[:500]
                 state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
                 if op in ("post", "reply") and _unknown_outcome(exc) and state != "failed":
                     state = "sending"  # it may have been posted: look it up before re-sending

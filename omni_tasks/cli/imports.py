@@ -154,6 +154,13 @@ def import_buildkite(
             "test file at the build's commit (default: the gate table's dated thresholds)",
         ),
     ] = None,
+    artifact_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A host artifact downloads may come from besides the API (repeat; default: "
+            "Buildkite's S3 storage). A host named here may be a private address",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Import the accuracy artifacts of Buildkite pipelines' builds (idempotent): each one the
@@ -189,6 +196,7 @@ def import_buildkite(
                     harness_version=harness_version,
                     rules=chosen,
                     upstream_checkout=upstream_checkout,
+                    **({"artifact_hosts": tuple(artifact_host)} if artifact_host else {}),
                 )
                 reports[slug] = import_pipeline(conn, src)
         except BuildkiteError as exc:
@@ -205,6 +213,8 @@ def import_buildkite(
             err.print(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}", highlight=False)
         for n in report.invalid:
             err.print(f"[red]night not valid:[/] {n}", highlight=False)
+        for b in report.skipped_builds:
+            err.print(f"[yellow]build {b}[/]", highlight=False)
         console.print(
             f"{slug}: imported {len(report.imported)} run(s), skipped {report.skipped} already "
             f"imported; {len(report.builds_without_artifact)} build(s) without a known artifact",

@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 _RESOURCE = re.compile(r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
 PORT = 8091
+NON_ROOT_UID = 1000
 FAILED_PHASES = ("Failed", "Succeeded")  # a server pod that ended never becomes ready
 
 
@@ -60,7 +61,9 @@ class PodSpec:
 def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
     """The server pod: one container running `vllm serve MODEL --omni` on the port, the lane's
     accelerators as limits, readiness on `/health`, never restarted (a crash is a failed run,
-    not a loop)."""
+    not a loop). Namespace, resources, port and timeouts come from the deployment config only
+    (a trigger form cannot name them); the pod holds no service-account token and runs as a
+    non-root user without privilege escalation."""
     probe = client.V1Probe(
         http_get=client.V1HTTPGetAction(path="/health", port=spec.port),
         period_seconds=5,
@@ -85,6 +88,13 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
         ],
         resources=client.V1ResourceRequirements(limits={spec.gpu_resource: str(spec.gpus)}),
         readiness_probe=probe,
+        # The commit under test is untrusted: no root, no privilege escalation, no capabilities.
+        security_context=client.V1SecurityContext(
+            run_as_non_root=True,
+            run_as_user=NON_ROOT_UID,
+            allow_privilege_escalation=False,
+            capabilities=client.V1Capabilities(drop=["ALL"]),
+        ),
     )
     return client.V1Pod(
         api_version="v1",
@@ -92,7 +102,13 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
         metadata=client.V1ObjectMeta(
             name=name, labels={"app.kubernetes.io/managed-by": "omni-tasks"}
         ),
-        spec=client.V1PodSpec(containers=[container], restart_policy="Never"),
+        spec=client.V1PodSpec(
+            containers=[container],
+            restart_policy="Never",
+            # The namespace's service-account token never reaches the server container.
+            automount_service_account_token=False,
+            enable_service_links=False,
+        ),
     )
 
 

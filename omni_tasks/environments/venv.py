@@ -26,18 +26,29 @@ from filelock import FileLock
 
 from omni_tasks.commits import is_full_sha
 from omni_tasks.environments import Environment, EnvironmentBuildError
+from omni_tasks.trust.child_env import child_env, seal
+from omni_tasks.trust.redact import redact
 
 # A vLLM build: a version (0.27.0, 0.28.1rc1, 0.28.0+cu129) or a full commit SHA.
 _VLLM_BUILD = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40}")
 
 
 def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float = 3600) -> str:
+    """A build step: the checkout's build backend and the packages' are untrusted code, so it
+    runs with the allow-listed environment, and its output is redacted before it is quoted."""
+    seal()
     out = subprocess.run(
-        list(argv), capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
+        list(argv),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+        env=child_env(),
     )
     if out.returncode != 0:
         raise EnvironmentBuildError(
-            f"{what} failed ({out.returncode}): {out.stderr.strip()[-800:]}"
+            f"{what} failed ({out.returncode}): {redact(out.stderr.strip()[-800:])}"
         )
     return out.stdout
 
@@ -113,7 +124,7 @@ class VenvStrategy:
         commit's build is the wheel in `<index>/<commit>/` (a development version, so --pre)."""
         assert self.vllm is not None and self.vllm_index is not None
         index = self.vllm_index.rstrip("/")
-        once = ["--no-deps", "--force-reinstall", "--no-index"]
+        once = ["--no-deps", "--force-reinstall", "--no-index", "--only-binary", ":all:"]
         if not is_full_sha(self.vllm):
             return [*once, "--find-links", index, f"vllm=={self.vllm}"]
         where = f"{index}/{self.vllm}/"
@@ -147,8 +158,11 @@ class VenvStrategy:
             # The checkout's own vLLM pin resolves from the index too.
             *(["--find-links", self.vllm_index] if self.vllm_index else []),
         ]
-        if self.requirements:
-            _run([*pip, *self.requirements], "installing the pinned requirements")
+        if self.requirements:  # wheels only: no package's build backend runs here
+            _run(
+                [*pip, "--only-binary", ":all:", *self.requirements],
+                "installing the pinned requirements",
+            )
         _run([*pip, str(src)], f"installing the checkout of {commit}")
         if self.vllm is not None:
             _run([*pip, *self._vllm_install()], f"installing vLLM {self.vllm}")

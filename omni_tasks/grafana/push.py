@@ -22,6 +22,7 @@ from grafana_client.client import GrafanaClientError
 from omni_tasks.config import get_settings
 from omni_tasks.grafana.dashboards import DASHBOARD_DIR, TREND_UID, dashboards
 from omni_tasks.store import alerts as store
+from omni_tasks.trust.redact import outbound
 
 log = logging.getLogger(__name__)
 FOLDER_UID = "omni-tasks-api"  # not the provisioned folder ("omni-tasks")
@@ -113,8 +114,9 @@ def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
             dashboard_uid=TREND_UID,
             time_from=ms,
             time_to=ms,
-            tags=["omni-tasks", e["kind"], *e["tags"]],
-            text=e["text"],
+            # Branch names and event texts are data: through the gate, plain text.
+            tags=["omni-tasks", e["kind"], *(outbound(t)[:100] for t in e["tags"])],
+            text=outbound(e["text"]),
         )
         store.set_annotation_id(conn, e["event_id"], answer.get("id"))
         conn.commit()  # recorded one by one: a crash never re-creates what was created

@@ -7,7 +7,14 @@ the build's number, commit, branch, step and agent in its provenance, and upstre
 verdict (pass / fail / not evaluated) beside it; a JSON artifact no rule matches is listed,
 never guessed. Idempotent: an artifact already imported (by its Buildkite id) is skipped
 without downloading. A 429 waits for Retry-After; 5xx and connection errors are retried with
-backoff; 401/404 stop with a message that says what to fix.
+backoff; 401/404 on the pipeline stop with a message that says what to fix.
+
+Buildkite is untrusted: each build and each artifact is isolated (an expired artifact, a
+malformed build or a run that conflicts is listed as "skipped: reason" and newer builds are
+still imported); an attempt a retry superseded is skipped (the latest attempt is the night's
+run); every download has a total deadline; and a download is fetched only from the API's own
+origin or an allowed artifact host (`artifact_hosts`), never from loopback, link-local or
+private addresses unless a host there is listed by name.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fnmatch
+import ipaddress
 import re
+import socket
 import tempfile
 import time
 from collections.abc import Generator, Iterator
@@ -101,6 +110,10 @@ class BuildkiteError(RuntimeError):
 
 
 MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+DOWNLOAD_DEADLINE_S = 300.0
+# Where Buildkite's artifact downloads redirect (its own S3 storage); a host listed here matches
+# itself and its subdomains.
+ARTIFACT_HOSTS = ("buildkiteartifacts.com", "s3.amazonaws.com")
 
 
 class _Again(Exception):
@@ -142,6 +155,8 @@ class BuildkiteSource:
     # A git checkout of vllm-omni: each gate's threshold is read from its test file at the
     # build's commit (None: the gate table's dated history).
     upstream_checkout: Path | None = None
+    artifact_hosts: tuple[str, ...] = ARTIFACT_HOSTS
+    download_deadline_s: float = DOWNLOAD_DEADLINE_S
 
 
 @dataclass
@@ -156,6 +171,7 @@ class ImportReport:
     invalid: list[str] = field(default_factory=list)  # runs that are not valid, and why
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    skipped_builds: list[str] = field(default_factory=list)  # "BUILD: skipped: reason"
 
 
 class ApiHostAuth(httpx.Auth):
@@ -178,22 +194,59 @@ class ApiHostAuth(httpx.Auth):
         yield request
 
 
+def check_host(url: httpx.URL, api: httpx.URL, allowed: tuple[str, ...]) -> None:
+    """A request (a download_url, a redirect, a pagination link) goes to the API's own origin or
+    to an allowed artifact host; a host matched only by its domain must not resolve to a
+    loopback, link-local or private address (a host listed by name is the operator's choice)."""
+    if (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port):
+        return
+    host = url.host.lower().rstrip(".")
+    if url.scheme not in ("https", "http") or not any(
+        host == h or host.endswith("." + h) for h in allowed
+    ):
+        raise BuildkiteError(
+            f"Buildkite pointed a download at {printable(host[:100])}, which is not the API "
+            f"host or an allowed artifact host ({', '.join(allowed) or 'none'})"
+        )
+    if host in allowed:
+        return
+    try:
+        infos = socket.getaddrinfo(host, url.port or 443, proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise BuildkiteError(f"artifact host {host}: {exc}") from None
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0])
+        if not ip.is_global:
+            raise BuildkiteError(f"artifact host {host} resolves to a non-public address {ip}")
+
+
 class BuildkiteClient:
     def __init__(self, src: BuildkiteSource) -> None:
         self.src = src
         base = src.base_url.rstrip("/") + "/"
+        api = httpx.URL(base)
+        allowed = tuple(h.lower().strip(".") for h in src.artifact_hosts)
+
+        def guard(request: httpx.Request) -> None:
+            check_host(request.url, api, allowed)
+
         self.http = httpx.Client(
             base_url=base,
             auth=ApiHostAuth(src.token, base),
             timeout=60,
             follow_redirects=True,  # artifact downloads redirect to storage (auth is dropped)
+            event_hooks={"request": [guard]},  # every hop, redirects included
         )
 
     def close(self) -> None:
         self.http.close()
 
     def _get(
-        self, url: str, params: dict[str, Any] | None = None, cap: int = MAX_JSON_BODY
+        self,
+        url: str,
+        params: dict[str, Any] | None = None,
+        cap: int = MAX_JSON_BODY,
+        deadline_s: float | None = None,
     ) -> tuple[httpx.Response, bytes]:
         """The response and its body (at most `cap` bytes, decompressed: Buildkite is not
         trusted), retried with backoff on a dropped connection, 429 (its Retry-After) and 5xx."""
@@ -205,7 +258,7 @@ class BuildkiteClient:
             reraise=True,
         )
         try:
-            return retrying(self._get_once, url, params, cap)
+            return retrying(self._get_once, url, params, cap, deadline_s)
         except _Again as exc:
             raise BuildkiteError(exc.final) from exc.__cause__
 
@@ -216,7 +269,7 @@ class BuildkiteClient:
         return self.src.backoff_s * 2 ** (state.attempt_number - 1)
 
     def _get_once(
-        self, url: str, params: dict[str, Any] | None, cap: int
+        self, url: str, params: dict[str, Any] | None, cap: int, deadline_s: float | None
     ) -> tuple[httpx.Response, bytes]:
         try:
             with self.http.stream("GET", url, params=params) as r:
@@ -226,7 +279,7 @@ class BuildkiteClient:
                 if r.status_code >= 500:
                     raise _Again(f"Buildkite answered {r.status_code} on {r.request.url.path}")
                 _refuse(r, self.src)
-                return r, read_body_sync(r, cap)
+                return r, read_body_sync(r, cap, deadline_s)
         except httpx.TransportError as exc:
             raise _Again(f"Buildkite unreachable: {exc}") from exc
         except ResponseRefused as exc:
@@ -266,7 +319,17 @@ class BuildkiteClient:
 
     def download(self, artifact: dict[str, Any]) -> bytes:
         # An accuracy artifact is a few MB; `import` takes files up to the same bound.
-        return self._get(str(artifact["download_url"]), cap=MAX_ARTIFACT_BYTES)[1]
+        url = artifact.get("download_url")
+        if not isinstance(url, str):
+            raise BuildkiteError("the artifact has no download_url")
+        try:
+            return self._get(url, cap=MAX_ARTIFACT_BYTES, deadline_s=self.src.download_deadline_s)[
+                1
+            ]
+        except BuildkiteError as exc:
+            if "404" in str(exc):
+                raise BuildkiteError("the artifact is gone (404: expired or deleted)") from None
+            raise
 
 
 def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
@@ -282,27 +345,87 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
     report = ImportReport()
     client = BuildkiteClient(src)
     try:
-        builds = sorted(client.builds(), key=lambda b: b["number"])
-        for build in builds:
-            matched = []
-            for a in client.artifacts(build["number"]):
-                path = str(a.get("path") or a.get("filename") or "")
-                rule = next((r for r in rules if r.matches(src.pipeline, path)), None)
-                if rule is not None:
-                    matched.append((a, rule))
-                elif path.endswith(".json"):
-                    report.unknown.append(f"{build['number']}: {printable(path[:300])}")
-            if not matched:
-                report.builds_without_artifact.append(build["number"])
-                continue
-            for art, rule in matched:
-                if _already(conn, art["id"]):
-                    report.skipped += 1
-                    continue
-                _import_one(conn, client, src, build, art, rule, report)
+        builds = []
+        for build in client.builds():
+            why = build_problem(build)
+            if why is None:
+                builds.append(build)
+            else:
+                number = printable(str(build.get("number"))[:20])
+                report.skipped_builds.append(f"{number}: skipped: {why}")
+        for build in sorted(builds, key=lambda b: b["number"]):
+            _import_build(conn, client, src, rules, build, report)
     finally:
         client.close()
     return report
+
+
+def build_problem(build: dict[str, Any]) -> str | None:
+    """Why a build from the API cannot be imported (None: it can)."""
+    number = build.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+        return "its number is not a build number"
+    if not isinstance(build.get("branch"), str) or not build["branch"]:
+        return "it names no branch"
+    return None
+
+
+# What one artifact's import may raise that is about that artifact alone.
+_ARTIFACT_ERRORS = (BuildkiteError, ArtifactError, ValueError, KeyError, TypeError, psycopg.Error)
+
+
+def _import_build(
+    conn: psycopg.Connection[Any],
+    client: BuildkiteClient,
+    src: BuildkiteSource,
+    rules: list[ArtifactRule],
+    build: dict[str, Any],
+    report: ImportReport,
+) -> None:
+    """One build's artifacts, each on its own: a failure skips that artifact, never the
+    build's others or a newer build."""
+    number = build["number"]
+    try:
+        artifacts = client.artifacts(number)
+    except BuildkiteError as exc:
+        report.skipped_builds.append(f"{number}: skipped: {exc}")
+        return
+    superseded = _superseded_jobs(build)
+    matched = []
+    for a in artifacts:
+        path = str(a.get("path") or a.get("filename") or "")
+        rule = next((r for r in rules if r.matches(src.pipeline, path)), None)
+        if rule is not None and a.get("job_id") in superseded:
+            report.skipped_builds.append(
+                f"{number}: skipped {printable(path[:300])}: a retry superseded its job"
+            )
+        elif rule is not None:
+            matched.append((a, rule))
+        elif path.endswith(".json"):
+            report.unknown.append(f"{number}: {printable(path[:300])}")
+    if not matched:
+        report.builds_without_artifact.append(number)
+        return
+    for art, rule in matched:
+        try:
+            if _already(conn, str(art["id"])):
+                report.skipped += 1
+                continue
+            _import_one(conn, client, src, build, art, rule, report)
+        except _ARTIFACT_ERRORS as exc:
+            conn.rollback()  # what this artifact wrote; earlier ones are committed
+            path = printable(str(art.get("path") or "")[:300])
+            report.skipped_builds.append(f"{number}: skipped {path}: {printable(str(exc))[:300]}")
+
+
+def _superseded_jobs(build: dict[str, Any]) -> set[str]:
+    """Jobs a retry replaced (Buildkite marks them `retried`, naming the new attempt in
+    `retried_in_job_id`): their artifacts are not the night's run."""
+    return {
+        str(job.get("id"))
+        for job in build.get("jobs") or []
+        if isinstance(job, dict) and (job.get("retried") or job.get("retried_in_job_id"))
+    }
 
 
 def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:

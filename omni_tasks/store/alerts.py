@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from omni_tasks.contracts import AlertDetails
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
+from omni_tasks.trust.redact import redact_tree
 
 Row = dict[str, Any]
 
@@ -124,10 +125,16 @@ def enqueue(
     kind: str,
     payload: dict[str, Any],
 ) -> int | None:
-    """A message to deliver, once per idempotency key: None when the key was already queued."""
+    """A message to deliver, once per idempotency key: None when the key was already queued.
+    The payload passes the redaction gate first (it quotes servers' logs and errors)."""
     row = conn.execute(
         sql("insert_outbox"),
-        {"idempotency_key": key, "alert_id": alert_id, "kind": kind, "payload": Jsonb(payload)},
+        {
+            "idempotency_key": key,
+            "alert_id": alert_id,
+            "kind": kind,
+            "payload": Jsonb(redact_tree(payload)),
+        },
     ).fetchone()
     return None if row is None else int(row["message_id"])
 

@@ -11,6 +11,7 @@ clip.
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -80,12 +81,17 @@ async def read_body(r: httpx.Response, cap: int, *, keep_start: bool = False) ->
     return bytes(body.data)
 
 
-def read_body_sync(r: httpx.Response, cap: int) -> bytes:
-    """read_body for a synchronous response (a probe such as /v1/models, Buildkite)."""
+def read_body_sync(r: httpx.Response, cap: int, deadline_s: float | None = None) -> bytes:
+    """read_body for a synchronous response (a probe such as /v1/models, Buildkite); with
+    `deadline_s`, a body still arriving after that long is refused (a one-byte drip never hits
+    the read timeout)."""
     body = _Body(r, cap)
+    until = None if deadline_s is None else time.monotonic() + deadline_s
     for raw in r.iter_raw():
         if body.over(raw):
             raise ResponseRefused(f"response body over {cap} bytes")
+        if until is not None and time.monotonic() > until:
+            raise ResponseRefused(f"response body still arriving after {deadline_s:g} s")
     return bytes(body.data)
 
 

@@ -9,7 +9,6 @@ whole process group.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -32,6 +31,8 @@ from omni_tasks.synthesis.provenance import (
     stack_versions,
 )
 from omni_tasks.synthesis.stages import merge_deploy
+from omni_tasks.trust.child_env import child_env, seal
+from omni_tasks.trust.redact import redact
 
 
 class ServerStartError(RuntimeError):
@@ -60,24 +61,16 @@ class RunningServer:
     argv: list[str]
 
 
-# Worker settings a server (a commit under test, perhaps a pull request's) never needs: the
-# results DB, tokens, Airflow's connections and keys.
-_SECRET_ENV = re.compile(
-    r"TOKEN|PASSWORD|SECRET|FERNET|API_KEY|DATABASE_URL|_CONN_|SQL_ALCHEMY", re.I
-)
-
-
 def server_env(spec: ServerSpec) -> dict[str, str]:
-    """The worker's environment without its secrets, plus the deployment config's `env`."""
-    inherited = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
-    return {**inherited, **spec.env}
+    """The allow-listed basics plus the deployment config's `env`: never the worker's secrets
+    (omni_tasks.trust.child_env)."""
+    return child_env(spec.env)
 
 
 def probe_env(spec: ServerSpec) -> dict[str, str]:
-    """A clean environment for the provenance probe: PATH, HOME and locale, plus the config's
-    `env` (so it sees the interpreter's packages as the server will), nothing inherited."""
-    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
-    return {**base, **spec.env}
+    """The provenance probe's environment: the same allow-list, so it sees the interpreter's
+    packages as the server will and takes no orders from the worker's settings."""
+    return child_env(spec.env)
 
 
 def free_port() -> int:
@@ -131,8 +124,10 @@ def command(spec: ServerSpec, port: int) -> list[str]:
 
 
 def _tail(path: Path, n: int = 20) -> str:
+    """The log's last lines, through the redaction gate: the server is untrusted and its log
+    travels on to Slack and check runs."""
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+        return redact("\n".join(path.read_text(errors="replace").splitlines()[-n:]))
     except OSError:
         return "(no log)"
 
@@ -166,6 +161,7 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
     if spec.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spec.gpus))
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    seal()  # the server runs as our user: /proc/$PPID/environ must hold no secret
     with spec.log_path.open("ab") as log:
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()

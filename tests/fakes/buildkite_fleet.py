@@ -14,7 +14,7 @@ from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
 from omni_tasks.importers.buildkite import BuildkiteSource, ImportReport, import_pipeline
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import small_artifact
-from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 
 QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
 
@@ -201,5 +201,8 @@ def fleet_api() -> Iterator[str]:
 
 def sync(db, url: str, pipeline: str) -> ImportReport:
     return import_pipeline(
-        db, BuildkiteSource("vllm", pipeline, "bk-token", f"{url}/v2", backoff_s=0.01)
+        db,
+        BuildkiteSource(
+            "vllm", pipeline, "bk-token", f"{url}/v2", backoff_s=0.01, artifact_hosts=STORAGE_HOSTS
+        ),
     )

@@ -166,6 +166,8 @@ def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPa
             "vllm-omni-amd",
             "--base-url",
             f"{fleet}/v2",
+            "--artifact-host",
+            "localhost",
             "--json",
         ],
     )
@@ -189,7 +191,7 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     config.write_text(
         "version: 2\nlanes: {cuda-h100x2: {queue: gpu, pool: gpu}}\n"
         f"buildkite: {{org: vllm, pipelines: [vllm-omni, vllm-omni-npu-ci], base_url: "
-        f"'{fleet}/v2', lookback_days: 30}}\n"
+        f"'{fleet}/v2', lookback_days: 30, artifact_hosts: [localhost]}}\n"
         "series:\n  - {benchmark: seed_tts_en, lane: cuda-h100x2, branches: [main],\n"
         "     baseline: main, targets: {main: 'simulator:main'}}\n"
     )

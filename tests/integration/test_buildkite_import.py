@@ -12,7 +12,7 @@ from omni_tasks.cli import app
 from omni_tasks.importers.buildkite import BuildkiteError, BuildkiteSource, import_pipeline
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import small_artifact
-from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 
 
 def _history(state: BuildkiteState, url: str) -> None:
@@ -64,7 +64,14 @@ def buildkite():
         _history(state, url)
         yield (
             state,
-            BuildkiteSource("vllm", "vllm-omni", "bk-token", base_url=f"{url}/v2", backoff_s=0.01),
+            BuildkiteSource(
+                "vllm",
+                "vllm-omni",
+                "bk-token",
+                base_url=f"{url}/v2",
+                backoff_s=0.01,
+                artifact_hosts=STORAGE_HOSTS,
+            ),
         )
 
 
@@ -105,6 +112,8 @@ def test_branch_filter_and_cli(db, buildkite, monkeypatch) -> None:
             "rebase",
             "--base-url",
             src.base_url,
+            "--artifact-host",
+            "localhost",
         ],
     )
     assert out.exit_code == 0, out.output

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 from tests.fakes.buildkite_fleet import add, daily_omni_doc
 
 TEST_FILE = "tests/e2e/accuracy/minicpmo_4_5/test_minicpmo_4_5.py"
@@ -45,7 +45,12 @@ def test_each_night_is_judged_by_its_commits_threshold(db, tmp_path: Path) -> No
             add(state, url, "vllm-omni-npu-ci", number, {path: daily_omni_doc(31, 40)})
             state.pipelines["vllm-omni-npu-ci"][0]["commit"] = commit
         src = BuildkiteSource(
-            "vllm", "vllm-omni-npu-ci", "bk-token", f"{url}/v2", upstream_checkout=repo
+            "vllm",
+            "vllm-omni-npu-ci",
+            "bk-token",
+            f"{url}/v2",
+            upstream_checkout=repo,
+            artifact_hosts=STORAGE_HOSTS,
         )
         report = import_pipeline(db, src)
     assert len(report.imported) == 3, report

@@ -377,7 +377,10 @@ def test_buildkite_token_goes_only_to_the_api_host(db) -> None:  # type: ignore[
                 "download_url": f"{other}/download/a1",
             }
         ]
-        report = import_pipeline(db, BuildkiteSource("vllm", "vllm-omni", state.token, f"{api}/v2"))
+        src = BuildkiteSource(
+            "vllm", "vllm-omni", state.token, f"{api}/v2", artifact_hosts=("127.0.0.1",)
+        )
+        report = import_pipeline(db, src)
     assert report.imported and storage.paths == ["/download/a1"]
     assert storage.auth == [None]
 

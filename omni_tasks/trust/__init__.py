@@ -1,0 +1,12 @@
+"""The trust boundary (README "Untrusted input").
+
+Trusted: DAG files and the deployment config (the operator's). Untrusted: trigger forms,
+artifacts, datasets, servers and the commits they run, pull requests, Buildkite and GitHub
+answers. Three allow-lists stand between them:
+
+  forms.py      a trigger form is a strict schema of choices the deployment config offers
+  child_env.py  untrusted code (builds, servers) runs with an environment built from an
+                allow-list, and the worker's own secrets are not readable through /proc
+  redact.py     every outbound text (Slack, check runs, annotations, stored errors, logs)
+                passes one redaction-and-escape gate
+"""

@@ -1,0 +1,156 @@
+"""One gate for every outbound text: secrets out, then escaped for where it goes.
+
+Text from an untrusted source (a server's log, a build's output, an artifact's field, a PR's
+title) may quote a secret, or carry markup that the sink would render. `outbound(text, sink)`
+removes every secret value the worker holds (the environment's secret-named variables, the
+settings' tokens, the results DB password, values registered at run time) and the known token
+shapes (Slack, GitHub, Buildkite, a DSN's password), then escapes for the sink: Slack mrkdwn,
+GitHub markdown, HTML, or plain text for logs and stored rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+import os
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+from urllib.parse import quote
+
+Sink = Literal["plain", "slack", "github", "html"]
+
+# Names of worker settings that hold a secret (tokens, passwords, keys, connections, DSNs).
+SECRET_NAME = re.compile(
+    r"TOKEN|PASSWORD|PASSWD|SECRET|FERNET|API_KEY|PRIVATE_KEY|DATABASE_URL|_CONN_|SQL_ALCHEMY"
+    r"|WEBHOOK|CREDENTIAL",
+    re.I,
+)
+# Token shapes worth removing even when their value is not one we hold (a build's own token).
+_SHAPES = (
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{6,}"),  # Slack bot/user/app tokens
+    re.compile(r"\bxapp-[A-Za-z0-9-]{6,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),  # GitHub classic tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{16,}"),  # GitHub fine-grained tokens
+    re.compile(r"\bbkua_[A-Za-z0-9]{16,}"),  # Buildkite API tokens
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
+)
+# A DSN's password: scheme://user:PASSWORD@host, and password=VALUE (quoted or not).
+_DSN_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+(@)")
+_DSN_KV = re.compile(r"(?i)\b(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'&]+)")
+MASK = "[redacted]"
+MIN_SECRET = 6  # shorter values would blank ordinary words
+
+_registered: set[str] = set()
+
+
+def register(*values: str | None) -> None:
+    """Secrets held outside the environment (a connection's password read by a hook)."""
+    _registered.update(v for v in values if v and len(v) >= MIN_SECRET)
+
+
+def secret_values(environ: Iterable[tuple[str, str]] | None = None) -> list[str]:
+    """Every secret value the worker holds, longest first (so a secret containing another is
+    removed whole)."""
+    found = set(_registered)
+    for name, value in os.environ.items() if environ is None else environ:
+        if SECRET_NAME.search(name) and value:
+            found.add(value)
+            found.update(_dsn_passwords(value))
+    for value in _settings_secrets():
+        found.add(value)
+    values = {v for v in found if len(v) >= MIN_SECRET}
+    values |= {quote(v, safe="") for v in values}
+    return sorted(values, key=len, reverse=True)
+
+
+def _settings_secrets() -> list[str]:
+    try:
+        from omni_tasks.config import get_settings
+
+        s = get_settings()
+    except Exception:  # settings that do not load hold nothing we could remove
+        return []
+    out = []
+    for name in ("slack_token", "grafana_token", "github_token"):
+        value = getattr(s, name, None)
+        if value is not None:
+            out.append(value.get_secret_value())
+    if s.database_url:
+        out += _dsn_passwords(s.database_url)
+    return out
+
+
+def _dsn_passwords(dsn: str) -> list[str]:
+    from omni_tasks.store.db import _password_fields
+
+    return [p for p in _password_fields(dsn) if p]
+
+
+def redact(text: object) -> str:
+    """`text` with every secret value and token shape replaced by [redacted]."""
+    out = str(text)
+    for secret in secret_values():
+        if secret in out:
+            out = out.replace(secret, MASK)
+    for shape in _SHAPES:
+        out = shape.sub(MASK, out)
+    out = _DSN_URL.sub(lambda m: m.group(1) + MASK + m.group(2), out)
+    return _DSN_KV.sub(lambda m: m.group(1) + MASK, out)
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+
+
+def github_markdown(text: str) -> str:
+    """Data inside GitHub markdown: no links, images, HTML, tables or formatting from it."""
+    text = html.escape(text, quote=False).replace("\r", " ").replace("\n", " ")
+    text = _MARKDOWN.sub(r"\\\1", text)
+    # GitHub autolinks bare URLs and www. hosts: break the scheme's colon and "www." the way
+    # Slack's escape does.
+    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)", r"\1∶", text).replace("www.", "www․")
+
+
+def outbound(text: object, sink: Sink = "plain") -> str:
+    """The one gate: redacted, then escaped for `sink`."""
+    clean = redact(text)
+    if sink == "slack":
+        from omni_tasks.alerts.blocks import escape
+
+        return escape(clean)
+    if sink == "github":
+        return github_markdown(clean)
+    if sink == "html":
+        return html.escape(clean, quote=True)
+    return clean
+
+
+def redact_tree(value: Any) -> Any:
+    """Every string in a JSON-like value redacted (a Slack payload, a check run's body)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(v) for v in value]
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """Our log lines pass the gate too (a server's log tail quoted in an error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            with contextlib.suppress(TypeError, ValueError):
+                record.msg, record.args = redact(record.getMessage()), None
+        else:
+            record.msg = redact(record.msg)
+        return True
+
+
+def install_log_filter() -> None:
+    """Redact every record handled by the root logger's handlers (idempotent)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
