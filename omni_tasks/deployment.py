@@ -471,9 +471,23 @@ class ABConfig(BaseModel):
     series: str | None = Field(default=None, description="The series a webhook trigger runs")
     budget: int = Field(default=6000, gt=0, description="Clips an A/B spends unless asked")
     max_budget: int = Field(default=20000, gt=0)
+    allow_forks: bool = Field(
+        default=False,
+        description="Accept the label on a fork's PR (then the maintainer's label is the trust "
+        "decision: the fork's head is built and served on the GPU worker)",
+    )
 
 
 AB_FORM = {"repo", "pr", "base_sha", "head_sha", "series", "budget"}
+
+
+def ab_allows_forks(variable: str | None = None) -> bool:
+    """Whether the config's `ab:` section accepts PRs from forks (false without one)."""
+    found = source(variable)
+    doc = None if found is None else parse(*found)
+    if doc is None or doc["version"] != 2 or not isinstance(doc.get("ab"), dict):
+        return False
+    return doc["ab"].get("allow_forks") is True
 
 
 def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:

@@ -80,9 +80,14 @@ def _evidence_app():  # type: ignore[no-untyped-def]
 
 
 def _webhook_app():  # type: ignore[no-untyped-def]
-    from omni_tasks.ab.webhook import airflow_secret, airflow_trigger, webhook_app
+    from omni_tasks.ab.webhook import (
+        airflow_allow_forks,
+        airflow_secret,
+        airflow_trigger,
+        webhook_app,
+    )
 
-    return webhook_app(airflow_secret, airflow_trigger)
+    return webhook_app(airflow_secret, airflow_trigger, airflow_allow_forks)
 
 
 class OmniLinksPlugin(AirflowPlugin):

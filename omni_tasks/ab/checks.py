@@ -13,6 +13,7 @@ from githubkit import AppInstallationAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.exception import GitHubException
 
 from omni_tasks.config import get_settings
+from omni_tasks.synthesis.bounded import BoundedTransport
 from omni_tasks.trust.redact import redact
 
 CHECK_NAME = "omni-tasks A/B"
@@ -25,6 +26,7 @@ CONCLUSIONS: dict[str, Conclusion] = {
     "INFRA": "action_required",
 }
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+MAX_GITHUB_BODY = 4 * 1024 * 1024  # a check run's answer is a few kB
 MAX_SUMMARY = 65_000  # GitHub refuses output.summary / output.text over 65,535 characters
 
 
@@ -61,7 +63,12 @@ def client() -> GitHub[Any]:
             "no GitHub credentials: set OMNI_GITHUB_TOKEN, or OMNI_GITHUB_APP_ID, "
             "OMNI_GITHUB_APP_PRIVATE_KEY and OMNI_GITHUB_INSTALLATION_ID"
         )
-    return GitHub(auth, base_url=s.github_api_url.rstrip("/") + "/", http_cache=False)
+    return GitHub(
+        auth,
+        base_url=s.github_api_url.rstrip("/") + "/",
+        http_cache=False,
+        transport=BoundedTransport(MAX_GITHUB_BODY),  # GitHub's answers are read bounded
+    )
 
 
 def start(repo: str, head_sha: str, title: str, details_url: str | None) -> CheckRun:

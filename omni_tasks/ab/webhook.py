@@ -2,7 +2,9 @@
 DAG with the PR's SHAs. The body is read (bounded) and its `X-Hub-Signature-256` HMAC checked
 against the webhook secret before anything else; a bad or missing signature is a 401 and
 triggers nothing. The trigger form is then checked against the deployment config by the DAG
-(`deployment.resolve_ab`): the webhook only picks the repository, PR and commits."""
+(`deployment.resolve_ab`): the webhook only picks the repository, PR and commits. A PR from
+a fork is refused (403) unless the config's `ab.allow_forks` says otherwise; each delivery
+(`X-GitHub-Delivery`) starts at most one run, so a replay is answered 200 "already handled"."""
 
 from __future__ import annotations
 
@@ -19,8 +21,15 @@ from fastapi.responses import JSONResponse
 LABEL = "omni-ab"
 MAX_BODY = 1024 * 1024  # GitHub caps payloads at 25 MB; a PR event is a few kB
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_DELIVERY = re.compile(r"^[A-Za-z0-9-]{1,64}$")  # GitHub's X-GitHub-Delivery is a GUID
 
-Trigger = Callable[[dict[str, Any]], str]  # the DAG run's conf -> its run id
+
+class AlreadyHandled(Exception):
+    """This delivery already triggered its run (a replay): the run id it started."""
+
+
+# The DAG run's conf and the delivery id -> the run id (AlreadyHandled on a replay).
+Trigger = Callable[[dict[str, Any], str], str]
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -31,21 +40,32 @@ def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(expected, header[len("sha256=") :])
 
 
-def ab_conf(event: str, payload: Any) -> dict[str, Any] | None:
+def _dig(value: Any, *keys: str) -> Any:
+    """value[k1][k2]… where each level is a mapping, else None (a signed payload can still
+    have any shape)."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+class Fork(Exception):
+    """A pull request whose head lives in another repository (a fork)."""
+
+
+def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> dict[str, Any] | None:
     """The omni_ab form for a `pull_request` event that labels a PR `omni-ab`; None for every
-    other event (it is acknowledged and ignored)."""
+    other event (it is acknowledged and ignored). A fork's PR raises Fork unless the config
+    allows forks: its head is anyone's code, and the label is then the trust decision."""
     if event != "pull_request" or not isinstance(payload, dict):
         return None
-    label = (
-        (payload.get("label") or {}).get("name") if isinstance(payload.get("label"), dict) else None
-    )
-    if payload.get("action") != "labeled" or label != LABEL:
+    if payload.get("action") != "labeled" or _dig(payload, "label", "name") != LABEL:
         return None
-    pr = payload.get("pull_request")
-    repo = (payload.get("repository") or {}).get("full_name")
+    pr, repo = payload.get("pull_request"), _dig(payload, "repository", "full_name")
     if not isinstance(pr, dict) or not isinstance(repo, str):
         return None
-    base, head = (pr.get("base") or {}).get("sha"), (pr.get("head") or {}).get("sha")
+    base, head = _dig(pr, "base", "sha"), _dig(pr, "head", "sha")
     number = pr.get("number")
     if not (
         isinstance(base, str) and _SHA.match(base) and isinstance(head, str) and _SHA.match(head)
@@ -53,13 +73,22 @@ def ab_conf(event: str, payload: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
         return None
+    if _dig(pr, "head", "repo", "full_name") != repo and not allow_forks:
+        raise Fork(f"pull request #{number} comes from a fork; the deployment config allows none")
     return {"repo": repo, "pr": number, "base_sha": base, "head_sha": head}
 
 
-def webhook_app(secret: Callable[[], bytes], trigger: Trigger) -> FastAPI:
-    """The endpoint (`POST /github`). `secret` is read per request (an Airflow connection can
-    change); `trigger` starts the DAG run."""
-    app = FastAPI(title="omni-tasks GitHub webhook", docs_url=None, redoc_url=None)
+def webhook_app(
+    secret: Callable[[], bytes],
+    trigger: Trigger,
+    allow_forks: Callable[[], bool] = lambda: False,
+) -> FastAPI:
+    """The endpoint (`POST /github`). `secret` and `allow_forks` are read per request (an
+    Airflow connection or the config can change); `trigger` starts the DAG run. No OpenAPI
+    document or docs page is served (this app has no auth of Airflow's)."""
+    app = FastAPI(
+        title="omni-tasks GitHub webhook", docs_url=None, redoc_url=None, openapi_url=None
+    )
 
     @app.post("/github")
     async def github(request: Request) -> JSONResponse:
@@ -72,12 +101,21 @@ def webhook_app(secret: Callable[[], bytes], trigger: Trigger) -> FastAPI:
             return JSONResponse({"error": "bad signature"}, status_code=401)
         try:
             payload = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # JSONDecodeError, bad UTF-8, nesting
             return JSONResponse({"error": "not JSON"}, status_code=400)
-        conf = ab_conf(request.headers.get("x-github-event", ""), payload)
+        delivery = request.headers.get("x-github-delivery", "")
+        if not _DELIVERY.match(delivery):
+            return JSONResponse({"error": "no X-GitHub-Delivery id"}, status_code=400)
+        try:
+            conf = ab_conf(request.headers.get("x-github-event", ""), payload, allow_forks())
+        except Fork as exc:
+            return JSONResponse({"error": str(exc)}, status_code=403)
         if conf is None:
             return JSONResponse({"triggered": None, "ignored": "not an omni-ab label"})
-        return JSONResponse({"triggered": trigger(conf)}, status_code=202)
+        try:
+            return JSONResponse({"triggered": trigger(conf, delivery)}, status_code=202)
+        except AlreadyHandled as done:
+            return JSONResponse({"triggered": str(done), "already": "handled"})
 
     return app
 
@@ -102,19 +140,46 @@ def airflow_secret() -> bytes:
     return s.get_secret_value().encode() if s is not None else b""
 
 
-def airflow_trigger(conf: dict[str, Any]) -> str:
+def run_id_of(conf: dict[str, Any], delivery: str) -> str:
+    """One run per delivery: a replay names the same run; a new label on the same head is a
+    new delivery, so a new run."""
+    repo = conf["repo"].replace("/", "__")
+    return f"webhook__{repo}__{conf['pr']}__{conf['head_sha'][:12]}__{delivery[:36]}"
+
+
+def airflow_trigger(conf: dict[str, Any], delivery: str) -> str:
     """Start an omni_ab DAG run with `conf` (in the API server, as its REST API would)."""
     from airflow.api.common.trigger_dag import trigger_dag
+    from airflow.exceptions import DagRunAlreadyExists
     from airflow.utils.session import create_session
     from airflow.utils.types import DagRunTriggeredByType
 
-    run_id = f"webhook__{conf['repo'].replace('/', '__')}__{conf['pr']}__{conf['head_sha'][:12]}"
-    with create_session() as session:
-        run = trigger_dag(
-            "omni_ab",
-            triggered_by=DagRunTriggeredByType.REST_API,
-            run_id=run_id,
-            conf=conf,
-            session=session,
-        )
+    run_id = run_id_of(conf, delivery)
+    try:
+        with create_session() as session:
+            run = trigger_dag(
+                "omni_ab",
+                triggered_by=DagRunTriggeredByType.REST_API,
+                run_id=run_id,
+                conf=conf,
+                session=session,
+            )
+    except DagRunAlreadyExists:
+        raise AlreadyHandled(run_id) from None
     return run.run_id if run is not None else run_id
+
+
+def airflow_allow_forks() -> bool:
+    """The deployment config's `ab.allow_forks` (false when unset or unreadable)."""
+    from omni_tasks.deployment import ab_allows_forks
+
+    try:
+        from airflow.models import Variable
+
+        variable = Variable.get("omni_nightly_config", default_var=None)
+    except Exception:  # no metadata DB reachable: the env var alone
+        variable = None
+    try:
+        return ab_allows_forks(variable)
+    except ValueError:
+        return False

@@ -128,3 +128,30 @@ def parse_json(text: str | bytes, what: str) -> Any:
         raise ResponseRefused(f"{what}: JSON nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, and ints past Python's digit limit
         raise ResponseRefused(f"{what}: not valid JSON ({str(exc)[:120]})") from None
+
+
+class BoundedTransport(httpx.HTTPTransport):
+    """An httpx transport that reads every answer within `cap` decoded bytes before handing it
+    on (a library client, e.g. githubkit, would otherwise inflate a gzip bomb whole)."""
+
+    def __init__(self, cap: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.cap = cap
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        try:
+            body = read_body_sync(response, self.cap)
+        except ResponseRefused as exc:
+            raise httpx.DecodingError(f"{request.url.host}: {exc}", request=request) from None
+        finally:
+            response.close()
+        dropped = (b"content-encoding", b"content-length", b"transfer-encoding")
+        headers = [(k, v) for k, v in response.headers.raw if k.lower() not in dropped]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=response.extensions,
+        )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 # The fake's downloads redirect to storage on another origin (localhost), like Buildkite's to
@@ -29,6 +31,9 @@ class BuildkiteState:
     downloads: int = 0
     calls: int = 0
     token: str = "bk-token"
+    # Hostile storage: artifact ids whose download is gone (404), or drips a byte at a time.
+    gone: set[str] = field(default_factory=set)
+    drip: set[str] = field(default_factory=set)
 
 
 def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
@@ -48,7 +53,7 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
         if pipeline != "vllm-omni" and pipeline not in state.pipelines:
             return JSONResponse({"message": "Not Found"}, status_code=404)
         every = state.pipelines.get(pipeline, state.builds)
-        rows = [b for b in every if request.query_params.get("branch") in (None, b["branch"])]
+        rows = [b for b in every if request.query_params.get("branch") in (None, b.get("branch"))]
         page = int(request.query_params.get("page", "1"))
         chunk = rows[(page - 1) * page_size : page * page_size]
         headers = {}
@@ -78,7 +83,18 @@ def buildkite_app(state: BuildkiteState, page_size: int = 2) -> Starlette:
     async def storage(request: Request) -> Response:
         state.downloads += 1
         assert "authorization" not in request.headers  # the token never leaves Buildkite
-        return Response(state.blobs[request.path_params["aid"]], media_type="application/json")
+        aid = request.path_params["aid"]
+        if aid in state.gone:
+            return JSONResponse({"message": "Not Found"}, status_code=404)
+        if aid in state.drip:
+
+            async def one_byte_at_a_time() -> AsyncIterator[bytes]:
+                for byte in state.blobs[aid]:
+                    await asyncio.sleep(0.05)
+                    yield bytes([byte])
+
+            return StreamingResponse(one_byte_at_a_time(), media_type="application/json")
+        return Response(state.blobs[aid], media_type="application/json")
 
     base = "/v2/organizations/{org}/pipelines/{pipeline}/builds"
     return Starlette(

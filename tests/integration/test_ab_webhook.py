@@ -23,22 +23,49 @@ EVENT = {
     "action": "labeled",
     "label": {"name": "omni-ab"},
     "repository": {"full_name": "vllm-project/vllm-omni"},
-    "pull_request": {"number": 7, "base": {"sha": BASE}, "head": {"sha": HEAD}},
+    "pull_request": {
+        "number": 7,
+        "base": {"sha": BASE},
+        "head": {"sha": HEAD, "repo": {"full_name": "vllm-project/vllm-omni"}},
+    },
+}
+FORK = {
+    **EVENT,
+    "pull_request": {
+        "number": 8,
+        "base": {"sha": BASE},
+        "head": {"sha": HEAD, "repo": {"full_name": "someone/vllm-omni"}},
+    },
 }
 SCRIPT = """
 import hashlib, hmac, json, sys
 from fastapi.testclient import TestClient
 from omni_tasks.ab.webhook import airflow_trigger, webhook_app
 
-secret, body = sys.argv[1].encode(), sys.argv[2].encode()
+secret, body, fork = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3].encode()
 client = TestClient(webhook_app(lambda: secret, airflow_trigger))
-good = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+sign = lambda b: "sha256=" + hmac.new(secret, b, hashlib.sha256).hexdigest()
+good = sign(body)
+shapes = json.dumps({"action": "labeled", "label": "omni-ab", "repository": [1],
+                     "pull_request": {"base": "x", "head": 3}}).encode()
 out = []
-for sig, event in ((None, "pull_request"), ("sha256=" + "0" * 64, "pull_request"),
-                   (good, "push"), (good, "pull_request")):
-    headers = {"x-github-event": event, **({"x-hub-signature-256": sig} if sig else {})}
-    r = client.post("/github", content=body, headers=headers)
+for sig, event, delivery, data in (
+    (None, "pull_request", "d-1", body),
+    ("sha256=" + "0" * 64, "pull_request", "d-1", body),
+    (good, "push", "d-1", body),
+    (good, "pull_request", "d-1", body),
+    (good, "pull_request", "d-1", body),  # GitHub's redelivery, or a replay
+    (good, "pull_request", "d-2", body),  # the label again on the same head
+    (sign(fork), "pull_request", "d-3", fork),
+    (sign(b"{not json"), "pull_request", "d-4", b"{not json"),
+    (sign(b"[" * 100000), "pull_request", "d-5", b"[" * 100000),
+    (sign(shapes), "pull_request", "d-6", shapes),
+):
+    headers = {"x-github-event": event, "x-github-delivery": delivery,
+               **({"x-hub-signature-256": sig} if sig else {})}
+    r = client.post("/github", content=data, headers=headers)
     out.append([r.status_code, r.json()])
+out.append([client.get("/openapi.json").status_code, None])
 print(json.dumps(out))
 """
 
@@ -58,7 +85,7 @@ def test_a_bad_signature_triggers_nothing_and_a_good_one_one_dag_run(
     )
     body = json.dumps(EVENT)
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, SECRET.decode(), body],
+        [sys.executable, "-c", SCRIPT, SECRET.decode(), body, json.dumps(FORK)],
         env=env,
         capture_output=True,
         text=True,
@@ -66,10 +93,17 @@ def test_a_bad_signature_triggers_nothing_and_a_good_one_one_dag_run(
         check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    (missing, bad, other, good) = json.loads(out.stdout.strip().splitlines()[-1])
+    answers = json.loads(out.stdout.strip().splitlines()[-1])
+    (missing, bad, other, good, replay, relabel, fork, garbage, deep, shapes, openapi) = answers
     assert missing[0] == 401 and bad[0] == 401
     assert other == [200, {"triggered": None, "ignored": "not an omni-ab label"}]
     assert good[0] == 202 and good[1]["triggered"].startswith("webhook__vllm-project__vllm-omni")
+    assert replay == [200, {"triggered": good[1]["triggered"], "already": "handled"}]
+    assert relabel[0] == 202 and relabel[1]["triggered"] != good[1]["triggered"]
+    assert fork[0] == 403 and "fork" in fork[1]["error"]
+    assert garbage[0] == 400 and deep[0] == 400  # signed, but not JSON: never a 500
+    assert shapes == [200, {"triggered": None, "ignored": "not an omni-ab label"}]
+    assert openapi[0] == 404  # no schema served without auth
     runs = subprocess.run(
         [airflow, "dags", "list-runs", "omni_ab", "-o", "json"],
         env=env,
@@ -79,7 +113,10 @@ def test_a_bad_signature_triggers_nothing_and_a_good_one_one_dag_run(
         check=True,
     )
     listed = json.loads(runs.stdout.strip().splitlines()[-1])  # after any warnings
-    assert [r["run_id"] for r in listed] == [good[1]["triggered"]]  # one run, the good one
+    # One run per delivery: the good one and the re-label; no replay, fork or malformed run.
+    assert sorted(r["run_id"] for r in listed) == sorted(
+        [good[1]["triggered"], relabel[1]["triggered"]]
+    )
     detail = subprocess.run(
         [
             sys.executable,
@@ -94,8 +131,9 @@ def test_a_bad_signature_triggers_nothing_and_a_good_one_one_dag_run(
         timeout=300,
         check=True,
     )
-    (conf,) = json.loads(detail.stdout.strip().splitlines()[-1])
-    assert conf == {"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": BASE, "head_sha": HEAD}
+    confs = json.loads(detail.stdout.strip().splitlines()[-1])
+    expected = {"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": BASE, "head_sha": HEAD}
+    assert confs == [expected, expected]
 
 
 CONFIG = """version: 2

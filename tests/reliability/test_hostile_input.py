@@ -940,3 +940,407 @@ def test_report_tables_escape_every_value(planted: Path, db, tmp_path: Path) -> 
     assert runner.invoke(app, ["report", "--out", str(page)]).exit_code == 0
     text = page.read_text()
     assert "<img src=x" not in text and "x&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+# --- Issue 42: allow-lists at the trust boundary -------------------------------------------
+SLACK_SECRET = "xoxb-PLANTED-slack-0c55e1a9"
+GITHUB_SECRET = "ghp_PLANTEDgithubToken0123456789ab"
+BUILDKITE_SECRET = "bkua_PLANTEDbuildkiteToken0123456789"
+DB_SECRET = "PLANTEDdbPassword77"
+PLAIN_MARKER = "plain-marker-visible-4242"  # not a secret: proves /proc was readable
+
+
+def _planted_env(base: dict[str, str]) -> dict[str, str]:
+    """A worker's environment holding every kind of secret, plus one plain marker."""
+    return {
+        **base,
+        "OMNI_SLACK_TOKEN": SLACK_SECRET,
+        "OMNI_GITHUB_TOKEN": GITHUB_SECRET,
+        "BUILDKITE_API_TOKEN": BUILDKITE_SECRET,
+        "OMNI_DATABASE_URL": f"{base['OMNI_DATABASE_URL']} password={DB_SECRET}",
+        "OMNI_PLAIN_MARKER": PLAIN_MARKER,
+    }
+
+
+def _secrets_in(text: str) -> list[str]:
+    return [s for s in (SLACK_SECRET, GITHUB_SECRET, BUILDKITE_SECRET, DB_SECRET) if s in text]
+
+
+# Reads the environment of itself and of its ancestors through /proc, as hostile code would.
+PROC_DUMP = """
+def _dump(path):
+    import json, os
+    out = {"self": dict(os.environ)}
+    pid = os.getppid()
+    for level in range(3):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                out[f"ancestor{level}"] = f.read().decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError) as exc:
+            out[f"ancestor{level}"] = f"unreadable: {exc}"
+            break
+    with open(path, "w") as f:
+        json.dump(out, f)
+    return out
+"""
+
+
+def test_a_form_chooses_only_among_what_the_config_offers(tmp_path: Path) -> None:
+    """Every field the form used to reach the worker through (a package index, engine
+    arguments, a namespace, a GPU count, a timeout, a URL, a grader model) is refused naming
+    the field; what the config offers (a model, a vLLM build, a named override) is accepted."""
+    import yaml
+
+    from omni_tasks.deployment import ConfigError, resolve
+
+    config = {
+        "version": 1,
+        "branches": ["main", "rebase"],
+        "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2},
+        "environment": {"strategy": "existing"},
+        "form_choices": {"server.model": ["openbmb/MiniCPM-o-4_5"], "environment.vllm": ["0.27.0"]},
+        "named_overrides": {"eager_stage0": {"stages": [{"stage_id": 0, "enforce_eager": True}]}},
+        "transcript_mode": True,
+    }
+    text = yaml.safe_dump(config)
+    hostile = {
+        "environment.vllm_index": {"environment": {"vllm_index": "http://evil/", "vllm": "0.27.0"}},
+        "environment.requirements": {"environment": {"requirements": ["evil==1"]}},
+        "environment.namespace": {"environment": {"namespace": "kube-system"}},
+        "environment.vllm": {"environment": {"vllm": "6.6.6"}},
+        "server.gpus": {"server": {"gpus": 64}},
+        "server.startup_timeout_s": {"server": {"startup_timeout_s": 10**9}},
+        "server.env": {"server": {"env": {"LD_PRELOAD": "/tmp/x.so"}}},
+        "server.model": {"server": {"model": "evil/model"}},
+        "overrides.stages[0].trust_remote_code": {
+            "overrides": {"stages": [{"stage_id": 0, "trust_remote_code": True}]}
+        },
+        "overrides.stages[0].worker_cls": {
+            "overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.Worker"}]}
+        },
+        "overrides.runtime": {"overrides": {"runtime": {"env": {"LD_PRELOAD": "x"}}}},
+        "overrides": {"overrides": "no-such-override"},
+        "targets.rebase": {"targets": {"main": "simulator:main", "rebase": "http://10.0.0.1:80"}},
+        "grader.model": {"grader": {"model": "/etc/passwd"}},
+        "gpu_task_timeout_s": {"gpu_task_timeout_s": 10**9},
+        "repo": {"repo": "/tmp/evil-repo"},
+        "lane": {"lane": "somewhere"},
+        "upstream_gate": {"upstream_gate": "none"},
+    }
+    for field, form in hostile.items():
+        with pytest.raises(ConfigError) as caught:
+            resolve(form, text)
+        assert f"trigger form: {field}" in str(caught.value), (field, str(caught.value))
+    chosen = resolve(
+        {
+            "server": {"model": "openbmb/MiniCPM-o-4_5"},
+            "environment": {"vllm": "0.27.0"},
+            "overrides": "eager_stage0",
+        },
+        text,
+    )
+    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}
+    assert chosen.environment == {"strategy": "existing", "vllm": "0.27.0"}
+    assert chosen.overrides == {"stages": [{"stage_id": 0, "enforce_eager": True}]}
+    free = {"stages": [{"stage_id": 1, "default_sampling_params": {"temperature": 0.0}}]}
+    assert resolve({"overrides": free}, text).overrides == free
+
+
+def test_a_poisoned_index_in_a_form_is_never_fetched(af, db, tmp_path: Path) -> None:
+    """Through the real DAGs (nightly, bisect, ablate): a form naming a package index fails
+    its first task naming the field, is not retried, and the index never sees a request."""
+    from tests.airflow_env import dags_test
+    from tests.factories import git_repo
+
+    repo = tmp_path / "repo"
+    commits = git_repo(repo, 2, "main")
+    index = Hits()
+    config = {
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "repo": str(repo),
+        "targets": {"main": "vllm-serve", "rebase": "vllm-serve"},
+        "environment": {"strategy": "venv", "repo": str(repo), "root": str(tmp_path / "envs")},
+        "server": {"model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "gpus": 2},
+        "transcript_mode": True,
+    }
+    env = _deployment(af, tmp_path, config)
+    with serve_in_thread(index.app()) as url:
+        poisoned = {"vllm_index": f"{url}/simple/", "vllm": "0.27.0"}
+        runs = (
+            ("seed_tts_nightly", {"environment": poisoned}),
+            (
+                "seed_tts_bisect",
+                {"history": commits, "target": "vllm-serve", "environment": poisoned},
+            ),
+            (
+                "omni_ablate",
+                {"nightly": "2026-11-01", "environment": {"vllm_index": f"{url}/simple/"}},
+            ),
+        )
+        for i, (dag_id, conf) in enumerate(runs):
+            out = dags_test(env, dag_id, f"2026-11-{i + 10:02d}", json.dumps(conf))
+            log = out.stdout + out.stderr
+            assert out.returncode != 0, log[-2000:]
+            # Refused when the form is submitted (the Params' schema) or by the first task.
+            assert "environment" in log and (
+                "Invalid input for param environment" in log or "environment.vllm_index" in log
+            ), log[-3000:]
+            assert "up_for_retry" not in log.lower()
+    assert index.paths == []  # never fetched
+    assert not (tmp_path / "envs").exists()
+
+
+def test_a_launched_server_finds_no_secret_in_its_parents_environ(af, db, tmp_path: Path) -> None:
+    """The real nightly launches a `vllm` that reads /proc/$PPID/environ (and its
+    grandparent's) before serving: it finds the worker's plain settings there (so the read
+    worked) and none of the planted secrets; its own environment is the allow-list's."""
+    import sys
+
+    from tests.airflow_env import dags_test
+    from tests.fakes.vllm_env import fake_vllm_env
+
+    fake = fake_vllm_env(tmp_path)
+    dump = tmp_path / "server-saw.json"
+    exe = Path(fake["PATH"].split(os.pathsep)[0]) / "vllm"
+    exe.write_text(
+        exe.read_text().replace(
+            'print("fake vllm"', f'{PROC_DUMP}\n_dump({str(dump)!r})\nprint("fake vllm"', 1
+        )
+    )
+    config = {
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "targets": {"main": "vllm-serve", "rebase": "simulator:rebase"},
+        "environment": {"strategy": "existing", "python": sys.executable},
+        "server": {
+            "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+            "gpus": 2,
+            "startup_timeout_s": 120,
+            "env": {"PYTHONPATH": fake["PYTHONPATH"]},
+        },
+        "transcript_mode": True,
+        "limit": 3,
+    }
+    env = _planted_env(_deployment(af, tmp_path, config))
+    env.update(PATH=fake["PATH"], OMNI_GPUS="0,1")
+    out = dags_test(env, "seed_tts_nightly", "2026-11-14", "{}")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    seen = json.loads(dump.read_text())
+    assert PLAIN_MARKER in seen["ancestor0"]  # the parent's environ was readable…
+    assert _secrets_in(json.dumps(seen)) == []  # …and held no secret
+    assert "OMNI_PLAIN_MARKER" not in seen["self"]  # the server's own env is the allow-list's
+    rows = db.execute("SELECT branch, status FROM omni.run ORDER BY branch").fetchall()
+    assert [r["status"] for r in rows] == ["complete", "complete"]
+
+
+BACKEND = (
+    PROC_DUMP
+    + """
+import os, sys
+
+def get_requires_for_build_wheel(config_settings=None):
+    seen = _dump(DUMP_PATH)
+    print("my environment:", seen, file=sys.stderr)  # a build that prints what it found
+    raise SystemExit("build failed on purpose")
+
+build_wheel = get_requires_for_build_wheel
+"""
+)
+
+AB_SCRIPT = """
+import json, sys
+from omni_tasks.analysis.policy import load_policy
+from omni_tasks.jobs.ab import ABRequest, run_ab
+from omni_tasks.jobs.nightly import NightlyParams, task_failed
+from omni_tasks.store.db import connect
+
+repo, root, base, head = sys.argv[1:5]
+serving = NightlyParams(
+    benchmark="seed_tts_en",
+    targets={"main": "vllm-serve", "rebase": "vllm-serve"},
+    environment={"strategy": "venv", "repo": repo, "root": root},
+    server={"gpus": 2, "startup_timeout_s": 30},
+    transcript_mode=True,
+    limit=4,
+)
+req = ABRequest(benchmark="seed_tts_en", base_target="vllm-serve", head_target="vllm-serve",
+                base_sha=base, head_sha=head, repo="o/r", pr=3, limit=4, transcript_mode=True,
+                serving=serving)
+conn = connect()
+try:
+    run_ab(conn, req, load_policy())
+except Exception as exc:
+    conn.rollback()
+    # What the DAG's failure callback does with the task's exception.
+    task_failed(conn, "seed_tts_en", "omni_ab", "ab", "manual__pr3", 1, f"{type(exc).__name__}: {exc}")
+    print("A/B failed:", type(exc).__name__, exc)
+"""
+
+
+def test_a_pull_requests_build_holds_no_secret_and_publishes_none(
+    db, results_dsn: str, tmp_path: Path
+) -> None:
+    """A PR head whose build backend dumps its environment (and its ancestors' through /proc),
+    prints it and fails: the build saw no secret; the check run, the INFRA outbox row, every
+    table and the worker's output carry none."""
+    import subprocess
+    import sys
+
+    from tests.airflow_env import REPO
+    from tests.fakes.github_api import GitHubState, github_app
+
+    repo = tmp_path / "pr-head"
+    repo.mkdir()
+    dump = tmp_path / "build-saw.json"
+    (repo / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    (repo / "backend.py").write_text(BACKEND.replace("DUMP_PATH", repr(str(dump))))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shas = []
+    for i in range(2):
+        (repo / "n.txt").write_text(str(i))
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", f"c{i}"], check=True)
+        shas.append(
+            subprocess.run(
+                [*git, "rev-parse", "HEAD"], capture_output=True, text=True
+            ).stdout.strip()
+        )
+    state = GitHubState(token=GITHUB_SECRET)
+    with serve_in_thread(github_app(state)) as gh:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OMNI_")}
+        env = _planted_env({**env, "OMNI_DATABASE_URL": results_dsn})
+        env.update(
+            OMNI_GITHUB_API_URL=gh,
+            OMNI_HOME=str(tmp_path / "omni-home"),
+            OMNI_GPUS="0,1",
+            OMNI_TRUSTED_ROOTS=json.dumps([str(tmp_path), sys.prefix]),
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", AB_SCRIPT, str(repo), str(tmp_path / "envs"), *shas],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+            check=False,
+        )
+    assert "A/B failed" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    seen = json.loads(dump.read_text())  # the backend ran…
+    assert PLAIN_MARKER in json.dumps(seen)  # …read its ancestors' environ…
+    assert _secrets_in(json.dumps(seen)) == []  # …and found no secret
+    assert [c[0] for c in state.calls] == ["POST", "PATCH"]  # the check run was completed
+    assert "installing the checkout" in json.dumps(state.calls)  # saying which step failed
+    tables = db.execute(
+        "SELECT string_agg(t::text, ' ') AS t FROM (SELECT payload::text AS t FROM "
+        "omni.alert_outbox UNION ALL SELECT details::text FROM omni.alert UNION ALL "
+        "SELECT source::text FROM omni.run) x"
+    ).fetchone()["t"]
+    assert "INFRA" in (tables or "")
+    everything = json.dumps(state.calls) + (tables or "") + out.stdout + out.stderr
+    assert _secrets_in(everything) == []
+
+
+def test_one_odd_buildkite_answer_skips_that_build_only(db) -> None:
+    """An expired artifact, a retried job, a build number that is no number, a build without a
+    branch, a download that drips, and a download_url pointing at another loopback service:
+    each skips its own build (saying why) and the next build is still imported."""
+    from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
+    from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
+    from tests.fakes.buildkite_fleet import add
+
+    pipeline, name = "vllm-omni-amd", "results/qwen_omni_acc_seed_tts_20261128-021500.json"
+    state, elsewhere = BuildkiteState(), Hits()
+    with serve_in_thread(buildkite_app(state)) as url, serve_in_thread(elsewhere.app()) as other:
+        for number in range(1, 8):
+            add(state, url, pipeline, number, {name: small_artifact(n=4)})
+        builds = {b["number"]: b for b in state.pipelines[pipeline]}
+        state.gone.add(f"{pipeline}-1-0")
+        # Build 2's job was retried: the first attempt's artifact is not the night's run.
+        builds[2]["jobs"][0].update(retried=True, retried_in_job_id="job-2")
+        builds[2]["jobs"].append({**builds[2]["jobs"][0], "id": "job-2", "retried": False})
+        del builds[2]["jobs"][1]["retried_in_job_id"]
+        first = state.pipeline_artifacts[(pipeline, 2)][0]
+        state.blobs[f"{pipeline}-2-1"] = state.blobs[first["id"]]
+        state.pipeline_artifacts[(pipeline, 2)].append(
+            {
+                **first,
+                "id": f"{pipeline}-2-1",
+                "job_id": "job-2",
+                "download_url": first["download_url"].replace("-2-0/", "-2-1/"),
+            }
+        )
+        builds[3]["number"] = "3x"
+        del builds[4]["branch"]
+        state.drip.add(f"{pipeline}-5-0")
+        state.pipeline_artifacts[(pipeline, 6)][0]["download_url"] = f"{other}/steal"
+        src = BuildkiteSource(
+            "vllm",
+            pipeline,
+            state.token,
+            f"{url}/v2",
+            backoff_s=0.01,
+            max_retries=0,
+            artifact_hosts=STORAGE_HOSTS,
+            download_deadline_s=0.5,
+        )
+        report = import_pipeline(db, src)
+    imported = sorted(k.rsplit(":build", 1)[1] for k in report.imported)
+    assert imported == ["2", "7"], report
+    said = "\n".join(report.skipped_builds)
+    for reason in (
+        "1: skipped results/qwen_omni_acc_seed_tts_20261128-021500.json: the artifact is gone",
+        "2: skipped results/qwen_omni_acc_seed_tts_20261128-021500.json: a retry superseded",
+        "3x: skipped: its number is not a build number",
+        "4: skipped: it names no branch",
+        "still arriving after 0.5 s",
+        "which is not the API host or an allowed artifact host",
+    ):
+        assert reason in said, (reason, said)
+    assert elsewhere.paths == []  # never fetched
+    row = db.execute(
+        "SELECT source -> 'buildkite' ->> 'artifact_id' AS aid FROM omni.run "
+        "WHERE source -> 'buildkite' ->> 'build' = '2'"
+    ).fetchone()
+    assert row["aid"] == f"{pipeline}-2-1"  # the latest attempt's artifact is the night's run
+
+
+def test_every_outbound_text_passes_one_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets the worker holds and the known token shapes are removed from any text, then the
+    text is escaped for its sink: no link, image, HTML or mention comes from data."""
+    from omni_tasks.trust.redact import outbound, redact
+
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "not-a-known-shape-but-held-1234")
+    reset_settings()
+    leaked = (
+        "log: token=not-a-known-shape-but-held-1234 xoxb-1111-2222-abcdef ghp_"
+        + "a" * 36
+        + " github_pat_11AAAAAAA0bcdefghijklmnop bkua_"
+        + "b" * 40
+        + " postgresql://omni:hunter2pass@db:5432/omni password='q uoted pw'"
+    )
+    clean = redact(leaked)
+    for secret in (
+        "not-a-known-shape-but-held-1234",
+        "xoxb-1111",
+        "ghp_aaaa",
+        "github_pat_11",
+        "bkua_bbbb",
+        "hunter2pass",
+        "q uoted pw",
+    ):
+        assert secret not in clean, (secret, clean)
+    assert clean.count("[redacted]") == 7
+    markup = "see [x](http://evil.example/p) ![i](http://e/i.png) <img src=x> <!channel> | cell"
+    github = outbound(markup, "github")
+    assert "](" not in github.replace("\\](", "") and "<img" not in github
+    assert "http://" not in github and "\\|" in github
+    slack = outbound(markup, "slack")
+    assert "<!channel>" not in slack and "http://" not in slack
+    assert outbound("<script>alert(1)</script>", "html") == "&lt;script&gt;alert(1)&lt;/script&gt;"
