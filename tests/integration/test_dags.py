@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -61,6 +62,9 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         for t in dag.tasks:
             assert t.owner == "omni-tasks", (dag.dag_id, t.task_id)
             assert t.retries >= 1 or t.task_id == "watcher", (dag.dag_id, t.task_id)
+            # No task runs unbounded; a GPU task of a bisection may take a day, none longer.
+            assert t.execution_timeout is not None, (dag.dag_id, t.task_id)
+            assert t.execution_timeout <= dt.timedelta(days=1), (dag.dag_id, t.task_id)
     nightly = bag.dags["seed_tts_nightly"]
     for name in nightly.params:  # a form in sections, in words, with no select showing `null`
         schema = nightly.params.get_param(name).schema

@@ -1344,3 +1344,92 @@ def test_every_outbound_text_passes_one_gate(monkeypatch: pytest.MonkeyPatch) ->
     slack = outbound(markup, "slack")
     assert "<!channel>" not in slack and "http://" not in slack
     assert outbound("<script>alert(1)</script>", "html") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> None:
+    """A real `airflow api-server`: a dag run whose form names a package index, engine
+    arguments, a namespace or an unknown grader field is refused (400) when it is submitted,
+    naming the param; a form within the allow-list is accepted."""
+    import httpx
+
+    from tests.airflow_cluster import REPO, airflow_cluster
+    from tests.conftest import ADMIN_DSN
+
+    with airflow_cluster(ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor") as c:
+        c.wait_for_dag("seed_tts_nightly")
+        c.wait_for_dag("seed_tts_bisect")
+        headers = {"Authorization": f"Bearer {c.token()}"}
+
+        def trigger(dag_id: str, conf: dict) -> httpx.Response:  # type: ignore[type-arg]
+            return httpx.post(
+                f"{c.api}/api/v2/dags/{dag_id}/dagRuns",
+                json={"logical_date": None, "conf": conf},
+                headers=headers,
+                timeout=60,
+            )
+
+        refused = {
+            "environment": ("seed_tts_nightly", {"environment": {"vllm_index": "http://evil/"}}),
+            "server": ("seed_tts_nightly", {"server": {"gpus": 64}}),
+            "overrides": (
+                "seed_tts_nightly",
+                {"overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.W"}]}},
+            ),
+            "grader": ("seed_tts_nightly", {"grader": {"model": "/etc/passwd"}}),
+            "targets": ("seed_tts_nightly", {"targets": {"main": "file:///etc/passwd"}}),
+            "budget": ("seed_tts_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
+        }
+        for param, (dag_id, conf) in refused.items():
+            r = trigger(dag_id, conf)
+            assert r.status_code == 400, (param, r.status_code, r.text[:500])
+            assert param in r.text, (param, r.text[:500])
+        ok = trigger(
+            "seed_tts_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]}
+        )
+        assert ok.status_code == 200, ok.text[:500]
+
+
+def test_a_server_pod_holds_no_token_and_no_privilege() -> None:
+    """The image strategy's pod: no service-account token mounted, not root, no privilege
+    escalation or capabilities; the namespace and GPU count are the config's (a form cannot
+    name them: test_a_form_chooses_only_among_what_the_config_offers)."""
+    from kubernetes import client as k8s
+
+    from omni_tasks.environments.pods import PodSpec, pod_manifest
+
+    spec = PodSpec.of("registry.example/vllm-omni:{commit}", "a" * 40, model="m", gpus=2)
+    pod = pod_manifest(spec, "omni-server-1")
+    body = k8s.ApiClient().sanitize_for_serialization(pod)
+    assert body["spec"]["automountServiceAccountToken"] is False
+    ctx = body["spec"]["containers"][0]["securityContext"]
+    assert ctx["runAsNonRoot"] is True and ctx["allowPrivilegeEscalation"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_a_github_answer_is_read_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GitHub API answering a 2 GiB gzip bomb: the check-run call fails with a message, and
+    the answer is never inflated past its bound."""
+    import resource
+
+    from omni_tasks.ab import checks
+    from tests.fakes.hostile_vllm import gzip_bomb
+
+    bomb = gzip_bomb()
+
+    async def bombs(request: Request) -> Response:
+        return Response(
+            bomb, headers={"content-encoding": "gzip", "content-type": "application/json"}
+        )
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with serve_in_thread(Starlette(routes=[Route("/{p:path}", bombs, methods=["POST"])])) as url:
+        monkeypatch.setenv("OMNI_GITHUB_API_URL", url)
+        monkeypatch.setenv("OMNI_GITHUB_TOKEN", "ghs_test_token")
+        reset_settings()
+        try:
+            with pytest.raises(checks.CheckRunError, match="creating the check run"):
+                checks.start("o/r", "a" * 40, "A/B", None)
+        finally:
+            reset_settings()
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200, grown_mib
