@@ -599,7 +599,10 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
     try:
         # The form only chooses; what runs on the worker is the deployment config's series.
         config = series_config(
-            Variable.get(VARIABLE, default=None), form.get("benchmark"), form.get("lane")
+            Variable.get(VARIABLE, default=None),
+            form.get("benchmark"),
+            form.get("lane"),
+            (form.get("server") or {}).get("model"),
         )
         p = BisectParams(**with_serving(check_form("bisect", form, config), config))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
@@ -667,7 +670,10 @@ def ablate(context: dict[str, Any]) -> dict[str, Any]:
     given = form_fields(dict(context["params"]))
     try:
         config = series_config(
-            Variable.get(VARIABLE, default=None), given.get("benchmark"), given.get("lane")
+            Variable.get(VARIABLE, default=None),
+            given.get("benchmark"),
+            given.get("lane"),
+            (given.get("server") or {}).get("model"),
         )
         p = AblateParams(**with_serving(check_form("ablate", given, config), config))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)

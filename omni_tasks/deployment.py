@@ -137,7 +137,10 @@ def check_form(kind: str, given: dict[str, Any], config: dict[str, Any]) -> dict
 
 
 def series_config(
-    variable: str | None, benchmark: str | None = None, lane: str | None = None
+    variable: str | None,
+    benchmark: str | None = None,
+    lane: str | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The configured series a one-series form (a bisect's, an ablation's) runs on ({} when
     nothing is configured): a version 1 config, or the fleet's series of that benchmark (and
@@ -152,8 +155,10 @@ def series_config(
     _check_choices(doc.get("form_choices"), found[0])
     series = _fleet_series(found[0], doc)
     for config in series:
-        if (benchmark is None or config.get("benchmark") == benchmark) and (
-            lane in (None, "default") or config.get("lane") == lane
+        if (
+            (benchmark is None or config.get("benchmark") == benchmark)
+            and (lane in (None, "default") or config.get("lane") == lane)
+            and (model is None or (config.get("server") or {}).get("model") == model)
         ):
             break
     else:
@@ -162,17 +167,21 @@ def series_config(
     return {**config, **extra}
 
 
-SERVING = ("repo", "environment", "server", "overrides")
+SERVING = ("repo", "environment", "server", "overrides", "grader")
 
 
 def with_serving(form: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """A one-series form's fields over the config's serving fields (sections merged key by
-    key): what runs on the worker is the config's."""
+    """A one-series form's fields over the config's serving fields and grader (sections merged
+    key by key): what runs on the worker is the config's."""
     from omni_tasks.synthesis.stages import merge_deploy
 
     out = {k: config[k] for k in SERVING if config.get(k) not in (None, {}, "")}
     for key, value in form.items():
-        if key in MERGED and isinstance(out.get(key), dict) and isinstance(value, dict):
+        if (
+            key in (*MERGED, "grader")
+            and isinstance(out.get(key), dict)
+            and isinstance(value, dict)
+        ):
             out[key] = {**out[key], **value}
         elif key == "overrides" and isinstance(out.get(key), dict):
             out[key] = merge_deploy(out[key], value, new_stages=True)

@@ -38,6 +38,7 @@ from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
 from omni_tasks.synthesis.stages import DeployConfigError, merge_deploy
+from omni_tasks.trust.forms import form_of
 
 
 class Ablation(BaseModel):
@@ -317,11 +318,9 @@ def summary(p: AblateParams, r: AblateResult) -> str:
 
 
 def reproduce(p: AblateParams) -> str:
-    """One command that runs these ablations again (the server's env, which may hold tokens,
-    stays the deployment config's)."""
-    conf = p.model_dump(mode="json", exclude_defaults=True)
-    if "env" in conf.get("server", {}):
-        conf["server"] = {k: v for k, v in conf["server"].items() if k != "env"}
+    """One command that runs these ablations again: the form's fields only (the serving
+    fields, the server's env among them, stay the deployment config's)."""
+    conf = form_of("ablate", p.model_dump(mode="json", exclude_defaults=True))
     conf["ablations"] = [a.model_dump(exclude_defaults=True) for a in p.ablations]
     return f"airflow dags trigger omni_ablate --conf {shlex.quote(json.dumps(conf))}"
 

@@ -138,7 +138,10 @@ def _decide(
 
 
 def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> dict[str, Any]:
-    """What a triggered bisect or ablation takes from the series and the alert."""
+    """What a triggered bisect or ablation takes from the series and the alert: choices within
+    the forms' allow-list (the series' serving fields are the config's, found again there by
+    benchmark, lane and model)."""
+    model = params.server.get("model")
     return {
         "branch": alert["candidate_branch"],
         "baseline": alert["baseline_branch"],
@@ -147,11 +150,7 @@ def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> dict[str, Any]:
         "lane": params.lane,
         "dataset": params.dataset,
         "transcript_mode": params.transcript_mode,
-        "grader": params.grader,
-        "environment": params.environment,
-        "server": params.server,
-        "overrides": params.overrides,
-        "repo": params.repo,
+        **({"server": {"model": model}} if model else {}),
         "alert_id": alert["alert_id"],
     }
 

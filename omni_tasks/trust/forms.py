@@ -12,6 +12,7 @@ arguments. A free deploy override may only touch the keys in OVERRIDE_KEYS.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -132,7 +133,9 @@ SERVER_SCHEMA = {
     "additionalProperties": False,
 }
 ENVIRONMENT_SCHEMA = {
-    "properties": {"vllm": {"type": "string", "pattern": r"^[0-9][0-9A-Za-z.+!_-]{0,63}$"}},
+    "properties": {
+        "vllm": {"type": "string", "pattern": r"^([0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40})$"}
+    },
     "additionalProperties": False,
 }
 GRADER_SCHEMA = {
@@ -220,6 +223,22 @@ def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -
     return out
 
 
+def form_of(kind: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a run's parameters a form of `kind` may carry (a reproduce command's conf):
+    its free fields, targets, the chosen model and vLLM build, the grader's choices, the
+    ablations; the serving fields stay the config's."""
+    keep = FREE[kind] | set(TARGET_FIELDS[kind]) | {"ablations"}
+    out = {k: v for k, v in fields.items() if k in keep}
+    for section, name in CHOSEN.items():
+        value = (fields.get(section) or {}).get(name)
+        if value is not None:
+            out[section] = {name: value}
+    grader = {k: v for k, v in (fields.get("grader") or {}).items() if k in GRADER_KEYS}
+    if grader:
+        out["grader"] = grader
+    return out
+
+
 def offered_targets(config: Mapping[str, Any]) -> set[str]:
     """The target values a form may name: every one the config's series use, and the config's
     `form_choices.targets`."""
@@ -262,8 +281,20 @@ def check_chosen(section: str, value: Any, config: Mapping[str, Any], choosable:
         listed = list(choices.get(dotted) or ())
         if chosen == own.get(name) or chosen in listed:
             continue
+        if section == "environment" and vllm_offered(chosen, config):
+            continue
         hint = f"; the config allows: {', '.join(map(str, listed))}" if listed else ""
         raise _fail(dotted, f"set by the deployment config only{hint}")
+
+
+_VLLM_BUILD = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40}")
+
+
+def vllm_offered(value: Any, config: Mapping[str, Any]) -> bool:
+    """A vLLM build is offered when the config's environment names a `vllm_index` (installed
+    from there alone: --no-index, binary wheels only) and the value is a build name."""
+    index = (config.get("environment") or {}).get("vllm_index")
+    return bool(index) and isinstance(value, str) and bool(_VLLM_BUILD.fullmatch(value))
 
 
 def check_grader(value: Any) -> None:
@@ -362,11 +393,12 @@ def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any]:
         if entry.get("vllm") is not None:
             listed = list((config.get("form_choices") or {}).get("environment.vllm") or ())
             own = (config.get("environment") or {}).get("vllm")
-            if entry["vllm"] != own and entry["vllm"] not in listed:
+            if entry["vllm"] not in (own, *listed) and not vllm_offered(entry["vllm"], config):
                 raise _fail(
                     f"{at}.vllm",
                     "a vLLM build the config offers (form_choices environment.vllm: "
-                    f"{', '.join(map(str, listed)) or 'none'})",
+                    f"{', '.join(map(str, listed)) or 'none'}, or a build of its "
+                    "environment.vllm_index)",
                 )
         out.append(entry)
     return out
