@@ -17,10 +17,33 @@ from rich.table import Table
 from omni_tasks.contracts import Contract
 
 app = typer.Typer(
-    help="Nightly accuracy-regression tracking for omni (speech-out) models (seed-TTS WER).",
+    help="Nightly accuracy-regression tracking for omni (speech-out) models served by "
+    "vLLM-Omni: seed-TTS, Daily-Omni, Video-MME, LibriSpeech and more, per item, per series.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from omni_tasks import __version__
+
+        sys.stdout.write(f"omni-tasks {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Nightly accuracy-regression tracking for omni (speech-out) models served by vLLM-Omni."""
+
+
 db_app = typer.Typer(
     help="The results database (embedded Postgres unless OMNI_DATABASE_URL).", no_args_is_help=True
 )

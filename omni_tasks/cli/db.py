@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import console, db_app, open_db
+from omni_tasks.cli.common import console, db_app, fail, open_db
 from omni_tasks.config import get_settings
 
 
@@ -24,18 +25,80 @@ def db_url(
 
 
 @db_app.command("migrate")
-def db_migrate() -> None:
-    """Apply pending schema migrations (idempotent)."""
-    from omni_tasks.store.migrate import migrate
+def db_migrate(
+    plan: Annotated[
+        bool, typer.Option("--plan", help="List the pending migrations; apply nothing")
+    ] = False,
+) -> None:
+    """Apply pending schema migrations (idempotent). Before an upgrade, `--plan` says what the
+    new version would apply."""
+    from omni_tasks.store.migrate import migrate, pending
 
     conn = open_db(migrate=False)
     with conn:
-        applied = migrate(conn)
-    if applied:
-        for m in applied:
-            console.print(f"applied {m.version:04d}_{m.name}")
-    else:
+        try:
+            todo = pending(conn) if plan else migrate(conn)
+        except RuntimeError as exc:
+            fail(str(exc))
+    verb = "pending" if plan else "applied"
+    for m in todo:
+        console.print(f"{verb} {m.version:04d}_{m.name}", highlight=False)
+    if not todo:
         console.print("schema is up to date")
+
+
+@db_app.command("backup")
+def db_backup(
+    file: Annotated[Path, typer.Argument(help="The dump to write (custom format)")],
+) -> None:
+    """Dump the results schema (pg_dump, custom format) and write FILE.manifest.json beside it:
+    the migrations, the run count and every file under the audio root (copy the audio itself
+    with your store's tools: rsync, object versioning)."""
+    from omni_tasks.store.backup import BackupError, backup
+    from omni_tasks.store.db import resolve_dsn
+
+    conn = open_db()
+    with conn:
+        try:
+            r = backup(conn, resolve_dsn(), file, get_settings().audio_root_url)
+        except BackupError as exc:
+            fail(str(exc))
+    console.print(
+        f"backed up {r.runs} run(s) to {r.dump}; manifest {r.manifest} lists "
+        f"{r.audio_files} audio file(s), {r.audio_bytes / 1e6:.1f} MB",
+        highlight=False,
+    )
+
+
+@db_app.command("restore")
+def db_restore(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A `db backup` dump")],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Replace the results schema of the target DB")
+    ] = False,
+) -> None:
+    """Restore a `db backup` into the results DB (its results schema is replaced), record the
+    backup's migrations, and check the audio root against the backup's manifest. Run `db
+    migrate` afterwards when this version has newer migrations."""
+    from omni_tasks.store.backup import BackupError, restore
+    from omni_tasks.store.db import redact, resolve_dsn
+
+    dsn = resolve_dsn()
+    if not yes:
+        fail(f"this replaces the results schema of {redact(dsn)}: add --yes")
+    conn = open_db(migrate=False)
+    with conn:
+        try:
+            r = restore(conn, dsn, file, get_settings().audio_root_url)
+        except BackupError as exc:
+            fail(str(exc))
+    console.print(
+        f"restored {r.runs} run(s) and {r.migrations} migration record(s); audio: "
+        f"{r.audio_checked - r.audio_missing} of {r.audio_checked} file(s) in place",
+        highlight=False,
+    )
+    if r.audio_missing:
+        console.print(f"[yellow]{r.audio_missing} audio file(s) missing or of another size[/]")
 
 
 @db_app.command("start")

@@ -57,6 +57,25 @@ def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     return found
 
 
+def pending(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """The migrations `migrate` would apply, without applying any (a dry run before an
+    upgrade). An applied migration edited since is an error, as in `migrate`."""
+    with conn.transaction():
+        conn.execute(sql("create_migrations_table"))
+        cur = conn.cursor(row_factory=tuple_row)
+        done: dict[int, str] = dict(cur.execute(sql("applied_migrations")))
+    out = []
+    for mig in discover(directory):
+        if mig.version not in done:
+            out.append(mig)
+        elif done[mig.version] != mig.checksum:
+            raise RuntimeError(
+                f"migration {mig.path.name} was edited after it was applied; "
+                "add a new migration instead"
+            )
+    return out
+
+
 def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     """Apply pending migrations; returns those applied now. Safe to call repeatedly."""
     applied_now = []
