@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,17 +15,80 @@ from omni_tasks.config import Settings
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_compose_file_validates() -> None:
+def env_file(tmp_path: Path, **without: str) -> Path:
+    """A filled-in .env as an operator makes it from .env.example: every empty value gets a
+    generated secret (a real Fernet key for the Fernet key)."""
+    from cryptography.fernet import Fernet
+
+    lines = []
+    for line in (REPO / ".env.example").read_text().splitlines():
+        name, eq, value = line.partition("=")
+        if eq and not line.startswith("#") and name not in without:
+            if not value:
+                value = (
+                    Fernet.generate_key().decode()
+                    if "FERNET" in name
+                    else secrets.token_urlsafe(24)
+                )
+            lines.append(f"{name}={value}")
+    path = tmp_path / ".env"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _config(env: Path | None) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("docker-compose")
     assert exe, "Debian's docker-compose is required (`apt-get install docker-compose`)"
-    out = subprocess.run(
-        [exe, "-f", str(REPO / "docker-compose.yml"), "config", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    args = [exe, *(["--env-file", str(env)] if env else []), "-f", str(REPO / "docker-compose.yml")]
+    return subprocess.run(
+        [*args, "config", "--quiet"], capture_output=True, text=True, timeout=60, check=False
     )
-    assert out.returncode == 0, out.stderr
+
+
+def test_compose_file_validates_and_refuses_to_start_without_its_secrets(tmp_path: Path) -> None:
+    assert _config(env_file(tmp_path)).returncode == 0
+    # No literal password or key: without .env, compose stops naming what is missing.
+    empty = tmp_path / "empty.env"
+    empty.write_text("")
+    out = _config(empty)
+    assert out.returncode != 0 and "in .env" in out.stderr, out.stderr
+    assert ".env" in (REPO / ".gitignore").read_text().split()  # the filled-in file stays local
+
+
+def test_compose_is_fit_for_a_team() -> None:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    services = compose["services"]
+    env = services["airflow-scheduler"]["environment"]
+    # One JWT secret and one Fernet key for every Airflow service, from .env.
+    for var in ("AIRFLOW__API_AUTH__JWT_SECRET", "AIRFLOW__CORE__FERNET_KEY"):
+        assert str(env[var]).startswith("${") and ":?" in str(env[var]), var
+        assert all(
+            services[s]["environment"][var] == env[var]
+            for s in services
+            if s.startswith("airflow-")
+        ), var
+    assert env["AIRFLOW__CORE__AUTH_MANAGER"].endswith("FabAuthManager")
+    # Passwords only by reference.
+    for name, service in services.items():
+        for key, value in (service.get("environment") or {}).items():
+            if re.search(r"PASSWORD|SECRET|_CONN|SQL_ALCHEMY|DATABASE_URL|BACKEND", key) and value:
+                assert "${" in str(value), (name, key, value)
+    for name, service in services.items():
+        assert "healthcheck" in service or name == "airflow-init", name
+        assert service.get("restart") == ("no" if name == "airflow-init" else "unless-stopped"), (
+            name
+        )
+        tag = str(service.get("image", "")).rsplit(":", 1)[-1]
+        assert re.search(r"\d", tag) and tag != "latest", (name, service.get("image"))
+        if name.startswith("airflow-") and name != "airflow-init":
+            init = service["depends_on"]["airflow-init"]
+            assert init == {"condition": "service_completed_successfully"}, name
+            assert any(v.endswith(":/srv/omni") for v in service["volumes"]), name
+    assert env["OMNI_TRUSTED_ROOTS"] == '["/srv/omni"]'
+    assert {"pg-data", "omni-data", "grafana-data"} <= set(compose["volumes"])
+    assert any(v.startswith("grafana-data:") for v in services["grafana"]["volumes"])
+    gpu = (REPO / "docker" / "Dockerfile.gpu").read_text()
+    assert gpu.startswith("#") and "FROM nvidia/cuda:" in gpu and "[airflow,whisper]" in gpu
 
 
 def test_compose_matches_settings_provisioning_and_dags() -> None:
@@ -42,7 +106,9 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
         "grafana",
     } <= set(services)
     env = services["airflow-scheduler"]["environment"]
-    known = {f"OMNI_{name.upper()}" for name in Settings.model_fields}
+    from omni_tasks.deployment import ENV as CONFIG_ENV
+
+    known = {f"OMNI_{name.upper()}" for name in Settings.model_fields} | {CONFIG_ENV}
     omni_vars = {k for k in env if k.startswith("OMNI_")}
     assert omni_vars <= known, omni_vars - known  # every OMNI_* is a real setting
     # Links people click point where a browser can go, never at a container name.
