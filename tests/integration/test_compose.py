@@ -118,7 +118,7 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
         assert host not in services, (var, default)
     # The GPU worker consumes the queue the DAGs put GPU tasks on, with a device reservation.
     gpu = services["airflow-gpu-worker"]
-    assert "--queues gpu" in gpu["command"]
+    assert "--queues ${OMNI_GPU_QUEUES:-gpu}" in gpu["command"]  # the default lane's queue
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
     # The nightly's GPU tasks go to their lane's queue; a one-series config's lane is `gpu`.
     from omni_tasks.deployment import DEFAULT_LANES
