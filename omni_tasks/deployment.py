@@ -211,7 +211,7 @@ def resolve(
 def _series_params(config: dict[str, Any], given: dict[str, Any], where: str) -> NightlyParams:
     """One series' parameters: its config, then the form's given fields (allow-list checked)."""
     given = check_form("nightly", given, config)
-    config = {k: v for k, v in config.items() if k not in ("form_choices", "named_overrides")}
+    config = {k: v for k, v in config.items() if k not in NOT_SERIES_FIELDS}
     merged = {**config, **given}
     for section in MERGED:
         if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):
@@ -316,7 +316,28 @@ _FLEET_KEYS = {
     "named_overrides",
     "ab",
     "buildkite",
+    "retention",
 }
+# Keys of a config (either version) that are not a series' fields.
+NOT_SERIES_FIELDS = ("form_choices", "named_overrides", "retention")
+
+
+class Retention(BaseModel):
+    """The config's `retention:` section: how long clip audio is kept."""
+
+    model_config = ConfigDict(extra="forbid")
+    audio_days: int = Field(default=90, ge=1, le=3650)
+
+
+def retention(variable: str | None = None) -> Retention:
+    """The configured retention (the defaults without a config or a `retention:` section)."""
+    found = source(variable)
+    doc = None if found is None else parse(*found)
+    raw = (doc or {}).get("retention") or {}
+    try:
+        return Retention(**raw) if isinstance(raw, dict) else Retention(**{"bad": raw})
+    except ValidationError as exc:
+        raise ConfigError(f"{found[0] if found else 'config'}: retention: {_first(exc)}") from None
 
 
 def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:

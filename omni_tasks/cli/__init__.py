@@ -3,7 +3,7 @@ functions). One module per command group; importing them registers their command
 order `--help` lists them (the order of the work: import, synthesize, grade, decide, show)."""
 
 # ruff: noqa: F401, I001
-from omni_tasks.cli import db, benchmarks, imports, runs
+from omni_tasks.cli import db, audio, benchmarks, imports, runs
 from omni_tasks.cli import synthesis, grading, statistics, gates, ab, ablate, outputs, alerts, demo
 from omni_tasks.cli.common import app
 

@@ -61,6 +61,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
 benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_is_help=True)
+audio_app = typer.Typer(help="Stored clip audio: retention.", no_args_is_help=True)
+app.add_typer(audio_app, name="audio")
 app.add_typer(benchmarks_app, name="benchmarks")
 
 Result = TypeVar("Result", bound=Contract)

@@ -115,3 +115,58 @@ def test_backup_and_restore_round_trip_a_gated_night(
         reset_settings()
         with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
+
+
+def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from omni_tasks.names import path_component
+    from tests.factories import store_night
+
+    audio = tmp_path / "audio"
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(audio))
+    reset_settings()
+    store_night(db, tmp_path, 0, None)  # an old night (main only)
+    recent = store_night(db, tmp_path, 1, None)
+    db.execute("UPDATE omni.run SET nightly = current_date WHERE nightly = %s", (recent,))
+    keys = [r["run_key"] for r in db.execute("SELECT run_key FROM omni.run ORDER BY nightly")]
+    cited = store_night(db, tmp_path, 2, None)
+    cited_key = db.execute("SELECT run_key FROM omni.run WHERE nightly = %s", (cited,)).fetchone()
+    db.execute(
+        "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, last_nightly, details) "
+        "VALUES ('k', 'regression', 'open', %s, %s, %s)",
+        (cited, cited, json.dumps({"candidate_run": cited_key["run_key"]})),
+    )
+    for key in [*keys, cited_key["run_key"]]:
+        folder = audio / path_component(key)
+        folder.mkdir(parents=True)
+        for row in db.execute(
+            "SELECT a.utt_id FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
+            "WHERE r.run_key = %s",
+            (key,),
+        ).fetchall():
+            (folder / f"{row['utt_id']}.wav").write_bytes(b"RIFF" + bytes(1000))
+        db.execute(
+            "UPDATE omni.clip_audio a SET audio_uri = %s || '/' || a.utt_id || '.wav' "
+            "FROM omni.run r WHERE r.run_id = a.run_id AND r.run_key = %s",
+            (str(folder), key),
+        )
+    db.commit()
+    old, new = keys
+    rows_before = db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"]
+    dry = runner.invoke(app, ["audio", "prune", "--older-than", "7", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"would remove {old}" in dry.output and (audio / path_component(old)).is_dir()
+    out = runner.invoke(app, ["audio", "prune", "--older-than", "7"])
+    assert out.exit_code == 0, out.output
+    assert "removed the audio of 1 run(s)" in out.output, out.output
+    assert not (audio / path_component(old)).exists()
+    assert (audio / path_component(new)).is_dir()  # inside the window
+    assert (audio / path_component(cited_key["run_key"])).is_dir()  # an open alert cites it
+    left = db.execute(
+        "SELECT count(*) AS n FROM omni.clip_audio a JOIN omni.run r USING (run_id) "
+        "WHERE r.run_key = %s AND a.audio_uri IS NOT NULL",
+        (old,),
+    ).fetchone()["n"]
+    assert left == 0
+    assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == rows_before
