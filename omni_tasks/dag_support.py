@@ -742,6 +742,7 @@ def check_freshness(context: dict[str, Any]) -> list[str]:
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
+    from omni_tasks.jobs.freshness import check_decided
     from omni_tasks.jobs.freshness import check_freshness as check
 
     try:
@@ -754,6 +755,11 @@ def check_freshness(context: dict[str, Any]) -> list[str]:
             f"{p.series.label} {branch}"
             for p in fleet.series
             for branch in check(conn, p.series, p.branches, night)
+        ]
+        missing += [
+            f"{p.series.label} decision"
+            for p in fleet.series
+            if len(p.branches) > 1 and not check_decided(conn, p.series, p.variant, night)
         ]
     if missing:
         log.warning("no results for %s on %s: INFRA alert queued", ", ".join(missing), night)

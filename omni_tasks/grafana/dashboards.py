@@ -504,6 +504,26 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
                 ],
             },
         ),
+        _panel(
+            13,
+            "Platform health: Slack outbox backlog and Buildkite sync staleness",
+            "table",
+            (0, 66, 24, 6),
+            [
+                _target(
+                    "SELECT 'outbox' AS what, pending::text || ' pending, ' || failed::text || "
+                    "' failed' AS state, oldest_pending_at AS since FROM omni.v_outbox_backlog "
+                    "UNION ALL SELECT 'sync ' || pipeline, 'build ' || last_build::text || ', ' "
+                    "|| hours_since::text || ' h ago', last_imported_at FROM "
+                    "omni.v_sync_staleness ORDER BY 1",
+                    fmt="table",
+                ),
+            ],
+            "The platform watching itself: messages not yet delivered to Slack (and the oldest "
+            "one's age), and each Buildkite pipeline's newest imported build and how long ago "
+            "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
+            "(omni_freshness).",
+        ),
     ]
 
 

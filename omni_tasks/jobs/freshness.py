@@ -1,5 +1,5 @@
-"""The freshness watchdog: a branch without a complete run for the night by the deadline is an
-INFRA alert (what `omni_freshness` calls)."""
+"""The freshness watchdog (what `omni_freshness` calls at 09:00 UTC): a branch without a complete
+run for the night, and a series without a gate decision for it, are INFRA alerts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import psycopg
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.series import Series
+from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import has_fresh_run
+
+DEADLINE = "09:00 UTC"  # the omni_freshness DAG's schedule
 
 
 def check_freshness(
@@ -33,3 +36,22 @@ def check_freshness(
             )
     conn.commit()
     return missing
+
+
+def check_decided(
+    conn: psycopg.Connection[Any], series: Series, variant: str, nightly: dt.date
+) -> bool:
+    """Whether the series was decided for `nightly`; when not, an INFRA alert says so (the
+    night ran late, or a task died before `decide`)."""
+    args = {**series.args(), "variant": variant, "nightly": nightly}
+    if conn.execute(sql("series_decided"), args).fetchone() is not None:
+        return True
+    raise_infra(
+        conn,
+        keys.freshness(series.key, "decision"),
+        f"INFRA no nightly decided for {series.label} ({variant}) by {DEADLINE}",
+        [f"no gate decision of {series.name} ({variant}) for {nightly} by {DEADLINE}"],
+        dedup=nightly.isoformat(),
+    )
+    conn.commit()
+    return False

@@ -25,3 +25,21 @@ def test_a_missing_branch_queues_one_infra_message(db, tmp_path: Path) -> None:
 
     later = store_night(db, tmp_path, 1, SAME)  # both branches have runs
     assert check_freshness(db, Series("seed_tts_en"), ["main", "rebase"], later) == []
+
+
+def test_a_series_not_decided_by_the_deadline_queues_one_infra_message(db, tmp_path: Path) -> None:
+    from omni_tasks.jobs.freshness import check_decided
+
+    series = Series("seed_tts_en")
+    decided = store_night(db, tmp_path, 0, SAME)  # both branches ran and the night was gated
+    assert check_decided(db, series, "default", decided)
+    undecided = decided.replace(day=decided.day + 5)  # nothing ran: no decision either
+    assert not check_decided(db, series, "default", undecided)
+    assert not check_decided(db, series, "default", undecided)
+    assert not check_decided(db, series, "eager", decided)  # another variant was not decided
+    sent = db.execute(
+        "SELECT payload FROM omni.alert_outbox WHERE idempotency_key LIKE '%%|decision|freshness|%%'"
+    ).fetchall()
+    assert len(sent) == 2  # one per night, however often the watchdog runs
+    assert "no nightly decided for" in sent[0]["payload"]["text"]
+    assert "by 09:00 UTC" in sent[0]["payload"]["text"]
