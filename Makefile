@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests use a private database per test worker on the system Postgres at 127.0.0.1:5432 when
 # one answers, else on an embedded one (OMNI_TEST_ADMIN_DSN overrides both).
 
-.PHONY: install system-deps test lint unit conformance conformance-latest demo bench bench-scale bench-pipeline clean
+.PHONY: install system-deps test lint docs unit conformance conformance-latest demo bench bench-scale bench-pipeline clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,12 @@ lint: install
 system-deps:
 	.ci/system-deps
 
-test: lint system-deps
+# The documentation (docs/, mkdocs.yml), built strictly: a broken link or a page missing from
+# the nav fails the build.
+docs: install
+	$(BIN)/mkdocs build --strict -q -d "$$(mktemp -d)"
+
+test: lint docs system-deps
 	$(BIN)/pytest -n 2 -q
 
 unit: install

@@ -501,7 +501,7 @@ def on_task_failure(context: dict[str, Any]) -> None:
 
 def _serving_params() -> dict[str, Any]:
     """The serving choices a one-series form (bisect, ablate) may make; the rest is the
-    configured series' (README "Untrusted input")."""
+    configured series' (docs/operators/security.md)."""
     from airflow.sdk import Param
 
     from omni_tasks.trust import forms

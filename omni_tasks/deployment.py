@@ -5,10 +5,10 @@ a path) or by `OMNI_NIGHTLY_CONFIG` (a path).
 Version 1 is one series: its keys are the trigger form's fields plus `version` and
 `form_choices`. Version 2 is a fleet: `lanes` (name → queue, pool, GPUs per server),
 `defaults` (any series field) and `series` (each a model × benchmark × lane with its branches,
-baseline and targets; README "Deployment config"). A manual run's non-empty form fields
-override every series for that run, within the form's allow-list (omni_tasks.trust.forms): a
+baseline and targets; docs/operators/configure.md). A manual run's non-empty form
+fields override every series for that run, within the form's allow-list (omni_tasks.trust.forms): a
 form chooses among what the config offers (`form_choices`, `named_overrides`, its targets) and
-never names a process, package, environment, resource or URL (README "Untrusted input").
+never names a process, package, environment, resource or URL (docs/operators/security.md).
 
 Validated when a DAG run starts: every error names its field, and the DAG turns it into a
 failure that is not retried (a typo must not retry for many minutes). A scheduled run without
@@ -200,7 +200,7 @@ def resolve(
         raise ConfigError(
             f"no deployment config: set the Airflow Variable {VARIABLE} (YAML or a path) or "
             f"{ENV} (a path){'' if scheduled else ', or give targets in the trigger form'}; "
-            "see README 'Deployment config'"
+            "see docs/operators/configure.md"
         )
     where, config = ("trigger form", {}) if found is None else (found[0], parse(*found))
     if config.pop("version", 1) != 1:

@@ -276,8 +276,9 @@ def _regression(
     # their paired tables pooled, Δ tail's 99 % upper bound below min_effect (all IMPROVED
     # also resolves; nights without a table, run groups, resolve only as three SAME/IMPROVED).
     # One quiet night cannot tell a persisting small step from none, so until then the alert
-    # stays open and says so (simulated in README "Slack alerts": a persisting 8 → 10.1 %
-    # step resolves 2.2 % of 30-night series, an A/A alert resolves within 3 nights 96.7 %).
+    # stays open and says so (simulated in docs/users/reading-output.md, "Slack alerts": a
+    # persisting 8 → 10.1 % step resolves 2.2 % of 30-night series, an A/A alert resolves
+    # within 3 nights 96.7 %).
     floor = policy.for_benchmark(d["benchmark"]).min_effect
     recent = [
         v

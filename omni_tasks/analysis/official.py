@@ -4,7 +4,7 @@ artifact's and shown beside ours.
 
 Upstream's mean and median cover only clips with a WER: every failure is left out, and so is
 `empty_asr` (a silent or noise clip). Our capped mean and tail fraction count those as broken
-instead (README "Reading the output" says why the two means differ). Counts: `request_failed`
+instead (docs/users/reading-output.md says why the two means differ). Counts: `request_failed`
 (ours: request_failed and timeouts), `no_pcm` (no usable audio), `asr_failed` (empty_audio,
 asr_exception, empty_asr, wer_compute_failed: ours empty_transcript and grader_error).
 """

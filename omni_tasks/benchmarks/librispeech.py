@@ -8,8 +8,8 @@ with each utterance's audio as `UTT-ID.wav` beside its transcript file (16 kHz m
 LibriSpeech's FLAC once, e.g. `ffmpeg -i X.flac X.wav`: only WAV is decoded from data).
 `demo` is a shipped set for the simulator: each WAV carries its text in its INFO comment.
 
-It is the README's "Adding a benchmark" example of a runnable family: this module and one
-registry line.
+It is the "Adding a benchmark" example of a runnable family (docs/contributors/benchmarks.md):
+this module and one registry line.
 """
 
 from __future__ import annotations

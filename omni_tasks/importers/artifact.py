@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 from omni_tasks.names import InvalidName, check_text
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
 
-# Documented bounds (README "Untrusted input"): a runaway clip scores WER in the tens or
+# Documented bounds (docs/operators/security.md): a runaway clip scores WER in the tens or
 # hundreds (more under whole-clip grading); nothing real comes near these.
 MAX_WER = 1e5
 MAX_COUNT = 1e9

@@ -1,4 +1,4 @@
-"""The trust boundary (README "Untrusted input").
+"""The trust boundary (docs/operators/security.md).
 
 Trusted: DAG files and the deployment config (the operator's). Untrusted: trigger forms,
 artifacts, datasets, servers and the commits they run, pull requests, Buildkite and GitHub

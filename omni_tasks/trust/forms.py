@@ -194,8 +194,8 @@ def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -
         if field not in allowed:
             raise _fail(
                 field,
-                "set by the deployment config only: not a field this form may set (README "
-                "'Untrusted input')",
+                "set by the deployment config only: not a field this form may set "
+                "(docs/operators/security.md)",
             )
         if isinstance(value, list) and len(value) > MAX_LIST:
             raise _fail(field, f"at most {MAX_LIST} entries")

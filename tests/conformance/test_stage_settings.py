@@ -158,7 +158,7 @@ def test_the_simulator_takes_every_sampling_field_the_release_takes(upstream: Up
 def test_a_the_shipped_overlay_is_the_nightlys_deploy(upstream: Upstream, tmp_path: Path) -> None:
     """`synthesis/qwen3_omni_moe_ci.yaml` next to the wheel's own `qwen3_omni_moe.yaml`, as
     upstream's `resolve_deploy_yaml` reads it, gives each stage the nightly's settings; our
-    reader of it agrees; and the README's example config names that file."""
+    reader of it agrees; and the docs' example config names that file."""
     import shutil
 
     import yaml
@@ -193,7 +193,8 @@ def test_a_the_shipped_overlay_is_the_nightlys_deploy(upstream: Upstream, tmp_pa
     # Without the overlay the wheel's yaml is not the nightly's (its talker takes 4096 tokens).
     bare = yaml.safe_load((deploy / "qwen3_omni_moe.yaml").read_text())
     assert bare["stages"][1]["default_sampling_params"]["max_tokens"] != 1000
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    doc = Path(__file__).resolve().parents[2] / "docs" / "operators" / "configure.md"
+    readme = doc.read_text(encoding="utf-8")
     block = readme.split("# nightly.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     example = yaml.safe_load(block)
     assert example["server"]["deploy_config"].endswith("vllm_omni/deploy/qwen3_omni_moe_ci.yaml")

@@ -1,4 +1,4 @@
-"""README "Adding a benchmark", proved: a family defined here, in test code only (a pass/fail
+"""docs/contributors/benchmarks.md "Adding a benchmark", proved: a family defined here, in test code only (a pass/fail
 code-execution suite), registers itself and goes through import → stats → compare → gate →
 report with no line of it anywhere else."""
 
