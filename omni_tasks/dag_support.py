@@ -887,6 +887,7 @@ def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
                     "imported": len(report.imported),
                     "skipped": report.skipped,
                     "skipped_builds": report.skipped_builds,
+                    "refused": report.refused,
                     "unknown": report.unknown,
                     "invalid": report.invalid,
                     "errors": report.errors,

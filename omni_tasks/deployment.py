@@ -163,7 +163,7 @@ def series_config(
             break
     else:
         config = series[0]
-    extra = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
+    extra: dict[str, Any] = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
     return {**config, **extra}
 
 

@@ -172,6 +172,7 @@ def import_buildkite(
     import os
 
     from omni_tasks.importers.buildkite import (
+        ARTIFACT_HOSTS,
         BuildkiteError,
         BuildkiteSource,
         import_pipeline,
@@ -196,7 +197,7 @@ def import_buildkite(
                     harness_version=harness_version,
                     rules=chosen,
                     upstream_checkout=upstream_checkout,
-                    **({"artifact_hosts": tuple(artifact_host)} if artifact_host else {}),
+                    artifact_hosts=tuple(artifact_host) if artifact_host else ARTIFACT_HOSTS,
                 )
                 reports[slug] = import_pipeline(conn, src)
         except BuildkiteError as exc:
@@ -215,6 +216,8 @@ def import_buildkite(
             err.print(f"[red]night not valid:[/] {n}", highlight=False)
         for b in report.skipped_builds:
             err.print(f"[yellow]build {b}[/]", highlight=False)
+        for r in report.refused:
+            err.print(f"[yellow]refused:[/] {slug} {r}", highlight=False)
         console.print(
             f"{slug}: imported {len(report.imported)} run(s), skipped {report.skipped} already "
             f"imported; {len(report.builds_without_artifact)} build(s) without a known artifact",

@@ -152,14 +152,26 @@ def check_item_text(item: dict[str, Any], key: str, path: Path, where: str) -> N
             raise ArtifactError(f"{path}: {exc}") from None
 
 
+# What an artifact says of itself, kept with its figures: who wrote it and how it was run.
+IDENTITY_KEYS = (
+    "model_id",
+    "backend",
+    "endpoint_type",
+    "seed_tts_reference_as_input",
+    "date",
+    "max_concurrency",
+)
+
+
 def summary_figures(doc: dict[str, Any], prefix: str, items_key: str) -> dict[str, Any]:
-    """The artifact's own scalar figures under `prefix`, plus its model, date and concurrency."""
+    """The artifact's own scalar figures under `prefix`, plus its identity (model, backend,
+    endpoint type, reference-as-input), date and concurrency."""
     summary = {
         k: v
         for k, v in doc.items()
         if k.startswith(prefix) and k != items_key and (finite_number(v) or isinstance(v, str))
     }
-    for k in ("model_id", "date", "max_concurrency"):
+    for k in IDENTITY_KEYS:
         if k in doc and (isinstance(doc[k], str) or finite_number(doc[k])):
             summary[k] = doc[k]
     return summary

@@ -48,6 +48,7 @@ from omni_tasks.commits import check_commit
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
+from omni_tasks.importers.identity import Protocol, identity_problem
 from omni_tasks.names import InvalidName, printable
 from omni_tasks.records import records_of
 from omni_tasks.series import Series
@@ -73,6 +74,8 @@ class ArtifactRule(BaseModel):
     model: str
     lane: str
     expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
+    protocol: Protocol = "chat"  # how the step's harness talks to the server
+    blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
 
     def matches(self, pipeline: str, path: str) -> bool:
         return pipeline == self.pipeline and fnmatch.fnmatchcase(path, self.artifact)
@@ -172,6 +175,7 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     skipped_builds: list[str] = field(default_factory=list)  # "BUILD: skipped: reason"
+    refused: list[str] = field(default_factory=list)  # artifacts no rule's series agrees with
 
 
 class ApiHostAuth(httpx.Auth):
@@ -394,24 +398,24 @@ def _import_build(
     matched = []
     for a in artifacts:
         path = str(a.get("path") or a.get("filename") or "")
-        rule = next((r for r in rules if r.matches(src.pipeline, path)), None)
-        if rule is not None and a.get("job_id") in superseded:
+        candidates = [r for r in rules if r.matches(src.pipeline, path)]
+        if candidates and a.get("job_id") in superseded:
             report.skipped_builds.append(
                 f"{number}: skipped {printable(path[:300])}: a retry superseded its job"
             )
-        elif rule is not None:
-            matched.append((a, rule))
+        elif candidates:
+            matched.append((a, candidates))
         elif path.endswith(".json"):
             report.unknown.append(f"{number}: {printable(path[:300])}")
     if not matched:
         report.builds_without_artifact.append(number)
         return
-    for art, rule in matched:
+    for art, candidates in matched:
         try:
             if _already(conn, str(art["id"])):
                 report.skipped += 1
                 continue
-            _import_one(conn, client, src, build, art, rule, report)
+            _import_one(conn, client, src, build, art, candidates, report)
         except _ARTIFACT_ERRORS as exc:
             conn.rollback()  # what this artifact wrote; earlier ones are committed
             path = printable(str(art.get("path") or "")[:300])
@@ -485,7 +489,7 @@ def _import_one(
     src: BuildkiteSource,
     build: dict[str, Any],
     art: dict[str, Any],
-    rule: ArtifactRule,
+    candidates: list[ArtifactRule],
     report: ImportReport,
 ) -> None:
     data = client.download(art)
@@ -501,14 +505,15 @@ def _import_one(
         harness_version=src.harness_version,
         built=_built(build),
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
-        path.write_bytes(data)
-        try:
-            parsed = benchmarks.import_artifact(path, options, rule.benchmark)
-        except ArtifactError as exc:
-            report.errors.append(f"build {build['number']}: {exc}")
-            return
+    found = _agreeing_rule(data, art, options, candidates)
+    if isinstance(found, str):
+        if found.startswith("!"):
+            report.errors.append(f"build {build['number']}: {found[1:]}")
+        else:
+            path = printable(str(art.get("path") or "")[:300])
+            report.refused.append(f"build {build['number']}: {path}: {found}")
+        return
+    rule, parsed = found
     spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
     verdicts = upstream_verdicts(
         spec.series, parsed, spec.nightly, src.upstream_checkout, rule.expected
@@ -531,6 +536,8 @@ def _import_one(
             "artifact": printable(str(art.get("path") or "")[:300]),
             "web_url": build.get("web_url"),
             "state": build.get("state"),
+            "protocol": rule.protocol,
+            "blocking": rule.blocking,
             **job,
         },
         "upstream_gates": verdicts,
@@ -555,6 +562,27 @@ def _import_one(
         )
         conn.commit()
     report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]
+
+
+def _agreeing_rule(
+    data: bytes, art: dict[str, Any], options: ImportOptions, candidates: list[ArtifactRule]
+) -> tuple[ArtifactRule, ParsedArtifact] | str:
+    """The first rule (in file order) whose series the artifact's own fields agree with, and
+    the artifact as that rule reads it; else why none does ("!" first: it did not parse)."""
+    refusals = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
+        path.write_bytes(data)
+        for rule in candidates:
+            try:
+                parsed = benchmarks.import_artifact(path, options, rule.benchmark)
+            except ArtifactError as exc:
+                return f"!{exc}"
+            problem = identity_problem(rule.model, rule.protocol, parsed.spec.summary or {})
+            if problem is None:
+                return rule, parsed
+            refusals.append(f"not {rule.model} · {rule.lane}: {problem}")
+    return "refused (never relabelled): " + "; ".join(refusals)
 
 
 def _built(build: dict[str, Any]) -> dt.date | None:

@@ -93,12 +93,11 @@ def _scrub_environ_block(libc: ctypes.CDLL, secrets: set[bytes]) -> None:
         addr = ctypes.cast(environ, ctypes.POINTER(ctypes.c_void_p))[i]
         if not addr:
             break
-        name, _, value = ctypes.string_at(addr).partition(b"=")
-        if value and (
-            SECRET_NAME.search(name.decode(errors="replace")) or any(s in value for s in secrets)
-        ):
-            ctypes.memset(addr + len(name) + 1, 0, len(value))
-            scrubbed.append(name.decode(errors="replace"))
+        raw_name, _, value = ctypes.string_at(addr).partition(b"=")
+        name = raw_name.decode(errors="replace")
+        if value and (SECRET_NAME.search(name) or any(s in value for s in secrets)):
+            ctypes.memset(addr + len(raw_name) + 1, 0, len(value))
+            scrubbed.append(name)
         i += 1
     for name in scrubbed:  # set again in fresh memory (not the block /proc reads)
         if name in os.environ:

@@ -124,21 +124,21 @@ MAX_LIST = 256
 
 # The same allow-lists as JSON schemas, for the DAGs' Params: Airflow checks them when the form
 # is submitted (the task checks again with check_form, against the config's offers).
-TARGET_SCHEMA = {
+TARGET_SCHEMA: dict[str, Any] = {
     "type": "string",
     "pattern": r"^(simulator:[A-Za-z0-9_.+-]{1,60}|vllm-serve|https?://\S{1,300})$",
 }
-SERVER_SCHEMA = {
+SERVER_SCHEMA: dict[str, Any] = {
     "properties": {"model": {"type": "string", "maxLength": 200}},
     "additionalProperties": False,
 }
-ENVIRONMENT_SCHEMA = {
+ENVIRONMENT_SCHEMA: dict[str, Any] = {
     "properties": {
         "vllm": {"type": "string", "pattern": r"^([0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40})$"}
     },
     "additionalProperties": False,
 }
-GRADER_SCHEMA = {
+GRADER_SCHEMA: dict[str, Any] = {
     "properties": {
         key: (
             {
@@ -153,8 +153,8 @@ GRADER_SCHEMA = {
     },
     "additionalProperties": False,
 }
-_NUMBER = {"type": ["number", "boolean"]}
-OVERRIDE_SCHEMA = {
+_NUMBER: dict[str, Any] = {"type": ["number", "boolean"]}
+OVERRIDE_SCHEMA: dict[str, Any] = {
     "properties": {
         "async_chunk": {"type": "boolean"},
         "stages": {
@@ -373,7 +373,7 @@ def _not_allowed(keys: Iterable[str]) -> str:
     )
 
 
-def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any]:
+def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any] | None:
     """An ablation list from a form: names of the config's named_overrides, or entries whose
     overrides pass the free-override allow-list and whose vLLM build the config offers."""
     if value is None:

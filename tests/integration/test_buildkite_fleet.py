@@ -211,3 +211,81 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
     assert again.returncode == 0
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 7
+
+
+QWEN_DIR = "tests/e2e/accuracy/qwen3_omni/results/qwen_omni_acc"
+MINICPM_DIR = "tests/e2e/accuracy/minicpmo_4_5/results"
+CHAT = {"backend": "openai-chat-omni", "endpoint_type": "openai-chat-omni"}
+
+
+def test_upstreams_shared_runner_names_land_on_their_own_series(db) -> None:
+    """Upstream's real file names: the shared runner writes `qwen_omni_acc_*` for MiniCPM-o too,
+    in its own folder, and the duplex test a realtime seed-TTS file beside the chat one. Each
+    artifact lands on the series its own model and protocol agree with; the realtime night is
+    refused (never relabelled), and nothing stops the sync. The AMD step's seed-TTS and
+    Daily-Omni both land on its lane, marked non-blocking."""
+    from omni_tasks.synthesis.simulator import serve_in_thread
+    from tests.factories import small_artifact
+    from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+    from tests.fakes.buildkite_fleet import add, daily_omni_doc, zh_doc
+
+    tag = "20261128-021500"
+    state = BuildkiteState()
+    with serve_in_thread(buildkite_app(state)) as url:
+        qwen = {"model_id": QWEN, **CHAT}
+        minicpm = {"model_id": "/data/models/MiniCPM-o-4_5", **CHAT}  # the test's local copy
+        add(
+            state,
+            url,
+            "vllm-omni",
+            21,
+            {
+                f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**small_artifact(4), **qwen},
+                f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
+                    **daily_omni_doc(6, 10),
+                    **qwen,
+                },
+                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**zh_doc(False), **minicpm},
+                f"{MINICPM_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
+                    **daily_omni_doc(8, 10),
+                    **minicpm,
+                },
+                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_20261128-031500.json": {
+                    **zh_doc(False),
+                    **minicpm,
+                    "backend": "openai-realtime-tts",
+                    "endpoint_type": "/v1/realtime",
+                },
+            },
+        )
+        add(
+            state,
+            url,
+            "vllm-omni-amd",
+            22,
+            {
+                f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**small_artifact(4), **qwen},
+                f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
+                    **daily_omni_doc(6, 10),
+                    **qwen,
+                },
+            },
+        )
+        cuda, amd = sync(db, url, "vllm-omni"), sync(db, url, "vllm-omni-amd")
+    assert cuda.errors == [] and cuda.skipped_builds == [] and len(cuda.imported) == 4
+    (refused,) = cuda.refused
+    assert "qwen_omni_acc_seed_tts_20261128-031500.json" in refused
+    assert "measured over realtime" in refused and "never relabelled" in refused
+    rows = db.execute(
+        "SELECT benchmark, model, lane, (source -> 'buildkite' ->> 'blocking')::bool AS blocking "
+        "FROM omni.run ORDER BY lane, model, benchmark"
+    ).fetchall()
+    assert [tuple(r.values()) for r in rows] == [
+        ("daily_omni", MINICPM, "cuda-h100", True),
+        ("seed_tts_zh", MINICPM, "cuda-h100", True),
+        ("daily_omni", QWEN, "cuda-h100x2", True),
+        ("seed_tts_en", QWEN, "cuda-h100x2", True),
+        ("daily_omni", QWEN, "rocm-mi325", False),
+        ("seed_tts_en", QWEN, "rocm-mi325", False),
+    ]
+    assert len(amd.imported) == 2 and amd.unknown == []
