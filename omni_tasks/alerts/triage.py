@@ -62,17 +62,20 @@ def status_line(entry: TriageEntry) -> str:
 
 def current_entry(history: list[TriageEntry]) -> TriageEntry:
     """The newest action, carrying the newest note and link given since the alert last
-    reopened: a second `ack` without `--note` keeps what the first one said."""
+    reopened: a second `ack` without `--note` keeps what the first one said, and says who said
+    it (a note is never shown under another person's name)."""
     since = history
     for i in range(len(history) - 1, -1, -1):
         if history[i].status == "reopened":
             since = history[i + 1 :]
             break
-    note = next((e.note for e in reversed(since) if e.note), None)
+    newest = history[-1]
+    noted = next((e for e in reversed(since) if e.note), None)
+    note = newest.note
+    if note is None and noted is not None:
+        note = noted.note if noted.by == newest.by else f"{noted.note} (noted by {noted.by})"
     link = next((e.link for e in reversed(since) if e.link), None)
-    return dataclasses.replace(
-        history[-1], note=history[-1].note or note, link=history[-1].link or link
-    )
+    return dataclasses.replace(newest, note=note, link=newest.link or link)
 
 
 def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any]:

@@ -74,6 +74,11 @@ def compare_cmd(
     policy = load_policy_or_fail()
     tau = tau_or_default(policy, tail_threshold)
     baseline, candidate = run_keys_of(baseline, candidate)
+    if baseline == candidate and baseline_grader == candidate_grader:
+        fail(
+            f"{baseline} compared with itself: nothing can differ (compare two runs, or one "
+            "run's two gradings with --baseline-grader / --candidate-grader)"
+        )
     compute_and_show(
         lambda conn: compare_keys(
             conn,

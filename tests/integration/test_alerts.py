@@ -301,11 +301,12 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
     assert state.updates[-1]["ts"] == parent and "*Acknowledged* by alice" in status
     assert "bisecting" in status and "https://github.com/o/r/issues/7|linked issue" in status
     assert "Acknowledged by alice" in state.replies(parent)[-1]["text"].replace("*", "")
-    # A second ack without a note keeps the first one's note and link on the message.
+    # A second ack without a note keeps the first one's note and link on the message, under
+    # the name of the person who wrote it.
     assert cli.invoke(app, ["alerts", "ack", str(alert_id), "--by", "carol"]).exit_code == 0
     dispatch(db, sink)
     status = json.dumps(state.updates[-1]["blocks"])
-    assert "*Acknowledged* by carol" in status and "bisecting" in status
+    assert "*Acknowledged* by carol" in status and "bisecting (noted by alice)" in status
     assert "https://github.com/o/r/issues/7|linked issue" in status
 
     store_night(db, tmp_path, 1, REGRESS, candidate_commit="bad0001")  # updates continue

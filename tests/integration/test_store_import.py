@@ -304,3 +304,18 @@ def test_an_empty_grading_never_becomes_the_one_statistics_read(db, tmp_path: Pa
     db.commit()
     assert latest_grading(db, run_id, key) == (graded, grader)  # newer, but it graded nothing
     assert latest_grading(db, run_id, key, "nothing-heard")[0] == empty  # asked by name: it
+
+
+def test_a_run_compared_with_itself_is_refused_with_a_reason(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    key = invoke(
+        "import",
+        "vllm-omni",
+        str(write_json(tmp_path / "a.json", small_artifact(4))),
+        "--branch",
+        "main",
+    ).stdout.strip()
+    out = runner.invoke(app, ["compare", "--baseline", key, "--candidate", key[:-2]])
+    assert out.exit_code == 1 and "compared with itself" in out.output
+    assert db.execute("SELECT count(*) AS n FROM omni.comparison").fetchone()["n"] == 0
