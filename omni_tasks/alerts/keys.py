@@ -33,3 +33,25 @@ def freshness(series: str, branch: str) -> str:
 
 def task_failure(benchmark: str, dag_id: str, task_id: str) -> str:
     return f"{benchmark}|task|{dag_id}.{task_id}"
+
+
+def short(key: str, width: int = 56) -> str:
+    """A key as a person reads it in a narrow table (the id is what commands take; `--wide`
+    shows the whole key): the model's name without its organisation, cut at 14 characters,
+    `candidate>baseline`, the variant only when not the default, the metric by its first
+    word; then the middle elided past `width` characters."""
+    parts = key.split("|")
+    if len(parts) >= 7:  # benchmark|model|lane|candidate|baseline|variant|metric
+        bench, model, lane, cand, base, variant, metric = parts[:7]
+        model = model.rsplit("/", 1)[-1]
+        model = model if len(model) <= 14 else model[:13] + "…"
+        parts = [bench, model, lane, f"{cand}>{base}"]
+        parts += [variant] if variant != "default" else []
+        parts += [metric.split("@", 1)[0].split("_", 1)[0]]  # tail, wrong, infra
+    elif len(parts) > 2 and "/" in parts[1]:
+        parts[1] = parts[1].rsplit("/", 1)[-1]
+    text = "|".join(parts)
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 3
+    return text[:head] + "…" + text[-(width - 1 - head) :]

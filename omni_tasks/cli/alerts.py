@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from omni_tasks.alerts import keys
 from omni_tasks.cli.common import (
     JsonFlag,
     WideFlag,
@@ -182,21 +183,14 @@ def alerts_list(
     headers = ["id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs"]
     headers.append("undelivered")
     cells = [[str(v) if v is not None else "" for v in r.values()] for r in rows]
-    # The key names benchmark, branches and variant: never cut.
+    if not wide:  # the id is what triage commands take: the key is shortened, never the id
+        at = headers.index("key")
+        for cell in cells:
+            cell[at] = keys.short(cell[at])
     print_table(
         headers,
         cells,
-        keep="key",
-        drop_first=[
-            "msgs",
-            "resolved",
-            "opened",
-            "kind",
-            "triage",
-            "last",
-            "undelivered",
-            "state",
-            "id",
-        ],
+        keep="id",
+        drop_first=["msgs", "resolved", "opened", "kind", "undelivered", "last", "triage"],
         wide=wide,
     )

@@ -388,6 +388,23 @@ def test_alerts_list_filters_by_status_benchmark_branch_and_night(db, tmp_path) 
     ]
     bad = cli.invoke(app, ["alerts", "list", "--status", "closed"])
     assert bad.exit_code == 1 and "open or resolved" in bad.output
+    # At 80 columns every alert's id (what triage commands take) and state are shown, and the
+    # key is shortened readably; --wide shows the whole key.
+    ids = [
+        str(r["alert_id"]) for r in json.loads(cli.invoke(app, ["alerts", "list", "--json"]).stdout)
+    ]
+    narrow = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["alerts", "list"])
+    assert narrow.exit_code == 0, narrow.output
+    assert all(len(line) <= 80 for line in narrow.output.splitlines()), narrow.output
+    header = next(line for line in narrow.output.splitlines() if " id " in f" {line} ")
+    assert "state" in header and "key" in header
+    rows = [
+        line.split("│")[1].strip() for line in narrow.output.splitlines() if line.count("│") > 2
+    ]
+    assert sorted(r for r in rows if r.isdigit()) == sorted(ids)
+    assert "seed_tts_en|Qwen3-Omni-30…|default|rebase>main|tail" in narrow.output
+    wide = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["alerts", "list", "--wide"])
+    assert all(k in wide.output for k in everything)
 
 
 def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None:
