@@ -206,16 +206,44 @@ def run_keys_of(*texts: str) -> list[str]:
             fail(str(exc))
 
 
-def night_of(conn: Any, nightly: str | None, bench: Any, decided: bool, missing: str) -> dt.date:
-    """The night asked for, or the latest one with runs (or, `decided`, gate decisions)."""
-    from omni_tasks.store.views import latest_night
+def night_of(
+    conn: Any,
+    nightly: str | None,
+    bench: Any,
+    decided: bool,
+    missing: str,
+    *,
+    require_runs: bool = True,
+) -> dt.date:
+    """The night asked for, or the latest one with runs (or, `decided`, gate decisions). A
+    series with no runs that night is an error that names the series that have runs (a fleet
+    night's command defaults to the default model and lane); `require_runs=False` lets a gate
+    that expects branches decide a night with none (INFRA)."""
+    from omni_tasks.store import views
 
     if nightly is not None:
-        return parse_date(nightly)
-    night = latest_night(conn, bench, decided=decided)
-    if night is None:
-        fail(missing)
-    return night
+        night = parse_date(nightly)
+        if require_runs and not views.series_has_night(conn, bench, night):
+            others = views.series_on_night(conn, night)
+            hint = (
+                "; series with runs that night: "
+                + ", ".join(s.label for s in others)
+                + " (choose one with --benchmark, --model, --lane)"
+                if others
+                else "; no series has runs that night"
+            )
+            fail(f"no runs of {bench.label} on {night}{hint}")
+        return night
+    latest = views.latest_night(conn, bench, decided=decided)
+    if latest is None:
+        stored = views.series_with_runs(conn)
+        hint = (
+            "; series with runs: " + ", ".join(f"{s.label} (latest {d})" for s, d in stored)
+            if stored
+            else ""
+        )
+        fail(missing + hint)
+    return latest
 
 
 def parse_date(value: str) -> dt.date:

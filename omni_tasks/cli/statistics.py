@@ -139,7 +139,14 @@ def gate_cmd(
     bench = series_of(benchmark, model, lane)
     conn = open_db()
     with conn:
-        night = night_of(conn, nightly, bench, False, f"no runs stored for {bench.label}")
+        night = night_of(
+            conn,
+            nightly,
+            bench,
+            False,
+            f"no runs stored for {bench.label}",
+            require_runs=not expect,
+        )
         outcome = decide_night(
             conn,
             night,
@@ -229,12 +236,15 @@ def trend_cmd(
     from omni_tasks.jobs.statistics import trend
 
     policy = load_policy_or_fail()
+    chosen = series_of(benchmark, model, lane)
     conn = open_db()
     with conn:
+        # A series with no runs at all is an error naming those that have runs.
+        night_of(conn, None, chosen, False, f"no runs stored for {chosen.label}")
         try:
             series, points = trend(
                 conn,
-                series=series_of(benchmark, model, lane),
+                series=chosen,
                 branch=branch,
                 variant=variant,
                 metric=metric,

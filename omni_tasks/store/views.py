@@ -67,6 +67,20 @@ def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool
     return night
 
 
+def series_on_night(conn: psycopg.Connection[Any], night: dt.date) -> list[Series]:
+    """The series with runs on `night`."""
+    return [Series.of(r) for r in _rows(conn, "series_on_night", nightly=night)]
+
+
+def series_with_runs(conn: psycopg.Connection[Any]) -> list[tuple[Series, dt.date]]:
+    """Every series with runs, with its newest night."""
+    return [(Series.of(r), r["latest"]) for r in _rows(conn, "series_with_runs")]
+
+
+def series_has_night(conn: psycopg.Connection[Any], series: Series, night: dt.date) -> bool:
+    return bool(_rows(conn, "series_has_night", **series.args(), nightly=night))
+
+
 def fleet_overview(conn: psycopg.Connection[Any]) -> list[Row]:
     """Every series: our newest verdict per candidate, upstream's newest with its record."""
     return _rows(conn, "fleet_overview")

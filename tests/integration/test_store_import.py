@@ -319,3 +319,52 @@ def test_a_run_compared_with_itself_is_refused_with_a_reason(
     out = runner.invoke(app, ["compare", "--baseline", key, "--candidate", key[:-2]])
     assert out.exit_code == 1 and "compared with itself" in out.output
     assert db.execute("SELECT count(*) AS n FROM omni.comparison").fetchone()["n"] == 0
+
+
+def test_a_series_without_runs_that_night_names_the_series_that_have_them(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    from tests.factories import SAME, store_night
+
+    night = store_night(db, tmp_path, 0, SAME)  # seed_tts_en on the default series
+    db.commit()
+    for args in (
+        ["gate", "--benchmark", "daily_omni", "--nightly", str(night)],
+        [
+            "report",
+            "--out",
+            str(tmp_path / "r.html"),
+            "--benchmark",
+            "daily_omni",
+            "--nightly",
+            str(night),
+        ],
+    ):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 1, out.output
+        assert (
+            f"no runs of daily_omni · Qwen3-Omni-30B-A3B-Instruct · default on {night}"
+            in " ".join(out.output.split())
+        )
+        assert "seed_tts_en" in out.output and "--benchmark" in out.output
+    trend = runner.invoke(app, ["trend", "--branch", "rebase", "--benchmark", "daily_omni"])
+    assert trend.exit_code == 1 and "series with runs: seed_tts_en" in " ".join(
+        trend.output.split()
+    )
+    # A gate that expects branches still decides a night without runs: INFRA, not an error.
+    expected = runner.invoke(
+        app,
+        [
+            "gate",
+            "--benchmark",
+            "daily_omni",
+            "--nightly",
+            str(night),
+            "--expect",
+            "main",
+            "--expect",
+            "rebase",
+            "--json",
+        ],
+    )
+    assert expected.exit_code == 0, expected.output
