@@ -89,6 +89,18 @@ class Cluster:
         raise TimeoutError(f"{dag_id} was not parsed in {timeout:g} s; logs in {self.logs}")
 
 
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop each service's process group: SIGTERM, then SIGKILL after 30 s."""
+    for p in procs:
+        with suppress(ProcessLookupError):
+            os.killpg(p.pid, 15)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+
+
 @contextmanager
 def airflow_cluster(
     admin_dsn: str,
@@ -184,13 +196,6 @@ def airflow_cluster(
             time.sleep(1)
         yield Cluster(env, api, make_conninfo(admin_dsn, dbname=name), logs)
     finally:
-        for p in procs:
-            with suppress(ProcessLookupError):
-                os.killpg(p.pid, 15)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
+        stop(procs)
         with psycopg.connect(admin_dsn, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -38,6 +39,21 @@ ADMIN_DSN = _admin_dsn()
 _ROOT_TABLES = (
     "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice"
 )
+
+
+@contextmanager
+def scratch_database(prefix: str) -> Iterator[str]:
+    """A new empty database on the test server (its DSN), dropped afterwards (and the settings
+    cache cleared, so nothing goes on reading a DSN that pointed there)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(ADMIN_DSN, dbname=name)
+    finally:
+        reset_settings()
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.store.db import connect
-from tests.conftest import ADMIN_DSN
+from tests.conftest import scratch_database
 from tests.factories import seed_tts_corpus, simulated_night
 
 runner = CliRunner()
@@ -49,11 +47,8 @@ def _snapshot(dsn: str) -> dict[str, object]:
 def test_migrate_plan_lists_pending_migrations_and_applies_none(
     tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    name = f"omni_plan_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        monkeypatch.setenv("OMNI_DATABASE_URL", make_conninfo(ADMIN_DSN, dbname=name))
+    with scratch_database("omni_plan") as dsn:
+        monkeypatch.setenv("OMNI_DATABASE_URL", dsn)
         monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
         reset_settings()
         out = runner.invoke(app, ["db", "migrate", "--plan"])
@@ -63,16 +58,13 @@ def test_migrate_plan_lists_pending_migrations_and_applies_none(
         ]
         migrations = sorted(p.stem for p in Path("sql/migrations").glob("*.sql"))
         assert planned == migrations  # every one, in order…
-        with psycopg.connect(make_conninfo(ADMIN_DSN, dbname=name)) as conn:
+        with psycopg.connect(dsn) as conn:
             schemas = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'omni'").fetchall()
         assert schemas == []  # …and none applied
         assert runner.invoke(app, ["db", "migrate"]).exit_code == 0
         again = runner.invoke(app, ["db", "migrate", "--plan"])
         assert "schema is up to date" in again.output
-    finally:
         reset_settings()
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_backup_and_restore_round_trip_a_gated_night(
@@ -95,11 +87,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
     manifest = json.loads(dump.with_name("omni.dump.manifest.json").read_text())
     assert manifest["files"] == [{"path": "run-a/u1.wav", "size": 104}]
 
-    target = f"omni_restore_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{target}"')
-    try:
-        target_dsn = make_conninfo(ADMIN_DSN, dbname=target)
+    with scratch_database("omni_restore") as target_dsn:
         monkeypatch.setenv("OMNI_DATABASE_URL", target_dsn)
         reset_settings()
         refused = runner.invoke(app, ["db", "restore", str(dump)])
@@ -111,10 +99,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
         assert _snapshot(target_dsn) == before
         plan = runner.invoke(app, ["db", "migrate", "--plan"])
         assert "schema is up to date" in plan.output  # the migration records came along
-    finally:
         reset_settings()
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
 
 
 def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import re
 import shlex
-import uuid
 from pathlib import Path
 
-import psycopg
 import yaml
-from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
-from tests.conftest import ADMIN_DSN
+from tests.conftest import scratch_database
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,11 +49,8 @@ def test_the_readme_is_a_landing_page_and_every_page_is_in_the_nav() -> None:
 def test_every_command_the_docs_show_runs_as_written(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     commands = shown_commands()
     assert len(commands) >= 8, commands  # the pages do show commands
-    name = f"omni_docs_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        monkeypatch.setenv("OMNI_DATABASE_URL", make_conninfo(ADMIN_DSN, dbname=name))
+    with scratch_database("omni_docs") as dsn:
+        monkeypatch.setenv("OMNI_DATABASE_URL", dsn)
         monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
         monkeypatch.delenv("OMNI_NIGHTLY_CONFIG", raising=False)
         reset_settings()
@@ -65,7 +59,4 @@ def test_every_command_the_docs_show_runs_as_written(tmp_path: Path, monkeypatch
             args = shlex.split(line.replace("/backups/", f"{tmp_path}/backups/"))[1:]
             out = runner.invoke(app, args)
             assert out.exit_code == 0, (page.name, line, out.output[-2000:])
-    finally:
         reset_settings()
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

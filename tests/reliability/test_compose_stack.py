@@ -31,6 +31,7 @@ import yaml
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.airflow_cluster import stop
 from tests.conftest import ADMIN_DSN
 from tests.fakes.grafana_api import GrafanaState, grafana_app
 from tests.fakes.slack_api import SlackState, slack_app
@@ -193,14 +194,7 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
         admin = (dotenv["AIRFLOW_ADMIN_USER"], dotenv["AIRFLOW_ADMIN_PASSWORD"])
         yield Stack(api, logs, admin, make_conninfo(ADMIN_DSN, dbname=names["airflow"]))
     finally:
-        for p in procs:
-            with suppress(ProcessLookupError):
-                os.killpg(p.pid, 15)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
+        stop(procs)
         with psycopg.connect(ADMIN_DSN, autocommit=True) as admin_conn:
             for db in names.values():
                 admin_conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
