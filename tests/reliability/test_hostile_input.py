@@ -640,20 +640,17 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
         log = out.stdout + out.stderr
         logs.append(log)
         assert out.returncode != 0, field
-        # Refused on submit (the form's schema: a commit is 7–40 hex), else by the first task.
-        at_submit = "Invalid input for param commits" in log
+        # Refused on submit (the Params' schemas: a commit is 7–40 hex; `server` and
+        # `environment` take only their choosable keys), else by the first task, naming it.
+        at_submit = f"Invalid input for param {field.split('.')[0]}" in log
         assert at_submit or (field in log and "AirflowFailException" in log), log[-3000:]
-        assert at_submit == field.startswith("commits"), field
+        assert at_submit == (field != "server.model"), field  # a model name fits the schema
         assert "up_for_retry" not in log.lower()
-    bisect = {
-        "history": [str(victim), commits[1]],
-        "target": "vllm-serve",
-        "environment": config["environment"],
-        "repo": str(repo),
-    }
+    bisect = {"history": [str(victim), commits[1]], "target": "vllm-serve"}
     for field, conf in (
-        ("history[0]", bisect),
-        ("server.env", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
+        ("history", bisect),  # a path is no commit: refused on submit
+        ("server", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
+        ("repo", {**bisect, "history": commits, "repo": str(victim)}),  # the config's only
     ):
         out = dags_test(env, "seed_tts_bisect", "2026-11-20", json.dumps(conf))
         logs.append(out.stdout + out.stderr)
@@ -682,7 +679,9 @@ def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkey
     text = yaml.safe_dump(config)
     chosen = resolve({"server": {"model": "openbmb/MiniCPM-o-4_5"}}, text)
     assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}  # merged, not replaced
-    assert resolve({"server": {"gpus": 1}}, text).server["model"].startswith("Qwen/")
+    assert resolve({"seeds": [1]}, text).server["model"].startswith("Qwen/")
+    with pytest.raises(ConfigError, match=r"server\.gpus: set by the deployment config only"):
+        resolve({"server": {"gpus": 1}}, text)
     with pytest.raises(ConfigError, match=r"server.model: set by the deployment config only"):
         resolve({"server": {"model": "evil/model"}}, text)
     with pytest.raises(ConfigError, match="form_choices: set by the deployment config only"):
