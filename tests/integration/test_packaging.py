@@ -3,6 +3,7 @@ queries without the repository (sql/ stays one top-level place; omni_tasks/sql l
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,6 +13,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_wheel_carries_sql_and_an_install_reads_it(tmp_path: Path) -> None:
+    # Built from a clean copy of the sources: an in-tree build would also ship whatever the
+    # editable install's egg-info and an earlier build/ list, and hide a missing package-data.
+    src = tmp_path / "src"
+    shutil.copytree(
+        REPO,
+        src,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", ".*_cache", "site", "bench"
+        ),
+    )
     subprocess.run(
         [
             sys.executable,
@@ -23,7 +35,7 @@ def test_the_wheel_carries_sql_and_an_install_reads_it(tmp_path: Path) -> None:
             "--no-build-isolation",
             "-w",
             str(tmp_path / "dist"),
-            str(REPO),
+            str(src),
         ],
         check=True,
         capture_output=True,
@@ -36,6 +48,15 @@ def test_the_wheel_carries_sql_and_an_install_reads_it(tmp_path: Path) -> None:
     }
     assert shipped == expected
     assert "omni_tasks/templates/report.html" in zipfile.ZipFile(wheel).namelist()  # the report
+    # Every data file of the package (rules, gate tables, ablations, policies, demo sets).
+    data = {
+        str(p.relative_to(REPO))
+        for p in (REPO / "omni_tasks").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc", ".sql") and "__pycache__" not in p.parts
+    }
+    assert data and data <= set(zipfile.ZipFile(wheel).namelist()), data - set(
+        zipfile.ZipFile(wheel).namelist()
+    )
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
