@@ -88,10 +88,11 @@ def _dsn_passwords(dsn: str) -> list[str]:
     return [p for p in _password_fields(dsn) if p]
 
 
-def redact(text: object) -> str:
-    """`text` with every secret value and token shape replaced by [redacted]."""
+def redact(text: object, secrets: list[str] | None = None) -> str:
+    """`text` with every secret value (`secrets`, default: all the worker holds) and token
+    shape replaced by [redacted]."""
     out = str(text)
-    for secret in secret_values():
+    for secret in secret_values() if secrets is None else secrets:
         if secret in out:
             out = out.replace(secret, MASK)
     for shape in _SHAPES:
@@ -126,14 +127,16 @@ def outbound(text: object, sink: Sink = "plain") -> str:
     return clean
 
 
-def redact_tree(value: Any) -> Any:
-    """Every string in a JSON-like value redacted (a Slack payload, a check run's body)."""
+def redact_tree(value: Any, secrets: list[str] | None = None) -> Any:
+    """Every string in a JSON-like value redacted (a Slack payload, a check run's body); the
+    secret values are collected once for the whole value."""
+    secrets = secret_values() if secrets is None else secrets
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: redact_tree(v) for k, v in value.items()}
+        return {k: redact_tree(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_tree(v) for v in value]
+        return [redact_tree(v, secrets) for v in value]
     return value
 
 
