@@ -592,19 +592,12 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, check_form, form_fields, series_config, with_serving
+    from omni_tasks.deployment import VARIABLE, one_series_form
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
-    form = form_fields(dict(context["params"]))
+    variable = Variable.get(VARIABLE, default=None)
     try:
-        # The form only chooses; what runs on the worker is the deployment config's series.
-        config = series_config(
-            Variable.get(VARIABLE, default=None),
-            form.get("benchmark"),
-            form.get("lane"),
-            (form.get("server") or {}).get("model"),
-        )
-        p = BisectParams(**with_serving(check_form("bisect", form, config), config))
+        p = BisectParams(**one_series_form("bisect", dict(context["params"]), variable))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"bisect parameters: {exc}") from None
     with results_db() as conn:
@@ -664,18 +657,12 @@ def ablate(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, check_form, form_fields, series_config, with_serving
+    from omni_tasks.deployment import VARIABLE, one_series_form
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
-    given = form_fields(dict(context["params"]))
+    variable = Variable.get(VARIABLE, default=None)
     try:
-        config = series_config(
-            Variable.get(VARIABLE, default=None),
-            given.get("benchmark"),
-            given.get("lane"),
-            (given.get("server") or {}).get("model"),
-        )
-        p = AblateParams(**with_serving(check_form("ablate", given, config), config))
+        p = AblateParams(**one_series_form("ablate", dict(context["params"]), variable))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"ablate parameters: {exc}") from None
     with results_db() as conn:
@@ -722,15 +709,14 @@ def regrade_params() -> dict[str, Any]:
 def regrade(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.jobs.regrade import RegradeFormError, check_form
+    from omni_tasks.jobs.regrade import RegradeFormError
     from omni_tasks.jobs.regrade import regrade as run
 
-    try:
-        check_form(context["params"])
-    except RegradeFormError as exc:
-        raise AirflowFailException(str(exc)) from None
     with results_db() as conn:
-        out = run(conn, context["params"])
+        try:
+            out = run(conn, context["params"])  # checks the form first
+        except RegradeFormError as exc:  # a bad form is not retried
+            raise AirflowFailException(str(exc)) from None
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
 
 

@@ -170,6 +170,20 @@ def series_config(
 SERVING = ("repo", "environment", "server", "overrides", "grader")
 
 
+def one_series_form(kind: str, form: dict[str, Any], variable: str | None) -> dict[str, Any]:
+    """A bisect's or an ablation's parameters: the form's given fields through their
+    allow-list, over the serving fields of the configured series they name (by benchmark,
+    lane and model). What runs on the worker is the config's; the form only chooses."""
+    given = form_fields(form)
+    config = series_config(
+        variable,
+        given.get("benchmark"),
+        given.get("lane"),
+        (given.get("server") or {}).get("model"),
+    )
+    return with_serving(check_form(kind, given, config), config)
+
+
 def with_serving(form: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """A one-series form's fields over the config's serving fields and grader (sections merged
     key by key): what runs on the worker is the config's."""

@@ -62,14 +62,9 @@ class RunningServer:
 
 
 def server_env(spec: ServerSpec) -> dict[str, str]:
-    """The allow-listed basics plus the deployment config's `env`: never the worker's secrets
-    (omni_tasks.trust.child_env)."""
-    return child_env(spec.env)
-
-
-def probe_env(spec: ServerSpec) -> dict[str, str]:
-    """The provenance probe's environment: the same allow-list, so it sees the interpreter's
-    packages as the server will and takes no orders from the worker's settings."""
+    """The server's (and the provenance probe's, so it sees the interpreter's packages as the
+    server will) environment: the allow-listed basics plus the deployment config's `env`,
+    never the worker's secrets (omni_tasks.trust.child_env)."""
     return child_env(spec.env)
 
 
@@ -203,7 +198,7 @@ def provenance(
     baseline_head: str | None = None,
     recorded_head: str | None = None,
 ) -> Provenance:
-    env = probe_env(spec)
+    env = server_env(spec)
     visible = ",".join(map(str, spec.gpus)) or None
     return Provenance(
         stack=stack_versions(spec.python, env),
