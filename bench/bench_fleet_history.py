@@ -35,18 +35,19 @@ from omni_tasks.store.runs import save_run
 from omni_tasks.store.views import fleet_overview
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
-from tests.fakes.buildkite_fleet import add
+from tests.fakes.buildkite_fleet import DUPLEX_DIR, MINICPM_DIR, QWEN_DIR, add
 
 FIRST = dt.date(2025, 12, 1)
+# Upstream's real artifact names (the shared runner's, per folder).
 PIPELINES = {
     "vllm-omni": [
-        "results/qwen_omni_acc_seed_tts_{stamp}.json",
-        "results/qwen_omni_acc_daily_omni_{stamp}.json",
-        "tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json",
-        "tests/e2e/accuracy/omni_duplex_eval/results/summary.json",
+        f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json",
+        f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{{stamp}}.json",
+        f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json",
+        f"{DUPLEX_DIR}/summary.json",
     ],
-    "vllm-omni-amd": ["results/qwen_omni_acc_seed_tts_{stamp}.json"],
-    "vllm-omni-npu-ci": ["tests/e2e/accuracy/minicpmo_4_5/results/seed_tts_zh.json"],
+    "vllm-omni-amd": [f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json"],
+    "vllm-omni-npu-ci": [f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json"],
 }
 
 

@@ -871,6 +871,7 @@ def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
                 )
                 out[pipeline] = {
                     "imported": len(report.imported),
+                    "retries": len(report.retries),
                     "skipped": report.skipped,
                     "skipped_builds": report.skipped_builds,
                     "refused": report.refused,

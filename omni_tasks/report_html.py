@@ -25,6 +25,7 @@ from plotly.offline import get_plotlyjs
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.reproduce import reproduce_command
+from omni_tasks.importers.identity import PROTOCOLS
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
@@ -205,9 +206,14 @@ def _fleet(rows: list[dict[str, Any]], here: Series) -> list[dict[str, Any]]:
     for r in rows:
         series = Series(r["benchmark"], r["model"], r["lane"])
         problems = r["validity"] or []
+        protocol = f" · {r['variant']}" if r["variant"] in PROTOCOLS else ""
         out.append(
             {
-                "series": series.label,
+                "series": series.label + protocol,
+                "sku": r["sku"] or "—",
+                "blocking": "—"
+                if r["blocking"] is None
+                else ("blocking" if r["blocking"] else "non-blocking"),
                 "here": series == here,
                 "candidate": f"{r['candidate_branch']} / {r['variant']}"
                 if r["candidate_branch"]

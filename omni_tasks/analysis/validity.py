@@ -23,7 +23,11 @@ def run_validity(
     `expected_items` the suite's item count, `protocol_pin` the series' pin and `switches`
     the harness's eval switches its CI step set (each when known)."""
     problems = []
-    if expected_items is not None and spec.n_expected != expected_items:
+    if expected_items is not None and spec.n_expected < expected_items:
+        problems.append(
+            f"short night: {spec.n_expected} of the suite's {expected_items} items evaluated"
+        )
+    elif expected_items is not None and spec.n_expected != expected_items:
         problems.append(f"{spec.n_expected} items evaluated, the suite has {expected_items}")
     for v in verdicts:
         if v["verdict"] == "not_evaluated":

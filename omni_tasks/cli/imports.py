@@ -219,8 +219,9 @@ def import_buildkite(
         for r in report.refused:
             err.print(f"[yellow]refused:[/] {slug} {r}", highlight=False)
         console.print(
-            f"{slug}: imported {len(report.imported)} run(s), skipped {report.skipped} already "
-            f"imported; {len(report.builds_without_artifact)} build(s) without a known artifact",
+            f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
+            f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
+            f"{len(report.builds_without_artifact)} build(s) without a known artifact",
             highlight=False,
         )
         for key in report.imported:

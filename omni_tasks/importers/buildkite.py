@@ -48,8 +48,9 @@ from omni_tasks.commits import check_commit
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
+from omni_tasks.importers.hardware import sku_of
 from omni_tasks.importers.identity import Protocol, identity_problem
-from omni_tasks.names import InvalidName, printable
+from omni_tasks.names import InvalidName, path_component, printable
 from omni_tasks.records import records_of
 from omni_tasks.series import Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
@@ -65,20 +66,37 @@ RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
 
 
 class ArtifactRule(BaseModel):
-    """Artifacts of `pipeline` whose path matches `artifact` are runs of this series."""
+    """Artifacts of `pipeline` that a job of `step` uploaded under a path matching `artifact`
+    are runs of this series (its lane filled in with the job's hardware)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     pipeline: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    step: str = Field(min_length=1, max_length=300)  # the job's step key or label (fnmatch)
     artifact: str = Field(min_length=1, max_length=300)
     benchmark: str | None = None  # None: detected from the file
     model: str
-    lane: str
+    lane: str  # may hold `{sku}`: the job's hardware (importers/hardware.py), lower-cased
     expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
     protocol: Protocol = "chat"  # how the step's harness talks to the server
     blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
 
-    def matches(self, pipeline: str, path: str) -> bool:
-        return pipeline == self.pipeline and fnmatch.fnmatchcase(path, self.artifact)
+    def matches(self, pipeline: str, path: str, job: dict[str, Any] | None) -> bool:
+        if pipeline != self.pipeline or not fnmatch.fnmatchcase(path, self.artifact):
+            return False
+        steps = (job or {}).get("step_key"), (job or {}).get("name"), (job or {}).get("label")
+        return any(isinstance(s, str) and fnmatch.fnmatchcase(s, self.step) for s in steps)
+
+    def lane_for(self, sku: str | None) -> str:
+        """The lane of a job on `sku`; a lane that needs the hardware refuses a job that does
+        not say it."""
+        if "{sku}" not in self.lane:
+            return self.lane
+        if sku is None:
+            raise BuildkiteError(
+                f"its job names no hardware the rule's lane {self.lane} needs (no agent queue, "
+                "pool or resource class that importers/hardware.py knows)"
+            )
+        return self.lane.replace("{sku}", sku.lower())
 
 
 def load_rules(path: Path = RULES) -> list[ArtifactRule]:
@@ -101,7 +119,7 @@ def load_rules(path: Path = RULES) -> list[ArtifactRule]:
                 raise ValueError("a mapping of rule fields")
             if rule.benchmark is not None:
                 benchmarks.get(rule.benchmark)
-            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane)
+            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane_for("H100"))
         except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
             raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
         out.append(rule)
@@ -176,6 +194,7 @@ class ImportReport:
     errors: list[str] = field(default_factory=list)
     skipped_builds: list[str] = field(default_factory=list)  # "BUILD: skipped: reason"
     refused: list[str] = field(default_factory=list)  # artifacts no rule's series agrees with
+    retries: list[str] = field(default_factory=list)  # run keys of attempts a retry superseded
 
 
 class ApiHostAuth(httpx.Auth):
@@ -394,28 +413,30 @@ def _import_build(
     except BuildkiteError as exc:
         report.skipped_builds.append(f"{number}: skipped: {exc}")
         return
+    jobs = _jobs(build)
     superseded = _superseded_jobs(build)
     matched = []
     for a in artifacts:
         path = str(a.get("path") or a.get("filename") or "")
-        candidates = [r for r in rules if r.matches(src.pipeline, path)]
-        if candidates and a.get("job_id") in superseded:
-            report.skipped_builds.append(
-                f"{number}: skipped {printable(path[:300])}: a retry superseded its job"
-            )
-        elif candidates:
+        job = jobs.get(str(a.get("job_id")))
+        candidates = [r for r in rules if r.matches(src.pipeline, path, job)]
+        if candidates:
             matched.append((a, candidates))
         elif path.endswith(".json"):
             report.unknown.append(f"{number}: {printable(path[:300])}")
     if not matched:
         report.builds_without_artifact.append(number)
         return
+    # The latest attempt of each job first: it is the night's run; an attempt a retry
+    # superseded is stored beside it as a retry, never as a second night.
+    matched.sort(key=lambda m: str(m[0].get("job_id")) in superseded)
     for art, candidates in matched:
         try:
             if _already(conn, str(art["id"])):
                 report.skipped += 1
                 continue
-            _import_one(conn, client, src, build, art, candidates, report)
+            retry = str(art.get("job_id")) in superseded
+            _import_one(conn, client, src, build, art, candidates, report, retry)
         except _ARTIFACT_ERRORS as exc:
             conn.rollback()  # what this artifact wrote; earlier ones are committed
             path = printable(str(art.get("path") or "")[:300])
@@ -424,7 +445,7 @@ def _import_build(
 
 def _superseded_jobs(build: dict[str, Any]) -> set[str]:
     """Jobs a retry replaced (Buildkite marks them `retried`, naming the new attempt in
-    `retried_in_job_id`): their artifacts are not the night's run."""
+    `retried_in_job_id`): their artifacts are retries, not the night's run."""
     return {
         str(job.get("id"))
         for job in build.get("jobs") or []
@@ -432,26 +453,34 @@ def _superseded_jobs(build: dict[str, Any]) -> set[str]:
     }
 
 
-def _job(build: dict[str, Any], art: dict[str, Any]) -> dict[str, Any]:
-    """The build's job that uploaded the artifact (its step and agent, and the harness's eval
-    switches it ran with), when the API says."""
-    for job in build.get("jobs") or []:
-        if isinstance(job, dict) and job.get("id") == art.get("job_id"):
-            agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
-            out: dict[str, Any] = {
-                k: printable(str(v)[:200])
-                for k, v in (
-                    ("step_key", job.get("step_key")),
-                    ("step", job.get("name") or job.get("label")),
-                    ("agent", agent.get("name")),
-                )
-                if v
-            }
-            switches = eval_switches(build, job)
-            if switches:
-                out["eval_switches"] = switches
-            return out
-    return {}
+def _jobs(build: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The build's jobs by id (an artifact names the job that uploaded it)."""
+    return {
+        str(job["id"]): job
+        for job in build.get("jobs") or []
+        if isinstance(job, dict) and job.get("id") is not None
+    }
+
+
+def _provenance(build: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """What the run keeps of the job that uploaded it: its step, agent and hardware, and the
+    harness's eval switches it ran with."""
+    agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
+    out: dict[str, Any] = {
+        k: printable(str(v)[:200])
+        for k, v in (
+            ("job_id", job.get("id")),
+            ("step_key", job.get("step_key")),
+            ("step", job.get("name") or job.get("label")),
+            ("agent", agent.get("name")),
+            ("sku", sku_of(job)),
+        )
+        if v
+    }
+    switches = eval_switches(build, job)
+    if switches:
+        out["eval_switches"] = switches
+    return out
 
 
 # The harness's switches, under both spellings: 0.30's (`SEED_TTS_WER_EVAL`,
@@ -491,6 +520,7 @@ def _import_one(
     art: dict[str, Any],
     candidates: list[ArtifactRule],
     report: ImportReport,
+    retry: bool = False,
 ) -> None:
     data = client.download(art)
     commit = build.get("commit")
@@ -505,26 +535,40 @@ def _import_one(
         harness_version=src.harness_version,
         built=_built(build),
     )
+    path = printable(str(art.get("path") or "")[:300])
     found = _agreeing_rule(data, art, options, candidates)
     if isinstance(found, str):
         if found.startswith("!"):
             report.errors.append(f"build {build['number']}: {found[1:]}")
         else:
-            path = printable(str(art.get("path") or "")[:300])
             report.refused.append(f"build {build['number']}: {path}: {found}")
         return
     rule, parsed = found
-    spec = dataclasses.replace(parsed.spec, model=rule.model, lane=rule.lane)
+    job = _provenance(build, _jobs(build).get(str(art.get("job_id")), {}))
+    try:
+        lane = rule.lane_for(job.get("sku"))
+    except BuildkiteError as exc:
+        report.refused.append(f"build {build['number']}: {path}: {exc}")
+        return
+    # The protocol keeps its own baseline: a realtime night is the series' `realtime`
+    # variant (decisions, run keys and the fleet view are per variant), never the chat night.
+    variant = parsed.spec.variant if rule.protocol == "chat" else rule.protocol
+    spec = dataclasses.replace(
+        parsed.spec,
+        model=rule.model,
+        lane=lane,
+        variant=variant,
+        trigger="retry" if retry else parsed.spec.trigger,
+    )
     verdicts = upstream_verdicts(
         spec.series, parsed, spec.nightly, src.upstream_checkout, rule.expected
     )
-    job = _job(build, art)
     problems = run_validity(
         spec,
         verdicts,
         expected_items=rule.expected,
         protocol_pin=benchmarks.get(spec.benchmark).protocol_pin,
-        switches=job.get("eval_switches") if job else None,
+        switches=job.get("eval_switches"),
     )
     source = {
         **parsed.spec.source,
@@ -533,11 +577,12 @@ def _import_one(
             "pipeline": src.pipeline,
             "build": build["number"],
             "artifact_id": art["id"],
-            "artifact": printable(str(art.get("path") or "")[:300]),
+            "artifact": path,
             "web_url": build.get("web_url"),
             "state": build.get("state"),
             "protocol": rule.protocol,
             "blocking": rule.blocking,
+            "retry": retry,
             **job,
         },
         "upstream_gates": verdicts,
@@ -545,10 +590,16 @@ def _import_one(
     }
     spec = dataclasses.replace(spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
-    # Two builds of one commit on one night are two runs: the build number keeps keys apart.
+    # Two builds of one commit on one night are two runs: the build number keeps keys apart;
+    # an earlier attempt of a retried job is kept under its job id.
     key = f"{derive_run_key(spec)}:build{build['number']}"
+    if retry:
+        key += f":retry-{path_component(str(art.get('job_id')))[:40]}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
     conn.commit()  # one artifact at a time: a sync that stops keeps what it imported
+    if retry:
+        report.retries.append(result.run_key)
+        return
     report.imported.append(result.run_key)
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
     if problems:  # "easy to miss in a nightly log": an invalid night is INFRA, not a pass

@@ -7,5 +7,5 @@ LEFT JOIN LATERAL (
     SELECT grading_id, grader_id FROM omni.grading WHERE run_id = r.run_id AND status = 'complete'
     ORDER BY grading_id DESC LIMIT 1) g ON true
 WHERE r.benchmark = %(benchmark)s AND r.model = %(model)s AND r.lane = %(lane)s AND r.nightly = %(nightly)s
-  AND r.trigger NOT IN ('ab', 'bisect', 'ablate')
+  AND r.trigger NOT IN ('ab', 'bisect', 'ablate', 'retry')
 ORDER BY r.branch, r.variant, r.seed NULLS FIRST, r.run_key

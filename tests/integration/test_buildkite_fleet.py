@@ -24,73 +24,96 @@ def fleet():
 def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> None:
     url = fleet
     reports = {p: sync(db, url, p) for p in ("vllm-omni", "vllm-omni-amd", "vllm-omni-npu-ci")}
+    cuda = reports["vllm-omni"]
+    assert cuda.errors == [] and cuda.refused == [] and cuda.skipped_builds == []
     runs = db.execute(
-        "SELECT benchmark, model, lane, status, nightly, summary, source FROM omni.run "
-        "ORDER BY lane, benchmark, run_id"
+        "SELECT benchmark, model, lane, variant, trigger, status, nightly, n_expected, summary, "
+        "source FROM omni.run WHERE trigger <> 'retry' ORDER BY lane, model, benchmark, variant, "
+        "run_id"
     ).fetchall()
-    assert [(r["benchmark"], r["model"], r["lane"]) for r in runs] == [
-        ("duplex_eval", MINICPM, "cuda-h100"),
-        ("duplex_eval", MINICPM, "cuda-h100"),
-        ("seed_tts_zh", MINICPM, "cuda-h100"),
-        ("daily_omni", QWEN, "cuda-h100x2"),
-        ("seed_tts_en", QWEN, "cuda-h100x2"),
-        ("seed_tts_zh", MINICPM, "npu-a3"),
-        ("videomme", MINICPM, "npu-a3"),
-        ("seed_tts_en", QWEN, "rocm-mi325"),
+    # Every artifact of the real CUDA night on its own series: MiniCPM-o's files carry the
+    # shared runner's `qwen_omni_acc_*` names and still land on MiniCPM-o; its realtime night
+    # is its own variant (its own baseline); hardware from each job's queue.
+    assert [(r["benchmark"], r["model"], r["lane"], r["variant"]) for r in runs] == [
+        ("daily_omni", MINICPM, "cuda-h100", "default"),
+        ("seed_tts_zh", MINICPM, "cuda-h100", "default"),
+        ("seed_tts_zh", MINICPM, "cuda-h100", "realtime"),
+        ("videomme", MINICPM, "cuda-h100", "default"),
+        ("daily_omni", QWEN, "cuda-h100x2", "default"),
+        ("seed_tts_en", QWEN, "cuda-h100x2", "default"),
+        ("duplex_eval", MINICPM, "cuda-h100x2", "default"),
+        ("duplex_eval", MINICPM, "cuda-h100x2", "default"),
+        ("seed_tts_zh", MINICPM, "npu-a3", "default"),
+        ("daily_omni", QWEN, "rocm-mi300", "default"),
+        ("seed_tts_en", QWEN, "rocm-mi300", "default"),
     ]
-    bk = runs[3]["source"]["buildkite"]
-    assert (bk["pipeline"], bk["build"], bk["step_key"], bk["agent"]) == (
+    bk = runs[5]["source"]["buildkite"]
+    assert (bk["pipeline"], bk["build"], bk["step"], bk["agent"], bk["sku"]) == (
         "vllm-omni",
         11,
-        "accuracy",
+        ":full_moon: Omni · Accuracy Test",
         "vllm-omni-agent-3",
+        "H100",
     )
-    assert reports["vllm-omni"].unknown == [  # listed, not guessed; made printable
-        "11: perf/latency_summary.json",
-        "11: perf/\ufffd[2Jcleared.json",
+    assert runs[2]["source"]["buildkite"]["protocol"] == "realtime"
+    assert [r["source"]["buildkite"]["blocking"] for r in runs[-2:]] == [False, False]
+    assert [r["source"]["buildkite"]["sku"] for r in runs[-3:]] == ["A3", "MI300", "MI300"]
+    assert cuda.unknown == [  # listed, not guessed; made printable
+        "11: tests/dfx/perf/results/latency_summary.json",
+        "11: tests/dfx/perf/results/\ufffd[2Jcleared.json",
     ]
+    # The retried MiniCPM-o job: the latest attempt is the night's run, the first attempt's
+    # four artifacts are kept as retries (never a conflict, never the night).
+    assert len(cuda.retries) == 4 and all(":retry-job-2" in k for k in cuda.retries)
+    daily = runs[0]["summary"]["daily_omni_accuracy"]
+    assert daily == pytest.approx(946 / 1197)  # the second attempt's figure
     verdicts = [{g["figure"]: g["verdict"] for g in r["source"]["upstream_gates"]} for r in runs]
-    # As upstream's tests assert: 0.6 < 0.685 fails; a WER of 0 passes ≤ 0.35 and ≤ 0.0156;
-    # DuplexEval's record-mode thresholds (0.0) pass any score.
-    assert verdicts[3] == {"daily_omni_accuracy": "fail"}
-    assert verdicts[7] == {"seed_tts_content_error_mean": "pass"}
-    assert verdicts[6] == {"videomme_accuracy": "pass"}  # 0.70 ≥ 0.68, multiple choice per item
-    assert verdicts[5] == {"seed_tts_content_error_mean": "pass", "seed_tts_sim_mean": "pass"}
-    assert verdicts[2]["seed_tts_sim_mean"] == "not_evaluated"
-    assert verdicts[0] == {
+    # As upstream's tests assert, each series by its own gate: MiniCPM-o's Daily-Omni
+    # 0.790 ≥ 0.78 passes where Qwen's 0.600 < 0.685 fails on the same folder's runner; the
+    # seed-TTS WER means (0.0019 ≤ 0.0156 for MiniCPM-o zh, 0.190 ≤ 0.35 for Qwen en) pass.
+    assert verdicts[0] == {"daily_omni_accuracy": "pass"}
+    assert verdicts[4] == {"daily_omni_accuracy": "fail"}
+    assert verdicts[5] == {"seed_tts_content_error_mean": "pass"}
+    assert verdicts[1]["seed_tts_content_error_mean"] == "pass"
+    assert verdicts[1]["seed_tts_sim_mean"] == "not_evaluated"
+    assert verdicts[3] == {"videomme_accuracy": "pass"}  # 0.70 ≥ 0.68, per item
+    assert verdicts[8] == {"seed_tts_content_error_mean": "pass", "seed_tts_sim_mean": "pass"}
+    assert verdicts[6] == {
         "rtd.mean_content_score": "pass",
         "rtd.mean_avg_temporal_score": "pass",
         "pr.mean_all_success": "pass",
     }
     # Build 12's guard stops at its first assertion (the pin), before any threshold.
-    assert {g["verdict"] for g in runs[1]["source"]["upstream_gates"]} == {"fail"}
-    assert runs[1]["source"]["upstream_gates"][0]["assertion"] == (
+    assert {g["verdict"] for g in runs[7]["source"]["upstream_gates"]} == {"fail"}
+    assert runs[7]["source"]["upstream_gates"][0]["assertion"] == (
         f"protocol_pin changed: {'0' * 40} != {PROTOCOL_PIN}"
     )
     # DuplexEval: a summary-only series of judge figures with its pin, dated by its build.
-    duplex = runs[0]
+    duplex = runs[6]
     assert duplex["status"] == "summary_only" and str(duplex["nightly"]) == "2026-11-28"
     assert duplex["summary"]["rtd.mean_content_score"] == 1.2
     assert duplex["summary"]["rtd.by_task.RTD_OCR.mean_content_score"] == 1.0
     assert duplex["summary"]["pr.by_task.correction"] == 0.3
     assert duplex["source"]["protocol_pin"] == PROTOCOL_PIN
-    # Run validity: nothing wrong with build 11's; build 12's says both problems.
-    assert duplex["source"]["validity"] == [] and runs[4]["source"]["validity"] == []
-    assert runs[1]["source"]["validity"] == [
-        "63 items evaluated, the suite has 66",
+    # Run validity: every night at its suite's full count is valid but for what it lacks;
+    # build 12's rerun says both problems.
+    assert [r["n_expected"] for r in runs[:6]] == [1197, 2020, 200, 2700, 1197, 1088]
+    assert duplex["source"]["validity"] == [] and runs[5]["source"]["validity"] == []
+    assert runs[7]["source"]["validity"] == [
+        "short night: 63 of the suite's 66 items evaluated",
         "protocol pin 000000000000 is not the series' ca3c122b4d4b: judged by another "
         "evaluator version",
     ]
-    assert runs[2]["source"]["validity"] == [
+    assert runs[1]["source"]["validity"] == [
         "gate not evaluated: seed_tts_sim_mean >= 0.689 (seed_tts_sim_mean was not computed, "
         "so upstream's test skipped it; the step did not switch SIM on (SEED_TTS_SIM_EVAL))"
     ]
     # The harness's switches under the spelling each step used (0.30's, upstream main's).
-    assert runs[2]["source"]["buildkite"]["eval_switches"] == {
+    assert runs[1]["source"]["buildkite"]["eval_switches"] == {
         "SEED_TTS_WER_EVAL": "1",
         "SEED_TTS_WER_SAVE_ITEMS": "1",
     }
-    assert runs[5]["source"]["buildkite"]["eval_switches"] == {
+    assert runs[8]["source"]["buildkite"]["eval_switches"] == {
         "SAVE_EVAL_ITEMS": "1",
         "SEED_TTS_SIM_EVAL": "1",
         "WER_EVAL": "1",
@@ -100,29 +123,66 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "WHERE r.lane = 'npu-a3' AND r.benchmark = 'seed_tts_zh'"
     ).fetchall()
     assert [r["finish_reason"] for r in reasons] == ["stop"]  # kept per item
-    assert len(reports["vllm-omni"].invalid) == 2
+    assert len(cuda.invalid) == 3  # zh without SIM, the realtime night without SIM, build 12
     infra = db.execute(
         "SELECT idempotency_key FROM omni.alert_outbox ORDER BY idempotency_key"
     ).fetchall()
     assert [m["idempotency_key"] for m in infra] == [  # one INFRA alert per series and night
-        f"run-validity|duplex_eval|{MINICPM}|cuda-h100|2026-11-28",
+        f"run-validity|duplex_eval|{MINICPM}|cuda-h100x2|2026-11-28",
         f"run-validity|seed_tts_zh|{MINICPM}|cuda-h100|2026-11-28",
     ]
-    # The dashboard's fleet overview shows upstream's verdict per series.
+    # The dashboard's fleet overview: upstream's verdict per series and protocol, with the
+    # hardware and whether upstream's step blocks.
     overview = db.execute(
-        "SELECT benchmark, lane, upstream_verdict FROM omni.v_fleet_latest ORDER BY lane, benchmark"
+        "SELECT benchmark, lane, variant, upstream_verdict, sku, blocking "
+        "FROM omni.v_fleet_latest ORDER BY lane, benchmark, variant, model"
     ).fetchall()
-    assert [(r["benchmark"], r["lane"], r["upstream_verdict"]) for r in overview] == [
-        ("duplex_eval", "cuda-h100", "fail"),  # its newest night is build 12's
-        ("seed_tts_zh", "cuda-h100", "not evaluated"),
-        ("daily_omni", "cuda-h100x2", "fail"),
-        ("seed_tts_en", "cuda-h100x2", "pass"),
-        ("seed_tts_zh", "npu-a3", "pass"),
-        ("videomme", "npu-a3", "pass"),
-        ("seed_tts_en", "rocm-mi325", "pass"),
+    assert [tuple(r.values()) for r in overview] == [
+        ("daily_omni", "cuda-h100", "default", "pass", "H100", True),
+        ("seed_tts_zh", "cuda-h100", "default", "not evaluated", "H100", True),
+        ("seed_tts_zh", "cuda-h100", "realtime", "not evaluated", "H100", True),
+        ("videomme", "cuda-h100", "default", "pass", "H100", True),
+        ("daily_omni", "cuda-h100x2", "default", "fail", "H100", True),
+        ("duplex_eval", "cuda-h100x2", "default", "fail", "H100", True),  # build 12's night
+        ("seed_tts_en", "cuda-h100x2", "default", "pass", "H100", True),
+        ("seed_tts_zh", "npu-a3", "default", "pass", "A3", True),
+        ("daily_omni", "rocm-mi300", "default", "fail", "MI300", False),
+        ("seed_tts_en", "rocm-mi300", "default", "pass", "MI300", False),
     ]
     again = sync(db, url, "vllm-omni")
-    assert again.imported == [] and again.skipped == 5
+    assert again.imported == [] and again.retries == [] and again.skipped == 12
+
+
+def test_a_short_night_and_a_step_on_other_hardware(db) -> None:
+    """A seed-TTS night with half its items is INFRA "short night"; the same step label on a
+    B200 queue is another series (a baseline never crosses hardware); a job whose queue names
+    no hardware the lane needs is refused, saying so; an artifact a job of another step
+    uploaded under the same path is not matched."""
+    from omni_tasks.synthesis.simulator import serve_in_thread
+    from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
+    from tests.fakes.buildkite_fleet import QWEN_DIR, TAG, add, en_doc
+
+    state = BuildkiteState()
+    path = f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{TAG}.json"
+    with serve_in_thread(buildkite_app(state)) as url:
+        add(state, url, "vllm-omni", 31, {path: en_doc(544)})
+        add(state, url, "vllm-omni", 32, {path: en_doc()}, queue="b200-k8s")
+        add(state, url, "vllm-omni", 33, {path: en_doc()}, queue="cpu-small")
+        add(state, url, "vllm-omni", 34, {path: en_doc()})
+        state.pipelines["vllm-omni"][0]["jobs"][0]["name"] = ":full_moon: Omni · Perf Test"
+        report = sync(db, url, "vllm-omni")
+    lanes = db.execute("SELECT lane, n_expected FROM omni.run ORDER BY run_id").fetchall()
+    assert [(r["lane"], r["n_expected"]) for r in lanes] == [
+        ("cuda-h100x2", 544),
+        ("cuda-b200x2", 1088),
+    ]
+    (invalid,) = report.invalid
+    assert "short night: 544 of the suite's 1088 items evaluated" in invalid
+    (refused,) = report.refused
+    assert refused.startswith("build 33:") and "names no hardware" in refused
+    assert report.unknown == [f"34: {path}"]
+    sent = db.execute("SELECT payload::text AS p FROM omni.alert_outbox").fetchone()["p"]
+    assert "short night" in sent and "INFRA" in sent
 
 
 def test_stats_of_every_imported_run_reproduce_the_artifacts_figures(db, fleet) -> None:
@@ -133,7 +193,7 @@ def test_stats_of_every_imported_run_reproduce_the_artifacts_figures(db, fleet) 
     for pipeline in ("vllm-omni", "vllm-omni-amd", "vllm-omni-npu-ci"):
         sync(db, fleet, pipeline)
     runs = db.execute("SELECT run_key, benchmark, summary FROM omni.run").fetchall()
-    assert len(runs) == 8
+    assert len(runs) == 15  # 11 nights and 4 retried attempts
     for run in runs:
         out = CliRunner().invoke(app, ["stats", run["run_key"], "--json"])
         assert out.exit_code == 0, out.output
@@ -174,10 +234,11 @@ def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPa
     assert out.exit_code == 0, out.output
     got = json.loads(out.stdout)
     assert {slug: len(r["imported"]) for slug, r in got.items()} == {
-        "vllm-omni": 5,
-        "vllm-omni-amd": 1,
+        "vllm-omni": 8,
+        "vllm-omni-amd": 2,
     }
-    assert got["vllm-omni"]["unknown"][0] == "11: perf/latency_summary.json"
+    assert len(got["vllm-omni"]["retries"]) == 4
+    assert got["vllm-omni"]["unknown"][0] == "11: tests/dfx/perf/results/latency_summary.json"
 
 
 def test_the_hourly_sync_dag_imports_the_configured_pipelines(
@@ -202,90 +263,40 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     lanes = db.execute("SELECT lane, count(*) AS n FROM omni.run GROUP BY lane ORDER BY lane")
     assert {r["lane"]: r["n"] for r in lanes.fetchall()} == {
-        "cuda-h100": 3,
-        "cuda-h100x2": 2,
-        "npu-a3": 2,
+        "cuda-h100": 8,  # 4 nights, and the retried job's 4 first attempts
+        "cuda-h100x2": 4,
+        "npu-a3": 1,
     }
     sent = db.execute("SELECT state FROM omni.alert_outbox").fetchall()
     assert [m["state"] for m in sent] == ["sent", "sent"]  # the two invalid nights' INFRA
     again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
     assert again.returncode == 0
-    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 7
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 13
 
 
-QWEN_DIR = "tests/e2e/accuracy/qwen3_omni/results/qwen_omni_acc"
-MINICPM_DIR = "tests/e2e/accuracy/minicpmo_4_5/results"
-CHAT = {"backend": "openai-chat-omni", "endpoint_type": "openai-chat-omni"}
-
-
-def test_upstreams_shared_runner_names_land_on_their_own_series(db) -> None:
-    """Upstream's real file names: the shared runner writes `qwen_omni_acc_*` for MiniCPM-o too,
-    in its own folder, and the duplex test a realtime seed-TTS file beside the chat one. Each
-    artifact lands on the series its own model and protocol agree with; the realtime night is
-    refused (never relabelled), and nothing stops the sync. The AMD step's seed-TTS and
-    Daily-Omni both land on its lane, marked non-blocking."""
+def test_an_artifact_whose_own_model_disagrees_is_refused_never_relabelled(db) -> None:
+    """A Qwen3-Omni file in MiniCPM-o's folder (its `model_id` says Qwen) matches MiniCPM-o's
+    rules only: it is refused with the reason, and the build's other artifacts still land."""
     from omni_tasks.synthesis.simulator import serve_in_thread
-    from tests.factories import small_artifact
     from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
-    from tests.fakes.buildkite_fleet import add, daily_omni_doc, zh_doc
+    from tests.fakes.buildkite_fleet import MINICPM_DIR, TAG, add, zh_doc
 
-    tag = "20261128-021500"
     state = BuildkiteState()
     with serve_in_thread(buildkite_app(state)) as url:
-        qwen = {"model_id": QWEN, **CHAT}
-        minicpm = {"model_id": "/data/models/MiniCPM-o-4_5", **CHAT}  # the test's local copy
         add(
             state,
             url,
             "vllm-omni",
             21,
             {
-                f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**small_artifact(4), **qwen},
-                f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
-                    **daily_omni_doc(6, 10),
-                    **qwen,
-                },
-                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**zh_doc(False), **minicpm},
-                f"{MINICPM_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
-                    **daily_omni_doc(8, 10),
-                    **minicpm,
-                },
-                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_20261128-031500.json": {
-                    **zh_doc(False),
-                    **minicpm,
-                    "backend": "openai-realtime-tts",
-                    "endpoint_type": "/v1/realtime",
-                },
+                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{TAG}.json": zh_doc(False, model_id=QWEN),
+                f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_20261128-031500.json": zh_doc(False),
             },
         )
-        add(
-            state,
-            url,
-            "vllm-omni-amd",
-            22,
-            {
-                f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{tag}.json": {**small_artifact(4), **qwen},
-                f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{tag}.json": {
-                    **daily_omni_doc(6, 10),
-                    **qwen,
-                },
-            },
-        )
-        cuda, amd = sync(db, url, "vllm-omni"), sync(db, url, "vllm-omni-amd")
-    assert cuda.errors == [] and cuda.skipped_builds == [] and len(cuda.imported) == 4
-    (refused,) = cuda.refused
-    assert "qwen_omni_acc_seed_tts_20261128-031500.json" in refused
-    assert "measured over realtime" in refused and "never relabelled" in refused
-    rows = db.execute(
-        "SELECT benchmark, model, lane, (source -> 'buildkite' ->> 'blocking')::bool AS blocking "
-        "FROM omni.run ORDER BY lane, model, benchmark"
-    ).fetchall()
-    assert [tuple(r.values()) for r in rows] == [
-        ("daily_omni", MINICPM, "cuda-h100", True),
-        ("seed_tts_zh", MINICPM, "cuda-h100", True),
-        ("daily_omni", QWEN, "cuda-h100x2", True),
-        ("seed_tts_en", QWEN, "cuda-h100x2", True),
-        ("daily_omni", QWEN, "rocm-mi325", False),
-        ("seed_tts_en", QWEN, "rocm-mi325", False),
-    ]
-    assert len(amd.imported) == 2 and amd.unknown == []
+        report = sync(db, url, "vllm-omni")
+    (refused,) = report.refused
+    assert f"qwen_omni_acc_seed_tts_{TAG}.json" in refused and "never relabelled" in refused
+    assert f"its model_id '{QWEN}' is not the rule's model {MINICPM}" in refused
+    assert report.errors == [] and len(report.imported) == 1
+    rows = db.execute("SELECT model, benchmark FROM omni.run").fetchall()
+    assert [tuple(r.values()) for r in rows] == [(MINICPM, "seed_tts_zh")]

@@ -15,6 +15,14 @@ from tests.factories import small_artifact
 from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 
 
+# The CUDA nightly's accuracy job, as the API lists it (its label and H100 queue).
+ACCURACY_JOB = {
+    "id": "job-acc",
+    "name": ":full_moon: Omni · Accuracy Test",
+    "agent_query_rules": ["queue=mithril-h100-pool"],
+}
+
+
 def _history(state: BuildkiteState, url: str) -> None:
     """Four nightly builds on two branches; one has no artifact, one a summary-only one."""
     for n, (branch, commit, day) in enumerate(
@@ -35,6 +43,7 @@ def _history(state: BuildkiteState, url: str) -> None:
                 "commit": commit,
                 "state": "passed",
                 "web_url": f"https://buildkite.com/vllm/vllm-omni/builds/{n}",
+                "jobs": [ACCURACY_JOB],
             },
         )
         if n == 104:
@@ -52,6 +61,7 @@ def _history(state: BuildkiteState, url: str) -> None:
                 "path": f"tests/e2e/accuracy/qwen3_omni/results/qwen_omni_acc/"
                 f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json",
                 "filename": f"qwen_omni_acc_seed_tts_202611{day:02d}-021500.json",
+                "job_id": ACCURACY_JOB["id"],
                 "download_url": base + "/download",
             },
         ]

@@ -153,21 +153,27 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
     rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)
     assert rows == [
+        "daily_omni · MiniCPM-o-4_5 · cuda-h100",
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
-        "duplex_eval · MiniCPM-o-4_5 · cuda-h100",
+        "daily_omni · Qwen3-Omni-30B-A3B-Instruct · rocm-mi300",
+        "duplex_eval · MiniCPM-o-4_5 · cuda-h100x2",
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default",
-        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · rocm-mi325",
+        "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · rocm-mi300",
         "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100",
+        "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100 · realtime",
         "seed_tts_zh · MiniCPM-o-4_5 · npu-a3",
-        "videomme · MiniCPM-o-4_5 · npu-a3",
+        "videomme · MiniCPM-o-4_5 · cuda-h100",
     ]
+    # The hardware each ran on and whether upstream's step blocks (AMD's does not).
+    assert section.count("<td>non-blocking</td>") == 2 and "<td>MI300</td>" in section
     assert '<tr class="here"><td>seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default' in section
     assert '<td class="REGRESSED">REGRESSED</td>' in section
-    # Daily-Omni 0.6 < 0.685; DuplexEval's newest night fails the guard's pin assertion.
-    assert section.count('<td class="fail">fail</td>') == 2
+    # Qwen's Daily-Omni 0.6 < 0.685 (CUDA) and 0.58 (AMD); DuplexEval's newest night fails the
+    # guard's pin assertion.
+    assert section.count('<td class="fail">fail</td>') == 3
     assert '<td class="not-evaluated">not evaluated</td>' in section
-    assert "63 items evaluated, the suite has 66" in html.unescape(section)
+    assert "short night: 63 of the suite's 66 items evaluated" in html.unescape(section)
     assert shot.is_file() and shot.stat().st_size > 20_000
     keep = os.environ.get("OMNI_KEEP_SCREENSHOT")  # bench/results/report_fleet.png, by hand
     if keep:
@@ -184,7 +190,9 @@ def test_a_published_figure_of_the_same_protocol_is_drawn_as_a_labelled_line(
     from omni_tasks.series import Series
     from omni_tasks.synthesis.simulator import serve_in_thread
     from tests.fakes.buildkite_api import BuildkiteState, buildkite_app
-    from tests.fakes.buildkite_fleet import MINICPM, add
+    from tests.fakes.buildkite_fleet import MINICPM, MINICPM_DIR, add
+
+    VIDEOMME = f"{MINICPM_DIR}/omni_acc_videomme_20261128-021500.json"
 
     state = BuildkiteState()
     with serve_in_thread(buildkite_app(state)) as url:
@@ -204,7 +212,7 @@ def test_a_published_figure_of_the_same_protocol_is_drawn_as_a_labelled_line(
                 "videomme_accuracy": right / 20,
                 "videomme_eval_items": items,
             }
-            add(state, url, "vllm-omni", night, {"minicpmo_4_5/results/videomme.json": doc})
+            add(state, url, "vllm-omni", night, {VIDEOMME: doc})
         sync(db, url, "vllm-omni")
     page = nightly_report(db, Series("videomme", MINICPM, "cuda-h100"), dt.date(2026, 11, 28), 0.5)
     chart = page.split('id="published"')[1].split("</script>")[0]

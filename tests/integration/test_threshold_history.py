@@ -11,7 +11,7 @@ from pathlib import Path
 from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
-from tests.fakes.buildkite_fleet import add, daily_omni_doc
+from tests.fakes.buildkite_fleet import MINICPM_DIR, TAG, add, daily_omni_doc
 
 TEST_FILE = "tests/e2e/accuracy/minicpmo_4_5/test_minicpmo_4_5.py"
 
@@ -38,7 +38,7 @@ def test_each_night_is_judged_by_its_commits_threshold(db, tmp_path: Path) -> No
     git(repo, "init", "-q")
     before, after = commit_threshold(repo, "0.78"), commit_threshold(repo, "0.77")
     state = BuildkiteState()
-    path = "tests/e2e/accuracy/minicpmo_4_5/results/daily_omni.json"
+    path = f"{MINICPM_DIR}/qwen_omni_acc_daily_omni_{TAG}.json"
     with serve_in_thread(buildkite_app(state)) as url:
         # 0.775 accuracy each night: fails 0.78, passes 0.77.
         for number, commit in ((1, before), (2, after), (3, "f" * 40)):

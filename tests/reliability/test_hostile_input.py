@@ -1254,14 +1254,16 @@ def test_one_odd_buildkite_answer_skips_that_build_only(db) -> None:
     from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
     from tests.fakes.buildkite_fleet import add
 
-    pipeline, name = "vllm-omni-amd", "results/qwen_omni_acc_seed_tts_20261128-021500.json"
+    from tests.fakes.buildkite_fleet import QWEN_DIR
+
+    pipeline, name = "vllm-omni-amd", f"{QWEN_DIR}/qwen_omni_acc_seed_tts_20261128-021500.json"
     state, elsewhere = BuildkiteState(), Hits()
     with serve_in_thread(buildkite_app(state)) as url, serve_in_thread(elsewhere.app()) as other:
         for number in range(1, 8):
             add(state, url, pipeline, number, {name: small_artifact(n=4)})
         builds = {b["number"]: b for b in state.pipelines[pipeline]}
         state.gone.add(f"{pipeline}-1-0")
-        # Build 2's job was retried: the first attempt's artifact is not the night's run.
+        # Build 2's job was retried: the first attempt's artifact is kept as a retry.
         builds[2]["jobs"][0].update(retried=True, retried_in_job_id="job-2")
         builds[2]["jobs"].append({**builds[2]["jobs"][0], "id": "job-2", "retried": False})
         del builds[2]["jobs"][1]["retried_in_job_id"]
@@ -1294,8 +1296,7 @@ def test_one_odd_buildkite_answer_skips_that_build_only(db) -> None:
     assert imported == ["2", "7"], report
     said = "\n".join(report.skipped_builds)
     for reason in (
-        "1: skipped results/qwen_omni_acc_seed_tts_20261128-021500.json: the artifact is gone",
-        "2: skipped results/qwen_omni_acc_seed_tts_20261128-021500.json: a retry superseded",
+        f"1: skipped {name}: the artifact is gone",
         "3x: skipped: its number is not a build number",
         "4: skipped: it names no branch",
         "still arriving after 0.5 s",
@@ -1305,9 +1306,11 @@ def test_one_odd_buildkite_answer_skips_that_build_only(db) -> None:
     assert elsewhere.paths == []  # never fetched
     row = db.execute(
         "SELECT source -> 'buildkite' ->> 'artifact_id' AS aid FROM omni.run "
-        "WHERE source -> 'buildkite' ->> 'build' = '2'"
+        "WHERE source -> 'buildkite' ->> 'build' = '2' AND trigger <> 'retry'"
     ).fetchone()
     assert row["aid"] == f"{pipeline}-2-1"  # the latest attempt's artifact is the night's run
+    (retry,) = report.retries  # the first attempt's: stored, never a conflict
+    assert retry.endswith(":build2:retry-job-1")
 
 
 def test_every_outbound_text_passes_one_gate(monkeypatch: pytest.MonkeyPatch) -> None:
