@@ -1,11 +1,13 @@
 """The reference harness by vllm-omni version: what each release's seed-TTS benchmark does that
-decides a clip's outcome — the window its Whisper hears and when its client tries a request
-again.
+decides a clip's outcome — the window its Whisper hears, and its client's rules: when it tries a
+request again, what counts as output already seen, whether an in-stream error chunk fails the
+request, which audio chunks it keeps, and how long it waits.
 
 Each row is read from that release's own code (`benchmarks/data_modules/seed_tts_eval.py` for
-the window, `benchmarks/patch/patch.py: async_request_openai_chat_omni_completions` for the
-retries), and the conformance suite checks every pinned row against the wheel. Adding a version
-is one row here plus its wheel's hash in `tests/conformance/upstream.py`.
+the window, `benchmarks/patch/patch.py: async_request_openai_chat_omni_completions` and
+`_omni_request_timeout_s` for the client), and the conformance suite replays every rule through
+the pinned wheel's own client function. Adding a version is one row here plus its wheel's hash
+in `tests/conformance/upstream.py`.
 """
 
 from __future__ import annotations
@@ -46,17 +48,54 @@ OURS = RetryRule("omni-tasks", retries=3, delay_s=1.0, incrementing=True)
 
 
 @dataclass(frozen=True)
+class ClientRules:
+    """How a release's client turns one response into a clip's outcome."""
+
+    retry: RetryRule
+    # An in-stream error chunk (HTTP 200, `data: {"error": …}`) fails the request (0.30 on);
+    # 0.28's client skipped such chunks and scored what else arrived.
+    error_chunks: bool = True
+    # "Output already seen" for the retry rule is any choice's `token_ids`, `text` or
+    # `message`, or any delta key but `role` (0.32: a reasoning, tool-call or audio delta
+    # counts); else the first choice's text or audio.
+    any_visible: bool = False
+    # Audio chunks are read as Python's `wave` reads them (PCM only: an IEEE-float WAV is
+    # dropped) and a chunk whose (channels, sample width, rate) differ from the first is
+    # dropped; else float WAV is decoded and only the rate is compared.
+    strict_wav: bool = False
+    timeout_s: float = 900.0  # the whole request's deadline
+
+    def describe(self) -> str:
+        errors = "error chunks fail" if self.error_chunks else "error chunks ignored"
+        return f"{self.retry.describe()}; {errors}; {self.timeout_s:g} s per request"
+
+
+# 0.28: a 6 h aiohttp total timeout (vLLM's session default), in-stream errors not read.
+CLIENT_028 = ClientRules(DROPS_ANYWHERE, error_chunks=False, strict_wav=True, timeout_s=6 * 3600)
+# 0.30 / 0.31: error chunks fail the request; `_omni_request_timeout_s`: 900 s.
+CLIENT_030 = ClientRules(DROPS_ANYWHERE, strict_wav=True)
+# 0.32.0rc1: retries only before any visible choice (`response_output_received`).
+CLIENT_032 = ClientRules(BEFORE_OUTPUT, any_visible=True, strict_wav=True)
+# A run that names no harness version.
+OUR_CLIENT = ClientRules(OURS)
+
+
+@dataclass(frozen=True)
 class Harness:
     window: str  # grading/windows.py: truncate30 | whole-timestamps
-    retry: RetryRule
+    client: ClientRules
+
+    @property
+    def retry(self) -> RetryRule:
+        return self.client.retry
 
 
 HARNESS: dict[str, Harness] = {
-    "0.26.0": Harness("truncate30", DROPS_ANYWHERE),
-    "0.28.0": Harness("truncate30", DROPS_ANYWHERE),
-    "0.30.0": Harness("whole-timestamps", DROPS_ANYWHERE),
-    "0.31.0rc1": Harness("whole-timestamps", DROPS_ANYWHERE),
-    "0.32.0rc1": Harness("whole-timestamps", BEFORE_OUTPUT),
+    "0.26.0": Harness("truncate30", CLIENT_028),
+    "0.28.0": Harness("truncate30", CLIENT_028),
+    "0.30.0": Harness("whole-timestamps", CLIENT_030),
+    "0.31.0rc1": Harness("whole-timestamps", CLIENT_030),
+    "0.32.0rc1": Harness("whole-timestamps", CLIENT_032),
 }
 
 
@@ -72,4 +111,9 @@ def harness(version: str) -> Harness:
 
 def retry_rule(version: str | None) -> RetryRule:
     """The client's retry rule for a run on harness `version` (ours when it names none)."""
-    return OURS if version is None else harness(version).retry
+    return client_rules(version).retry
+
+
+def client_rules(version: str | None) -> ClientRules:
+    """The client's rules for a run on harness `version` (ours when it names none)."""
+    return OUR_CLIENT if version is None else harness(version).client

@@ -24,8 +24,8 @@ from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.formatting import MISSING, pts_ci
-from omni_tasks.reproduce import reproduce_command
 from omni_tasks.importers.identity import PROTOCOLS
+from omni_tasks.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night

@@ -192,7 +192,7 @@ class MultipleChoice(Benchmark):
             nightly=req.nightly,
             limit=req.limit,
             concurrency=req.concurrency,
-            timeout_s=min(req.timeout_s, 300.0),  # an answer is short; a stuck one is infra
+            timeout_s=min(req.request_timeout, 300.0),  # an answer is short; a stuck one is infra
             trigger=req.trigger,
             model=req.model,
             lane=req.lane,

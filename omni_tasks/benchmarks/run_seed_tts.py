@@ -27,7 +27,7 @@ from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.grading.windows import UnknownHarness, harness_window
-from omni_tasks.harness import retry_rule
+from omni_tasks.harness import client_rules
 from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import RunSpec, Trigger, commonest_failure
@@ -69,7 +69,7 @@ class BenchRequest:
     variant: str = "default"
     overrides: dict[str, Any] = field(default_factory=dict)
     concurrency: int = 10
-    timeout_s: float = 900.0
+    timeout_s: float | None = None  # None: the harness version's client deadline (else 900 s)
     audio_cap_s: float = 60.0
     benchmark: str | None = None
     commit_time: dt.datetime | None = None
@@ -111,16 +111,23 @@ class BenchRequest:
                 harness_window(self.harness_version)
             except UnknownHarness as exc:
                 raise BenchError(str(exc)) from None
-        if not (self.timeout_s > 0 and self.audio_cap_s > 0):
+        if not (self.request_timeout > 0 and self.audio_cap_s > 0):
             raise BenchError("timeout and audio cap must be positive numbers of seconds")
+
+    @property
+    def request_timeout(self) -> float:
+        """The request deadline: the one asked for, else the harness version's client's (0.28
+        waited up to 6 h, 0.30 on 900 s), else 900 s."""
+        return self.timeout_s or client_rules(self.harness_version).timeout_s
 
     @property
     def audio_cap(self) -> float:
         """Audio read per clip: a run on a harness version hears what the harness hears (it has
-        no cap, only its request timeout), so its cap is never below the timeout."""
+        no cap, only its request timeout), so its cap is never below the timeout, up to 15 min
+        of audio (memory: no TTS answer is longer; a longer one is kept as that much)."""
         if self.harness_version is None:
             return self.audio_cap_s
-        return max(self.audio_cap_s, self.timeout_s)
+        return max(self.audio_cap_s, min(self.request_timeout, 900.0))
 
     @property
     def seed_sent(self) -> int | None:
@@ -272,7 +279,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         "server_max_num_seqs": req.overrides.get("max_num_seqs"),
         "request_template": req.prompt_template,
         "audio_cap_s": req.audio_cap,
-        "client_retry": retry_rule(req.harness_version).describe(),
+        "client_retry": client_rules(req.harness_version).retry.describe(),
         "seed_sent": req.seed_sent is not None,
         "stage_settings": _stage_fingerprint(stages),
     }
@@ -306,7 +313,7 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             "dataset": ds.name,
             "prompt_template": req.prompt_template,
             "transcript_mode": req.transcript_mode,
-            "timeout_s": req.timeout_s,
+            "timeout_s": req.request_timeout,
             "overrides": req.overrides,
             "stage_settings": stages,
             "harness_version": req.harness_version,
@@ -353,9 +360,9 @@ def client_config(req: BenchRequest, url: str) -> ClientConfig:
         seed=req.seed,
         stages=req.stages,
         concurrency=req.concurrency,
-        timeout_s=req.timeout_s,
+        timeout_s=req.request_timeout,
         audio_cap_s=req.audio_cap,
-        retry=retry_rule(req.harness_version),
+        rules=client_rules(req.harness_version),
     )
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from omni_tasks.contracts import Contract
+from omni_tasks.harness import HARNESS
 
 app = typer.Typer(
     help="Nightly accuracy-regression tracking for omni (speech-out) models served by "
@@ -101,14 +102,15 @@ WindowOpt = Annotated[
 HarnessOpt = Annotated[
     str | None,
     typer.Option(
-        help="vllm-omni version whose reference harness the grading must match (0.26.0, 0.28.0, "
-        "0.30.0): sets the transformers grader's window policy and is recorded"
+        help="vllm-omni version whose reference harness the grading must match "
+        f"({', '.join(HARNESS)}): sets the transformers grader's window policy and the "
+        "client's rules, and is recorded"
     ),
 ]
 ArtifactHarnessOpt = Annotated[
     str | None,
     typer.Option(
-        help="vllm-omni version that wrote the artifacts (0.26.0, 0.28.0, 0.30.0): names the "
+        help=f"vllm-omni version that wrote the artifacts ({', '.join(HARNESS)}): names the "
         "grading's window policy (artifacts carry none; unknown pairs only with unknown)"
     ),
 ]

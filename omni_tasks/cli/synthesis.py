@@ -105,7 +105,12 @@ def bench_cmd(
             "reach every stage (without it, an http(s) target gets no seed)"
         ),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Per-request deadline, seconds")] = 900.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Per-request deadline, seconds (default: the --harness-version client's, else 900)"
+        ),
+    ] = None,
     audio_cap: Annotated[
         float,
         typer.Option(
@@ -133,7 +138,7 @@ def bench_cmd(
             "seed": seed,
             "limit": limit,
             "concurrency": concurrency,
-            "timeout_s": timeout,
+            **({"timeout_s": timeout} if timeout is not None else {}),
             "transcript_mode": transcript_mode,
             "nightly": parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
         }

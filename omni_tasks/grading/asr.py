@@ -131,7 +131,17 @@ class GraderSpec:
             wanted = None if self.harness_version is None else harness_window(self.harness_version)
         except UnknownHarness as exc:
             raise GraderConfigError(str(exc)) from None
-        if wanted is None or self.backend != "transformers":
+        if wanted is None:
+            return self.window or "truncate30"
+        if self.backend != "transformers":
+            # Only the transformers grader follows a harness's window; another backend grading
+            # a harness run with its own window is a choice the user states (--window).
+            if self.window is None and wanted != "truncate30":
+                raise GraderConfigError(
+                    f"harness {self.harness_version} grades with window {wanted!r}, which the "
+                    f"{self.backend} backend does not follow; use --backend transformers, or "
+                    "pass --window to grade with another window on purpose"
+                )
             return self.window or "truncate30"
         if self.window not in (None, wanted):
             raise GraderConfigError(

@@ -19,7 +19,9 @@ chunks. Every utterance ends with exactly one status:
 from __future__ import annotations
 
 import asyncio
+import io
 import time
+import wave
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +32,7 @@ import tenacity
 
 from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
-from omni_tasks.harness import OURS, RetryRule
+from omni_tasks.harness import OUR_CLIENT, ClientRules
 from omni_tasks.names import printable
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
@@ -55,7 +57,7 @@ class ClientConfig:
     concurrency: int = 10
     timeout_s: float = 900.0
     audio_cap_s: float = 60.0
-    retry: RetryRule = OURS
+    rules: ClientRules = OUR_CLIENT  # the harness's client rules (harness.client_rules)
 
 
 @dataclass
@@ -89,8 +91,10 @@ class Malformed(Exception):
 class _Stream:
     """What has arrived so far on one response stream."""
 
-    def __init__(self, cap_s: float) -> None:
-        self.cap_s = cap_s
+    def __init__(self, cap_s: float, rules: ClientRules) -> None:
+        self.cap_s, self.rules = cap_s, rules
+        self.visible = False  # output the retry rule counts as seen (ClientRules.any_visible)
+        self.wav_params: tuple[int, int, int] | None = None
         self.text: list[str] = []
         self.frames: list[np.ndarray] = []
         self.heard: list[str] = []
@@ -110,13 +114,17 @@ class _Stream:
         if not isinstance(chunk, dict):
             raise Malformed(f"a chunk that is a JSON {type(chunk).__name__}, not an object")
         if (error := chunk.get("error")) is not None:
+            if not self.rules.error_chunks:  # 0.28's client never looked at them
+                return True
             message = error.get("message") if isinstance(error, dict) else None
             self.error = str(message or error)[:500]
             self.unavailable &= _retryable_503(error)
             return True
         choices = chunk.get("choices") or [{}]
-        if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
             raise Malformed("'choices' is not a list of objects")
+        if self.rules.any_visible and any(_visible(c) for c in choices):
+            self.visible = True
         delta = choices[0].get("delta") or {}
         audio = (delta.get("audio") or {}) if isinstance(delta, dict) else None
         if not isinstance(delta, dict) or not isinstance(audio, dict):
@@ -130,16 +138,19 @@ class _Stream:
                 raise Malformed("the audio data is not text")
             if data:
                 self.any_output = True
+                self.visible |= not self.rules.any_visible
                 self._audio(data)
         elif modality == "transcript":
             seconds = chunk.get("audio_seconds", 0.0)
             if isinstance(seconds, bool) or not isinstance(seconds, int | float):
                 raise Malformed("'audio_seconds' is not a number")
             self.any_output = self.transcript = True
+            self.visible |= not self.rules.any_visible
             self._text(self.heard, content or "")
             self.seconds += min(max(float(seconds), 0.0), self.cap_s)
         elif content:
             self.any_output = True
+            self.visible |= not self.rules.any_visible
             self._text(self.text, content)
         return self.seconds < self.cap_s
 
@@ -158,8 +169,17 @@ class _Stream:
         import binascii
 
         try:
-            samples, rate = decode_wav(base64.b64decode(data, validate=True), "audio chunk")
-        except (AudioError, binascii.Error, ValueError):
+            raw = base64.b64decode(data, validate=True)
+            if self.rules.strict_wav:  # read as the harness reads it: Python's wave, PCM only
+                with wave.open(io.BytesIO(raw), "rb") as w:
+                    params = (w.getnchannels(), w.getsampwidth(), w.getframerate())
+                if self.wav_params is None:
+                    self.wav_params = params
+                elif params != self.wav_params:  # dropped, as the harness drops it
+                    self.dropped += 1
+                    return
+            samples, rate = decode_wav(raw, "audio chunk")
+        except (AudioError, binascii.Error, ValueError, EOFError, wave.Error):
             self.dropped += 1
             return
         if self.rate is None:
@@ -209,12 +229,12 @@ async def synthesize_one(
         ref_audio_wav=ref_audio,
         ref_text=utt.prompt_text,
     )
-    tries, rule = 0, cfg.retry
+    tries, rule = 0, cfg.rules.retry
 
     async def once() -> ClipResult:
         nonlocal tries
         tries += 1
-        started, s = time.monotonic(), _Stream(cfg.audio_cap_s)
+        started, s = time.monotonic(), _Stream(cfg.audio_cap_s, cfg.rules)
 
         def failed(status: SynthStatus, detail: str) -> ClipResult:
             result = _finish(utt, s, status, started)
@@ -236,7 +256,7 @@ async def synthesize_one(
             return failed("request_failed", str(exc))
         except httpx.TransportError as exc:
             why = f"{type(exc).__name__}: {exc}"
-            if s.any_output and not rule.after_output:
+            if s.visible and not rule.after_output:
                 return failed("request_failed", f"connection failed after output had begun: {why}")
             what = "connection failed" + (" after output had begun" if s.any_output else "")
             raise _Retry(lambda: failed("request_failed", _tried(tries, why, what))) from exc
@@ -244,7 +264,7 @@ async def synthesize_one(
             return failed("request_failed", f"client error: {type(exc).__name__}: {exc}")
         if s.error is not None:  # HTTP 200 with an error chunk: failed, whatever audio came
             why = f"in-stream error from the server: {s.error}"
-            if s.unavailable and rule.unavailable and not s.any_output:
+            if s.unavailable and rule.unavailable and not s.visible:
                 raise _Retry(lambda: failed("request_failed", _tried(tries, why, "refused (503)")))
             return failed("request_failed", why)
         result = _finish(utt, s, status, started)
@@ -268,6 +288,17 @@ async def synthesize_one(
     except _Retry as last:
         result = last.result()
     return result
+
+
+def _visible(choice: dict[str, Any]) -> bool:
+    """0.32's "visible choice": token ids, text or a message, or any delta key but `role`."""
+    delta = choice.get("delta") or {}
+    return bool(
+        choice.get("token_ids")
+        or choice.get("text")
+        or choice.get("message")
+        or (isinstance(delta, dict) and any(v for k, v in delta.items() if k != "role"))
+    )
 
 
 def _tried(tries: int, why: str, what: str) -> str:

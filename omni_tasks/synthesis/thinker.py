@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import httpx
 
 from omni_tasks.dataset import Utterance
+from omni_tasks.harness import OUR_CLIENT
 from omni_tasks.names import printable
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, sse_lines
@@ -29,7 +30,7 @@ async def _one(
         utt.target_text, template, model=model, ref_audio_wav=ref_audio, ref_text=utt.prompt_text
     )
     body["modalities"] = ["text"]  # the thinker only
-    s = _Stream(cap_s=0.0)
+    s = _Stream(cap_s=0.0, rules=OUR_CLIENT)
     try:
         async with client.stream("POST", url.rstrip("/") + "/v1/chat/completions", json=body) as r:
             if r.status_code != 200:

@@ -43,6 +43,7 @@ from omni_tasks.config import get_settings
 PINNED = {
     "0.28.0": "78a582b7c6140cd1796bdc8a65a0b5c2dac2dd7715a96f1d9950214a1b75b8ad",
     "0.30.0": "141cb0c7b9c07970e5c92a99aab9696e81682dbfa3d2bfcde359c3c1533385f4",
+    "0.32.0rc1": "93d3990d21bbbfd6c5d23a47d965dfde7aa95c3e9ac4a34e6bca58bc80c7444b",
 }
 # vLLM's source release of the same number (vllm-omni releases track vLLM's; a pre-release
 # uses its final's): the sdist's Python files only, for vLLM's own helpers and SamplingParams'
@@ -50,6 +51,7 @@ PINNED = {
 PINNED_VLLM = {
     "0.28.0": "ac96dd0ec5be9c13f2aa4bfb50498c4727110406f6e4980b58a4097e4d18634a",
     "0.30.0": "5f8f4e890c042ffa1c3e103f81c35e2d96f60a0a175ac43a4adbae7006bef62b",
+    "0.32.0": "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad",
 }
 # `make conformance-latest` runs the suite on a release newer than the pinned ones: it names
 # the versions and hashes (PyPI's digests) in this variable, and only those run.

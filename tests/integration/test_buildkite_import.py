@@ -14,7 +14,6 @@ from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import small_artifact
 from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 
-
 # The CUDA nightly's accuracy job, as the API lists it (its label and H100 queue).
 ACCURACY_JOB = {
     "id": "job-acc",

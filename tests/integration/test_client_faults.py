@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from omni_tasks.audio import wav_bytes, write_audio
 from omni_tasks.dataset import Utterance
-from omni_tasks.harness import HARNESS, OURS, RetryRule, retry_rule
+from omni_tasks.harness import HARNESS, ClientRules, RetryRule, client_rules
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.simulator import loopback_socket, serve_in_thread
@@ -101,7 +101,7 @@ def _run(url: str, prompt: Path, cases: list[str], **kw) -> dict[str, object]:
         protocol.prompt_template("seed-tts-default"),
         seed=1,
         timeout_s=1.5,
-        **({"retry": RetryRule("ours, quick", 3, 0.05, incrementing=True)} | kw),
+        **({"rules": ClientRules(RetryRule("ours, quick", 3, 0.05, incrementing=True))} | kw),
     )
     return {r.utt.utt_id: r for r in asyncio.run(synthesize_all(utts, cfg))}
 
@@ -155,9 +155,39 @@ def test_unreachable_server_is_retried_then_request_failed(prompt: Path) -> None
     sock = loopback_socket()
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    results = _run(f"http://127.0.0.1:{port}", prompt, ["ok"], retry=RetryRule("two", 2, 0.05))
+    results = _run(
+        f"http://127.0.0.1:{port}", prompt, ["ok"], rules=ClientRules(RetryRule("two", 2, 0.05))
+    )
     assert results["ok"].status == "request_failed"
     assert "connection failed on all 3 attempt(s)" in (results["ok"].detail or "")
+
+
+# What each release's client does with each first attempt, as read from its
+# `async_request_openai_chat_omni_completions` (and the replay through the wheels in
+# tests/conformance/test_streams.py): (status, retried) for a drop after two audio chunks, a
+# retryable 503 as the HTTP answer, the same 503 as an in-stream chunk before any output, and
+# a 503 that is not the retryable kind. Written out, not derived from harness.py.
+UP_TO_028 = {
+    "drop-first": ("ok", True),  # `except aiohttp.ClientError`: any drop is replayed
+    "503-http": ("request_failed", False),
+    "503-stream": ("no_audio", False),  # error chunks not read: a "success" without audio
+    "503-plain": ("request_failed", False),
+}
+UP_TO_031 = {**UP_TO_028, "503-stream": ("request_failed", False)}  # error chunks fail
+FROM_032 = {
+    "drop-first": ("request_failed", False),  # output was seen: never replayed
+    "503-http": ("ok", True),  # `_is_retryable_omni_error` before output
+    "503-stream": ("ok", True),
+    "503-plain": ("request_failed", False),
+}
+EXPECTED = {
+    None: {c: ("request_failed", False) for c in FROM_032},  # ours: drops before output only
+    "0.26.0": UP_TO_028,
+    "0.28.0": UP_TO_028,
+    "0.30.0": UP_TO_031,
+    "0.31.0rc1": UP_TO_031,
+    "0.32.0rc1": FROM_032,
+}
 
 
 @pytest.mark.parametrize("version", [None, *HARNESS])
@@ -168,29 +198,16 @@ def test_the_retry_rule_follows_the_harness_version(
     ServiceUnavailableError as the HTTP answer or as an in-stream chunk before any output, and
     a 503 that is not the retryable kind. Up to 0.31 the harness retries any dropped connection
     (and scores the clip); from 0.32 only drops and retryable 503s before output."""
-    rule = retry_rule(version)
     tag = version or "ours"
     cases = [f"{c}-{tag}" for c in ("drop-first", "503-http", "503-stream")] + ["503-plain"]
     attempts.pop("503-plain", None)
-    results = _run(server_url, prompt, cases, retry=rule)
-    status = {c.removesuffix(f"-{tag}"): r.status for c, r in results.items()}
-    retried = {c.removesuffix(f"-{tag}"): attempts[c] > 1 for c in cases}
-    assert status == {
-        "drop-first": "ok" if rule.after_output else "request_failed",
-        "503-http": "ok" if rule.unavailable else "request_failed",
-        "503-stream": "ok" if rule.unavailable else "request_failed",
-        "503-plain": "request_failed",
-    }
-    assert retried == {
-        "drop-first": rule.after_output,
-        "503-http": rule.unavailable,
-        "503-stream": rule.unavailable,
-        "503-plain": False,
-    }
+    results = _run(server_url, prompt, cases, rules=client_rules(version))
+    got = {c.removesuffix(f"-{tag}"): (r.status, attempts[c] > 1) for c, r in results.items()}
+    assert got == EXPECTED[version]
+    replayed = EXPECTED[version]["drop-first"][1]
     drop = results[f"drop-first-{tag}"]
-    if rule.after_output:  # the second attempt's whole stream, not the first one's two chunks
+    if replayed:  # the second attempt's whole stream, not the first one's two chunks
         assert drop.audio_seconds == pytest.approx(3.0)
         assert "scored on attempt 2" in (drop.detail or "")
     else:
         assert drop.audio_seconds == pytest.approx(2.0)
-    assert (version is None) == (rule is OURS)

@@ -368,12 +368,19 @@ def test_buildkite_token_goes_only_to_the_api_host(db) -> None:  # type: ignore[
 
     state, storage = BuildkiteState(), Hits()
     with serve_in_thread(buildkite_app(state)) as api, serve_in_thread(storage.app()) as other:
-        state.builds = [{"number": 1, "branch": "main", "commit": "a" * 40, "state": "passed"}]
+        from tests.fakes.buildkite_fleet import QWEN_DIR
+
+        job = {"id": "j1", "name": ":full_moon: Omni · Accuracy Test"}
+        job["agent_query_rules"] = ["queue=mithril-h100-pool"]
+        state.builds = [
+            {"number": 1, "branch": "main", "commit": "a" * 40, "state": "passed", "jobs": [job]}
+        ]
         state.artifacts[1] = [
             {
                 "id": "a1",
                 "filename": "qwen_omni_acc_seed_tts_20261127-021500.json",
-                "path": "qwen_omni_acc_seed_tts_20261127-021500.json",
+                "path": f"{QWEN_DIR}/qwen_omni_acc_seed_tts_20261127-021500.json",
+                "job_id": "j1",
                 "download_url": f"{other}/download/a1",
             }
         ]
@@ -1252,9 +1259,7 @@ def test_one_odd_buildkite_answer_skips_that_build_only(db) -> None:
     each skips its own build (saying why) and the next build is still imported."""
     from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
     from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
-    from tests.fakes.buildkite_fleet import add
-
-    from tests.fakes.buildkite_fleet import QWEN_DIR
+    from tests.fakes.buildkite_fleet import QWEN_DIR, add
 
     pipeline, name = "vllm-omni-amd", f"{QWEN_DIR}/qwen_omni_acc_seed_tts_20261128-021500.json"
     state, elsewhere = BuildkiteState(), Hits()
