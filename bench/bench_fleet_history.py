@@ -30,7 +30,7 @@ from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
 from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
-from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline
+from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline, load_rules
 from omni_tasks.store.runs import save_run
 from omni_tasks.store.views import fleet_overview
 from omni_tasks.synthesis.simulator import serve_in_thread
@@ -38,6 +38,7 @@ from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_a
 from tests.fakes.buildkite_fleet import DUPLEX_DIR, MINICPM_DIR, QWEN_DIR, add
 
 FIRST = dt.date(2025, 12, 1)
+ROOT = Path(__file__).resolve().parents[1]
 # Upstream's real artifact names (the shared runner's, per folder).
 PIPELINES = {
     "vllm-omni": [
@@ -46,7 +47,10 @@ PIPELINES = {
         f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json",
         f"{DUPLEX_DIR}/summary.json",
     ],
-    "vllm-omni-amd": [f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json"],
+    "vllm-omni-amd": [
+        f"{QWEN_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json",
+        f"{QWEN_DIR}/qwen_omni_acc_daily_omni_{{stamp}}.json",
+    ],
     "vllm-omni-npu-ci": [f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{{stamp}}.json"],
 }
 
@@ -133,6 +137,32 @@ def single_imports(conn: Any, state: BuildkiteState, sample: int) -> tuple[float
     return time.perf_counter() - t0, stored_rows(conn) - before
 
 
+def raw_copy(conn: Any) -> tuple[float, int]:
+    """The baseline the sync is held to: a raw COPY of the rows it stored (its clip rows, read
+    back as COPY text) into tables of the same shape and indexes, timed alone."""
+    data, rows = {}, 0
+    columns = {  # the columns the sync's own COPY writes (sql/queries/copy_clip_*.sql)
+        table: (ROOT / "sql" / "queries" / f"copy_{table}.sql")
+        .read_text()
+        .split("(", 1)[1]
+        .split(")", 1)[0]
+        for table in ("clip_audio", "clip_grade")
+    }
+    with conn.cursor() as cur:
+        for table, cols in columns.items():
+            with cur.copy(f"COPY (SELECT {cols} FROM omni.{table}) TO STDOUT") as cp:
+                data[table] = b"".join(bytes(b) for b in cp)
+            rows += data[table].count(b"\n")
+            cur.execute(f"CREATE TEMP TABLE raw_{table} (LIKE omni.{table} INCLUDING ALL)")
+        conn.commit()
+        t0 = time.perf_counter()
+        for table, blob in data.items():
+            with cur.copy(f"COPY raw_{table} ({columns[table]}) FROM STDIN") as cp:
+                cp.write(blob)
+        conn.commit()
+    return time.perf_counter() - t0, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nights", type=int, default=365)
@@ -153,6 +183,12 @@ def main() -> None:
         conn.execute("DELETE FROM omni.run WHERE branch = 'single'")  # clips cascade
         conn.commit()
 
+        # The shipped rules, each per-item suite expecting the bench's item count (so a night is
+        # valid, as a real night at full size is: no INFRA alert per artifact).
+        rules = tuple(
+            r if r.benchmark == "duplex_eval" else r.model_copy(update={"expected": args.items})
+            for r in load_rules()
+        )
         t0 = time.perf_counter()
         imported = 0
         for pipeline in PIPELINES:
@@ -163,11 +199,14 @@ def main() -> None:
                 f"{url}/v2",
                 backoff_s=0.01,
                 artifact_hosts=STORAGE_HOSTS,
+                rules=rules,
             )
             report = import_pipeline(conn, src)
+            assert not report.invalid and not report.refused, report
             imported += len(report.imported)
         sync_s = time.perf_counter() - t0
         sync_rows = stored_rows(conn)
+        copy_s, copy_rows = raw_copy(conn)
 
         query = panel_queries(trend_dashboard())[
             "Fleet overview: every series' latest verdict, ours and upstream's/A"
@@ -184,6 +223,7 @@ def main() -> None:
 
     single_rate = single_rows / single_s
     sync_rate = sync_rows / sync_s
+    copy_rate = copy_rows / copy_s
     figures = {
         "nights": args.nights,
         "artifacts": artifacts,
@@ -193,6 +233,8 @@ def main() -> None:
         "sync_rows_per_s": round(sync_rate),
         "single_artifact_import": {"artifacts": single_n, "rows_per_s": round(single_rate)},
         "ratio_sync_to_single_rows_per_s": round(sync_rate / single_rate, 3),
+        "raw_copy_rows_per_s": round(copy_rate),
+        "ratio_sync_to_raw_copy": round(sync_rate / copy_rate, 3),
         "fleet_panel_rows": len(rows),
         "fleet_panel_p95_ms": round(1000 * p95(panel), 2),
         "fleet_report_query_p95_ms": round(1000 * p95(report_q), 2),
@@ -201,6 +243,10 @@ def main() -> None:
         f"{args.nights} nights, {artifacts} artifacts → {imported} runs, {sync_rows} rows in "
         f"{sync_s:.1f} s: {sync_rate:,.0f} rows/s; single-artifact import {single_rate:,.0f} "
         f"rows/s; ratio sync / single-artifact import {sync_rate / single_rate:.2f}"
+    )
+    print(
+        f"raw COPY of the same clip rows {copy_rate:,.0f} rows/s; ratio sync / raw COPY "
+        f"{sync_rate / copy_rate:.2f}"
     )
     print(
         f"fleet overview panel ({len(rows)} rows) p95 {1000 * p95(panel):.1f} ms; the report's "

@@ -604,11 +604,18 @@ def _import_one(
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
     if problems:  # "easy to miss in a nightly log": an invalid night is INFRA, not a pass
         report.invalid.append(f"{result.run_key}: {'; '.join(problems)}")
+        protocol = "" if rule.protocol == "chat" else f" ({rule.protocol})"
+        step = "blocking" if rule.blocking else "non-blocking (NonBlocking / soft_fail upstream)"
         raise_infra(
             conn,
-            f"run-validity|{spec.series.key}",
-            f"INFRA night not valid: {spec.series.label}",
-            [*problems, f"build {build['number']} ({build.get('web_url') or src.pipeline})"],
+            f"run-validity|{spec.series.key}" + (f"|{variant}" if protocol else ""),
+            f"INFRA night not valid: {spec.series.label}{protocol}",
+            [
+                *problems,
+                f"build {build['number']} ({build.get('web_url') or src.pipeline})",
+                f"upstream step {job.get('step', '?')} on {job.get('sku') or 'unknown hardware'}"
+                f", {step}",
+            ],
             dedup=str(spec.nightly),
         )
         conn.commit()
@@ -624,11 +631,14 @@ def _agreeing_rule(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
         path.write_bytes(data)
+        read: dict[str | None, ParsedArtifact] = {}  # parsed once per benchmark
         for rule in candidates:
             try:
-                parsed = benchmarks.import_artifact(path, options, rule.benchmark)
+                if rule.benchmark not in read:
+                    read[rule.benchmark] = benchmarks.import_artifact(path, options, rule.benchmark)
             except ArtifactError as exc:
                 return f"!{exc}"
+            parsed = read[rule.benchmark]
             problem = identity_problem(rule.model, rule.protocol, parsed.spec.summary or {})
             if problem is None:
                 return rule, parsed

@@ -95,10 +95,13 @@ _LATER_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos", "finish_rea
 
 
 def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
+    # Clip rows are flat (scalars, and a str → str breakdown): a shallow read of their fields
+    # hashes as `dataclasses.asdict` did, without its deep copy of every value.
+    if not rows:
+        return {}
+    names = [f.name for f in dataclasses.fields(rows[0])]
     return {
-        r.utt_id: {
-            k: v for k, v in dataclasses.asdict(r).items() if not (v is None and k in _LATER_FIELDS)
-        }
+        r.utt_id: {k: v for k in names if not ((v := getattr(r, k)) is None and k in _LATER_FIELDS)}
         for r in rows
     }
 

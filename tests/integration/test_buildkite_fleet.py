@@ -130,7 +130,13 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     assert [m["idempotency_key"] for m in infra] == [  # one INFRA alert per series and night
         f"run-validity|duplex_eval|{MINICPM}|cuda-h100x2|2026-11-28",
         f"run-validity|seed_tts_zh|{MINICPM}|cuda-h100|2026-11-28",
+        f"run-validity|seed_tts_zh|{MINICPM}|cuda-h100|realtime|2026-11-28",
     ]
+    zh = db.execute(
+        "SELECT payload::text AS p FROM omni.alert_outbox WHERE idempotency_key LIKE "
+        "'%cuda-h100|realtime%'"
+    ).fetchone()["p"]
+    assert "(realtime)" in zh and "on H100, blocking" in zh
     # The dashboard's fleet overview: upstream's verdict per series and protocol, with the
     # hardware and whether upstream's step blocks.
     overview = db.execute(
@@ -268,7 +274,7 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
         "npu-a3": 1,
     }
     sent = db.execute("SELECT state FROM omni.alert_outbox").fetchall()
-    assert [m["state"] for m in sent] == ["sent", "sent"]  # the two invalid nights' INFRA
+    assert [m["state"] for m in sent] == ["sent"] * 3  # the three invalid nights' INFRA
     again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
     assert again.returncode == 0
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 13

@@ -58,7 +58,7 @@ def test_another_pin_is_imported_with_a_warning_and_is_not_valid(tmp_path: Path)
     art = parse(tmp_path, summary(protocol_pin="a" * 40, samples=60))
     assert "not comparable" in art.warnings[0]
     assert run_validity(art.spec, [], expected_items=66, protocol_pin=PROTOCOL_PIN) == [
-        "60 items evaluated, the suite has 66",
+        "short night: 60 of the suite's 66 items evaluated",
         "protocol pin aaaaaaaaaaaa is not the series' ca3c122b4d4b: judged by another "
         "evaluator version",
     ]

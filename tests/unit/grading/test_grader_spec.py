@@ -106,3 +106,17 @@ def test_truncate30_hears_only_the_first_30_seconds() -> None:
     clip = np.ones(40 * 16_000, dtype=np.float32)
     assert len(window(clip, "truncate30")) == 30 * 16_000
     assert len(window(clip, "longform")) == 40 * 16_000
+
+
+def test_another_backend_never_grades_a_harness_run_with_its_own_window_silently() -> None:
+    """Only the transformers grader follows a harness's window: another backend asked to
+    match 0.30 (whole-timestamps) is refused unless the window is stated on purpose."""
+    for backend in ("openai-whisper", "faster-whisper"):
+        with pytest.raises(GraderConfigError, match=r"--window"):
+            GraderSpec(backend=backend, harness_version="0.30.0").resolved()
+        chosen = GraderSpec(backend=backend, harness_version="0.30.0", window="truncate30")
+        assert chosen.resolved().window == "truncate30"
+        # 0.28's window is the default one: nothing to refuse.
+        assert GraderSpec(backend=backend, harness_version="0.28.0").resolved().window == (
+            "truncate30"
+        )
