@@ -118,7 +118,7 @@ def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
     """One question as the nightly sends it: its messages, text out, streamed, temperature 0,
     upstream's output length, video and audio kept apart (`use_audio_in_video` off)."""
     extra = {"mm_processor_kwargs": {"use_audio_in_video": False}}
-    return omni_chat_body(model, messages(q), OUTPUT_LEN, seed, extra)
+    return omni_chat_body(model, messages(q), OUTPUT_LEN, extra)
 
 
 def extract_choice(text: str | None) -> str | None:

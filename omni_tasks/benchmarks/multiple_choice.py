@@ -101,12 +101,12 @@ def omni_chat_body(
     model: str,
     messages: list[dict[str, Any]],
     max_tokens: int,
-    seed: int | None,
     extra: dict[str, Any],
 ) -> dict[str, Any]:
     """A question as upstream's `openai-chat-omni` backend sends it (streamed, temperature 0,
-    usage in the stream), text out, with the suite's extra body."""
-    body: dict[str, Any] = {
+    usage in the stream), text out, with the suite's extra body. No `seed`: upstream sends
+    none (greedy decoding needs none), so a run's seed is its repeat's label only."""
+    return {
         "model": model,
         "messages": messages,
         "temperature": 0.0,
@@ -116,9 +116,6 @@ def omni_chat_body(
         "modalities": ["text"],
         **extra,
     }
-    if seed is not None:
-        body["seed"] = seed
-    return body
 
 
 class MultipleChoice(Benchmark):

@@ -134,7 +134,7 @@ def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
     prompt, no system message (upstream's MiniCPM system text is empty)."""
     frames = [{"type": "image_url", "image_url": {"url": url}} for url in frame_urls(q.video)]
     messages = [{"role": "user", "content": [*frames, {"type": "text", "text": user_prompt(q)}]}]
-    return omni_chat_body(model, messages, OUTPUT_LEN, seed, EXTRA_BODY)
+    return omni_chat_body(model, messages, OUTPUT_LEN, EXTRA_BODY)
 
 
 def extract_choice(text: str | None) -> str | None:

@@ -316,6 +316,60 @@ def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upst
     assert system == daily_omni.SYSTEM_TEXT
 
 
+def sent_body(upstream: Upstream, body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """What upstream's `async_request_openai_chat_omni_completions` posts for `body`'s messages
+    with the nightly's extra body: captured by a loopback server that answers `[DONE]`."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    import aiohttp
+
+    seen: list[dict[str, Any]] = []
+
+    class Capture(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b"data: [DONE]\n\n")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Capture)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fn = upstream.load(
+        "vllm_omni.benchmarks.patch.patch", ["async_request_openai_chat_omni_completions"]
+    )["async_request_openai_chat_omni_completions"]
+    rfi_cls = upstream.load("vllm.benchmarks.lib.endpoint_request_func", ["RequestFuncInput"])[
+        "RequestFuncInput"
+    ]
+    rfi = rfi_cls(
+        prompt="",
+        api_url=f"http://127.0.0.1:{server.server_port}/v1/chat/completions",
+        prompt_len=1,
+        output_len=body["max_tokens"],
+        model=body["model"],
+        extra_body=extra,
+    )
+    rfi.omni_chat_messages = body["messages"]
+
+    async def go() -> None:
+        async with aiohttp.ClientSession() as session:
+            await fn(rfi, session)
+
+    try:
+        asyncio.run(go())
+    finally:
+        server.shutdown()
+        thread.join(5)
+    (sent,) = seen
+    return sent
+
+
 def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     upstream: Upstream, tmp_path: Path
 ) -> None:
@@ -369,8 +423,11 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     assert ours["messages"] == theirs
     assert {k: ours[k] for k in extra} == extra  # mm_processor_kwargs: use_audio_in_video off
     assert ours["max_tokens"] == upstream.class_value(module, cls, "DEFAULT_OUTPUT_LEN")
-    assert ours["stream"] is True and ours["temperature"] == 0.0  # openai-chat-omni's payload
-    assert ours["modalities"] == ["text"]  # the nightly's --extra-body
+    # The whole body upstream's `openai-chat-omni` request function sends for it (its own
+    # payload, captured by a loopback server): the same fields with the same values — no
+    # `seed`, which upstream never sends, though our run has one.
+    sent = sent_body(upstream, ours, {**extra, "modalities": ["text"]})
+    assert ours == sent
 
 
 @pytest.mark.parametrize("upstream", WITH_VIDEOMME, indirect=True)
