@@ -328,7 +328,7 @@ def sent_body(upstream: Upstream, body: dict[str, Any], extra: dict[str, Any]) -
     seen: list[dict[str, Any]] = []
 
     class Capture(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
