@@ -43,8 +43,10 @@ conformance: install
 
 # The suite against vllm-omni releases newer than the pinned ones (newest stable, and the
 # newest pre-release, flagged): what fails, and which upstream definitions it reads changed.
+# VLLM_OMNI_CHECKOUT=DIR (a vllm-omni checkout) also compares our deploy overlay with its CI one.
 conformance-latest: install
-	$(BIN)/python -m tests.conformance.latest --json conformance-latest.json
+	$(BIN)/python -m tests.conformance.latest --json conformance-latest.json \
+		$(if $(VLLM_OMNI_CHECKOUT),--vllm-omni-checkout $(VLLM_OMNI_CHECKOUT))
 
 demo: install
 	$(BIN)/omni-tasks demo

@@ -11,7 +11,12 @@ newest pre-release (flagged as such in the report), and for each:
 CI stays on the pinned versions. Adding a version is its row in `omni_tasks/harness.py` plus
 its hashes in `upstream.py`.
 
-    python -m tests.conformance.latest [--json PATH] [--no-pre]
+    python -m tests.conformance.latest [--json PATH] [--no-pre] [--vllm-omni-checkout DIR]
+
+With a vllm-omni checkout it also compares our nightly deploy overlay
+(`omni_tasks/synthesis/qwen3_omni_moe_ci.yaml`) with `_CI_OVERLAYS["qwen3_omni_moe"]` in the
+checkout's `tests/helpers/stage_config.py` (upstream's tests ship in no wheel, so CI, which
+reaches only PyPI, cannot run this part).
 """
 
 from __future__ import annotations
@@ -104,11 +109,56 @@ def run_suite(release: Release, vllm_sha: str) -> dict[str, Any]:
     return {"passed": passed, "failed": failed, "reasons": reasons}
 
 
+def ci_overlay_differences(checkout: Path, name: str = "qwen3_omni_moe") -> list[str]:
+    """Where our shipped overlay differs from upstream's CI overlay `name` for CUDA: the dict
+    literal `_CI_OVERLAYS` read from the checkout's tests/helpers/stage_config.py without
+    running it; each difference as "field: ours != theirs"."""
+    import yaml
+
+    from omni_tasks.synthesis.stages import CI_OVERLAY
+
+    source = (checkout / "tests" / "helpers" / "stage_config.py").read_text(encoding="utf-8")
+    (node,) = [
+        n
+        for n in ast.parse(source).body
+        if isinstance(n, ast.AnnAssign | ast.Assign)
+        and "_CI_OVERLAYS"
+        in ast.unparse(n.target if isinstance(n, ast.AnnAssign) else n.targets[0])
+    ]
+    assert node.value is not None
+    theirs = ast.literal_eval(node.value)[name]
+    ours = yaml.safe_load(CI_OVERLAY.read_text(encoding="utf-8"))
+    out = [
+        f"{k}: {ours.get(k)!r} != {theirs.get(k)!r}"
+        for k in ("base_config", "async_chunk")
+        if ours.get(k) != theirs.get(k)
+    ]
+    mine = {s["stage_id"]: s for s in ours.get("stages", [])}
+    for stage in theirs.get("stages", []):
+        got = mine.pop(stage["stage_id"], {})
+        for k in sorted(set(stage) | set(got)):
+            if got.get(k) != stage.get(k):
+                out.append(f"stage {stage['stage_id']} {k}: {got.get(k)!r} != {stage.get(k)!r}")
+    out += [f"stage {sid}: ours only" for sid in mine]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="also write the report here")
     ap.add_argument("--no-pre", action="store_true", help="stable releases only")
+    ap.add_argument(
+        "--vllm-omni-checkout",
+        type=Path,
+        help="a vllm-omni checkout: also compare our deploy overlay with its CI overlay",
+    )
     args = ap.parse_args(argv)
+    overlay: list[str] = []
+    if args.vllm_omni_checkout:
+        overlay = ci_overlay_differences(args.vllm_omni_checkout)
+        print("deploy overlay against the checkout's _CI_OVERLAYS['qwen3_omni_moe']:")
+        for line in overlay or ["the same"]:
+            print(f"  {line}")
     pypi = get_settings().pypi_url
     new = newer(releases(pypi), PINNED)
     picked = [r for r in to_check(new) if not (args.no_pre and r.prerelease)]
@@ -128,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(result)
         _print(result, newest_pinned)
     report["runs"] = runs
+    report["overlay_differences"] = overlay
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
-    return 1 if any(r.get("failed") or r.get("error") for r in runs) else 0
+    return 1 if overlay or any(r.get("failed") or r.get("error") for r in runs) else 0
 
 
 def _print(result: dict[str, Any], newest_pinned: str) -> None:
