@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from common import p95, scratch_db
+from psycopg.rows import tuple_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the local Buildkite API
 
@@ -137,10 +138,10 @@ def single_imports(conn: Any, state: BuildkiteState, sample: int) -> tuple[float
     return time.perf_counter() - t0, stored_rows(conn) - before
 
 
-def raw_copy(conn: Any) -> tuple[float, int]:
-    """The baseline the sync is held to: a raw COPY of the rows it stored (its clip rows, read
-    back as COPY text) into tables of the same shape and indexes, timed alone."""
-    data, rows = {}, 0
+def raw_copy(conn: Any) -> tuple[float, float, int]:
+    """The baselines the sync is held to: a raw COPY of the clip rows it stored, into tables of
+    the same shape and indexes, timed alone — from Python tuples (`write_row`, the values as
+    the sync holds them) and from COPY text already rendered (the database alone)."""
     columns = {  # the columns the sync's own COPY writes (sql/queries/copy_clip_*.sql)
         table: (ROOT / "sql" / "queries" / f"copy_{table}.sql")
         .read_text()
@@ -148,19 +149,29 @@ def raw_copy(conn: Any) -> tuple[float, int]:
         .split(")", 1)[0]
         for table in ("clip_audio", "clip_grade")
     }
-    with conn.cursor() as cur:
+    tuples, text, rows = {}, {}, 0
+    with conn.cursor(row_factory=tuple_row) as cur:
         for table, cols in columns.items():
+            tuples[table] = cur.execute(f"SELECT {cols} FROM omni.{table}").fetchall()
+            rows += len(tuples[table])
             with cur.copy(f"COPY (SELECT {cols} FROM omni.{table}) TO STDOUT") as cp:
-                data[table] = b"".join(bytes(b) for b in cp)
-            rows += data[table].count(b"\n")
-            cur.execute(f"CREATE TEMP TABLE raw_{table} (LIKE omni.{table} INCLUDING ALL)")
+                text[table] = b"".join(bytes(b) for b in cp)
+            for kind in ("tuples", "text"):
+                cur.execute(f"CREATE TEMP TABLE {kind}_{table} (LIKE omni.{table} INCLUDING ALL)")
         conn.commit()
         t0 = time.perf_counter()
-        for table, blob in data.items():
-            with cur.copy(f"COPY raw_{table} ({columns[table]}) FROM STDIN") as cp:
+        for table, values in tuples.items():
+            with cur.copy(f"COPY tuples_{table} ({columns[table]}) FROM STDIN") as cp:
+                for row in values:
+                    cp.write_row(row)
+        conn.commit()
+        t1 = time.perf_counter()
+        for table, blob in text.items():
+            with cur.copy(f"COPY text_{table} ({columns[table]}) FROM STDIN") as cp:
                 cp.write(blob)
         conn.commit()
-    return time.perf_counter() - t0, rows
+        t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, rows
 
 
 def main() -> None:
@@ -206,7 +217,7 @@ def main() -> None:
             imported += len(report.imported)
         sync_s = time.perf_counter() - t0
         sync_rows = stored_rows(conn)
-        copy_s, copy_rows = raw_copy(conn)
+        copy_s, text_s, copy_rows = raw_copy(conn)
 
         query = panel_queries(trend_dashboard())[
             "Fleet overview: every series' latest verdict, ours and upstream's/A"
@@ -224,6 +235,7 @@ def main() -> None:
     single_rate = single_rows / single_s
     sync_rate = sync_rows / sync_s
     copy_rate = copy_rows / copy_s
+    text_rate = copy_rows / text_s
     figures = {
         "nights": args.nights,
         "artifacts": artifacts,
@@ -235,6 +247,7 @@ def main() -> None:
         "ratio_sync_to_single_rows_per_s": round(sync_rate / single_rate, 3),
         "raw_copy_rows_per_s": round(copy_rate),
         "ratio_sync_to_raw_copy": round(sync_rate / copy_rate, 3),
+        "raw_copy_of_rendered_text_rows_per_s": round(text_rate),
         "fleet_panel_rows": len(rows),
         "fleet_panel_p95_ms": round(1000 * p95(panel), 2),
         "fleet_report_query_p95_ms": round(1000 * p95(report_q), 2),
@@ -245,7 +258,8 @@ def main() -> None:
         f"rows/s; ratio sync / single-artifact import {sync_rate / single_rate:.2f}"
     )
     print(
-        f"raw COPY of the same clip rows {copy_rate:,.0f} rows/s; ratio sync / raw COPY "
+        f"raw COPY of the same clip rows from Python tuples {copy_rate:,.0f} rows/s (of "
+        f"rendered COPY text {text_rate:,.0f} rows/s); ratio sync / raw COPY "
         f"{sync_rate / copy_rate:.2f}"
     )
     print(

@@ -140,6 +140,8 @@ def run_night(
                 index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
                 label = labels.get((task, index), "")
                 on_line(f"  task {task}{f' ({label})' if label else ''}")
+            elif " items/s" in line and " failed, " in line:  # a task's progress line
+                on_line("    " + line.rsplit(" - ", 1)[-1].strip())
         proc.wait()
     return NightRun(night, log, proc.returncode)
 

@@ -205,7 +205,7 @@ class LibriSpeech(Benchmark):
                             got = await post_json(
                                 client, url, request_body(req.model, wav, req.seed)
                             )
-                        bar.advance(task)
+                        bar.advance(task, failed=int(got.status != "ok"))
                         return got
 
                     return list(await asyncio.gather(*(one(u) for u in utts)))

@@ -157,7 +157,7 @@ async def _ask_all(
                         answer = Answer("request_failed", None, detail)
                     else:
                         answer = await post_json(client, url, body)
-                bar.advance(task)
+                bar.advance(task, failed=int(answer.status != "ok"))
                 return answer
 
             return list(await asyncio.gather(*(one(q) for q in questions)))

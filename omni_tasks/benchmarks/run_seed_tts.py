@@ -371,7 +371,11 @@ def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> li
     with target_url(req) as url, progress_bar(show_progress) as bar:
         task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
         cfg = client_config(req, url)
-        return asyncio.run(synthesize_all(utterances, cfg, on_done=lambda _: bar.advance(task)))
+        return asyncio.run(
+            synthesize_all(
+                utterances, cfg, on_done=lambda r: bar.advance(task, failed=int(r.status != "ok"))
+            )
+        )
 
 
 def _pipelined(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from omni_tasks.grading.wer import normalize
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -43,6 +45,11 @@ def task_leak(reference: str, hypothesis: str, system_prompt: str | None) -> boo
     hypothesis contains and the reference does not."""
     if not system_prompt or not hypothesis:
         return False
-    prompt = _trigrams(normalize(system_prompt).split())
-    heard = _trigrams(normalize(hypothesis).split()) & prompt
-    return bool(heard - _trigrams(normalize(reference).split()))
+    heard = _trigrams(normalize(hypothesis).split()) & _prompt_trigrams(system_prompt)
+    return bool(heard and heard - _trigrams(normalize(reference).split()))
+
+
+@functools.lru_cache(maxsize=16)
+def _prompt_trigrams(system_prompt: str) -> frozenset[tuple[str, str, str]]:
+    """A run's system prompt is the same for every clip: its trigrams once."""
+    return frozenset(_trigrams(normalize(system_prompt).split()))

@@ -153,11 +153,11 @@ def grade_run(
     with progress_bar(show_progress) as bar:
         task = bar.add_task(f"grading {run_key}", total=sum(len(b) for b in todo))
         for block in todo:
-            runs.copy_clip_grades(
-                conn, grading_id, grade_batch(grader, block, run["system_prompt"])
-            )
+            graded = grade_batch(grader, block, run["system_prompt"])
+            runs.copy_clip_grades(conn, grading_id, graded)
             conn.commit()
-            bar.advance(task, len(block))
+            errors = sum(g.grade_status == "grader_error" for g in graded)
+            bar.advance(task, len(block), failed=errors)
     runs.finish_grading(conn, grading_id)
     conn.commit()
     n_graded, n_empty, n_errors = runs.grade_counts(conn, grading_id)

@@ -247,7 +247,7 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
         )
 
         def run(r: BenchRequest) -> Any:
-            outcome = run_benchmark(conn, r, grader, show_progress=False)
+            outcome = run_benchmark(conn, r, grader)
             if p.stage_isolation and a is None:  # the thinker alone, on the same server
                 with target_url(r) as url:
                     thinker[label] = thinker_texts(

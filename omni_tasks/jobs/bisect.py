@@ -146,7 +146,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         )
 
         def run(r: BenchRequest) -> Any:
-            return run_benchmark(conn, r, grader, show_progress=False)
+            return run_benchmark(conn, r, grader)
 
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
         # vllm-omni fixed, this vLLM commit's wheel installed).

@@ -47,6 +47,6 @@ def check_form(form: Mapping[str, Any]) -> None:
 def regrade(conn: psycopg.Connection[Any], form: Mapping[str, Any]) -> GradingOutcome:
     check_form(form)
     grader = load_grader(GraderSpec.from_params({k: form.get(k) for k in GRADER_FIELDS}))
-    out = grade_run(conn, str(form["run_key"]), grader, show_progress=False)
+    out = grade_run(conn, str(form["run_key"]), grader)
     conn.commit()
     return out
