@@ -70,6 +70,8 @@ class AlertContext:
     broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
     multiple_choice: bool = False  # items are answers, right or wrong, not transcripts
     commits: CommitRange | None = None
+    alert_id: int | None = None  # the alert every triage command names
+    next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
 
     @property
     def broken(self) -> str:
@@ -282,16 +284,39 @@ def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
     return [section(text)]
 
 
+def _next(ctx: AlertContext) -> list[dict[str, Any]]:
+    """The alert's id and what to run next, each command copyable."""
+    if ctx.alert_id is None and not ctx.next_steps:
+        return []
+    said = [f"*Alert {ctx.alert_id}*"] if ctx.alert_id is not None else []
+    said += [code(step) for step in ctx.next_steps]
+    return [section("Next: " + " · ".join(said))]
+
+
 def regression_opened(ctx: AlertContext) -> Message:
     title = f":rotating_light: {headline(ctx)}"
-    blocks = [_header(title), *_commits(ctx), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    blocks = [
+        _header(title),
+        *_next(ctx),
+        *_commits(ctx),
+        *_figures(ctx),
+        *_clips(ctx),
+        *_links(ctx.links),
+    ]
     return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
 
 
 def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
     """The parent message after later REGRESSED nights (chat.update)."""
     title = f":rotating_light: {headline(ctx)} (open since {opened}, {nights} nights)"
-    blocks = [_header(title), *_commits(ctx), *_figures(ctx), *_clips(ctx), *_links(ctx.links)]
+    blocks = [
+        _header(title),
+        *_next(ctx),
+        *_commits(ctx),
+        *_figures(ctx),
+        *_clips(ctx),
+        *_links(ctx.links),
+    ]
     return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
 
 

@@ -59,6 +59,21 @@ def series_name(d: dict[str, Any]) -> str:
     return Series.of(d).name
 
 
+def next_steps(d: dict[str, Any], alert_id: int) -> tuple[str, ...]:
+    """What a triager runs next on a regression alert: own it, or mark it invalid, and read
+    the night's report of its series."""
+    s = Series.of(d)
+    report = (
+        f"omni-tasks report --benchmark {s.benchmark} --model {s.model} --lane {s.lane} "
+        f"--nightly {d['nightly']}"
+    )
+    return (
+        f"omni-tasks alerts ack {alert_id} --note '…'",
+        f"omni-tasks alerts invalid {alert_id} --note '…'",
+        report,
+    )
+
+
 def links_for(d: dict[str, Any]) -> dict[str, str]:
     s = get_settings()
     out = {}
@@ -102,7 +117,7 @@ def _event(
 def _context(d: dict[str, Any], tau: float) -> AlertContext:
     bench = benchmarks.get(d["benchmark"])
     return AlertContext(
-        benchmark=series_name(d),
+        benchmark=Series.of(d).label,  # model and lane always: two series never read alike
         nightly=str(d["nightly"]),
         candidate=d["candidate_branch"],
         baseline=d["baseline_branch"],
@@ -224,7 +239,12 @@ def _regression(
             return  # marked invalid by a person; only a new commit in the range reopens it
         opened_by = AlertDetails(decision_id=d["decision_id"], commits=[commit])
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
-        ctx = dataclasses.replace(ctx, commits=_commit_range(conn, d, night, policy))
+        ctx = dataclasses.replace(
+            ctx,
+            commits=_commit_range(conn, d, night, policy),
+            alert_id=alert_id,
+            next_steps=next_steps(d, alert_id),
+        )
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
@@ -255,7 +275,12 @@ def _regression(
         store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
         commit_range = _commit_range(conn, d, alert["opened_nightly"], policy)
-        ctx = dataclasses.replace(ctx, commits=commit_range)
+        ctx = dataclasses.replace(
+            ctx,
+            commits=commit_range,
+            alert_id=alert["alert_id"],
+            next_steps=next_steps(d, alert["alert_id"]),
+        )
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(
             conn,

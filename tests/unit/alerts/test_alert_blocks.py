@@ -158,3 +158,40 @@ def test_infra_ids_can_be_pasted_into_airflow() -> None:
     texts = "\n".join(_texts(msg.to_payload()))
     assert f"`{run_id}`" in texts  # exactly as Airflow spells it, no look-alike underscores
     assert "<!channel>" not in texts and "`x`" not in texts  # a value cannot close its span
+
+
+def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
+    """Two series of one benchmark (another model, another lane) never read alike, and the
+    message carries its alert id and the triage commands, copyable."""
+    from omni_tasks.alerts.lifecycle import _context, next_steps
+
+    d = {
+        "benchmark": "daily_omni",
+        "model": "openbmb/MiniCPM-o-4_5",
+        "lane": "rocm-mi300",
+        "nightly": "2026-11-28",
+        "candidate_branch": "rebase",
+        "baseline_branch": "main",
+        "variant": "default",
+        "verdict": "REGRESSED",
+        "confirmed": True,
+        "comparison": None,
+        "mcnemar_p_holm": None,
+    }
+    ctx = _context(d, 0.5)
+    other = _context({**d, "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "lane": "cuda-h100x2"}, 0.5)
+    assert blocks.headline(ctx).startswith("daily_omni · MiniCPM-o-4_5 · rocm-mi300: rebase")
+    assert blocks.headline(other).startswith(
+        "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2"
+    )
+    steps = next_steps(d, 42)
+    msg = blocks.regression_opened(
+        AlertContext(**{**ctx.__dict__, "alert_id": 42, "next_steps": steps})
+    ).to_payload()
+    text = "\n".join(_texts(msg))
+    assert "*Alert 42*" in text
+    assert "`omni-tasks alerts ack 42 --note '…'`" in text
+    assert (
+        "`omni-tasks report --benchmark daily_omni --model openbmb/MiniCPM-o-4_5 --lane "
+        "rocm-mi300 --nightly 2026-11-28`"
+    ) in text
