@@ -10,6 +10,7 @@ audio player (audio embedded, so the file travels alone).
 from __future__ import annotations
 
 import base64
+import hashlib
 import datetime as dt
 import html
 import json
@@ -44,6 +45,7 @@ th{background:#f4f4f4} .REGRESSED{background:#fdd}
 .sim{background:#fff3cd;border:1px solid #e0c36c;padding:.5em 1em} audio{width:220px}
 .note{color:#555;font-size:.9em} .pass{background:#dfd} .fail{background:#fdd}
 .not-evaluated{background:#ecf} .here{font-weight:bold}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.5em}
 """
 
 
@@ -100,25 +102,35 @@ def modes_figure(rows: list[dict[str, Any]]) -> go.Figure:
 
 
 def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -> go.Figure:
-    # No grade means no audio (failed) or infra: drawn at 1.05 so it stays visible.
-    def v(x: float | None) -> float:
-        return 1.05 if x is None else float(x)
+    # No grade means no audio (failed) or infra: drawn at 1.05 so it stays visible. Capped WERs
+    # pile up on a few values (0, 1): each clip is nudged by a fixed amount from its id, so the
+    # pile shows its size and the same clip sits in the same place every time.
+    def v(x: float | None, utt: str, axis: str) -> float:
+        return (1.05 if x is None else float(x)) + jitter(f"{utt}|{axis}")
 
     fig = go.Figure(
         go.Scatter(
-            x=[v(c["baseline_wer"]) for c in clips],
-            y=[v(c["candidate_wer"]) for c in clips],
+            x=[v(c["baseline_wer"], c["utt_id"], "x") for c in clips],
+            y=[v(c["candidate_wer"], c["utt_id"], "y") for c in clips],
             mode="markers",
             text=[_t(f"{c['utt_id']}: {c['reference']}") for c in clips],
             marker={"size": 6, "opacity": 0.6},
         )
     )
+    # The diagonal: above it the candidate did worse on that clip.
+    fig.add_shape(type="line", x0=-0.05, y0=-0.05, x1=1.1, y1=1.1, line={"dash": "dot"})
     fig.update_layout(
-        title=_t(f"Per-clip capped WER: {baseline} (x) vs {candidate} (y)"),
-        xaxis={"range": [-0.05, 1.1]},
-        yaxis={"range": [-0.05, 1.1]},
+        title=_t(f"Per-clip capped WER: {baseline} (x) vs {candidate} (y), jittered ±0.02"),
+        xaxis={"range": [-0.05, 1.12]},
+        yaxis={"range": [-0.05, 1.12]},
     )
     return fig
+
+
+def jitter(key: str, width: float = 0.02) -> float:
+    """A fixed nudge in [-width, width] from `key` (the same clip, the same place)."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return (int.from_bytes(digest, "big") / 0xFFFFFFFF * 2 - 1) * width
 
 
 def _audio(uri: str | None) -> Markup | str:
