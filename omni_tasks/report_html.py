@@ -10,8 +10,8 @@ audio player (audio embedded, so the file travels alone).
 from __future__ import annotations
 
 import base64
-import hashlib
 import datetime as dt
+import hashlib
 import html
 import json
 from typing import Any
