@@ -5,4 +5,4 @@ SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, regr
        upstream_nightly, upstream_verdict, upstream_failing_14d, upstream_fail_streak, validity,
        blocking, sku
 FROM omni.v_fleet_latest
-ORDER BY 1, 2, 3, 4;
+ORDER BY benchmark, model COLLATE "C", lane, candidate_branch, variant;

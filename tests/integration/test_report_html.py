@@ -152,10 +152,10 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
     rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)
-    assert rows == [
-        "daily_omni · MiniCPM-o-4_5 · cuda-h100",
+    assert rows == [  # by benchmark, model (byte order), lane, candidate, protocol
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · rocm-mi300",
+        "daily_omni · MiniCPM-o-4_5 · cuda-h100",
         "duplex_eval · MiniCPM-o-4_5 · cuda-h100x2",
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default",
