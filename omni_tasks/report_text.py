@@ -166,17 +166,19 @@ def print_comparison(console: Console, res: Comparison) -> None:
 
 
 def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) -> None:
-    table = Table(
-        "candidate",
-        "baseline",
-        "variant",
-        "verdict",
-        "confirmed",
-        "Δ tail [95 %]",
-        "reg:imp",
-        "p (Holm)",
-        title=f"gate · nightly {nightly}",
-    )
+    table = Table(title=f"gate · nightly {nightly}")
+    # What a reader acts on is never cut (a terminal or a log of 80 columns once printed
+    # `candid…`, `REGRES…`, `confir…`): the names, verdict and state keep their width; the
+    # figures wrap.
+    longest = max([len(d.candidate) for d in decisions] + [9])
+    table.add_column("candidate", no_wrap=True, min_width=min(longest, 24))
+    table.add_column("baseline", no_wrap=True)
+    table.add_column("variant", overflow="fold")
+    table.add_column("verdict", no_wrap=True, min_width=9)
+    table.add_column("state", no_wrap=True, min_width=11)
+    table.add_column("Δ tail [95 %]", overflow="fold")
+    table.add_column("reg:imp", overflow="fold")
+    table.add_column("p (Holm)", overflow="fold")
     for d in decisions:
         style = VERDICT_STYLE.get(d.verdict, "")
         infra = d.verdict == "INFRA"
@@ -185,7 +187,7 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) ->
             d.baseline,
             d.variant,
             f"[{style}]{d.verdict}[/]",
-            "yes" if d.confirmed else "no",
+            "confirmed" if d.confirmed else "unconfirmed",
             "—" if infra else pts_ci(d.delta_tail_fraction, d.delta_tail_fraction_ci),
             "—" if infra else f"{d.regressed}:{d.improved}",
             _f(d.mcnemar_p_holm, ".2g"),
