@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -529,59 +530,99 @@ def _serving_params() -> dict[str, Any]:
     }
 
 
+def one_of(values: Any) -> str:
+    """A JSON-schema pattern that takes exactly these strings."""
+    return "^(" + "|".join(re.escape(str(v)) for v in values) + ")$"
+
+
 def bisect_params() -> dict[str, Any]:
+    """The bisect form, in sections. Its target and dataset default to the deployment
+    config's for the series and branch (deployment.one_series_form); the simulator is only
+    what the demo names."""
     from airflow.sdk import Param
 
     from omni_tasks.trust import forms
 
+    what, where, how, after = "What to bisect", "Where it runs", "How hard to look", "Afterwards"
     return {
         "history": Param(
             [],
             type="array",
             maxItems=forms.MAX_LIST,
             items={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
-            description="Commits, oldest (good) to newest (bad)",
+            title="Commits",
+            section=what,
+            description="Oldest (good) to newest (bad); the alert's range when it came from one",
+        ),
+        "benchmark": Param(None, type=["null", "string"], title="Benchmark", section=what),
+        "lane": Param(
+            "default", type="string", title="Lane", section=what, description="Hardware lane"
+        ),
+        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
+        "baseline": Param("main", type="string", title="Baseline branch", section=what),
+        "variant": Param("default", type="string", title="Variant", section=what),
+        "axis": Param(
+            "vllm-omni",
+            type="string",
+            enum=["vllm-omni", "vllm"],
+            title="Repository bisected",
+            section=what,
+            description="vllm-omni commits, or vLLM commits with vllm-omni at omni_commit",
+        ),
+        "omni_commit": Param(
+            None,
+            type=["null", "string"],
+            title="vllm-omni commit held",
+            section=what,
+            description="axis vllm only",
         ),
         "target": Param(
-            "simulator:commit-history",
-            description="simulator:PROFILE, vllm-serve, or a target the config names",
+            None,
+            title="Target",
+            section=where,
+            description="Empty: the config's target for the candidate branch. Else vllm-serve, "
+            "a target the config names, or simulator:PROFILE",
             **forms.TARGET_SCHEMA,
         ),
-        "branch": Param("rebase", type="string"),
-        "baseline": Param("main", type="string"),
+        "dataset": Param(
+            None,
+            type=["null", "string"],
+            title="Dataset",
+            section=where,
+            description="Empty: the series' configured dataset",
+        ),
         "first_bad": Param(
             None,
             type=["null", "string"],
-            description="simulator:commit-history: where the step is planted",
+            title="Planted first bad commit",
+            section=where,
+            description="simulator:commit-history only",
         ),
-        "transcript_mode": Param(False, type="boolean"),
-        "dataset": Param("demo", type="string"),
-        "limit": Param(None, type=["null", "integer"]),
-        "seed": Param(1000, type="integer", minimum=0, maximum=2**31 - 1),
-        "alpha": Param(0.05, type="number", exclusiveMinimum=0, maximum=0.5),
+        "transcript_mode": Param(
+            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
+        ),
+        "limit": Param(None, type=["null", "integer"], title="Only the first N items", section=how),
+        "seed": Param(
+            1000, type="integer", minimum=0, maximum=2**31 - 1, title="Seed", section=how
+        ),
+        "alpha": Param(
+            0.05, type="number", exclusiveMinimum=0, maximum=0.5, title="α", section=how
+        ),
         "budget": Param(
             4.0,
             type="number",
             exclusiveMinimum=0,
             maximum=100,
-            description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
+            title="GPU budget",
+            section=how,
+            description="In full-run equivalents (clips run / clips)",
         ),
-        "axis": Param(
-            "vllm-omni",
-            type="string",
-            enum=["vllm-omni", "vllm"],
-            description="vllm-omni commits, or vLLM commits with vllm-omni at omni_commit",
-        ),
-        "omni_commit": Param(
-            None, type=["null", "string"], description="axis vllm: the vllm-omni commit held"
-        ),
-        "variant": Param("default", type="string"),
-        "benchmark": Param(None, type=["null", "string"]),
-        "lane": Param("default", type="string", description="The series' hardware lane"),
         **_serving_params(),
         "alert_id": Param(
             None,
             type=["null", "integer"],
+            title="Alert",
+            section=after,
             description="The alert whose Slack thread gets the result",
         ),
     }
@@ -613,41 +654,69 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
 
 
 def ablate_params() -> dict[str, Any]:
+    """The ablation form, in sections. Its targets and dataset default to the deployment
+    config's for the series' candidate and baseline branches (deployment.one_series_form)."""
     from airflow.sdk import Param
 
     from omni_tasks.trust import forms
 
+    what, where, how, after = "Which night", "Where it runs", "What to try", "Afterwards"
+    target = "Empty: the config's target for that branch. Else vllm-serve, a target the config "
     return {
-        "nightly": Param("", type="string", description="The confirmed night (YYYY-MM-DD)"),
+        "nightly": Param(
+            "", type="string", title="Night", section=what, description="The confirmed night"
+        ),
+        "benchmark": Param(None, type=["null", "string"], title="Benchmark", section=what),
+        "lane": Param("default", type="string", title="Lane", section=what),
+        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
+        "baseline": Param("main", type="string", title="Baseline branch", section=what),
+        "variant": Param("default", type="string", title="Variant", section=what),
         "candidate_target": Param(
-            "vllm-serve",
-            description="vllm-serve, simulator:PROFILE or a target the config names",
+            None,
+            title="Candidate target",
+            section=where,
+            description=target + "names, or simulator:PROFILE",
             **forms.TARGET_SCHEMA,
         ),
         "baseline_target": Param(
-            "vllm-serve",
-            description="vllm-serve, simulator:PROFILE or a target the config names",
+            None,
+            title="Baseline target",
+            section=where,
+            description=target + "names, or simulator:PROFILE",
             **forms.TARGET_SCHEMA,
         ),
-        "branch": Param("rebase", type="string", description="The candidate branch"),
-        "baseline": Param("main", type="string"),
-        "variant": Param("default", type="string"),
-        "benchmark": Param(None, type=["null", "string"]),
-        "lane": Param("default", type="string", description="The series' hardware lane"),
+        "dataset": Param(
+            None,
+            type=["null", "string"],
+            title="Dataset",
+            section=where,
+            description="Empty: the series' configured dataset",
+        ),
+        "transcript_mode": Param(
+            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
+        ),
         "ablations": Param(
             None,
             type=["null", "array"],
             maxItems=16,
+            title="Ablations",
+            section=how,
             description="Names of the config's named_overrides, or [{name, overrides, why}] "
-            "with eager/batching/sampling keys (null: the shipped four)",
+            "with eager/batching/sampling keys (empty: the shipped four)",
         ),
-        "transcript_mode": Param(False, type="boolean"),
-        "dataset": Param("demo", type="string"),
-        "seed": Param(3000, type="integer", minimum=0, maximum=2**31 - 1),
-        "control": Param(25, type="integer", minimum=0, maximum=10_000),
+        "seed": Param(
+            3000, type="integer", minimum=0, maximum=2**31 - 1, title="Seed", section=how
+        ),
+        "control": Param(
+            25, type="integer", minimum=0, maximum=10_000, title="Control clips", section=how
+        ),
         **_serving_params(),
         "alert_id": Param(
-            None, type=["null", "integer"], description="The alert whose Slack thread gets it"
+            None,
+            type=["null", "integer"],
+            title="Alert",
+            section=after,
+            description="The alert whose Slack thread gets it",
         ),
     }
 
@@ -688,16 +757,19 @@ def regrade_params() -> dict[str, Any]:
         "run_key": Param("", type="string", description="Run whose stored audio to grade"),
         "backend": Param("faster-whisper", type="string", enum=list(BACKENDS)),
         "precision": Param(None, type=["null", "string"], maxLength=20),
+        # Proposals, not a select showing `null`; the pattern is the allow-list.
         "window": Param(
             None,
             type=["null", "string"],
-            enum=[None, *WINDOWS],
-            description="Default: the harness version's window policy, else truncate30",
+            examples=list(WINDOWS),
+            pattern=one_of(WINDOWS),
+            description="Empty: the harness version's window policy, else truncate30",
         ),
         "harness_version": Param(
             None,
             type=["null", "string"],
-            enum=[None, *HARNESS_WINDOW],
+            examples=list(HARNESS_WINDOW),
+            pattern=one_of(HARNESS_WINDOW),
             description="The vllm-omni reference harness the re-grade must match",
         ),
         "device": Param("cpu", type="string", pattern=r"^(cpu|cuda|npu)(:[0-9]{1,2})?$"),

@@ -181,7 +181,32 @@ def one_series_form(kind: str, form: dict[str, Any], variable: str | None) -> di
         given.get("lane"),
         (given.get("server") or {}).get("model"),
     )
-    return with_serving(check_form(kind, given, config), config)
+    return {
+        **config_defaults(kind, given, config),
+        **with_serving(check_form(kind, given, config), config),
+    }
+
+
+# Which branch each target field of a one-series form serves.
+TARGET_BRANCH = {
+    "bisect": {"target": ("branch", "rebase")},
+    "ablate": {"candidate_target": ("branch", "rebase"), "baseline_target": ("baseline", "main")},
+}
+
+
+def config_defaults(kind: str, given: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """What a form left empty that the configured series answers: each target field, the
+    series' target for that branch; the dataset, the series' (production defaults: the
+    simulator is only what a demo's config or form names)."""
+    out: dict[str, Any] = {}
+    targets = config.get("targets") or {}
+    for field, (branch_field, default) in TARGET_BRANCH.get(kind, {}).items():
+        branch = given.get(branch_field, default)
+        if field not in given and isinstance(targets, dict) and branch in targets:
+            out[field] = targets[branch]
+    if "dataset" not in given and config.get("dataset"):
+        out["dataset"] = config["dataset"]
+    return out
 
 
 def with_serving(form: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:

@@ -241,3 +241,31 @@ def test_a_deploy_overlay_reads_its_base_beside_it_and_nowhere_else(tmp_path) ->
     (tmp_path / "loop.yaml").write_text("base_config: loop.yaml\n")
     with pytest.raises(DeployConfigError, match="nested more than"):
         StageDefaults.load(tmp_path / "loop.yaml")
+
+
+def test_a_bisect_or_ablation_form_left_empty_runs_the_configured_series_targets() -> None:
+    """Production defaults: a bisect form that names no target or dataset bisects the
+    configured series' candidate branch on its own target and dataset; an ablation's two
+    targets are its candidate's and baseline's; what the form names wins; with no config the
+    simulator is only what the form names."""
+    from omni_tasks.deployment import one_series_form
+
+    config = _yaml(
+        targets={"main": "http://serve-main:8000", "rebase": "http://serve-rebase:8000"},
+        dataset="/srv/omni/datasets/seed-tts-eval/en",
+        transcript_mode=None,
+    )
+    form = {"history": ["a" * 40, "b" * 40], "target": None, "dataset": None}
+    bisect = one_series_form("bisect", form, config)
+    assert bisect["target"] == "http://serve-rebase:8000"
+    assert bisect["dataset"] == "/srv/omni/datasets/seed-tts-eval/en"
+    chosen = one_series_form("bisect", {**form, "branch": "main"}, config)
+    assert chosen["target"] == "http://serve-main:8000"
+    ablate = one_series_form("ablate", {"nightly": "2026-11-28"}, config)
+    assert (ablate["candidate_target"], ablate["baseline_target"]) == (
+        "http://serve-rebase:8000",
+        "http://serve-main:8000",
+    )
+    named = one_series_form("bisect", {**form, "target": "http://serve-main:8000"}, config)
+    assert named["target"] == "http://serve-main:8000"  # one of the config's: the form's wins
+    assert "target" not in one_series_form("bisect", form, None)  # no config: nothing implied
