@@ -541,9 +541,11 @@ def bisect_params() -> dict[str, Any]:
     what the demo names."""
     from airflow.sdk import Param
 
+    from omni_tasks import benchmarks
     from omni_tasks.trust import forms
 
     what, where, how, after = "What to bisect", "Where it runs", "How hard to look", "Afterwards"
+    able = [b.id for b in benchmarks.all_benchmarks() if "bisect" in b.capabilities]
     return {
         "history": Param(
             [],
@@ -554,7 +556,15 @@ def bisect_params() -> dict[str, Any]:
             section=what,
             description="Oldest (good) to newest (bad); the alert's range when it came from one",
         ),
-        "benchmark": Param(None, type=["null", "string"], title="Benchmark", section=what),
+        "benchmark": Param(
+            None,
+            type=["null", "string"],
+            title="Benchmark",
+            section=what,
+            examples=able,
+            pattern=one_of(able),  # a family without the bisect capability: refused at submit
+            description="A benchmark whose family can be bisected (`omni-tasks benchmarks list`)",
+        ),
         "lane": Param(
             "default", type="string", title="Lane", section=what, description="Hardware lane"
         ),
@@ -658,15 +668,24 @@ def ablate_params() -> dict[str, Any]:
     config's for the series' candidate and baseline branches (deployment.one_series_form)."""
     from airflow.sdk import Param
 
+    from omni_tasks import benchmarks
     from omni_tasks.trust import forms
 
     what, where, how, after = "Which night", "Where it runs", "What to try", "Afterwards"
+    able = [b.id for b in benchmarks.all_benchmarks() if "ablate" in b.capabilities]
     target = "Empty: the config's target for that branch. Else vllm-serve, a target the config "
     return {
         "nightly": Param(
             "", type="string", title="Night", section=what, description="The confirmed night"
         ),
-        "benchmark": Param(None, type=["null", "string"], title="Benchmark", section=what),
+        "benchmark": Param(
+            None,
+            type=["null", "string"],
+            title="Benchmark",
+            section=what,
+            examples=able,
+            pattern=one_of(able),  # a family without the ablate capability: refused at submit
+        ),
         "lane": Param("default", type="string", title="Lane", section=what),
         "branch": Param("rebase", type="string", title="Candidate branch", section=what),
         "baseline": Param("main", type="string", title="Baseline branch", section=what),

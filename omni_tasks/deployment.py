@@ -181,10 +181,26 @@ def one_series_form(kind: str, form: dict[str, Any], variable: str | None) -> di
         given.get("lane"),
         (given.get("server") or {}).get("model"),
     )
+    require_capability(kind, given.get("benchmark") or config.get("benchmark"))
     return {
         **config_defaults(kind, given, config),
         **with_serving(check_form(kind, given, config), config),
     }
+
+
+def require_capability(kind: str, benchmark: str | None) -> None:
+    """A bisect or an ablation of a family that cannot do it is refused with the form, naming
+    the benchmark and what its family lacks (never on a GPU task)."""
+    from omni_tasks.benchmarks.base import MissingCapability
+    from omni_tasks.config import get_settings
+
+    doing = {"bisect": "bisected", "ablate": "ablated"}.get(kind)
+    if doing is None:
+        return
+    try:
+        benchmarks.get(benchmark or get_settings().benchmark).require(kind, doing)
+    except (MissingCapability, benchmarks.UnknownBenchmark) as exc:
+        raise ConfigError(f"benchmark: {exc}") from None
 
 
 # Which branch each target field of a one-series form serves.

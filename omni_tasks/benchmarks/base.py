@@ -36,6 +36,10 @@ class ImportOptions:
     built: dt.date | None = None  # the CI build's day, for an artifact that carries no date
 
 
+class MissingCapability(ValueError):
+    """A caller asked a family for what it cannot do (bisect a summary-only series, …)."""
+
+
 class Benchmark(ABC):
     id: str
     family: str
@@ -61,6 +65,19 @@ class Benchmark(ABC):
     # A family whose artifacts never have per-item rows (judge means): its nights are figures,
     # trended and shown, never paired-gated.
     summary_only_family: bool = False
+    # What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
+    # discriminating items, through `run`), "bisect" and "ablate" (repeats on chosen clips: the
+    # seed-TTS runner's). Every caller asks (`require`) before planning, never on a GPU task.
+    capabilities: frozenset[str] = frozenset()
+
+    def require(self, capability: str, doing: str) -> None:
+        """Refuse `doing` on this benchmark when its family lacks `capability`."""
+        if capability not in self.capabilities:
+            has = ", ".join(sorted(self.capabilities)) or "none: its results arrive as artifacts"
+            raise MissingCapability(
+                f"{self.id} ({self.family}) cannot be {doing}: its family has no "
+                f"'{capability}' capability (it has {has})"
+            )
 
     def broken_label(self, tau: float) -> str:
         """How a broken item is named in alerts and reports."""
@@ -89,6 +106,7 @@ class Benchmark(ABC):
             "judged": self.judged,
             "breakdowns": list(self.breakdowns),
             "runnable": self.runnable,
+            "capabilities": sorted(self.capabilities),
             "diagnoses": sorted(self.diagnoses),
             "description": self.description,
         }

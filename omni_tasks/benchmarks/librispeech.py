@@ -147,6 +147,7 @@ class LibriSpeech(Benchmark):
     metric = "wer"
     judged = "wer"
     runnable = True
+    capabilities = frozenset({"ab"})
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"
     figures = ("asr_corpus_wer", "asr_evaluated", "asr_request_failed")
 

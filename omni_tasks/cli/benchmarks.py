@@ -18,8 +18,12 @@ def benchmarks_list(as_json: JsonFlag = False) -> None:
     if as_json:
         json_out(rows)
         return
-    table = Table("id", "family", "metric", "broken when", "breakdowns")
+    table = Table()
+    table.add_column("id", no_wrap=True)  # what every command takes: never cut
+    for name in ("family", "metric", "broken when", "breakdowns", "can"):
+        table.add_column(name, overflow="fold")
     for r in rows:
         broken = "WER > tau" if r["judged"] == "wer" else "answer wrong"
-        table.add_row(r["id"], r["family"], r["metric"], broken, ", ".join(r["breakdowns"]))
+        can = ", ".join((["run"] if r["runnable"] else []) + r["capabilities"]) or "import only"
+        table.add_row(r["id"], r["family"], r["metric"], broken, ", ".join(r["breakdowns"]), can)
     console.print(table)

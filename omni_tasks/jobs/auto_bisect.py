@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 
+from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, NightEvidence, bisect_range
 from omni_tasks.analysis.policy import load_policy
@@ -69,6 +70,12 @@ def _decide(
 ) -> dict[str, Any]:
     """The alert's bisect: {"status": "triggered", conf…} or {"status": "skipped", "why"}."""
     branch = alert["candidate_branch"]
+    if "bisect" not in benchmarks.get(params.bench).capabilities:
+        family = benchmarks.get(params.bench).family
+        return {
+            "status": "skipped",
+            "why": f"{params.bench} ({family}) has no bisect capability: nothing to trigger",
+        }
     min_effect = load_policy().for_benchmark(params.bench).min_effect
     nights = decisions.range_evidence(conn, alert, alert["opened_nightly"])
     good, bad = bisect_range(nights, min_effect)

@@ -269,3 +269,24 @@ def test_a_bisect_or_ablation_form_left_empty_runs_the_configured_series_targets
     named = one_series_form("bisect", {**form, "target": "http://serve-main:8000"}, config)
     assert named["target"] == "http://serve-main:8000"  # one of the config's: the form's wins
     assert "target" not in one_series_form("bisect", form, None)  # no config: nothing implied
+
+
+def test_a_family_that_cannot_be_bisected_is_refused_with_the_form() -> None:
+    """DuplexEval (summary-only) and Daily-Omni (no bisect runner) are refused before any GPU
+    work: at submit by the form's schema, and by the form check, naming what the family
+    lacks; seed-TTS is bisected."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    from omni_tasks.dag_support import ablate_params, bisect_params
+    from omni_tasks.deployment import one_series_form
+
+    form = {"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history"}
+    for benchmark, family in (("duplex_eval", "duplex_eval"), ("daily_omni", "multiple_choice")):
+        with pytest.raises(ConfigError, match=rf"benchmark: {benchmark} \({family}\) cannot be"):
+            one_series_form("bisect", {**form, "benchmark": benchmark}, None)
+        with pytest.raises(ParamValidationError):
+            bisect_params()["benchmark"].resolve(benchmark)
+        with pytest.raises(ParamValidationError):
+            ablate_params()["benchmark"].resolve(benchmark)
+    assert bisect_params()["benchmark"].resolve("seed_tts_zh") == "seed_tts_zh"
+    assert one_series_form("bisect", {**form, "benchmark": "seed_tts_en"}, None)["history"]
