@@ -535,17 +535,80 @@ def one_of(values: Any) -> str:
     return "^(" + "|".join(re.escape(str(v)) for v in values) + ")$"
 
 
-def bisect_params() -> dict[str, Any]:
-    """The bisect form, in sections. Its target and dataset default to the deployment
-    config's for the series and branch (deployment.one_series_form); the simulator is only
-    what the demo names."""
+def one_series_fields(capability: str, what: str, where: str) -> dict[str, Any]:
+    """The fields a bisect's and an ablation's forms share: which series (only benchmarks
+    whose family has `capability`: any other is refused at submit), its branches, and where
+    it runs (empty target and dataset: the configured series', deployment.one_series_form)."""
     from airflow.sdk import Param
 
     from omni_tasks import benchmarks
+
+    able = [b.id for b in benchmarks.all_benchmarks() if capability in b.capabilities]
+    return {
+        "benchmark": Param(
+            None,
+            type=["null", "string"],
+            title="Benchmark",
+            section=what,
+            examples=able,
+            pattern=one_of(able),
+            description=f"A benchmark whose family has the {capability} capability "
+            "(`omni-tasks benchmarks list`)",
+        ),
+        "lane": Param(
+            "default", type="string", title="Lane", section=what, description="Hardware lane"
+        ),
+        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
+        "baseline": Param("main", type="string", title="Baseline branch", section=what),
+        "variant": Param("default", type="string", title="Variant", section=what),
+        "dataset": Param(
+            None,
+            type=["null", "string"],
+            title="Dataset",
+            section=where,
+            description="Empty: the series' configured dataset",
+        ),
+        "transcript_mode": Param(
+            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
+        ),
+    }
+
+
+def _target(title: str, section: str) -> Any:
+    from airflow.sdk import Param
+
     from omni_tasks.trust import forms
 
-    what, where, how, after = "What to bisect", "Where it runs", "How hard to look", "Afterwards"
-    able = [b.id for b in benchmarks.all_benchmarks() if "bisect" in b.capabilities]
+    return Param(
+        None,
+        title=title,
+        section=section,
+        description="Empty: the config's target for that branch. Else vllm-serve, a target the "
+        "config names, or simulator:PROFILE",
+        **forms.TARGET_SCHEMA,
+    )
+
+
+def _alert(section: str) -> Any:
+    from airflow.sdk import Param
+
+    return Param(
+        None,
+        type=["null", "integer"],
+        title="Alert",
+        section=section,
+        description="The alert whose Slack thread gets the result",
+    )
+
+
+def bisect_params() -> dict[str, Any]:
+    """The bisect form, in sections. Its target and dataset default to the deployment
+    config's for the series and branch; the simulator is only what the demo names."""
+    from airflow.sdk import Param
+
+    from omni_tasks.trust import forms
+
+    what, where, how = "What to bisect", "Where it runs", "How hard to look"
     return {
         "history": Param(
             [],
@@ -556,21 +619,7 @@ def bisect_params() -> dict[str, Any]:
             section=what,
             description="Oldest (good) to newest (bad); the alert's range when it came from one",
         ),
-        "benchmark": Param(
-            None,
-            type=["null", "string"],
-            title="Benchmark",
-            section=what,
-            examples=able,
-            pattern=one_of(able),  # a family without the bisect capability: refused at submit
-            description="A benchmark whose family can be bisected (`omni-tasks benchmarks list`)",
-        ),
-        "lane": Param(
-            "default", type="string", title="Lane", section=what, description="Hardware lane"
-        ),
-        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
-        "baseline": Param("main", type="string", title="Baseline branch", section=what),
-        "variant": Param("default", type="string", title="Variant", section=what),
+        **one_series_fields("bisect", what, where),
         "axis": Param(
             "vllm-omni",
             type="string",
@@ -586,30 +635,13 @@ def bisect_params() -> dict[str, Any]:
             section=what,
             description="axis vllm only",
         ),
-        "target": Param(
-            None,
-            title="Target",
-            section=where,
-            description="Empty: the config's target for the candidate branch. Else vllm-serve, "
-            "a target the config names, or simulator:PROFILE",
-            **forms.TARGET_SCHEMA,
-        ),
-        "dataset": Param(
-            None,
-            type=["null", "string"],
-            title="Dataset",
-            section=where,
-            description="Empty: the series' configured dataset",
-        ),
+        "target": _target("Target", where),
         "first_bad": Param(
             None,
             type=["null", "string"],
             title="Planted first bad commit",
             section=where,
             description="simulator:commit-history only",
-        ),
-        "transcript_mode": Param(
-            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
         ),
         "limit": Param(None, type=["null", "integer"], title="Only the first N items", section=how),
         "seed": Param(
@@ -628,13 +660,7 @@ def bisect_params() -> dict[str, Any]:
             description="In full-run equivalents (clips run / clips)",
         ),
         **_serving_params(),
-        "alert_id": Param(
-            None,
-            type=["null", "integer"],
-            title="Alert",
-            section=after,
-            description="The alert whose Slack thread gets the result",
-        ),
+        "alert_id": _alert("Afterwards"),
     }
 
 
@@ -665,55 +691,17 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
 
 def ablate_params() -> dict[str, Any]:
     """The ablation form, in sections. Its targets and dataset default to the deployment
-    config's for the series' candidate and baseline branches (deployment.one_series_form)."""
+    config's for the series' candidate and baseline branches."""
     from airflow.sdk import Param
 
-    from omni_tasks import benchmarks
-    from omni_tasks.trust import forms
-
-    what, where, how, after = "Which night", "Where it runs", "What to try", "Afterwards"
-    able = [b.id for b in benchmarks.all_benchmarks() if "ablate" in b.capabilities]
-    target = "Empty: the config's target for that branch. Else vllm-serve, a target the config "
+    what, where, how = "Which night", "Where it runs", "What to try"
     return {
         "nightly": Param(
             "", type="string", title="Night", section=what, description="The confirmed night"
         ),
-        "benchmark": Param(
-            None,
-            type=["null", "string"],
-            title="Benchmark",
-            section=what,
-            examples=able,
-            pattern=one_of(able),  # a family without the ablate capability: refused at submit
-        ),
-        "lane": Param("default", type="string", title="Lane", section=what),
-        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
-        "baseline": Param("main", type="string", title="Baseline branch", section=what),
-        "variant": Param("default", type="string", title="Variant", section=what),
-        "candidate_target": Param(
-            None,
-            title="Candidate target",
-            section=where,
-            description=target + "names, or simulator:PROFILE",
-            **forms.TARGET_SCHEMA,
-        ),
-        "baseline_target": Param(
-            None,
-            title="Baseline target",
-            section=where,
-            description=target + "names, or simulator:PROFILE",
-            **forms.TARGET_SCHEMA,
-        ),
-        "dataset": Param(
-            None,
-            type=["null", "string"],
-            title="Dataset",
-            section=where,
-            description="Empty: the series' configured dataset",
-        ),
-        "transcript_mode": Param(
-            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
-        ),
+        **one_series_fields("ablate", what, where),
+        "candidate_target": _target("Candidate target", where),
+        "baseline_target": _target("Baseline target", where),
         "ablations": Param(
             None,
             type=["null", "array"],
@@ -730,13 +718,7 @@ def ablate_params() -> dict[str, Any]:
             25, type="integer", minimum=0, maximum=10_000, title="Control clips", section=how
         ),
         **_serving_params(),
-        "alert_id": Param(
-            None,
-            type=["null", "integer"],
-            title="Alert",
-            section=after,
-            description="The alert whose Slack thread gets it",
-        ),
+        "alert_id": _alert("Afterwards"),
     }
 
 

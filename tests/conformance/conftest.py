@@ -120,20 +120,12 @@ class HarnessResult:
     error: str
 
 
-def harness_request(u: Upstream, url: str, body: dict[str, Any]) -> HarnessResult:
-    """One request through upstream's own benchmark request function
-    (`async_request_openai_chat_omni_completions`), set up as the seed-TTS nightly sets it."""
-    fn = u.load(PATCH, ["async_request_openai_chat_omni_completions"])[
-        "async_request_openai_chat_omni_completions"
-    ]
+def request_input(u: Upstream, url: str, body: dict[str, Any], extra: dict[str, Any]) -> Any:
+    """vLLM's `RequestFuncInput` for `body`'s model, messages and output length, with the
+    nightly's extra body, as `vllm bench serve --omni` builds it."""
     rfi_cls = u.load("vllm.benchmarks.lib.endpoint_request_func", ["RequestFuncInput"])[
         "RequestFuncInput"
     ]
-    extra = {
-        k: v
-        for k, v in body.items()
-        if k in ("modalities", "ref_audio", "ref_text", "task_type", "language", "max_new_tokens")
-    }
     rfi = rfi_cls(
         prompt="",
         api_url=f"{url}/v1/chat/completions",
@@ -143,6 +135,26 @@ def harness_request(u: Upstream, url: str, body: dict[str, Any]) -> HarnessResul
         extra_body=extra,
     )
     rfi.omni_chat_messages = body["messages"]
+    return rfi
+
+
+def request_function(u: Upstream) -> Any:
+    """Upstream's own benchmark request function for the omni chat backend."""
+    return u.load(PATCH, ["async_request_openai_chat_omni_completions"])[
+        "async_request_openai_chat_omni_completions"
+    ]
+
+
+def harness_request(u: Upstream, url: str, body: dict[str, Any]) -> HarnessResult:
+    """One request through upstream's own benchmark request function
+    (`async_request_openai_chat_omni_completions`), set up as the seed-TTS nightly sets it."""
+    fn = request_function(u)
+    extra = {
+        k: v
+        for k, v in body.items()
+        if k in ("modalities", "ref_audio", "ref_text", "task_type", "language", "max_new_tokens")
+    }
+    rfi = request_input(u, url, body, extra)
     rfi.seed_tts_row = True
 
     async def go() -> Any:

@@ -20,6 +20,7 @@ from scipy.stats import binomtest
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
+from tests.conformance.conftest import request_function, request_input
 from tests.conformance.upstream import WHEELS, Upstream
 from tests.factories import write_json
 
@@ -341,21 +342,8 @@ def sent_body(upstream: Upstream, body: dict[str, Any], extra: dict[str, Any]) -
     server = HTTPServer(("127.0.0.1", 0), Capture)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    fn = upstream.load(
-        "vllm_omni.benchmarks.patch.patch", ["async_request_openai_chat_omni_completions"]
-    )["async_request_openai_chat_omni_completions"]
-    rfi_cls = upstream.load("vllm.benchmarks.lib.endpoint_request_func", ["RequestFuncInput"])[
-        "RequestFuncInput"
-    ]
-    rfi = rfi_cls(
-        prompt="",
-        api_url=f"http://127.0.0.1:{server.server_port}/v1/chat/completions",
-        prompt_len=1,
-        output_len=body["max_tokens"],
-        model=body["model"],
-        extra_body=extra,
-    )
-    rfi.omni_chat_messages = body["messages"]
+    fn = request_function(upstream)
+    rfi = request_input(upstream, f"http://127.0.0.1:{server.server_port}", body, extra)
 
     async def go() -> None:
         async with aiohttp.ClientSession() as session:

@@ -22,7 +22,7 @@ from omni_tasks.harness import ClientRules, RetryRule, client_rules
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
-from tests.conformance.conftest import harness_request
+from tests.conformance.conftest import HarnessResult, harness_request
 from tests.conformance.upstream import Upstream
 
 TEXT = "Turn left at the second light."
@@ -236,6 +236,22 @@ def _first_answers() -> dict[str, bytes]:
     return {"drop-mid-audio": drop, "503-http": http_503, "503-in-stream": in_stream}
 
 
+def replay(
+    upstream: Upstream, prompt_wav: Path, first: bytes
+) -> tuple[ClipResult, HarnessResult, list[int], list[int]]:
+    """One request through ours (under the version's client rules) and through upstream's
+    client, each against a server whose first answer is `first` and whose later answers are
+    the whole stream; with the requests each server saw."""
+    payload = server_stream(error_mid_audio=False)
+    ours_seen: list[int] = []
+    theirs_seen: list[int] = []
+    with raw_server(payload, None, first, ours_seen) as url:
+        ours = our_client(url, prompt_wav, rules=client_rules(upstream.version))
+    with raw_server(payload, None, first, theirs_seen) as url:
+        theirs = harness_request(upstream, url, body(prompt_wav))
+    return ours, theirs, ours_seen, theirs_seen
+
+
 @pytest.mark.parametrize("scenario", ["drop-mid-audio", "503-http", "503-in-stream"])
 def test_d_retries_follow_the_harness_version(
     upstream: Upstream, prompt_wav: Path, scenario: str
@@ -243,13 +259,7 @@ def test_d_retries_follow_the_harness_version(
     """A first attempt that drops mid-audio or meets a 503 before any output: upstream's
     client of this version and ours under its harness row (`harness.retry_rule`) either both
     retry and score the full stream, or both fail the clip."""
-    payload, first = server_stream(error_mid_audio=False), _first_answers()[scenario]
-    ours_seen: list[int] = []
-    theirs_seen: list[int] = []
-    with raw_server(payload, None, first, ours_seen) as url:
-        ours = our_client(url, prompt_wav, rules=client_rules(upstream.version))
-    with raw_server(payload, None, first, theirs_seen) as url:
-        theirs = harness_request(upstream, url, body(prompt_wav))
+    ours, theirs, ours_seen, theirs_seen = replay(upstream, prompt_wav, _first_answers()[scenario])
     assert len(ours_seen) == len(theirs_seen)
     if scenario == "503-in-stream" and upstream.version < "0.30.0":
         # 0.28's client reads no error chunks: a "success" with no audio at all, which its
@@ -332,13 +342,7 @@ def test_e_what_counts_as_output_seen_follows_the_version(
     choice's text), then a retryable refusal or a drop: 0.32's client counts it as seen and
     never replays; earlier clients replay a drop whatever came. Ours under each version's
     rules retries exactly when upstream's does, and ends the same way."""
-    payload, first = server_stream(error_mid_audio=False), FIRST_ANSWERS[scenario]
-    ours_seen: list[int] = []
-    theirs_seen: list[int] = []
-    with raw_server(payload, None, first, ours_seen) as url:
-        ours = our_client(url, prompt_wav, rules=client_rules(upstream.version))
-    with raw_server(payload, None, first, theirs_seen) as url:
-        theirs = harness_request(upstream, url, body(prompt_wav))
+    ours, theirs, ours_seen, theirs_seen = replay(upstream, prompt_wav, FIRST_ANSWERS[scenario])
     assert len(ours_seen) == len(theirs_seen), (ours.status, ours.detail, theirs.error)
     # Upstream's "success" without PCM (0.28 skipped the error chunk) is our clip without
     # audio: both score it as no audio.
