@@ -585,7 +585,7 @@ def _target(title: str, section: str) -> Any:
         section=section,
         description="Empty: the config's target for that branch. Else vllm-serve, a target the "
         "config names, or simulator:PROFILE",
-        **forms.TARGET_SCHEMA,
+        **{**forms.TARGET_SCHEMA, "type": ["null", "string"]},
     )
 
 

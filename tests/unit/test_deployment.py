@@ -289,4 +289,9 @@ def test_a_family_that_cannot_be_bisected_is_refused_with_the_form() -> None:
         with pytest.raises(ParamValidationError):
             ablate_params()["benchmark"].resolve(benchmark)
     assert bisect_params()["benchmark"].resolve("seed_tts_zh") == "seed_tts_zh"
+    # An empty target is allowed by the form (the config's is used); a bad one is not.
+    assert bisect_params()["target"].resolve(None) is None
+    assert ablate_params()["baseline_target"].resolve(None) is None
+    with pytest.raises(ParamValidationError):
+        bisect_params()["target"].resolve("file:///etc/passwd")
     assert one_series_form("bisect", {**form, "benchmark": "seed_tts_en"}, None)["history"]
