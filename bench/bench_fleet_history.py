@@ -24,6 +24,7 @@ from typing import Any
 
 from common import p95, scratch_db
 from psycopg.rows import tuple_row
+from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the local Buildkite API
 
@@ -162,8 +163,8 @@ def raw_copy(conn: Any) -> tuple[float, float, int]:
         t0 = time.perf_counter()
         for table, values in tuples.items():
             with cur.copy(f"COPY tuples_{table} ({columns[table]}) FROM STDIN") as cp:
-                for row in values:
-                    cp.write_row(row)
+                for row in values:  # a jsonb column's dict goes as Jsonb, as the sync sends it
+                    cp.write_row(tuple(Jsonb(v) if isinstance(v, dict) else v for v in row))
         conn.commit()
         t1 = time.perf_counter()
         for table, blob in text.items():

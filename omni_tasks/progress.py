@@ -4,13 +4,13 @@ On a terminal it is one rich progress bar per task. Off a terminal (an Airflow w
 command, CI) a bar is invisible, and hours of silence cannot tell a slow server from a hung
 one: each task writes a line every `every` items or `interval_s` seconds, whichever comes
 first, and one when it ends — done/total, failures so far, items/s and ETA — to the task log
-(the `omni_tasks.progress` logger, where logging is configured, as on a worker) or else to
-stderr.
+(the `omni_tasks.progress` logger, inside an Airflow task) or else to stderr.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -102,8 +102,10 @@ def _duration(seconds: float) -> str:
 
 
 def emit(text: str) -> None:
-    """To the task log where logging is set up (a worker), else to stderr."""
-    if log.hasHandlers() and log.getEffectiveLevel() <= logging.INFO:
+    """To the task log inside an Airflow task (its runner exports AIRFLOW_CTX_DAG_ID), else to
+    stderr: a command's stdout (its --json) never carries progress, whatever logging a library
+    installed in the process."""
+    if os.environ.get("AIRFLOW_CTX_DAG_ID"):
         log.info(text)
     else:
         print(text, file=sys.stderr, flush=True)

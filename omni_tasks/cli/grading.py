@@ -129,7 +129,7 @@ def grade_cmd(
     conn = open_db()
     with conn:
         try:
-            outcome = grade_run(conn, run_key, grader, replace=replace)
+            outcome = grade_run(conn, run_key, grader, replace=replace, show_progress=not as_json)
         except RunNotFoundError as exc:
             fail(str(exc))
     if as_json:

@@ -210,18 +210,25 @@ def _dotenv(tmp: Path, **extra: str) -> dict[str, str]:
 def _trigger(stack: Stack, headers: dict[str, str]) -> str:
     deadline = time.monotonic() + 240
     while (
-        httpx.get(f"{stack.api}/api/v2/dags/seed_tts_nightly", headers=headers).status_code != 200
+        httpx.get(
+            f"{stack.api}/api/v2/dags/seed_tts_nightly", headers=headers, timeout=60
+        ).status_code
+        != 200
     ):
         assert time.monotonic() < deadline, "the nightly was not parsed"
         time.sleep(2)
     r = httpx.patch(
-        f"{stack.api}/api/v2/dags/seed_tts_nightly", json={"is_paused": False}, headers=headers
+        f"{stack.api}/api/v2/dags/seed_tts_nightly",
+        json={"is_paused": False},
+        headers=headers,
+        timeout=60,
     )
     assert r.status_code == 200, r.text[:500]
     r = httpx.post(
         f"{stack.api}/api/v2/dags/seed_tts_nightly/dagRuns",
         json={"dag_run_id": "compose1", "logical_date": "2026-11-20T02:00:00Z", "conf": {}},
         headers=headers,
+        timeout=60,
     )
     assert r.status_code == 200, r.text[:500]
     return "compose1"
@@ -266,9 +273,14 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
             run_id = _trigger(stack, headers)
             deadline, state = time.monotonic() + 600, None
             while time.monotonic() < deadline:
-                r = httpx.get(
-                    f"{stack.api}/api/v2/dags/seed_tts_nightly/dagRuns/{run_id}", headers=headers
-                )
+                try:  # a stack of six services on two cores answers slowly at times
+                    r = httpx.get(
+                        f"{stack.api}/api/v2/dags/seed_tts_nightly/dagRuns/{run_id}",
+                        headers=headers,
+                        timeout=60,
+                    )
+                except httpx.TimeoutException:
+                    continue
                 state = r.json().get("state")
                 if state in ("success", "failed"):
                     break

@@ -20,8 +20,9 @@ class Clock:
 
 
 def test_a_line_every_n_items_or_every_minute_and_at_the_end(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "seed_tts_nightly")  # inside a task: its log
     clock = Clock()
     log = ProgressLog(every=100, interval_s=60.0, clock=clock)
     task = log.add_task("synthesizing main", total=1088)
@@ -49,15 +50,19 @@ def test_an_open_ended_task_says_its_count_and_rate() -> None:
     assert line("grading k", 40, None, 0, 20.0) == "grading k: 40, 0 failed, 2.0 items/s"
 
 
-def test_off_a_terminal_lines_go_to_stderr_without_logging(
-    capsys: pytest.CaptureFixture[str],
+def test_outside_a_task_lines_go_to_stderr_never_stdout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A command's --json on stdout stays JSON, whatever logging the process has."""
+    monkeypatch.delenv("AIRFLOW_CTX_DAG_ID", raising=False)
+    logging.getLogger().addHandler(logging.StreamHandler())  # as a library might install
     with progress_bar(True) as bar:  # pytest's stderr is not a terminal
         task = bar.add_task("asking 3 questions", total=3)
         for _ in range(3):
             bar.advance(task, failed=1)
-    err = capsys.readouterr().err
-    assert "asking 3 questions: 3/3 (100 %), 3 failed" in err and "done in" in err
+    said = capsys.readouterr()
+    assert "asking 3 questions: 3/3 (100 %), 3 failed" in said.err and "done in" in said.err
+    assert said.out == ""
     with progress_bar(False) as bar:  # asked to be quiet
         bar.advance(bar.add_task("x", total=1))
     assert capsys.readouterr().err == ""
