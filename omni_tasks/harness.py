@@ -65,10 +65,6 @@ class ClientRules:
     strict_wav: bool = False
     timeout_s: float = 900.0  # the whole request's deadline
 
-    def describe(self) -> str:
-        errors = "error chunks fail" if self.error_chunks else "error chunks ignored"
-        return f"{self.retry.describe()}; {errors}; {self.timeout_s:g} s per request"
-
 
 # 0.28: a 6 h aiohttp total timeout (vLLM's session default), in-stream errors not read.
 CLIENT_028 = ClientRules(DROPS_ANYWHERE, error_chunks=False, strict_wav=True, timeout_s=6 * 3600)
@@ -84,10 +80,6 @@ OUR_CLIENT = ClientRules(OURS)
 class Harness:
     window: str  # grading/windows.py: truncate30 | whole-timestamps
     client: ClientRules
-
-    @property
-    def retry(self) -> RetryRule:
-        return self.client.retry
 
 
 HARNESS: dict[str, Harness] = {
@@ -107,11 +99,6 @@ def harness(version: str) -> Harness:
     if version not in HARNESS:
         raise UnknownHarness(f"unknown harness version {version!r}; known: {', '.join(HARNESS)}")
     return HARNESS[version]
-
-
-def retry_rule(version: str | None) -> RetryRule:
-    """The client's retry rule for a run on harness `version` (ours when it names none)."""
-    return client_rules(version).retry
 
 
 def client_rules(version: str | None) -> ClientRules:

@@ -257,7 +257,7 @@ def test_d_retries_follow_the_harness_version(
     upstream: Upstream, prompt_wav: Path, scenario: str
 ) -> None:
     """A first attempt that drops mid-audio or meets a 503 before any output: upstream's
-    client of this version and ours under its harness row (`harness.retry_rule`) either both
+    client of this version and ours under its harness row (`harness.client_rules`) either both
     retry and score the full stream, or both fail the clip."""
     ours, theirs, ours_seen, theirs_seen = replay(upstream, prompt_wav, _first_answers()[scenario])
     assert len(ours_seen) == len(theirs_seen)
