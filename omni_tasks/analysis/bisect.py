@@ -20,13 +20,16 @@ then bisect with a sequential test per step, all within a budget counted in clip
 
 The budget is in full-run equivalents (clips run / clips in a full run). The repeat cap is the
 most seeds whose worst case (both endpoints and every step's midpoint at each seed) fits what
-the selection left of it, at most MAX_REPEATS.
+the selection left of it, at most MAX_REPEATS. When the chosen clips are too many for
+one seed (a regression that breaks most clips, or a small suite), a seeded sample of them
+(regressed first) sized for MIN_REPEATS seeds is bisected instead, never none.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +39,8 @@ from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
 
 MAX_REPEATS = 6
+MIN_REPEATS = 3  # seeds a step gets when the chosen clips are too many for one and are sampled
+MIN_CLIPS = 4  # below this a sample cannot discriminate: the budget is too small
 
 
 @dataclass(frozen=True)
@@ -144,14 +149,27 @@ def bisect(
     else:
         good_all, bad_all = run(history[0], seed, None), run(history[-1], seed, None)
         selection = "fresh runs"
-    chosen = choose_clips(good_all, bad_all, f"bisect|{history[0]}|{history[-1]}|{seed}", control)
+    key = f"bisect|{history[0]}|{history[-1]}|{seed}"
+    chosen = choose_clips(good_all, bad_all, key, control)
     d, n_all = chosen.clips, chosen.n_common
     cap = repeat_cap(budget, n_all, len(d), clips_run, len(history))
+    notes: list[str] = []
+    if cap < 1 and chosen.regressed:
+        # A wide regression (most clips) or a small suite: fewer clips at more seeds, never no
+        # bisection. The sample keeps regressed clips first; the rest stay its controls.
+        fit = int((budget * n_all - clips_run) // ((2 + steps_needed(len(history))) * MIN_REPEATS))
+        if fit >= MIN_CLIPS:
+            d = fitted(d, {u for u in d if bad_all[u] and not good_all[u]}, fit, key)
+            cap = repeat_cap(budget, n_all, len(d), clips_run, len(history))
+            notes.append(
+                f"{len(d)} of the {len(chosen.clips)} chosen clips, sampled to fit "
+                f"{MIN_REPEATS} seeds a step into the budget"
+            )
 
     def ended(why: str, check: EndpointCheck | None = None) -> BisectResult:
         return BisectResult(
             None, None, [], d, chosen.regressed, chosen.improved, evaluations, clips_run,
-            n_all, selection, check, max(cap, 0), [why],
+            n_all, selection, check, max(cap, 0), [*notes, why],
         )  # fmt: skip
 
     if not chosen.regressed:
@@ -210,8 +228,19 @@ def bisect(
             lo = mid
     return BisectResult(
         history[hi], history[lo], steps, d, chosen.regressed, chosen.improved, evaluations,
-        clips_run, n_all, selection, check, cap, [],
+        clips_run, n_all, selection, check, cap, notes,
     )  # fmt: skip
+
+
+def fitted(clips: tuple[str, ...], regressed: set[str], size: int, key: str) -> tuple[str, ...]:
+    """`size` of the chosen clips, seeded by `key`: regressed clips up to half of it (more when
+    there are too few others), the rest from the others."""
+    rng = random.Random(key + "|fit")
+    reg = [u for u in clips if u in regressed]
+    other = [u for u in clips if u not in regressed]
+    n_reg = min(len(reg), max(size // 2, size - len(other)))
+    picked = rng.sample(reg, n_reg) + rng.sample(other, min(len(other), size - n_reg))
+    return tuple(sorted(picked))
 
 
 def _check_endpoints(

@@ -18,7 +18,8 @@ from omni_tasks.records import ClipRecord
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.items import ItemSuite
+    from omni_tasks.benchmarks.request import RunRequest
 
 Judged = Literal["wer", "incorrect"]
 
@@ -48,6 +49,9 @@ class Benchmark(ABC):
     breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
     description: str = ""
     runnable: bool = False  # the nightly can run it here (else it arrives as artifacts)
+    # How an item-suite family's items are loaded, asked and judged (benchmarks/items.py);
+    # None for a family that runs its own way (seed-TTS) or arrives only as artifacts.
+    suite: ItemSuite | None = None
     # The file a dataset root holds (`meta.lst`, `qa.json`); `demo` is always the shipped set.
     dataset_file: str | None = None
     # Diagnosis hooks the statistics run for this family only: "failure_modes" (mode, origin
@@ -66,8 +70,10 @@ class Benchmark(ABC):
     # trended and shown, never paired-gated.
     summary_only_family: bool = False
     # What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
-    # discriminating items, through `run`), "bisect" and "ablate" (repeats on chosen clips: the
-    # seed-TTS runner's). Every caller asks (`require`) before planning, never on a GPU task.
+    # discriminating items, through `run`), "bisect" (repeats of `run` on chosen items: every
+    # runnable family), "ablate" (deploy overrides per stage: a family whose request carries
+    # stage settings, seed-TTS). Every caller asks (`require`) before planning, never on a GPU
+    # task.
     capabilities: frozenset[str] = frozenset()
 
     def require(self, capability: str, doing: str) -> None:
@@ -114,17 +120,30 @@ class Benchmark(ABC):
     def run(
         self,
         conn: psycopg.Connection[Any],
-        req: BenchRequest,
+        req: RunRequest,
         grader: dict[str, Any],
         *,
         show_progress: bool = False,
     ) -> str:
         """Run the benchmark against `req.target` (its own dataset, its upstream's request,
         its client options), judge every item, store the run; returns its run key. `grader`:
-        the deployment config's grader fields, for a family that grades with one."""
-        raise NotImplementedError(
-            f"{self.id} is not runnable here: its results arrive as artifacts (`import`)"
-        )
+        the deployment config's grader fields, for a family that grades with one. An
+        item-suite family runs through the shared item runner (benchmarks/items.py)."""
+        if self.suite is None:
+            raise NotImplementedError(
+                f"{self.id} is not runnable here: its results arrive as artifacts (`import`)"
+            )
+        from omni_tasks.benchmarks.items import run_items
+
+        return run_items(conn, self.id, self.suite, req, show_progress=show_progress)
+
+    def subset_fingerprint(self, dataset: str, limit: int | None) -> str:
+        """The dataset fingerprint a run of `dataset`'s first `limit` items stores (how a
+        bisect finds the endpoints' nightly runs of the same items)."""
+        if self.suite is None:
+            raise MissingCapability(f"{self.id} is not runnable here")
+        suffix = f":first{limit}" if limit else ""
+        return self.suite.load(dataset).fingerprint + suffix
 
     def check_dataset(self, dataset: str) -> str | None:
         """Why `dataset` cannot be this benchmark's (None when it can)."""

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from omni_tasks.audio import wav_bytes
+from omni_tasks.benchmarks.items import ItemSet
 from omni_tasks.benchmarks.multiple_choice import (
     ChoiceSuite,
     MultipleChoice,
-    QuestionSet,
     QuestionSetError,
     omni_chat_body,
 )
@@ -142,7 +142,7 @@ def extract_choice(text: str | None) -> str | None:
     return loose[-1].group(1).upper() if loose else None
 
 
-def load_questions(root: Path) -> QuestionSet:
+def load_questions(root: Path) -> ItemSet:
     """A Daily-Omni root: `qa.json` and each question's audio under `Videos/`. Every row is
     checked before anything runs; a bad row names the file and its index."""
     qa = root / "qa.json"
@@ -164,7 +164,7 @@ def load_questions(root: Path) -> QuestionSet:
         q = _question(root, qa, i, row)
         digest.update(q.audio.read_bytes())
         questions.append(q)
-    return QuestionSet(root, tuple(questions), digest.hexdigest())
+    return ItemSet(tuple(questions), digest.hexdigest())
 
 
 def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
@@ -276,9 +276,9 @@ DAILY_OMNI = MultipleChoice(
         ),
         system_text=SYSTEM_TEXT,
         user_format=user_prompt("{question}", ("{choices}",)),
-        load=load_questions,
+        load_questions=load_questions,
         demo_root=ensure_demo_set,
-        request_body=request_body,
+        body=request_body,
         extract_choice=extract_choice,
     ),
 )

@@ -14,9 +14,7 @@ this module and one registry line.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import datetime as dt
 import hashlib
 import io
 from collections.abc import Sequence
@@ -24,23 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 import soundfile as sf
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.items import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
 from omni_tasks.names import check_name, check_text, printable
-from omni_tasks.progress import progress_bar
-from omni_tasks.prompts import prompt_fingerprint
-from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.records import ClipGrade, ClipRecord, Grader
 
 if TYPE_CHECKING:
-    import psycopg
-
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
 
 INSTRUCTION = "Transcribe the audio into text."
 MAX_UTTERANCES = 100_000
@@ -63,6 +57,10 @@ class Utterance:
     utt_id: str
     text: str
     audio: Path
+
+    @property
+    def key(self) -> str:
+        return self.utt_id
 
 
 def load_utterances(root: Path) -> tuple[list[Utterance], str]:
@@ -141,13 +139,42 @@ def request_body(model: str, wav: bytes, seed: int | None) -> dict[str, Any]:
     return body
 
 
+class LibriSpeechSuite(ItemSuite):
+    """Each utterance's audio sent inline with the instruction; its transcript scored by WER."""
+
+    grader = GRADER
+    system_text = ""
+    user_format = INSTRUCTION
+
+    def load(self, dataset: str) -> ItemSet:
+        root = ensure_demo_set(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
+        utts, fingerprint = load_utterances(root)
+        return ItemSet(tuple(utts), fingerprint)
+
+    def reference(self, item: Utterance) -> str:
+        return item.text
+
+    def request_body(self, item: Utterance, req: RunRequest) -> dict[str, Any]:
+        wav = item.audio.read_bytes()  # OSError: a failed request naming why
+        if len(wav) > MAX_AUDIO_BYTES:
+            raise ValueError("audio over 16 MiB")
+        return request_body(req.model, wav, req.seed)
+
+    def judge(self, item: Utterance, text: str) -> ClipGrade:
+        w = score(item.text, text)
+        fields: dict[str, Any] = dict(w.grade_fields())
+        status = "graded" if w.hyp_words else "empty_transcript"
+        return ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer, **fields)  # type: ignore[arg-type]
+
+
 class LibriSpeech(Benchmark):
     id = "librispeech"
     family = "asr_wer"
     metric = "wer"
     judged = "wer"
     runnable = True
-    capabilities = frozenset({"ab"})
+    suite = LibriSpeechSuite()
+    capabilities = frozenset({"ab", "bisect"})
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"
     figures = ("asr_corpus_wer", "asr_evaluated", "asr_request_failed")
 
@@ -173,79 +200,3 @@ class LibriSpeech(Benchmark):
             "asr_evaluated": len(graded),
             "asr_request_failed": sum(c.synth_status == "request_failed" for c in clips),
         }
-
-    def run(
-        self,
-        conn: psycopg.Connection[Any],
-        req: BenchRequest,
-        grader: dict[str, Any],
-        *,
-        show_progress: bool = False,
-    ) -> str:
-        from omni_tasks.benchmarks.run_choices import Answer, post_json, served_target
-        from omni_tasks.store import runs
-
-        root = ensure_demo_set(get_settings().cache_dir) if req.dataset == "demo" else None
-        utts, fingerprint = load_utterances(root or Path(req.dataset))
-        utts = utts[: req.limit] if req.limit else utts
-
-        async def ask_all(url: str) -> list[Answer]:
-            gate = asyncio.Semaphore(8)
-            with progress_bar(show_progress) as bar:
-                task = bar.add_task(f"transcribing {len(utts)} utterances", total=len(utts))
-                async with httpx.AsyncClient(timeout=120.0) as client:
-
-                    async def one(u: Utterance) -> Answer:
-                        try:
-                            wav = u.audio.read_bytes()
-                        except OSError as exc:
-                            return Answer("request_failed", None, f"audio: {exc.strerror}")
-                        if len(wav) > MAX_AUDIO_BYTES:
-                            return Answer("request_failed", None, "audio over 16 MiB")
-                        async with gate:
-                            got = await post_json(
-                                client, url, request_body(req.model, wav, req.seed)
-                            )
-                        bar.advance(task, failed=int(got.status != "ok"))
-                        return got
-
-                    return list(await asyncio.gather(*(one(u) for u in utts)))
-
-        with served_target(req.target) as url:
-            answers = asyncio.run(ask_all(url))
-        clips, grades = [], []
-        for i, (u, a) in enumerate(zip(utts, answers, strict=True)):
-            if a.status != "ok" or a.text is None:
-                clips.append(ClipAudio(u.utt_id, i, u.text, "request_failed", error_detail=a.error))
-                continue
-            clips.append(ClipAudio(u.utt_id, i, u.text, "ok", thinker_text=a.text))
-            w = score(u.text, a.text)
-            heard = printable(a.text)
-            fields: dict[str, Any] = dict(w.grade_fields())
-            status = "graded" if w.hyp_words else "empty_transcript"
-            grades.append(
-                ClipGrade(u.utt_id, status, hypothesis=heard, wer=w.wer, **fields)  # type: ignore[arg-type]
-            )
-        failed = sum(c.synth_status != "ok" for c in clips)
-        spec = RunSpec(
-            benchmark=self.id,
-            model=req.model,
-            lane=req.lane,
-            nightly=req.nightly or dt.datetime.now(dt.UTC).date(),
-            branch=req.branch,
-            trigger=req.trigger,
-            status="complete" if failed < len(clips) else "failed",
-            n_expected=len(utts),
-            commit_sha=req.commit,
-            variant=req.variant,
-            config={"target": req.target, "dataset": req.dataset, "model": req.model},
-            stack={"simulated": req.target.startswith("simulator:")},
-            dataset_fingerprint=fingerprint + (f":first{req.limit}" if req.limit else ""),
-            prompt_fingerprint=prompt_fingerprint("", INSTRUCTION),
-            seed=req.seed,
-            airflow_dag_id=req.airflow_dag_id,
-            airflow_run_id=req.airflow_run_id,
-        )
-        saved = runs.save_run(conn, spec, clips, (GRADER, grades), replace=True)
-        conn.commit()
-        return saved.run_key

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.items import ItemSet, ItemSuite
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
     ArtifactError,
@@ -41,9 +42,7 @@ from omni_tasks.records import (
 )
 
 if TYPE_CHECKING:
-    import psycopg
-
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
 
 
 MAX_LABEL = 200
@@ -65,31 +64,42 @@ class ChoiceItem(Protocol):
 
 
 @dataclass(frozen=True)
-class QuestionSet:
-    root: Path
-    questions: tuple[Any, ...]  # the family's ChoiceItem
-    fingerprint: str  # rows + media: two runs share questions iff fingerprints match
-
-
-@dataclass(frozen=True)
-class ChoiceSuite:
-    """What a runnable multiple-choice family gives the runner (benchmarks/run_choices.py):
+class ChoiceSuite(ItemSuite):
+    """What a runnable multiple-choice family gives the item runner (benchmarks/items.py):
     its questions (a root in upstream's layout, or its shipped demo set), upstream's request
     for one, and upstream's rule for reading the answer."""
 
     grader: Grader
-    system_text: str  # for the prompt fingerprint ("" when upstream sends none)
+    system_text: str
     user_format: str
-    load: Callable[[Path], QuestionSet]
+    load_questions: Callable[[Path], ItemSet]
     demo_root: Callable[[Path], Path]  # writes the demo set under a cache dir, returns its root
-    request_body: Callable[[Any, str, int | None], dict[str, Any]]
+    body: Callable[[Any, str, int | None], dict[str, Any]]
     extract_choice: Callable[[str | None], str | None]
 
-    def question_set(self, dataset: str) -> QuestionSet:
+    def load(self, dataset: str) -> ItemSet:
         from omni_tasks.config import get_settings
 
         demo = dataset == "demo"
-        return self.load(self.demo_root(get_settings().cache_dir) if demo else Path(dataset))
+        return self.load_questions(
+            self.demo_root(get_settings().cache_dir) if demo else Path(dataset)
+        )
+
+    def reference(self, item: Any) -> str:
+        return str(item.answer)
+
+    def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
+        return self.body(item, req.model, req.seed)
+
+    def judge(self, item: Any, text: str) -> ClipGrade:
+        predicted = self.extract_choice(text)
+        return ClipGrade(
+            item.key,
+            "graded",
+            hypothesis=predicted,
+            incorrect=not is_correct(predicted, item.answer),
+            breakdown=item.breakdown,
+        )
 
 
 def is_correct(predicted: str | None, gold: str) -> bool:
@@ -140,7 +150,7 @@ class MultipleChoice(Benchmark):
         self.description = description
         self.suite = suite  # how to run it here (None: its results arrive as artifacts)
         self.runnable = suite is not None
-        self.capabilities = frozenset({"ab"}) if self.runnable else frozenset()
+        self.capabilities = frozenset({"ab", "bisect"}) if self.runnable else frozenset()
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
         self.grader = Grader(
@@ -166,38 +176,6 @@ class MultipleChoice(Benchmark):
             else:
                 out.append(None if c.incorrect is None else float(not c.incorrect))
         return out
-
-    def run(
-        self,
-        conn: psycopg.Connection[Any],
-        req: BenchRequest,
-        grader: dict[str, Any],
-        *,
-        show_progress: bool = False,
-    ) -> str:
-        """Ask every question of `req.target` (benchmarks/run_choices.py) and judge each answer
-        by upstream's letter rules; no grader (the answer is the item)."""
-        if self.suite is None:
-            return super().run(conn, req, grader, show_progress=show_progress)
-        from omni_tasks.benchmarks.run_choices import ChoiceRequest, run_choices
-
-        ask = ChoiceRequest(
-            target=req.target,
-            branch=req.branch,
-            dataset=req.dataset,
-            commit=req.commit,
-            seed=req.seed,
-            nightly=req.nightly,
-            limit=req.limit,
-            concurrency=req.concurrency,
-            timeout_s=min(req.request_timeout, 300.0),  # an answer is short; a stuck one is infra
-            trigger=req.trigger,
-            model=req.model,
-            lane=req.lane,
-            airflow_ids=(req.airflow_dag_id, req.airflow_run_id),
-            only=req.only,
-        )
-        return run_choices(conn, self, ask, show_progress=show_progress)
 
     # ------------------------------------------------------------------ official summary
     def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:

@@ -20,18 +20,17 @@ from typing import Any
 import psycopg
 
 from omni_tasks.analysis.run_stats import run_stats
+from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.pipeline import clip_audio, run_pipelined, run_status
+from omni_tasks.benchmarks.request import BenchError, RunRequest
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
-from omni_tasks.grading.windows import UnknownHarness, harness_window
 from omni_tasks.harness import client_rules
-from omni_tasks.names import InvalidName, check_name, check_run_key
 from omni_tasks.progress import progress_bar
-from omni_tasks.records import RunSpec, Trigger, commonest_failure
-from omni_tasks.series import DEFAULT_LANE
+from omni_tasks.records import RunSpec, commonest_failure
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
@@ -49,76 +48,35 @@ from omni_tasks.synthesis.stages import (
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
 
 
-class BenchError(ValueError):
-    pass
-
-
 @dataclass(frozen=True)
-class BenchRequest:
-    target: str
-    branch: str
-    dataset: str = "demo"
-    commit: str | None = None
-    seed: int = 42
-    limit: int | None = None
-    run_key: str | None = None
+class BenchRequest(RunRequest):
+    """A seed-TTS run: the generic request, with the harness's prompt template, the deploy
+    overrides, the audio cap and where the commit came from."""
+
     prompt_template: str = "seed-tts-default"
     transcript_mode: bool = False
-    nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
-    trigger: Trigger = "manual"
-    variant: str = "default"
     overrides: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = 10
-    timeout_s: float | None = None  # None: the harness version's client deadline (else 900 s)
     audio_cap_s: float = 60.0
-    benchmark: str | None = None
     commit_time: dt.datetime | None = None
     observed_head: str | None = None
     lineage: dict[str, Any] = field(default_factory=dict)
     stack: dict[str, Any] = field(default_factory=dict)
     gpu_class: str | None = None
-    airflow_dag_id: str | None = None
-    airflow_run_id: str | None = None
-    only: tuple[str, ...] | None = None  # a subset of utterance ids (bisect's clips)
-    # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
-    history: tuple[str, ...] = ()
-    first_bad: str | None = None
     # The target's stage defaults (its deploy config): needed to send the run seed to every
     # stage; unknown for a URL target without a deploy config (then no seed is sent).
     stage_defaults: StageDefaults | None = None
-    harness_version: str | None = None  # the reference harness the run's grading must match
-    model: str = protocol.DEFAULT_MODEL  # what the requests ask for: the model the server serves
-    lane: str = DEFAULT_LANE  # the hardware lane it runs on (part of its series)
 
     def __post_init__(self) -> None:
-        # Checked before any request: names become path components and keys, and a bad value
-        # must not cost a synthesis first.
-        try:
-            check_name(self.branch, "branch")
-            check_name(self.variant, "variant")
-            if self.benchmark is not None:
-                check_name(self.benchmark, "benchmark")
-            if self.run_key is not None:
-                check_run_key(self.run_key)
-        except InvalidName as exc:
-            raise BenchError(str(exc)) from None
-        if self.concurrency < 1:
-            raise BenchError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.limit is not None and self.limit < 1:
-            raise BenchError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        if self.harness_version is not None:
-            try:
-                harness_window(self.harness_version)
-            except UnknownHarness as exc:
-                raise BenchError(str(exc)) from None
-        if not (self.request_timeout > 0 and self.audio_cap_s > 0):
-            raise BenchError("timeout and audio cap must be positive numbers of seconds")
+        super().__post_init__()
+        if not self.audio_cap_s > 0:
+            raise BenchError("the audio cap must be a positive number of seconds")
 
-    @property
-    def request_timeout(self) -> float:
-        """The request deadline: the one asked for, else the harness version's client's (0.28
-        waited up to 6 h, 0.30 on 900 s), else 900 s."""
-        return self.timeout_s or client_rules(self.harness_version).timeout_s
+    @classmethod
+    def of(cls, req: RunRequest) -> BenchRequest:
+        """A generic request as seed-TTS's (its own fields at their defaults)."""
+        if isinstance(req, BenchRequest):
+            return req
+        return cls(**{f.name: getattr(req, f.name) for f in dataclasses.fields(RunRequest)})
 
     @property
     def audio_cap(self) -> float:
@@ -152,18 +110,6 @@ class BenchRequest:
             return merge_deploy(nightly_deploy(), self.overrides)
         except DeployConfigError as exc:
             raise BenchError(str(exc)) from None
-
-    @property
-    def simulator_profile(self) -> str | None:
-        if not self.target.startswith("simulator:"):
-            return None
-        profile = self.target.split(":", 1)[1]
-        if profile != "commit-history":
-            return profile
-        if self.commit not in self.history or self.first_bad not in self.history:
-            raise BenchError("simulator:commit-history needs the commit and first_bad in history")
-        bad = self.history.index(self.commit) >= self.history.index(self.first_bad)
-        return "rebase" if bad else "main"
 
 
 @dataclass(frozen=True)
@@ -419,9 +365,7 @@ def run_benchmark(
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
-    existing = runs.run_key_status(conn, key)
-    if existing is not None:
-        _same_inputs(key, runs.get_run(conn, key), spec)
+    existing = identity.stored_status(conn, key, spec)
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
@@ -448,45 +392,6 @@ def run_benchmark(
     return _outcome(
         conn, key, grader_id, grading_id, synthesized, req.simulator_profile is not None
     )
-
-
-def _inputs(run: dict[str, Any]) -> dict[str, Any]:
-    """What decides what a run measures, beyond its key's fields: a re-run under the key must
-    agree on each (a launched server's URL is a fresh port each time: it counts as one)."""
-    config, stack = run.get("config") or {}, run.get("stack") or {}
-    return {
-        "target": "a launched server" if stack.get("server_log") else config.get("target"),
-        "transcript mode": bool(config.get("transcript_mode")),
-        "dataset and subset (--dataset, --limit)": run.get("dataset_fingerprint"),
-        "prompt": run.get("prompt_fingerprint"),
-        "harness version": config.get("harness_version"),
-        "model": config.get("model"),
-        "lane": run.get("lane") or DEFAULT_LANE,
-    }
-
-
-def _short(value: Any) -> str:
-    """A fingerprint as its head and what follows it (`c98b6e85…:first5`)."""
-    text = repr(value)
-    head, colon, tail = str(value).partition(":")
-    return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else text
-
-
-def _same_inputs(key: str, stored: dict[str, Any], spec: RunSpec) -> None:
-    """A stored run is resumed, re-graded or redone only by a request with its inputs; a
-    different one under the same key is an error naming what differs (never stale results)."""
-    new = _inputs(dataclasses.asdict(spec))
-    old = _inputs(stored)
-    if old["model"] is None:  # stored before runs recorded their model: not a difference
-        new["model"] = None
-    differs = [
-        f"{k}: stored {_short(old[k])}, asked {_short(new[k])}" for k in old if old[k] != new[k]
-    ]
-    if differs:
-        raise BenchError(
-            f"run {key} is stored with other inputs ({'; '.join(differs)}); pass another "
-            "--run-key (or --nightly/--variant) for a new run, or `runs delete` the old one"
-        )
 
 
 def _outcome(

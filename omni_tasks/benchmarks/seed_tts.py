@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,8 @@ from omni_tasks.records import (
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 
 
 ARTIFACT_GRADER = Grader(
@@ -463,18 +465,26 @@ class SeedTts(Benchmark):
     def run(
         self,
         conn: psycopg.Connection[Any],
-        req: BenchRequest,
+        req: RunRequest,
         grader: dict[str, Any],
         *,
         show_progress: bool = False,
     ) -> str:
         """Synthesize every utterance (benchmark.run_benchmark: the harness's request,
         streamed), grade with Whisper (none in transcript mode), store per clip."""
-        from omni_tasks.benchmarks.run_seed_tts import run_benchmark
-        from omni_tasks.grading.asr import GraderSpec, load_grader
+        from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+        from omni_tasks.grading.asr import GraderSpec
 
-        loaded = None if req.transcript_mode else load_grader(GraderSpec.from_params(grader))
-        return run_benchmark(conn, req, loaded, show_progress=show_progress).run_key
+        bench = BenchRequest.of(req)
+        loaded = None if bench.transcript_mode else _grader(GraderSpec.from_params(grader))
+        return run_benchmark(conn, bench, loaded, show_progress=show_progress).run_key
+
+    def subset_fingerprint(self, dataset: str, limit: int | None) -> str:
+        from omni_tasks.benchmarks.run_seed_tts import subset_fingerprint
+        from omni_tasks.dataset import load_dataset
+
+        ds = load_dataset(dataset)
+        return subset_fingerprint(ds, len(ds.limit(limit)))
 
     @property
     def figures(self) -> tuple[str, ...]:
@@ -522,3 +532,11 @@ class SeedTts(Benchmark):
             harness_version=options.harness_version,
             built=options.built,
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _grader(spec: GraderSpec) -> LoadedGrader:
+    """The ASR model loaded once per process: a bisect runs the family many times."""
+    from omni_tasks.grading.asr import load_grader
+
+    return load_grader(spec)

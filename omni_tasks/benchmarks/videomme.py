@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from omni_tasks.benchmarks.items import ItemSet
 from omni_tasks.benchmarks.multiple_choice import (
     ChoiceSuite,
     MultipleChoice,
-    QuestionSet,
     QuestionSetError,
     omni_chat_body,
 )
@@ -233,7 +233,7 @@ def frame_urls(video: Path, max_frames: int = MAX_FRAMES) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- dataset
-def load_questions(root: Path) -> QuestionSet:
+def load_questions(root: Path) -> ItemSet:
     """A Video-MME root: the parquet's rows, each with its video under `video/`. Every row
     is checked before anything runs; a bad row names the file and its index."""
     import pyarrow.parquet as pq
@@ -259,7 +259,7 @@ def load_questions(root: Path) -> QuestionSet:
         if q.video_id not in seen:
             seen.add(q.video_id)
             digest.update(_video_digest(q.video))
-    return QuestionSet(root, tuple(questions), digest.hexdigest())
+    return ItemSet(tuple(questions), digest.hexdigest())
 
 
 def _video_index(root: Path) -> dict[str, Path]:
@@ -398,9 +398,9 @@ VIDEOMME = MultipleChoice(
         ),
         system_text="",  # MINICPM_OMNI_SYSTEM_TEXT
         user_format=USER_PROMPT,
-        load=load_questions,
+        load_questions=load_questions,
         demo_root=ensure_demo_set,
-        request_body=request_body,
+        body=request_body,
         extract_choice=extract_choice,
     ),
 )

@@ -35,11 +35,7 @@ from omni_tasks.cli.common import (
 def _run_family(benchmark: str, req_fields: dict[str, Any]) -> None:
     """A benchmark other than seed-TTS, run as the nightly runs it: the family's own runner."""
     from omni_tasks import benchmarks
-    from omni_tasks.benchmarks.multiple_choice import QuestionSetError
-    from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest
-    from omni_tasks.dataset import DatasetError
-    from omni_tasks.names import InvalidName
-    from omni_tasks.synthesis.profiles import ProfileError
+    from omni_tasks.benchmarks.request import BenchError, RunRequest
 
     try:
         family = benchmarks.get(benchmark)
@@ -51,14 +47,14 @@ def _run_family(benchmark: str, req_fields: dict[str, Any]) -> None:
     if problem:
         fail(f"--dataset: {problem}", code=2)
     try:
-        req = BenchRequest(benchmark=benchmark, **req_fields)
+        req = RunRequest(benchmark=benchmark, **req_fields)
     except BenchError as exc:
         fail(str(exc))
     conn = open_db()
     with conn:
         try:
             key = family.run(conn, req, {}, show_progress=True)  # they judge by their rule
-        except (QuestionSetError, DatasetError, ProfileError, InvalidName) as exc:
+        except ValueError as exc:  # a malformed set, a profile, another run under the key
             fail(str(exc))
     print(key)
 
@@ -137,9 +133,11 @@ def bench_cmd(
             "commit": commit,
             "seed": seed,
             "limit": limit,
+            "run_key": run_key,
+            "variant": variant,
             "concurrency": concurrency,
-            **({"timeout_s": timeout} if timeout is not None else {}),
-            "transcript_mode": transcript_mode,
+            "timeout_s": timeout,
+            "harness_version": harness_version,
             "nightly": parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
         }
         _run_family(benchmark, fields)

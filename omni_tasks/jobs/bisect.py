@@ -14,6 +14,7 @@ from typing import Any, Literal
 import psycopg
 from pydantic import Field, model_validator
 
+from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
@@ -64,6 +65,7 @@ class BisectParams(Serving):
     @model_validator(mode="after")
     def _checked(self) -> BisectParams:
         self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
+        benchmarks.get(self.bench).require("bisect", "bisected")
         if len(self.history) < 2:
             raise ValueError("history: at least two commits (good first, bad last)")
         if self.axis == "vllm":
@@ -93,13 +95,9 @@ class BisectParams(Serving):
 def stored_endpoints(
     conn: psycopg.Connection[Any], p: BisectParams
 ) -> tuple[tuple[dict[str, bool], dict[str, bool]], list[str]] | None:
-    """Both endpoints' stored nightly runs as broken-clip maps (good, bad), with their run keys;
+    """Both endpoints' stored nightly runs as broken-item maps (good, bad), with their run keys;
     None unless both are on record."""
-    from omni_tasks.benchmarks.run_seed_tts import subset_fingerprint
-    from omni_tasks.dataset import load_dataset
-
-    ds = load_dataset(p.dataset)
-    fingerprint = subset_fingerprint(ds, len(ds.limit(p.limit)))
+    fingerprint = benchmarks.get(p.bench).subset_fingerprint(p.dataset, p.limit)
     tau = load_policy().primary_tau
     found = []
     for commit in (p.history[0], p.history[-1]):
@@ -114,11 +112,13 @@ def stored_endpoints(
 
 
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    """Bisect `p.history` on the series' family: each evaluation is one run of the family
+    (`Benchmark.run`) on the chosen items, at one seed."""
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
 
+    family = benchmarks.get(p.bench)
+    family.require("bisect", "bisected")
     tau = load_policy().primary_tau
-    grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
 
     def evaluate(commit: str, seed: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
         part = (
@@ -139,14 +139,16 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             variant=p.variant,
             transcript_mode=p.transcript_mode,
             benchmark=p.bench,
+            model=p.series.model,
+            lane=p.lane,
             history=tuple(p.history),
             first_bad=p.first_bad,
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )
 
-        def run(r: BenchRequest) -> Any:
-            return run_benchmark(conn, r, grader)
+        def run(r: BenchRequest) -> str:
+            return family.run(conn, r, p.grader)
 
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
         # vllm-omni fixed, this vLLM commit's wheel installed).
@@ -155,9 +157,10 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             if p.axis == "vllm"
             else p
         )
-        outcome = served(conn, serving, req, run) if p.target == "vllm-serve" else run(req)
+        key = served(conn, serving, req, run) if p.target == "vllm-serve" else run(req)
         conn.commit()
-        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
+        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key)
+        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
 
     stored = stored_endpoints(conn, p) if p.axis == "vllm-omni" else None
     result = bisect(
@@ -229,11 +232,7 @@ def _record(
         conn,
         **where,
         kind="bisect_result",
-        text=(
-            f"first bad commit {r.first_bad}"
-            if r.first_bad is not None
-            else "no regression between the endpoints"
-        ),
+        text=f"first bad commit {r.first_bad}" if r.first_bad is not None else r.notes[-1],
         tags=["bisect"],
         details={
             "summary": text,

@@ -371,7 +371,7 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
 
     module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
     root = daily_omni.ensure_demo_set(tmp_path)
-    q = daily_omni.load_questions(root).questions[0]
+    q = daily_omni.load_questions(root).items[0]
     assert q.video is not None  # the demo set has the video the nightly sends
 
     me = types.SimpleNamespace(
@@ -470,7 +470,7 @@ def test_videomme_requests_are_the_ones_upstreams_builder_makes(
     for name in ("_sample_timestamps", "_emit_media", "_format_options", "_normalize_fields"):
         setattr(me, name, upstream.method(module, cls, name))
 
-    questions = videomme.load_questions(root).questions
+    questions = videomme.load_questions(root).items
     assert {len(videomme.frame_urls(q.video)) for q in questions} == {4, 6, 96}
     for q in questions:
         row = next(

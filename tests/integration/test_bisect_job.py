@@ -89,4 +89,41 @@ def test_endpoints_of_one_behaviour_name_no_commit(db, tmp_path: Path, monkeypat
     assert r.regressed > 0  # chance differences chose clips; the check refused them
     assert r.endpoints is not None and not r.endpoints.verified
     event = db.execute("SELECT text FROM omni.event WHERE kind = 'bisect_result'").fetchone()
-    assert event["text"] == "no regression between the endpoints"
+    assert event["text"].startswith("no regression between these endpoints")
+
+
+def test_the_bisect_command_names_a_daily_omni_culprit(db) -> None:
+    """`omni-tasks bisect` on a multiple-choice series: the commit-history simulator answers as
+    main before the planted commit and as rebase from it; the bisection of its 48 demo
+    questions (fewer than one seed's worth of the budget would cover whole) names it."""
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    history = [f"{i:02d}" + "c" * 38 for i in range(8)]
+    args = ["bisect", *history, "--target", "simulator:commit-history", "--benchmark"]
+    out = CliRunner().invoke(
+        app, [*args, "daily_omni", "--first-bad", history[5], "--nightly", "2026-11-21", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    r = json.loads(out.stdout)
+    assert (r["first_bad"], r["last_good"]) == (history[5], history[4])
+    keys = [row["run_key"] for row in db.execute("SELECT run_key FROM omni.run ORDER BY run_id")]
+    assert keys and all(k.startswith(f"bisect:{r['bisect_id']}:") for k in keys)
+    assert {row["benchmark"] for row in db.execute("SELECT benchmark FROM omni.run")} == {
+        "daily_omni"
+    }
+
+
+def test_a_summary_only_family_is_refused_before_any_run(db) -> None:
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    history = ["a" * 40, "b" * 40]
+    out = CliRunner().invoke(
+        app, ["bisect", *history, "--target", "simulator:main", "--benchmark", "duplex_eval"]
+    )
+    assert out.exit_code == 2, out.output
+    assert "duplex_eval" in out.output and "no 'bisect' capability" in out.output
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0

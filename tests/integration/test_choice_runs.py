@@ -196,3 +196,20 @@ def test_the_report_sets_published_figures_beside_only_a_same_protocol_series(db
     assert "same protocol (videomme_accuracy): main 100.0" in page
     qwen = nightly_report(db, Series("seed_tts_en"), night, 0.5)
     assert "1.39 % WER" in qwen and "different protocol: a reference" in qwen
+
+
+def test_a_run_key_asked_again_with_other_inputs_is_refused_naming_them(db) -> None:
+    """Run identity is one rule for every family: the same key with another target or subset
+    exits 1 naming each difference, and the stored run is kept."""
+    key = ask("simulator:main", "main", "--limit", "6")
+    before = db.execute("SELECT run_id, content_hash FROM omni.run").fetchall()
+    for extra, named in (
+        (["--target", "simulator:rebase", "--limit", "6"], "target: stored 'simulator:main'"),
+        (["--target", "simulator:main", "--limit", "7"], "dataset and subset"),
+    ):
+        args = ["bench", "--benchmark", "daily_omni", "--branch", "main", "--commit", "main01"]
+        out = runner.invoke(app, [*args, "--nightly", NIGHT, *extra])
+        assert out.exit_code == 1, out.output
+        assert f"run {key} is stored with other inputs" in out.output and named in out.output
+    assert db.execute("SELECT run_id, content_hash FROM omni.run").fetchall() == before
+    assert ask("simulator:main", "main", "--limit", "6") == key  # the same inputs: converges

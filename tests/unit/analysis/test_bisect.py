@@ -88,3 +88,20 @@ def test_a_real_step_is_verified_then_bisected() -> None:
     assert r.endpoints is not None and r.endpoints.verified and r.endpoints.worse == 12
     assert (r.last_good, r.first_bad) == ("c1", "c2")
     assert r.full_runs <= 4 and r.repeat_cap == 1  # 40 clips, all chosen: 4 runs a seed
+
+
+def test_a_server_that_breaks_most_clips_is_still_bisected() -> None:
+    """90 % of 1,088 clips break from commit 9 of 16: the chosen clips are too many for one
+    seed within the budget, so a sample of them is bisected instead of none (the audit found
+    no bisection and an event saying there was no regression)."""
+    history = [f"c{i:02d}" for i in range(16)]
+    clips = [f"u{i:04d}" for i in range(1088)]
+
+    def evaluate(commit: str, seed: int, chosen: tuple[str, ...] | None) -> dict[str, bool]:
+        bad = history.index(commit) >= 9
+        return {u: bad and int(u[1:]) % 10 != 0 for u in (chosen or clips)}
+
+    r = bisect(history, evaluate, seed=1, budget=4.0)
+    assert (r.first_bad, r.last_good) == ("c09", "c08")
+    assert r.full_runs <= 4.0 and len(r.discriminating) < r.regressed
+    assert any("sampled to fit" in n for n in r.notes)

@@ -1,0 +1,60 @@
+"""Run identity, one rule for every family: a run key names a run's series, night, branch,
+commit, variant, seed and prompt; what else decides what it measures (target, mode, dataset
+and subset, harness, model, lane) must agree when the key is run again. A re-run with other
+inputs is refused, naming each difference, and never replaces the stored run."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import psycopg
+
+from omni_tasks.benchmarks.request import BenchError
+from omni_tasks.records import RunSpec
+from omni_tasks.series import DEFAULT_LANE
+from omni_tasks.store import runs
+
+
+def inputs(run: dict[str, Any]) -> dict[str, Any]:
+    """What a re-run under the key must agree on (a launched server's URL is a fresh port each
+    time: it counts as one)."""
+    config, stack = run.get("config") or {}, run.get("stack") or {}
+    return {
+        "target": "a launched server" if stack.get("server_log") else config.get("target"),
+        "transcript mode": bool(config.get("transcript_mode")),
+        "dataset and subset (--dataset, --limit)": run.get("dataset_fingerprint"),
+        "prompt": run.get("prompt_fingerprint"),
+        "harness version": config.get("harness_version"),
+        "model": config.get("model"),
+        "lane": run.get("lane") or DEFAULT_LANE,
+    }
+
+
+def _short(value: Any) -> str:
+    """A fingerprint as its head and what follows it (`c98b6e85…:first5`)."""
+    text = repr(value)
+    head, colon, tail = str(value).partition(":")
+    return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else text
+
+
+def differences(stored: dict[str, Any], spec: RunSpec) -> list[str]:
+    new = inputs(dataclasses.asdict(spec))
+    old = inputs(stored)
+    if old["model"] is None:  # stored before runs recorded their model: not a difference
+        new["model"] = None
+    return [
+        f"{k}: stored {_short(old[k])}, asked {_short(new[k])}" for k in old if old[k] != new[k]
+    ]
+
+
+def stored_status(conn: psycopg.Connection[Any], key: str, spec: RunSpec) -> dict[str, Any] | None:
+    """The stored run's status under `key` (None when there is none), once its inputs are
+    checked to be the request's."""
+    existing = runs.run_key_status(conn, key)
+    if existing is not None and (differs := differences(runs.get_run(conn, key), spec)):
+        raise BenchError(
+            f"run {key} is stored with other inputs ({'; '.join(differs)}); pass another "
+            "--run-key (or --nightly/--variant) for a new run, or `runs delete` the old one"
+        )
+    return existing

@@ -1,0 +1,89 @@
+"""What every family's run is asked for (`RunRequest`): the target, the series and branch, the
+items (dataset, limit or a chosen subset), the seed, concurrency and deadline, and who
+triggered it. A family extends it with its own fields (seed-TTS: prompt template, deploy
+overrides, audio cap; run_seed_tts.BenchRequest). Checked before any request is sent: names
+become keys and paths, and a bad value must not cost a GPU run first."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from omni_tasks.grading.windows import UnknownHarness, harness_window
+from omni_tasks.harness import client_rules
+from omni_tasks.names import InvalidName, check_name, check_run_key
+from omni_tasks.records import Trigger
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
+
+
+class BenchError(ValueError):
+    """A run request that cannot be run (bad names, a simulator profile it cannot serve, a
+    stored run under its key with other inputs)."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    target: str  # a server's base URL, vllm-serve (launched per commit), or simulator:PROFILE
+    branch: str
+    dataset: str = "demo"  # a root of the family's layout, or its shipped demo set
+    commit: str | None = None
+    seed: int = 42
+    limit: int | None = None  # the first N items
+    only: tuple[str, ...] | None = None  # a chosen subset of item keys (bisect's, an A/B's)
+    run_key: str | None = None  # None: derived from the run's series, night, branch, seed…
+    nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+    trigger: Trigger = "manual"
+    variant: str = "default"
+    concurrency: int = 10
+    timeout_s: float | None = None  # None: the harness version's client deadline (else 900 s)
+    benchmark: str | None = None
+    model: str = DEFAULT_MODEL  # what the requests ask for: the model the server serves
+    lane: str = DEFAULT_LANE  # the hardware lane it runs on (part of its series)
+    harness_version: str | None = None  # the reference harness the run must match
+    airflow_dag_id: str | None = None
+    airflow_run_id: str | None = None
+    # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
+    history: tuple[str, ...] = ()
+    first_bad: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            check_name(self.branch, "branch")
+            check_name(self.variant, "variant")
+            if self.benchmark is not None:
+                check_name(self.benchmark, "benchmark")
+            if self.run_key is not None:
+                check_run_key(self.run_key)
+        except InvalidName as exc:
+            raise BenchError(str(exc)) from None
+        if self.concurrency < 1:
+            raise BenchError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.limit is not None and self.limit < 1:
+            raise BenchError(f"limit must be at least 1 (or unset for all), got {self.limit}")
+        if self.harness_version is not None:
+            try:
+                harness_window(self.harness_version)
+            except UnknownHarness as exc:
+                raise BenchError(str(exc)) from None
+        if not self.request_timeout > 0:
+            raise BenchError("the request timeout must be a positive number of seconds")
+
+    @property
+    def request_timeout(self) -> float:
+        """The request deadline: the one asked for, else the harness version's client's (0.28
+        waited up to 6 h, 0.30 on 900 s), else 900 s."""
+        return self.timeout_s or client_rules(self.harness_version).timeout_s
+
+    @property
+    def simulator_profile(self) -> str | None:
+        """The simulator profile that answers (None for a real server); commit-history serves
+        main's profile before the planted first bad commit and rebase's from it."""
+        if not self.target.startswith("simulator:"):
+            return None
+        profile = self.target.split(":", 1)[1]
+        if profile != "commit-history":
+            return profile
+        if self.commit not in self.history or self.first_bad not in self.history:
+            raise BenchError("simulator:commit-history needs the commit and first_bad in history")
+        bad = self.history.index(self.commit) >= self.history.index(self.first_bad)
+        return "rebase" if bad else "main"
