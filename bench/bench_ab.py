@@ -15,13 +15,13 @@ import json
 
 import numpy as np
 
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.simulation import (
     aa_probabilities,
     ab_rates,
     paired_point,
     step_probabilities,
 )
+from omni_tasks.gates.policy import load_policy
 
 
 def nightly_rule(base_p: np.ndarray, head_p: np.ndarray, pairs: int, seed: int) -> float:

@@ -23,7 +23,8 @@ import numpy as np
 
 from omni_tasks.audio import WHISPER_RATE
 from omni_tasks.dataset import load_dataset
-from omni_tasks.grading.asr import GraderSpec, load_grader
+from omni_tasks.grading.asr import GraderSpec
+from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.wer import score
 from omni_tasks.synthesis.voice import speak
 

@@ -163,7 +163,8 @@ def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[
 
 def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
     from omni_tasks.dataset import load_dataset
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.grading.asr import GraderSpec
+    from omni_tasks.grading.backends import load_grader
     from omni_tasks.synthesis.simulator import serve_in_thread
     from omni_tasks.synthesis.voice import speak
 
@@ -208,7 +209,8 @@ def demo_nightly() -> dict[str, Any]:
         utterances_of,
     )
     from omni_tasks.dataset import load_dataset
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.grading.asr import GraderSpec
+    from omni_tasks.grading.backends import load_grader
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store import runs
 

@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 
 from omni_tasks.analysis import bisect as bisect_rules
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.simulation import (
     aa_false_confirmation,
     bisect_errors,
     group_false_confirmation,
     range_misses,
 )
+from omni_tasks.gates.policy import load_policy
 
 RESULTS = Path(__file__).parent / "results" / "statistics_sim.json"
 

@@ -104,12 +104,6 @@ class Settings(BaseSettings):
         "always trusted",
     )
 
-    def report_path(self, benchmark: str, nightly: object) -> Path:
-        """Where the nightly writes a night's HTML report (alerts and the demo link to it)."""
-        from omni_tasks.names import path_component
-
-        return self.home / "reports" / f"{path_component(f'{benchmark}_{nightly}')}.html"
-
     @property
     def grafana_link_base(self) -> str | None:
         """Where links to Grafana point (the public URL, else the one this host uses)."""

@@ -379,7 +379,7 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
 def summarize(context: dict[str, Any]) -> list[str]:
     """Statistics of every run the night's series stored (whatever GPU task wrote it, so a
     failed sibling task holds back nothing)."""
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
     with results_db() as conn:
@@ -395,7 +395,7 @@ def decide(context: dict[str, Any]) -> str:
     planned; dispatch_alerts runs whatever failed)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
     fleet, night = _night(context), _nightly(context)
@@ -440,7 +440,7 @@ def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
 
 @stops_on_sigterm
 def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
     series = [p.series for p in _night(context).series]
@@ -863,8 +863,8 @@ def ab(context: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.analysis.policy import load_policy
     from omni_tasks.deployment import VARIABLE, ConfigError, resolve_ab
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ab import run_ab
 
     form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}

@@ -1,15 +1,13 @@
-"""The versioned gate policy: shipped YAML, overridable by file (OMNI_GATE_POLICY)."""
+"""The versioned gate policy's shape (what decides a verdict); gates/policy.py loads it from
+the shipped YAML or the file OMNI_GATE_POLICY names."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 # What decides a verdict or a confirmation; everything else is reported only.
 DECISION_FIELDS = {
@@ -86,28 +84,3 @@ class GatePolicy(BaseModel):
     @property
     def taus(self) -> list[float]:
         return [self.primary_tau, *[t for t in self.report_taus if t != self.primary_tau]]
-
-
-class PolicyError(ValueError):
-    pass
-
-
-def load_policy(path: Path | None = None) -> GatePolicy:
-    if path is None:
-        from omni_tasks.config import get_settings
-
-        path = get_settings().gate_policy
-    if path is None:
-        text = resources.files("omni_tasks.analysis").joinpath("gate_policy.yaml").read_text()
-        source = "built-in gate_policy.yaml"
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PolicyError(f"{path}: cannot read gate policy: {exc.strerror}") from exc
-        source = str(path)
-    try:
-        data: Any = yaml.safe_load(text)
-        return GatePolicy.model_validate(data)
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise PolicyError(f"{source}: invalid gate policy: {exc}") from exc

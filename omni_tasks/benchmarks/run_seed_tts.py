@@ -402,7 +402,7 @@ def _outcome(
     synthesized: bool,
     simulated: bool,
 ) -> BenchOutcome:
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
 
     run = runs.get_run(conn, key)
     statuses = runs.clips_by_status(conn, run["run_id"])

@@ -537,6 +537,6 @@ class SeedTts(Benchmark):
 @functools.lru_cache(maxsize=1)
 def _grader(spec: GraderSpec) -> LoadedGrader:
     """The ASR model loaded once per process: a bisect runs the family many times."""
-    from omni_tasks.grading.asr import load_grader
+    from omni_tasks.grading.backends import load_grader
 
     return load_grader(spec)

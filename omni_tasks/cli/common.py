@@ -256,7 +256,7 @@ def parse_date(value: str) -> dt.date:
 
 
 def load_policy_or_fail() -> Any:
-    from omni_tasks.analysis.policy import PolicyError, load_policy
+    from omni_tasks.gates.policy import PolicyError, load_policy
 
     try:
         return load_policy()
@@ -300,7 +300,8 @@ def load_grader_or_fail(
     device: str,
     harness_version: str | None,
 ) -> Any:
-    from omni_tasks.grading.asr import GraderConfigError, GraderSpec, load_grader
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec
+    from omni_tasks.grading.backends import load_grader
     from omni_tasks.offline_models import OfflineModelError
 
     try:

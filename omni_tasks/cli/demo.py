@@ -29,6 +29,7 @@ def demo_cmd(
     from omni_tasks.alerts.blocks import render_text
     from omni_tasks.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.grafana.dashboards import write_all
+    from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
     from omni_tasks.store.db import redact, resolve_dsn
 
@@ -105,7 +106,7 @@ def demo_cmd(
     for f in audio:
         console.print(f"audio in thread: {f}", highlight=False)
     console.rule("written")
-    report = settings.report_path(settings.benchmark, runs[-1].nightly)
+    report = report_path(settings.benchmark, runs[-1].nightly)
     console.print(
         f"HTML report      {report}\n"
         f"Slack outbox     {settings.outbox_dir}/\n"

@@ -69,7 +69,7 @@ def report_cmd(
 ) -> None:
     """One self-contained HTML report of a series' nightly: verdicts, trend, failure modes,
     per-clip plots and the regressed clips with their audio (for where no Grafana runs)."""
-    from omni_tasks.report_html import nightly_report
+    from omni_tasks.reports.html import nightly_report
 
     bench = series_of(benchmark, model, lane)
     tau = tau_or_default(load_policy_or_fail(), tail_threshold)

@@ -112,7 +112,7 @@ def runs_delete(
     conn = open_db()
     with conn:
         info = describe_run(conn, key)
-        what = f"{key} ({info['branch']}, {info['nightly']}, {info['n_clips']} clips)"
+        what = f"{key} ({info.branch}, {info.nightly}, {info.n_clips} clips)"
         if not yes:
             fail(f"would delete {what}; pass --yes to delete it")
         try:
@@ -127,16 +127,21 @@ def runs_show(
     run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Show one run: provenance, clips by status, gradings."""
+    """Show one run: provenance, clips by status, gradings, and the command that
+    reproduces it."""
+    import dataclasses
+
+    from omni_tasks.reports.reproduce import reproduce_described
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
     (run_key,) = run_keys_of(run_key)
     conn = open_db()
     with conn:
         try:
-            info = describe_run(conn, run_key)
+            described = describe_run(conn, run_key)
         except RunNotFoundError as exc:
             fail(str(exc))
+    info = {**dataclasses.asdict(described), "reproduce": reproduce_described(described)}
     if as_json:
         json_out(info)
         return

@@ -40,7 +40,7 @@ def stats_cmd(
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
     from omni_tasks.jobs.statistics import compute_stats_for_key
-    from omni_tasks.report_text import print_stats
+    from omni_tasks.reports.text import print_stats
 
     policy = load_policy_or_fail()
     tau = tau_or_default(policy, tail_threshold)
@@ -69,7 +69,7 @@ def compare_cmd(
     Give the same run twice with two graders to compare a re-grade with the original.
     """
     from omni_tasks.jobs.statistics import compare_keys
-    from omni_tasks.report_text import print_comparison
+    from omni_tasks.reports.text import print_comparison
 
     policy = load_policy_or_fail()
     tau = tau_or_default(policy, tail_threshold)
@@ -160,7 +160,7 @@ def gate_cmd(
     if as_json:
         json_out([d.to_json() for d in decisions])
     else:
-        from omni_tasks.report_text import print_gate
+        from omni_tasks.reports.text import print_gate
 
         print_gate(console, night, decisions)
         if outcome.messages_enqueued:

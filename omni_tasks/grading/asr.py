@@ -228,16 +228,3 @@ def weights_label(name: str, files: Sequence[Path]) -> str:
         st = f.stat()
         digest.update(f.name.encode() + _digest(f, st.st_size, st.st_mtime_ns).encode())
     return f"{name}@{digest.hexdigest()[:8]}"
-
-
-def load_grader(spec: GraderSpec) -> LoadedGrader:
-    """Load the backend a spec names (models from local paths or the offline packages)."""
-    spec = spec.resolved()
-    if spec.backend == "faster-whisper":
-        from omni_tasks.grading.whisper_ct2 import FasterWhisperBackend as Impl
-    elif spec.backend == "transformers":
-        from omni_tasks.grading.whisper_hf import TransformersBackend as Impl  # type: ignore[assignment]
-    else:
-        from omni_tasks.grading.whisper_openai import OpenAIWhisperBackend as Impl  # type: ignore[assignment]
-    backend = Impl(spec)
-    return LoadedGrader(spec=spec, model_label=backend.model_label, backend=backend)

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.config import REPO_ROOT
 from omni_tasks.formatting import pct
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.links import DASHBOARD_UID
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"

@@ -27,11 +27,11 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.ablation import AblationVerdict, Reproduced, judge
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.commits import is_full_sha
 from omni_tasks.formatting import pts_ci
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import Serving, served, write_report
 from omni_tasks.names import check_name
 from omni_tasks.store import alerts as store
@@ -198,7 +198,8 @@ def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcom
 def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
     from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark, target_url
     from omni_tasks.dataset import load_dataset
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.grading.asr import GraderSpec
+    from omni_tasks.grading.backends import load_grader
     from omni_tasks.synthesis import protocol
     from omni_tasks.synthesis.thinker import thinker_texts
 

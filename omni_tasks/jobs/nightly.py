@@ -595,9 +595,9 @@ def summarize_night(
 
 def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau: float) -> Path:
     """A series' HTML report of the night, written whole (a reader never sees half of one)."""
-    from omni_tasks.report_html import nightly_report
+    from omni_tasks.reports.html import nightly_report, report_path
 
-    path = get_settings().report_path(s.slug, nightly)
+    path = report_path(s.slug, nightly)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")

@@ -11,7 +11,8 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks.grading.asr import GraderSpec, load_grader
+from omni_tasks.grading.asr import GraderSpec
+from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import GradingOutcome, grade_run
 
 # The trigger form's fields that make the grader (the rest name the run).

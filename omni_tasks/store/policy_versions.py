@@ -13,7 +13,8 @@ import psycopg
 from psycopg.rows import tuple_row
 from pydantic import ValidationError
 
-from omni_tasks.analysis.policy import GatePolicy, load_policy
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.store.queries import sql
 
 

@@ -19,7 +19,6 @@ from psycopg.types.json import Jsonb
 from omni_tasks.config import get_settings
 from omni_tasks.names import check_run_key, path_component
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
-from omni_tasks.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -409,47 +408,79 @@ def list_runs(
     return [dict(r) for r in conn.execute(sql("list_runs"), params)]
 
 
-def describe_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
-    """The run as `runs show` reports it."""
+@dataclass(frozen=True)
+class GradingInfo:
+    grading_id: int
+    grader_id: str
+    n_grades: int
+    status: str
+    grader: dict[str, Any]  # how it grades (backend, model, window…): what reproduces it
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    """A stored run as `runs show` reports it (the CLI adds the command that reproduces it)."""
+
+    run_key: str
+    benchmark: str
+    model: str
+    lane: str
+    branch: str
+    commit: str | None
+    nightly: str
+    variant: str
+    seed: int | None
+    trigger: str
+    status: str
+    n_expected: int
+    n_clips: int
+    clips_by_status: dict[str, int]
+    gradings: list[GradingInfo]
+    config: dict[str, Any]
+    lineage: dict[str, Any]
+    stack: dict[str, Any]
+    execution: dict[str, Any]
+    dataset_fingerprint: str | None
+    prompt_fingerprint: str | None
+    summary: dict[str, Any]
+    source: dict[str, Any]
+
+
+def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:
     row = get_run(conn, run_key)
     by_status = {
         r["synth_status"]: r["n"]
         for r in conn.execute(sql("clips_by_status"), {"run_id": row["run_id"]})
     }
-    gradings = [dict(r) for r in conn.execute(sql("gradings_of_run"), {"run_id": row["run_id"]})]
-    return {
-        "run_key": row["run_key"],
-        "benchmark": row["benchmark"],
-        "model": row["model"],
-        "lane": row["lane"],
-        "branch": row["branch"],
-        "commit": row["commit_sha"],
-        "nightly": row["nightly"].isoformat(),
-        "variant": row["variant"],
-        "seed": row["seed"],
-        "trigger": row["trigger"],
-        "status": row["status"],
-        "n_expected": row["n_expected"],
-        "n_clips": sum(by_status.values()),
-        "clips_by_status": by_status,
-        "gradings": [
-            {
-                "grading_id": g["grading_id"],
-                "grader_id": g["grader_id"],
-                "n_grades": g["n_grades"],
-                "status": g["status"],
-            }
-            for g in gradings
-        ],
-        "lineage": row["lineage"],
-        "stack": row["stack"],
-        "execution": row["execution"],
-        "dataset_fingerprint": row["dataset_fingerprint"],
-        "prompt_fingerprint": row["prompt_fingerprint"],
-        "summary": row["summary"],
-        "source": row["source"],
-        "reproduce": reproduce_command(row, gradings[-1] if gradings else None),
-    }
+    gradings = [
+        GradingInfo(g["grading_id"], g["grader_id"], g["n_grades"], g["status"], g["grader"])
+        for g in conn.execute(sql("gradings_of_run"), {"run_id": row["run_id"]})
+    ]
+    return RunDescription(
+        run_key=row["run_key"],
+        benchmark=row["benchmark"],
+        model=row["model"],
+        lane=row["lane"],
+        branch=row["branch"],
+        commit=row["commit_sha"],
+        nightly=row["nightly"].isoformat(),
+        variant=row["variant"],
+        seed=row["seed"],
+        trigger=row["trigger"],
+        status=row["status"],
+        n_expected=row["n_expected"],
+        n_clips=sum(by_status.values()),
+        clips_by_status=by_status,
+        gradings=gradings,
+        config=row["config"] or {},
+        lineage=row["lineage"],
+        stack=row["stack"] or {},
+        execution=row["execution"],
+        dataset_fingerprint=row["dataset_fingerprint"],
+        prompt_fingerprint=row["prompt_fingerprint"],
+        summary=row["summary"],
+        source=row["source"] or {},
+    )
 
 
 def latest_grading(

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
-from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
+from omni_tasks.grading.asr import GraderSpec, LoadedGrader
+from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.synthetic_models import build_transformers_whisper
 from omni_tasks.grading.windows import harness_window
 from tests.conformance.upstream import Upstream

@@ -63,9 +63,9 @@ def test_ablations_name_the_knob(db, night: Path) -> None:
     conf = json.loads(shlex.split(command)[-1])
     assert AblateParams(**conf).ablate_id == p.ablate_id
     # The night's report shows the table.
-    from omni_tasks.config import get_settings
+    from omni_tasks.reports.html import report_path
 
-    report = get_settings().report_path(p.series.slug, NIGHT).read_text()
+    report = report_path(p.series.slug, NIGHT).read_text()
     section = report.split(f"<h2>Ablations {p.ablate_id}</h2>", 1)[1].split("<h2>", 1)[0]
     assert "<td>eager-talker</td>" in section and "<td>regression gone</td>" in section
     assert section.count("<td>unchanged</td>") == 3
@@ -100,7 +100,7 @@ def test_stage_isolation_finds_where_a_thinker_regression_starts(db, night: Path
 
 
 def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.nightly import decide_night
     from omni_tasks.series import Series
 

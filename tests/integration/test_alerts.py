@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.audio import write_audio
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night
 from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import serve_in_thread

@@ -173,7 +173,7 @@ def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
         "SELECT seed, execution FROM omni.run WHERE run_key = %s", (seeded["run_key"],)
     ).fetchone()
     assert stored["seed"] == 7 and stored["execution"]["seed_sent"] is True
-    from omni_tasks.reproduce import reproduce_command
+    from omni_tasks.reports.reproduce import reproduce_command
 
     unsent = db.execute(
         "SELECT * FROM omni.run WHERE run_key = %s", (asked[0]["run_key"],)

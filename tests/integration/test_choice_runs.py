@@ -182,7 +182,7 @@ def test_the_report_sets_published_figures_beside_only_a_same_protocol_series(db
 
     from omni_tasks import benchmarks
     from omni_tasks.benchmarks.run_seed_tts import BenchRequest
-    from omni_tasks.report_html import nightly_report
+    from omni_tasks.reports.html import nightly_report
     from omni_tasks.series import Series
 
     night = dt.date(2026, 11, 30)

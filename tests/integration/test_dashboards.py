@@ -40,7 +40,7 @@ def test_committed_dashboards_are_what_the_code_generates() -> None:
 
 @pytest.fixture
 def history(db, tmp_path: Path):
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.gate_advice import record_night
     from omni_tasks.jobs.nightly import NightlyParams
 

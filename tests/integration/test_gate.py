@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 from typer.testing import CliRunner
 
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.cli import app
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.synthetic import ABShape, ab_artifacts
 from tests.factories import ab_files
 
@@ -324,8 +324,8 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
 ) -> None:
     import yaml
 
-    from omni_tasks.analysis.policy import load_policy
     from omni_tasks.config import reset_settings
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.store import policy_versions
 
     # The built-in policy of the time (2026.11: one-night confirmation at 1e-4, no
@@ -372,8 +372,8 @@ def test_a_report_only_policy_edit_keeps_the_streak(
 ) -> None:
     import yaml
 
-    from omni_tasks.analysis.policy import load_policy
     from omni_tasks.config import reset_settings
+    from omni_tasks.gates.policy import load_policy
 
     import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
     import_pair(tmp_path, WEAK, date="20261127-020000", seed=2)

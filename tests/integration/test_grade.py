@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.cli import app
-from omni_tasks.grading.asr import GraderSpec, load_grader
+from omni_tasks.grading.asr import GraderSpec
+from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.records import ClipAudio, RunSpec
 from omni_tasks.store.runs import save_run

@@ -19,7 +19,8 @@ from omni_tasks.benchmarks.run_seed_tts import (
     utterances_of,
 )
 from omni_tasks.dataset import load_dataset
-from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
+from omni_tasks.grading.asr import GraderSpec, LoadedGrader
+from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.records import ClipAudio
 from omni_tasks.store import runs

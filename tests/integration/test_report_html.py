@@ -186,7 +186,7 @@ def test_a_published_figure_of_the_same_protocol_is_drawn_as_a_labelled_line(
     """Three nights of MiniCPM-o Video-MME from Buildkite: the report's chart draws the
     series' accuracy per night with the model card's 70.4 as a labelled line (the nightly
     follows the card's protocol); Qwen3-Omni's seed-TTS gets no such chart (another protocol)."""
-    from omni_tasks.report_html import nightly_report
+    from omni_tasks.reports.html import nightly_report
     from omni_tasks.series import Series
     from omni_tasks.synthesis.simulator import serve_in_thread
     from tests.fakes.buildkite_api import BuildkiteState, buildkite_app

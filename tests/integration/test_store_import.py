@@ -148,7 +148,7 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
     """Today's nightly artifacts have no per-clip rows: their official mean still makes a
     trend (marked summary-only), the report lists it, the dashboard's official series has it."""
     from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
-    from omni_tasks.report_html import nightly_report
+    from omni_tasks.reports.html import nightly_report
 
     for day, mean, items in (("20261101", 0.021, False), ("20261102", 0.034, True)):
         doc = small_artifact(3, date=f"{day}-021500")

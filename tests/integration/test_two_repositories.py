@@ -142,7 +142,7 @@ def _nightly(db, w: dict, branch: str, commit: str) -> None:
 
 
 def test_the_two_repository_ab_names_vllm(db, world) -> None:
-    from omni_tasks.analysis.policy import load_policy
+    from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ablate import AblateParams, attribution, run_ablations
     from omni_tasks.jobs.nightly import decide_night
     from omni_tasks.series import Series

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from starlette.responses import JSONResponse
 
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night, refresh_outputs
 from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import SimulatorConfig, create_app, serve_in_thread
@@ -115,7 +115,8 @@ def test_full_audio_storage_fails_cleanly_and_the_rerun_converges(
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(full))
     reset_settings()
     req = BenchRequest(target="simulator:main", branch="main", seed=3, limit=3, nightly=NIGHT)
-    from omni_tasks.grading.asr import GraderSpec, load_grader
+    from omni_tasks.grading.asr import GraderSpec
+    from omni_tasks.grading.backends import load_grader
 
     grader = load_grader(GraderSpec())
     with pytest.raises(OSError):
@@ -208,7 +209,8 @@ def test_grader_dies_mid_run_and_the_rerun_grades_only_the_missing_clips(db) -> 
     missing batches, and the rows equal a clean run's."""
     from dataclasses import replace
 
-    from omni_tasks.grading.asr import GraderSpec, LoadedGrader, load_grader
+    from omni_tasks.grading.asr import GraderSpec, LoadedGrader
+    from omni_tasks.grading.backends import load_grader
 
     real = load_grader(GraderSpec(batch_size=4))
     dying = DyingBackend(real.backend, calls=2)

@@ -225,8 +225,9 @@ def test_names_never_leave_their_root(db, tmp_path: Path, monkeypatch) -> None: 
     assert path_component("main") == "main" and path_component("a/b") != path_component("a_b")
     # A report path built from a hostile benchmark name stays under reports/.
     from omni_tasks.config import get_settings
+    from omni_tasks.reports.html import report_path
 
-    path = get_settings().report_path("../../../../tmp/evil", dt.date(2026, 11, 1))
+    path = report_path("../../../../tmp/evil", dt.date(2026, 11, 1))
     assert path.parent == get_settings().home / "reports"
 
 
@@ -861,7 +862,7 @@ def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: P
 
 def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
     from omni_tasks.alerts.blocks import code
-    from omni_tasks.report_html import modes_figure, scatter_figure, trend_figure
+    from omni_tasks.reports.html import modes_figure, scatter_figure, trend_figure
 
     branch = '<a href="javascript:alert(1)">x</a>'
     figures = [
@@ -1159,7 +1160,7 @@ build_wheel = get_requires_for_build_wheel
 
 AB_SCRIPT = """
 import json, sys
-from omni_tasks.analysis.policy import load_policy
+from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.ab import ABRequest, run_ab
 from omni_tasks.jobs.nightly import NightlyParams, task_failed
 from omni_tasks.store.db import connect

@@ -9,7 +9,7 @@ import io
 from rich.console import Console
 
 from omni_tasks.contracts import Decision
-from omni_tasks.report_text import print_gate
+from omni_tasks.reports.text import print_gate
 
 
 def decision(candidate: str, verdict: str, confirmed: bool) -> Decision:

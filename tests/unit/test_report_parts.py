@@ -4,7 +4,7 @@ commands wrap."""
 
 from __future__ import annotations
 
-from omni_tasks.report_html import CSS, jitter, scatter_figure
+from omni_tasks.reports.html import CSS, jitter, scatter_figure
 
 
 def clip(utt: str, base: float | None, cand: float | None) -> dict:

@@ -12,7 +12,7 @@ from scipy.stats import binomtest
 from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
 from omni_tasks.analysis.groups import compare_groups, null_distribution
 from omni_tasks.analysis.intervals import holm, mcnemar_exact, newcombe_paired
-from omni_tasks.analysis.policy import load_policy
+from omni_tasks.gates.policy import load_policy
 
 POLICY = load_policy()
 

@@ -13,8 +13,8 @@ from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decid
 from omni_tasks.analysis.groups import compare_groups
 from omni_tasks.analysis.noise import calibrate, mde
 from omni_tasks.analysis.paired import comparability, paired_table
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.trend import change_points
+from omni_tasks.gates.policy import load_policy
 from tests.unit.analysis.clips import clip, from_flags
 
 POLICY = load_policy()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from omni_tasks.analysis.policy import load_policy
 from omni_tasks.analysis.simulation import aa_false_confirmation, aa_probabilities, bisect_errors
+from omni_tasks.gates.policy import load_policy
 
 POLICY = load_policy()
 

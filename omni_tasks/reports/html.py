@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import html
 import json
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -24,9 +25,11 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.audio import AudioUnavailable, load_audio_bytes
+from omni_tasks.config import get_settings
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.importers.identity import PROTOCOLS
-from omni_tasks.reproduce import reproduce_command
+from omni_tasks.names import path_component
+from omni_tasks.reports.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
@@ -47,6 +50,11 @@ th{background:#f4f4f4} .REGRESSED{background:#fdd}
 .not-evaluated{background:#ecf} .here{font-weight:bold}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.5em}
 """
+
+
+def report_path(benchmark: str, nightly: object) -> Path:
+    """Where the nightly writes a night's HTML report (alerts and the demo link to it)."""
+    return get_settings().home / "reports" / f"{path_component(f'{benchmark}_{nightly}')}.html"
 
 
 def _t(x: object) -> str:

@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 from omni_tasks import benchmarks
+from omni_tasks.store.runs import RunDescription
 
 _GRADER_FLAGS = (
     ("backend", "--backend"),
@@ -56,6 +57,24 @@ def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None)
         if value:
             args += [flag, str(value)]
     return shlex.join(args)
+
+
+def reproduce_described(run: RunDescription) -> str:
+    """The command for a run as the store describes it (its newest grading's grader)."""
+    newest = run.gradings[-1].grader if run.gradings else None
+    fields = {
+        "config": run.config,
+        "source": run.source,
+        "stack": run.stack,
+        "branch": run.branch,
+        "commit_sha": run.commit,
+        "benchmark": run.benchmark,
+        "nightly": run.nightly,
+        "variant": run.variant,
+        "seed": run.seed,
+        "dataset_fingerprint": run.dataset_fingerprint,
+    }
+    return reproduce_command(fields, None if newest is None else {"grader": newest})
 
 
 def _bench_option(benchmark_id: str) -> str:
