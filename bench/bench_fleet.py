@@ -27,9 +27,9 @@ from common import scratch_db
 from omni_tasks.alerts.slack import default_sink, dispatch
 from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import nightly
-from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ABShape, ab_artifacts
 

@@ -16,9 +16,11 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
+
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from omni_tasks.records import ClipRecord
 if TYPE_CHECKING:
     import psycopg
 
-    from omni_tasks.benchmarks.items import ItemSuite
     from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.benchmarks.suite import ItemSuite
 
 Judged = Literal["wer", "incorrect"]
 

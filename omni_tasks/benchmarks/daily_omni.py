@@ -17,20 +17,20 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from omni_tasks.audio import wav_bytes
-from omni_tasks.benchmarks.items import ItemSet
 from omni_tasks.benchmarks.multiple_choice import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
     omni_chat_body,
 )
+from omni_tasks.benchmarks.suite import ItemSet
 from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Upstream's DAILY_OMNI_SYSTEM_TEXT (the qwen pack mode).
 SYSTEM_TEXT = (
@@ -217,6 +217,8 @@ def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
     its number of beeps) and a one-second video (an MP4 of grey frames: the questions are
     about the sound), written once under `cache`; nothing is downloaded."""
+    from omni_tasks.audio import wav_bytes
+
     text = DEMO_QA.read_text(encoding="utf-8")
     root = cache / "datasets" / "demo_daily_omni"
     for row in json.loads(text):
@@ -236,6 +238,7 @@ def ensure_demo_set(cache: Path) -> Path:
 def _grey_video(frames: int = 8, size: int = 64) -> bytes:
     """A valid one-second MP4 (MPEG-4 part 2, PyAV's bundled encoder) of grey frames."""
     import av
+    import numpy as np
 
     buf = io.BytesIO()
     with av.open(buf, "w", format="mp4") as out:
@@ -251,6 +254,8 @@ def _grey_video(frames: int = 8, size: int = 64) -> bytes:
 
 def _beeps(hz: float, n: int) -> np.ndarray:
     """`n` beeps of 0.25 s at `hz`, 0.2 s apart (one beep: a 1 s tone)."""
+    import numpy as np
+
     t = np.arange(DEMO_RATE) / DEMO_RATE
     if n == 1:
         return (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)

@@ -9,21 +9,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import psycopg
 
 from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.request import RunRequest
+from omni_tasks.benchmarks.suite import ItemSuite
 from omni_tasks.names import printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
-from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
+from omni_tasks.records import ClipAudio, RunSpec
 from omni_tasks.store import runs
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
@@ -37,45 +37,6 @@ from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
 MAX_ANSWER_CHARS = 2000
 ANSWER_TIMEOUT_S = 300.0  # an answer is short text: one stuck longer is infra
-
-
-class Item(Protocol):
-    """One item as the runner sees it: its key, stable across runs (the pairing key)."""
-
-    @property
-    def key(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class ItemSet:
-    items: tuple[Any, ...]  # the family's items (Item)
-    fingerprint: str  # rows + media: two runs share items iff fingerprints match
-
-
-class ItemSuite(ABC):
-    """What an item-suite family gives the runner."""
-
-    grader: Grader
-    system_text: str  # for the prompt fingerprint ("" when upstream sends none)
-    user_format: str
-
-    @abstractmethod
-    def load(self, dataset: str) -> ItemSet:
-        """The items of a dataset root in the family's layout, or of its shipped `demo` set;
-        a malformed one raises ValueError naming its file and row."""
-
-    @abstractmethod
-    def reference(self, item: Any) -> str:
-        """What the stored row keeps as the item's reference (the gold letter, the text)."""
-
-    @abstractmethod
-    def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
-        """Upstream's chat request for one item (ValueError/OSError: its media is unreadable,
-        stored as a failed request)."""
-
-    @abstractmethod
-    def judge(self, item: Any, text: str) -> ClipGrade:
-        """The item's grade from the answer's text, by upstream's rule."""
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import soundfile as sf
-
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.benchmarks.items import ItemSet, ItemSuite
+from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
@@ -94,6 +91,9 @@ def load_utterances(root: Path) -> tuple[list[Utterance], str]:
 def ensure_demo_set(cache: Path) -> Path:
     """The demo set: the first 24 sentences of the seed-TTS demo corpus as one chapter, each
     WAV a short tone whose INFO comment holds what is said (what the simulator "hears")."""
+    import numpy as np
+    import soundfile as sf
+
     root = cache / "datasets" / "demo_librispeech" / "1" / "1"
     lines = []
     for row in DEMO_META.read_text(encoding="utf-8").splitlines()[:24]:

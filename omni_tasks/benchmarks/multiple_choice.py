@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.benchmarks.items import ItemSet, ItemSuite
+from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
     ArtifactError,

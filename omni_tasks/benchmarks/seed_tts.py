@@ -25,7 +25,6 @@ from omni_tasks.analysis.official import (
     disagreements,
     official_summary,
 )
-from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.config import get_settings
 from omni_tasks.grading import flags
@@ -255,6 +254,8 @@ def locale_of(doc: dict[str, Any]) -> str:
 
 def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
     """The one path rule (audio.check_audio_uri): audio outside its root is never stored."""
+    from omni_tasks.audio import AudioUnavailable, check_audio_uri
+
     if clip.audio_uri is None:
         return clip
     try:
@@ -270,6 +271,8 @@ def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str])
 def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
     """Copy the clips whose audio lies under `import_root` (an import's --audio-root) into the
     audio root, so every later reader (grading, report, Slack) needs only the audio root."""
+    from omni_tasks.audio import load_audio_bytes
+
     root = get_settings().audio_root_url
     folder = f"{root}/.imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
     clips = []

@@ -22,18 +22,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from omni_tasks.benchmarks.items import ItemSet
 from omni_tasks.benchmarks.multiple_choice import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
     omni_chat_body,
 )
+from omni_tasks.benchmarks.suite import ItemSet
 from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
-from omni_tasks.synthesis.choices import PALETTE
 
 PARQUET = "videomme/test-00000-of-00001.parquet"  # the Hub snapshot's layout
 VIDEO_DIR = "video"  # where upstream extracts videos_chunked_*.zip
@@ -80,7 +77,6 @@ MAX_QUESTIONS = 100_000
 MAX_PARQUET_BYTES = 256 * 1024 * 1024
 FINGERPRINT_SPAN = 1 << 20  # bytes hashed at each end of a video (the full set is ~95 GB)
 DEMO_ROWS = Path(__file__).resolve().parent.parent / "datasets" / "demo_videomme" / "rows.json"
-COLOURS = PALETTE  # the demo videos' colours, which the simulator names frames by
 
 
 @dataclass(frozen=True)
@@ -154,6 +150,8 @@ def extract_choice(text: str | None) -> str | None:
 # ---------------------------------------------------------------- frames
 def uniform_indices(n: int, k: int) -> list[int]:
     """`k` indices evenly from 0..n-1 (numpy linspace with an int dtype, as upstream)."""
+    import numpy as np
+
     if k <= 0:
         return []
     if n <= k:
@@ -360,6 +358,9 @@ def _colour_video(segments: list[list[Any]], fps: int, size: int = 32) -> bytes:
     """An MP4 (MPEG-4 part 2, PyAV's bundled encoder) of frames of one colour per segment
     ([colour, seconds]...)."""
     import av
+    import numpy as np
+
+    from omni_tasks.synthesis.choices import PALETTE  # the colours the simulator names
 
     buf = io.BytesIO()
     with av.open(buf, "w", format="mp4") as out:
@@ -371,7 +372,7 @@ def _colour_video(segments: list[list[Any]], fps: int, size: int = 32) -> bytes:
             for _ in range(int(seconds * fps)):
                 # A darker bar whose place is the frame's number: no two neighbouring
                 # frames are alike, so a frame picked at the wrong time shows.
-                frame = np.full((size, size, 3), COLOURS[colour], dtype=np.uint8)
+                frame = np.full((size, size, 3), PALETTE[colour], dtype=np.uint8)
                 frame[:, n % size] = frame[:, n % size] // 2
                 frame[n // size % size, :] = frame[n // size % size, :] // 2
                 out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))

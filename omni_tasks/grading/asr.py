@@ -21,12 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from omni_tasks.grading.wer import NORMALIZER_VERSION
 from omni_tasks.grading.windows import WINDOWS, UnknownHarness, harness_window, harnesses_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BACKENDS: tuple[str, ...] = ("transformers", "openai-whisper", "faster-whisper")
 BACKEND_WINDOWS: dict[str, tuple[str, ...]] = {

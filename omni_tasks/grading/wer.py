@@ -10,25 +10,29 @@ insertions; 0 when the hypothesis is empty too). This is the one scorer every gr
 
 from __future__ import annotations
 
+import functools
 import string
 from dataclasses import asdict, dataclass
-
-import jiwer
-from zhon.hanzi import punctuation as HANZI_PUNCTUATION
 
 NORMALIZER_VERSION = "seedtts-1"
 LANGS = ("en", "zh")
 
-# Order matches seed-tts-eval (hanzi first, then ASCII); the apostrophe is kept.
-_STRIP = "".join(ch for ch in HANZI_PUNCTUATION + string.punctuation if ch != "'")
-_STRIP_TABLE = str.maketrans("", "", _STRIP)
+
+@functools.cache
+def _strip_table() -> dict[int, int | None]:
+    """The punctuation normalization removes, in seed-tts-eval's order (hanzi first, then
+    ASCII; the apostrophe is kept). Built at first use: zhon's tables are slow to import, and
+    DAG files parse this module."""
+    from zhon.hanzi import punctuation as hanzi
+
+    return str.maketrans("", "", "".join(ch for ch in hanzi + string.punctuation if ch != "'"))
 
 
 def normalize(text: str, lang: str = "en") -> str:
     """seed-tts-eval text normalization (no number normalization, by design)."""
     if lang not in LANGS:
         raise ValueError(f"unsupported language {lang!r}; choose one of {', '.join(LANGS)}")
-    out = text.translate(_STRIP_TABLE).replace("  ", " ")
+    out = text.translate(_strip_table()).replace("  ", " ")
     if lang == "zh":
         return " ".join(out)  # per character, as upstream scores Chinese
     return out.lower()
@@ -70,6 +74,8 @@ def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:
     """
     ref = normalize(reference, lang)
     hyp = normalize(hypothesis, lang)
+    import jiwer  # at first use, as zhon (_strip_table)
+
     out = jiwer.process_words(ref, hyp)
     ref_words = out.hits + out.substitutions + out.deletions
     errors = out.substitutions + out.deletions + out.insertions

@@ -30,9 +30,10 @@ from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.commits import is_full_sha
+from omni_tasks.deployment.schema import Serving
 from omni_tasks.formatting import pts_ci
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import Serving, served, write_report
+from omni_tasks.jobs.nightly import served, write_report
 from omni_tasks.names import check_name
 from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql

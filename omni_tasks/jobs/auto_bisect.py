@@ -26,9 +26,9 @@ import psycopg
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, NightEvidence, bisect_range
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.formatting import pts
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 

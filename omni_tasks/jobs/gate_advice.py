@@ -24,7 +24,7 @@ from omni_tasks.store import results
 from omni_tasks.store import runs as run_store
 
 if TYPE_CHECKING:
-    from omni_tasks.jobs.nightly import NightlyParams
+    from omni_tasks.deployment.schema import NightlyParams
 
 MIN_UNCHANGED = 5  # nights of one commit before they are used alone
 NIGHTLY_DRAWS = 1000  # the nightly's advice: a quarter of the CLI's synthetic nights

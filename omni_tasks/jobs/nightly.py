@@ -18,238 +18,31 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
-from omni_tasks.gates.table import Threshold, UpstreamGate
+from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.jobs import gate_advice
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.names import (
     check_branch,
-    check_env_name,
-    check_model,
-    check_name,
-    check_text,
     path_component,
-    require_trusted,
 )
-from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.series import DEFAULT_MODEL, Series
 from omni_tasks.store import heads, results
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.run_seed_tts import BenchRequest
-
-
-class GateOverride(BaseModel):
-    """A series' own upstream gate (replacing the gate table's): e.g. a lane whose CI does not
-    import the H100 thresholds."""
-
-    model_config = ConfigDict(extra="forbid")
-    figure: str = Field(pattern=r"^[a-z0-9_]{1,80}$")
-    comparator: Literal["<=", ">="]
-    threshold: float = Field(allow_inf_nan=False)
-    source: str = Field(default="the deployment config", max_length=200)
-    constant: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,80}$")
-
-
-class UrlTarget(BaseModel):
-    """A serving vLLM-Omni by URL, with the deploy yaml it runs (its stage defaults let the run
-    seed reach every stage; without it no per-stage seed is sent)."""
-
-    model_config = ConfigDict(extra="forbid")
-    url: str
-    deploy_config: str | None = None
-
-
-class AutoBisect(BaseModel):
-    """Bisect a confirmed regression's commit range automatically, within a GPU budget."""
-
-    model_config = ConfigDict(extra="forbid")
-    enabled: bool = False
-    budget: float = Field(
-        default=4.0,
-        gt=0,
-        le=100,
-        description="GPU one bisection may use, in full-run equivalents (clips run / clips)",
-    )
-
-
-class Serving(BaseModel):
-    """How a `vllm-serve` target is launched per commit (the nightly's and the bisect's): the
-    commit's environment, the server settings, deploy overrides, and the repo. Every value that
-    names a path or an executable run on the GPU worker must lie under a trusted root
-    (OMNI_TRUSTED_ROOTS), so a trigger form cannot point the worker at any file."""
-
-    repo: str | None = Field(default=None, description="git repo to read branch heads from")
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    environment: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
-        "requirements, python, vllm (a vLLM version or commit, installed last), vllm_index}",
-    )
-    server: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
-    )
-    lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
-
-    @property
-    def bench(self) -> str:
-        return str(getattr(self, "benchmark", None) or get_settings().benchmark)
-
-    @property
-    def series(self) -> Series:
-        """Model × benchmark × lane: the model is the one the server serves (`server.model`),
-        else the default (Qwen3-Omni)."""
-        return Series(self.bench, str(self.server.get("model") or DEFAULT_MODEL), self.lane)
-
-    @property
-    def commit_repo(self) -> str | None:
-        """Where a short SHA from the form is resolved (the heads repo, else the env's)."""
-        return self.repo or self.environment.get("repo")
-
-    def check_serving(self) -> None:
-        """What names a process on the GPU worker: the model is a name or a trusted path,
-        never an option; the server's environment is NAME=text."""
-        model = self.server.get("model")
-        if model is not None:
-            check_model(str(model))
-        env = self.server.get("env") or {}
-        if not isinstance(env, dict):
-            raise ValueError("server.env: a mapping of NAME: value")
-        for key, value in env.items():
-            check_env_name(str(key), "server.env")
-            check_text(str(value), f"server.env.{key}", max_len=4096)
-        for what, value in self.serving_paths().items():
-            if value is not None:
-                require_trusted(str(value), what)
-
-    def check_run_fields(self, branches: Sequence[str], variant: str, dataset: str) -> None:
-        """A form's branches, variant and dataset (they become keys and paths), its serving
-        fields, and its series (a bisect's, an ablation's)."""
-        for branch in branches:
-            check_branch(branch)
-        check_name(variant, "variant")
-        if "/" in dataset or dataset.startswith("."):
-            require_trusted(dataset, "dataset")
-        self.check_serving()
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
-
-    def serving_paths(self) -> dict[str, Any]:
-        paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
-        for key in ("repo", "root"):
-            paths[f"environment.{key}"] = self.environment.get(key)
-        index = self.environment.get("vllm_index")
-        if index is not None and not str(index).startswith(("https://", "http://")):
-            paths["environment.vllm_index"] = index
-        for i, req in enumerate(self.environment.get("requirements") or ()):
-            if str(req).startswith("-"):
-                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
-            if "/" in str(req) or str(req).startswith("."):
-                paths[f"environment.requirements[{i}]"] = req
-        python = self.environment.get("python")
-        if python not in (None, "python", "python3"):
-            paths["environment.python"] = python
-        return paths
-
-
-class NightlyParams(Serving):
-    """What a nightly (or a manual run of it) benchmarks: the deployment config's fields, which
-    the trigger form may override (omni_tasks.deployment)."""
-
-    model_config = ConfigDict(extra="forbid")
-    branches: list[str] = Field(default_factory=lambda: ["main", "rebase"])
-    baseline: str = "main"
-    commits: dict[str, str] = Field(default_factory=dict, description="branch → explicit commit")
-    targets: dict[str, str | UrlTarget] = Field(
-        default_factory=dict,
-        description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
-    )
-    transcript_mode: bool = False
-    variant: str = "default"
-    prompt_template: str = "seed-tts-default"
-    seeds: list[int] = Field(default_factory=lambda: [42])
-    limit: int | None = None
-    dataset: str = "demo"
-    benchmark: str | None = None
-    grader: dict[str, Any] = Field(default_factory=dict)
-    gpu_task_timeout_s: float = Field(
-        default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
-    )
-    auto_bisect: AutoBisect = Field(default_factory=AutoBisect)
-    sim_margin: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
-        "for series whose upstream gate gates it",
-    )
-    upstream_gate: list[GateOverride] | Literal["none"] | None = Field(
-        default=None,
-        description="The series' upstream gates instead of the gate table's (`none`: it has none)",
-    )
-
-    def upstream_gates(self) -> list[UpstreamGate] | None:
-        """The configured gates (an empty list for `none`), or None to use the gate table."""
-        if self.upstream_gate is None:
-            return None
-        if self.upstream_gate == "none":
-            return []
-        s = self.series
-        return [
-            UpstreamGate(
-                s.benchmark,
-                s.model,
-                g.figure,
-                g.comparator,
-                (Threshold(g.threshold, None, g.source),),
-                g.constant,
-            )
-            for g in self.upstream_gate
-        ]
-
-    def target_url(self, branch: str) -> str:
-        target = self.targets[branch]
-        return target.url if isinstance(target, UrlTarget) else target
-
-    def target_deploy_config(self, branch: str) -> str | None:
-        target = self.targets.get(branch)
-        return target.deploy_config if isinstance(target, UrlTarget) else None
-
-    @model_validator(mode="after")
-    def _checked(self) -> NightlyParams:
-        """Trigger-form values are data: branch names must be git branch names, and paths must
-        lie under a trusted root (see Serving)."""
-        for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
-            check_branch(branch)
-        check_name(self.variant, "variant")
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        self.check_serving()
-        repo = self.commit_repo
-        self.commits = {b: full_commit(repo, c, f"commits.{b}") for b, c in self.commits.items()}
-        paths: dict[str, Any] = {}
-        for branch in self.targets:
-            paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
-        if "/" in self.dataset or self.dataset.startswith("."):
-            paths["dataset"] = self.dataset
-        for what, value in paths.items():
-            if value is not None:
-                require_trusted(str(value), what)
-        return self
 
 
 @dataclass(frozen=True)

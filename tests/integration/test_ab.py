@@ -170,9 +170,9 @@ def test_vllm_serve_sides_each_get_their_commits_own_server(
     environment (the fake one: its `vllm` serves the simulator), run, and stopped."""
     import sys
 
+    from omni_tasks.deployment.schema import NightlyParams
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ab import ABRequest, run_ab
-    from omni_tasks.jobs.nightly import NightlyParams
     from tests.fakes.vllm_env import fake_vllm_env
 
     fake = fake_vllm_env(tmp_path)

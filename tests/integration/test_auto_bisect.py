@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from omni_tasks.alerts.slack import SlackSink, dispatch
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.auto_bisect import plan_bisects
 from omni_tasks.jobs.bisect import BisectParams
-from omni_tasks.jobs.nightly import NightlyParams
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import REGRESS, SAME, ABShape, commit, git, git_repo, store_night
 from tests.fakes.slack_api import SlackState, slack_app

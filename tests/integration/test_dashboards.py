@@ -40,9 +40,9 @@ def test_committed_dashboards_are_what_the_code_generates() -> None:
 
 @pytest.fixture
 def history(db, tmp_path: Path):
+    from omni_tasks.deployment.schema import NightlyParams
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.gate_advice import record_night
-    from omni_tasks.jobs.nightly import NightlyParams
 
     for i, shape in enumerate([SAME, REGRESS, REGRESS, SAME]):
         last = store_night(db, tmp_path, i, shape)

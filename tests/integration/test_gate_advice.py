@@ -166,9 +166,9 @@ def test_a_lanes_config_gate_replaces_the_tables(db, tmp_path: Path) -> None:
 
 
 def test_the_nightly_stores_the_advice_and_the_report_shows_it(db, tmp_path: Path) -> None:
+    from omni_tasks.deployment.schema import NightlyParams
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.gate_advice import record_night
-    from omni_tasks.jobs.nightly import NightlyParams
     from omni_tasks.reports.html import nightly_report
     from omni_tasks.series import Series
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.environments.pods import PodStartError
-from omni_tasks.jobs.nightly import NightlyParams, record_heads, run_branch
+from omni_tasks.jobs.nightly import record_heads, run_branch
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.kube_api import KubeState, kube_app
 

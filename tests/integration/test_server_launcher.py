@@ -113,7 +113,8 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     import datetime as dt
 
     from omni_tasks.config import reset_settings
-    from omni_tasks.jobs.nightly import NightlyParams, record_heads, run_branch
+    from omni_tasks.deployment.schema import NightlyParams
+    from omni_tasks.jobs.nightly import record_heads, run_branch
 
     env = _fake_env(tmp_path)
     monkeypatch.setenv("PATH", env["PATH"])

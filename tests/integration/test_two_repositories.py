@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
-from omni_tasks.jobs.nightly import Serving, served
+from omni_tasks.deployment.schema import Serving
+from omni_tasks.jobs.nightly import served
 from tests.factories import seed_tts_corpus
 
 NIGHT = dt.date(2026, 11, 26)

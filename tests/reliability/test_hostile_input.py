@@ -24,7 +24,8 @@ from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
-from omni_tasks.jobs.nightly import NightlyParams, _git_head
+from omni_tasks.deployment.schema import NightlyParams
+from omni_tasks.jobs.nightly import _git_head
 from omni_tasks.names import InvalidName, check_branch, path_component
 from omni_tasks.store.db import DatabaseError, connect, redact
 from omni_tasks.synthesis.simulator import serve_in_thread
@@ -1162,7 +1163,8 @@ AB_SCRIPT = """
 import json, sys
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.ab import ABRequest, run_ab
-from omni_tasks.jobs.nightly import NightlyParams, task_failed
+from omni_tasks.jobs.nightly import task_failed
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.store.db import connect
 
 repo, root, base, head = sys.argv[1:5]

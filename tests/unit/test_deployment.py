@@ -272,23 +272,25 @@ def test_a_bisect_or_ablation_form_left_empty_runs_the_configured_series_targets
 
 
 def test_a_family_that_cannot_be_bisected_is_refused_with_the_form() -> None:
-    """DuplexEval (summary-only) and Daily-Omni (no bisect runner) are refused before any GPU
-    work: at submit by the form's schema, and by the form check, naming what the family
-    lacks; seed-TTS is bisected."""
+    """DuplexEval (summary-only) is refused a bisect and an ablation, Daily-Omni (no stage
+    settings in its request) an ablation, before any GPU work: at submit by the form's schema,
+    and by the form check, naming what the family lacks; seed-TTS and Daily-Omni are
+    bisected."""
     from airflow.sdk.definitions.param import ParamValidationError
 
     from omni_tasks.dag_support import ablate_params, bisect_params
     from omni_tasks.deployment import one_series_form
 
     form = {"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history"}
-    for benchmark, family in (("duplex_eval", "duplex_eval"), ("daily_omni", "multiple_choice")):
-        with pytest.raises(ConfigError, match=rf"benchmark: {benchmark} \({family}\) cannot be"):
-            one_series_form("bisect", {**form, "benchmark": benchmark}, None)
-        with pytest.raises(ParamValidationError):
-            bisect_params()["benchmark"].resolve(benchmark)
+    with pytest.raises(ConfigError, match=r"benchmark: duplex_eval \(duplex_eval\) cannot be"):
+        one_series_form("bisect", {**form, "benchmark": "duplex_eval"}, None)
+    with pytest.raises(ParamValidationError):
+        bisect_params()["benchmark"].resolve("duplex_eval")
+    for benchmark in ("duplex_eval", "daily_omni"):
         with pytest.raises(ParamValidationError):
             ablate_params()["benchmark"].resolve(benchmark)
-    assert bisect_params()["benchmark"].resolve("seed_tts_zh") == "seed_tts_zh"
+    for benchmark in ("seed_tts_zh", "daily_omni"):
+        assert bisect_params()["benchmark"].resolve(benchmark) == benchmark
     # An empty target is allowed by the form (the config's is used); a bad one is not.
     assert bisect_params()["target"].resolve(None) is None
     assert ablate_params()["baseline_target"].resolve(None) is None

@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omni_tasks import benchmarks
-from omni_tasks.jobs.nightly import NightlyParams
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.series import DEFAULT_LANE
 from omni_tasks.trust import forms
 

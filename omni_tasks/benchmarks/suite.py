@@ -1,0 +1,53 @@
+"""The item-suite protocol: what a family whose items are asked one by one gives the shared
+item runner (benchmarks/items.py): its items from a dataset root, upstream's request for one,
+and upstream's rule for judging the answer. Light to import: the registry loads every family."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from omni_tasks.records import ClipGrade, Grader
+
+if TYPE_CHECKING:
+    from omni_tasks.benchmarks.request import RunRequest
+
+
+class Item(Protocol):
+    """One item as the runner sees it: its key, stable across runs (the pairing key)."""
+
+    @property
+    def key(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ItemSet:
+    items: tuple[Any, ...]  # the family's items (Item)
+    fingerprint: str  # rows + media: two runs share items iff fingerprints match
+
+
+class ItemSuite(ABC):
+    """What an item-suite family gives the runner."""
+
+    grader: Grader
+    system_text: str  # for the prompt fingerprint ("" when upstream sends none)
+    user_format: str
+
+    @abstractmethod
+    def load(self, dataset: str) -> ItemSet:
+        """The items of a dataset root in the family's layout, or of its shipped `demo` set;
+        a malformed one raises ValueError naming its file and row."""
+
+    @abstractmethod
+    def reference(self, item: Any) -> str:
+        """What the stored row keeps as the item's reference (the gold letter, the text)."""
+
+    @abstractmethod
+    def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
+        """Upstream's chat request for one item (ValueError/OSError: its media is unreadable,
+        stored as a failed request)."""
+
+    @abstractmethod
+    def judge(self, item: Any, text: str) -> ClipGrade:
+        """The item's grade from the answer's text, by upstream's rule."""
