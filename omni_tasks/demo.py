@@ -18,11 +18,13 @@ from typing import Any
 
 import yaml
 
-from omni_tasks.config import REPO_ROOT, get_settings
+from omni_tasks.config import get_settings
 from omni_tasks.deployment import ENV
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
+# The DAG files and plugins the package ships (links to the repository's dags/ and plugins/).
+SHIPPED = Path(__file__).resolve().parent
 BASELINE, CANDIDATE = "main", "rebase"
 PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
 
@@ -39,8 +41,8 @@ def airflow_env(home: Path, dsn: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(
         AIRFLOW_HOME=str(home / "airflow"),
-        AIRFLOW__CORE__DAGS_FOLDER=str(REPO_ROOT / "dags"),
-        AIRFLOW__CORE__PLUGINS_FOLDER=str(REPO_ROOT / "plugins"),
+        AIRFLOW__CORE__DAGS_FOLDER=str(SHIPPED / "dags"),
+        AIRFLOW__CORE__PLUGINS_FOLDER=str(SHIPPED / "plugins"),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         OMNI_DATABASE_URL=dsn,
         OMNI_HOME=str(home),
@@ -63,8 +65,9 @@ def write_config(path: Path, transcript_mode: bool) -> Path:
     return path
 
 
-def _airflow() -> str:
-    return str(Path(sys.executable).with_name("airflow"))
+def _airflow() -> list[str]:
+    """Airflow's CLI in this interpreter (a wheel's venv need not hold its `airflow` script)."""
+    return [sys.executable, "-m", "airflow"]
 
 
 def run_nights(
@@ -111,7 +114,7 @@ def run_night(
     (home / "demo").mkdir(parents=True, exist_ok=True)
     if not (home / "airflow" / "airflow.db").is_file():
         on_line("preparing Airflow's metadata DB (SQLite, once)")
-        subprocess.run([_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
+        subprocess.run([*_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
     env[ENV] = str(config)
     log = home / "demo" / f"airflow_{night}.log"
     on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
@@ -119,7 +122,7 @@ def run_night(
     with log.open("w") as fh:
         proc = subprocess.Popen(
             [
-                _airflow(),
+                *_airflow(),
                 "dags",
                 "test",
                 "seed_tts_nightly",
