@@ -11,7 +11,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import callbacks, params, runtime, tasks
 
 
 @dag(
@@ -20,14 +20,19 @@ from omni_tasks import dag_support as s
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "ab"],
-    params=s.ab_params(),
-    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    params=params.ab_params(),
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def omni_ab() -> None:
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1, execution_timeout=s.LONG_TASK_TIMEOUT)
+    @task(
+        queue="gpu",
+        pool=runtime.GPU_POOL,
+        pool_slots=1,
+        execution_timeout=runtime.LONG_TASK_TIMEOUT,
+    )
     def ab() -> dict:
-        return s.ab(get_current_context())
+        return tasks.ab(get_current_context())
 
     ab()
 

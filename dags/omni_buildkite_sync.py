@@ -12,7 +12,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import callbacks, runtime, tasks
 
 
 @dag(
@@ -22,17 +22,17 @@ from omni_tasks import dag_support as s
     catchup=False,
     max_active_runs=1,
     tags=["omni", "import"],
-    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def omni_buildkite_sync() -> None:
     @task
     def sync() -> dict:
-        return s.buildkite_sync(get_current_context())
+        return tasks.buildkite_sync(get_current_context())
 
     @task
     def deliver() -> str:  # its INFRA alerts (a gate not evaluated)
-        return s.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context())
 
     sync() >> deliver()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import runtime, tasks
 
 
 @dag(
@@ -15,17 +15,17 @@ from omni_tasks import dag_support as s
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "seed-tts", "watchdog"],
-    default_args=s.DEFAULT_ARGS,
+    default_args=runtime.DEFAULT_ARGS,
     doc_md=__doc__,
 )
 def omni_freshness() -> None:
     @task
     def check() -> list[str]:
-        return s.check_freshness(get_current_context())
+        return tasks.check_freshness(get_current_context())
 
     @task(trigger_rule="all_done")
     def dispatch_alerts() -> str:
-        return s.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context())
 
     check() >> dispatch_alerts()
 

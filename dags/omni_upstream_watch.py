@@ -7,7 +7,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import runtime, tasks
 
 
 @dag(
@@ -16,17 +16,17 @@ from omni_tasks import dag_support as s
     start_date=pendulum.datetime(2026, 11, 2, tz="UTC"),
     catchup=False,
     tags=["omni", "watchdog"],
-    default_args=s.DEFAULT_ARGS,
+    default_args=runtime.DEFAULT_ARGS,
     doc_md=__doc__,
 )
 def omni_upstream_watch() -> None:
     @task
     def watch() -> list[str]:
-        return s.watch_upstream(get_current_context())
+        return tasks.watch_upstream(get_current_context())
 
     @task(trigger_rule="all_done")
     def dispatch_alerts() -> str:
-        return s.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context())
 
     watch() >> dispatch_alerts()
 

@@ -20,7 +20,7 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import callbacks, params, runtime, tasks
 
 
 @dag(
@@ -30,55 +30,57 @@ from omni_tasks import dag_support as s
     catchup=False,
     max_active_runs=1,
     tags=["omni", "seed-tts", "nightly"],
-    params=s.nightly_params(),
-    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    params=params.nightly_params(),
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def seed_tts_nightly() -> None:
-    lanes = s.lanes()
+    lanes = runtime.lanes()
 
     @task
     def record_heads(lane: str) -> list[dict]:
-        return s.record_heads(get_current_context(), lane, list(lanes))
+        return tasks.record_heads(get_current_context(), lane, list(lanes))
 
     @task(map_index_template="{{ branch_label }}")
     def run_branch(plan: dict) -> str:
-        return s.run_branch(get_current_context(), plan)
+        return tasks.run_branch(get_current_context(), plan)
 
     @task(trigger_rule="all_done")
     def summarize() -> list[str]:
-        return s.summarize(get_current_context())
+        return tasks.summarize(get_current_context())
 
     @task(trigger_rule="all_done")
     def decide() -> str:
-        return s.decide(get_current_context())
+        return tasks.decide(get_current_context())
 
     @task
     def refresh(night: str) -> dict:
-        return s.refresh(get_current_context(), night)
+        return tasks.refresh(get_current_context(), night)
 
     @task
     def plan_bisects(night: str) -> list[dict]:
-        return s.plan_bisects(get_current_context(), night)
+        return tasks.plan_bisects(get_current_context(), night)
 
     @task(trigger_rule="all_done")
     def dispatch_alerts() -> str:
-        return s.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context())
 
     @task(trigger_rule="all_done")
     def dispatch_late() -> str:
-        return s.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context())
 
     @task(trigger_rule="one_failed", retries=0, on_failure_callback=None)
     def watcher() -> None:
-        s.fail_the_run()
+        callbacks.fail_the_run()
 
     heads, runs = [], []
     for name, lane in lanes.items():  # one heads task and one mapped GPU task per lane
-        heads.append(record_heads.override(task_id=s.lane_task_id("record_heads", name))(name))
+        heads.append(
+            record_heads.override(task_id=runtime.lane_task_id("record_heads", name))(name)
+        )
         runs.append(
             run_branch.override(
-                task_id=s.lane_task_id("run_branch", name),
+                task_id=runtime.lane_task_id("run_branch", name),
                 queue=lane.queue,
                 pool=lane.pool,
                 pool_slots=lane.gpus_per_server,

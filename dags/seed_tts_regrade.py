@@ -9,7 +9,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks import dag_support as s
+from omni_tasks.dag_support import callbacks, params, runtime, tasks
 
 
 @dag(
@@ -18,14 +18,16 @@ from omni_tasks import dag_support as s
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "seed-tts", "regrade"],
-    params=s.regrade_params(),
-    default_args={**s.DEFAULT_ARGS, "on_failure_callback": s.on_task_failure},
+    params=params.regrade_params(),
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def seed_tts_regrade() -> None:
-    @task(queue="gpu", pool=s.GPU_POOL, pool_slots=1, execution_timeout=s.REGRADE_TIMEOUT)
+    @task(
+        queue="gpu", pool=runtime.GPU_POOL, pool_slots=1, execution_timeout=runtime.REGRADE_TIMEOUT
+    )
     def regrade() -> dict:
-        return s.regrade(get_current_context())
+        return tasks.regrade(get_current_context())
 
     regrade()
 

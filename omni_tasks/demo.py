@@ -151,7 +151,7 @@ def run_night(
 
 def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
-    from omni_tasks.dag_support import lane_task_id
+    from omni_tasks.dag_support.runtime import lane_task_id
     from omni_tasks.deployment import ConfigError, resolve_night
 
     try:

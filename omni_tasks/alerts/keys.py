@@ -31,8 +31,10 @@ def freshness(series: str, branch: str) -> str:
     return f"{series}|{branch}|freshness"
 
 
-def task_failure(benchmark: str, dag_id: str, task_id: str) -> str:
-    return f"{benchmark}|task|{dag_id}.{task_id}"
+def task_failure(series: str, dag_id: str, task_id: str) -> str:
+    """A failed Airflow task, under the series it ran for (a fleet-wide task: the default
+    series'), so one lane's failing server is never another series' alert."""
+    return f"{series}|task|{dag_id}.{task_id}"
 
 
 def short(key: str, width: int = 56) -> str:

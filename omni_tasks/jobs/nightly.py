@@ -422,7 +422,7 @@ def refresh_outputs(
 
 def task_failed(
     conn: psycopg.Connection[Any],
-    benchmark: str,
+    series: Series,
     dag_id: str,
     task_id: str,
     run_id: str,
@@ -434,8 +434,9 @@ def task_failed(
     to that try's log when the Airflow UI's address is known."""
     from omni_tasks.links import task_log_url
 
-    key = keys.task_failure(benchmark, dag_id, task_id)
-    ids = {"DAG": dag_id, "task": task_id, "run": run_id, "try": str(try_number)}
+    key = keys.task_failure(series.key, dag_id, task_id)
+    ids = {"series": series.label, "DAG": dag_id, "task": task_id, "run": run_id}
+    ids["try"] = str(try_number)
     if map_index >= 0:
         ids["map index"] = str(map_index)
     log_url = task_log_url(dag_id, run_id, task_id, try_number, map_index)

@@ -1185,7 +1185,7 @@ try:
 except Exception as exc:
     conn.rollback()
     # What the DAG's failure callback does with the task's exception.
-    task_failed(conn, "seed_tts_en", "omni_ab", "ab", "manual__pr3", 1, f"{type(exc).__name__}: {exc}")
+    task_failed(conn, Series.of({"benchmark": "seed_tts_en"}), "omni_ab", "ab", "manual__pr3", 1, f"{type(exc).__name__}: {exc}")
     print("A/B failed:", type(exc).__name__, exc)
 """
 

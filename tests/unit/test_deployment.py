@@ -278,7 +278,7 @@ def test_a_family_that_cannot_be_bisected_is_refused_with_the_form() -> None:
     bisected."""
     from airflow.sdk.definitions.param import ParamValidationError
 
-    from omni_tasks.dag_support import ablate_params, bisect_params
+    from omni_tasks.dag_support.params import ablate_params, bisect_params
     from omni_tasks.deployment import one_series_form
 
     form = {"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history"}

@@ -1,0 +1,3 @@
+"""What the DAG files import, by concern: `params` (trigger forms), `runtime` (default args,
+timeouts, pools, the DB, deadlines), `tasks` (one function per task), `callbacks` (failure
+handling), `one_series` (the bisect and ablate DAGs' shared shape)."""

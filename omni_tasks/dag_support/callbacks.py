@@ -1,0 +1,63 @@
+"""Airflow callbacks: a failed task becomes an INFRA alert of its series; the watcher fails
+the DAG run when any task failed."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from omni_tasks.dag_support.runtime import results_db
+from omni_tasks.series import Series
+
+log = logging.getLogger(__name__)
+
+
+def fail_the_run() -> None:
+    """A DAG's watcher: runs only when a task failed, and fails the DAG run with it (the
+    always-run `dispatch_alerts` leaf would otherwise mark the run successful)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    raise AirflowFailException("a task of this run failed (its log says why); alerts sent")
+
+
+def series_of_task(context: dict[str, Any]) -> Series:
+    """The series a task ran for: a nightly GPU task's plan names it; a one-series form
+    (bisect, ablate, regrade) its benchmark, model and lane; else (a fleet-wide task) the
+    default series."""
+    from omni_tasks.config import get_settings
+    from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
+
+    plan = (getattr(context.get("task"), "op_kwargs", None) or {}).get("plan")
+    if isinstance(plan, dict) and isinstance(plan.get("series"), str):
+        benchmark, model, lane = [*plan["series"].split("|"), "", ""][:3]
+        return Series(benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE)
+    params = context.get("params") or {}
+    server = params["server"] if isinstance(params.get("server"), dict) else {}
+    return Series(
+        str(params.get("benchmark") or get_settings().benchmark),
+        str(server.get("model") or DEFAULT_MODEL),
+        str(params.get("lane") or DEFAULT_LANE),
+    )
+
+
+def on_task_failure(context: dict[str, Any]) -> None:
+    """Failure callback: an INFRA alert of the task's series through the outbox (delivered by
+    the next dispatch)."""
+    from omni_tasks.jobs import nightly
+
+    ti = context["ti"]
+    error = str(context.get("exception") or "unknown error")
+    try:
+        with results_db() as conn:
+            nightly.task_failed(
+                conn,
+                series_of_task(context),
+                ti.dag_id,
+                ti.task_id,
+                context["run_id"],
+                ti.try_number,
+                error,
+                map_index=-1 if getattr(ti, "map_index", None) is None else int(ti.map_index),
+            )
+    except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
+        log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)

@@ -1,0 +1,61 @@
+"""The shape of a one-series manual DAG (bisect, ablate): one GPU task that runs the job on
+the form's series, the alert dispatch after it, and the watcher that fails the run when either
+failed. The DAG files name the job, its form and their words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from omni_tasks.dag_support import callbacks, runtime, tasks
+
+
+def one_series_dag(
+    dag_id: str,
+    doc: str,
+    tags: list[str],
+    form: dict[str, Any],
+    job: Callable[[dict[str, Any]], dict[str, Any]],
+) -> Any:
+    import pendulum
+    from airflow.sdk import dag, get_current_context, task
+
+    @dag(
+        dag_id=dag_id,
+        schedule=None,
+        start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+        catchup=False,
+        tags=["omni", *tags],
+        params=form,
+        default_args={
+            **runtime.DEFAULT_ARGS,
+            "retries": 1,
+            "on_failure_callback": callbacks.on_task_failure,
+        },
+        doc_md=doc,
+    )
+    def one_series() -> None:
+        @task(
+            task_id=job.__name__,
+            queue="gpu",
+            pool=runtime.GPU_POOL,
+            pool_slots=runtime.GPU_SLOTS_PER_SERVER,
+            execution_timeout=runtime.LONG_TASK_TIMEOUT,
+        )
+        def run_job() -> dict[str, Any]:
+            return job(cast(dict[str, Any], get_current_context()))
+
+        @task(trigger_rule="all_done")
+        def dispatch_alerts() -> str:
+            return tasks.dispatch_alerts(cast(dict[str, Any], get_current_context()))
+
+        @task(trigger_rule="one_failed", retries=0, on_failure_callback=None)
+        def watcher() -> None:
+            callbacks.fail_the_run()
+
+        result = run_job()
+        alerts = dispatch_alerts()
+        result >> alerts
+        [result, alerts] >> watcher()
+
+    return one_series()

@@ -1,0 +1,382 @@
+"""One small function per DAG task: each reads the run's context and calls one omni_tasks job
+(product imports inside, so a DAG file parses light)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from pathlib import Path
+from typing import Any
+
+from omni_tasks.dag_support.runtime import (
+    BUILDKITE_CONN,
+    deadline,
+    delivers_after_sigterm,
+    is_backfill,
+    night_of,
+    nightly_of,
+    results_db,
+    slack_sink,
+    stops_on_sigterm,
+)
+
+log = logging.getLogger(__name__)
+
+
+@stops_on_sigterm
+def record_heads(context: dict[str, Any], lane: str, dag_lanes: list[str]) -> list[dict[str, Any]]:
+    """The night's series × branch × seed plans of one lane (its GPU task maps over them). A
+    series on a lane this DAG has no task for fails every lane here, before any GPU work."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.jobs import nightly
+
+    night = night_of(context)
+    unknown = sorted({p.lane for p in night.series} - set(dag_lanes))
+    if unknown:
+        raise AirflowFailException(
+            f"deployment config: lane {', '.join(unknown)} has no GPU task in this DAG (its "
+            f"lanes: {', '.join(dag_lanes)}); lanes are read from OMNI_NIGHTLY_CONFIG when the "
+            "DAG file is parsed, so a config given as a Variable uses the file's lanes"
+        )
+    with results_db() as conn:
+        return nightly.record_heads(
+            conn,
+            [p for p in night.series if p.lane == lane],
+            nightly_of(context),
+            backfill=is_backfill(context),
+        )
+
+
+@stops_on_sigterm
+def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.benchmarks.run_seed_tts import BenchError
+    from omni_tasks.deployment import ConfigError
+    from omni_tasks.jobs import nightly
+
+    context["branch_label"] = plan.get("label") or f"{plan['branch']} seed {plan['seed']}"
+    scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
+    trigger = "backfill" if is_backfill(context) else ("nightly" if scheduled else "manual")
+    try:
+        params = night_of(context).find(plan["series"], plan["variant"])
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
+    timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
+    with timeout, results_db() as conn:
+        try:
+            return nightly.run_branch(
+                conn,
+                params,
+                plan,
+                trigger=trigger,
+                airflow_ids=(context["dag"].dag_id, context["run_id"]),
+            )
+        except BenchError as exc:  # what was asked cannot run: a retry would fail the same way
+            raise AirflowFailException(f"{context['branch_label']}: {exc}") from None
+
+
+@stops_on_sigterm
+def summarize(context: dict[str, Any]) -> list[str]:
+    """Statistics of every run the night's series stored (whatever GPU task wrote it, so a
+    failed sibling task holds back nothing)."""
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs import nightly
+
+    with results_db() as conn:
+        return nightly.summarize_night(
+            conn, night_of(context).series, nightly_of(context), load_policy()
+        )
+
+
+@stops_on_sigterm
+def decide(context: dict[str, Any]) -> str:
+    """Gate the night, each series against its own baseline, and plan alerts. A series that
+    cannot be decided fails this task after every other series is decided (its alerts are
+    planned; dispatch_alerts runs whatever failed)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs import nightly
+
+    fleet, night = night_of(context), nightly_of(context)
+    with results_db() as conn:
+        out = nightly.decide_fleet(conn, night, load_policy(), fleet.series)
+    for decided in out.decided:
+        for d in decided.decisions:
+            confirmed = " confirmed" if d.confirmed else ""
+            log.info(
+                "%s · %s · %s: %s vs %s (%s): %s%s",
+                d.benchmark,
+                d.model,
+                d.lane,
+                d.candidate,
+                d.baseline,
+                d.variant,
+                d.verdict,
+                confirmed,
+            )
+    if out.failed:
+        raise AirflowFailException(
+            "not decided: " + "; ".join(f"{k}: {v}" for k, v in out.failed.items())
+        )
+    return night.isoformat()
+
+
+@stops_on_sigterm
+def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
+    """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
+    from omni_tasks.jobs.auto_bisect import plan_bisects as plan
+
+    with results_db() as conn:
+        triggers = [
+            t
+            for params in night_of(context).series
+            for t in plan(conn, params, dt.date.fromisoformat(night))
+        ]
+    for t in triggers:
+        log.info("auto-bisect: %s (%s)", t["trigger_run_id"], t["trigger_dag_id"])
+    return triggers
+
+
+@stops_on_sigterm
+def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs import nightly
+
+    series = [p.series for p in night_of(context).series]
+    with results_db() as conn:
+        out = nightly.refresh_outputs(
+            conn, series, dt.date.fromisoformat(night), load_policy().primary_tau
+        )
+    log.info("grafana: %s; reports: %s", out["grafana"], ", ".join(out["reports"]))
+    return out
+
+
+@delivers_after_sigterm
+def dispatch_alerts(context: dict[str, Any]) -> str:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.alerts.slack import SlackConfigError, dispatch
+
+    sink = slack_sink()
+    log.info("alerts go to %s", getattr(sink, "channel", None) or f"the local outbox ({sink.name})")
+    with results_db() as conn:
+        try:
+            report = dispatch(conn, sink)
+        except SlackConfigError as exc:
+            raise AirflowFailException(str(exc)) from None
+    log.info("alerts: %s", report.summary)
+    return report.summary
+
+
+@stops_on_sigterm
+def bisect(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, one_series_form
+    from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
+
+    variable = Variable.get(VARIABLE, default=None)
+    try:
+        p = BisectParams(**one_series_form("bisect", dict(context["params"]), variable))
+    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
+        raise AirflowFailException(f"bisect parameters: {exc}") from None
+    with results_db() as conn:
+        result = run_bisect(conn, p, nightly_of(context))
+    log.info("%s", summary(p, result))
+    return {
+        "first_bad": result.first_bad,
+        "last_good": result.last_good,
+        "steps": len(result.steps),
+        "evaluations": result.evaluations,
+        "full_runs": round(result.full_runs, 3),
+    }
+
+
+@stops_on_sigterm
+def ablate(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, one_series_form
+    from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
+
+    variable = Variable.get(VARIABLE, default=None)
+    try:
+        p = AblateParams(**one_series_form("ablate", dict(context["params"]), variable))
+    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
+        raise AirflowFailException(f"ablate parameters: {exc}") from None
+    with results_db() as conn:
+        try:
+            result = run_ablations(conn, p, nightly_of(context))
+        except AblateError as exc:
+            raise AirflowFailException(str(exc)) from None
+    log.info("%s", summary(p, result))
+    return {
+        "ablate_id": p.ablate_id,
+        "verdicts": {v.name: v.verdict for v in result.verdicts},
+        "full_runs": round(result.full_runs, 3),
+    }
+
+
+@stops_on_sigterm
+def regrade(context: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.jobs.regrade import RegradeFormError
+    from omni_tasks.jobs.regrade import regrade as run
+
+    with results_db() as conn:
+        try:
+            out = run(conn, context["params"])  # checks the form first
+        except RegradeFormError as exc:  # a bad form is not retried
+            raise AirflowFailException(str(exc)) from None
+    return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
+
+
+@stops_on_sigterm
+def check_freshness(context: dict[str, Any]) -> list[str]:
+    """Every series of the deployment config, every one of its branches (a scheduled check:
+    the config is required)."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
+    from omni_tasks.jobs.freshness import check_decided
+    from omni_tasks.jobs.freshness import check_freshness as check
+
+    try:
+        fleet = resolve_night({}, Variable.get(VARIABLE, default=None), scheduled=True)
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config: {exc}") from None
+    night = nightly_of(context)
+    with results_db() as conn:
+        missing = [
+            f"{p.series.label} {branch}"
+            for p in fleet.series
+            for branch in check(conn, p.series, p.branches, night)
+        ]
+        missing += [
+            f"{p.series.label} decision"
+            for p in fleet.series
+            if len(p.branches) > 1 and not check_decided(conn, p.series, p.variant, night)
+        ]
+    if missing:
+        log.warning("no results for %s on %s: INFRA alert queued", ", ".join(missing), night)
+    return missing
+
+
+def watch_upstream(context: dict[str, Any]) -> list[str]:
+    """vllm-omni releases newer than the harness table (an INFRA alert per week that has any;
+    the conformance suite runs against the newest where a checkout is configured)."""
+    from omni_tasks.config import get_settings
+    from omni_tasks.jobs.upstream_watch import watch
+
+    settings = get_settings()
+    year, week, _ = nightly_of(context).isocalendar()
+    with results_db() as conn:
+        found = watch(conn, settings.pypi_url, settings.conformance_checkout, f"{year}-W{week:02d}")
+    log.info("vllm-omni releases the harness table lacks: %s", ", ".join(found) or "none")
+    return found
+
+
+@stops_on_sigterm
+def ab(context: dict[str, Any]) -> dict[str, Any]:
+    """Run the A/B the form asks for (checked against the config's `ab:`), report it as a
+    check run on the head commit; a config or form error fails at once, without retries."""
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_ab
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.ab import run_ab
+
+    form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}
+    try:
+        req = resolve_ab(form, Variable.get(VARIABLE, default=None))
+    except ConfigError as exc:
+        raise AirflowFailException(f"A/B request: {exc}") from None
+    with results_db() as conn:
+        result = run_ab(conn, req, load_policy())
+    dispatch_alerts(context)  # its one Slack message (the outbox when Slack is not set up)
+    return {
+        "verdict": result.verdict,
+        "clips_spent": result.clips_spent,
+        "stopped": result.stopped,
+        "check_run_id": result.check_run_id,
+    }
+
+
+@stops_on_sigterm
+def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
+    """Import the configured pipelines' builds of the run's window (plus the config's
+    lookback, so a build that finished late is still seen); idempotent, so hourly runs and
+    backfills never import an artifact twice."""
+    import os
+
+    from airflow.sdk import Variable
+    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    from omni_tasks.deployment import VARIABLE, ConfigError
+    from omni_tasks.deployment import buildkite_sync as sync_config
+    from omni_tasks.importers.buildkite import (
+        BuildkiteError,
+        BuildkiteSource,
+        import_pipeline,
+        load_rules,
+    )
+
+    try:
+        cfg = sync_config(Variable.get(VARIABLE, default=None))
+    except ConfigError as exc:
+        raise AirflowFailException(f"deployment config: {exc}") from None
+    token = os.environ.get("BUILDKITE_API_TOKEN")
+    try:
+        from airflow.sdk import BaseHook
+
+        token = BaseHook.get_connection(BUILDKITE_CONN).password or token
+    except AirflowNotFoundException:
+        pass
+    if not token:
+        raise AirflowFailException(
+            f"no Buildkite token: the connection {BUILDKITE_CONN}'s password or BUILDKITE_API_TOKEN"
+        )
+    since = nightly_of(context) - dt.timedelta(days=cfg.lookback_days)
+    out: dict[str, Any] = {}
+    with results_db() as conn:
+        try:
+            rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
+            for pipeline in cfg.pipelines:
+                report = import_pipeline(
+                    conn,
+                    BuildkiteSource(
+                        cfg.org,
+                        pipeline,
+                        token,
+                        cfg.base_url,
+                        since=since,
+                        rules=rules,
+                        upstream_checkout=Path(cfg.upstream_checkout)
+                        if cfg.upstream_checkout
+                        else None,
+                        artifact_hosts=tuple(cfg.artifact_hosts),
+                        download_deadline_s=cfg.download_deadline_s,
+                    ),
+                )
+                out[pipeline] = {
+                    "imported": len(report.imported),
+                    "retries": len(report.retries),
+                    "skipped": report.skipped,
+                    "skipped_builds": report.skipped_builds,
+                    "refused": report.refused,
+                    "unknown": report.unknown,
+                    "invalid": report.invalid,
+                    "errors": report.errors,
+                }
+                log.info("buildkite %s: %s", pipeline, out[pipeline])
+        except BuildkiteError as exc:
+            raise AirflowFailException(str(exc)) from None
+    return out
