@@ -3,7 +3,7 @@ it through :func:`get` or :func:`detect`; a new family registers its instances h
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.daily_omni import DAILY_OMNI
@@ -12,6 +12,9 @@ from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.seed_tts import SeedTts
 from omni_tasks.benchmarks.videomme import VIDEOMME
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
+
+if TYPE_CHECKING:
+    from omni_tasks.synthesis.simulator import Answerer
 
 __all__ = ["Benchmark", "ImportOptions", "UnknownBenchmark", "detect", "get", "import_artifact"]
 
@@ -35,6 +38,11 @@ def unregister(benchmark_id: str) -> None:
 
 def all_benchmarks() -> list[Benchmark]:
     return list(_REGISTRY.values())
+
+
+def answerers() -> tuple[Answerer, ...]:
+    """How the simulator answers every registered item-suite family (`simulator serve`)."""
+    return tuple(b.suite.simulate for b in _REGISTRY.values() if b.suite is not None)
 
 
 def ids() -> list[str]:

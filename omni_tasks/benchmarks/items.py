@@ -100,7 +100,7 @@ def run_items(
     existing = identity.stored_status(conn, key, spec)
     if existing is not None and existing["status"] == "complete":
         return key  # a retried task converges: a complete run is not asked again
-    with served_target(req) as url:
+    with served_target(req, suite) as url:
         answers = asyncio.run(_ask_all(url, suite, req, items, show_progress))
     clips, grades = [], []
     for i, (item, a) in enumerate(zip(items, answers, strict=True)):
@@ -118,12 +118,14 @@ def run_items(
 
 
 @contextmanager
-def served_target(req: RunRequest) -> Iterator[str]:
+def served_target(req: RunRequest, suite: ItemSuite) -> Iterator[str]:
     """The base URL the items are sent to: a URL as given, or a simulator started for the run
-    (its profile the request's: commit-history's by the commit)."""
+    that answers the family's items (its profile the request's: commit-history's by the
+    commit)."""
     profile = req.simulator_profile
     if profile is not None:
-        with running_simulator(SimulatorConfig(profile=profile)) as url:
+        sim = SimulatorConfig(profile=profile, answerers=(suite.simulate,))
+        with running_simulator(sim) as url:
             yield url
     else:
         yield req.target.rstrip("/")

@@ -32,6 +32,7 @@ from omni_tasks.records import ClipGrade, ClipRecord, Grader
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.synthesis.profiles import Profile
 
 INSTRUCTION = "Transcribe the audio into text."
 MAX_UTTERANCES = 100_000
@@ -165,6 +166,14 @@ class LibriSpeechSuite(ItemSuite):
         fields: dict[str, Any] = dict(w.grade_fields())
         status = "graded" if w.hyp_words else "empty_transcript"
         return ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer, **fields)  # type: ignore[arg-type]
+
+    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+        """It "hears" what the WAV's INFO comment says (synthesis/transcribe.py)."""
+        from omni_tasks.synthesis import transcribe
+
+        if not transcribe.is_transcription_request(body):
+            return None
+        return transcribe.answer(body, profile, seed)
 
 
 class LibriSpeech(Benchmark):

@@ -43,6 +43,7 @@ from omni_tasks.records import (
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.synthesis.profiles import Profile
 
 
 MAX_LABEL = 200
@@ -90,6 +91,13 @@ class ChoiceSuite(ItemSuite):
 
     def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
         return self.body(item, req.model, req.seed)
+
+    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+        """It listens to the question's audio or looks at its frames and picks the matching
+        letter (synthesis/choices.py)."""
+        from omni_tasks.synthesis import choices
+
+        return choices.answer(body, profile, seed) if choices.is_choice_request(body) else None
 
     def judge(self, item: Any, text: str) -> ClipGrade:
         predicted = self.extract_choice(text)

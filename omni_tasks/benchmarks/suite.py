@@ -12,6 +12,7 @@ from omni_tasks.records import ClipGrade, Grader
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.synthesis.profiles import Profile
 
 
 class Item(Protocol):
@@ -51,3 +52,10 @@ class ItemSuite(ABC):
     @abstractmethod
     def judge(self, item: Any, text: str) -> ClipGrade:
         """The item's grade from the answer's text, by upstream's rule."""
+
+    @abstractmethod
+    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+        """How the simulator answers a request of this family at `profile`'s rates (its
+        `wrong_answer` share, deterministically per seed and item: profiles.uniform): the
+        answer text, or None when `body` is not this family's request. A request that is the
+        family's but cannot be read raises simulator.UnreadableRequest (a 400)."""

@@ -208,7 +208,9 @@ def simulator_serve(
         bool, typer.Option(help="Return what would be heard instead of audio")
     ] = False,
 ) -> None:
-    """Serve the simulator in the foreground on loopback (Ctrl-C stops it)."""
+    """Serve the simulator in the foreground on loopback (Ctrl-C stops it). It answers seed-TTS
+    requests, and every registered family's items as the family says (`benchmarks list`)."""
+    from omni_tasks import benchmarks
     from omni_tasks.synthesis.profiles import ProfileError, load_profile
     from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
 
@@ -216,7 +218,8 @@ def simulator_serve(
         load_profile(profile)
     except ProfileError as exc:
         fail(str(exc))
-    serve_forever(SimulatorConfig(profile, transcript_mode), port)
+    config = SimulatorConfig(profile, transcript_mode, answerers=benchmarks.answerers())
+    serve_forever(config, port)
 
 
 @simulator_app.command("profiles")

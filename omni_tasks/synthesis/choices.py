@@ -16,6 +16,7 @@ import numpy as np
 
 from omni_tasks.audio import AudioUnavailable, decode_wav
 from omni_tasks.synthesis.profiles import Profile, uniform
+from omni_tasks.synthesis.simulator import UnreadableRequest
 
 LETTERS = "ABCD"
 _CHOICE = re.compile(r"^\s*([A-D])[.)]\s*(.+?)\s*$", re.MULTILINE)
@@ -33,10 +34,6 @@ PALETTE = {  # the colours a frame is named by (the Video-MME demo set's)
 }
 
 
-class NotAChoiceRequest(ValueError):
-    pass
-
-
 def is_choice_request(body: dict[str, Any]) -> bool:
     """A text-only request whose user message asks to pick among choices."""
     text = user_text(body)
@@ -49,7 +46,7 @@ def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
     question, listed = text.split(marker, 1)
     choices = dict(_CHOICE.findall(listed))
     if len(choices) < 2:
-        raise NotAChoiceRequest(f"no lettered choices after {marker!r}")
+        raise UnreadableRequest(f"no lettered choices after {marker!r}")
     frames = _frames(body)
     if frames:
         heard = _seen(choices, frames, question)
@@ -73,9 +70,9 @@ def _audio(body: dict[str, Any]) -> tuple[np.ndarray, int]:
     try:
         return decode_wav(inline_wav(body), "inline audio")
     except (ValueError, AudioUnavailable) as exc:
-        if isinstance(exc, NotAChoiceRequest):
+        if isinstance(exc, UnreadableRequest):
             raise
-        raise NotAChoiceRequest(f"unreadable audio: {exc}") from None
+        raise UnreadableRequest(f"unreadable audio: {exc}") from None
 
 
 def _best(choices: dict[str, str], samples: np.ndarray, rate: int, question: str) -> str:
@@ -122,14 +119,14 @@ def _frames(body: dict[str, Any]) -> list[str]:
             if not url:
                 continue
             if not url.startswith("data:image/jpeg;base64,") or len(url) > MAX_INLINE_FRAME:
-                raise NotAChoiceRequest("a frame is not an inline JPEG of at most 2 MB")
+                raise UnreadableRequest("a frame is not an inline JPEG of at most 2 MB")
             if len(seen) == MAX_FRAMES:
-                raise NotAChoiceRequest(f"more than {MAX_FRAMES} frames")
+                raise UnreadableRequest(f"more than {MAX_FRAMES} frames")
             try:
                 with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
                     mean = np.asarray(img.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
             except (ValueError, OSError, UnidentifiedImageError) as exc:
-                raise NotAChoiceRequest(f"unreadable frame: {exc}") from None
+                raise UnreadableRequest(f"unreadable frame: {exc}") from None
             seen.append(names[int(np.argmin(((refs - mean) ** 2).sum(axis=1)))])
     return seen
 
@@ -153,9 +150,9 @@ def inline_wav(body: dict[str, Any]) -> bytes:
             if url.startswith("data:audio/wav;base64,"):
                 data = url.split(",", 1)[1]
                 if len(data) > MAX_INLINE_AUDIO:
-                    raise NotAChoiceRequest("inline audio too large")
+                    raise UnreadableRequest("inline audio too large")
                 try:
                     return base64.b64decode(data, validate=True)
                 except ValueError as exc:
-                    raise NotAChoiceRequest(f"inline audio: {exc}") from None
-    raise NotAChoiceRequest("no inline WAV audio_url in the request")
+                    raise UnreadableRequest(f"inline audio: {exc}") from None
+    raise UnreadableRequest("no inline WAV audio_url in the request")

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,12 +32,20 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
-from omni_tasks.synthesis import choices, protocol, transcribe
+from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.profiles import Behaviour, Profile, decide, load_profile, uniform
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
 
 CHUNK_SECONDS = 1.0
+# How a benchmark family's items are answered (ItemSuite.simulate): the text answer to a
+# text-out request that is the family's, None when it is not; NotTheFamilysRequest when it is
+# but cannot be read (a 400, as the server refuses it).
+Answerer = Callable[[dict[str, Any], Profile, int], str | None]
+
+
+class UnreadableRequest(ValueError):
+    """A family's request the simulator cannot read (missing media, no choices): a 400."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,10 @@ class SimulatorConfig:
     # Each stage's engine settings (enforce_eager, …): a profile's regression may vanish
     # under one (profiles.yaml `vanishes_with`), as a compiled-path bug does under eager mode.
     engine_args: tuple[dict[str, Any], ...] = ()
+    # The families whose text-out items it answers, asked in turn (the simulator never reads a
+    # request's shape itself): the item runner passes its family's, `simulator serve` every
+    # registered family's (benchmarks.answerers()).
+    answerers: tuple[Answerer, ...] = ()
 
     @property
     def model_name(self) -> str:
@@ -135,29 +147,30 @@ async def _content(
         yield w.audio(wav, STORE_RATE)
 
 
-def _choice_response(
-    body: dict[str, Any], profile: Profile, cfg: SimulatorConfig, headers: dict[str, str]
-) -> Response:
-    """A multiple-choice question or a transcription request (text out, not streamed): the
-    answer letter, or what the audio says."""
+def _answer_response(
+    body: dict[str, Any], cfg: SimulatorConfig, profile: Profile, headers: dict[str, str]
+) -> Response | None:
+    """A family's text-out item answered (not streamed unless asked), as vLLM answers text;
+    None when no family claims the request."""
     given = body.get("seed")
     seed = given if isinstance(given, int) else 42
-    answer = transcribe.answer if transcribe.is_transcription_request(body) else choices.answer
     try:
-        letter = answer(body, profile, seed)
-    except choices.NotAChoiceRequest as exc:
+        text = next((t for a in cfg.answerers if (t := a(body, profile, seed)) is not None), None)
+    except UnreadableRequest as exc:
         return JSONResponse(
             {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
             status_code=400,
             headers=headers,
         )
+    if text is None:
+        return None
     head = {
         "id": "chatcmpl-" + uuid.uuid4().hex[:24],
         "created": int(time.time()),
         "model": cfg.model_name,
     }
     if body.get("stream"):  # as vLLM streams text: one delta, its finish, then [DONE]
-        delta = {"role": "assistant", "content": letter}
+        delta = {"role": "assistant", "content": text}
         chunks = [
             {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]},
             {
@@ -175,7 +188,7 @@ def _choice_response(
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": letter},
+                    "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop",
                 }
             ],
@@ -193,8 +206,9 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             body = await request.json()
         except json.JSONDecodeError:
             return JSONResponse({"error": "body is not JSON"}, status_code=400, headers=headers)
-        if choices.is_choice_request(body) or transcribe.is_transcription_request(body):
-            return _choice_response(body, profile, cfg, headers)
+        answered = _answer_response(body, cfg, profile, headers)
+        if answered is not None:
+            return answered
         text = protocol.target_text(body)
         if not text.strip():
             return JSONResponse({"error": "no user text"}, status_code=400, headers=headers)

@@ -12,8 +12,9 @@ from typing import Any
 import soundfile as sf
 
 from omni_tasks.audio import AudioUnavailable, decode_wav
-from omni_tasks.synthesis.choices import NotAChoiceRequest, inline_wav, user_text
+from omni_tasks.synthesis.choices import inline_wav, user_text
 from omni_tasks.synthesis.profiles import Profile, uniform
+from omni_tasks.synthesis.simulator import UnreadableRequest
 
 
 def is_transcription_request(body: dict[str, Any]) -> bool:
@@ -26,7 +27,7 @@ def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
         decode_wav(wav, "inline audio")  # a WAV with a sane header, or refused
         heard = sf.SoundFile(io.BytesIO(wav)).comment or ""
     except (ValueError, AudioUnavailable, RuntimeError) as exc:
-        raise NotAChoiceRequest(f"unreadable audio: {exc}") from None
+        raise UnreadableRequest(f"unreadable audio: {exc}") from None
     words = heard.split()
     if words and uniform(seed, heard, "wrong_answer") < profile.wrong_answer:
         words = words[: len(words) // 3]

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from omni_tasks import benchmarks
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
 
@@ -41,7 +42,12 @@ def kube_app(state: KubeState) -> Starlette:
         if state.phase == "Running":
             stack = contextlib.ExitStack()
             stack.enter_context(
-                running_simulator(SimulatorConfig(state.profile, transcript_mode=True), port)
+                running_simulator(
+                    SimulatorConfig(
+                        state.profile, transcript_mode=True, answerers=benchmarks.answerers()
+                    ),
+                    port,
+                )
             )
             state.live[body["metadata"]["name"]] = stack
         return JSONResponse(pod_doc(body, ns), status_code=201)

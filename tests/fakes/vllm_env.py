@@ -18,8 +18,10 @@ if "{mode}" == "crash":
 if "{mode}" == "hang":  # loads forever: never healthy
     import time
     time.sleep(3600)
+from omni_tasks import benchmarks
 from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
-serve_forever(SimulatorConfig("clean", transcript_mode=True), int(args[args.index("--port") + 1]))
+config = SimulatorConfig("clean", transcript_mode=True, answerers=benchmarks.answerers())
+serve_forever(config, int(args[args.index("--port") + 1]))
 """
 
 
