@@ -30,6 +30,7 @@ from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import nightly
+from omni_tasks.jobs.gate_advice import advise_fleet
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ABShape, ab_artifacts
 
@@ -82,6 +83,9 @@ def night(conn, series: list[NightlyParams], arts, when: dt.date, policy) -> dic
     out = nightly.decide_fleet(conn, when, policy, series)
     assert not out.failed, out.failed
     stages["decide every series + alert plans"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    assert not advise_fleet(conn, when, policy, series)
+    stages["gate advice (off the alerts' path)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     nightly.refresh_outputs(conn, [p.series for p in series], when, policy.primary_tau)
     stages["reports (one per series) + dashboards"] = time.perf_counter() - t0

@@ -5,7 +5,8 @@ record_heads → run_branch, both per lane (mapped: series × branch × seed on 
 and pool; lanes from the deployment config when this file is parsed) → summarize → decide (per
 series: paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers
 seed_tts_bisect once per confirmed regression) → dispatch_alerts, which runs whatever failed
-and never waits on report or dashboard work: refresh (HTML reports, Grafana) runs beside it,
+and never waits on advice, report or dashboard work: advise_gates (each upstream gate's
+behaviour on a bounded window of history) → refresh (HTML reports, Grafana) run beside it,
 and dispatch_late delivers what refresh's failure raised. Everything after the GPU tasks runs
 whatever they did: a failed series task holds back no other series. `watcher` then fails the
 DAG run when any task failed (otherwise the always-run leaves would mark a failed night
@@ -54,6 +55,10 @@ def seed_tts_nightly() -> None:
         return tasks.decide(get_current_context())
 
     @task
+    def advise_gates(night: str) -> str:
+        return tasks.advise_gates(get_current_context(), night)
+
+    @task
     def refresh(night: str) -> dict:
         return tasks.refresh(get_current_context(), night)
 
@@ -91,7 +96,7 @@ def seed_tts_nightly() -> None:
     runs >> stats
     night = decide()
     stats >> night  # the gate reads the statistics summarize stored
-    done = refresh(night)
+    done = refresh(advise_gates(night))  # advice reads what decide stored; alerts never wait
     planned = plan_bisects(night)
     # Each planned trigger names its DAG: seed_tts_bisect, or omni_ablate's two-repository A/B
     # when both repositories changed.

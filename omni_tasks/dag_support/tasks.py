@@ -125,6 +125,22 @@ def decide(context: dict[str, Any]) -> str:
 
 
 @stops_on_sigterm
+def advise_gates(context: dict[str, Any], night: str) -> str:
+    """What each series' upstream gate does with nothing changed (for the report and the
+    panel), after the night is decided: never on the alerts' path, over a bounded window. Advice
+    is no verdict: a series whose advice fails is logged and has none that night, and the
+    reports still refresh."""
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.gate_advice import advise_fleet
+
+    with results_db() as conn:
+        failed = advise_fleet(conn, nightly_of(context), load_policy(), night_of(context).series)
+    for series, error in failed.items():
+        log.error("no gate advice for %s tonight: %s", series, error)
+    return night
+
+
+@stops_on_sigterm
 def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan

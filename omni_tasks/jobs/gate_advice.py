@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from omni_tasks.deployment.schema import NightlyParams
 
 MIN_UNCHANGED = 5  # nights of one commit before they are used alone
+# The nightly's advice reads this many days of a series' history, never all of it: its cost
+# stays that of a bounded window however long the series has run.
+NIGHTLY_WINDOW_DAYS = 60
 NIGHTLY_DRAWS = 1000  # the nightly's advice: a quarter of the CLI's synthetic nights
 USABLE = ("complete", "summary_only")
 
@@ -53,11 +57,14 @@ def advise_series(
     target: float = 0.02,
     commit: str | None = None,
     until: dt.date | None = None,
+    window_days: int | None = None,
     draws: int = 4000,
 ) -> GateAdvice:
     """Advice for `gate` on `series`' `branch`, from the nights of one unchanged commit
     (`commit`, else the commit with the most nights if it has enough) or, failing that, every
-    night of the branch (said so in the basis); only nights up to `until` when given."""
+    night of the branch (said so in the basis); only nights up to `until` when given, and
+    only the last `window_days` of them when given."""
+    since = until - dt.timedelta(days=window_days) if until and window_days else None
     bench = benchmarks.get(series.benchmark)
     rows = [
         r
@@ -72,6 +79,7 @@ def advise_series(
         if r["status"] in USABLE
         and r["variant"] == "default"
         and (until is None or r["nightly"] <= until)
+        and (since is None or r["nightly"] > since)
     ]
     if not rows:
         raise NoHistory(f"no stored nights of {series.label} on {branch}")
@@ -149,6 +157,7 @@ def record_night(
                 gate,
                 policy,
                 until=nightly,
+                window_days=NIGHTLY_WINDOW_DAYS,
                 draws=NIGHTLY_DRAWS,
             )
         except NoHistory:
@@ -158,3 +167,25 @@ def record_night(
         )
         stored += 1
     return stored
+
+
+def advise_fleet(
+    conn: psycopg.Connection[Any],
+    nightly: dt.date,
+    policy: GatePolicy,
+    series: Sequence[NightlyParams],
+) -> dict[str, str]:
+    """The night's gate advice for every series as it ships (default variant), after the
+    night is decided and off the alerts' path; a series that fails is reported (name → error)
+    while every other is advised."""
+    failed = {}
+    for params in series:
+        if params.variant != "default":
+            continue  # a gate judges the series as it ships
+        try:
+            record_night(conn, params, nightly, policy)
+            conn.commit()
+        except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
+            conn.rollback()
+            failed[params.series.label] = f"{type(exc).__name__}: {exc}"
+    return failed

@@ -32,7 +32,6 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
-from omni_tasks.jobs import gate_advice
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.names import (
     check_branch,
@@ -111,14 +110,6 @@ def decide_fleet(
             conn.rollback()
             failed[f"{params.series.label} ({params.variant})"] = f"{type(exc).__name__}: {exc}"
             continue
-        if params.variant != "default":
-            continue  # a gate judges the series as it ships
-        try:  # what the series' upstream gate does with nothing changed, for report and panel
-            gate_advice.record_night(conn, params, nightly, policy)
-            conn.commit()
-        except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
-            conn.rollback()
-            failed[f"{params.series.label} gate advice"] = f"{type(exc).__name__}: {exc}"
     return FleetDecision(decided, failed)
 
 

@@ -182,3 +182,19 @@ def test_the_nightly_stores_the_advice_and_the_report_shows_it(db, tmp_path: Pat
     page = nightly_report(db, Series("seed_tts_en"), last, 0.5)
     assert "<h2>Upstream gate advice</h2>" in page
     assert "seed_tts_content_error_mean &lt;= 0.35" in page and "6 nights of commit" in page
+
+
+def test_the_nightly_advice_reads_a_bounded_window_of_history(db, tmp_path: Path) -> None:
+    """A night's advice reads the last NIGHTLY_WINDOW_DAYS of the series, however long it has
+    run: its cost does not grow with history (the audit's year-long series never finished)."""
+    from omni_tasks.deployment.schema import NightlyParams
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.gate_advice import NIGHTLY_WINDOW_DAYS, record_night
+
+    import_nights(db, tmp_path, MODEL, 8, seed=9)
+    params = NightlyParams(benchmark="seed_tts_en")
+    late = D0 + dt.timedelta(days=1 + NIGHTLY_WINDOW_DAYS)  # two nights have left the window
+    assert record_night(db, params, late, load_policy()) == 1
+    assert db.execute("SELECT nights FROM omni.gate_advice").fetchone() == {"nights": 6}
+    gone = D0 + dt.timedelta(days=6 + NIGHTLY_WINDOW_DAYS)  # and then all but one have
+    assert record_night(db, params, gone, load_policy()) == 0
