@@ -76,6 +76,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "run_branch",
         "summarize",
         "decide",
+        "advise_gates",
         "refresh",
         "plan_bisects",
         "auto_bisect",
@@ -87,8 +88,9 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         watcher = dag.get_task("watcher")
         assert watcher.trigger_rule == "one_failed"
         assert not watcher.on_failure_callback  # the failure it reports raised its own alert
-    # Alerts never wait on the report or the dashboards; what refresh raises goes out after it.
-    assert "refresh" not in nightly.get_task("dispatch_alerts").upstream_task_ids
+    # Alerts never wait on gate advice, the report or the dashboards; what refresh raises goes
+    # out after it.
+    assert not {"refresh", "advise_gates"} & nightly.get_task("dispatch_alerts").upstream_task_ids
     assert nightly.get_task("dispatch_late").upstream_task_ids == {"refresh"}
     run = nightly.get_task("run_branch")
     assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
