@@ -28,6 +28,7 @@ one seed (a regression that breaks most clips, or a small suite), a seeded sampl
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -129,9 +130,12 @@ def bisect(
     budget: float = 4.0,
     control: int = 50,
     stored: tuple[Outcomes, Outcomes] | None = None,
+    used_seeds: frozenset[int] = frozenset(),
 ) -> BisectResult:
     """`history` runs oldest (known good) to newest (known bad); `stored` is one run of each
-    endpoint already on record (good, bad), which chooses the clips instead of fresh runs."""
+    endpoint already on record (good, bad), which chooses the clips instead of fresh runs;
+    `used_seeds` are the seeds those runs ran at, which the check and the steps never reuse
+    (a check at the seed that chose the clips replays the selection, and confirms it)."""
     if len(history) < 2:
         raise ValueError("bisect needs at least a good and a bad commit")
     evaluations = clips_run = 0
@@ -191,7 +195,10 @@ def bisect(
         g, b = endpoint[s]
         return sum(g.values()), sum(b.values())
 
-    check = _check_endpoints(ends_at, endpoint, [seed + 1 + r for r in range(cap)], alpha)
+    fresh = list(
+        itertools.islice((s for s in itertools.count(seed + 1) if s not in used_seeds), cap)
+    )
+    check = _check_endpoints(ends_at, endpoint, fresh, alpha)
     if not check.verified:
         return ended(
             "no regression between these endpoints: fresh runs on the chosen clips do not show "
@@ -207,7 +214,7 @@ def bisect(
         mid = (lo + hi) // 2
         llr, seeds, counts = 0.0, [], []
         for r in range(cap):
-            s = seed + 1 + r  # never the selection seed
+            s = fresh[r]  # never a seed that chose the clips
             g_k, b_k = ends_at(s)
             k = sum(run(history[mid], s, d).values())
             llr += _llr(k, len(d), b_k / len(d), g_k / len(d))

@@ -95,9 +95,9 @@ class BisectParams(Serving):
 
 def stored_endpoints(
     conn: psycopg.Connection[Any], p: BisectParams
-) -> tuple[tuple[dict[str, bool], dict[str, bool]], list[str]] | None:
-    """Both endpoints' stored nightly runs as broken-item maps (good, bad), with their run keys;
-    None unless both are on record."""
+) -> tuple[tuple[dict[str, bool], dict[str, bool]], list[str], frozenset[int]] | None:
+    """Both endpoints' stored nightly runs as broken-item maps (good, bad), with their run keys
+    and seeds; None unless both are on record."""
     fingerprint = benchmarks.get(p.bench).subset_fingerprint(p.dataset, p.limit)
     tau = load_policy().primary_tau
     found = []
@@ -109,7 +109,8 @@ def stored_endpoints(
     good, bad = (
         {c.utt_id: is_broken(c, tau) for c in clip_records(conn, f["grading_id"])} for f in found
     )
-    return (good, bad), [str(f["run_key"]) for f in found]
+    seeds = frozenset(int(f["seed"]) for f in found if f["seed"] is not None)
+    return (good, bad), [str(f["run_key"]) for f in found], seeds
 
 
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
@@ -172,6 +173,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         budget=p.budget,
         control=p.control,
         stored=None if stored is None else stored[0],
+        used_seeds=frozenset() if stored is None else stored[2],
     )
     _record(conn, p, result, today, [] if stored is None else stored[1])
     return result

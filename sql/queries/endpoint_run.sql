@@ -1,7 +1,7 @@
 -- A bisect endpoint's stored run: the newest complete nightly or backfill run of a series'
 -- commit on the same dataset and subset, with its newest complete grading. Its clips choose
 -- the discriminating set; they are never judged again.
-SELECT r.run_id, r.run_key, r.nightly, g.grading_id
+SELECT r.run_id, r.run_key, r.nightly, r.seed, g.grading_id
 FROM omni.run r
 JOIN LATERAL (
     SELECT gr.grading_id FROM omni.grading gr

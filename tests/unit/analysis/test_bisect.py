@@ -105,3 +105,22 @@ def test_a_server_that_breaks_most_clips_is_still_bisected() -> None:
     assert (r.first_bad, r.last_good) == ("c09", "c08")
     assert r.full_runs <= 4.0 and len(r.discriminating) < r.regressed
     assert any("sampled to fit" in n for n in r.notes)
+
+
+def test_the_check_and_the_steps_never_rerun_a_seed_that_chose_the_clips() -> None:
+    """Nightly seeds [s, s+1] (the README's example): the stored endpoint run at s+1 chose the
+    clips; a check at s+1 would replay it exactly and confirm whatever it chose."""
+    history = [f"c{i:02d}" for i in range(8)]
+    clips = [f"u{i:03d}" for i in range(400)]
+    seeds: set[int] = set()
+
+    def evaluate(commit: str, seed: int, chosen: tuple[str, ...] | None) -> dict[str, bool]:
+        seeds.add(seed)
+        bad = history.index(commit) >= 5
+        return {u: bad and int(u[1:]) % 7 == 0 for u in (chosen or clips)}
+
+    good = {u: False for u in clips}
+    bad = {u: int(u[1:]) % 7 == 0 for u in clips}
+    r = bisect(history, evaluate, seed=1000, stored=(good, bad), used_seeds=frozenset({1001}))
+    assert r.first_bad == "c05" and r.endpoints is not None
+    assert 1001 not in seeds and 1001 not in r.endpoints.seeds and seeds
