@@ -6,7 +6,8 @@ simulation, at full size (issues 18 and 32).
 
 - A/A false confirmation after a paired or a run-group night (paired → paired is the
   baseline), and the fleet's rate: false confirmed alerts per calendar night across
-  `--fleet` independent series.
+  `--fleet` independent series; and by suite size (300 and 1,197 questions, seed-TTS at 544,
+  1,088 and 2,020 items), under the policy and under the old pooled rule (pooled p below α).
 - Run-group nights with run-level noise (each run's hard-set rate ± 3 points) and with copied
   seeds (one run counted as two), through the gate's copy rule and confirmation.
 - Bisections of 16 commits at 8 → 14 %, 8 → 10.1 % and with no regression: wrong first bad,
@@ -69,6 +70,21 @@ def main() -> None:
                 f"  a fleet of {args.fleet} series: {args.fleet * r.rate:.2e} false confirmed "
                 "alerts per calendar night (goal 1e-3)"
             )
+    old_pool = policy.model_copy(update={"confirm_pool_p": policy.alpha})
+    for n in (300, 544, 1088, 1197, 2020):
+        r = aa_false_confirmation(policy, args.nights // 2, seed=19, group_share=0.0, n=n)
+        was = aa_false_confirmation(old_pool, args.nights // 2, seed=19, group_share=0.0, n=n)
+        out[f"aa_paired_n_{n}"] = {
+            "nights": r.nights,
+            "false_regressed_rate": r.regressed / r.nights,
+            "false_confirmation_rate": r.rate,
+            "old_pooled_rule_false_confirmation_rate": was.rate,
+        }
+        print(
+            f"A/A paired nights of {n} items: false REGRESSED {r.regressed / r.nights:.3%}, "
+            f"false confirmation {r.rate:.2e} (goal 1e-4; pooled at α as before: "
+            f"{was.rate:.2e}, ratio {r.rate / max(was.rate, 1e-12):.2f})"
+        )
     for name, kw in (("run_noise_sd_0.03", {"run_sd": 0.03}), ("copied_seeds", {"copies": True})):
         reg, conf = group_false_confirmation(policy, args.group_nights, seed=13, **kw)
         out[f"aa_groups_{name}"] = {

@@ -136,16 +136,17 @@ class ConfirmationRate:
 
 
 def aa_false_confirmation(
-    policy: GatePolicy, nights: int, seed: int, group_share: float = 0.5
+    policy: GatePolicy, nights: int, seed: int, group_share: float = 0.5, n: int = N_CLIPS
 ) -> ConfirmationRate:
-    """A/A paired nights, each after a previous night that is a group night with probability
-    `group_share` and a paired A/A night otherwise; how many are (falsely) confirmed."""
+    """A/A paired nights of `n` items, each after a previous night that is a group night with
+    probability `group_share` and a paired A/A night otherwise; how many are (falsely)
+    confirmed."""
     rng = np.random.default_rng(seed)
-    tables = aa_tables(rng, nights)
-    b, c, n = tables[:, 1], tables[:, 2], tables.sum(axis=1)
+    tables = aa_tables(rng, nights, n)
+    b, c, totals = tables[:, 1], tables[:, 2], tables.sum(axis=1)
     # Necessary for REGRESSED (m = 1, so Holm is the raw p): the rest cannot confirm.
     p = binom.sf(b - 1, b + c, 0.5)
-    maybe = np.flatnonzero((p < policy.alpha) & ((b - c) * 50 >= n))
+    maybe = np.flatnonzero((p < policy.alpha) & ((b - c) * 50 >= totals))
     d1, d2 = dt.date(2027, 1, 1), dt.date(2027, 1, 2)
     regressed = confirmed = after_group = 0
     for i in maybe:
@@ -157,7 +158,7 @@ def aa_false_confirmation(
         prev = (
             group_point(d1, rng, policy)
             if group
-            else paired_point(d1, aa_tables(rng, 1)[0], policy)
+            else paired_point(d1, aa_tables(rng, 1, n)[0], policy)
         )
         if confirmations([prev, point], policy)[1]:
             confirmed += 1

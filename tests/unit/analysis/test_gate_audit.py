@@ -195,3 +195,26 @@ def test_a_300_question_night_cannot_be_same_on_multiple_choice() -> None:
     # A 2,000-question night with the same discordance can still be SAME.
     big = table_evidence(260, 150, 150, 1440)
     assert decide_night([big], POLICY.for_benchmark("videomme"))[0].verdict == "SAME"
+
+
+# Issue 45 — the pooled two-night rule at sizes where Δ ≥ min_effect does not bind.
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ((60, 20, 14, 206), (60, 25, 9, 206)),  # Daily-Omni, 300 questions: pooled p .0052
+        ((30, 22, 16, 476), (30, 28, 12, 474)),  # seed-TTS, limit 544
+    ],
+)
+def test_two_noisy_small_nights_pooled_do_not_confirm(first, second) -> None:
+    a, b = paired(day(1), *first), paired(day(2), *second)
+    assert b.verdict == "REGRESSED" and a.verdict != "REGRESSED"
+    pooled_p = mcnemar_exact(first[1] + second[1], first[2] + second[2])[0]
+    assert POLICY.confirm_pool_p < pooled_p < POLICY.alpha  # what used to confirm
+    assert confirmations([a, b], POLICY) == [False, False]
+
+
+def test_a_real_small_step_still_confirms_on_its_second_night() -> None:
+    """300 questions, 8 → 16 % wrong: both nights pooled clear the pooled level."""
+    a, b = paired(day(1), 20, 30, 6, 244), paired(day(2), 20, 28, 5, 247)
+    assert b.verdict == "REGRESSED"
+    assert confirmations([a, b], POLICY)[1]
