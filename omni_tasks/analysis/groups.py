@@ -31,13 +31,14 @@ class GroupTest:
     method: str
 
 
-def outcome_fingerprint(clips: Sequence[ClipRecord]) -> str:
-    """What a run produced, item by item: equal for two copies of one run (an artifact imported
-    twice, a seed that never reached a greedy model) and, in practice, for nothing else."""
-    rows = sorted(
-        (c.utt_id, c.synth_status, c.grade_status, c.hypothesis, c.wer, c.incorrect) for c in clips
-    )
-    return hashlib.sha256(json.dumps(rows, default=str).encode()).hexdigest()
+def outcome_fingerprint(clips: Sequence[ClipRecord], tau: float) -> str:
+    """What the group test counts of a run, item by item: which items it counts and which of
+    them are broken at `tau`. Equal for two copies of one run (an artifact imported twice, a
+    seed that never reached a greedy model) and for two runs whose texts differ but whose
+    broken items are the same (batch-dependent numerics on a server that ignores the seed):
+    either way one outcome, not two independent seeds."""
+    rows = sorted((c.utt_id, count_of(c), is_broken(c, tau)) for c in clips)
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def distinct_runs(fingerprints: Sequence[str]) -> tuple[list[int], dict[int, int]]:

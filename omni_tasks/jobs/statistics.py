@@ -423,8 +423,8 @@ def _evidence(
                 for r in ungraded
             )
         ), {}
-    cands, cand_notes = _distinct([load(r["run_key"]) for r in p.candidates])
-    bases, base_notes = _distinct([load(r["run_key"]) for r in p.baselines])
+    cands, cand_notes = _distinct([load(r["run_key"]) for r in p.candidates], tau)
+    bases, base_notes = _distinct([load(r["run_key"]) for r in p.baselines], tau)
     notes = tuple(base_notes + cand_notes)
     if len(cands) == 1 and len(bases) == 1:
         res = compare(conn, bases[0], cands[0], tau, policy)
@@ -449,13 +449,13 @@ def _evidence(
     return dataclasses.replace(ev, notes=notes), detail
 
 
-def _distinct(group: list[GradedRun]) -> tuple[list[GradedRun], list[str]]:
-    """One side's runs with copies (identical item outcomes) counted once, and what was
+def _distinct(group: list[GradedRun], tau: float) -> tuple[list[GradedRun], list[str]]:
+    """One side's runs with copies (the same broken items) counted once, and what was
     dropped: the group test must not take one outcome as two independent seeds."""
-    kept, copies = distinct_runs([outcome_fingerprint(g.clips) for g in group])
+    kept, copies = distinct_runs([outcome_fingerprint(g.clips, tau) for g in group])
     notes = [
-        f"run {group[c].run['run_key']} repeats run {group[o].run['run_key']} item for item "
-        "(a copy, or a seed that did not reach the model): counted once"
+        f"run {group[c].run['run_key']} repeats run {group[o].run['run_key']}'s broken items "
+        "item for item (a copy, or a seed that did not reach the model): counted once"
         for c, o in copies.items()
     ]
     return [group[i] for i in kept], notes

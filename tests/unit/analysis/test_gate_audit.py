@@ -218,3 +218,21 @@ def test_a_real_small_step_still_confirms_on_its_second_night() -> None:
     a, b = paired(day(1), 20, 30, 6, 244), paired(day(2), 20, 28, 5, 247)
     assert b.verdict == "REGRESSED"
     assert confirmations([a, b], POLICY)[1]
+
+
+# Issue 45 — two runs whose texts differ but whose broken items are the same are one outcome.
+def test_runs_with_the_same_broken_items_are_one_outcome_whatever_their_text() -> None:
+    from omni_tasks.analysis.groups import outcome_fingerprint
+    from omni_tasks.records import ClipRecord
+
+    def run(wers: list[float], said: str) -> list[ClipRecord]:
+        return [
+            ClipRecord(f"u{i}", "a b c d", "ok", "graded", w, hypothesis=f"{said} {i}")
+            for i, w in enumerate(wers)
+        ]
+
+    tau = POLICY.primary_tau
+    first = outcome_fingerprint(run([0.0, 0.25, 1.0, 0.75], "alpha"), tau)
+    reworded = outcome_fingerprint(run([0.25, 0.0, 1.5, 0.6], "beta"), tau)  # same broken: u2, u3
+    assert first == reworded
+    assert first != outcome_fingerprint(run([0.0, 0.25, 1.0, 0.0], "alpha"), tau)
