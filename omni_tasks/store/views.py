@@ -48,10 +48,6 @@ def item_scores(
     return _rows(conn, "item_scores_of_night", **series.args(), tau=tau, nightly=nightly)
 
 
-def regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
-    return _rows(conn, "regressed_clips", comparison_id=comparison_id)
-
-
 def comparison_regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
     return _rows(conn, "comparison_regressed_clips", comparison_id=comparison_id)
 

@@ -38,6 +38,7 @@ SMOKE = {
         "wrote",
     ),
     "bench_pipeline.py": (["--clips", "4", "--synthesis-s", "1"], "pipelined_over_synthesis"),
+    "bench_report.py": (["--sizes", "30"], "ratio opus / wav"),
     "bench_dag_parse.py": (["--repeat", "1"], "worst parse above bare Airflow"),
     "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),
 }

@@ -58,19 +58,27 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
         "WHERE c.nightly = '2026-11-02' AND c.candidate_branch = 'rebase' "
         "ORDER BY c.candidate_wer DESC NULLS FIRST, c.utt_id LIMIT 3"
     ).fetchall()
-    for r in regressed:  # three regressed clips with audio on record
-        uri = tmp_path / "omni-home" / "audio" / f"{r['utt_id']}.wav"
-        write_audio(str(uri), 0.1 * np.sin(np.arange(4800, dtype=np.float32)), 24_000)
-        db.execute(
-            "UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
-            (str(uri), r["run_id"], r["utt_id"]),
-        )
+    (base,) = db.execute(
+        "SELECT run_id FROM omni.run WHERE branch = 'main' AND nightly = '2026-11-02'"
+    ).fetchall()
+    for r in regressed:  # three regressed clips with audio on record, on both sides
+        for side, run_id in (("rebase", r["run_id"]), ("main", base["run_id"])):
+            uri = tmp_path / "omni-home" / "audio" / side / f"{r['utt_id']}.wav"
+            write_audio(str(uri), 0.1 * np.sin(np.arange(48_000, dtype=np.float32)), 24_000)
+            db.execute(
+                "UPDATE omni.clip_audio SET audio_uri = %s WHERE run_id = %s AND utt_id = %s",
+                (str(uri), run_id, r["utt_id"]),
+            )
     db.commit()
     out = tmp_path / "report.html"
     result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert page.count("data:audio/wav;base64,") == 3 and "REGRESSED" in page
+    # Both sides of each regressed clip, side by side, as Ogg Opus (a 2 s clip: 96 KB of WAV).
+    players = re.findall(r'src="data:audio/ogg;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(players) == 6 and all(len(p) < 20_000 for p in players)
+    assert "baseline audio</th><th>candidate audio" in page and "REGRESSED" in page
+    assert page.index("Regressed clips") < page.index("Harness figures")  # the clips first
     assert "SIMULATED" in page  # the synthetic artifacts say so, and so does the report
 
     shot = tmp_path / "report.png"
@@ -79,7 +87,7 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
     assert console == [], console
     dom = run.stdout
     assert len(re.findall(r'class="main-svg"', dom)) >= 3  # plotly drew trend, modes, scatter
-    assert dom.count("<audio") == 3
+    assert dom.count("<audio") == 6
     assert shot.is_file() and shot.stat().st_size > 20_000
 
 
