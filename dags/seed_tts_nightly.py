@@ -1,14 +1,14 @@
 """The nightly: benchmark every series (model × benchmark × lane) on every branch on its lane's
 GPU workers, gate each series against its own baseline, refresh dashboards, alert.
 
-record_heads → run_branch, both per lane (mapped: series × branch × seed on that lane's queue
-and pool; lanes from the deployment config when this file is parsed) → summarize → decide (per
-series: paired comparisons, gate, alert plan) → plan_bisects → auto_bisect (triggers
-seed_tts_bisect once per confirmed regression) → dispatch_alerts, which runs whatever failed
-and never waits on advice, report or dashboard work: advise_gates (each upstream gate's
-behaviour on a bounded window of history) → refresh (HTML reports, Grafana) run beside it,
-and dispatch_late delivers what refresh's failure raised. Everything after the GPU tasks runs
-whatever they did: a failed series task holds back no other series. `watcher` then fails the
+Per series (its chain; series from the deployment config when this file is parsed):
+record_heads → run_branch (mapped over branch × seed on its lane's queue and pool) →
+summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out). A
+chain waits on its own GPU tasks and their retries only: one series whose server never comes
+up delays no other series' decision or alert. After every chain: plan_bisects → auto_bisect
+(triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
+upstream gate on a bounded window of history) → refresh (HTML reports, Grafana) →
+dispatch_late, which delivers what refresh's failure raised. `watcher` then fails the
 DAG run when any task failed (otherwise the always-run leaves would mark a failed night
 successful); its own failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
@@ -36,35 +36,39 @@ from omni_tasks.dag_support import callbacks, params, runtime, tasks
     doc_md=__doc__,
 )
 def seed_tts_nightly() -> None:
-    lanes = runtime.lanes()
+    units = runtime.units()
 
     @task
-    def record_heads(lane: str) -> list[dict]:
-        return tasks.record_heads(get_current_context(), lane, list(lanes))
+    def record_heads(unit: str | None) -> list[dict]:
+        return tasks.record_heads(get_current_context(), unit, [u.key for u in units])
 
     @task(map_index_template="{{ branch_label }}")
     def run_branch(plan: dict) -> str:
         return tasks.run_branch(get_current_context(), plan)
 
     @task(trigger_rule="all_done")
-    def summarize() -> list[str]:
-        return tasks.summarize(get_current_context())
+    def summarize(unit: str | None) -> list[str]:
+        return tasks.summarize(get_current_context(), unit)
 
     @task(trigger_rule="all_done")
-    def decide() -> str:
-        return tasks.decide(get_current_context())
+    def decide(unit: str | None) -> str:
+        return tasks.decide(get_current_context(), unit)
 
-    @task
-    def advise_gates(night: str) -> str:
-        return tasks.advise_gates(get_current_context(), night)
+    @task(trigger_rule="all_done")
+    def deliver() -> str:
+        return tasks.dispatch_alerts(get_current_context())
 
-    @task
-    def refresh(night: str) -> dict:
-        return tasks.refresh(get_current_context(), night)
+    @task(trigger_rule="all_done")
+    def advise_gates() -> None:
+        tasks.advise_gates(get_current_context())
 
-    @task
-    def plan_bisects(night: str) -> list[dict]:
-        return tasks.plan_bisects(get_current_context(), night)
+    @task(trigger_rule="all_done")
+    def refresh() -> dict:
+        return tasks.refresh(get_current_context())
+
+    @task(trigger_rule="all_done")
+    def plan_bisects() -> list[dict]:
+        return tasks.plan_bisects(get_current_context())
 
     @task(trigger_rule="all_done")
     def dispatch_alerts() -> str:
@@ -78,26 +82,31 @@ def seed_tts_nightly() -> None:
     def watcher() -> None:
         callbacks.fail_the_run()
 
-    heads, runs = [], []
-    for name, lane in lanes.items():  # one heads task and one mapped GPU task per lane
-        heads.append(
-            record_heads.override(task_id=runtime.lane_task_id("record_heads", name))(name)
-        )
-        runs.append(
-            run_branch.override(
-                task_id=runtime.lane_task_id("run_branch", name),
-                queue=lane.queue,
-                pool=lane.pool,
-                pool_slots=lane.gpus_per_server,
-                execution_timeout=lane.execution_timeout,
-            ).expand(plan=heads[-1])
-        )
-    stats = summarize()
-    runs >> stats
-    night = decide()
-    stats >> night  # the gate reads the statistics summarize stored
-    done = refresh(advise_gates(night))  # advice reads what decide stored; alerts never wait
-    planned = plan_bisects(night)
+    # One chain per series: its heads, its GPU runs (mapped over branch × seed on its lane's
+    # queue and pool), its statistics, decision and delivery. A chain waits on its own GPU
+    # tasks and their retries only: a series whose server never comes up delays no other's.
+    chains, decided = [], []
+    for u in units:
+        heads = record_heads.override(task_id=u.task_id("record_heads"))(u.key)
+        runs = run_branch.override(
+            task_id=u.task_id("run_branch"),
+            queue=u.config.queue,
+            pool=u.config.pool,
+            pool_slots=u.config.gpus_per_server,
+            execution_timeout=u.config.execution_timeout,
+        ).expand(plan=heads)
+        stats = summarize.override(task_id=u.task_id("summarize"))(u.key)
+        night = decide.override(task_id=u.task_id("decide"))(u.key)
+        sent = deliver.override(task_id=u.task_id("deliver"))()
+        runs >> stats >> night >> sent  # the gate reads the statistics summarize stored
+        chains += [heads, runs, stats, night, sent]
+        decided.append(night)
+    # After every series has decided: gate advice → reports (never on an alert's path), and
+    # the auto-bisects of the night's confirmed regressions.
+    done = refresh()
+    decided >> advise_gates() >> done
+    planned = plan_bisects()
+    decided >> planned
     # Each planned trigger names its DAG: seed_tts_bisect, or omni_ablate's two-repository A/B
     # when both repositories changed.
     bisects = TriggerDagRunOperator.partial(
@@ -107,7 +116,7 @@ def seed_tts_nightly() -> None:
     bisects >> alerts
     late = dispatch_late()
     done >> late
-    [*heads, *runs, stats, night, done, planned, bisects, alerts, late] >> watcher()
+    [*chains, done, planned, bisects, alerts, late] >> watcher()
 
 
 seed_tts_nightly()

@@ -151,22 +151,23 @@ def run_night(
 
 def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
-    from omni_tasks.dag_support.runtime import lane_task_id
-    from omni_tasks.deployment import ConfigError, resolve_night
+    from omni_tasks.deployment import ConfigError, dag_units, resolve_night
 
     try:
         night = resolve_night(conf, str(config))
     except ConfigError:
         return {}  # the DAG's first task reports it
-    out, index = {}, dict.fromkeys(night.lanes, 0)
+    units = dag_units(str(config))
+    out: dict[tuple[str, str], str] = {}
+    index: dict[str, int] = {}
     for p in night.series:
+        unit = next((u for u in units if u.key in (None, p.series.key)), units[0])
+        task = unit.task_id("run_branch")
         for branch in p.branches:
             for seed in p.seeds:
                 name = branch if len(p.seeds) == 1 else f"{branch} seed {seed}"
-                if len(night.series) > 1:
-                    name = f"{p.series.label} {name}"
-                out[(lane_task_id("run_branch", p.lane), str(index[p.lane]))] = name
-                index[p.lane] += 1
+                out[(task, str(index.setdefault(task, 0)))] = name
+                index[task] += 1
     return out
 
 

@@ -215,18 +215,11 @@ stops_on_sigterm = _stoppable(runs_after_stop=False)
 delivers_after_sigterm = _stoppable(runs_after_stop=True)
 
 
-def lanes() -> dict[str, Any]:
-    """The lanes the nightly has GPU tasks for (deployment.dag_lanes: read when parsed)."""
-    from omni_tasks.deployment import dag_lanes
+def units() -> list[Any]:
+    """The series the nightly has task chains for (deployment.dag_units: read when parsed)."""
+    from omni_tasks.deployment import dag_units
 
-    return dag_lanes()
-
-
-def lane_task_id(task: str, lane: str) -> str:
-    """A lane's own task (`run_branch__rocm-mi300`); the default lane's keeps the plain id."""
-    from omni_tasks.series import DEFAULT_LANE
-
-    return task if lane == DEFAULT_LANE else f"{task}__{lane}"
+    return dag_units()
 
 
 BUILDKITE_CONN = "buildkite_default"  # its password is the API token

@@ -24,28 +24,34 @@ log = logging.getLogger(__name__)
 
 
 @stops_on_sigterm
-def record_heads(context: dict[str, Any], lane: str, dag_lanes: list[str]) -> list[dict[str, Any]]:
-    """The night's series × branch × seed plans of one lane (its GPU task maps over them). A
-    series on a lane this DAG has no task for fails every lane here, before any GPU work."""
+def record_heads(
+    context: dict[str, Any], unit: str | None, dag_units: list[str | None]
+) -> list[dict[str, Any]]:
+    """One series' branch × seed plans for the night (its GPU task maps over them); `unit` is
+    its Series.key (None: a version 1 config's one series). A series the DAG has no task chain
+    for fails here, before any GPU work."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.jobs import nightly
 
     night = night_of(context)
-    unknown = sorted({p.lane for p in night.series} - set(dag_lanes))
-    if unknown:
-        raise AirflowFailException(
-            f"deployment config: lane {', '.join(unknown)} has no GPU task in this DAG (its "
-            f"lanes: {', '.join(dag_lanes)}); lanes are read from OMNI_NIGHTLY_CONFIG when the "
-            "DAG file is parsed, so a config given as a Variable uses the file's lanes"
-        )
+    if None not in dag_units:
+        unknown = sorted({p.series.label for p in night.series if p.series.key not in dag_units})
+        if unknown:
+            raise AirflowFailException(
+                f"deployment config: series {', '.join(unknown)} has no task chain in this DAG; "
+                "series are read from OMNI_NIGHTLY_CONFIG when the DAG file is parsed, so a "
+                "config given as a Variable uses the file's series"
+            )
     with results_db() as conn:
         return nightly.record_heads(
-            conn,
-            [p for p in night.series if p.lane == lane],
-            nightly_of(context),
-            backfill=is_backfill(context),
+            conn, unit_series(night, unit), nightly_of(context), backfill=is_backfill(context)
         )
+
+
+def unit_series(night: Any, unit: str | None) -> list[Any]:
+    """The night's NightlyParams of one unit (every variant of its series)."""
+    return [p for p in night.series if unit is None or p.series.key == unit]
 
 
 @stops_on_sigterm
@@ -78,23 +84,21 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
 
 
 @stops_on_sigterm
-def summarize(context: dict[str, Any]) -> list[str]:
-    """Statistics of every run the night's series stored (whatever GPU task wrote it, so a
-    failed sibling task holds back nothing)."""
+def summarize(context: dict[str, Any], unit: str | None) -> list[str]:
+    """Statistics of every run one series stored that night (whatever GPU task wrote it, so a
+    failed run of the series holds back nothing)."""
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
+    series = unit_series(night_of(context), unit)
     with results_db() as conn:
-        return nightly.summarize_night(
-            conn, night_of(context).series, nightly_of(context), load_policy()
-        )
+        return nightly.summarize_night(conn, series, nightly_of(context), load_policy())
 
 
 @stops_on_sigterm
-def decide(context: dict[str, Any]) -> str:
-    """Gate the night, each series against its own baseline, and plan alerts. A series that
-    cannot be decided fails this task after every other series is decided (its alerts are
-    planned; dispatch_alerts runs whatever failed)."""
+def decide(context: dict[str, Any], unit: str | None) -> str:
+    """Gate one series' night against its own baseline and plan its alerts (every variant:
+    one that cannot be decided fails this task after the others are decided)."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.gates.policy import load_policy
@@ -102,7 +106,7 @@ def decide(context: dict[str, Any]) -> str:
 
     fleet, night = night_of(context), nightly_of(context)
     with results_db() as conn:
-        out = nightly.decide_fleet(conn, night, load_policy(), fleet.series)
+        out = nightly.decide_fleet(conn, night, load_policy(), unit_series(fleet, unit))
     for decided in out.decided:
         for d in decided.decisions:
             confirmed = " confirmed" if d.confirmed else ""
@@ -125,7 +129,7 @@ def decide(context: dict[str, Any]) -> str:
 
 
 @stops_on_sigterm
-def advise_gates(context: dict[str, Any], night: str) -> str:
+def advise_gates(context: dict[str, Any]) -> None:
     """What each series' upstream gate does with nothing changed (for the report and the
     panel), after the night is decided: never on the alerts' path, over a bounded window. Advice
     is no verdict: a series whose advice fails is logged and has none that night, and the
@@ -137,35 +141,30 @@ def advise_gates(context: dict[str, Any], night: str) -> str:
         failed = advise_fleet(conn, nightly_of(context), load_policy(), night_of(context).series)
     for series, error in failed.items():
         log.error("no gate advice for %s tonight: %s", series, error)
-    return night
 
 
 @stops_on_sigterm
-def plan_bisects(context: dict[str, Any], night: str) -> list[dict[str, Any]]:
-    """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions."""
+def plan_bisects(context: dict[str, Any]) -> list[dict[str, Any]]:
+    """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions
+    (of every series that was decided)."""
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan
 
+    night = nightly_of(context)
     with results_db() as conn:
-        triggers = [
-            t
-            for params in night_of(context).series
-            for t in plan(conn, params, dt.date.fromisoformat(night))
-        ]
+        triggers = [t for params in night_of(context).series for t in plan(conn, params, night)]
     for t in triggers:
         log.info("auto-bisect: %s (%s)", t["trigger_run_id"], t["trigger_dag_id"])
     return triggers
 
 
 @stops_on_sigterm
-def refresh(context: dict[str, Any], night: str) -> dict[str, str]:
+def refresh(context: dict[str, Any]) -> dict[str, str]:
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
     series = [p.series for p in night_of(context).series]
     with results_db() as conn:
-        out = nightly.refresh_outputs(
-            conn, series, dt.date.fromisoformat(night), load_policy().primary_tau
-        )
+        out = nightly.refresh_outputs(conn, series, nightly_of(context), load_policy().primary_tau)
     log.info("grafana: %s; reports: %s", out["grafana"], ", ".join(out["reports"]))
     return out
 

@@ -28,8 +28,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from omni_tasks import benchmarks
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.series import DEFAULT_LANE
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust import forms
 
 VARIABLE = "omni_nightly_config"
@@ -439,17 +440,53 @@ def _lanes(where: str, raw: Any) -> dict[str, Lane]:
     return out
 
 
-def dag_lanes() -> dict[str, Lane]:
-    """The lanes the nightly DAG has GPU tasks for, read from the config file
-    (OMNI_NIGHTLY_CONFIG) when the DAG file is parsed: an Airflow task's queue and pool are
-    fixed when it is defined, so lanes are the DAG's shape, like its tasks. Anything unreadable
-    here is the default lane; the run itself then fails naming the problem."""
-    path = os.environ.get(ENV)
+@dataclass(frozen=True)
+class DagUnit:
+    """One series' chain of nightly tasks (heads, GPU runs, statistics, decision, delivery):
+    it depends on its own GPU tasks and their retries only, so a failing series never delays
+    another's alert. `key` is its Series.key; None for a version 1 config's one series."""
+
+    suffix: str  # "" for a version 1 config's one series (its tasks keep the plain ids)
+    key: str | None
+    lane: str
+    config: Lane
+
+    def task_id(self, task: str) -> str:
+        return f"{task}__{self.suffix}" if self.suffix else task
+
+
+def dag_units(path: str | None = None) -> list[DagUnit]:
+    """The series the nightly DAG has task chains for, read from the config file (`path`, else
+    OMNI_NIGHTLY_CONFIG) when the DAG file is parsed: an Airflow task's queue and pool are fixed
+    when it is defined, so series and their lanes are the DAG's shape. Anything unreadable here
+    is one default unit; the run itself then fails naming the problem."""
+    default = [DagUnit("", None, DEFAULT_LANE, DEFAULT_LANES[DEFAULT_LANE])]
+    path = path or os.environ.get(ENV)
     try:
         doc = parse(*_read(Path(path), ENV)) if path else {"version": 1}
-        return dict(DEFAULT_LANES) if doc["version"] == 1 else _lanes(path or ENV, doc.get("lanes"))
+        if doc["version"] == 1:
+            return default
+        lanes = _lanes(path or ENV, doc.get("lanes"))
+        units: list[DagUnit] = []
+        for config in _fleet_series(path or ENV, doc):
+            lane = str(config.get("lane") or DEFAULT_LANE)
+            model = str((config.get("server") or {}).get("model") or DEFAULT_MODEL)
+            series = Series(str(config.get("benchmark") or get_settings().benchmark), model, lane)
+            if lane not in lanes or any(u.key == series.key for u in units):
+                continue  # a variant of a listed series is decided in its unit
+            units.append(DagUnit(unit_suffix(series), series.key, lane, lanes[lane]))
+        return units or default
     except ConfigError:
-        return dict(DEFAULT_LANES)
+        return default
+
+
+def unit_suffix(series: Series) -> str:
+    """A series as a task-id suffix: `seed_tts_zh.MiniCPM-o-4_5.rocm-mi300`, or the benchmark
+    alone for the default model and lane."""
+    if series.is_default:
+        return series.benchmark
+    model = series.model.rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{series.benchmark}.{model}.{series.lane}")[:200]
 
 
 def _check_choices(choices: Any, where: str) -> None:

@@ -76,11 +76,12 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "run_branch",
         "summarize",
         "decide",
+        "deliver",
         "advise_gates",
-        "refresh",
         "plan_bisects",
         "auto_bisect",
         "dispatch_alerts",
+        "refresh",
         "dispatch_late",
         "watcher",
     ]
@@ -502,3 +503,36 @@ def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_
         "SELECT payload::text AS p FROM omni.alert_outbox WHERE state = 'sent'"
     ).fetchall()
     assert any("stopped by SIGTERM" in m["p"] for m in sent)
+
+
+def test_each_series_chain_waits_on_its_own_gpu_tasks_only(monkeypatch, tmp_path: Path) -> None:
+    """Per-series isolation, read from the DAG's shape: a series' decision and delivery are
+    downstream of its own GPU task (and its retries) and of no other series' task."""
+    import yaml
+
+    from tests.integration.test_fleet import FLEET
+
+    config = tmp_path / "fleet.yaml"
+    config.write_text(yaml.safe_dump(FLEET, sort_keys=False))
+    monkeypatch.setenv("OMNI_NIGHTLY_CONFIG", str(config))
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    from airflow.dag_processing.dagbag import DagBag
+
+    dags = Path(__file__).resolve().parents[2] / "dags"
+    bag = DagBag(dag_folder=str(dags / "seed_tts_nightly.py"))
+    assert bag.import_errors == {}
+    nightly = bag.dags["seed_tts_nightly"]
+    suffixes = {
+        "seed_tts_en.Qwen3-Omni-30B-A3B-Instruct.cuda-h100x2": "gpu",
+        "daily_omni.MiniCPM-o-4_5.rocm-mi300": "gpu-rocm",
+        "librispeech.MiniCPM-o-4_5.npu-a3": "npu",
+    }
+    for suffix, queue in suffixes.items():
+        run = nightly.get_task(f"run_branch__{suffix}")
+        assert (run.queue, run.pool) == (queue, queue)
+        for task in ("summarize", "decide", "deliver"):
+            upstream = nightly.get_task(f"{task}__{suffix}").get_flat_relative_ids(upstream=True)
+            gpu = {t for t in upstream if t.startswith("run_branch")}
+            assert gpu == {f"run_branch__{suffix}"}, (task, suffix, gpu)
+    # Only the night's after-work (bisects, advice, reports) waits for every series.
+    assert {f"decide__{s}" for s in suffixes} <= nightly.get_task("plan_bisects").upstream_task_ids
