@@ -143,3 +143,99 @@ def advise_cmd(
         for a in advice:
             for line in lines(a, what):
                 console.print(line, highlight=False, soft_wrap=True)
+
+
+@gates_app.command("mean")
+def mean_cmd(
+    sigma: Annotated[float, typer.Option(help="One item's standard deviation of the figure")],
+    n: Annotated[int, typer.Option(help="Items a night")],
+    alpha: Annotated[float, typer.Option(help="False-fail chance a night (α)")] = 0.05,
+    beta: Annotated[float, typer.Option(help="Chance to miss an effect of θ (β)")] = 0.2,
+    reference: Annotated[
+        float | None, typer.Option(help="The figure's reference (e.g. a healthy mean)")
+    ] = None,
+    direction: Annotated[
+        str, typer.Option(help=">= (must stay above: accuracy) or <= (must stay below: WER)")
+    ] = ">=",
+    as_json: JsonFlag = False,
+) -> None:
+    """A mean gate as a hypothesis test (TensorRT-LLM's form): α, β, σ and n give the minimum
+    detectable effect θ and, with a reference, the threshold."""
+    from omni_tasks.gates.design import mean_gate
+
+    if direction not in (">=", "<="):
+        fail("--direction: >= or <=", code=2)
+    try:
+        g = mean_gate(alpha, beta, sigma, n, reference, direction)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        json_out(dataclasses.asdict(g))
+        return
+    line = f"n {n}, σ {sigma:g}: θ = {g.theta:.4g} detectable at α {alpha:g}, power {1 - beta:g}"
+    if g.threshold is not None:
+        line += f"; threshold {direction} {g.threshold:.4g} (reference {reference:g})"
+    console.print(line, highlight=False)
+
+
+@gates_app.command("k-of-n")
+def k_of_n_cmd(
+    healthy: Annotated[float, typer.Option(help="Pass rate of a healthy build (per item)")],
+    n: Annotated[int | None, typer.Option(help="Items run (omit: the n the goals need)")] = None,
+    k: Annotated[
+        int | None, typer.Option(help="Passes required (omit: the most tolerant k within α)")
+    ] = None,
+    degraded: Annotated[
+        float | None, typer.Option(help="A degraded pass rate the gate must catch")
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="False-fail chance allowed (α)")] = 0.01,
+    beta: Annotated[float, typer.Option(help="Miss chance allowed at --degraded (β)")] = 0.2,
+    as_json: JsonFlag = False,
+) -> None:
+    """A "≥ k of n" gate (upstream's form for flaky per-request checks: no retries, no early
+    exit): its false-fail chance and its power, or the smallest n (and k) that meets α and β."""
+    from omni_tasks.gates.design import k_for, k_of_n, n_for_k_of_n
+
+    try:
+        if n is None:
+            if degraded is None:
+                fail("--degraded is needed to find n", code=2)
+            g = n_for_k_of_n(healthy, degraded, alpha, beta)
+        else:
+            g = k_of_n(n, k if k is not None else k_for(n, healthy, alpha), healthy, degraded)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        json_out(dataclasses.asdict(g))
+        return
+    line = f">= {g.k} of {g.n}: fails a healthy build ({healthy:g}) {g.false_fail:.2%} of the time"
+    if g.power is not None:
+        line += f"; catches a pass rate of {degraded:g} {g.power:.1%} of the time"
+    console.print(line, highlight=False)
+
+
+@gates_app.command("zero")
+def zero_cmd(
+    rate: Annotated[list[float], typer.Option(help="Leak rate(s) to catch (per item)")],
+    n: Annotated[int | None, typer.Option(help="Items checked (omit: the n for --power)")] = None,
+    power: Annotated[float, typer.Option(help="Power wanted when n is omitted")] = 0.9,
+    as_json: JsonFlag = False,
+) -> None:
+    """A zero-tolerance gate ("0 wrong of n", upstream's voice-isolation test): its chance to
+    see a leak at each rate, or the n it needs for --power."""
+    from omni_tasks.gates.design import n_for_zero_tolerance, zero_tolerance
+
+    try:
+        rows = [
+            zero_tolerance(n if n is not None else n_for_zero_tolerance(r, power), r) for r in rate
+        ]
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        json_out([dataclasses.asdict(z) for z in rows])
+        return
+    for z in rows:
+        console.print(
+            f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time",
+            highlight=False,
+        )
