@@ -612,14 +612,32 @@ def _import_one(
             f"INFRA night not valid: {spec.series.label}{protocol}",
             [
                 *problems,
-                f"build {build['number']} ({build.get('web_url') or src.pipeline})",
+                f"build {build['number']} of {src.pipeline}",
                 f"upstream step {job.get('step', '?')} on {job.get('sku') or 'unknown hardware'}"
                 f", {step}",
             ],
             dedup=str(spec.nightly),
+            links=build_link(build),
         )
         conn.commit()
     report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]
+
+
+BUILDKITE_WEB = "https://buildkite.com/"
+
+
+def build_link(build: dict[str, Any]) -> dict[str, str] | None:
+    """The build's page as a link that pastes (a message's link block, not its escaped text),
+    only when it is a Buildkite page: the URL is Buildkite's data, so it is allow-listed by
+    prefix and shape, never passed through as given."""
+    url = build.get("web_url")
+    if (
+        isinstance(url, str)
+        and url.startswith(BUILDKITE_WEB)
+        and re.fullmatch(r"[\w./:-]{1,300}", url)
+    ):
+        return {f"Buildkite build {build.get('number')}": url}
+    return None
 
 
 def _agreeing_rule(

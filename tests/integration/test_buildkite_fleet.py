@@ -189,6 +189,23 @@ def test_a_short_night_and_a_step_on_other_hardware(db) -> None:
     assert report.unknown == [f"34: {path}"]
     sent = db.execute("SELECT payload::text AS p FROM omni.alert_outbox").fetchone()["p"]
     assert "short night" in sent and "INFRA" in sent
+    # The build's page is a link that pastes (a Slack link, not escaped text in a reason).
+    assert "<https://buildkite.com/vllm/vllm-omni/builds/31|Buildkite build 31>" in sent
+
+
+def test_only_a_buildkite_page_becomes_a_link() -> None:
+    from omni_tasks.importers.buildkite import build_link
+
+    page = "https://buildkite.com/vllm/vllm-omni/builds/31"
+    assert build_link({"number": 31, "web_url": page}) == {"Buildkite build 31": page}
+    for hostile in (
+        "https://buildkite.com.evil.example/x",  # another host
+        "https://evil.example/buildkite.com/",
+        "https://buildkite.com/a|b>c",
+        "javascript:alert(1)",
+        None,
+    ):
+        assert build_link({"number": 1, "web_url": hostile}) is None, hostile
 
 
 def test_stats_of_every_imported_run_reproduce_the_artifacts_figures(db, fleet) -> None:
