@@ -11,6 +11,7 @@ from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.seed_tts import SeedTts
 from omni_tasks.benchmarks.videomme import VIDEOMME
+from omni_tasks.benchmarks.voice_isolation import VOICE_ISOLATION
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
 
 if TYPE_CHECKING:
@@ -82,5 +83,13 @@ def import_artifact(
     return benchmark.parse(document, options)
 
 
-for _b in (SeedTts("en"), SeedTts("zh"), DAILY_OMNI, VIDEOMME, LibriSpeech(), DUPLEX_EVAL):
+for _b in (
+    SeedTts("en"),
+    SeedTts("zh"),
+    DAILY_OMNI,
+    VIDEOMME,
+    LibriSpeech(),
+    DUPLEX_EVAL,
+    VOICE_ISOLATION,
+):
     register(_b)
