@@ -63,6 +63,8 @@ bench: install
 	$(BIN)/python bench/bench_client.py
 	$(BIN)/python bench/bench_grading.py
 	$(BIN)/python bench/bench_scale.py
+	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_dag_parse.py
 
 bench-scale: install
 	$(BIN)/python bench/bench_scale.py --sizes 1e6 1e7 3e7
