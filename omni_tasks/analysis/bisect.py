@@ -278,6 +278,34 @@ def _check_endpoints(
     )
 
 
+def _last_good(
+    nights: Sequence[NightEvidence], oldest: dt.date, min_effect: float
+) -> NightEvidence | None:
+    """Walking back (newest first) from before the streak: the first night that rules the
+    regression out alone, or the oldest of a run of quiet nights whose tables pooled do (at
+    300 items one night's 99 % bound is Δ̂ + 5.8 points, so only several together can). The
+    range then starts at that run's oldest night, so a culprit among them stays inside it. A
+    REGRESSED night ends a run; a night without a table (a run group) neither joins nor ends
+    one."""
+    pooled = (0, 0, 0, 0)
+    for n in nights:
+        if n.nightly < oldest:
+            break
+        if n.verdict == "REGRESSED":
+            pooled = (0, 0, 0, 0)
+            continue
+        if n.rules_out(min_effect) and n.commit_sha:
+            return n
+        if n.table is None or n.verdict not in ("SAME", "IMPROVED", "UNKNOWN"):
+            continue
+        a11, a12, a21, a22 = (x + y for x, y in zip(pooled, n.table, strict=True))
+        pooled = (a11, a12, a21, a22)
+        high = newcombe_paired(a11, a12, a21, a22, confidence=RULE_OUT_CONFIDENCE)[2]
+        if high < min_effect and n.commit_sha:
+            return n
+    return None
+
+
 RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
 RULE_OUT_CONFIDENCE = 0.99  # a last-good night's Δ bound: at 95 % a bad night rules out 2 %
 
@@ -325,8 +353,5 @@ def bisect_range(
     if first_bad is None:
         return None, None
     oldest = first_bad.nightly - dt.timedelta(days=window_days)
-    good = next(
-        (n for n in rest if n.nightly >= oldest and n.rules_out(min_effect) and n.commit_sha),
-        None,
-    )
+    good = _last_good(rest, oldest, min_effect)
     return good, first_bad

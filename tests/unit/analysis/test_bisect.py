@@ -124,3 +124,26 @@ def test_the_check_and_the_steps_never_rerun_a_seed_that_chose_the_clips() -> No
     r = bisect(history, evaluate, seed=1000, stored=(good, bad), used_seeds=frozenset({1001}))
     assert r.first_bad == "c05" and r.endpoints is not None
     assert 1001 not in seeds and 1001 not in r.endpoints.seeds and seeds
+
+
+def test_quiet_small_nights_pooled_start_the_range_at_their_oldest() -> None:
+    """Issue 45: at 300 questions no single SAME night can rule 2 points out, so 93 % of real
+    alerts got no bisect range. A run of quiet nights pooled can: the range starts at the run's
+    oldest night, so a culprit hidden among them stays inside it."""
+    quiet = (60, 15, 15, 210)
+    three = [_night(3, "REGRESSED", (60, 25, 9, 206))] + [
+        _night(i, "SAME", quiet) for i in (2, 1, 0)
+    ]
+    assert bisect_range(three, 0.02)[0] is None  # three nights' bound is still ~2.6 points
+    seven = [_night(7, "REGRESSED", (60, 25, 9, 206))] + [
+        _night(i, "SAME", quiet) for i in range(6, -1, -1)
+    ]
+    good, bad = bisect_range(seven, 0.02)
+    assert bad is not None and bad.commit_sha == "c7"
+    assert good is not None and good.commit_sha == "c1"  # six nights pooled first rule it out
+    broken = [_night(7, "REGRESSED", (60, 25, 9, 206)), _night(6, "SAME", quiet),
+              _night(5, "REGRESSED", (60, 25, 9, 206))] + [
+        _night(i, "SAME", quiet) for i in range(4, -1, -1)
+    ]  # fmt: skip
+    good, _ = bisect_range(broken, 0.02)
+    assert good is None  # c5 ends the run: 1 + 5 quiet nights never pool (6 would rule out)
