@@ -1165,6 +1165,7 @@ from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.ab import ABRequest, run_ab
 from omni_tasks.jobs.nightly import task_failed
 from omni_tasks.deployment.schema import NightlyParams
+from omni_tasks.series import Series
 from omni_tasks.store.db import connect
 
 repo, root, base, head = sys.argv[1:5]
