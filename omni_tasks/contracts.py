@@ -237,7 +237,7 @@ class Decision(Contract):
 class TriageEntry(Contract):
     """One person's action on an alert."""
 
-    status: str  # acknowledged, invalid, duplicate, downstream, reopened
+    status: str  # acknowledged, invalid, duplicate, downstream, ignored, linked, reopened
     by: str
     at: str  # ISO time
     note: str | None = None

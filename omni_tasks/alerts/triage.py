@@ -1,5 +1,5 @@
-"""Alert triage, as people do it in Perfherder: acknowledge, mark invalid, mark a duplicate or
-a downstream of another alert, reopen.
+"""Alert triage, as people do it in Perfherder and Skia Perf: acknowledge, mark invalid, mark a
+duplicate or a downstream of another alert, ignore, link an issue, reopen.
 
 Each action is kept in the alert's history (who, when, note, link), shown as a status line on
 the Slack parent message (an `update` through the outbox, so delivery is idempotent and waits
@@ -10,6 +10,8 @@ for the parent) with a reply in its thread, and annotated on the dashboards (an 
 - duplicate / downstream (`of` another alert): the same regression seen twice, or one caused by
   the other alert's; it closes like invalid (its key stays quiet until a new commit), and its
   status line names the alert that owns it.
+- ignored: someone looked and will not act (Skia Perf's "ignore"); it closes like invalid.
+- linked: an existing issue tracks it (`--link` required); the alert stays open.
 - reopen: back to open, status cleared.
 """
 
@@ -31,9 +33,12 @@ ACTIONS = {
     "invalid": "invalid",
     "duplicate": "duplicate",
     "downstream": "downstream",
+    "ignore": "ignored",
+    "link": "linked",
     "reopen": "reopened",
 }
-CLOSING = ("invalid", "duplicate", "downstream")  # a person closed it; reopen undoes it
+# A person closed it (last_invalid_alert.sql lists the same); reopen undoes it.
+CLOSING = ("invalid", "duplicate", "downstream", "ignored")
 STATUS_BLOCK = "triage"
 
 
@@ -113,6 +118,8 @@ def triage(
         raise TriageError(f"--of ALERT goes with duplicate and downstream only (got {action})")
     if of == alert_id:
         raise TriageError(f"alert #{alert_id} cannot be a {action} of itself")
+    if action == "link" and link is None:
+        raise TriageError("link needs the issue's URL (--issue URL)")
     _check_link(link)
     if note is not None and len(note) > 1000:
         raise TriageError("--note is limited to 1000 characters")
@@ -135,7 +142,7 @@ def triage(
         entry = TriageEntry(status, by, now.isoformat(), note, link, of)
         history = [*(details.triage.history if details.triage else []), entry]
         details = dataclasses.replace(details, triage=Triage(status, history))
-        state = "resolved" if action in CLOSING else "open" if action == "reopen" else state
+        state = "resolved" if status in CLOSING else "open" if action == "reopen" else state
         try:
             resolved = alert["last_nightly"] if state == "resolved" else None
             store.update_triage(conn, alert_id, state, details, resolved)

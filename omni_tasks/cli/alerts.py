@@ -135,6 +135,30 @@ def alerts_downstream(
     _triage("downstream", alert, note, link, by, as_json, of)
 
 
+@alerts_app.command("ignore")
+def alerts_ignore(
+    alert: AlertArg,
+    note: NoteOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ignore an open alert (looked at, nothing to do): it closes, and its key stays quiet
+    until a new commit."""
+    _triage("ignore", alert, note, None, by, as_json)
+
+
+@alerts_app.command("link")
+def alerts_link(
+    alert: AlertArg,
+    issue: Annotated[str, typer.Option(help="The issue's URL (https://…)")],
+    note: NoteOpt = None,
+    by: ByOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Link an existing issue to an open alert: it stays open, its message links the issue."""
+    _triage("link", alert, note, issue, by, as_json)
+
+
 @alerts_app.command("reopen")
 def alerts_reopen(
     alert: AlertArg,
@@ -143,7 +167,7 @@ def alerts_reopen(
     by: ByOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Reopen an alert a person closed (invalid, duplicate or downstream)."""
+    """Reopen an alert a person closed (invalid, duplicate, downstream or ignored)."""
     _triage("reopen", alert, note, link, by, as_json)
 
 

@@ -541,3 +541,44 @@ def test_a_small_suite_alert_resolves_once_its_quiet_streak_rules_the_step_out(
     for i in range(5, 9):
         store_night(db, tmp_path, i, quiet)
     assert state() == "resolved"
+
+
+def test_link_keeps_an_alert_open_and_ignore_closes_it_until_a_new_commit(
+    db, tmp_path, slack
+) -> None:
+    """Skia Perf's verbs: link an existing issue (the alert stays open, its message links the
+    issue), ignore (it closes like invalid: the key stays quiet until a new commit)."""
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    state, sink = slack
+    cli = CliRunner()
+    store_night(db, tmp_path, 0, REGRESS, candidate_commit="bad0001")
+    dispatch(db, sink)
+    (alert_id,) = [r["alert_id"] for r in db.execute("SELECT alert_id FROM omni.alert")]
+    db.commit()
+    missing = cli.invoke(app, ["alerts", "link", str(alert_id)])
+    assert missing.exit_code == 2 and "--issue" in missing.output
+    issue = "https://github.com/vllm-project/vllm-omni/issues/9"
+    linked = cli.invoke(app, ["alerts", "link", str(alert_id), "--issue", issue, "--by", "bob"])
+    assert linked.exit_code == 0, linked.output
+    dispatch(db, sink)
+    status = json.dumps(state.updates[-1]["blocks"])
+    assert "*Linked* by bob" in status and f"{issue}|linked issue" in status
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "open"
+
+    ignored = cli.invoke(
+        app, ["alerts", "ignore", str(alert_id), "--by", "bob", "--note", "known lane flake"]
+    )
+    assert ignored.exit_code == 0, ignored.output
+    dispatch(db, sink)
+    assert "*Ignored* by bob" in json.dumps(state.updates[-1]["blocks"])
+    assert db.execute("SELECT state FROM omni.alert").fetchone()["state"] == "resolved"
+    store_night(db, tmp_path, 1, REGRESS, candidate_commit="bad0001")  # same commit: quiet
+    assert db.execute("SELECT count(*) AS n FROM omni.alert").fetchone()["n"] == 1
+    store_night(db, tmp_path, 2, REGRESS, candidate_commit="new0002")  # a new commit: opens
+    assert db.execute("SELECT count(*) AS n FROM omni.alert").fetchone()["n"] == 2
+    db.commit()
+    kinds = {r["kind"] for r in db.execute("SELECT kind FROM omni.event")}
+    assert {"alert_linked", "alert_ignored"} <= kinds
