@@ -97,9 +97,17 @@ class VoiceIsolation(Benchmark):
             path,
             "'concurrency' must be a positive count",
         )
-        texts = {
-            r.get("idx"): r.get("text") for r in requests if isinstance(r, dict)
-        }  # what each request asked to be said
+        texts = {}  # what each request asked to be said, checked as every item text is
+        for i, r in enumerate(requests):
+            require(isinstance(r, dict), path, f"requests[{i}] must be an object")
+            check_item_text(r, "text", path, f"requests[{i}]")
+            texts[r.get("idx")] = r.get("text")
+        test = doc.get("test")
+        require(
+            test is None or (isinstance(test, str) and NAME.fullmatch(test) is not None),
+            path,
+            "'test' must be a plain name",
+        )
         clips, grades = [], []
         for i, out in enumerate(full):
             where = f"full[{i}]"
@@ -123,7 +131,7 @@ class VoiceIsolation(Benchmark):
                     i,
                     text if isinstance(text, str) else "",
                     "ok",
-                    audio_uri=_wav(path, doc.get("test"), idx, options),
+                    audio_uri=_wav(path, test, idx, options),
                 )
             )
             grades.append(
@@ -157,7 +165,7 @@ class VoiceIsolation(Benchmark):
             config={"mode": mode, "voices": source, "concurrency": concurrency},
             source={
                 **document.source("vllm-omni-voice-isolation"),
-                "test": doc.get("test") if isinstance(doc.get("test"), str) else None,
+                "test": test,
                 "reference_matrix": _matrix(doc["reference_matrix"], path),
             },
         )
@@ -208,12 +216,12 @@ def _heard(out: dict[str, Any]) -> str:
     return "; ".join(parts) or str(out.get("label"))
 
 
-def _wav(path: Path, test: Any, idx: int, options: ImportOptions) -> str | None:
+def _wav(path: Path, test: str | None, idx: int, options: ImportOptions) -> str | None:
     """The failing output's WAV upstream writes beside the report, when it lies under an
     audio root the import names."""
     from omni_tasks.audio import AudioUnavailable, check_audio_uri
 
-    if not isinstance(test, str) or NAME.fullmatch(test) is None or not options.audio_roots:
+    if test is None or not options.audio_roots:
         return None
     wav = path.parent / f"failed_voice_isolation_{test}_{idx}.wav"
     if not wav.is_file():

@@ -121,13 +121,19 @@ def test_upstreams_voice_isolation_report_imports_with_its_labels(db, tmp_path: 
     assert first["label"] == "correct" and first["first_window"] == "wrong_both_agree"
 
 
-def test_a_report_with_a_forged_label_is_refused(db, tmp_path: Path) -> None:
+def test_a_hostile_report_is_refused_naming_the_field(db, tmp_path: Path) -> None:
     path = upstream_report(tmp_path / "omni-home" / "bad")
-    doc = json.loads(path.read_text())
-    doc["full"][3]["label"] = "fine, trust me"
-    path.write_text(json.dumps(doc))
-    out = CliRunner().invoke(
-        app, ["import", "vllm-omni", str(path), "--branch", "main", "--nightly", "2026-11-30"]
-    )
-    assert out.exit_code == 1 and "full[3]: 'label' must be one of" in out.output
+    good = json.loads(path.read_text())
+    for field, forge, said in (
+        ("full", lambda d: d["full"][3].update(label="fine, trust me"), "full[3]: 'label'"),
+        ("requests", lambda d: d["requests"][2].update(text="a\x00b"), "requests[2] 'text'"),
+        ("test", lambda d: d.update(test="../../etc/x"), "'test' must be a plain name"),
+    ):
+        doc = json.loads(json.dumps(good))
+        forge(doc)
+        path.write_text(json.dumps(doc))
+        out = CliRunner().invoke(
+            app, ["import", "vllm-omni", str(path), "--branch", "main", "--nightly", "2026-11-30"]
+        )
+        assert out.exit_code == 1 and said in out.output, (field, out.output)
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
