@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
 from omni_tasks.importers.artifact import Document, ParsedArtifact
 from omni_tasks.records import ClipRecord
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     import psycopg
 
     from omni_tasks.benchmarks.request import RunRequest
-    from omni_tasks.benchmarks.suite import ItemSuite
 
 Judged = Literal["wer", "incorrect"]
 
@@ -142,8 +142,7 @@ class Benchmark(ABC):
         bisect finds the endpoints' nightly runs of the same items)."""
         if self.suite is None:
             raise MissingCapability(f"{self.id} is not runnable here")
-        suffix = f":first{limit}" if limit else ""
-        return self.suite.load(dataset).fingerprint + suffix
+        return self.suite.load(dataset).fingerprint + subset_suffix(limit)
 
     def check_dataset(self, dataset: str) -> str | None:
         """Why `dataset` cannot be this benchmark's (None when it can)."""

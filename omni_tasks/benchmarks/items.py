@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import psycopg
 
 from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.request import RunRequest
-from omni_tasks.benchmarks.suite import ItemSuite
+from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
 from omni_tasks.names import printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
@@ -50,12 +49,10 @@ def chosen(items: Sequence[Any], req: RunRequest) -> tuple[tuple[Any, ...], str]
     """The items a request asks for (its first `limit`, or its `only` keys) and the suffix
     that tells the subset apart in the run's dataset fingerprint."""
     picked = tuple(items[: req.limit] if req.limit else items)
-    suffix = f":first{req.limit}" if req.limit else ""
     if req.only is not None:
         wanted = set(req.only)
         picked = tuple(i for i in picked if i.key in wanted)
-        suffix += ":only" + hashlib.sha256(",".join(sorted(wanted)).encode()).hexdigest()[:12]
-    return picked, suffix
+    return picked, subset_suffix(req.limit, req.only)
 
 
 def run_items(

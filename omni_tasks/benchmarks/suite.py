@@ -4,7 +4,9 @@ and upstream's rule for judging the answer. Light to import: the registry loads 
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,3 +61,12 @@ class ItemSuite(ABC):
         `wrong_answer` share, deterministically per seed and item: profiles.uniform): the
         answer text, or None when `body` is not this family's request. A request that is the
         family's but cannot be read raises simulator.UnreadableRequest (a 400)."""
+
+
+def subset_suffix(limit: int | None, only: Sequence[str] | None = None) -> str:
+    """What tells a run's subset apart in its dataset fingerprint: its first `limit` items,
+    then its `only` keys (a bisect's or an A/B's chosen items)."""
+    suffix = f":first{limit}" if limit else ""
+    if only is not None:
+        suffix += ":only" + hashlib.sha256(",".join(sorted(set(only))).encode()).hexdigest()[:12]
+    return suffix
