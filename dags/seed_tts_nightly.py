@@ -8,7 +8,8 @@ chain waits on its own GPU tasks and their retries only: one series whose server
 up delays no other series' decision or alert. After every chain: plan_bisects → auto_bisect
 (triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
 upstream gate on a bounded window of history) → refresh (HTML reports, Grafana) →
-dispatch_late, which delivers what refresh's failure raised. `watcher` then fails the
+dispatch_late, which delivers what refresh's failure raised and, once the alert groups'
+triage delay has passed, their held posts. `watcher` then fails the
 DAG run when any task failed (otherwise the always-run leaves would mark a failed night
 successful); its own failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
@@ -76,7 +77,7 @@ def seed_tts_nightly() -> None:
 
     @task(trigger_rule="all_done")
     def dispatch_late() -> str:
-        return tasks.dispatch_alerts(get_current_context())
+        return tasks.dispatch_alerts(get_current_context(), last=True)
 
     @task(trigger_rule="one_failed", retries=0, on_failure_callback=None)
     def watcher() -> None:

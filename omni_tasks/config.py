@@ -97,6 +97,14 @@ class Settings(BaseSettings):
         description="Where the Airflow API server (its omni plugin app serving reports and "
         "audio) is reachable by people reading alerts; unset: no report link is sent",
     )
+    alert_triage_delay_s: int = Field(
+        default=0,
+        ge=0,
+        le=6 * 3600,
+        description="How long a new alert group's opening messages wait, restarted by each "
+        "member that joins, so that one rebase's regressions across series post as one group "
+        "(Chromeperf waits 20 min; the deploy environment sets 1200). 0: post at once",
+    )
     trusted_roots: list[str] = Field(
         default_factory=list,
         description="JSON list of directories (or URL prefixes) that trigger-form paths (repo, "

@@ -255,12 +255,16 @@ class Triage(Contract):
 class AlertDetails(Contract):
     """What an alert keeps in `alert.details`: the decision that opened it, the candidate
     commits it covers, its triage history, and the auto-bisect planned for it (the plan's
-    own fields are auto_bisect.py's: range, budget, trigger)."""
+    own fields are auto_bisect.py's: range, budget, trigger); a group member's line and a
+    group's commit range (alerts/groups.py)."""
 
     decision_id: int | None = None
     commits: list[str | None] = field(default_factory=list)  # None: a run without a commit
     triage: Triage | None = None
     bisect: dict[str, Any] | None = None
+    summary: str | None = None  # a group member's line in its group's message
+    last_good: str | None = None  # a group's commit range, oldest member's last good…
+    first_bad: str | None = None  # …to the newest member's first bad commit
 
     @property
     def triage_status(self) -> str | None:

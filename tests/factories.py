@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from omni_tasks.series import Series
 from omni_tasks.synthetic import ABShape, ab_artifacts
 
 D0 = dt.date(2026, 11, 1)
@@ -16,10 +18,16 @@ SAME = ABShape(n=1088, stable_broken=80, regressed=4, improved=4)
 
 
 def store_night(
-    db: Any, tmp: Path, i: int, shape: ABShape | None, candidate_commit: str | None = None
+    db: Any,
+    tmp: Path,
+    i: int,
+    shape: ABShape | None,
+    candidate_commit: str | None = None,
+    series: Series | None = None,
 ) -> dt.date:
-    """Import night D0+i's main (+ rebase, unless shape is None) artifacts and gate the night
-    (decisions and alert plans), as the nightly does after its runs."""
+    """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
+    series (the default one unless given) and gate the night (decisions and alert plans), as
+    the nightly does after its runs."""
     from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.nightly import decide_night
@@ -28,10 +36,15 @@ def store_night(
     date = D0 + dt.timedelta(days=i)
     base, cand = ab_artifacts(shape or SAME, seed=100 + i, date=date.strftime("%Y%m%d-020000"))
     docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
+    slug = "" if series is None else f"{series.slug}_"
     for branch, doc in docs:
-        path = write_json(tmp / f"{date}_{branch}.json", doc)
+        path = write_json(tmp / f"{slug}{date}_{branch}.json", doc)
         commit = candidate_commit if branch == "rebase" and candidate_commit else f"{branch}{i:04d}"
         art = parse_artifact(path, branch=branch, commit=commit)
+        if series is not None:
+            art = dataclasses.replace(
+                art, spec=dataclasses.replace(art.spec, model=series.model, lane=series.lane)
+            )
         save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
     decide_night(
         db,

@@ -72,6 +72,7 @@ class AlertContext:
     commits: CommitRange | None = None
     alert_id: int | None = None  # the alert every triage command names
     next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
+    group_id: int | None = None  # the alert group it belongs to (alerts/groups.py)
 
     @property
     def broken(self) -> str:
@@ -288,9 +289,78 @@ def _next(ctx: AlertContext) -> list[dict[str, Any]]:
     """The alert's id and what to run next, each command copyable."""
     if ctx.alert_id is None and not ctx.next_steps:
         return []
-    said = [f"*Alert {ctx.alert_id}*"] if ctx.alert_id is not None else []
+    said = []
+    if ctx.alert_id is not None:
+        group = "" if ctx.group_id is None else f" (group {ctx.group_id})"
+        said.append(f"*Alert {ctx.alert_id}*{group}")
     said += [code(step) for step in ctx.next_steps]
     return [section("Next: " + " · ".join(said))]
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    alert_id: int
+    series: str  # Series.label: model and lane always
+    model: str
+    lane: str
+    line: str  # Δ with its interval, and how it was confirmed (stored when it joined)
+    open: bool
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """An alert group as its Slack parent shows it: one line per member."""
+
+    group_id: int
+    candidate: str
+    baseline: str
+    open: bool
+    first_bad_night: str
+    last_good_night: str
+    members: tuple[GroupMember, ...]
+    last_good: str | None = None
+    first_bad: str | None = None
+    next_steps: tuple[str, ...] = ()
+
+    @property
+    def span(self) -> str:
+        """The commit range, `abc1234..def5678`, or the nights when no commit is on record."""
+        if self.first_bad:
+            return f"{(self.last_good or '?')[:7]}..{self.first_bad[:7]}"
+        return f"{self.last_good_night}..{self.first_bad_night}"
+
+    @property
+    def title(self) -> str:
+        n, series = len(self.members), len({m.series for m in self.members})
+        models, lanes = len({m.model for m in self.members}), len({m.lane for m in self.members})
+        what = (
+            f"{self.candidate} {self.span}: {n} regression{'s' * (n != 1)} in {series} series "
+            f"({models} model{'s' * (models != 1)}, {lanes} lane{'s' * (lanes != 1)})"
+        )
+        if self.open:
+            return f":rotating_light: {what}"
+        return f":white_check_mark: resolved, every member recovered — {what}"
+
+
+def group_parent(g: GroupView) -> Message:
+    """A group's parent message: the range, one line per member, the commands to run."""
+    lines = [
+        f"{':red_circle:' if m.open else ':white_check_mark: recovered'} *Alert {m.alert_id}* "
+        f"{escape(m.series)}: {escape(m.line)}"
+        for m in g.members
+    ]
+    steps = [f"*Group {g.group_id}*", *(code(step) for step in g.next_steps)]
+    blocks = [
+        _header(g.title),
+        section("Next: " + " · ".join(steps)),
+        section(
+            f"*Range* {escape(g.candidate)} vs {escape(g.baseline)}: last good night "
+            f"{g.last_good_night} → first bad night {g.first_bad_night}; members' details "
+            "are in the thread"
+        ),
+        section("\n".join(lines)),
+    ]
+    return Message(clip(escape(g.title), MAX_FALLBACK), fit(blocks))
 
 
 def regression_opened(ctx: AlertContext) -> Message:

@@ -27,6 +27,12 @@ def infra(series: str, candidate: str, baseline: str, variant: str) -> str:
     return "|".join([series, candidate, baseline, variant, "infra"])
 
 
+def group(candidate: str, baseline: str, first_bad_night: str) -> str:
+    """An alert group: the candidate/baseline pair and the first bad night its range ends on
+    (two groups of one pair never share it: their ranges would overlap and be one group)."""
+    return "|".join(["group", candidate, baseline, first_bad_night])
+
+
 def freshness(series: str, branch: str) -> str:
     return f"{series}|{branch}|freshness"
 
@@ -50,6 +56,8 @@ def short(key: str, width: int = 56) -> str:
         parts = [bench, model, lane, f"{cand}>{base}"]
         parts += [variant] if variant != "default" else []
         parts += [metric.split("@", 1)[0].split("_", 1)[0]]  # tail, wrong, infra
+    elif parts[0] == "group" and len(parts) == 4:
+        parts = ["group", f"{parts[1]}>{parts[2]}", parts[3]]
     elif len(parts) > 2 and "/" in parts[1]:
         parts[1] = parts[1].rsplit("/", 1)[-1]
     text = "|".join(parts)

@@ -24,7 +24,7 @@ from urllib.parse import quote
 import psycopg
 
 from omni_tasks import benchmarks
-from omni_tasks.alerts import blocks, keys
+from omni_tasks.alerts import blocks, groups, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.bisect import bisect_range
@@ -205,6 +205,7 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     )
     night, opened = d["nightly"], str(alert["opened_nightly"])
     store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))
+    groups.member_closed(conn, alert["alert_id"], max(night, alert["last_nightly"]))
     ctx = _context(d, tau)
     enqueue(
         conn,
@@ -246,6 +247,8 @@ def _regression(
             alert_id=alert_id,
             next_steps=next_steps(d, alert_id),
         )
+        confirm_p = policy.for_benchmark(d["benchmark"]).confirm_p
+        ctx = dataclasses.replace(ctx, group_id=groups.join(conn, alert_id, d, ctx, confirm_p))
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
             opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
@@ -339,6 +342,7 @@ def _regression(
         )
         return
     store.resolve_alert(conn, alert["alert_id"], night)
+    groups.member_closed(conn, alert["alert_id"], night)
     opened = str(alert["opened_nightly"])
     enqueue(
         conn,

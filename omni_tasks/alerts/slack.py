@@ -11,9 +11,11 @@ fails stays pending for the next run until it has failed `max_attempts` times.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -226,7 +228,7 @@ def default_sink(token: str | None = None, channel: str | None = None) -> Sink:
 class DispatchReport:
     sent: int
     recovered: int  # found already delivered after an unknown outcome
-    waiting: int  # replies whose parent is not delivered yet
+    waiting: int  # held by a group's triage delay, or whose parent is not delivered yet
     failed: int
 
     @property
@@ -254,24 +256,24 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
     try:
         for m in _pending(conn):
             op, payload, key = m["kind"], m["payload"], m["idempotency_key"]
-            parent = _parent_ts(conn, m)
-            if op != "post" and m["alert_id"] is not None and parent is None:
-                waiting += 1
+            route = _route(conn, m)
+            if m["held"] or not route.ready:
+                waiting += 1  # a group's triage delay, or a parent not delivered yet
                 continue
             if m["state"] == "sending" and op in ("post", "reply"):
                 try:
-                    ts = sink.find(key, parent if op == "reply" else None)
+                    ts = sink.find(key, route.thread if op == "reply" else route.into_group)
                 except Exception as exc:
                     ts = None
                     log.warning("could not look up %s: %s", key, redact(str(exc)))
                 if ts is not None:
-                    _mark_sent(conn, m, ts, channel)
+                    _mark_sent(conn, m, ts, channel, route.into_group)
                     recovered += 1
                     continue
             store.mark_sending(conn, m["message_id"])
             conn.commit()  # from here the outcome is unknown until marked
             try:
-                ts = _send(sink, op, payload, key, parent)
+                ts = _send(sink, op, payload, key, route)
             except Exception as exc:
                 if (fix := config_error(exc)) is not None:
                     store.mark_unsent(  # nothing was posted; the attempt does not count
@@ -295,13 +297,30 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                 log.warning("delivery of %s failed (%s): %s", key, state, error)
                 failed += 1
                 continue
-            _mark_sent(conn, m, ts, channel)
+            _mark_sent(conn, m, ts, channel, route.into_group)
             log.info("%s %s: delivered to %s (%s)", op, key, sink.name, ts or channel)
             sent += 1
     finally:
         store.release_dispatch_lock(conn)
         conn.commit()
     return DispatchReport(sent, recovered, waiting, failed)
+
+
+def dispatch_all(conn: psycopg.Connection[Any], sink: Sink) -> DispatchReport:
+    """Dispatch, then wait out every alert group's triage delay and dispatch what it held:
+    the night's last delivery, after every series has decided."""
+    total = dispatch(conn, sink)
+    while (until := store.held_until(conn)) is not None:
+        conn.commit()
+        wait = max((until - dt.datetime.now(dt.UTC)).total_seconds(), 0.0) + 1.0
+        log.info("alert groups: %.0f s of triage delay left before their posts go out", wait)
+        time.sleep(wait)
+        r = dispatch(conn, sink)
+        total = DispatchReport(
+            total.sent + r.sent, total.recovered + r.recovered, r.waiting, total.failed + r.failed
+        )
+    conn.commit()
+    return total
 
 
 def _unknown_outcome(exc: BaseException) -> bool:
@@ -311,32 +330,57 @@ def _unknown_outcome(exc: BaseException) -> bool:
     return isinstance(exc, OSError)
 
 
-def _parent_ts(conn: psycopg.Connection[Any], m: dict[str, Any]) -> str | None:
+@dataclass(frozen=True)
+class Route:
+    """Where one message goes: `parent` is its alert's own message (updated in place), `thread`
+    the thread its replies and uploads join, `into_group` the group thread a member's opening
+    post is a reply in; not `ready` until what it needs is delivered."""
+
+    ready: bool
+    parent: str | None = None
+    thread: str | None = None
+    into_group: str | None = None
+
+
+def _route(conn: psycopg.Connection[Any], m: dict[str, Any]) -> Route:
     if m["alert_id"] is None:
-        return None
-    ts = store.parent_ts(conn, m["alert_id"])
+        return Route(ready=True)
+    r = store.alert_route(conn, m["alert_id"])
     conn.commit()
-    return ts
+    if r is None:
+        return Route(ready=m["kind"] == "post")
+    if m["kind"] == "post":
+        if r["group_id"] is not None:  # a group member opens in the group's thread
+            return Route(ready=r["group_ts"] is not None, into_group=r["group_ts"])
+        return Route(ready=True)
+    parent = r["parent_ts"]
+    return Route(ready=parent is not None, parent=parent, thread=r["thread_ts"] or parent)
 
 
-def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, parent: str | None) -> str | None:
+def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, route: Route) -> str | None:
     if op == "post":
+        if route.into_group is not None:
+            return sink.reply(route.into_group, payload, key)
         return sink.post(payload, key)
-    if parent is None:
+    if route.parent is None or route.thread is None:
         raise DeliveryError(f"{key}: {op} needs the alert's parent message")
     if op == "reply":
-        return sink.reply(parent, payload, key)
+        return sink.reply(route.thread, payload, key)
     if op == "update":
-        sink.update(parent, payload)
-        return parent
+        sink.update(route.parent, payload)
+        return route.parent
     if op == "upload":
-        sink.upload(parent, payload["file"], payload.get("title", ""))
+        sink.upload(route.thread, payload["file"], payload.get("title", ""))
         return None
     raise DeliveryError(f"{key}: unknown outbox operation {op!r}")
 
 
 def _mark_sent(
-    conn: psycopg.Connection[Any], m: dict[str, Any], ts: str | None, channel: str
+    conn: psycopg.Connection[Any],
+    m: dict[str, Any],
+    ts: str | None,
+    channel: str,
+    thread: str | None = None,
 ) -> None:
-    store.mark_sent(conn, m, ts, channel)
+    store.mark_sent(conn, m, ts, channel, thread)
     conn.commit()

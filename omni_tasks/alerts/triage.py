@@ -13,6 +13,10 @@ for the parent) with a reply in its thread, and annotated on the dashboards (an 
 - ignored: someone looked and will not act (Skia Perf's "ignore"); it closes like invalid.
 - linked: an existing issue tracks it (`--link` required); the alert stays open.
 - reopen: back to open, status cleared.
+
+An action on an alert group (alerts/groups.py) applies to the group and to each member it
+applies to (acknowledging a group owns every open member); closing the last open member of a
+group closes the group.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import psycopg
 
+from omni_tasks.alerts import groups
 from omni_tasks.alerts.blocks import context, entities, escape, section
 from omni_tasks.contracts import AlertDetails, Triage, TriageEntry
 from omni_tasks.store import alerts as store
@@ -125,33 +130,67 @@ def triage(
         raise TriageError("--note is limited to 1000 characters")
     now = now or dt.datetime.now(dt.UTC)
     with conn.transaction():
-        alert = store.alert_for_update(conn, alert_id)
-        if alert is None:
-            raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
-        state, status = alert["state"], ACTIONS[action]
-        details: AlertDetails = alert["details"]
-        current = details.triage_status
-        if action != "reopen" and state != "open":
-            raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
-        if action == "reopen" and state == "open":
-            raise TriageError(f"alert #{alert_id} is already open")
-        if action == "reopen" and current not in CLOSING:
-            raise TriageError(f"alert #{alert_id} was resolved by the nightly, not by a person")
-        if of is not None and store.alert_for_update(conn, of) is None:
-            raise TriageError(f"no alert #{of} to be a {action} of (see `omni-tasks alerts list`)")
-        entry = TriageEntry(status, by, now.isoformat(), note, link, of)
-        history = [*(details.triage.history if details.triage else []), entry]
-        details = dataclasses.replace(details, triage=Triage(status, history))
-        state = "resolved" if status in CLOSING else "open" if action == "reopen" else state
-        try:
-            resolved = alert["last_nightly"] if state == "resolved" else None
-            store.update_triage(conn, alert_id, state, details, resolved)
-        except psycopg.errors.UniqueViolation:
-            raise TriageError(
-                f"alert #{alert_id} cannot reopen: its key has another open alert"
-            ) from None
-        _announce(conn, alert, details, entry, len(history))
-    return Triaged(alert_id, alert["alert_key"], status, state)
+        done = _apply(conn, alert_id, action, by, note, link, of, now)
+        if done.kind == "group":
+            for member in groups.members(conn, alert_id):
+                if _applies(action, member["state"], member["details"].triage_status):
+                    _apply(conn, member["alert_id"], action, by, note, link, of, now)
+    return Triaged(alert_id, done.alert_key, done.status, done.state)
+
+
+def _applies(action: str, state: str, current: str | None) -> bool:
+    if action == "reopen":
+        return state != "open" and current in CLOSING
+    return state == "open"
+
+
+@dataclass(frozen=True)
+class _Done:
+    alert_key: str
+    kind: str
+    status: str
+    state: str
+
+
+def _apply(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    action: str,
+    by: str,
+    note: str | None,
+    link: str | None,
+    of: int | None,
+    now: dt.datetime,
+) -> _Done:
+    alert = store.alert_for_update(conn, alert_id)
+    if alert is None:
+        raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
+    state, status = alert["state"], ACTIONS[action]
+    details: AlertDetails = alert["details"]
+    current = details.triage_status
+    if action != "reopen" and state != "open":
+        raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
+    if action == "reopen" and state == "open":
+        raise TriageError(f"alert #{alert_id} is already open")
+    if action == "reopen" and current not in CLOSING:
+        raise TriageError(f"alert #{alert_id} was resolved by the nightly, not by a person")
+    if of is not None and store.alert_for_update(conn, of) is None:
+        raise TriageError(f"no alert #{of} to be a {action} of (see `omni-tasks alerts list`)")
+    entry = TriageEntry(status, by, now.isoformat(), note, link, of)
+    history = [*(details.triage.history if details.triage else []), entry]
+    details = dataclasses.replace(details, triage=Triage(status, history))
+    state = "resolved" if status in CLOSING else "open" if action == "reopen" else state
+    try:
+        resolved = alert["last_nightly"] if state == "resolved" else None
+        store.update_triage(conn, alert_id, state, details, resolved)
+    except psycopg.errors.UniqueViolation:
+        raise TriageError(
+            f"alert #{alert_id} cannot reopen: its key has another open alert"
+        ) from None
+    _announce(conn, alert, details, entry, len(history))
+    if state == "resolved" and alert["kind"] != "group":
+        groups.member_closed(conn, alert_id, alert["last_nightly"])
+    return _Done(alert["alert_key"], alert["kind"], status, state)
 
 
 def _announce(
@@ -173,9 +212,12 @@ def _announce(
         "text": line,
         "blocks": [section(line)],
     }
-    store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
-    # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
-    benchmark, _model, _lane, branch, _baseline, variant = (key.split("|") + [None] * 6)[:6]
+    if parent is not None or alert["kind"] != "group":  # a group of one has no message
+        store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
+    if alert["kind"] == "group":  # group|candidate|baseline|night (alerts.keys)
+        benchmark, branch, variant = None, key.split("|")[1], None
+    else:  # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
+        benchmark, _model, _lane, branch, _baseline, variant = (key.split("|") + [None] * 6)[:6]
     note = f": {entry.note}" if entry.note else ""
     store.insert_event(
         conn,

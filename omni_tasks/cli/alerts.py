@@ -185,7 +185,9 @@ def alerts_list(
     wide: WideFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Alerts (open first) and the state of their messages, optionally filtered."""
+    """Alerts (open first), the group each belongs to, and the state of their messages,
+    optionally filtered (a group is listed when one of its members matches). A group's id
+    takes the same triage commands, which then act on each of its members."""
     from omni_tasks.store import alerts as alert_store
 
     if status not in (None, "open", "resolved"):
@@ -204,7 +206,8 @@ def alerts_list(
     if as_json:
         json_out(rows)
         return
-    headers = ["id", "key", "kind", "state", "triage", "opened", "last", "resolved", "msgs"]
+    headers = ["id", "key", "kind", "group", "state", "triage", "opened", "last", "resolved"]
+    headers.append("msgs")
     headers.append("undelivered")
     cells = [[str(v) if v is not None else "" for v in r.values()] for r in rows]
     if not wide:  # the id is what triage commands take: the key is shortened, never the id
@@ -215,6 +218,6 @@ def alerts_list(
         headers,
         cells,
         keep="id",
-        drop_first=["msgs", "resolved", "opened", "kind", "undelivered", "last", "triage"],
+        drop_first=["msgs", "resolved", "opened", "kind", "undelivered", "last", "group", "triage"],
         wide=wide,
     )

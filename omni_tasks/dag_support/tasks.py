@@ -170,16 +170,18 @@ def refresh(context: dict[str, Any]) -> dict[str, str]:
 
 
 @delivers_after_sigterm
-def dispatch_alerts(context: dict[str, Any]) -> str:
+def dispatch_alerts(context: dict[str, Any], *, last: bool = False) -> str:
+    """Deliver the outbox; `last` (the night's final delivery) also waits out the alert
+    groups' triage delay and delivers what it held."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.alerts.slack import SlackConfigError, dispatch
+    from omni_tasks.alerts.slack import SlackConfigError, dispatch, dispatch_all
 
     sink = slack_sink()
     log.info("alerts go to %s", getattr(sink, "channel", None) or f"the local outbox ({sink.name})")
     with results_db() as conn:
         try:
-            report = dispatch(conn, sink)
+            report = (dispatch_all if last else dispatch)(conn, sink)
         except SlackConfigError as exc:
             raise AirflowFailException(str(exc)) from None
     log.info("alerts: %s", report.summary)

@@ -24,6 +24,7 @@ import psycopg
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
+from omni_tasks.alerts import groups
 from omni_tasks.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import MISSING, pts_ci
@@ -462,6 +463,7 @@ def nightly_report(
         scores=_scores(views.item_scores(conn, benchmark, tau, nightly)),
         gate_advice=_gate_advice(results.gate_advice_of_night(conn, benchmark, nightly)),
         ablations=_ablations(alerts.ablations_of_night(conn, benchmark.key, nightly)),
+        groups=groups.of_night(conn, benchmark, nightly),
         published=_published(conn, benchmark, runs),
         published_chart=_published_chart(conn, benchmark, nightly),
         fleet=_fleet(views.fleet_overview(conn), benchmark),

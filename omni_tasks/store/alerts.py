@@ -15,6 +15,7 @@ from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
 Row = dict[str, Any]
+GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a member sets
 
 
 def _alert(row: Row | None) -> Row | None:
@@ -93,15 +94,126 @@ def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
     return row
 
 
-def parent_ts(conn: psycopg.Connection[Any], alert_id: int) -> str | None:
-    row = conn.execute(sql("alert_parent_ts"), {"alert_id": alert_id}).fetchone()
-    return None if row is None else row["parent_ts"]
+def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
+    """Where an alert's messages go (alert_route.sql)."""
+    row: Row | None = conn.execute(sql("alert_route"), {"alert_id": alert_id}).fetchone()
+    return row
+
+
+# ---------------------------------------------------------------- groups
+def group_for_range(
+    conn: psycopg.Connection[Any],
+    candidate: str,
+    baseline: str,
+    range_from: dt.date,
+    range_to: dt.date,
+) -> Row | None:
+    """The group whose nights overlap (range_from, range_to], locked for the join."""
+    args = {"candidate": candidate, "baseline": baseline, "range_from": range_from}
+    return _alert(conn.execute(sql("group_for_range"), {**args, "range_to": range_to}).fetchone())
+
+
+def insert_group(
+    conn: psycopg.Connection[Any],
+    key: str,
+    nightly: dt.date,
+    range_from: dt.date,
+    range_to: dt.date,
+) -> int:
+    row = conn.execute(
+        sql("insert_group"),
+        {"alert_key": key, "nightly": nightly, "range_from": range_from, "range_to": range_to},
+    ).fetchone()
+    assert row is not None
+    return int(row["alert_id"])
+
+
+def set_member_range(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    range_from: dt.date,
+    range_to: dt.date,
+    delay_s: int,
+    details: AlertDetails,
+) -> None:
+    """A regression alert's nights, its commit range and line for a group, and its opening
+    post's hold."""
+    args = {"alert_id": alert_id, "range_from": range_from, "range_to": range_to}
+    doc = Jsonb({k: v for k, v in details.to_json().items() if k in GROUP_FIELDS})
+    conn.execute(sql("set_member_range"), {**args, "delay_s": delay_s, "details": doc})
+
+
+def lone_regression_for_range(
+    conn: psycopg.Connection[Any],
+    alert_id: int,
+    candidate: str,
+    baseline: str,
+    range_from: dt.date,
+    range_to: dt.date,
+) -> Row | None:
+    """Another regression alert of the pair, in no group, whose nights overlap; locked."""
+    args = {"alert_id": alert_id, "candidate": candidate, "baseline": baseline}
+    row = conn.execute(
+        sql("lone_regression_for_range"), {**args, "range_from": range_from, "range_to": range_to}
+    ).fetchone()
+    return _alert(row)
+
+
+def join_group(
+    conn: psycopg.Connection[Any],
+    group_id: int,
+    member_id: int,
+    nightly: dt.date,
+    range_from: dt.date,
+    range_to: dt.date,
+    delay_s: int,
+) -> None:
+    conn.execute(
+        sql("join_group"),
+        {
+            "group_id": group_id,
+            "member_id": member_id,
+            "nightly": nightly,
+            "range_from": range_from,
+            "range_to": range_to,
+            "delay_s": delay_s,
+        },
+    )
+
+
+def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
+    rows = conn.execute(sql("group_members"), {"group_id": group_id})
+    return [r for r in (_alert(row) for row in rows) if r is not None]
+
+
+def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[int]:
+    """The groups a series had a member in on a night."""
+    rows = conn.execute(sql("groups_of_night"), {**series.args(), "nightly": nightly})
+    return [int(r["alert_id"]) for r in rows]
+
+
+def replace_pending_post(
+    conn: psycopg.Connection[Any], alert_id: int, payload: dict[str, Any]
+) -> bool:
+    """Rewrite an alert's opening post while it is still pending; False once it is sent."""
+    args = {"alert_id": alert_id, "payload": Jsonb(redact_tree(payload))}
+    return conn.execute(sql("replace_pending_post"), args).fetchone() is not None
+
+
+def held_until(conn: psycopg.Connection[Any]) -> dt.datetime | None:
+    """When the last opening post held by a group's triage delay may go out."""
+    row = conn.execute(sql("held_until")).fetchone()
+    return None if row is None else row["until"]
 
 
 def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: dict[str, Any]) -> None:
     """The auto-bisect planned for an alert, kept in its details (planned once)."""
-    args = {"alert_id": alert_id, "details": Jsonb({"bisect": plan})}
-    conn.execute(sql("merge_alert_details"), args)
+    merge_details(conn, alert_id, {"bisect": plan})
+
+
+def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: dict[str, Any]) -> None:
+    """Set top-level keys of an alert's details (AlertDetails' fields)."""
+    conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(doc)})
 
 
 def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> list[Row]:
@@ -180,13 +292,15 @@ def mark_failed_attempt(
     )
 
 
-def mark_sent(conn: psycopg.Connection[Any], m: Row, ts: str | None, channel: str) -> None:
-    """A delivered message; a delivered top-level post becomes its alert's parent."""
+def mark_sent(
+    conn: psycopg.Connection[Any], m: Row, ts: str | None, channel: str, thread: str | None = None
+) -> None:
+    """A delivered message; a delivered opening post becomes its alert's parent (`thread`: the
+    group's thread it was posted in)."""
     conn.execute(sql("outbox_sent"), {"message_id": m["message_id"], "ts": ts})
     if m["kind"] == "post" and m["alert_id"] is not None:
-        conn.execute(
-            sql("alert_parent_posted"), {"alert_id": m["alert_id"], "ts": ts, "channel": channel}
-        )
+        args = {"alert_id": m["alert_id"], "ts": ts, "channel": channel, "thread": thread}
+        conn.execute(sql("alert_parent_posted"), args)
 
 
 # ---------------------------------------------------------------- events
