@@ -18,7 +18,9 @@ GradeStatus = Literal["graded", "empty_transcript", "grader_error"]
 # Synthesis outcomes that are the serving stack's failure, not the model's (no clip to judge).
 INFRA_STATUSES = frozenset({"request_failed", "timeout_no_output"})
 RunStatus = Literal["running", "complete", "partial", "failed", "summary_only"]
-Trigger = Literal["nightly", "backfill", "manual", "bisect", "import", "ab", "ablate", "retry"]
+Trigger = Literal[
+    "nightly", "backfill", "manual", "bisect", "import", "ab", "ablate", "retry", "concurrency"
+]
 
 
 @dataclass(frozen=True)

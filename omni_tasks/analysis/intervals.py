@@ -54,6 +54,13 @@ def newcombe_paired(
     return (delta, lower, upper)
 
 
+def clopper_pearson_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """The exact one-sided upper bound of a rate from k of n (0 of 32: 8.9 % at 95 %)."""
+    if n == 0:
+        return 1.0
+    return float(binomtest(k, n).proportion_ci(2 * confidence - 1, method="exact").high)
+
+
 def mcnemar_exact(b: int, c: int) -> tuple[float, float]:
     """One-sided exact McNemar p-values (p_regress, p_improve) from the discordant counts:
     b = broken only in the candidate, c = broken only in the baseline."""

@@ -72,8 +72,9 @@ class Benchmark(ABC):
     # What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
     # discriminating items, through `run`), "bisect" (repeats of `run` on chosen items: every
     # runnable family), "ablate" (deploy overrides per stage: a family whose request carries
-    # stage settings, seed-TTS). Every caller asks (`require`) before planning, never on a GPU
-    # task.
+    # stage settings, seed-TTS), "concurrency" (the same items alone and co-batched, through
+    # `run`: every runnable family). Every caller asks (`require`) before planning, never on a
+    # GPU task.
     capabilities: frozenset[str] = frozenset()
 
     def require(self, capability: str, doing: str) -> None:

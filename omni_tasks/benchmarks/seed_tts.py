@@ -447,7 +447,7 @@ class SeedTts(Benchmark):
     judged = "wer"
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
     runnable = True
-    capabilities = frozenset({"ab", "bisect", "ablate"})
+    capabilities = frozenset({"ab", "bisect", "ablate", "concurrency"})
     legacy_mean_figure = "seed_tts_content_error_mean"
     gate_figure = ("seed_tts_content_error_mean", "<=")
     dataset_file = "meta.lst"  # a seed-tts-eval locale dir

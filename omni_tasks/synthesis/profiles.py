@@ -51,6 +51,8 @@ class Profile:
     # The engine setting of one stage under which the regression vanishes, and what the
     # simulator then behaves as: {stage: N, engine_args: {...}, behaves_as: PROFILE}.
     vanishes_with: tuple[int, tuple[tuple[str, Any], ...], str] | None = None
+    # Batch variance: the share of items whose output changes when co-batched (batching.py).
+    batch_flip: float = 0.0
 
     def rates(self, hard: bool, question: bool, text: str = "") -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
@@ -119,6 +121,7 @@ def load_profile(name: str) -> Profile:
             tuple(sorted(vanish["engine_args"].items())),
             str(vanish["behaves_as"]),
         ),
+        float(p.get("batch_flip", 0.0)),
     )
 
 
@@ -137,6 +140,14 @@ def decide(profile: Profile, seed: int, text: str, system_prompt: str | None) ->
         if uniform(seed, text, event) < rates.get(event, 0.0):
             return _behave(event, seed, text, system_prompt)
     return Behaviour("ok", text, text)
+
+
+def cut_short(b: Behaviour) -> Behaviour:
+    """The same thinker text with its speech stopped after a third of the words (at least one
+    word fewer): what a co-batched talker that stops early says."""
+    words = b.spoken_text.split()
+    keep = min(max(1, len(words) // 3), max(0, len(words) - 1))
+    return Behaviour("truncate", b.thinker_text, " ".join(words[:keep]))
 
 
 def _behave(event: str, seed: int, text: str, system_prompt: str | None) -> Behaviour:

@@ -32,8 +32,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from omni_tasks.audio import STORE_RATE, wav_bytes
-from omni_tasks.synthesis import protocol
-from omni_tasks.synthesis.profiles import Behaviour, Profile, decide, load_profile, uniform
+from omni_tasks.synthesis import batching, protocol
+from omni_tasks.synthesis.profiles import (
+    Behaviour,
+    Profile,
+    cut_short,
+    decide,
+    load_profile,
+    uniform,
+)
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
 
@@ -147,15 +154,30 @@ async def _content(
         yield w.audio(wav, STORE_RATE)
 
 
+def _answer(body: dict[str, Any], cfg: SimulatorConfig, profile: Profile, seed: int) -> str | None:
+    return next((t for a in cfg.answerers if (t := a(body, profile, seed)) is not None), None)
+
+
 def _answer_response(
-    body: dict[str, Any], cfg: SimulatorConfig, profile: Profile, headers: dict[str, str]
+    body: dict[str, Any],
+    cfg: SimulatorConfig,
+    profile: Profile,
+    headers: dict[str, str],
+    co_batched: bool,
 ) -> Response | None:
     """A family's text-out item answered (not streamed unless asked), as vLLM answers text;
-    None when no family claims the request."""
+    None when no family claims the request. A planted item co-batched under a batch-variant
+    profile is answered as at another seed (batching.py)."""
     given = body.get("seed")
     seed = given if isinstance(given, int) else 42
     try:
-        text = next((t for a in cfg.answerers if (t := a(body, profile, seed)) is not None), None)
+        text = _answer(body, cfg, profile, seed)
+        if text is not None and co_batched and batching.planted(profile, body):
+            for k in range(1, batching.RESEED_TRIES + 1):
+                other = _answer(body, cfg, profile, seed + k * batching.RESEED_STEP)
+                if other is not None and other != text:
+                    text = other
+                    break
     except UnreadableRequest as exc:
         return JSONResponse(
             {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
@@ -201,12 +223,27 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
     profile: Profile = load_profile(cfg.profile).under(cfg.engine_args)
     headers = {"x-omni-simulator": cfg.model_name}
 
+    inflight = batching.InFlight()
+
     async def chat(request: Request) -> Response:
         try:
             body = await request.json()
         except json.JSONDecodeError:
             return JSONResponse({"error": "body is not JSON"}, status_code=400, headers=headers)
-        answered = _answer_response(body, cfg, profile, headers)
+        co_batched = await inflight.enter(profile)
+        try:
+            response = await _chat(body, co_batched)
+        except BaseException:
+            inflight.leave()
+            raise
+        if isinstance(response, StreamingResponse):  # in flight until its stream ends
+            response.body_iterator = inflight.until_done(response.body_iterator)
+        else:
+            inflight.leave()
+        return response
+
+    async def _chat(body: dict[str, Any], co_batched: bool) -> Response:
+        answered = _answer_response(body, cfg, profile, headers, co_batched)
         if answered is not None:
             return answered
         text = protocol.target_text(body)
@@ -226,6 +263,8 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         if thinker_only:  # no talker runs: the greedy thinker's text, the same at every seed
             seed = 0
         behaviour = budgeted(decide(profile, seed, text, protocol.system_prompt_of(body)), applied)
+        if co_batched and batching.planted(profile, body):  # the talker stops early
+            behaviour = cut_short(behaviour)
         broken_off = uniform(seed, text, "stream_error") < profile.stream_error
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         w = protocol.StreamWriter(

@@ -1,0 +1,109 @@
+"""Concurrency invariance, from the command line: the same items alone and co-batched."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+import typer
+
+from omni_tasks.cli.common import (
+    BenchmarkOpt,
+    JsonFlag,
+    LaneOpt,
+    ServedModelOpt,
+    app,
+    console,
+    err,
+    fail,
+    json_out,
+    open_db,
+    parse_date,
+    series_of,
+)
+
+
+@app.command("concurrency")
+def concurrency_cmd(
+    target: Annotated[str, typer.Option(help="A serving vLLM-Omni's URL, or simulator:PROFILE")],
+    levels: Annotated[
+        str, typer.Option(help="Concurrency levels, 1 first: each is paired with it")
+    ] = "1,8",
+    benchmark: BenchmarkOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
+    branch: Annotated[str, typer.Option(help="The branch the target serves")] = "main",
+    commit: Annotated[str | None, typer.Option(help="The commit the target serves")] = None,
+    seed: Annotated[int, typer.Option(help="The seed every level sends")] = 42,
+    dataset: Annotated[str, typer.Option(help="demo or the series' dataset root")] = "demo",
+    limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
+    control: Annotated[
+        bool, typer.Option(help="Also rerun c = 1: is the server deterministic at all?")
+    ] = False,
+    transcript_mode: Annotated[
+        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
+    ] = False,
+    nightly: Annotated[
+        str | None, typer.Option(help="The night its runs are stored under (default: today)")
+    ] = None,
+    show: Annotated[int, typer.Option(help="Changed items shown, both sides of each")] = 10,
+    as_json: JsonFlag = False,
+) -> None:
+    """Does an answer depend on who else is in the batch? Send the same items, seeds and order
+    at each level (one run per level, trigger `concurrency`), pair each item with itself sent
+    alone, and say BATCH-VARIANT (outputs that changed, content regressed by exact McNemar) or
+    SAME (with the bound on the change rate it rules out). Any family with the concurrency
+    capability (`benchmarks list`). Exit 1 when it cannot run."""
+    from omni_tasks.benchmarks.base import MissingCapability
+    from omni_tasks.benchmarks.request import BenchError
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.concurrency import ConcurrencyError, ConcurrencyRequest, run_concurrency
+    from omni_tasks.names import InvalidName
+
+    series = series_of(benchmark, model, lane)
+    try:
+        asked = tuple(int(x) for x in levels.split(","))
+    except ValueError:
+        fail(f"--levels: {levels!r} is not a comma-separated list of integers", code=2)
+    try:
+        req = ConcurrencyRequest(
+            benchmark=series.benchmark,
+            target=target,
+            levels=asked,
+            branch=branch,
+            commit=commit,
+            seed=seed,
+            dataset=dataset,
+            limit=limit,
+            transcript_mode=transcript_mode,
+            model=series.model,
+            lane=series.lane,
+            control=control,
+            nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
+        )
+    except (ConcurrencyError, MissingCapability, InvalidName) as exc:
+        fail(f"concurrency: {exc}", code=2)
+    conn = open_db()
+    with conn:
+        try:
+            result = run_concurrency(
+                conn, req, load_policy(), say=lambda line: err.print(line, highlight=False)
+            )
+        except BenchError as exc:
+            fail(str(exc))
+    if as_json:
+        json_out(result.to_json())
+        return
+    console.print(f"{series.label}: {result.verdict}", highlight=False)
+    for c in result.comparisons:
+        console.print(c.summary, highlight=False, soft_wrap=True)
+        for item in c.flipped[:show]:
+            console.print(
+                f"  {item.item}: alone {item.alone!r}"
+                + (" (broken)" if item.alone_broken else "")
+                + f" → batched {item.batched!r}"
+                + (" (broken)" if item.batched_broken else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
+    console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result.runs.items()), soft_wrap=True)

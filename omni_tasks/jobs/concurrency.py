@@ -1,0 +1,149 @@
+"""The concurrency experiment (`omni-tasks concurrency`): one series' items sent alone and
+co-batched, same items, seeds and order, through the family's own runner; each level is a run
+(trigger `concurrency`, variant `cN`) and each item is compared across levels
+(analysis/concurrency.py). Any family with the `concurrency` capability."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from omni_tasks import benchmarks
+from omni_tasks.analysis.concurrency import LevelComparison, compare_levels
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.jobs.statistics import load_graded_run
+from omni_tasks.names import check_name
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.store import alerts as events
+
+MAX_LEVEL = 256
+
+
+class ConcurrencyError(ValueError):
+    """An experiment that cannot run; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ConcurrencyRequest:
+    benchmark: str
+    target: str  # simulator:PROFILE or a serving vLLM-Omni's URL
+    levels: tuple[int, ...] = (1, 8)  # the first is the alone level every other is paired with
+    branch: str = "main"
+    commit: str | None = None
+    seed: int = 42
+    dataset: str = "demo"
+    limit: int | None = None
+    transcript_mode: bool = False
+    model: str = DEFAULT_MODEL
+    lane: str = DEFAULT_LANE
+    control: bool = False  # rerun the alone level: is the server deterministic at all?
+    grader: dict[str, Any] = field(default_factory=dict)
+    nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
+    experiment_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+
+    def __post_init__(self) -> None:
+        check_name(self.branch, "branch")
+        check_name(self.experiment_id, "experiment id")
+        if len(self.levels) < 2 or self.levels[0] != 1:
+            raise ConcurrencyError(
+                f"levels: {list(self.levels)}: give 1 first (each item sent alone), then the "
+                "levels to compare with it, e.g. 1,8"
+            )
+        if any(not 1 <= c <= MAX_LEVEL for c in self.levels) or len(set(self.levels)) != len(
+            self.levels
+        ):
+            raise ConcurrencyError(
+                f"levels: {list(self.levels)}: distinct concurrencies from 1 to {MAX_LEVEL}"
+            )
+        # Asked before any request is sent: a family without the capability never runs.
+        benchmarks.get(self.benchmark).require("concurrency", "tested for concurrency invariance")
+
+    @property
+    def series(self) -> Series:
+        return Series(self.benchmark, self.model, self.lane)
+
+
+@dataclass(frozen=True)
+class ConcurrencyResult:
+    experiment_id: str
+    verdict: str
+    runs: dict[str, str]  # level (c1, c8, c1-control) → run key
+    comparisons: tuple[LevelComparison, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {
+            "summaries": [c.summary for c in self.comparisons],
+            "verdicts": [c.verdict for c in self.comparisons],
+        }
+
+
+def run_concurrency(
+    conn: psycopg.Connection[Any],
+    req: ConcurrencyRequest,
+    policy: GatePolicy,
+    *,
+    say: Callable[[str], None] = lambda _line: None,
+) -> ConcurrencyResult:
+    """Run every level, compare each with the alone level, and record the verdict (an event
+    on the dashboards)."""
+    tau = policy.for_benchmark(req.benchmark).primary_tau
+    runs: dict[str, str] = {}
+    for c in req.levels:
+        say(f"c = {c}: {req.benchmark} on {req.target}")
+        runs[f"c{c}"] = _run(conn, req, c, f"c{c}")
+    if req.control:
+        say("c = 1 again: the control")
+        runs["c1-control"] = _run(conn, req, 1, "c1-control")
+    alone = load_graded_run(conn, runs["c1"]).clips
+    control = load_graded_run(conn, runs["c1-control"]).clips if req.control else None
+    comparisons = tuple(
+        compare_levels(alone, load_graded_run(conn, runs[f"c{c}"]).clips, tau, (1, c), control)
+        for c in req.levels[1:]
+    )
+    verdict = "BATCH-VARIANT" if any(c.verdict == "BATCH-VARIANT" for c in comparisons) else "SAME"
+    result = ConcurrencyResult(req.experiment_id, verdict, runs, comparisons)
+    events.insert_event(
+        conn,
+        time=dt.datetime.now(dt.UTC),
+        kind="concurrency",
+        benchmark=req.benchmark,
+        branch=req.branch,
+        variant=None,
+        text=f"{req.series.label} {req.branch}: " + "; ".join(c.summary for c in comparisons),
+        tags=["concurrency", verdict],
+        details={"experiment_id": req.experiment_id, "runs": runs, "verdict": verdict},
+        dedup_key=f"concurrency|{req.experiment_id}",
+    )
+    conn.commit()
+    return result
+
+
+def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, variant: str) -> str:
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+
+    r = BenchRequest(
+        target=req.target,
+        branch=req.branch,
+        dataset=req.dataset,
+        commit=req.commit,
+        seed=req.seed,
+        limit=req.limit,
+        transcript_mode=req.transcript_mode,
+        nightly=req.nightly,
+        trigger="concurrency",
+        variant=variant,
+        concurrency=level,
+        benchmark=req.benchmark,
+        model=req.model,
+        lane=req.lane,
+        run_key=f"{req.series.slug}:{req.nightly}:{req.branch}:conc-{req.experiment_id}:{variant}",
+    )
+    key = benchmarks.get(req.benchmark).run(conn, r, req.grader)
+    conn.commit()
+    return key

@@ -1,0 +1,84 @@
+"""Concurrency invariance as a paired experiment, on the simulator's batch-variant profile (a
+planted share of items change when co-batched) and its clean one: every runnable family runs
+through its own runner at each level; each item is paired with itself sent alone."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from omni_tasks import benchmarks
+from omni_tasks.benchmarks.request import RunRequest
+from omni_tasks.cli import app
+from omni_tasks.gates.policy import load_policy
+from omni_tasks.jobs.concurrency import ConcurrencyRequest, run_concurrency
+from omni_tasks.synthesis import batching
+from omni_tasks.synthesis.profiles import load_profile
+
+
+def test_a_batch_variant_server_flips_the_planted_multiple_choice_answers(db) -> None:
+    req = ConcurrencyRequest("daily_omni", "simulator:batch-variant", (1, 8), control=True)
+    result = run_concurrency(db, req, load_policy())
+    assert result.verdict == "BATCH-VARIANT"
+    (c8,) = result.comparisons
+    assert c8.control_flips == 0  # alone, the server answers the same twice
+    # The simulator's own planting, from the bodies upstream's request builder makes.
+    suite = benchmarks.get("daily_omni").suite
+    body_of = RunRequest(target="simulator:batch-variant", branch="main")
+    profile = load_profile("batch-variant")
+    planted = {
+        item.key
+        for item in suite.load("demo").items
+        if batching.planted(profile, suite.request_body(item, body_of))
+    }
+    flipped = {f.item for f in c8.flipped}
+    assert planted and flipped <= planted
+    assert len(flipped) >= 0.9 * len(planted)  # recall on the planted flips
+    assert all(f.alone and f.batched and f.alone != f.batched for f in c8.flipped)
+    event = db.execute("SELECT text, tags FROM omni.event WHERE kind = 'concurrency'").fetchone()
+    assert "BATCH-VARIANT" in event["tags"] and "daily_omni" in event["text"]
+    runs = db.execute(
+        "SELECT variant, trigger, execution ->> 'concurrency' AS c FROM omni.run ORDER BY run_id"
+    ).fetchall()
+    assert [(r["variant"], r["trigger"]) for r in runs] == [
+        ("c1", "concurrency"),
+        ("c8", "concurrency"),
+        ("c1-control", "concurrency"),
+    ]
+
+
+def test_co_batched_speech_cut_short_is_a_content_regression(db) -> None:
+    req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), transcript_mode=True)
+    (c8,) = run_concurrency(db, req, load_policy()).comparisons
+    assert c8.verdict == "BATCH-VARIANT" and c8.flipped
+    for f in c8.flipped:  # what was heard co-batched is the start of what was heard alone
+        assert f.alone is not None and f.batched is not None
+        assert f.alone.startswith(f.batched) and len(f.batched) < len(f.alone)
+    # An item that did not change cannot change its content: every regression is a flip.
+    assert c8.regressed == sum(f.batched_broken and not f.alone_broken for f in c8.flipped)
+    assert c8.improved == 0 and c8.p_regressed < 0.01
+
+
+def test_a_clean_server_is_the_same_and_says_what_it_rules_out(db) -> None:
+    out = CliRunner().invoke(
+        app,
+        ["concurrency", "--target", "simulator:main", "--benchmark", "daily_omni", "--json"],
+    )
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["verdict"] == "SAME"
+    (c8,) = doc["comparisons"]
+    n = c8["n"]
+    assert c8["flipped"] == [] and n > 0
+    assert abs(c8["flip_upper"] - (1 - 0.05 ** (1 / n))) < 1e-9  # exact bound for 0 of n
+
+
+def test_a_family_without_the_capability_is_refused_before_anything_runs(db) -> None:
+    out = CliRunner().invoke(
+        app, ["concurrency", "--target", "simulator:main", "--benchmark", "duplex_eval"]
+    )
+    assert out.exit_code == 2 and "no 'concurrency' capability" in out.output
+    bad = CliRunner().invoke(app, ["concurrency", "--target", "simulator:main", "--levels", "8,1"])
+    assert bad.exit_code == 2 and "give 1 first" in bad.output
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone() == {"n": 0}
