@@ -14,7 +14,7 @@ from typing import Any
 
 from omni_tasks.synthesis.profiles import Profile, uniform
 
-SCHEDULING_STEP_S = 0.02  # how long a request waits for others to join its batch
+SCHEDULING_STEP_S = 0.05  # how long a request waits for others to join its batch
 
 
 class InFlight:
@@ -22,14 +22,18 @@ class InFlight:
 
     def __init__(self) -> None:
         self.n = 0
+        self.admitted = 0
 
     async def enter(self, profile: Profile) -> bool:
-        """Admit one request; returns whether it is co-batched (only a batch-variant profile
-        waits a scheduling step to find out: the others never answer differently)."""
+        """Admit one request; returns whether it is co-batched: another request was in flight
+        when it arrived, or arrived or was still in flight during its scheduling step (only a
+        batch-variant profile waits the step: the others never answer differently)."""
         self.n += 1
+        self.admitted += 1
+        mine, others = self.admitted, self.n > 1
         if profile.batch_flip > 0:
             await asyncio.sleep(SCHEDULING_STEP_S)
-        return self.n > 1
+        return others or self.n > 1 or self.admitted != mine
 
     def leave(self) -> None:
         self.n -= 1
