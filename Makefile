@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,whisper,dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[airflow,whisper,speaker,dev]'
+	$(BIN)/python -m pip install -q --no-deps resemblyzer==0.1.4  # pyproject.toml, `speaker`
 	touch $(STAMP)
 
 install: $(STAMP)

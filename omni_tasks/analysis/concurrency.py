@@ -6,7 +6,11 @@
   any flip is evidence; the Clopper–Pearson bound says what "none" rules out.
 - **Content**: broken at c = N but not at c = 1 (regressed) against the reverse (improved),
   exact one-sided McNemar, as the paired A/B does.
-Verdict BATCH-VARIANT when any item flipped or content regressed at `alpha`; else SAME.
+- **Voice** (speech out, reference voices mixed in each batch): an output labelled with its own
+  reference voice alone and with another's co-batched leaked; zero are allowed, as upstream's
+  voice-isolation test allows none.
+Verdict BATCH-VARIANT when any item flipped or leaked, or content regressed at `alpha`; else
+SAME.
 When a c = 1 control rerun flips too, the server is not deterministic run to run, identity
 cannot be judged, and only content decides (NONDETERMINISTIC is said beside it).
 """
@@ -37,6 +41,73 @@ class ItemChange:
 
 
 @dataclass(frozen=True)
+class VoiceLabel:
+    """Which reference voice of its batch an output sounds like (grading/speaker.py, a proxy)."""
+
+    closest: str
+    margin: float  # its own voice's similarity minus the best other's
+    right: bool
+
+
+@dataclass(frozen=True)
+class VoiceLeak:
+    """An output in its own voice when sent alone and in another's when co-batched."""
+
+    item: str
+    heard_as: str  # the reference voice it sounds like co-batched
+    margin: float  # co-batched (negative: closer to another voice)
+    alone_margin: float
+    alone_audio: str | None = None
+    batched_audio: str | None = None
+
+
+@dataclass(frozen=True)
+class VoiceCheck:
+    n: int  # items labelled at both levels
+    leaks: tuple[VoiceLeak, ...]
+    wrong_alone: int  # in another voice sent alone: the model's cloning, not the batch
+    wrong_batched: int
+    leak_upper: float  # 95 % Clopper–Pearson upper bound of the leak rate
+
+    @property
+    def summary(self) -> str:
+        bound = "" if self.leaks else f" (rate < {self.leak_upper:.1%} at 95 %)"
+        return (
+            f"{len(self.leaks)} of {self.n} outputs in another request's voice{bound} "
+            f"(wrong voice alone {self.wrong_alone}, co-batched {self.wrong_batched}; proxy "
+            "embedder)"
+        )
+
+
+def voice_check(
+    alone: dict[str, VoiceLabel],
+    batched: dict[str, VoiceLabel],
+    audio: dict[str, tuple[str | None, str | None]] | None = None,
+) -> VoiceCheck:
+    """Pair each item's voice labels: a leak is right alone and wrong co-batched."""
+    ids = [u for u in alone if u in batched]
+    audio = audio or {}
+    leaks = tuple(
+        VoiceLeak(
+            u,
+            batched[u].closest,
+            batched[u].margin,
+            alone[u].margin,
+            *audio.get(u, (None, None)),
+        )
+        for u in ids
+        if alone[u].right and not batched[u].right
+    )
+    return VoiceCheck(
+        n=len(ids),
+        leaks=leaks,
+        wrong_alone=sum(not alone[u].right for u in ids),
+        wrong_batched=sum(not batched[u].right for u in ids),
+        leak_upper=clopper_pearson_upper(len(leaks), len(ids)),
+    )
+
+
+@dataclass(frozen=True)
 class LevelComparison:
     alone: int  # the baseline level (1)
     batched: int  # the level compared with it
@@ -47,6 +118,7 @@ class LevelComparison:
     p_regressed: float
     flip_upper: float  # 95 % Clopper–Pearson upper bound of the flip rate
     control_flips: int | None = None  # flips between two c = 1 runs (None: no control)
+    voice: VoiceCheck | None = None  # speech-out runs with mixed reference voices
 
     @property
     def deterministic(self) -> bool:
@@ -55,7 +127,8 @@ class LevelComparison:
     @property
     def verdict(self) -> str:
         identity = bool(self.flipped) and self.deterministic
-        return "BATCH-VARIANT" if identity or self.p_regressed < ALPHA else "SAME"
+        leaked = self.voice is not None and bool(self.voice.leaks)
+        return "BATCH-VARIANT" if identity or leaked or self.p_regressed < ALPHA else "SAME"
 
     @property
     def summary(self) -> str:
@@ -68,10 +141,11 @@ class LevelComparison:
             else f"; the c = 1 control rerun changed {self.control_flips}"
             + (" (NONDETERMINISTIC: identity not judged)" if self.control_flips else "")
         )
+        voice = "" if self.voice is None else f"; {self.voice.summary}"
         return (
             f"{self.verdict} at c = {self.batched} vs c = {self.alone}: {flips}; content "
             f"regressed {self.regressed} : improved {self.improved} (exact McNemar "
-            f"p = {self.p_regressed:.2g}){control}"
+            f"p = {self.p_regressed:.2g}){voice}{control}"
         )
 
 
@@ -92,6 +166,7 @@ def compare_levels(
     tau: float,
     levels: tuple[int, int],
     control: Sequence[ClipRecord] | None = None,
+    voice: VoiceCheck | None = None,
 ) -> LevelComparison:
     """Pair the items of a c = 1 run and a c = N run (same items, seeds, order)."""
     a = {c.utt_id: c for c in alone if count_of(c) != "infra"}
@@ -120,4 +195,5 @@ def compare_levels(
         p_regressed=p_regressed,
         flip_upper=clopper_pearson_upper(len(changed), len(ids)),
         control_flips=None if control is None else len(flips(alone, control)),
+        voice=voice,
     )

@@ -23,6 +23,7 @@ from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.benchmarks.request import BenchError, RunRequest
+from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
@@ -44,6 +45,7 @@ from omni_tasks.synthesis.stages import (
     merge_deploy,
     nightly_deploy,
 )
+from omni_tasks.synthesis.voices import MAX_VOICES, voice_mix
 
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
 
@@ -65,11 +67,16 @@ class BenchRequest(RunRequest):
     # The target's stage defaults (its deploy config): needed to send the run seed to every
     # stage; unknown for a URL target without a deploy config (then no seed is sent).
     stage_defaults: StageDefaults | None = None
+    # Reference voices mixed round-robin over the items (synthesis/voices.py): 1, each item's
+    # own prompt; k > 1, the first k prompts re-voiced (the concurrency experiment's voice check).
+    voices: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.audio_cap_s > 0:
             raise BenchError("the audio cap must be a positive number of seconds")
+        if not 1 <= self.voices <= MAX_VOICES:
+            raise BenchError(f"voices must be from 1 to {MAX_VOICES}, got {self.voices}")
 
     @classmethod
     def of(cls, req: RunRequest) -> BenchRequest:
@@ -352,6 +359,17 @@ def _pipelined(
     return out.grading_id
 
 
+def dataset_of(req: BenchRequest) -> Dataset:
+    """The request's dataset, its references mixed over `voices` when asked."""
+    ds = load_dataset(req.dataset)
+    if req.voices == 1:
+        return ds
+    try:
+        return voice_mix(ds, req.voices, get_settings().cache_dir / "voices")
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+
+
 def run_benchmark(
     conn: psycopg.Connection[Any],
     req: BenchRequest,
@@ -361,7 +379,7 @@ def run_benchmark(
 ) -> BenchOutcome:
     """Synthesize (unless stored) and grade (unless graded), then summarize. Audio runs are
     pipelined: clips are graded while the rest synthesize (omni_tasks.benchmarks.pipeline)."""
-    ds = load_dataset(req.dataset)
+    ds = dataset_of(req)
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)

@@ -40,6 +40,13 @@ def concurrency_cmd(
     control: Annotated[
         bool, typer.Option(help="Also rerun c = 1: is the server deterministic at all?")
     ] = False,
+    voices: Annotated[
+        int,
+        typer.Option(
+            help="seed-TTS audio runs: mix this many reference voices round-robin and label each "
+            "output's voice (a proxy embedder)"
+        ),
+    ] = 1,
     transcript_mode: Annotated[
         bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
     ] = False,
@@ -79,6 +86,7 @@ def concurrency_cmd(
             model=series.model,
             lane=series.lane,
             control=control,
+            voices=voices,
             nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
         )
     except (ConcurrencyError, MissingCapability, InvalidName) as exc:
@@ -103,6 +111,14 @@ def concurrency_cmd(
                 + (" (broken)" if item.alone_broken else "")
                 + f" → batched {item.batched!r}"
                 + (" (broken)" if item.batched_broken else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
+        for leak in c.voice.leaks[:show] if c.voice else ():
+            console.print(
+                f"  {leak.item}: sounds like {leak.heard_as} co-batched (margin "
+                f"{leak.margin:+.2f}, alone {leak.alone_margin:+.2f}): {leak.alone_audio} → "
+                f"{leak.batched_audio}",
                 highlight=False,
                 soft_wrap=True,
             )

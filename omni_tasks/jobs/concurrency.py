@@ -15,10 +15,16 @@ from typing import Any
 import psycopg
 
 from omni_tasks import benchmarks
-from omni_tasks.analysis.concurrency import LevelComparison, compare_levels
+from omni_tasks.analysis.concurrency import (
+    LevelComparison,
+    VoiceLabel,
+    compare_levels,
+    voice_check,
+)
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.names import check_name
+from omni_tasks.records import ClipRecord
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import alerts as events
 
@@ -43,6 +49,7 @@ class ConcurrencyRequest:
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
     control: bool = False  # rerun the alone level: is the server deterministic at all?
+    voices: int = 1  # speech out: reference voices mixed round-robin (labelled by a proxy)
     grader: dict[str, Any] = field(default_factory=dict)
     nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
     experiment_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -62,7 +69,14 @@ class ConcurrencyRequest:
                 f"levels: {list(self.levels)}: distinct concurrencies from 1 to {MAX_LEVEL}"
             )
         # Asked before any request is sent: a family without the capability never runs.
-        benchmarks.get(self.benchmark).require("concurrency", "tested for concurrency invariance")
+        bench = benchmarks.get(self.benchmark)
+        bench.require("concurrency", "tested for concurrency invariance")
+        if self.voices > 1 and (bench.family != "seed_tts" or self.transcript_mode):
+            raise ConcurrencyError(
+                f"voices: {self.benchmark} ({bench.family}"
+                + (", transcript mode" if self.transcript_mode else "")
+                + ") has no speech output to label; voices apply to seed-TTS audio runs"
+            )
 
     @property
     def series(self) -> Series:
@@ -102,12 +116,18 @@ def run_concurrency(
         runs["c1-control"] = _run(conn, req, 1, "c1-control")
     alone = load_graded_run(conn, runs["c1"]).clips
     control = load_graded_run(conn, runs["c1-control"]).clips if req.control else None
-    comparisons = tuple(
-        compare_levels(alone, load_graded_run(conn, runs[f"c{c}"]).clips, tau, (1, c), control)
-        for c in req.levels[1:]
-    )
+    labels = _voice_labels(req, {k: load_graded_run(conn, v).clips for k, v in runs.items()}, say)
+    comparisons = []
+    for c in req.levels[1:]:
+        batched = load_graded_run(conn, runs[f"c{c}"]).clips
+        voice = None
+        if labels:
+            heard = {a.utt_id: a.audio_uri for a in alone}
+            audio = {b.utt_id: (heard.get(b.utt_id), b.audio_uri) for b in batched}
+            voice = voice_check(labels["c1"], labels[f"c{c}"], audio)
+        comparisons.append(compare_levels(alone, batched, tau, (1, c), control, voice))
     verdict = "BATCH-VARIANT" if any(c.verdict == "BATCH-VARIANT" for c in comparisons) else "SAME"
-    result = ConcurrencyResult(req.experiment_id, verdict, runs, comparisons)
+    result = ConcurrencyResult(req.experiment_id, verdict, runs, tuple(comparisons))
     events.insert_event(
         conn,
         time=dt.datetime.now(dt.UTC),
@@ -122,6 +142,42 @@ def run_concurrency(
     )
     conn.commit()
     return result
+
+
+def _voice_labels(
+    req: ConcurrencyRequest, levels: dict[str, list[ClipRecord]], say: Callable[[str], None]
+) -> dict[str, dict[str, VoiceLabel]]:
+    """Each level's outputs labelled with the reference voice they sound like (none unless
+    the request mixed voices)."""
+    if req.voices == 1:
+        return {}
+    from omni_tasks.audio import AudioError, decode_wav, load_audio_bytes
+    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, dataset_of
+    from omni_tasks.grading import speaker
+
+    ds = dataset_of(
+        BenchRequest(target=req.target, branch=req.branch, dataset=req.dataset, voices=req.voices)
+    )
+    own = {u.utt_id: u.prompt_wav.stem for u in ds.utterances}
+    references = {
+        u.prompt_wav.stem: speaker.embed(*decode_wav(u.prompt_wav.read_bytes()))
+        for u in ds.utterances[: req.voices]
+    }
+    out: dict[str, dict[str, VoiceLabel]] = {}
+    for level, clips in levels.items():
+        say(f"{level}: labelling voices ({speaker.PROXY})")
+        out[level] = {}
+        for c in clips:
+            if c.audio_uri is None or c.utt_id not in own:
+                continue
+            try:
+                samples, rate = decode_wav(load_audio_bytes(c.audio_uri), c.audio_uri)
+            except AudioError:
+                continue  # no audio to label: the item is left out of the voice check
+            out[level][c.utt_id] = speaker.label(
+                speaker.embed(samples, rate), references, own[c.utt_id]
+            )
+    return out
 
 
 def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, variant: str) -> str:
@@ -143,6 +199,7 @@ def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, var
         model=req.model,
         lane=req.lane,
         run_key=f"{req.series.slug}:{req.nightly}:{req.branch}:conc-{req.experiment_id}:{variant}",
+        voices=req.voices,
     )
     key = benchmarks.get(req.benchmark).run(conn, r, req.grader)
     conn.commit()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -23,6 +24,15 @@ class InFlight:
     def __init__(self) -> None:
         self.n = 0
         self.admitted = 0
+        self.voices: deque[float] = deque(maxlen=8)  # the newest requests' reference voices
+
+    def heard(self, voice: float) -> None:
+        """A request's reference voice, for the others in its batch to leak into."""
+        self.voices.append(voice)
+
+    def other_voice(self, own: float) -> float:
+        """The newest other reference voice of the batch (its own when all are the same)."""
+        return next((v for v in reversed(self.voices) if v != own), own)
 
     async def enter(self, profile: Profile) -> bool:
         """Admit one request; returns whether it is co-batched: another request was in flight
@@ -31,7 +41,7 @@ class InFlight:
         self.n += 1
         self.admitted += 1
         mine, others = self.admitted, self.n > 1
-        if profile.batch_flip > 0:
+        if profile.batch_flip > 0 or profile.batch_voice_leak > 0:
             await asyncio.sleep(SCHEDULING_STEP_S)
         return others or self.n > 1 or self.admitted != mine
 
@@ -56,6 +66,12 @@ def item_key(body: dict[str, Any]) -> str:
 def planted(profile: Profile, body: dict[str, Any]) -> bool:
     """Whether this item's output changes when co-batched under `profile`."""
     return profile.batch_flip > 0 and uniform("batch_flip", item_key(body)) < profile.batch_flip
+
+
+def leaks(profile: Profile, body: dict[str, Any]) -> bool:
+    """Whether this item's speech is voiced in another request's voice when co-batched."""
+    share = profile.batch_voice_leak
+    return share > 0 and uniform("batch_voice_leak", item_key(body)) < share
 
 
 # A co-batched text answer is sampled as if at another seed, until it reads differently (the

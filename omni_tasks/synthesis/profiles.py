@@ -51,8 +51,10 @@ class Profile:
     # The engine setting of one stage under which the regression vanishes, and what the
     # simulator then behaves as: {stage: N, engine_args: {...}, behaves_as: PROFILE}.
     vanishes_with: tuple[int, tuple[tuple[str, Any], ...], str] | None = None
-    # Batch variance: the share of items whose output changes when co-batched (batching.py).
+    # Batch variance (batching.py): the share of items whose output changes when co-batched,
+    # and of speech outputs voiced in another co-batched request's reference voice.
     batch_flip: float = 0.0
+    batch_voice_leak: float = 0.0
 
     def rates(self, hard: bool, question: bool, text: str = "") -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
@@ -122,6 +124,7 @@ def load_profile(name: str) -> Profile:
             str(vanish["behaves_as"]),
         ),
         float(p.get("batch_flip", 0.0)),
+        float(p.get("batch_voice_leak", 0.0)),
     )
 
 

@@ -4,6 +4,7 @@ simulator: the request body, prompt templates, and the SSE chunks of the respons
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,17 @@ def request_body(
     if seed is not None and stages is not None:
         body["sampling_params_list"] = stages.seeded(body, seed)
     return body
+
+
+def ref_audio_of(body: dict[str, Any]) -> bytes | None:
+    """The reference audio a request carries (a base64 WAV data URL), None when none reads."""
+    url = body.get("ref_audio")
+    if not isinstance(url, str) or not url.startswith("data:audio/wav;base64,"):
+        return None
+    try:
+        return base64.b64decode(url.split(",", 1)[1], validate=True)
+    except (ValueError, binascii.Error):
+        return None
 
 
 def target_text(body: dict[str, Any]) -> str:

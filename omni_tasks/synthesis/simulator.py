@@ -43,6 +43,7 @@ from omni_tasks.synthesis.profiles import (
 )
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
 from omni_tasks.synthesis.voice import speak
+from omni_tasks.synthesis.voices import cloned_factor, revoice
 
 CHUNK_SECONDS = 1.0
 # How a benchmark family's items are answered (ItemSuite.simulate): the text answer to a
@@ -114,7 +115,7 @@ def _thinker_chunks(text: str) -> list[str]:
     return [" ".join(words[i : i + step]) + " " for i in range(0, len(words), step)]
 
 
-async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig) -> AsyncIterator[bytes]:
+async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig, voice: float) -> AsyncIterator[bytes]:
     if b.event == "runaway":
         # Loop the sentence's audio rather than synthesizing minutes of speech.
         once = await anyio.to_thread.run_sync(speak, b.thinker_text)
@@ -124,6 +125,7 @@ async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig) -> AsyncIterator[byt
         samples = await anyio.to_thread.run_sync(speak, b.spoken_text)
     else:
         return
+    samples = revoice(samples, voice)
     step = int(cfg.chunk_seconds * STORE_RATE)
     for i in range(0, len(samples), step):
         yield wav_bytes(samples[i : i + step], STORE_RATE)
@@ -144,13 +146,13 @@ def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[dict[str, Any
 
 
 async def _content(
-    b: Behaviour, cfg: SimulatorConfig, w: protocol.StreamWriter
+    b: Behaviour, cfg: SimulatorConfig, w: protocol.StreamWriter, voice: float
 ) -> AsyncIterator[bytes]:
     if cfg.transcript_mode:
         for chunk in _transcript_chunks(b, cfg):
             yield protocol.sse(chunk)
         return
-    async for wav in _audio_chunks(b, cfg):
+    async for wav in _audio_chunks(b, cfg, voice):
         yield w.audio(wav, STORE_RATE)
 
 
@@ -265,6 +267,11 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         behaviour = budgeted(decide(profile, seed, text, protocol.system_prompt_of(body)), applied)
         if co_batched and batching.planted(profile, body):  # the talker stops early
             behaviour = cut_short(behaviour)
+        # It speaks in its reference's voice, or a co-batched request's (a leak).
+        voice = cloned_factor(protocol.ref_audio_of(body))
+        inflight.heard(voice)
+        if co_batched and batching.leaks(profile, body):
+            voice = inflight.other_voice(voice)
         broken_off = uniform(seed, text, "stream_error") < profile.stream_error
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         w = protocol.StreamWriter(
@@ -287,7 +294,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             if not cfg.transcript_mode:
                 yield w.role("audio")
             sent = 0
-            async for chunk in _content(behaviour, cfg, w):
+            async for chunk in _content(behaviour, cfg, w, voice):
                 if broken_off and sent >= 1:  # the fault: the server's error chunk mid-audio
                     yield w.error("EngineCore encountered an issue: stage 1 died")
                     yield w.done()

@@ -82,3 +82,50 @@ def test_a_family_without_the_capability_is_refused_before_anything_runs(db) -> 
     bad = CliRunner().invoke(app, ["concurrency", "--target", "simulator:main", "--levels", "8,1"])
     assert bad.exit_code == 2 and "give 1 first" in bad.output
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone() == {"n": 0}
+
+
+def _planted_leaks(profile: str, n: int) -> set[str]:
+    """The simulator's own planting, from the bodies upstream's harness request makes (an
+    item is identified by its messages)."""
+    from omni_tasks.dataset import load_dataset
+    from omni_tasks.synthesis import protocol
+
+    template = protocol.prompt_template("seed-tts-default")
+    return {
+        u.utt_id
+        for u in load_dataset("demo").utterances[:n]
+        if batching.leaks(load_profile(profile), protocol.request_body(u.target_text, template))
+    }
+
+
+def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -> None:
+    # Real speech (piper) in three reference voices round-robin, heard by Whisper, voices
+    # labelled by the offline speaker embedder; the simulator leaks a planted share of
+    # co-batched outputs into another request's reference voice.
+    n = 40
+    req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), limit=n, voices=3)
+    (c8,) = run_concurrency(db, req, load_policy()).comparisons
+    assert c8.verdict == "BATCH-VARIANT" and c8.voice is not None
+    planted = _planted_leaks("batch-variant", n)
+    found = {leak.item for leak in c8.voice.leaks}
+    assert planted and len(found & planted) >= 0.9 * len(planted)  # recall
+    assert len(found & planted) >= 0.9 * len(found)  # precision
+    assert c8.voice.wrong_alone == 0  # alone, every output is in its own reference's voice
+    assert all(leak.margin < 0 < leak.alone_margin for leak in c8.voice.leaks)
+    assert all(leak.alone_audio and leak.batched_audio for leak in c8.voice.leaks)
+
+
+def test_a_clean_server_leaks_no_voice(db) -> None:
+    req = ConcurrencyRequest("seed_tts_en", "simulator:main", (1, 8), limit=24, voices=3)
+    (c8,) = run_concurrency(db, req, load_policy()).comparisons
+    assert c8.voice is not None and c8.voice.n == 24
+    assert c8.voice.leaks == () and c8.voice.wrong_batched == 0
+    assert c8.verdict == "SAME"
+
+
+def test_voices_are_refused_where_there_is_no_speech_to_label(db) -> None:
+    out = CliRunner().invoke(
+        app,
+        ["concurrency", "--target", "simulator:main", "--benchmark", "daily_omni", "--voices", "3"],
+    )
+    assert out.exit_code == 2 and "no speech output to label" in out.output
