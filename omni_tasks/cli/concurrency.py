@@ -66,6 +66,7 @@ def concurrency_cmd(
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.concurrency import ConcurrencyError, ConcurrencyRequest, run_concurrency
     from omni_tasks.names import InvalidName
+    from omni_tasks.reports.concurrency import write_report
 
     series = series_of(benchmark, model, lane)
     try:
@@ -99,8 +100,11 @@ def concurrency_cmd(
             )
         except BenchError as exc:
             fail(str(exc))
+    page = write_report(
+        result, f"Concurrency: {series.label} on {target}", target.startswith("simulator:")
+    )
     if as_json:
-        json_out(result.to_json())
+        json_out(result.to_json() | {"report": str(page)})
         return
     console.print(f"{series.label}: {result.verdict}", highlight=False)
     for c in result.comparisons:
@@ -123,3 +127,4 @@ def concurrency_cmd(
                 soft_wrap=True,
             )
     console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result.runs.items()), soft_wrap=True)
+    console.print(f"report: {page}", soft_wrap=True, highlight=False)

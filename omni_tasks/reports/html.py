@@ -142,7 +142,7 @@ def jitter(key: str, width: float = 0.02) -> float:
     return (int.from_bytes(digest, "big") / 0xFFFFFFFF * 2 - 1) * width
 
 
-def _audio(uri: str | None) -> Markup | str:
+def audio_player(uri: str | None) -> Markup | str:
     """An embedded player for a clip (markup we build), or why there is none (text). The clip
     is embedded as Ogg Opus, a tenth of its WAV: a night's regressed clips, both sides, stay a
     few MB, and the file still travels alone."""
@@ -381,14 +381,16 @@ def _clips(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             **r,
             "baseline_wer": _wer(r["baseline_wer"]),
             "candidate_wer": _wer(r["candidate_wer"]),
-            "audio": _audio(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else "",
-            "baseline_audio": _audio(r.get("baseline_audio_uri")) if i < MAX_AUDIO_CLIPS else "",
+            "audio": audio_player(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else "",
+            "baseline_audio": audio_player(r.get("baseline_audio_uri"))
+            if i < MAX_AUDIO_CLIPS
+            else "",
         }
         for i, r in enumerate(rows)
     ]
 
 
-_TEMPLATES = jinja2.Environment(
+TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("omni_tasks", "templates"),
     autoescape=True,  # every value is data unless report_html wraps it in Markup
     # The one redaction gate for every value shown (Markup is the report's own HTML).
@@ -453,7 +455,7 @@ def nightly_report(
             }
         )
     runs = runs_of_night(conn, benchmark, nightly)
-    return _TEMPLATES.get_template("report.html").render(
+    return TEMPLATES.get_template("report.html").render(
         title=f"{benchmark.name} nightly {nightly}",
         css=Markup(CSS),
         plotlyjs=Markup(get_plotlyjs()),

@@ -13,6 +13,7 @@ from omni_tasks.benchmarks.request import RunRequest
 from omni_tasks.cli import app
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.concurrency import ConcurrencyRequest, run_concurrency
+from omni_tasks.reports.concurrency import concurrency_report
 from omni_tasks.synthesis import batching
 from omni_tasks.synthesis.profiles import load_profile
 
@@ -104,7 +105,8 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
     # co-batched outputs into another request's reference voice.
     n = 40
     req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), limit=n, voices=3)
-    (c8,) = run_concurrency(db, req, load_policy()).comparisons
+    result = run_concurrency(db, req, load_policy())
+    (c8,) = result.comparisons
     assert c8.verdict == "BATCH-VARIANT" and c8.voice is not None
     planted = _planted_leaks("batch-variant", n)
     found = {leak.item for leak in c8.voice.leaks}
@@ -113,6 +115,11 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
     assert c8.voice.wrong_alone == 0  # alone, every output is in its own reference's voice
     assert all(leak.margin < 0 < leak.alone_margin for leak in c8.voice.leaks)
     assert all(leak.alone_audio and leak.batched_audio for leak in c8.voice.leaks)
+    # The report plays each leaked item's two outputs side by side.
+    page = concurrency_report(result, "leaks", simulated=True)
+    table = page.split("In another request")[1].split("</table>")[0]
+    assert table.count("<tr>") == len(c8.voice.leaks) + 1
+    assert table.count("<audio controls") == 2 * len(c8.voice.leaks)
 
 
 def test_a_clean_server_leaks_no_voice(db) -> None:
