@@ -108,8 +108,8 @@ def write_costs(conn: Any, n: int) -> dict[str, float]:
 
 def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[str, float]:
     """Synthesis alone, sequential, pipelined: wall seconds of each, on the same stand-in."""
-    from omni_tasks.benchmarks.pipeline import clip_audio, run_pipelined, run_status
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, client_config, run_spec
+    from omni_tasks.benchmarks.seed_tts.pipeline import clip_audio, run_pipelined, run_status
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, client_config, run_spec
     from omni_tasks.dataset import load_dataset
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store import runs
@@ -200,8 +200,8 @@ def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
 
 def demo_nightly() -> dict[str, Any]:
     """The demo nightly's run_branch for both branches: sequential vs pipelined, same night."""
-    from omni_tasks.benchmarks.pipeline import clip_audio, run_status
-    from omni_tasks.benchmarks.run_seed_tts import (
+    from omni_tasks.benchmarks.seed_tts.pipeline import clip_audio, run_status
+    from omni_tasks.benchmarks.seed_tts.run import (
         BenchRequest,
         run_benchmark,
         run_spec,

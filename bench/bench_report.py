@@ -22,7 +22,7 @@ import numpy as np
 from common import scratch_db
 
 from omni_tasks.audio import write_audio
-from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night

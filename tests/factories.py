@@ -28,7 +28,7 @@ def store_night(
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
     series (the default one unless given) and gate the night (decisions and alert plans), as
     the nightly does after its runs."""
-    from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
+    from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.nightly import decide_night
     from omni_tasks.store.runs import save_run
@@ -163,7 +163,7 @@ def simulated_night(
 ) -> None:
     """One gated night of main (simulator:main) against rebase (`candidate_target`), run by the
     benchmark in transcript mode and decided as the nightly decides."""
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.nightly import decide_night
     from omni_tasks.series import Series

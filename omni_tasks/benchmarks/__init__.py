@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.benchmarks.daily_omni import DAILY_OMNI
 from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
-from omni_tasks.benchmarks.seed_tts import SeedTts
-from omni_tasks.benchmarks.videomme import VIDEOMME
+from omni_tasks.benchmarks.multiple_choice.daily_omni import DAILY_OMNI
+from omni_tasks.benchmarks.multiple_choice.videomme import VIDEOMME
+from omni_tasks.benchmarks.seed_tts.family import SeedTts
 from omni_tasks.benchmarks.voice_isolation import VOICE_ISOLATION
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
 

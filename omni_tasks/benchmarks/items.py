@@ -2,7 +2,7 @@
 the items, send each as the family builds its request (bounded reads, bounded concurrency,
 progress), judge each answer by the family's rule, store every item with its outcome (a
 failed request is a stored item with its status, infra). Seed-TTS streams audio and grades
-it while it synthesizes: its own runner (run_seed_tts.py) behind the same `Benchmark.run`."""
+it while it synthesizes: its own runner (seed_tts/run.py) behind the same `Benchmark.run`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What every family's run is asked for (`RunRequest`): the target, the series and branch, the
 items (dataset, limit or a chosen subset), the seed, concurrency and deadline, and who
 triggered it. A family extends it with its own fields (seed-TTS: prompt template, deploy
-overrides, audio cap; run_seed_tts.BenchRequest). Checked before any request is sent: names
+overrides, audio cap; seed_tts/run.py BenchRequest). Checked before any request is sent: names
 become keys and paths, and a bad value must not cost a GPU run first."""
 
 from __future__ import annotations

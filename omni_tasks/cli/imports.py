@@ -62,7 +62,7 @@ def import_vllm_omni(
     (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
     from omni_tasks import benchmarks
     from omni_tasks.audio import AudioUnavailable, audio_roots
-    from omni_tasks.benchmarks.seed_tts import ArtifactError, adopt_audio
+    from omni_tasks.benchmarks.seed_tts.family import ArtifactError, adopt_audio
     from omni_tasks.store.runs import RunConflictError, save_run
 
     if run_key and len(files) > 1:

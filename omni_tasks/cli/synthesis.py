@@ -142,7 +142,7 @@ def bench_cmd(
         }
         _run_family(benchmark, fields)
         return
-    from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.seed_tts.run import BenchError, BenchRequest, run_benchmark
     from omni_tasks.dataset import DatasetError
     from omni_tasks.synthesis.profiles import ProfileError
     from omni_tasks.synthesis.stages import DeployConfigError, StageDefaults

@@ -58,7 +58,7 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.benchmarks.run_seed_tts import BenchError
+    from omni_tasks.benchmarks.seed_tts.run import BenchError
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 

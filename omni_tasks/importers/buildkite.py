@@ -43,7 +43,7 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
-from omni_tasks.benchmarks.seed_tts import ArtifactError, artifact_grader
+from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
 from omni_tasks.commits import check_commit
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of

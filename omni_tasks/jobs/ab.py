@@ -215,7 +215,7 @@ def _run(
     seed: int,
     only: tuple[str, ...] | None,
 ) -> str:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
 
     bench = benchmarks.get(req.benchmark)
     r = BenchRequest(

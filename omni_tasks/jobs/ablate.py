@@ -197,7 +197,7 @@ def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcom
 
 
 def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark, target_url
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark, target_url
     from omni_tasks.dataset import load_dataset
     from omni_tasks.grading.asr import GraderSpec
     from omni_tasks.grading.backends import load_grader

@@ -116,7 +116,7 @@ def stored_endpoints(
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
     """Bisect `p.history` on the series' family: each evaluation is one run of the family
     (`Benchmark.run`) on the chosen items, at one seed."""
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
 
     family = benchmarks.get(p.bench)
     family.require("bisect", "bisected")

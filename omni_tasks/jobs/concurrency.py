@@ -152,7 +152,7 @@ def _voice_labels(
     if req.voices == 1:
         return {}
     from omni_tasks.audio import AudioError, decode_wav, load_audio_bytes
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest, dataset_of
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, dataset_of
     from omni_tasks.grading import speaker
 
     ds = dataset_of(
@@ -181,7 +181,7 @@ def _voice_labels(
 
 
 def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, variant: str) -> str:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
 
     r = BenchRequest(
         target=req.target,

@@ -41,7 +41,7 @@ from omni_tasks.series import DEFAULT_MODEL, Series
 from omni_tasks.store import heads, results
 
 if TYPE_CHECKING:
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def run_branch(
 ) -> str:
     """Run, judge and store one series × branch × seed of the night (the series' benchmark
     does both: Benchmark.run); returns its run key."""
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
     from omni_tasks.synthesis.stages import StageDefaults
 
     if plan["branch"] not in params.targets:

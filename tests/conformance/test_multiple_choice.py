@@ -284,8 +284,8 @@ def test_daily_omni_questions_are_asked_and_read_as_upstream_does(upstream: Upst
     """Our Daily-Omni runner's prompt, system text and answer rule are upstream's own."""
     from types import SimpleNamespace
 
-    from omni_tasks.benchmarks import daily_omni
-    from omni_tasks.benchmarks.multiple_choice import is_correct
+    from omni_tasks.benchmarks.multiple_choice import daily_omni
+    from omni_tasks.benchmarks.multiple_choice.family import is_correct
 
     rules = upstream.load(
         f"{DAILY}_eval", ["extract_choice_letter_official", "evaluate_answer_official"]
@@ -367,7 +367,7 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     is the dataset's default."""
     import types
 
-    from omni_tasks.benchmarks import daily_omni
+    from omni_tasks.benchmarks.multiple_choice import daily_omni
 
     module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
     root = daily_omni.ensure_demo_set(tmp_path)
@@ -430,7 +430,7 @@ def test_videomme_requests_are_the_ones_upstreams_builder_makes(
     import sys
     import types
 
-    from omni_tasks.benchmarks import videomme
+    from omni_tasks.benchmarks.multiple_choice import videomme
 
     # Only the interleaved mode reads audio, through vLLM's loader, imported in the body.
     for name in ("vllm", "vllm.multimodal", "vllm.multimodal.media", "vllm.multimodal.media.audio"):

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.jobs.bisect import BisectParams, run_bisect
 from tests.factories import seed_tts_corpus
 

@@ -181,7 +181,7 @@ def test_the_report_sets_published_figures_beside_only_a_same_protocol_series(db
     import datetime as dt
 
     from omni_tasks import benchmarks
-    from omni_tasks.benchmarks.run_seed_tts import BenchRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
     from omni_tasks.reports.html import nightly_report
     from omni_tasks.series import Series
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from typer.testing import CliRunner
 
-from omni_tasks.benchmarks.seed_tts import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.cli import app
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthetic import ClipModel

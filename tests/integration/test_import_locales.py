@@ -155,7 +155,7 @@ def test_a_zh_set_runs_as_seed_tts_zh_and_a_mismatched_benchmark_is_refused(
     out = runner.invoke(app, args)
     assert out.exit_code == 0, out.output
     assert out.stdout.strip().splitlines()[-1].startswith("seed_tts_zh:")
-    from omni_tasks.benchmarks.run_seed_tts import BenchError, BenchRequest, run_benchmark
+    from omni_tasks.benchmarks.seed_tts.run import BenchError, BenchRequest, run_benchmark
 
     req = BenchRequest(
         target="simulator:clean",

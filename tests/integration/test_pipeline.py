@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from omni_tasks.benchmarks.pipeline import BatchGrader, clip_audio, run_status
-from omni_tasks.benchmarks.run_seed_tts import (
+from omni_tasks.benchmarks.seed_tts.pipeline import BatchGrader, clip_audio, run_status
+from omni_tasks.benchmarks.seed_tts.run import (
     BenchRequest,
     run_benchmark,
     run_spec,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.deployment.schema import Serving
 from omni_tasks.jobs.nightly import served
 from tests.factories import seed_tts_corpus

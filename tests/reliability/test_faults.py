@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.responses import JSONResponse
 
-from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night, refresh_outputs

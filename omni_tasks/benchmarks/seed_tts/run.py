@@ -21,8 +21,8 @@ import psycopg
 
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.benchmarks import identity
-from omni_tasks.benchmarks.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.benchmarks.request import BenchError, RunRequest
+from omni_tasks.benchmarks.seed_tts.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.config import get_settings
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
@@ -340,7 +340,7 @@ def _pipelined(
     grader: LoadedGrader,
     show_progress: bool,
 ) -> int:
-    """Synthesize and grade at once (omni_tasks.benchmarks.pipeline); returns the grading id."""
+    """Synthesize and grade at once (seed_tts/pipeline.py); returns the grading id."""
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         tasks = {
@@ -378,7 +378,7 @@ def run_benchmark(
     show_progress: bool = True,
 ) -> BenchOutcome:
     """Synthesize (unless stored) and grade (unless graded), then summarize. Audio runs are
-    pipelined: clips are graded while the rest synthesize (omni_tasks.benchmarks.pipeline)."""
+    pipelined: clips are graded while the rest synthesize (seed_tts/pipeline.py)."""
     ds = dataset_of(req)
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omni_tasks.benchmarks.multiple_choice import (
+from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
@@ -39,7 +39,7 @@ SYSTEM_TEXT = (
 )
 MAX_QUESTIONS = 100_000
 MAX_QA_BYTES = 64 * 1024 * 1024
-DEMO_QA = Path(__file__).resolve().parent.parent / "datasets" / "demo_daily_omni" / "qa.json"
+DEMO_QA = Path(__file__).resolve().parents[2] / "datasets" / "demo_daily_omni" / "qa.json"
 DEMO_RATE = 16_000
 
 

@@ -475,7 +475,7 @@ class SeedTts(Benchmark):
     ) -> str:
         """Synthesize every utterance (benchmark.run_benchmark: the harness's request,
         streamed), grade with Whisper (none in transcript mode), store per clip."""
-        from omni_tasks.benchmarks.run_seed_tts import BenchRequest, run_benchmark
+        from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
         from omni_tasks.grading.asr import GraderSpec
 
         bench = BenchRequest.of(req)
@@ -483,7 +483,7 @@ class SeedTts(Benchmark):
         return run_benchmark(conn, bench, loaded, show_progress=show_progress).run_key
 
     def subset_fingerprint(self, dataset: str, limit: int | None) -> str:
-        from omni_tasks.benchmarks.run_seed_tts import subset_fingerprint
+        from omni_tasks.benchmarks.seed_tts.run import subset_fingerprint
         from omni_tasks.dataset import load_dataset
 
         ds = load_dataset(dataset)

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from omni_tasks.benchmarks.multiple_choice import (
+from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
@@ -76,7 +76,7 @@ VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".avi")
 MAX_QUESTIONS = 100_000
 MAX_PARQUET_BYTES = 256 * 1024 * 1024
 FINGERPRINT_SPAN = 1 << 20  # bytes hashed at each end of a video (the full set is ~95 GB)
-DEMO_ROWS = Path(__file__).resolve().parent.parent / "datasets" / "demo_videomme" / "rows.json"
+DEMO_ROWS = Path(__file__).resolve().parents[2] / "datasets" / "demo_videomme" / "rows.json"
 
 
 @dataclass(frozen=True)
