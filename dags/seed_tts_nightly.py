@@ -3,7 +3,9 @@ GPU workers, gate each series against its own baseline, refresh dashboards, aler
 
 Per series (its chain; series from the deployment config when this file is parsed):
 record_heads → run_branch (mapped over branch × seed on its lane's queue and pool) →
-summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out). A
+summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out); a
+series whose config sets `concurrency: [1, 8]` also gets check_concurrency after its runs (the
+same items alone and co-batched, jobs/concurrency.py), off its alert's path. A
 chain waits on its own GPU tasks and their retries only: one series whose server never comes
 up delays no other series' decision or alert. After every chain: plan_bisects → auto_bisect
 (triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
@@ -46,6 +48,10 @@ def seed_tts_nightly() -> None:
     @task(map_index_template="{{ branch_label }}")
     def run_branch(plan: dict) -> str:
         return tasks.run_branch(get_current_context(), plan)
+
+    @task(trigger_rule="all_done")
+    def check_concurrency(unit: str | None) -> list[str]:
+        return tasks.check_concurrency(get_current_context(), unit)
 
     @task(trigger_rule="all_done")
     def summarize(unit: str | None) -> list[str]:
@@ -101,6 +107,16 @@ def seed_tts_nightly() -> None:
         sent = deliver.override(task_id=u.task_id("deliver"))()
         runs >> stats >> night >> sent  # the gate reads the statistics summarize stored
         chains += [heads, runs, stats, night, sent]
+        if u.concurrency:  # after its runs, on its lane, off its alert's path
+            checked = check_concurrency.override(
+                task_id=u.task_id("check_concurrency"),
+                queue=u.config.queue,
+                pool=u.config.pool,
+                pool_slots=u.config.gpus_per_server,
+                execution_timeout=u.config.execution_timeout,
+            )(u.key)
+            runs >> checked
+            chains.append(checked)
         decided.append(night)
     # After every series has decided: gate advice → reports (never on an alert's path), and
     # the auto-bisects of the night's confirmed regressions.

@@ -465,9 +465,15 @@ def infra(
     return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
 
 
-def ab_result(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
-    """An on-demand A/B's verdict: one message, never an alert's thread."""
-    icon = {"REGRESSED": ":red_circle:", "INFRA": ":warning:", "UNKNOWN": ":grey_question:"}
+def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
+    """A one-off verdict (an on-demand A/B, a night's concurrency check): one message, never
+    an alert's thread; the first ten lines."""
+    icon = {
+        "REGRESSED": ":red_circle:",
+        "BATCH-VARIANT": ":red_circle:",
+        "INFRA": ":warning:",
+        "UNKNOWN": ":grey_question:",
+    }
     head = f"{icon.get(verdict, ':large_green_circle:')} {verdict} · {title}"
     body = "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:10])
     blocks = [_header(head), section(body or "(no figures)"), *_links(links)]

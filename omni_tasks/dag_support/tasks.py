@@ -84,6 +84,23 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
 
 
 @stops_on_sigterm
+def check_concurrency(context: dict[str, Any], unit: str | None) -> list[str]:
+    """One series' concurrency check (its config's `concurrency` levels), on its lane's GPU
+    queue beside its decision, never on its alert's path."""
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.concurrency import nightly_concurrency
+
+    series = unit_series(night_of(context), unit)
+    with results_db() as conn:
+        lines = nightly_concurrency(
+            conn, series, nightly_of(context), load_policy(), airflow_run=context["run_id"]
+        )
+    for line in lines:
+        log.info("concurrency: %s", line)
+    return lines
+
+
+@stops_on_sigterm
 def summarize(context: dict[str, Any], unit: str | None) -> list[str]:
     """Statistics of every run one series stored that night (whatever GPU task wrote it, so a
     failed run of the series holds back nothing)."""

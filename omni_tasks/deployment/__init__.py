@@ -17,6 +17,7 @@ a config fails: it would otherwise benchmark nothing real.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -450,6 +451,7 @@ class DagUnit:
     key: str | None
     lane: str
     config: Lane
+    concurrency: bool = False  # its config asks for the concurrency check each night
 
     def task_id(self, task: str) -> str:
         return f"{task}__{self.suffix}" if self.suffix else task
@@ -465,16 +467,20 @@ def dag_units(path: str | None = None) -> list[DagUnit]:
     try:
         doc = parse(*_read(Path(path), ENV)) if path else {"version": 1}
         if doc["version"] == 1:
-            return default
+            return [dataclasses.replace(default[0], concurrency=bool(doc.get("concurrency")))]
         lanes = _lanes(path or ENV, doc.get("lanes"))
         units: list[DagUnit] = []
         for config in _fleet_series(path or ENV, doc):
             lane = str(config.get("lane") or DEFAULT_LANE)
             model = str((config.get("server") or {}).get("model") or DEFAULT_MODEL)
             series = Series(str(config.get("benchmark") or get_settings().benchmark), model, lane)
-            if lane not in lanes or any(u.key == series.key for u in units):
+            checked = bool(config.get("concurrency"))
+            same = [i for i, u in enumerate(units) if u.key == series.key]
+            if same and checked:  # a variant of a listed series asks for the check
+                units[same[0]] = dataclasses.replace(units[same[0]], concurrency=True)
+            if lane not in lanes or same:
                 continue  # a variant of a listed series is decided in its unit
-            units.append(DagUnit(unit_suffix(series), series.key, lane, lanes[lane]))
+            units.append(DagUnit(unit_suffix(series), series.key, lane, lanes[lane], checked))
         return units or default
     except ConfigError:
         return default

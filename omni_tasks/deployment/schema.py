@@ -167,6 +167,17 @@ class NightlyParams(Serving):
         description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
         "for series whose upstream gate gates it",
     )
+    concurrency: list[int] | None = Field(
+        default=None,
+        description="Concurrency invariance each night: levels, 1 first (e.g. [1, 8]); each "
+        "branch's items are sent alone and co-batched and paired (omni-tasks concurrency)",
+    )
+    concurrency_voices: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="seed-TTS audio series: reference voices mixed in the concurrency check",
+    )
     upstream_gate: list[GateOverride] | Literal["none"] | None = Field(
         default=None,
         description="The series' upstream gates instead of the gate table's (`none`: it has none)",
@@ -210,6 +221,19 @@ class NightlyParams(Serving):
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
         self.check_serving()
+        if self.concurrency is not None:
+            levels = self.concurrency
+            if len(levels) < 2 or levels[0] != 1 or len(set(levels)) != len(levels):
+                raise ValueError(
+                    f"concurrency: {levels}: 1 first (each item sent alone), then the levels "
+                    "to compare with it, e.g. [1, 8]"
+                )
+            served = [b for b in self.branches if self.targets.get(b) == "vllm-serve"]
+            if served:
+                raise ValueError(
+                    f"concurrency: branches {', '.join(served)} are launched per commit "
+                    "(vllm-serve); the concurrency check needs a serving URL or simulator target"
+                )
         repo = self.commit_repo
         self.commits = {b: full_commit(repo, c, f"commits.{b}") for b, c in self.commits.items()}
         paths: dict[str, Any] = {}

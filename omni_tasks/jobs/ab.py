@@ -293,7 +293,7 @@ def _to_slack(
     links = {"Details": details_url} if details_url else {}
     if req.repo and req.pr:
         links["Pull request"] = f"https://github.com/{req.repo}/pull/{req.pr}"
-    message = blocks.ab_result(title, result.verdict, lines, links)
+    message = blocks.verdict_message(title, result.verdict, lines, links)
     key = f"ab|{req.ab_id}|{req.base_sha[:12]}|{result.verdict}"
     outbox.enqueue(conn, key, None, "post", {"op": "post", **message.to_payload()})
     conn.commit()

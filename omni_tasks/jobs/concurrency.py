@@ -22,6 +22,7 @@ from omni_tasks.analysis.concurrency import (
     voice_check,
 )
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.names import check_name
 from omni_tasks.records import ClipRecord
@@ -204,3 +205,81 @@ def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, var
     key = benchmarks.get(req.benchmark).run(conn, r, req.grader)
     conn.commit()
     return key
+
+
+def nightly_concurrency(
+    conn: psycopg.Connection[Any],
+    series: list[NightlyParams],
+    nightly: dt.date,
+    policy: GatePolicy,
+    *,
+    airflow_run: str | None = None,
+) -> list[str]:
+    """The night's concurrency check of every series (and variant) whose config asks for one:
+    each branch's target at the configured levels. A BATCH-VARIANT branch is one Slack message
+    (its own key space: it never opens a regression alert) naming the changed items and the
+    report that plays both sides. Returns one summary line per branch."""
+    from omni_tasks.alerts import blocks
+    from omni_tasks.reports.concurrency import write_report
+
+    lines = []
+    for params in series:
+        if not params.concurrency:
+            continue
+        s = params.series
+        for branch in params.branches:
+            target = params.target_url(branch)
+            req = ConcurrencyRequest(
+                benchmark=s.benchmark,
+                target=target,
+                levels=tuple(params.concurrency),
+                branch=branch,
+                commit=params.commits.get(branch),
+                seed=params.seeds[0],
+                dataset=params.dataset,
+                limit=params.limit,
+                transcript_mode=params.transcript_mode,
+                model=s.model,
+                lane=s.lane,
+                voices=params.concurrency_voices,
+                grader=params.grader,
+                nightly=nightly,
+                experiment_id=_night_id(s, params.variant, branch, nightly, airflow_run),
+            )
+            result = run_concurrency(conn, req, policy)
+            title = f"Concurrency: {s.label} {branch} ({params.variant}) — {nightly}"
+            page = write_report(result, title, target.startswith("simulator:"))
+            lines += [f"{s.label} {branch}: {c.summary}" for c in result.comparisons]
+            if result.verdict != "BATCH-VARIANT":
+                continue
+            said = [c.summary for c in result.comparisons]
+            said.append(
+                f"Rerun: omni-tasks concurrency --benchmark {s.benchmark} --model {s.model} "
+                f"--lane {s.lane} --target {target} --levels "
+                + ",".join(map(str, params.concurrency))
+            )
+            said.append(f"Both sides of every item: {page}")
+            for c in result.comparisons:
+                said += [
+                    f"{f.item}: alone {f.alone!r} → co-batched {f.batched!r}" for f in c.flipped
+                ]
+                said += [
+                    f"{leak.item}: in {leak.heard_as}'s voice co-batched ({leak.margin:+.2f})"
+                    for leak in (c.voice.leaks if c.voice else ())
+                ]
+            message = blocks.verdict_message(title, "BATCH-VARIANT", said, {})
+            key = f"concurrency|{s.key}|{params.variant}|{branch}|{nightly}"
+            events.enqueue(conn, key, None, "post", {"op": "post", **message.to_payload()})
+            conn.commit()
+    return lines
+
+
+def _night_id(
+    s: Series, variant: str, branch: str, nightly: dt.date, airflow_run: str | None
+) -> str:
+    """One experiment per series, variant, branch and night (a retried task re-runs the same
+    runs, replaced, rather than adding a second experiment)."""
+    import hashlib
+
+    what = f"{s.key}|{variant}|{branch}|{nightly}|{airflow_run or ''}"
+    return "n" + hashlib.sha256(what.encode()).hexdigest()[:9]

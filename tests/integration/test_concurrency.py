@@ -4,6 +4,7 @@ through its own runner at each level; each item is paired with itself sent alone
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from typer.testing import CliRunner
@@ -136,3 +137,44 @@ def test_voices_are_refused_where_there_is_no_speech_to_label(db) -> None:
         ["concurrency", "--target", "simulator:main", "--benchmark", "daily_omni", "--voices", "3"],
     )
     assert out.exit_code == 2 and "no speech output to label" in out.output
+
+
+def test_a_night_s_check_posts_a_batch_variant_branch_with_its_rerun_command(db) -> None:
+    from omni_tasks.deployment.schema import NightlyParams
+    from omni_tasks.jobs.concurrency import nightly_concurrency
+
+    params = NightlyParams(
+        benchmark="daily_omni",
+        branches=["main", "rebase"],
+        targets={"main": "simulator:main", "rebase": "simulator:batch-variant"},
+        concurrency=[1, 8],
+    )
+    night = dt.date(2026, 11, 27)
+    lines = nightly_concurrency(db, [params], night, load_policy())
+    assert [line.split(": ", 1)[1].split(" at ")[0] for line in lines] == ["SAME", "BATCH-VARIANT"]
+    (message,) = db.execute("SELECT idempotency_key, payload FROM omni.alert_outbox").fetchall()
+    assert message["idempotency_key"].startswith("concurrency|daily_omni|")
+    text = json.dumps(message["payload"])
+    assert "BATCH-VARIANT" in text and "rebase" in text
+    assert "omni-tasks concurrency --benchmark daily_omni" in text
+    # A retried task re-runs the same experiment: no second message, the same runs replaced.
+    before = db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"]
+    nightly_concurrency(db, [params], night, load_policy())
+    assert db.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"] == 1
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == before
+
+
+def test_a_config_asks_for_levels_it_can_run() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from omni_tasks.deployment.schema import NightlyParams
+
+    with pytest.raises(ValidationError, match="1 first"):
+        NightlyParams(benchmark="daily_omni", concurrency=[8])
+    with pytest.raises(ValidationError, match="vllm-serve"):
+        NightlyParams(
+            benchmark="daily_omni",
+            targets={"main": "vllm-serve", "rebase": "simulator:rebase"},
+            concurrency=[1, 8],
+        )

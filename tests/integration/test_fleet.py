@@ -53,6 +53,7 @@ FLEET = {
             "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
             "dataset": "demo",
             "limit": None,
+            "concurrency": [1, 4],  # its nightly concurrency check, on its own lane
         },
     ],
 }
@@ -89,9 +90,24 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     ):
         for task in ("record_heads", "run_branch", "summarize", "decide", "deliver"):
             assert f"task_id={task}__{series}" in log, (task, series)
+    # Only the series whose config asks for it gets the concurrency check: each branch's items
+    # alone and at 4, paired (the simulator's main and rebase do not vary with the batch).
+    assert "task_id=check_concurrency__librispeech.MiniCPM-o-4_5.npu-a3" in log
+    assert "task_id=check_concurrency__daily_omni" not in log
+    checks = db.execute(
+        "SELECT branch, tags FROM omni.event WHERE kind = 'concurrency' ORDER BY branch"
+    ).fetchall()
+    assert [(c["branch"], "SAME" in c["tags"]) for c in checks] == [
+        ("main", True),
+        ("rebase", True),
+    ]
 
     listed = json.loads(_cli(env, "runs", "list", "--json").stdout)
-    got = sorted((r["benchmark"], r["model"], r["lane"], r["branch"], r["status"]) for r in listed)
+    got = sorted(
+        (r["benchmark"], r["model"], r["lane"], r["branch"], r["status"])
+        for r in listed
+        if r["trigger"] != "concurrency"
+    )
     assert got == [
         ("daily_omni", MINICPM, "rocm-mi300", "main", "complete"),
         ("daily_omni", MINICPM, "rocm-mi300", "rebase", "complete"),
