@@ -15,7 +15,7 @@ from typing import Any
 
 from omni_tasks.synthesis.profiles import Profile, uniform
 
-SCHEDULING_STEP_S = 0.05  # how long a request waits for others to join its batch
+SCHEDULING_STEP_S = 0.1  # how long a request waits for others to join its batch
 
 
 class InFlight:
