@@ -117,7 +117,7 @@ def run_concurrency(
         runs["c1-control"] = _run(conn, req, 1, "c1-control")
     alone = load_graded_run(conn, runs["c1"]).clips
     control = load_graded_run(conn, runs["c1-control"]).clips if req.control else None
-    labels = _voice_labels(req, {k: load_graded_run(conn, v).clips for k, v in runs.items()}, say)
+    labels = voice_labels(req, {k: load_graded_run(conn, v).clips for k, v in runs.items()}, say)
     comparisons = []
     for c in req.levels[1:]:
         batched = load_graded_run(conn, runs[f"c{c}"]).clips
@@ -145,7 +145,7 @@ def run_concurrency(
     return result
 
 
-def _voice_labels(
+def voice_labels(
     req: ConcurrencyRequest, levels: dict[str, list[ClipRecord]], say: Callable[[str], None]
 ) -> dict[str, dict[str, VoiceLabel]]:
     """Each level's outputs labelled with the reference voice they sound like (none unless

@@ -41,6 +41,7 @@ SMOKE = {
     "bench_report.py": (["--sizes", "30"], "ratio opus / wav"),
     "bench_dag_parse.py": (["--repeat", "1"], "worst parse above bare Airflow"),
     "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),
+    "bench_voice_proxy.py": (["--clips", "6"], "ratio labelling / experiment"),
 }
 
 
