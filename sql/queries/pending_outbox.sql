@@ -6,4 +6,4 @@ FROM omni.alert_outbox o
 LEFT JOIN omni.alert a ON a.alert_id = o.alert_id
 LEFT JOIN omni.alert g ON g.alert_id = a.group_id
 WHERE o.state IN ('pending', 'sending')
-ORDER BY (o.kind = 'post' AND a.kind = 'group') DESC, o.message_id
+ORDER BY coalesce(o.kind = 'post' AND a.kind = 'group', false) DESC, o.message_id

@@ -104,7 +104,7 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
     # Real speech (piper) in three reference voices round-robin, heard by Whisper, voices
     # labelled by the offline speaker embedder; the simulator leaks a planted share of
     # co-batched outputs into another request's reference voice.
-    n = 40
+    n = 32
     req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), limit=n, voices=3)
     result = run_concurrency(db, req, load_policy())
     (c8,) = result.comparisons
@@ -124,9 +124,9 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
 
 
 def test_a_clean_server_leaks_no_voice(db) -> None:
-    req = ConcurrencyRequest("seed_tts_en", "simulator:main", (1, 8), limit=24, voices=3)
+    req = ConcurrencyRequest("seed_tts_en", "simulator:main", (1, 8), limit=12, voices=3)
     (c8,) = run_concurrency(db, req, load_policy()).comparisons
-    assert c8.voice is not None and c8.voice.n == 24
+    assert c8.voice is not None and c8.voice.n == 12
     assert c8.voice.leaks == () and c8.voice.wrong_batched == 0
     assert c8.verdict == "SAME"
 
