@@ -17,8 +17,10 @@ cannot be judged, and only content decides (NONDETERMINISTIC is said beside it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.intervals import clopper_pearson_upper, mcnemar_exact
@@ -197,3 +199,19 @@ def compare_levels(
         control_flips=None if control is None else len(flips(alone, control)),
         voice=voice,
     )
+
+
+@dataclass(frozen=True)
+class ConcurrencyResult:
+    """One experiment: its runs per level and each level paired with the alone one."""
+
+    experiment_id: str
+    verdict: str
+    runs: dict[str, str]  # level (c1, c8, c1-control) → run key
+    comparisons: tuple[LevelComparison, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {
+            "summaries": [c.summary for c in self.comparisons],
+            "verdicts": [c.verdict for c in self.comparisons],
+        }

@@ -5,7 +5,6 @@ co-batched, same items, seeds and order, through the family's own runner; each l
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 from collections.abc import Callable
@@ -16,7 +15,7 @@ import psycopg
 
 from omni_tasks import benchmarks
 from omni_tasks.analysis.concurrency import (
-    LevelComparison,
+    ConcurrencyResult,
     VoiceLabel,
     compare_levels,
     voice_check,
@@ -82,20 +81,6 @@ class ConcurrencyRequest:
     @property
     def series(self) -> Series:
         return Series(self.benchmark, self.model, self.lane)
-
-
-@dataclass(frozen=True)
-class ConcurrencyResult:
-    experiment_id: str
-    verdict: str
-    runs: dict[str, str]  # level (c1, c8, c1-control) → run key
-    comparisons: tuple[LevelComparison, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {
-            "summaries": [c.summary for c in self.comparisons],
-            "verdicts": [c.verdict for c in self.comparisons],
-        }
 
 
 def run_concurrency(

@@ -9,8 +9,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from omni_tasks.analysis.concurrency import ConcurrencyResult
 from omni_tasks.config import get_settings
-from omni_tasks.jobs.concurrency import ConcurrencyResult
 from omni_tasks.names import path_component
 from omni_tasks.reports.html import CSS, MAX_AUDIO_CLIPS, TEMPLATES, audio_player
 
