@@ -456,16 +456,6 @@ class DagUnit:
     def task_id(self, task: str) -> str:
         return f"{task}__{self.suffix}" if self.suffix else task
 
-    @property
-    def gpu_task(self) -> dict[str, Any]:
-        """Where its GPU tasks run: its lane's queue and pool, a server's GPUs, its deadline."""
-        return {
-            "queue": self.config.queue,
-            "pool": self.config.pool,
-            "pool_slots": self.config.gpus_per_server,
-            "execution_timeout": self.config.execution_timeout,
-        }
-
 
 def dag_units(path: str | None = None) -> list[DagUnit]:
     """The series the nightly DAG has task chains for, read from the config file (`path`, else
