@@ -39,6 +39,11 @@ class Settings(BaseSettings):
         default=None, description="Slack bot token; unset = messages go to $OMNI_HOME/outbox"
     )
     slack_channel: str | None = Field(default=None, description="Slack channel ID for alerts")
+    slack_signing_secret: SecretStr | None = Field(
+        default=None,
+        description="The Slack app's signing secret: set when the app has interactivity "
+        "(Request URL …/omni-slack/actions); alerts then carry Acknowledge and Ignore buttons",
+    )
     slack_base_url: str = Field(
         default="https://slack.com/api/", description="Slack Web API base (tests: a local server)"
     )

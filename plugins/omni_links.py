@@ -1,6 +1,7 @@
 """Airflow plugin: links from a task to its Grafana dashboard and the night's HTML report,
-macros with the same URLs for templates, and the evidence app (reports and clip audio over
-HTTP, under /omni on the API server, authenticated by Airflow's own token check)."""
+macros with the same URLs for templates, the evidence app (reports and clip audio over HTTP,
+under /omni on the API server, authenticated by Airflow's own token check), GitHub's PR
+webhook and the Slack buttons' endpoint (each checks its sender's signature)."""
 
 from __future__ import annotations
 
@@ -90,12 +91,20 @@ def _webhook_app():  # type: ignore[no-untyped-def]
     return webhook_app(airflow_secret, airflow_trigger, airflow_allow_forks)
 
 
+def _slack_app():  # type: ignore[no-untyped-def]
+    from omni_tasks.alerts.interactions import db_apply, interactions_app, settings_secret
+
+    return interactions_app(settings_secret, db_apply)
+
+
 class OmniLinksPlugin(AirflowPlugin):
     name = "omni_links"
     fastapi_apps = [  # noqa: RUF012 (the plugin API)
         {"app": _evidence_app(), "url_prefix": "/omni", "name": "omni-tasks evidence"},
         # GitHub's PR webhook: its own HMAC check, not Airflow's token (GitHub has none).
         {"app": _webhook_app(), "url_prefix": "/omni-github", "name": "omni-tasks webhook"},
+        # Slack's buttons: its own signature check (Slack holds no Airflow token).
+        {"app": _slack_app(), "url_prefix": "/omni-slack", "name": "omni-tasks Slack actions"},
     ]
     global_operator_extra_links = [GrafanaLink(), ReportLink()]  # noqa: RUF012 (the plugin API)
     macros = [grafana_url, report_url]  # noqa: RUF012 (the plugin API)

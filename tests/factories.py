@@ -112,14 +112,14 @@ def git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-def commit(repo: Path, message: str) -> str:
-    """An empty commit on the checked-out branch; its SHA."""
+def commit(repo: Path, message: str, author: tuple[str, str] = ("t", "t@t")) -> str:
+    """An empty commit on the checked-out branch by `author` (name, email); its SHA."""
     git(
         repo,
         "-c",
-        "user.name=t",
+        f"user.name={author[0]}",
         "-c",
-        "user.email=t@t",
+        f"user.email={author[1]}",
         "commit",
         "-q",
         "--allow-empty",

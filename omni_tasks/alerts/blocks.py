@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slack_sdk.models.blocks import (
+    ActionsBlock,
+    ButtonElement,
+    ConfirmObject,
     ContextBlock,
     HeaderBlock,
     MarkdownTextObject,
@@ -73,6 +76,7 @@ class AlertContext:
     alert_id: int | None = None  # the alert every triage command names
     next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
     group_id: int | None = None  # the alert group it belongs to (alerts/groups.py)
+    buttons: bool = False  # the Slack app has interactivity (alerts/interactions.py)
 
     @property
     def broken(self) -> str:
@@ -294,7 +298,32 @@ def _next(ctx: AlertContext) -> list[dict[str, Any]]:
         group = "" if ctx.group_id is None else f" (group {ctx.group_id})"
         said.append(f"*Alert {ctx.alert_id}*{group}")
     said += [code(step) for step in ctx.next_steps]
-    return [section("Next: " + " · ".join(said))]
+    shown = [section("Next: " + " · ".join(said))]
+    if ctx.buttons and ctx.alert_id is not None:
+        shown.append(buttons(ctx.alert_id))
+    return shown
+
+
+def buttons(alert_id: int) -> dict[str, Any]:
+    """Acknowledge and Ignore on an alert or group (alerts/interactions.py takes the click);
+    the commands beside them stay the way in where the app has no interactivity."""
+    ignore = ConfirmObject(
+        title="Ignore this alert?",
+        text="It closes for everyone; `omni-tasks alerts reopen` brings it back.",
+        confirm="Ignore",
+        deny="Keep it",
+    )
+    return ActionsBlock(
+        block_id=f"triage-{alert_id}",
+        elements=[
+            ButtonElement(
+                text="Acknowledge", action_id="omni_ack", value=str(alert_id), style="primary"
+            ),
+            ButtonElement(
+                text="Ignore", action_id="omni_ignore", value=str(alert_id), confirm=ignore
+            ),
+        ],
+    ).to_dict()
 
 
 @dataclass(frozen=True)
@@ -321,6 +350,7 @@ class GroupView:
     last_good: str | None = None
     first_bad: str | None = None
     next_steps: tuple[str, ...] = ()
+    buttons: bool = False
 
     @property
     def span(self) -> str:
@@ -353,6 +383,7 @@ def group_parent(g: GroupView) -> Message:
     blocks = [
         _header(g.title),
         section("Next: " + " · ".join(steps)),
+        *([buttons(g.group_id)] if g.buttons and g.open else []),
         section(
             f"*Range* {escape(g.candidate)} vs {escape(g.baseline)}: last good night "
             f"{g.last_good_night} → first bad night {g.first_bad_night}; members' details "

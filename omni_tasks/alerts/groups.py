@@ -184,6 +184,7 @@ def _view(conn: psycopg.Connection[Any], group_id: int) -> GroupView:
         last_good=ends.last_good,
         first_bad=ends.first_bad,
         next_steps=next_steps(group_id, rows, ends),
+        buttons=get_settings().slack_signing_secret is not None,
     )
 
 

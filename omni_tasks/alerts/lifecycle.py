@@ -131,6 +131,7 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
         links=links_for(d),
         broken_label=bench.broken_label(tau),
         multiple_choice=bench.judged == "incorrect",
+        buttons=get_settings().slack_signing_secret is not None,
     )
 
 

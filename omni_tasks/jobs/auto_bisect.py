@@ -65,6 +65,21 @@ def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
     return [good, *out.stdout.split()]
 
 
+def commit_author(repo: str, sha: str) -> str:
+    """`Name <email>` and subject of one commit: a one-commit range goes to its author."""
+    if not _SHA.fullmatch(sha):
+        raise ValueError(f"not a commit SHA: {sha!r}")
+    out = subprocess.run(
+        ["git", "-C", repo, "log", "-1", "--format=%an <%ae>%n%s", "--end-of-options", sha],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    author, _, subject = out.stdout.strip().partition("\n")
+    return f"{author} ({subject})" if subject else author
+
+
 def _decide(
     conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any]
 ) -> dict[str, Any]:
@@ -115,9 +130,14 @@ def _decide(
             f"({span}): the branch was rewritten (force-push), so no range"
         )
     if len(history) <= 2:
-        return skipped(
-            f"the range {span} is one commit: {bad.commit_sha[:12]} is the first bad commit"
-        )
+        author = commit_author(params.repo, bad.commit_sha)
+        return {
+            **skipped(
+                f"the range {span} is one commit, nothing to bisect: {bad.commit_sha[:12]} "
+                f"by {author} is the first bad commit"
+            ),
+            "author": author,
+        }
     target = params.targets.get(branch)
     if not isinstance(target, str) or not (
         target == "vllm-serve" or target.startswith("simulator:")

@@ -68,7 +68,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
 @pytest.mark.parametrize(
     ("case", "why"),
     [
-        ("one commit", "is one commit"),
+        ("one commit", "is one commit, nothing to bisect"),
         ("force-push", "not an ancestor of the first bad one"),
         ("not ruled out", "rules it out (Δ tail's 99 % upper bound below +2.0 pts)"),
         ("url target", "needs a server per commit"),
@@ -83,6 +83,9 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
         good = commits[0]
     if case == "not a sha":  # a head typed into the trigger form
         good = "v1.2-good"
+    if case == "one commit":  # the thread names who to ask
+        good = bad
+        bad = commit(repo, "talker: fuse the codec", author=("Ada Lovelace", "ada@example.org"))
     if case == "force-push":  # rewrite the branch: the good commit is no longer an ancestor
         git(repo, "reset", "-q", "--hard", commits[2])
         bad = commit(repo, "rewritten")
@@ -99,6 +102,13 @@ def test_no_bisect_and_the_thread_says_why(db, tmp_path: Path, slack, case: str,
     replies = [m["text"] for m in state.replies(state.top_level()[0]["ts"])]
     assert sum("No automatic bisect" in r for r in replies) == 1
     assert any(why in r for r in replies)
+    if case == "one commit":
+        # The email's dot gets a look-alike in Slack (commit metadata is data, never a link).
+        assert any(
+            "by Ada Lovelace &lt;ada@" in r and "(talker: fuse the codec)" in r for r in replies
+        )
+        author = "Ada Lovelace <ada@example.org> (talker: fuse the codec)"
+        assert details["bisect"]["author"] == author
 
 
 def test_disabled_by_default(db, tmp_path: Path) -> None:

@@ -36,9 +36,10 @@ def test_links_and_macros(monkeypatch) -> None:
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html"
     )
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
-    evidence, webhook = m.OmniLinksPlugin.fastapi_apps
+    evidence, webhook, slack = m.OmniLinksPlugin.fastapi_apps
     assert evidence["url_prefix"] == "/omni"
     assert webhook["url_prefix"] == "/omni-github"  # GitHub's PR webhook, HMAC-checked
+    assert slack["url_prefix"] == "/omni-slack"  # Slack's buttons, signature-checked
     monkeypatch.delenv("OMNI_PUBLIC_URL")
     reset_settings()
     assert m.report_url("2026-11-28") == ""  # no public URL: no link, never file://
