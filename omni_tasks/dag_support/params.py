@@ -315,32 +315,59 @@ def ablate_params() -> dict[str, Any]:
 
 
 def regrade_params() -> dict[str, Any]:
+    """The re-grade form, in sections. Every grader field is empty by default: the deployment
+    config's grader for the run's series (jobs/regrade.py); a value overrides it once."""
     from airflow.sdk import Param
 
     from omni_tasks.grading.asr import BACKENDS
     from omni_tasks.grading.windows import HARNESS_WINDOW, WINDOWS
 
-    return {
-        "run_key": Param("", type="string", description="Run whose stored audio to grade"),
-        "backend": Param("faster-whisper", type="string", enum=list(BACKENDS)),
-        "precision": Param(None, type=["null", "string"], maxLength=20),
+    which, how = "Which run", "How it is graded (empty: the config's grader for its series)"
+
+    def choice(title: str, values: Any, description: str) -> Any:
         # Proposals, not a select showing `null`; the pattern is the allow-list.
-        "window": Param(
+        return Param(
             None,
             type=["null", "string"],
-            examples=list(WINDOWS),
-            pattern=one_of(WINDOWS),
-            description="Empty: the harness version's window policy, else truncate30",
+            title=title,
+            section=how,
+            examples=list(values),
+            pattern=one_of(values),
+            description=description,
+        )
+
+    return {
+        "run_key": Param(
+            "",
+            type="string",
+            minLength=1,
+            title="Run key",
+            section=which,
+            description="The run whose stored audio to grade (`omni-tasks runs list`)",
         ),
-        "harness_version": Param(
+        "backend": choice("ASR backend", BACKENDS, "Its pinned default model"),
+        "precision": Param(
+            None, type=["null", "string"], maxLength=20, title="Precision", section=how
+        ),
+        "window": choice(
+            "Window policy", WINDOWS, "Empty: the harness version's policy, else truncate30"
+        ),
+        "harness_version": choice(
+            "Reference harness",
+            HARNESS_WINDOW,
+            "The vllm-omni reference harness the re-grade must match",
+        ),
+        "device": Param(
             None,
             type=["null", "string"],
-            examples=list(HARNESS_WINDOW),
-            pattern=one_of(HARNESS_WINDOW),
-            description="The vllm-omni reference harness the re-grade must match",
+            pattern=r"^(cpu|cuda|npu)(:[0-9]{1,2})?$",
+            title="Device",
+            section=how,
+            examples=["cuda", "cpu"],
         ),
-        "device": Param("cpu", type="string", pattern=r"^(cpu|cuda|npu)(:[0-9]{1,2})?$"),
-        "batch_size": Param(8, type="integer", minimum=1, maximum=64),
+        "batch_size": Param(
+            None, type=["null", "integer"], minimum=1, maximum=64, title="Batch size", section=how
+        ),
     }
 
 

@@ -1,7 +1,10 @@
 """Re-grading (what `seed_tts_regrade` calls): a stored run's audio graded again by the grader
 the trigger form names, into a grading of its own (never a new run). The form is an allow-list:
 it picks a backend, window, precision and device; the model is the backend's pinned default
-(a form never names a model path or one the grader would fetch)."""
+(a form never names a model path or one the grader would fetch). A field left empty is the
+deployment config's grader for the run's series (its benchmark, model and lane), so a
+production re-grade runs on the workers' device with the fleet's backend unless it says
+otherwise."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from typing import Any
 
 import psycopg
 
+from omni_tasks import deployment
 from omni_tasks.grading.asr import GraderSpec
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import GradingOutcome, grade_run
+from omni_tasks.store.runs import get_run
 
 # The trigger form's fields that make the grader (the rest name the run).
 GRADER_FIELDS = (
@@ -45,9 +50,30 @@ def check_form(form: Mapping[str, Any]) -> None:
         raise RegradeFormError("trigger form: batch_size: 1 to 64")
 
 
-def regrade(conn: psycopg.Connection[Any], form: Mapping[str, Any]) -> GradingOutcome:
+def grader_spec(
+    conn: psycopg.Connection[Any], form: Mapping[str, Any], variable: str | None
+) -> GraderSpec:
+    """The form's grader over the configured series' (`variable`: the deployment config)."""
     check_form(form)
-    grader = load_grader(GraderSpec.from_params({k: form.get(k) for k in GRADER_FIELDS}))
+    run = get_run(conn, str(form["run_key"]))
+    try:
+        configured = (
+            deployment.series_config(variable, run["benchmark"], run["lane"], run["model"]).get(
+                "grader"
+            )
+            or {}
+        )
+    except deployment.ConfigError as exc:
+        raise RegradeFormError(f"deployment config: {exc}") from None
+    return GraderSpec.from_params(
+        {k: form[k] if form.get(k) is not None else configured.get(k) for k in GRADER_FIELDS}
+    )
+
+
+def regrade(
+    conn: psycopg.Connection[Any], form: Mapping[str, Any], variable: str | None = None
+) -> GradingOutcome:
+    grader = load_grader(grader_spec(conn, form, variable))
     out = grade_run(conn, str(form["run_key"]), grader)
     conn.commit()
     return out
