@@ -24,7 +24,7 @@ import numpy as np
 
 from omni_tasks.gates.advice import Night, advise
 from omni_tasks.gates.table import Threshold, UpstreamGate
-from omni_tasks.synthetic import ClipModel
+from omni_tasks.synthesis.artifacts import ClipModel
 
 TARGET = 0.02
 MODELS = {  # name -> model; the threshold is set where the truth's false-fail is 5 %

@@ -21,8 +21,8 @@ from pathlib import Path
 import ctranslate2
 import numpy as np
 
-from omni_tasks.audio import WHISPER_RATE
 from omni_tasks.dataset import load_dataset
+from omni_tasks.evidence.audio import WHISPER_RATE
 from omni_tasks.grading.asr import GraderSpec
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.wer import score

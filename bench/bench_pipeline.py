@@ -46,7 +46,7 @@ NIGHT = dt.date(2026, 11, 30)
 def stand_in(audio: dict[str, np.ndarray], latency: dict[str, float]) -> Starlette:
     """vLLM-Omni's stream for each sentence: its text, then its pre-rendered audio in 1 s
     chunks spread over the clip's latency (sleeps only)."""
-    from omni_tasks.audio import STORE_RATE, wav_bytes
+    from omni_tasks.evidence.audio import STORE_RATE, wav_bytes
     from omni_tasks.synthesis import protocol
 
     async def chat(request: Request) -> Response:

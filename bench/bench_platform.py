@@ -25,7 +25,7 @@ from omni_tasks.grafana.dashboards import write_all
 from omni_tasks.jobs import nightly
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthetic import ab_artifacts
+from omni_tasks.synthesis.artifacts import ab_artifacts
 
 
 def main() -> None:

@@ -21,15 +21,15 @@ from pathlib import Path
 import numpy as np
 from common import scratch_db
 
-from omni_tasks.audio import write_audio
 from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
+from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night
 from omni_tasks.reports import html as report
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthetic import ABShape, ab_artifacts
+from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 NIGHT = dt.date(2026, 11, 2)
 SERIES = Series("seed_tts_en")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import soundfile as sf
 
-from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
-from omni_tasks.names import InvalidName, check_text
+from omni_tasks.evidence.audio import STORE_RATE, write_audio
+from omni_tasks.trust.names import InvalidName, check_text
 
 DEMO_META = Path(__file__).parent / "datasets" / "demo" / "meta.lst"
 

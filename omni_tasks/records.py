@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from omni_tasks.names import check_name
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.trust.names import check_name
 
 SynthStatus = Literal[
     "ok", "over_long", "no_audio", "timeout_partial", "timeout_no_output", "request_failed"

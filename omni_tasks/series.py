@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omni_tasks.names import check_model, check_name, path_component
+from omni_tasks.trust.names import check_model, check_name, path_component
 
 # What rows stored before series existed belong to: the one model and GPU class the platform
 # then benchmarked (migration 0009 fills these in).

@@ -12,7 +12,7 @@ from airflow.sdk import BaseOperatorLink
 
 
 def grafana_url(benchmark: str = "seed_tts_en") -> str:
-    from omni_tasks.links import dashboard_path
+    from omni_tasks.evidence.links import dashboard_path
 
     # The browser's Grafana: the public URL when the API server reaches another one.
     base = os.environ.get("OMNI_GRAFANA_PUBLIC_URL") or os.environ.get(
@@ -24,14 +24,14 @@ def grafana_url(benchmark: str = "seed_tts_en") -> str:
 
 def report_url(nightly: str, benchmark: str = "seed_tts_en") -> str:
     """The night's report as the evidence app serves it ("" without OMNI_PUBLIC_URL)."""
-    from omni_tasks.links import report_url as served
+    from omni_tasks.evidence.links import report_url as served
 
     return served(benchmark, nightly) or ""
 
 
 def _ours(ti_key) -> bool:  # type: ignore[no-untyped-def]
     """Links are global to the API server; they point somewhere only on this project's DAGs."""
-    from omni_tasks.links import DAG_IDS
+    from omni_tasks.evidence.links import DAG_IDS
 
     return getattr(ti_key, "dag_id", None) in DAG_IDS
 
@@ -57,7 +57,7 @@ class ReportLink(BaseOperatorLink):
         from airflow.models.xcom import XComModel
         from airflow.utils.session import create_session
 
-        from omni_tasks.links import served_report
+        from omni_tasks.evidence.links import served_report
 
         query = XComModel.get_many(
             run_id=ti_key.run_id,
@@ -75,7 +75,7 @@ class ReportLink(BaseOperatorLink):
 
 
 def _evidence_app():  # type: ignore[no-untyped-def]
-    from omni_tasks.serving import evidence_app
+    from omni_tasks.evidence.serving import evidence_app
 
     return evidence_app()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_tasks.series import Series
-from omni_tasks.synthetic import ABShape, ab_artifacts
+from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 D0 = dt.date(2026, 11, 1)
 REGRESS = ABShape(n=1088, stable_broken=80, regressed=71, improved=9)
@@ -142,7 +142,7 @@ def seed_tts_corpus(root: Path, n: int = 1088) -> Path:
 
     import numpy as np
 
-    from omni_tasks.audio import write_audio
+    from omni_tasks.evidence.audio import write_audio
 
     rng = random.Random(5)
     words = "alpha river stone quiet market orange seven garden window yellow bridge".split()

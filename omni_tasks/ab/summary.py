@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from omni_tasks.evidence.links import audio_url
 from omni_tasks.formatting import pts, pts_ci
-from omni_tasks.links import audio_url
 from omni_tasks.trust.redact import outbound
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from omni_tasks.analysis.intervals import newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, Comparison
-from omni_tasks.links import dashboard_path, report_url
+from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.reports.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts as store

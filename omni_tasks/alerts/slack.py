@@ -30,8 +30,8 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from omni_tasks.alerts.blocks import render_text
-from omni_tasks.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.config import get_settings
+from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.store import alerts as store
 from omni_tasks.trust.redact import redact, register
 

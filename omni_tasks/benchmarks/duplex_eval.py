@@ -21,8 +21,8 @@ from omni_tasks.importers.artifact import (
     nightly_of,
     require,
 )
-from omni_tasks.names import InvalidName, check_name, printable
 from omni_tasks.records import ClipRecord, Grader, RunSpec
+from omni_tasks.trust.names import InvalidName, check_name, printable
 
 # OpenBMB/Omni-DuplexEval's evaluator commit that upstream's prompts are copied from
 # (`omni_duplex_eval_metrics.PROTOCOL_PIN`, vllm-omni 0.30.0 and 0.32.0rc1): a night judged

@@ -19,7 +19,6 @@ import psycopg
 from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.request import RunRequest
 from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
-from omni_tasks.names import printable
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, RunSpec
@@ -33,6 +32,7 @@ from omni_tasks.synthesis.bounded import (
     sse_lines,
 )
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
+from omni_tasks.trust.names import printable
 
 MAX_ANSWER_CHARS = 2000
 ANSWER_TIMEOUT_S = 300.0  # an answer is short text: one stuck longer is infra

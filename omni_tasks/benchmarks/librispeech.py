@@ -27,8 +27,8 @@ from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
-from omni_tasks.names import check_name, check_text, printable
 from omni_tasks.records import ClipGrade, ClipRecord, Grader
+from omni_tasks.trust.names import check_name, check_text, printable
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest

@@ -34,8 +34,8 @@ from omni_tasks.importers.artifact import (
     nightly_of,
     require,
 )
-from omni_tasks.names import InvalidName, check_name
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.trust.names import InvalidName, check_name
 
 # The model upstream's test serves (its MODEL): the only model the test exists for.
 MODEL = "FunAudioLLM/Fun-CosyVoice3-0.5B-2512"
@@ -219,7 +219,7 @@ def _heard(out: dict[str, Any]) -> str:
 def _wav(path: Path, test: str | None, idx: int, options: ImportOptions) -> str | None:
     """The failing output's WAV upstream writes beside the report, when it lies under an
     audio root the import names."""
-    from omni_tasks.audio import AudioUnavailable, check_audio_uri
+    from omni_tasks.evidence.audio import AudioUnavailable, check_audio_uri
 
     if test is None or not options.audio_roots:
         return None

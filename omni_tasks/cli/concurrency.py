@@ -65,8 +65,8 @@ def concurrency_cmd(
     from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.concurrency import ConcurrencyError, ConcurrencyRequest, run_concurrency
-    from omni_tasks.names import InvalidName
     from omni_tasks.reports.concurrency import write_report
+    from omni_tasks.trust.names import InvalidName
 
     series = series_of(benchmark, model, lane)
     try:

@@ -27,8 +27,8 @@ def demo_cmd(
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
-    from omni_tasks.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.grafana.dashboards import write_all
+    from omni_tasks.jobs.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
     from omni_tasks.store.db import redact, resolve_dsn
@@ -147,8 +147,8 @@ def nightly_cmd(
     each decided against its own baseline; then each series' verdicts.
 
     Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed."""
-    from omni_tasks.demo import run_night
     from omni_tasks.deployment import ConfigError, resolve_night
+    from omni_tasks.jobs.demo import run_night
     from omni_tasks.store import views
     from omni_tasks.store.db import redact, resolve_dsn
 

@@ -61,14 +61,14 @@ def import_vllm_omni(
     """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
     (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
     from omni_tasks import benchmarks
-    from omni_tasks.audio import AudioUnavailable, audio_roots
     from omni_tasks.benchmarks.seed_tts.family import ArtifactError, adopt_audio
+    from omni_tasks.evidence.audio import AudioUnavailable, audio_roots
     from omni_tasks.store.runs import RunConflictError, save_run
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
-    from omni_tasks.commits import check_commit
-    from omni_tasks.names import InvalidName, check_run_key
+    from omni_tasks.trust.commits import check_commit
+    from omni_tasks.trust.names import InvalidName, check_run_key
 
     try:
         if run_key is not None:

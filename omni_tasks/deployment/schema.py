@@ -9,10 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omni_tasks.commits import full_commit
 from omni_tasks.config import get_settings
 from omni_tasks.gates.table import Threshold, UpstreamGate
-from omni_tasks.names import (
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.trust.commits import full_commit
+from omni_tasks.trust.names import (
     check_branch,
     check_env_name,
     check_model,
@@ -20,7 +21,6 @@ from omni_tasks.names import (
     check_text,
     require_trusted,
 )
-from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
 
 class GateOverride(BaseModel):

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from omni_tasks.commits import is_full_sha
 from omni_tasks.environments import Environment, EnvironmentBuildError
 from omni_tasks.trust.child_env import child_env, seal
+from omni_tasks.trust.commits import is_full_sha
 from omni_tasks.trust.redact import redact
 
 # A vLLM build: a version (0.27.0, 0.28.1rc1, 0.28.0+cu129) or a full commit SHA.

@@ -11,8 +11,8 @@ import functools
 import subprocess
 from pathlib import Path
 
-from omni_tasks.commits import check_commit
-from omni_tasks.names import InvalidName
+from omni_tasks.trust.commits import check_commit
+from omni_tasks.trust.names import InvalidName
 
 MAX_SOURCE = 2 * 1024 * 1024  # a test file; anything larger is not one
 

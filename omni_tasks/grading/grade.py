@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from omni_tasks.audio import read_audio
+from omni_tasks.evidence.audio import read_audio
 from omni_tasks.grading import flags
 from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.wer import score

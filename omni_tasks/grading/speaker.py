@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from omni_tasks.analysis.concurrency import VoiceLabel
-from omni_tasks.audio import resample
+from omni_tasks.evidence.audio import resample
 
 EMBED_RATE = 16_000  # what the encoder reads
 PROXY = "resemblyzer 0.1.4 GE2E, a proxy read relatively"

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from omni_tasks.config import REPO_ROOT
+from omni_tasks.evidence.links import DASHBOARD_UID
 from omni_tasks.formatting import pct
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.links import DASHBOARD_UID
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"
 # Panels read the `datasource` variable, whose default is the provisioned datasource's uid: a

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from omni_tasks.names import InvalidName, check_text
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
+from omni_tasks.trust.names import InvalidName, check_text
 
 # Documented bounds (docs/operators/security.md): a runaway clip scores WER in the tens or
 # hundreds (more under whole-clip grading); nothing real comes near these.

@@ -44,13 +44,11 @@ from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
-from omni_tasks.commits import check_commit
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
 from omni_tasks.importers.hardware import sku_of
 from omni_tasks.importers.identity import Protocol, identity_problem
-from omni_tasks.names import InvalidName, path_component, printable
 from omni_tasks.records import records_of
 from omni_tasks.series import Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
@@ -60,6 +58,8 @@ from omni_tasks.synthesis.bounded import (
     parse_json,
     read_body_sync,
 )
+from omni_tasks.trust.commits import check_commit
+from omni_tasks.trust.names import InvalidName, path_component, printable
 
 DEFAULT_API = "https://api.buildkite.com/v2"
 RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"

@@ -22,9 +22,9 @@ from omni_tasks.ab.summary import summary_markdown, worst_clips_markdown
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.jobs.statistics import compare, load_graded_run
-from omni_tasks.names import check_name
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import views
+from omni_tasks.trust.names import check_name
 from omni_tasks.trust.redact import outbound
 
 FIRST_SEED = 42

@@ -18,13 +18,13 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
-from omni_tasks.commits import full_commit, is_full_sha
 from omni_tasks.deployment.schema import Serving
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import served
 from omni_tasks.store import alerts as store
 from omni_tasks.store import runs
 from omni_tasks.store.runs import clip_records
+from omni_tasks.trust.commits import full_commit, is_full_sha
 
 
 class BisectParams(Serving):

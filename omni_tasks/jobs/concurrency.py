@@ -23,10 +23,10 @@ from omni_tasks.analysis.concurrency import (
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.statistics import load_graded_run
-from omni_tasks.names import check_name
 from omni_tasks.records import ClipRecord
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import alerts as events
+from omni_tasks.trust.names import check_name
 
 MAX_LEVEL = 256
 
@@ -137,8 +137,8 @@ def voice_labels(
     the request mixed voices)."""
     if req.voices == 1:
         return {}
-    from omni_tasks.audio import AudioError, decode_wav, load_audio_bytes
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest, dataset_of
+    from omni_tasks.evidence.audio import AudioError, decode_wav, load_audio_bytes
     from omni_tasks.grading import speaker
 
     ds = dataset_of(

@@ -33,12 +33,12 @@ from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
-from omni_tasks.names import (
+from omni_tasks.series import DEFAULT_MODEL, Series
+from omni_tasks.store import heads, results
+from omni_tasks.trust.names import (
     check_branch,
     path_component,
 )
-from omni_tasks.series import DEFAULT_MODEL, Series
-from omni_tasks.store import heads, results
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest
@@ -423,7 +423,7 @@ def task_failed(
 ) -> None:
     """An Airflow task failed: an INFRA alert through the outbox (once per try), with a link
     to that try's log when the Airflow UI's address is known."""
-    from omni_tasks.links import task_log_url
+    from omni_tasks.evidence.links import task_log_url
 
     key = keys.task_failure(series.key, dag_id, task_id)
     ids = {"series": series.label, "DAG": dag_id, "task": task_id, "run": run_id}

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.harness import HARNESS
-from omni_tasks.names import printable
+from omni_tasks.trust.names import printable
 
 PACKAGE = "vllm-omni"
 SUITE_TIMEOUT_S = 3600

@@ -11,8 +11,8 @@ from markupsafe import Markup
 
 from omni_tasks.analysis.concurrency import ConcurrencyResult
 from omni_tasks.config import get_settings
-from omni_tasks.names import path_component
 from omni_tasks.reports.html import CSS, MAX_AUDIO_CLIPS, TEMPLATES, audio_player
+from omni_tasks.trust.names import path_component
 
 
 def report_path(experiment_id: str) -> Path:

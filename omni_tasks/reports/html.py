@@ -25,15 +25,15 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.alerts import groups
-from omni_tasks.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.config import get_settings
+from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.importers.identity import PROTOCOLS
-from omni_tasks.names import path_component
 from omni_tasks.reports.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
+from omni_tasks.trust.names import path_component
 from omni_tasks.trust.redact import redact
 
 MAX_AUDIO_CLIPS = 30

@@ -12,8 +12,8 @@ from typing import Any
 import fsspec
 import psycopg
 
-from omni_tasks.names import path_component
 from omni_tasks.store.queries import sql
+from omni_tasks.trust.names import path_component
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
-from omni_tasks.names import check_run_key, path_component
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
+from omni_tasks.trust.names import check_run_key, path_component
 
 # Fields that say where/when a write happened, not what was measured.
 _AUDIT_FIELDS = {"airflow_dag_id", "airflow_run_id"}

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from omni_tasks.audio import AudioUnavailable, decode_wav
+from omni_tasks.evidence.audio import AudioUnavailable, decode_wav
 from omni_tasks.synthesis.profiles import Profile, uniform
 from omni_tasks.synthesis.simulator import UnreadableRequest
 

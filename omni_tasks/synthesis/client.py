@@ -30,10 +30,9 @@ import httpx
 import numpy as np
 import tenacity
 
-from omni_tasks.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.dataset import Utterance
+from omni_tasks.evidence.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.harness import OUR_CLIENT, ClientRules
-from omni_tasks.names import printable
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import (
@@ -45,6 +44,7 @@ from omni_tasks.synthesis.bounded import (
 )
 from omni_tasks.synthesis.protocol import PromptTemplate
 from omni_tasks.synthesis.stages import StageDefaults
+from omni_tasks.trust.names import printable
 
 
 @dataclass(frozen=True)

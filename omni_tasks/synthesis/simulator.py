@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from omni_tasks.audio import STORE_RATE, wav_bytes
+from omni_tasks.evidence.audio import STORE_RATE, wav_bytes
 from omni_tasks.synthesis import batching, protocol
 from omni_tasks.synthesis.profiles import (
     Behaviour,

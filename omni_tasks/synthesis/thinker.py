@@ -11,11 +11,11 @@ import httpx
 
 from omni_tasks.dataset import Utterance
 from omni_tasks.harness import OUR_CLIENT
-from omni_tasks.names import printable
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, sse_lines
 from omni_tasks.synthesis.client import Malformed, _Stream
 from omni_tasks.synthesis.protocol import PromptTemplate
+from omni_tasks.trust.names import printable
 
 
 async def _one(

@@ -11,7 +11,7 @@ from typing import Any
 
 import soundfile as sf
 
-from omni_tasks.audio import AudioUnavailable, decode_wav
+from omni_tasks.evidence.audio import AudioUnavailable, decode_wav
 from omni_tasks.synthesis.choices import inline_wav, user_text
 from omni_tasks.synthesis.profiles import Profile, uniform
 from omni_tasks.synthesis.simulator import UnreadableRequest

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from omni_tasks.audio import STORE_RATE, resample
+from omni_tasks.evidence.audio import STORE_RATE, resample
 from omni_tasks.offline_models import piper_voice_files
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import soundfile as sf
 
-from omni_tasks.audio import STORE_RATE, resample
+from omni_tasks.evidence.audio import STORE_RATE, resample
 
 if TYPE_CHECKING:
     from omni_tasks.dataset import Dataset

@@ -205,7 +205,7 @@ def _vllm_audio_module() -> Iterator[None]:
 
 @pytest.fixture
 def prompt_wav(tmp_path: Path) -> Path:
-    from omni_tasks.audio import write_audio
+    from omni_tasks.evidence.audio import write_audio
 
     path = tmp_path / "prompt.wav"
     write_audio(str(path), np.full(2400, 0.05, np.float32), 24_000)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from omni_tasks.audio import decode_wav, resample, to_whisper_rate
+from omni_tasks.evidence.audio import decode_wav, resample, to_whisper_rate
 from tests.conformance.upstream import Upstream
 
 EVAL = "vllm_omni.benchmarks.data_modules.seed_tts_eval"

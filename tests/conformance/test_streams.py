@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omni_tasks.audio import STORE_RATE, wav_bytes
 from omni_tasks.dataset import Utterance
+from omni_tasks.evidence.audio import STORE_RATE, wav_bytes
 from omni_tasks.harness import ClientRules, RetryRule, client_rules
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
-from omni_tasks.audio import write_audio
+from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import decide_night
 from omni_tasks.series import Series
+from omni_tasks.synthesis.artifacts import ABShape
 from omni_tasks.synthesis.simulator import serve_in_thread
-from omni_tasks.synthetic import ABShape
 from tests.factories import D0, REGRESS, SAME, store_night
 from tests.fakes.slack_api import SlackState, slack_app
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import transformers
 
-from omni_tasks.audio import WHISPER_RATE
+from omni_tasks.evidence.audio import WHISPER_RATE
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.synthetic_models import build_openai_whisper, build_transformers_whisper

@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from omni_tasks.audio import wav_bytes, write_audio
 from omni_tasks.dataset import Utterance
+from omni_tasks.evidence.audio import wav_bytes, write_audio
 from omni_tasks.harness import HARNESS, ClientRules, RetryRule, client_rules
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all

@@ -44,7 +44,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
 
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
     assert bag.import_errors == {}
-    from omni_tasks.links import DAG_IDS
+    from omni_tasks.evidence.links import DAG_IDS
 
     assert set(bag.dags) == DAG_IDS  # the plugin's links appear on exactly these
     assert set(bag.dags) == {

@@ -105,7 +105,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
 def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(
     db, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from omni_tasks.names import path_component
+    from omni_tasks.trust.names import path_component
     from tests.factories import store_night
 
     audio = tmp_path / "audio"

@@ -169,7 +169,7 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
 
     # The freshness watchdog checks exactly the config's series and branches: only the dead
     # target's branch is stale (its run failed), under its own series' key.
-    from omni_tasks.demo import airflow_env
+    from omni_tasks.jobs.demo import airflow_env
 
     af = {**airflow_env(tmp_path / "home", results_dsn), "OMNI_NIGHTLY_CONFIG": str(config)}
     fresh = subprocess.run(

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.cli import app
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthetic import ClipModel
+from omni_tasks.synthesis.artifacts import ClipModel
 from tests.factories import write_json
 
 runner = CliRunner()

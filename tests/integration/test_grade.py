@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.cli import app
+from omni_tasks.evidence.audio import STORE_RATE, write_audio
 from omni_tasks.grading.asr import GraderSpec
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import grade_run

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from omni_tasks.audio import write_audio
 from omni_tasks.cli import app
 from omni_tasks.dataset import load_dataset
+from omni_tasks.evidence.audio import write_audio
 from tests.factories import small_artifact, write_json
 
 runner = CliRunner()

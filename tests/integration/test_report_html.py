@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from omni_tasks.audio import write_audio
 from omni_tasks.cli import app
+from omni_tasks.evidence.audio import write_audio
 from tests.factories import REGRESS, SAME, store_night
 from tests.fakes.buildkite_fleet import fleet_api, sync
 
@@ -120,7 +120,7 @@ def test_a_night_with_a_failed_run_still_gets_its_report(db, tmp_path: Path) -> 
 
 
 def test_the_evidence_index_renders(tmp_path: Path) -> None:
-    from omni_tasks.serving import index_page
+    from omni_tasks.evidence.serving import index_page
 
     reports = tmp_path / "reports"
     reports.mkdir()

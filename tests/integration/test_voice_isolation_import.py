@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from omni_tasks.audio import wav_bytes
 from omni_tasks.cli import app
+from omni_tasks.evidence.audio import wav_bytes
 
 VOICES = ["clone_2", "jiayan_zh", "indextts2"]
 LEAKS = {5: "jiayan_zh", 17: "clone_2"}  # both embedders agree on another request's voice

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from omni_tasks.audio import write_audio
 from omni_tasks.cli import app
+from omni_tasks.evidence.audio import write_audio
 
 runner = CliRunner()
 HOSTILE = [

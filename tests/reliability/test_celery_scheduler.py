@@ -27,7 +27,7 @@ def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ign
     token only (Airflow does not guard plugin apps; the app checks it itself)."""
     import numpy as np
 
-    from omni_tasks.audio import write_audio
+    from omni_tasks.evidence.audio import write_audio
 
     write_audio(str(home / "audio" / "run-x" / "00000_u0.wav"), np.zeros(2400, np.float32), 24_000)
     auth = {"Authorization": f"Bearer {c.token()}"}

@@ -21,14 +21,14 @@ from typer.testing import CliRunner
 from omni_tasks.alerts.blocks import escape
 from omni_tasks.alerts.lifecycle import enqueue, links_for
 from omni_tasks.alerts.slack import SlackSink, dispatch
-from omni_tasks.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
+from omni_tasks.evidence.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.jobs.nightly import _git_head
-from omni_tasks.names import InvalidName, check_branch, path_component
 from omni_tasks.store.db import DatabaseError, connect, redact
 from omni_tasks.synthesis.simulator import serve_in_thread
+from omni_tasks.trust.names import InvalidName, check_branch, path_component
 from tests.factories import ab_files, small_artifact, write_json
 from tests.fakes.slack_api import SlackState, slack_app
 
@@ -713,9 +713,9 @@ def test_the_provenance_probe_and_git_take_no_orders_from_data(tmp_path: Path, m
     --end-of-options, so `--output=FILE` is a revision that does not exist, not an option."""
     import sys
 
-    from omni_tasks.commits import check_commit, resolve_commit
     from omni_tasks.synthesis.provenance import commit_time, lineage
     from omni_tasks.synthesis.server import ServerSpec, provenance, server_env
+    from omni_tasks.trust.commits import check_commit, resolve_commit
     from tests.factories import git_repo
 
     marker = tmp_path / "command-ran"
@@ -780,7 +780,7 @@ def test_every_audio_root_kind_follows_the_one_path_rule(planted: Path, tmp_path
     http(s):// roots compare the decoded, normalized path (%2e%2e passed the prefix check)."""
     import time
 
-    from omni_tasks.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
+    from omni_tasks.evidence.audio import AudioUnavailable, check_audio_uri, load_audio_bytes
 
     root = planted / "audio"
     write_audio(str(root / "ok.wav"), np.zeros(240, np.float32), 24_000)

@@ -9,7 +9,7 @@ import av
 import numpy as np
 import pytest
 
-from omni_tasks.audio import AudioError, opus_bytes, wav_bytes
+from omni_tasks.evidence.audio import AudioError, opus_bytes, wav_bytes
 
 
 def test_a_clip_keeps_its_duration_at_a_tenth_of_the_size() -> None:

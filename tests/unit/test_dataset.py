@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omni_tasks.audio import write_audio
 from omni_tasks.dataset import DatasetError, load_dataset
+from omni_tasks.evidence.audio import write_audio
 from omni_tasks.grading.flags import is_question
 
 

@@ -11,7 +11,13 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "omni_tasks"
-IO_MODULES = ("omni_tasks.store", "omni_tasks.config", "omni_tasks.audio", "psycopg", "httpx")
+IO_MODULES = (
+    "omni_tasks.store",
+    "omni_tasks.config",
+    "omni_tasks.evidence.audio",
+    "psycopg",
+    "httpx",
+)
 SQL = re.compile(r"\b(SELECT|INSERT INTO|UPDATE omni\.|DELETE FROM)\b")
 
 

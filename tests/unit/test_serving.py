@@ -11,9 +11,9 @@ import pytest
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
-from omni_tasks.audio import write_audio
 from omni_tasks.config import reset_settings
-from omni_tasks.serving import evidence_app
+from omni_tasks.evidence.audio import write_audio
+from omni_tasks.evidence.serving import evidence_app
 
 
 def _token_required(request: Request) -> str:

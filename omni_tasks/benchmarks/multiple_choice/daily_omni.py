@@ -26,8 +26,8 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
-from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
+from omni_tasks.trust.names import InvalidName, check_text, path_component, under
 
 if TYPE_CHECKING:
     import numpy as np
@@ -217,7 +217,7 @@ def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
     its number of beeps) and a one-second video (an MP4 of grey frames: the questions are
     about the sound), written once under `cache`; nothing is downloaded."""
-    from omni_tasks.audio import wav_bytes
+    from omni_tasks.evidence.audio import wav_bytes
 
     text = DEMO_QA.read_text(encoding="utf-8")
     root = cache / "datasets" / "demo_daily_omni"

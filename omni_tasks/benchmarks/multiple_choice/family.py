@@ -30,7 +30,6 @@ from omni_tasks.importers.artifact import (
     summary_figures,
     summary_mismatch,
 )
-from omni_tasks.names import InvalidName, check_name
 from omni_tasks.records import (
     INFRA_STATUSES,
     ClipAudio,
@@ -40,6 +39,7 @@ from omni_tasks.records import (
     RunSpec,
     records_of,
 )
+from omni_tasks.trust.names import InvalidName, check_name
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest

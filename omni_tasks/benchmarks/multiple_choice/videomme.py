@@ -29,8 +29,8 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
-from omni_tasks.names import InvalidName, check_text, path_component, under
 from omni_tasks.records import Grader
+from omni_tasks.trust.names import InvalidName, check_text, path_component, under
 
 PARQUET = "videomme/test-00000-of-00001.parquet"  # the Hub snapshot's layout
 VIDEO_DIR = "video"  # where upstream extracts videos_chunked_*.zip

@@ -46,7 +46,6 @@ from omni_tasks.importers.artifact import (
     summary_figures,
     summary_mismatch,
 )
-from omni_tasks.names import InvalidName, check_name, path_component, under
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import (
     ClipAudio,
@@ -57,6 +56,7 @@ from omni_tasks.records import (
     SynthStatus,
     records_of,
 )
+from omni_tasks.trust.names import InvalidName, check_name, path_component, under
 
 if TYPE_CHECKING:
     import psycopg
@@ -254,7 +254,7 @@ def locale_of(doc: dict[str, Any]) -> str:
 
 def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
     """The one path rule (audio.check_audio_uri): audio outside its root is never stored."""
-    from omni_tasks.audio import AudioUnavailable, check_audio_uri
+    from omni_tasks.evidence.audio import AudioUnavailable, check_audio_uri
 
     if clip.audio_uri is None:
         return clip
@@ -271,7 +271,7 @@ def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str])
 def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
     """Copy the clips whose audio lies under `import_root` (an import's --audio-root) into the
     audio root, so every later reader (grading, report, Slack) needs only the audio root."""
-    from omni_tasks.audio import load_audio_bytes
+    from omni_tasks.evidence.audio import load_audio_bytes
 
     root = get_settings().audio_root_url
     folder = f"{root}/.imports/{art.spec.source.get('sha256', 'artifact')[:16]}"

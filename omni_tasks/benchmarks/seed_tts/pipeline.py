@@ -25,15 +25,15 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks.audio import STORE_RATE, write_audio
 from omni_tasks.config import get_settings
 from omni_tasks.dataset import Utterance
+from omni_tasks.evidence.audio import STORE_RATE, write_audio
 from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import block_of, grade_batch, pending_blocks
-from omni_tasks.names import path_component
 from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, Grader, RunSpec, RunStatus
 from omni_tasks.store import runs
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
+from omni_tasks.trust.names import path_component
 
 QUEUE_CLIPS = 64  # clips waiting for the grader before synthesis waits (about 4 batches)
 

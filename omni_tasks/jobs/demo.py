@@ -24,7 +24,7 @@ from omni_tasks.series import Series
 from omni_tasks.store import views
 
 # The DAG files and plugins the package ships (links to the repository's dags/ and plugins/).
-SHIPPED = Path(__file__).resolve().parent
+SHIPPED = Path(__file__).resolve().parents[1]  # the package: its dags/ and plugins/ links
 BASELINE, CANDIDATE = "main", "rebase"
 PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
 

@@ -8,7 +8,7 @@ import datetime as dt
 from urllib.parse import quote, urlencode
 
 from omni_tasks.config import get_settings
-from omni_tasks.names import path_component
+from omni_tasks.trust.names import path_component
 
 DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
 PREFIX = "/omni"  # the plugin app's mount point on the API server

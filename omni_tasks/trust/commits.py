@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from omni_tasks.names import InvalidName
+from omni_tasks.trust.names import InvalidName
 
 _SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _FULL = re.compile(r"^[0-9a-f]{40}$")
