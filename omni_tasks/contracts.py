@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
-from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
 T = TypeVar("T")
 
@@ -212,8 +212,8 @@ class Decision(Contract):
 
     benchmark: str
     nightly: dt.date
-    candidate: str
-    baseline: str
+    candidate_branch: str
+    baseline_branch: str
     variant: str
     verdict: str
     confirmed: bool
@@ -231,6 +231,85 @@ class Decision(Contract):
     group_test: dict[str, Any] | None = None
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
+
+
+@dataclass(frozen=True)
+class DecisionKey:
+    """What one decision series is kept for: a series' candidate against its baseline, in one
+    variant, under one policy version (gate_decision's key, less the night)."""
+
+    series: Series
+    candidate_branch: str
+    baseline_branch: str
+    variant: str
+    policy_version: str
+
+    def args(self) -> dict[str, str]:
+        """The key as the store's queries name it."""
+        return {
+            **self.series.args(),
+            "candidate_branch": self.candidate_branch,
+            "baseline_branch": self.baseline_branch,
+            "variant": self.variant,
+            "policy_version": self.policy_version,
+        }
+
+
+@dataclass(frozen=True)
+class StoredDecision:
+    """A night's decision as the store keeps it, under gate_decision's column names, with its
+    comparison and candidate run (store/decisions.py): what the alert lifecycle reads."""
+
+    decision_id: int
+    benchmark: str
+    model: str
+    lane: str
+    nightly: dt.date
+    candidate_branch: str
+    baseline_branch: str
+    variant: str
+    verdict: str
+    confirmed: bool
+    mcnemar_p_holm: float | None
+    reasons: list[str]
+    policy_version: str
+    comparison: Comparison | None
+    tau: float | None
+    candidate_run_id: int | None
+    candidate_run_key: str | None
+    baseline_run_id: int | None
+    airflow_dag_id: str | None
+    airflow_run_id: str | None
+
+    @property
+    def series(self) -> Series:
+        return Series(self.benchmark, self.model, self.lane)
+
+    @property
+    def key(self) -> DecisionKey:
+        return DecisionKey(
+            self.series,
+            self.candidate_branch,
+            self.baseline_branch,
+            self.variant,
+            self.policy_version,
+        )
+
+    def branch(self, side: str) -> str:
+        """The candidate's or the baseline's branch."""
+        return self.candidate_branch if side == "candidate" else self.baseline_branch
+
+
+@dataclass(frozen=True)
+class NightVerdict:
+    """One night of a decision series: its verdict and, for a paired night, its table
+    (stable broken, regressed, improved, stable fine; None for a run group's night)."""
+
+    nightly: dt.date
+    verdict: str
+    confirmed: bool = False
+    reasons: list[str] = field(default_factory=list)
+    table: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,34 @@ def simulated_night(
         expect=("main", "rebase"),
     )
     db.commit()
+
+
+def stored_decision(**fields: Any) -> Any:
+    """A StoredDecision as the store returns it, with a quiet default for every field not
+    given (a unit test names only what it is about)."""
+    from omni_tasks.contracts import StoredDecision
+    from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
+
+    defaults: dict[str, Any] = {
+        "decision_id": 1,
+        "benchmark": "seed_tts_en",
+        "model": DEFAULT_MODEL,
+        "lane": DEFAULT_LANE,
+        "nightly": D0,
+        "candidate_branch": "rebase",
+        "baseline_branch": "main",
+        "variant": "default",
+        "verdict": "SAME",
+        "confirmed": False,
+        "mcnemar_p_holm": None,
+        "reasons": [],
+        "policy_version": "test",
+        "comparison": None,
+        "tau": 0.5,
+        "candidate_run_id": None,
+        "candidate_run_key": None,
+        "baseline_run_id": None,
+        "airflow_dag_id": None,
+        "airflow_run_id": None,
+    }
+    return StoredDecision(**{**defaults, **fields})

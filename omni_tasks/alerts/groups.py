@@ -21,7 +21,7 @@ import psycopg
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import AlertDetails
+from omni_tasks.contracts import AlertDetails, StoredDecision
 from omni_tasks.formatting import pts_ci
 from omni_tasks.series import Series
 from omni_tasks.store import alerts as store
@@ -48,14 +48,14 @@ def member_line(ctx: AlertContext, confirm_p: float) -> str:
 def join(
     conn: psycopg.Connection[Any],
     alert_id: int,
-    d: dict[str, Any],
+    d: StoredDecision,
     ctx: AlertContext,
     confirm_p: float,
 ) -> int | None:
     """Record a newly opened regression alert's range and put it in its group: the pair's
     group whose nights overlap, else a new one with another lone alert that overlaps. Returns
     the group's id (None: it stands alone, for now)."""
-    night = d["nightly"]
+    night = d.nightly
     r = ctx.commits
     range_to = dt.date.fromisoformat(r.first_bad_night) if r is not None else night
     range_from = (
@@ -63,7 +63,7 @@ def join(
         if r is not None and r.last_good_night is not None
         else range_to - dt.timedelta(days=1)
     )
-    cand, base = d["candidate_branch"], d["baseline_branch"]
+    cand, base = d.candidate_branch, d.baseline_branch
     delay = get_settings().alert_triage_delay_s
     line = member_line(ctx, confirm_p)
     ends = AlertDetails(

@@ -32,7 +32,13 @@ from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.intervals import newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import AlertDetails, Comparison
+from omni_tasks.contracts import (
+    AlertDetails,
+    Comparison,
+    DecisionKey,
+    NightVerdict,
+    StoredDecision,
+)
 from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.reports.reproduce import reproduce_command
 from omni_tasks.series import Series
@@ -44,29 +50,27 @@ from omni_tasks.store.runs import runs_of_night
 TOP_AUDIO = 3
 
 
-def regression_key(d: dict[str, Any], tau: float) -> str:
-    metric = benchmarks.get(d["benchmark"]).gated_metric(tau)
-    return keys.regression(
-        Series.of(d).key, d["candidate_branch"], d["baseline_branch"], d["variant"], metric
-    )
+def regression_key(d: StoredDecision, tau: float) -> str:
+    metric = benchmarks.get(d.benchmark).gated_metric(tau)
+    return keys.regression(d.series.key, d.candidate_branch, d.baseline_branch, d.variant, metric)
 
 
-def infra_key(d: dict[str, Any]) -> str:
-    return keys.infra(Series.of(d).key, d["candidate_branch"], d["baseline_branch"], d["variant"])
+def infra_key(d: StoredDecision) -> str:
+    return keys.infra(d.series.key, d.candidate_branch, d.baseline_branch, d.variant)
 
 
-def series_name(d: dict[str, Any]) -> str:
+def series_name(d: StoredDecision) -> str:
     """The series as an alert names it (Series.name)."""
-    return Series.of(d).name
+    return d.series.name
 
 
-def next_steps(d: dict[str, Any], alert_id: int) -> tuple[str, ...]:
+def next_steps(d: StoredDecision, alert_id: int) -> tuple[str, ...]:
     """What a triager runs next on a regression alert: own it, or mark it invalid, and read
     the night's report of its series."""
-    s = Series.of(d)
+    s = d.series
     report = (
         f"omni-tasks report --benchmark {s.benchmark} --model {s.model} --lane {s.lane} "
-        f"--nightly {d['nightly']}"
+        f"--nightly {d.nightly}"
     )
     return (
         f"omni-tasks alerts ack {alert_id} --note '…'",
@@ -75,59 +79,59 @@ def next_steps(d: dict[str, Any], alert_id: int) -> tuple[str, ...]:
     )
 
 
-def links_for(d: dict[str, Any]) -> dict[str, str]:
+def links_for(d: StoredDecision) -> dict[str, str]:
     s = get_settings()
     out = {}
     if s.grafana_link_base:
         path = dashboard_path(
             [
-                ("var-benchmark", d["benchmark"]),
-                ("var-model", Series.of(d).model),
-                ("var-lane", Series.of(d).lane),
-                ("var-branch", d["candidate_branch"]),
-                ("var-branch", d["baseline_branch"]),
+                ("var-benchmark", d.benchmark),
+                ("var-model", d.series.model),
+                ("var-lane", d.series.lane),
+                ("var-branch", d.candidate_branch),
+                ("var-branch", d.baseline_branch),
             ]
         )
         out["Grafana"] = f"{s.grafana_link_base.rstrip('/')}{path}"
-    if s.airflow_url and d.get("airflow_dag_id") and d.get("airflow_run_id"):
-        dag, run = quote(d["airflow_dag_id"], safe=""), quote(d["airflow_run_id"], safe="")
+    if s.airflow_url and d.airflow_dag_id and d.airflow_run_id:
+        dag, run = quote(d.airflow_dag_id, safe=""), quote(d.airflow_run_id, safe="")
         out["Airflow run"] = f"{s.airflow_url.rstrip('/')}/dags/{dag}/runs/{run}"
-    report = report_url(Series.of(d).slug, d["nightly"])
+    report = report_url(d.series.slug, d.nightly)
     if report is not None:  # served by the plugin app; never a file:// link
         out["Report"] = report
     return out
 
 
 def _event(
-    conn: psycopg.Connection[Any], kind: str, d: dict[str, Any], text: str, key: str
+    conn: psycopg.Connection[Any], kind: str, d: StoredDecision, text: str, key: str
 ) -> None:
     store.insert_event(
         conn,
-        time=dt.datetime.combine(d["nightly"], dt.time(12), dt.UTC),
+        time=dt.datetime.combine(d.nightly, dt.time(12), dt.UTC),
         kind=kind,
-        benchmark=d["benchmark"],
-        branch=d["candidate_branch"],
-        variant=d["variant"],
+        benchmark=d.benchmark,
+        branch=d.candidate_branch,
+        variant=d.variant,
         text=text,
-        tags=[kind, d["candidate_branch"]],
+        tags=[kind, d.candidate_branch],
         details={"alert_key": key},
-        dedup_key=f"{kind}|{key}|{d['nightly']}",
+        dedup_key=f"{kind}|{key}|{d.nightly}",
     )
 
 
-def _context(d: dict[str, Any], tau: float) -> AlertContext:
-    bench = benchmarks.get(d["benchmark"])
+def _context(d: StoredDecision, tau: float) -> AlertContext:
+    bench = benchmarks.get(d.benchmark)
     return AlertContext(
-        benchmark=Series.of(d).label,  # model and lane always: two series never read alike
-        nightly=str(d["nightly"]),
-        candidate=d["candidate_branch"],
-        baseline=d["baseline_branch"],
-        variant=d["variant"],
-        verdict=d["verdict"],
-        confirmed=d["confirmed"],
+        benchmark=d.series.label,  # model and lane always: two series never read alike
+        nightly=str(d.nightly),
+        candidate=d.candidate_branch,
+        baseline=d.baseline_branch,
+        variant=d.variant,
+        verdict=d.verdict,
+        confirmed=d.confirmed,
         tau=tau,
-        comparison=Comparison.from_json(d["comparison"]) if d["comparison"] else None,
-        p_holm=d["mcnemar_p_holm"],
+        comparison=d.comparison,
+        p_holm=d.mcnemar_p_holm,
         links=links_for(d),
         broken_label=bench.broken_label(tau),
         multiple_choice=bench.judged == "incorrect",
@@ -136,13 +140,13 @@ def _context(d: dict[str, Any], tau: float) -> AlertContext:
 
 
 def _commit_range(
-    conn: psycopg.Connection[Any], d: dict[str, Any], opened: dt.date, policy: GatePolicy
+    conn: psycopg.Connection[Any], d: StoredDecision, opened: dt.date, policy: GatePolicy
 ) -> blocks.CommitRange | None:
     """The candidate's commits around the night the alert opened: the streak's first bad
     night's and the last night's before it that rules the regression out (the auto-bisect's
     range, analysis/bisect.py `bisect_range`)."""
-    min_effect = policy.for_benchmark(d["benchmark"]).min_effect
-    good, bad = bisect_range(decisions.range_evidence(conn, d, opened), min_effect)
+    min_effect = policy.for_benchmark(d.benchmark).min_effect
+    good, bad = bisect_range(decisions.range_evidence(conn, d.key, opened), min_effect)
     if bad is None or not bad.commit_sha:
         return None
     repo = get_settings().repo_url
@@ -161,18 +165,16 @@ def _commit_range(
 
 
 def _top_audio(
-    conn: psycopg.Connection[Any], d: dict[str, Any], comparison: Comparison | None
+    conn: psycopg.Connection[Any], d: StoredDecision, comparison: Comparison | None
 ) -> list[dict[str, Any]]:
     """The worst regressed clips' audio, both sides of each (baseline first, so a listener
     hears what it should sound like, then what it does): up to TOP_AUDIO clips."""
     utts = [t.utt_id for t in comparison.top_regressed] if comparison else []
-    if not utts or d.get("candidate_run_id") is None:
+    if not utts or d.candidate_run_id is None:
         return []
-    candidate = store.clip_audio_uris(conn, d["candidate_run_id"], utts)
+    candidate = store.clip_audio_uris(conn, d.candidate_run_id, utts)
     baseline = (
-        {}
-        if d.get("baseline_run_id") is None
-        else store.clip_audio_uris(conn, d["baseline_run_id"], utts)
+        {} if d.baseline_run_id is None else store.clip_audio_uris(conn, d.baseline_run_id, utts)
     )
     out = []
     for u in [u for u in utts if u in candidate][:TOP_AUDIO]:
@@ -186,7 +188,7 @@ def _msg(m: Message, op: str, **extra: Any) -> dict[str, Any]:
     return {"op": op, **m.to_payload(), **extra}
 
 
-def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> None:
+def _withdraw(conn: psycopg.Connection[Any], d: StoredDecision, tau: float) -> None:
     """Resolve, with a note, an open alert whose opening night is no longer a confirmed
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
     key = regression_key(d, tau)
@@ -194,17 +196,17 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
     if alert is None or alert["details"].decision_id is None:
         return
     opener = decisions.decision_by_id(conn, alert["details"].decision_id)
-    if opener is not None and opener["verdict"] == "REGRESSED" and opener["confirmed"]:
+    if opener is not None and opener.verdict == "REGRESSED" and opener.confirmed:
         return
     # Say what the new decision rests on (Δ, counts, Holm p and its family size m): a later
     # run of the same night joins its Holm family and can move p past α.
     why = (
         "its decision is gone"
         if opener is None
-        else f"now {opener['verdict']}{'' if opener['confirmed'] else ', not confirmed'}"
-        + (f" ({opener['reasons'][0]})" if opener["reasons"] else "")
+        else f"now {opener.verdict}{'' if opener.confirmed else ', not confirmed'}"
+        + (f" ({opener.reasons[0]})" if opener.reasons else "")
     )
-    night, opened = d["nightly"], str(alert["opened_nightly"])
+    night, opened = d.nightly, str(alert["opened_nightly"])
     store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))
     groups.member_closed(conn, alert["alert_id"], max(night, alert["last_nightly"]))
     ctx = _context(d, tau)
@@ -226,21 +228,21 @@ def _withdraw(conn: psycopg.Connection[Any], d: dict[str, Any], tau: float) -> N
 
 
 def _regression(
-    conn: psycopg.Connection[Any], d: dict[str, Any], tau: float, policy: GatePolicy
+    conn: psycopg.Connection[Any], d: StoredDecision, tau: float, policy: GatePolicy
 ) -> None:
     key = regression_key(d, tau)
-    night = d["nightly"]
+    night = d.nightly
     alert = store.open_alert(conn, key)
     candidate = _candidate_run(conn, d)
     commit = None if candidate is None else candidate["commit_sha"]
     ctx = _context(d, tau)
     if alert is None:
-        if d["verdict"] != "REGRESSED" or not d["confirmed"]:
+        if d.verdict != "REGRESSED" or not d.confirmed:
             return  # unconfirmed REGRESSED: dashboards only
         invalid = store.last_invalid_alert(conn, key)
         if invalid is not None and commit in invalid["details"].commits:
             return  # marked invalid by a person; only a new commit in the range reopens it
-        opened_by = AlertDetails(decision_id=d["decision_id"], commits=[commit])
+        opened_by = AlertDetails(decision_id=d.decision_id, commits=[commit])
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
         ctx = dataclasses.replace(
             ctx,
@@ -248,7 +250,7 @@ def _regression(
             alert_id=alert_id,
             next_steps=next_steps(d, alert_id),
         )
-        confirm_p = policy.for_benchmark(d["benchmark"]).confirm_p
+        confirm_p = policy.for_benchmark(d.benchmark).confirm_p
         ctx = dataclasses.replace(ctx, group_id=groups.join(conn, alert_id, d, ctx, confirm_p))
         opened_msg = _msg(blocks.regression_opened(ctx), "post")
         if candidate is not None:
@@ -256,7 +258,7 @@ def _regression(
         enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
         for clip in _top_audio(conn, d, ctx.comparison):
             side = clip["side"]
-            branch = d[f"{side}_branch"]
+            branch = d.branch(side)
             enqueue(
                 conn,
                 f"{key}|{night}|audio|{clip['utt_id']}"
@@ -271,11 +273,11 @@ def _regression(
             )
         _event(conn, "regression_opened", d, blocks.headline(ctx), key)
         return
-    if d["verdict"] == "INFRA" or night <= alert["last_nightly"]:
+    if d.verdict == "INFRA" or night <= alert["last_nightly"]:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
-    if d["verdict"] == "REGRESSED":
+    if d.verdict == "REGRESSED":
         day_before = alert["opened_nightly"] - dt.timedelta(days=1)
-        nights = len(decisions.verdicts_since(conn, d, day_before, night))
+        nights = len(decisions.verdicts_since(conn, d.key, day_before, night))
         commits = [*alert["details"].commits, commit]
         store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
         opened = str(alert["opened_nightly"])
@@ -309,15 +311,15 @@ def _regression(
     # stays open and says so (simulated in docs/users/reading-output.md, "Slack alerts": a
     # persisting 8 → 10.1 % step resolves 2.2 % of 30-night series, an A/A alert resolves
     # within 3 nights 96.7 %).
-    floor = policy.for_benchmark(d["benchmark"]).min_effect
+    floor = policy.for_benchmark(d.benchmark).min_effect
     recent = [
         v
-        for v in decisions.verdicts_since(conn, d, alert["last_nightly"], night)
-        if v["verdict"] != "INFRA"
+        for v in decisions.verdicts_since(conn, d.key, alert["last_nightly"], night)
+        if v.verdict != "INFRA"
     ]
     quiet = 1 if recent else 0  # non-REGRESSED nights in a row, up to tonight
     while quiet < len(recent) and consecutive(
-        recent[-quiet - 1]["nightly"], recent[-quiet]["nightly"], policy
+        recent[-quiet - 1].nightly, recent[-quiet].nightly, policy
     ):
         quiet += 1
     # Every quiet night of the streak is pooled (at least three): at 300 questions three
@@ -327,9 +329,9 @@ def _regression(
     window = len(last) >= RESOLVE_NIGHTS and quiet >= RESOLVE_NIGHTS
     high = _pooled_high(last)
     if high is None:
-        ruled_out = all(v["verdict"] in ("SAME", "IMPROVED") for v in last[-RESOLVE_NIGHTS:])
+        ruled_out = all(v.verdict in ("SAME", "IMPROVED") for v in last[-RESOLVE_NIGHTS:])
     else:
-        ruled_out = high < floor or all(v["verdict"] == "IMPROVED" for v in last)
+        ruled_out = high < floor or all(v.verdict == "IMPROVED" for v in last)
     if not (window and ruled_out):
         enqueue(
             conn,
@@ -337,7 +339,7 @@ def _regression(
             alert["alert_id"],
             "reply",
             _msg(
-                blocks.regression_held(ctx, d["verdict"], quiet, RESOLVE_NIGHTS, high, floor),
+                blocks.regression_held(ctx, d.verdict, quiet, RESOLVE_NIGHTS, high, floor),
                 "reply",
             ),
         )
@@ -362,12 +364,13 @@ def _regression(
     _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
 
 
-def _pooled_high(nights: list[dict[str, Any]]) -> float | None:
+def _pooled_high(nights: list[NightVerdict]) -> float | None:
     """The 99 % upper bound of Δ tail over the nights' paired tables summed (None when a
     night has no table)."""
-    if not nights or any(v["n12"] is None for v in nights):
+    tables = [v.table for v in nights]
+    if not tables or any(t is None for t in tables):
         return None
-    n11, n12, n21, n22 = (sum(int(v[c]) for v in nights) for c in ("n11", "n12", "n21", "n22"))
+    n11, n12, n21, n22 = (sum(int(t[i]) for t in tables if t is not None) for i in range(4))
     return newcombe_paired(n11, n12, n21, n22, confidence=RESOLVE_CONFIDENCE)[2]
 
 
@@ -375,11 +378,11 @@ RESOLVE_NIGHTS = 3
 RESOLVE_CONFIDENCE = 0.99  # two-sided (see _regression)
 
 
-def _candidate_run(conn: psycopg.Connection[Any], d: dict[str, Any]) -> dict[str, Any] | None:
+def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> dict[str, Any] | None:
     """The decision's candidate run, with the grader that reproduces it."""
-    if d.get("candidate_run_id") is None:
+    if d.candidate_run_id is None:
         return None
-    found = runs_of_night(conn, Series.of(d), d["nightly"], d["candidate_run_id"])
+    found = runs_of_night(conn, d.series, d.nightly, d.candidate_run_id)
     return found[0] if found else None
 
 
@@ -390,16 +393,16 @@ def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
+def _infra(conn: psycopg.Connection[Any], d: StoredDecision) -> None:
     key = infra_key(d)
-    night = d["nightly"]
+    night = d.nightly
     alert = store.open_alert(conn, key)
     title = (
-        f"INFRA {series_name(d)} {d['candidate_branch']} vs {d['baseline_branch']} "
-        f"({d['variant']}) — {night}"
+        f"INFRA {series_name(d)} {d.candidate_branch} vs {d.baseline_branch} "
+        f"({d.variant}) — {night}"
     )
-    reasons = [str(r) for r in d["reasons"] or []]
-    if d["verdict"] == "INFRA":
+    reasons = [str(r) for r in d.reasons or []]
+    if d.verdict == "INFRA":
         if alert is None:
             alert_id = store.insert_alert(conn, key, "infra", night)
             enqueue(
@@ -421,8 +424,8 @@ def _infra(conn: psycopg.Connection[Any], d: dict[str, Any]) -> None:
     elif alert is not None and night > alert["last_nightly"]:
         store.resolve_alert(conn, alert["alert_id"], night)
         done = (
-            f"INFRA cleared on {night}: {d['candidate_branch']} vs {d['baseline_branch']} "
-            f"({d['variant']}) was decided again (verdict {d['verdict']})"
+            f"INFRA cleared on {night}: {d.candidate_branch} vs {d.baseline_branch} "
+            f"({d.variant}) was decided again (verdict {d.verdict})"
         )
         enqueue(
             conn,
@@ -440,14 +443,14 @@ def plan_alerts(
     enqueued."""
     before = store.outbox_size(conn)
     for d in _decisions(conn, series, nightly, nightly, policy):
-        tau = float(d["tau"] or policy.primary_tau)
+        tau = float(d.tau or policy.primary_tau)
         _infra(conn, d)
         _withdraw(conn, d, tau)
         _regression(conn, d, tau, policy)
         # A night decided late (a backfill) can confirm or unconfirm the nights after it:
         # replay them (planning is idempotent, so nights already planned add nothing).
         for later in _decisions(
-            conn, series, nightly + dt.timedelta(days=1), dt.date.max, policy, key=d
+            conn, series, nightly + dt.timedelta(days=1), dt.date.max, policy, key=d.key
         ):
             _withdraw(conn, later, tau)
             _regression(conn, later, tau, policy)
@@ -460,8 +463,8 @@ def _decisions(
     first: dt.date,
     last: dt.date,
     policy: GatePolicy,
-    key: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+    key: DecisionKey | None = None,
+) -> list[StoredDecision]:
     return decisions.decisions_of_nights(conn, series, first, last, policy.policy_version, key)
 
 

@@ -168,7 +168,7 @@ def gate_cmd(
                 f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
             )
     if matched:
-        names = ", ".join(f"{d.candidate} {d.verdict}" for d in matched)
+        names = ", ".join(f"{d.candidate_branch} {d.verdict}" for d in matched)
         err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
         raise typer.Exit(3)
 

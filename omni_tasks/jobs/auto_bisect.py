@@ -92,7 +92,7 @@ def _decide(
             "why": f"{params.bench} ({family}) has no bisect capability: nothing to trigger",
         }
     min_effect = load_policy().for_benchmark(params.bench).min_effect
-    nights = decisions.range_evidence(conn, alert, alert["opened_nightly"])
+    nights = decisions.range_evidence(conn, decisions.alert_key_of(alert), alert["opened_nightly"])
     good, bad = bisect_range(nights, min_effect)
     if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
         why = (

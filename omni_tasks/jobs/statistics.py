@@ -521,8 +521,8 @@ def _store_decision(
         model=series.model,
         lane=series.lane,
         nightly=nightly,
-        candidate=p.candidate_branch,
-        baseline=p.baseline_branch,
+        candidate_branch=p.candidate_branch,
+        baseline_branch=p.baseline_branch,
         variant=p.variant,
         verdict=v.verdict,
         confirmed=False,
@@ -586,8 +586,8 @@ def _refresh_confirmations(
     backfill) can confirm, or stop confirming, the night after it."""
     key = {
         **series.args(),
-        "candidate_branch": d.candidate,
-        "baseline_branch": d.baseline,
+        "candidate_branch": d.candidate_branch,
+        "baseline_branch": d.baseline_branch,
         "variant": d.variant,
         "policy_version": policy.policy_version,
     }

@@ -170,7 +170,7 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) ->
     # What a reader acts on is never cut (a terminal or a log of 80 columns once printed
     # `candid…`, `REGRES…`, `confir…`): the names, verdict and state keep their width; the
     # figures wrap.
-    longest = max([len(d.candidate) for d in decisions] + [9])
+    longest = max([len(d.candidate_branch) for d in decisions] + [9])
     table.add_column("candidate", no_wrap=True, min_width=min(longest, 24))
     table.add_column("baseline", no_wrap=True)
     table.add_column("variant", overflow="fold")
@@ -183,8 +183,8 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) ->
         style = VERDICT_STYLE.get(d.verdict, "")
         infra = d.verdict == "INFRA"
         table.add_row(
-            d.candidate,
-            d.baseline,
+            d.candidate_branch,
+            d.baseline_branch,
             d.variant,
             f"[{style}]{d.verdict}[/]",
             "confirmed" if d.confirmed else "unconfirmed",
@@ -195,4 +195,4 @@ def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) ->
     console.print(table)
     for d in decisions:
         for r in d.reasons:
-            console.print(f"  {d.candidate}/{d.variant}: {r}", highlight=False)
+            console.print(f"  {d.candidate_branch}/{d.variant}: {r}", highlight=False)

@@ -10,15 +10,25 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.analysis.bisect import NightEvidence
+from omni_tasks.contracts import Comparison, DecisionKey, NightVerdict, StoredDecision
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
 
 
-def decision_by_id(conn: psycopg.Connection[Any], decision_id: int) -> Row | None:
-    row: Row | None = conn.execute(sql("decision_by_id"), {"decision_id": decision_id}).fetchone()
-    return row
+def _stored(row: Row) -> StoredDecision:
+    comparison = row.pop("comparison")
+    return StoredDecision(
+        **row,
+        comparison=None if comparison is None else Comparison.from_json(comparison),
+    )
+
+
+def decision_by_id(conn: psycopg.Connection[Any], decision_id: int) -> NightVerdict | None:
+    """One decision's night, verdict, confirmation and reasons as they stand now."""
+    row = conn.execute(sql("decision_by_id"), {"decision_id": decision_id}).fetchone()
+    return None if row is None else NightVerdict(**row)
 
 
 def decisions_of_nights(
@@ -27,50 +37,55 @@ def decisions_of_nights(
     first: dt.date,
     last: dt.date,
     policy_version: str,
-    key: Row | None = None,
-) -> list[Row]:
+    key: DecisionKey | None = None,
+) -> list[StoredDecision]:
     """Decisions from `first` to `last`, all of them or one key's (candidate, baseline,
     variant)."""
-    return conn.execute(
+    rows = conn.execute(
         sql("decisions_of_night"),
         {
             **series.args(),
             "nightly": first,
             "until": last,
             "policy_version": policy_version,
-            "candidate_branch": key and key["candidate_branch"],
-            "baseline_branch": key and key["baseline_branch"],
-            "variant": key and key["variant"],
+            "candidate_branch": key and key.candidate_branch,
+            "baseline_branch": key and key.baseline_branch,
+            "variant": key and key.variant,
         },
     ).fetchall()
+    return [_stored(r) for r in rows]
 
 
-def _series_key(d: Row) -> dict[str, Any]:
-    return {
-        **Series.of(d).args(),
-        "candidate_branch": d["candidate_branch"],
-        "baseline_branch": d["baseline_branch"],
-        "variant": d["variant"],
-        "policy_version": d["policy_version"],
-    }
+def alert_key_of(row: Row) -> DecisionKey:
+    """The decision series of an alert row that carries its opening decision's key
+    (open_regression_alerts.sql)."""
+    return DecisionKey(
+        Series.of(row),
+        row["candidate_branch"],
+        row["baseline_branch"],
+        row["variant"],
+        row["policy_version"],
+    )
+
+
+def _night(row: Row) -> NightVerdict:
+    table = None if row["n11"] is None else (row["n11"], row["n12"], row["n21"], row["n22"])
+    return NightVerdict(row["nightly"], row["verdict"], table=table)
 
 
 def verdicts_since(
-    conn: psycopg.Connection[Any], d: Row, after: dt.date, until: dt.date
-) -> list[Row]:
-    """The verdicts of `d`'s key after `after` up to `until`."""
-    return conn.execute(
-        sql("verdicts_since"), {**_series_key(d), "after": after, "until": until}
-    ).fetchall()
+    conn: psycopg.Connection[Any], key: DecisionKey, after: dt.date, until: dt.date
+) -> list[NightVerdict]:
+    """The key's verdicts after `after` up to `until`, oldest first, with their tables."""
+    rows = conn.execute(sql("verdicts_since"), {**key.args(), "after": after, "until": until})
+    return [_night(r) for r in rows]
 
 
-def verdicts_until(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> list[Row]:
-    """The verdicts of `d`'s key up to `until`, with each night's candidate commit."""
-    return conn.execute(sql("verdicts_until"), {**_series_key(d), "until": until}).fetchall()
-
-
-def range_evidence(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> list[NightEvidence]:
-    """`d`'s key's nights up to `until`, newest first, as the bisect range reads them."""
+def range_evidence(
+    conn: psycopg.Connection[Any], key: DecisionKey, until: dt.date
+) -> list[NightEvidence]:
+    """The key's nights up to `until`, newest first, as the bisect range reads them, with
+    each night's candidate commit."""
     return [
         NightEvidence(
             r["nightly"],
@@ -79,7 +94,7 @@ def range_evidence(conn: psycopg.Connection[Any], d: Row, until: dt.date) -> lis
             None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"]),
             r["vllm_build"] or r["vllm"],
         )
-        for r in verdicts_until(conn, d, until)
+        for r in conn.execute(sql("verdicts_until"), {**key.args(), "until": until})
     ]
 
 

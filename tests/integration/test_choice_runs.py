@@ -63,7 +63,7 @@ def test_the_demo_set_regresses_on_the_rebase_profile_by_counted_answers(db, tmp
         ["gate", "--benchmark", "daily_omni", "--nightly", NIGHT, "--baseline", "main", "--json"],
     )
     assert out.exit_code == 0, out.output
-    by_branch = {d["candidate"]: d for d in json.loads(out.stdout)}
+    by_branch = {d["candidate_branch"]: d for d in json.loads(out.stdout)}
     rebase = by_branch["rebase"]
     assert (rebase["n_paired"], rebase["regressed"], rebase["improved"]) == (
         48,

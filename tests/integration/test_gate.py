@@ -78,12 +78,12 @@ def test_reported_ab_is_an_obvious_confirmed_regression(
         "confirmed",
         "mcnemar_p",
         "mcnemar_p_holm",
-        "candidate",
-        "baseline",
+        "candidate_branch",
+        "baseline_branch",
         "variant",
         "reasons",
     } <= set(d)
-    assert (d["verdict"], d["confirmed"], d["candidate"], d["baseline"]) == (
+    assert (d["verdict"], d["confirmed"], d["candidate_branch"], d["baseline_branch"]) == (
         "REGRESSED",
         True,
         "dev/vllm-align",
@@ -161,7 +161,7 @@ def test_missing_expected_branch_and_low_coverage_are_infra(
             "--json",
         )
     )
-    by_branch = {d["candidate"]: d for d in out}
+    by_branch = {d["candidate_branch"]: d for d in out}
     assert by_branch["dev/other"]["verdict"] == "INFRA"
     assert "no run for dev/other" in by_branch["dev/other"]["reasons"][0]
     assert by_branch["dev/vllm-align"]["verdict"] == "REGRESSED"

@@ -29,7 +29,7 @@ from omni_tasks.jobs.nightly import _git_head
 from omni_tasks.store.db import DatabaseError, connect, redact
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.trust.names import InvalidName, check_branch, path_component
-from tests.factories import ab_files, small_artifact, write_json
+from tests.factories import ab_files, small_artifact, stored_decision, write_json
 from tests.fakes.slack_api import SlackState, slack_app
 
 runner = CliRunner()
@@ -313,7 +313,7 @@ def test_huge_numbers_are_refused_and_never_stop_the_gate(db, tmp_path: Path) ->
     db.commit()
     out = runner.invoke(app, ["gate", "--json"])
     assert out.exit_code == 0, out.output
-    verdicts = {d["candidate"]: d["verdict"] for d in json.loads(out.stdout)}
+    verdicts = {d["candidate_branch"]: d["verdict"] for d in json.loads(out.stdout)}
     assert verdicts["dev"] == "REGRESSED" and verdicts["rebase"] in {"REGRESSED", "INFRA"}
 
 
@@ -322,12 +322,11 @@ def test_slack_text_and_links_carry_no_mentions_links_or_formatting(monkeypatch)
     reset_settings()
     try:
         links = links_for(
-            {
-                "benchmark": "seed_tts_en",
-                "candidate_branch": "x|<!channel>",
-                "baseline_branch": "main>|<https://evil.example|click>",
-                "nightly": dt.date(2026, 11, 1),
-            }
+            stored_decision(
+                candidate_branch="x|<!channel>",
+                baseline_branch="main>|<https://evil.example|click>",
+                nightly=dt.date(2026, 11, 1),
+            )
         )
     finally:
         reset_settings()

@@ -16,8 +16,8 @@ def decision(candidate: str, verdict: str, confirmed: bool) -> Decision:
     return Decision(
         benchmark="seed_tts_en",
         nightly=dt.date(2026, 11, 28),
-        candidate=candidate,
-        baseline="main",
+        candidate_branch=candidate,
+        baseline_branch="main",
         variant="default",
         verdict=verdict,
         confirmed=confirmed,

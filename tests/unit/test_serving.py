@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from omni_tasks.config import reset_settings
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.evidence.serving import evidence_app
+from tests.factories import stored_decision
 
 
 def _token_required(request: Request) -> str:
@@ -73,12 +74,7 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
 
     from omni_tasks.alerts.lifecycle import links_for
 
-    d = {
-        "benchmark": "seed_tts_en",
-        "nightly": dt.date(2026, 11, 20),
-        "candidate_branch": "rebase",
-        "baseline_branch": "main",
-    }
+    d = stored_decision(nightly=dt.date(2026, 11, 20))
     monkeypatch.delenv("OMNI_PUBLIC_URL", raising=False)
     reset_settings()
     assert "Report" not in links_for(d) and "file://" not in str(links_for(d))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import MAX_BLOCKS, MAX_TEXT, AlertContext
 from omni_tasks.contracts import Comparison
+from tests.factories import stored_decision
 
 HOSTILE = "<!channel> <@U123> & *bold* `code` <https://evil.example|click> \u202e\x00"
 
@@ -165,21 +168,18 @@ def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
     message carries its alert id and the triage commands, copyable."""
     from omni_tasks.alerts.lifecycle import _context, next_steps
 
-    d = {
-        "benchmark": "daily_omni",
-        "model": "openbmb/MiniCPM-o-4_5",
-        "lane": "rocm-mi300",
-        "nightly": "2026-11-28",
-        "candidate_branch": "rebase",
-        "baseline_branch": "main",
-        "variant": "default",
-        "verdict": "REGRESSED",
-        "confirmed": True,
-        "comparison": None,
-        "mcnemar_p_holm": None,
-    }
+    d = stored_decision(
+        benchmark="daily_omni",
+        model="openbmb/MiniCPM-o-4_5",
+        lane="rocm-mi300",
+        nightly=dt.date(2026, 11, 28),
+        verdict="REGRESSED",
+        confirmed=True,
+    )
     ctx = _context(d, 0.5)
-    other = _context({**d, "model": "Qwen/Qwen3-Omni-30B-A3B-Instruct", "lane": "cuda-h100x2"}, 0.5)
+    other = _context(
+        dataclasses.replace(d, model="Qwen/Qwen3-Omni-30B-A3B-Instruct", lane="cuda-h100x2"), 0.5
+    )
     assert blocks.headline(ctx).startswith("daily_omni · MiniCPM-o-4_5 · rocm-mi300: rebase")
     assert blocks.headline(other).startswith(
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2"
