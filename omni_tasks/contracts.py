@@ -348,3 +348,25 @@ class AlertDetails(Contract):
     @property
     def triage_status(self) -> str | None:
         return None if self.triage is None else self.triage.status
+
+
+@dataclass(frozen=True)
+class StoredAlert:
+    """An alert as the store keeps it (omni.alert's columns), its details read."""
+
+    alert_id: int
+    alert_key: str
+    kind: str  # regression, infra, group
+    state: str  # open, resolved
+    opened_nightly: dt.date
+    last_nightly: dt.date
+    resolved_nightly: dt.date | None
+    channel: str | None
+    parent_ts: str | None
+    details: AlertDetails
+    created_at: dt.datetime
+    group_id: int | None
+    range_from: dt.date | None  # a group member's nights (range_from, range_to]
+    range_to: dt.date | None
+    hold_until: dt.datetime | None
+    thread_ts: str | None

@@ -75,21 +75,21 @@ def join(
     group = store.group_for_range(conn, cand, base, range_from, range_to)
     if group is None:
         other = store.lone_regression_for_range(conn, alert_id, cand, base, range_from, range_to)
-        if other is None:
-            return None
-        last = max(range_to, other["range_to"])
+        if other is None or other.range_from is None or other.range_to is None:
+            return None  # the query matches ranges that overlap: a lone one has its range
+        last = max(range_to, other.range_to)
         key = keys.group(cand, base, str(last))
-        group_id = store.insert_group(conn, key, night, min(range_from, other["range_from"]), last)
+        group_id = store.insert_group(conn, key, night, min(range_from, other.range_from), last)
         store.join_group(
-            conn, group_id, other["alert_id"], night, other["range_from"], other["range_to"], delay
+            conn, group_id, other.alert_id, night, other.range_from, other.range_to, delay
         )
         store.join_group(conn, group_id, alert_id, night, range_from, range_to, delay)
         _event(conn, group_id, key, night, "group_opened", f"alert group {group_id} formed")
         store.enqueue(conn, f"{key}|post", group_id, "post", _payload(_view(conn, group_id)))
         return group_id
-    group_id, key = group["alert_id"], group["alert_key"]
+    group_id, key = group.alert_id, group.alert_key
     store.join_group(conn, group_id, alert_id, night, range_from, range_to, delay)
-    reopened = group["state"] != "open"
+    reopened = group.state != "open"
     view = _view(conn, group_id)
     # The pending parent rewritten, else the delivered one updated with a reply naming the
     # new member.
@@ -122,8 +122,8 @@ def member_closed(conn: psycopg.Connection[Any], alert_id: int, night: dt.date) 
     if group is None:
         return
     view = _view(conn, group_id)
-    closes = group["state"] == "open" and not any(m.open for m in view.members)
-    key = group["alert_key"]
+    closes = group.state == "open" and not any(m.open for m in view.members)
+    key = group.alert_key
     if closes:
         store.resolve_alert(conn, group_id, night)
         view = _view(conn, group_id)
@@ -175,11 +175,11 @@ def _view(conn: psycopg.Connection[Any], group_id: int) -> GroupView:
     )
     return GroupView(
         group_id=group_id,
-        candidate=group["alert_key"].split("|")[1],
-        baseline=group["alert_key"].split("|")[2],
-        open=group["state"] == "open",
-        first_bad_night=str(group["range_to"]),
-        last_good_night=str(group["range_from"]),
+        candidate=group.alert_key.split("|")[1],
+        baseline=group.alert_key.split("|")[2],
+        open=group.state == "open",
+        first_bad_night=str(group.range_to),
+        last_good_night=str(group.range_from),
         members=listed,
         last_good=ends.last_good,
         first_bad=ends.first_bad,

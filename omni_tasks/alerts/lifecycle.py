@@ -193,9 +193,9 @@ def _withdraw(conn: psycopg.Connection[Any], d: StoredDecision, tau: float) -> N
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
     key = regression_key(d, tau)
     alert = store.open_alert(conn, key)
-    if alert is None or alert["details"].decision_id is None:
+    if alert is None or alert.details.decision_id is None:
         return
-    opener = decisions.decision_by_id(conn, alert["details"].decision_id)
+    opener = decisions.decision_by_id(conn, alert.details.decision_id)
     if opener is not None and opener.verdict == "REGRESSED" and opener.confirmed:
         return
     # Say what the new decision rests on (Δ, counts, Holm p and its family size m): a later
@@ -206,21 +206,21 @@ def _withdraw(conn: psycopg.Connection[Any], d: StoredDecision, tau: float) -> N
         else f"now {opener.verdict}{'' if opener.confirmed else ', not confirmed'}"
         + (f" ({opener.reasons[0]})" if opener.reasons else "")
     )
-    night, opened = d.nightly, str(alert["opened_nightly"])
-    store.resolve_alert(conn, alert["alert_id"], max(night, alert["last_nightly"]))
-    groups.member_closed(conn, alert["alert_id"], max(night, alert["last_nightly"]))
+    night, opened = d.nightly, str(alert.opened_nightly)
+    store.resolve_alert(conn, alert.alert_id, max(night, alert.last_nightly))
+    groups.member_closed(conn, alert.alert_id, max(night, alert.last_nightly))
     ctx = _context(d, tau)
     enqueue(
         conn,
         f"{key}|{opened}|withdrawn-update",
-        alert["alert_id"],
+        alert.alert_id,
         "update",
         _msg(blocks.regression_withdrawn_parent(ctx, opened), "update"),
     )
     enqueue(
         conn,
         f"{key}|{opened}|withdrawn-reply",
-        alert["alert_id"],
+        alert.alert_id,
         "reply",
         _msg(blocks.regression_withdrawn_reply(ctx, opened, why), "reply"),
     )
@@ -240,7 +240,7 @@ def _regression(
         if d.verdict != "REGRESSED" or not d.confirmed:
             return  # unconfirmed REGRESSED: dashboards only
         invalid = store.last_invalid_alert(conn, key)
-        if invalid is not None and commit in invalid["details"].commits:
+        if invalid is not None and commit in invalid.details.commits:
             return  # marked invalid by a person; only a new commit in the range reopens it
         opened_by = AlertDetails(decision_id=d.decision_id, commits=[commit])
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
@@ -273,33 +273,33 @@ def _regression(
             )
         _event(conn, "regression_opened", d, blocks.headline(ctx), key)
         return
-    if d.verdict == "INFRA" or night <= alert["last_nightly"]:
+    if d.verdict == "INFRA" or night <= alert.last_nightly:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
     if d.verdict == "REGRESSED":
-        day_before = alert["opened_nightly"] - dt.timedelta(days=1)
+        day_before = alert.opened_nightly - dt.timedelta(days=1)
         nights = len(decisions.verdicts_since(conn, d.key, day_before, night))
-        commits = [*alert["details"].commits, commit]
-        store.touch_alert(conn, alert["alert_id"], night, sorted(set(commits) - {None}))
-        opened = str(alert["opened_nightly"])
-        commit_range = _commit_range(conn, d, alert["opened_nightly"], policy)
+        commits = {c for c in [*alert.details.commits, commit] if c is not None}
+        store.touch_alert(conn, alert.alert_id, night, sorted(commits))
+        opened = str(alert.opened_nightly)
+        commit_range = _commit_range(conn, d, alert.opened_nightly, policy)
         ctx = dataclasses.replace(
             ctx,
             commits=commit_range,
-            alert_id=alert["alert_id"],
-            next_steps=next_steps(d, alert["alert_id"]),
+            alert_id=alert.alert_id,
+            next_steps=next_steps(d, alert.alert_id),
         )
         parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
         enqueue(
             conn,
             f"{key}|{night}|update",
-            alert["alert_id"],
+            alert.alert_id,
             "update",
-            with_status(parent, alert["details"]),
+            with_status(parent, alert.details),
         )
         enqueue(
             conn,
             f"{key}|{night}|reply",
-            alert["alert_id"],
+            alert.alert_id,
             "reply",
             _msg(blocks.regression_still(ctx), "reply"),
         )
@@ -314,7 +314,7 @@ def _regression(
     floor = policy.for_benchmark(d.benchmark).min_effect
     recent = [
         v
-        for v in decisions.verdicts_since(conn, d.key, alert["last_nightly"], night)
+        for v in decisions.verdicts_since(conn, d.key, alert.last_nightly, night)
         if v.verdict != "INFRA"
     ]
     quiet = 1 if recent else 0  # non-REGRESSED nights in a row, up to tonight
@@ -336,7 +336,7 @@ def _regression(
         enqueue(
             conn,
             f"{key}|{night}|held",
-            alert["alert_id"],
+            alert.alert_id,
             "reply",
             _msg(
                 blocks.regression_held(ctx, d.verdict, quiet, RESOLVE_NIGHTS, high, floor),
@@ -344,20 +344,20 @@ def _regression(
             ),
         )
         return
-    store.resolve_alert(conn, alert["alert_id"], night)
-    groups.member_closed(conn, alert["alert_id"], night)
-    opened = str(alert["opened_nightly"])
+    store.resolve_alert(conn, alert.alert_id, night)
+    groups.member_closed(conn, alert.alert_id, night)
+    opened = str(alert.opened_nightly)
     enqueue(
         conn,
         f"{key}|{night}|resolve-update",
-        alert["alert_id"],
+        alert.alert_id,
         "update",
         _msg(blocks.regression_resolved_parent(ctx, opened), "update"),
     )
     enqueue(
         conn,
         f"{key}|{night}|resolve-reply",
-        alert["alert_id"],
+        alert.alert_id,
         "reply",
         _msg(blocks.regression_resolved_reply(ctx), "reply"),
     )
@@ -412,17 +412,17 @@ def _infra(conn: psycopg.Connection[Any], d: StoredDecision) -> None:
                 "post",
                 _msg(blocks.infra(title, reasons, links_for(d)), "post"),
             )
-        elif night > alert["last_nightly"]:
-            store.touch_alert(conn, alert["alert_id"], night)
+        elif night > alert.last_nightly:
+            store.touch_alert(conn, alert.alert_id, night)
             enqueue(
                 conn,
                 f"{key}|{night}|reply",
-                alert["alert_id"],
+                alert.alert_id,
                 "reply",
                 _msg(blocks.infra(f"still {title}", reasons), "reply"),
             )
-    elif alert is not None and night > alert["last_nightly"]:
-        store.resolve_alert(conn, alert["alert_id"], night)
+    elif alert is not None and night > alert.last_nightly:
+        store.resolve_alert(conn, alert.alert_id, night)
         done = (
             f"INFRA cleared on {night}: {d.candidate_branch} vs {d.baseline_branch} "
             f"({d.variant}) was decided again (verdict {d.verdict})"
@@ -430,7 +430,7 @@ def _infra(conn: psycopg.Connection[Any], d: StoredDecision) -> None:
         enqueue(
             conn,
             f"{key}|{night}|resolve-reply",
-            alert["alert_id"],
+            alert.alert_id,
             "reply",
             _msg(blocks.infra_resolved(done), "reply"),
         )

@@ -30,7 +30,7 @@ import psycopg
 
 from omni_tasks.alerts import groups
 from omni_tasks.alerts.blocks import context, entities, escape, section
-from omni_tasks.contracts import AlertDetails, Triage, TriageEntry
+from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
 ACTIONS = {
@@ -165,8 +165,8 @@ def _apply(
     alert = store.alert_for_update(conn, alert_id)
     if alert is None:
         raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
-    state, status = alert["state"], ACTIONS[action]
-    details: AlertDetails = alert["details"]
+    state, status = alert.state, ACTIONS[action]
+    details: AlertDetails = alert.details
     current = details.triage_status
     if action != "reopen" and state != "open":
         raise TriageError(f"alert #{alert_id} is {state}; reopen it first")
@@ -181,27 +181,27 @@ def _apply(
     details = dataclasses.replace(details, triage=Triage(status, history))
     state = "resolved" if status in CLOSING else "open" if action == "reopen" else state
     try:
-        resolved = alert["last_nightly"] if state == "resolved" else None
+        resolved = alert.last_nightly if state == "resolved" else None
         store.update_triage(conn, alert_id, state, details, resolved)
     except psycopg.errors.UniqueViolation:
         raise TriageError(
             f"alert #{alert_id} cannot reopen: its key has another open alert"
         ) from None
     _announce(conn, alert, details, entry, len(history))
-    if state == "resolved" and alert["kind"] != "group":
-        groups.member_closed(conn, alert_id, alert["last_nightly"])
-    return _Done(alert["alert_key"], alert["kind"], status, state)
+    if state == "resolved" and alert.kind != "group":
+        groups.member_closed(conn, alert_id, alert.last_nightly)
+    return _Done(alert.alert_key, alert.kind, status, state)
 
 
 def _announce(
     conn: psycopg.Connection[Any],
-    alert: dict[str, Any],
+    alert: StoredAlert,
     details: AlertDetails,
     entry: TriageEntry,
     n: int,
 ) -> None:
-    key, alert_id = alert["alert_key"], alert["alert_id"]
-    opened = alert["opened_nightly"]
+    key, alert_id = alert.alert_key, alert.alert_id
+    opened = alert.opened_nightly
     parent = store.parent_payload(conn, alert_id)
     if parent is not None:
         update = with_status(dict(parent["payload"]), details)
@@ -212,12 +212,13 @@ def _announce(
         "text": line,
         "blocks": [section(line)],
     }
-    if parent is not None or alert["kind"] != "group":  # a group of one has no message
+    if parent is not None or alert.kind != "group":  # a group of one has no message
         store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
-    if alert["kind"] == "group":  # group|candidate|baseline|night (alerts.keys)
-        benchmark, branch, variant = None, key.split("|")[1], None
+    parts: list[str | None] = [*key.split("|"), *[None] * 6]
+    if alert.kind == "group":  # group|candidate|baseline|night (alerts.keys)
+        benchmark, branch, variant = None, parts[1], None
     else:  # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
-        benchmark, _model, _lane, branch, _baseline, variant = (key.split("|") + [None] * 6)[:6]
+        benchmark, branch, variant = parts[0], parts[3], parts[5]
     note = f": {entry.note}" if entry.note else ""
     store.insert_event(
         conn,

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from omni_tasks.contracts import AlertDetails
+from omni_tasks.contracts import AlertDetails, StoredAlert
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
@@ -19,15 +19,22 @@ GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a m
 
 
 def _alert(row: Row | None) -> Row | None:
-    """An alert row with its details read into AlertDetails."""
+    """A joined alert row with its details read into AlertDetails."""
     if row is None:
         return None
     return {**row, "details": AlertDetails.from_json(row.get("details") or {})}
 
 
+def _stored(row: Row | None) -> StoredAlert | None:
+    """An omni.alert row (`SELECT *`)."""
+    if row is None:
+        return None
+    return StoredAlert(**{**row, "details": AlertDetails.from_json(row["details"] or {})})
+
+
 # ---------------------------------------------------------------- alerts
-def open_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
-    return _alert(conn.execute(sql("open_alert"), {"alert_key": key}).fetchone())
+def open_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
+    return _stored(conn.execute(sql("open_alert"), {"alert_key": key}).fetchone())
 
 
 def insert_alert(
@@ -63,12 +70,12 @@ def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date
     conn.execute(sql("resolve_alert"), {"alert_id": alert_id, "nightly": nightly})
 
 
-def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> Row | None:
-    return _alert(conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone())
+def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
+    return _stored(conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone())
 
 
-def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
-    return _alert(conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone())
+def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> StoredAlert | None:
+    return _stored(conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone())
 
 
 def update_triage(
@@ -107,10 +114,10 @@ def group_for_range(
     baseline: str,
     range_from: dt.date,
     range_to: dt.date,
-) -> Row | None:
+) -> StoredAlert | None:
     """The group whose nights overlap (range_from, range_to], locked for the join."""
     args = {"candidate": candidate, "baseline": baseline, "range_from": range_from}
-    return _alert(conn.execute(sql("group_for_range"), {**args, "range_to": range_to}).fetchone())
+    return _stored(conn.execute(sql("group_for_range"), {**args, "range_to": range_to}).fetchone())
 
 
 def insert_group(
@@ -150,13 +157,13 @@ def lone_regression_for_range(
     baseline: str,
     range_from: dt.date,
     range_to: dt.date,
-) -> Row | None:
+) -> StoredAlert | None:
     """Another regression alert of the pair, in no group, whose nights overlap; locked."""
     args = {"alert_id": alert_id, "candidate": candidate, "baseline": baseline}
     row = conn.execute(
         sql("lone_regression_for_range"), {**args, "range_from": range_from, "range_to": range_to}
     ).fetchone()
-    return _alert(row)
+    return _stored(row)
 
 
 def join_group(
