@@ -4,10 +4,13 @@ the DAG run when any task failed."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from omni_tasks.dag_support.runtime import results_db
 from omni_tasks.series import Series
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +23,7 @@ def fail_the_run() -> None:
     raise AirflowFailException("a task of this run failed (its log says why); alerts sent")
 
 
-def series_of_task(context: dict[str, Any]) -> Series:
+def series_of_task(context: Context) -> Series:
     """The series a task ran for: a nightly GPU task's plan names it; a one-series form
     (bisect, ablate, regrade) its benchmark, model and lane; else (a fleet-wide task) the
     default series."""
@@ -40,7 +43,7 @@ def series_of_task(context: dict[str, Any]) -> Series:
     )
 
 
-def on_task_failure(context: dict[str, Any]) -> None:
+def on_task_failure(context: Context) -> None:
     """Failure callback: an INFRA alert of the task's series through the outbox (delivered by
     the next dispatch)."""
     from omni_tasks.jobs import nightly
@@ -49,6 +52,7 @@ def on_task_failure(context: dict[str, Any]) -> None:
     error = str(context.get("exception") or "unknown error")
     try:
         with results_db() as conn:
+            index = getattr(ti, "map_index", None)
             nightly.task_failed(
                 conn,
                 series_of_task(context),
@@ -57,7 +61,7 @@ def on_task_failure(context: dict[str, Any]) -> None:
                 context["run_id"],
                 ti.try_number,
                 error,
-                map_index=-1 if getattr(ti, "map_index", None) is None else int(ti.map_index),
+                map_index=-1 if index is None else int(index),
             )
     except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)

@@ -5,9 +5,12 @@ failed. The DAG files name the job, its form and their words."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from omni_tasks.dag_support import callbacks, runtime, tasks
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 
 def one_series_dag(
@@ -15,7 +18,7 @@ def one_series_dag(
     doc: str,
     tags: list[str],
     form: dict[str, Any],
-    job: Callable[[dict[str, Any]], dict[str, Any]],
+    job: Callable[[Context], dict[str, Any]],
 ) -> Any:
     import pendulum
     from airflow.sdk import dag, get_current_context, task
@@ -43,11 +46,11 @@ def one_series_dag(
             execution_timeout=runtime.LONG_TASK_TIMEOUT,
         )
         def run_job() -> dict[str, Any]:
-            return job(cast(dict[str, Any], get_current_context()))
+            return job(get_current_context())
 
         @task(trigger_rule="all_done")
         def dispatch_alerts() -> str:
-            return tasks.dispatch_alerts(cast(dict[str, Any], get_current_context()))
+            return tasks.dispatch_alerts(get_current_context())
 
         @task(trigger_rule="one_failed", retries=0, on_failure_callback=None)
         def watcher() -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import psycopg
+    from airflow.sdk import Context
 
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def slack_sink() -> Any:
     return SlackSink(conn.password, channel, "", client=hook.client)
 
 
-def night_of(context: dict[str, Any]) -> Any:
+def night_of(context: Context) -> Any:
     """The night's lanes and series (deployment config + trigger form). A config error fails
     the task at once, without retries, naming the field."""
     from airflow.sdk import Variable
@@ -135,12 +136,12 @@ def night_of(context: dict[str, Any]) -> Any:
         raise AirflowFailException(f"deployment config: {exc}") from None
 
 
-def nightly_of(context: dict[str, Any]) -> dt.date:
+def nightly_of(context: Context) -> dt.date:
     when = context.get("logical_date") or context["dag_run"].run_after
     return when.astimezone(dt.UTC).date()
 
 
-def is_backfill(context: dict[str, Any]) -> bool:
+def is_backfill(context: Context) -> bool:
     return str(getattr(context["dag_run"], "run_type", "")).lower().endswith("backfill")
 
 

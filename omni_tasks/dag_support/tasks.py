@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from omni_tasks.dag_support.runtime import (
     BUILDKITE_CONN,
@@ -20,12 +20,15 @@ from omni_tasks.dag_support.runtime import (
     stops_on_sigterm,
 )
 
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
 log = logging.getLogger(__name__)
 
 
 @stops_on_sigterm
 def record_heads(
-    context: dict[str, Any], unit: str | None, dag_units: list[str | None]
+    context: Context, unit: str | None, dag_units: list[str | None]
 ) -> list[dict[str, Any]]:
     """One series' branch × seed plans for the night (its GPU task maps over them); `unit` is
     its Series.key (None: a version 1 config's one series). A series the DAG has no task chain
@@ -55,21 +58,23 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 
 
 @stops_on_sigterm
-def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
+def run_branch(context: Context, plan: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.benchmarks.seed_tts.run import BenchError
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 
-    context["branch_label"] = plan.get("label") or f"{plan['branch']} seed {plan['seed']}"
+    label = plan.get("label") or f"{plan['branch']} seed {plan['seed']}"
+    # The mapped task's name in the UI: map_index_template reads it from the context.
+    cast("dict[str, Any]", context)["branch_label"] = label
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if is_backfill(context) else ("nightly" if scheduled else "manual")
     try:
         params = night_of(context).find(plan["series"], plan["variant"])
     except ConfigError as exc:
         raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
-    timeout = deadline(params.gpu_task_timeout_s, f"run_branch {context['branch_label']}")
+    timeout = deadline(params.gpu_task_timeout_s, f"run_branch {label}")
     with timeout, results_db() as conn:
         try:
             return nightly.run_branch(
@@ -80,11 +85,11 @@ def run_branch(context: dict[str, Any], plan: dict[str, Any]) -> str:
                 airflow_ids=(context["dag"].dag_id, context["run_id"]),
             )
         except BenchError as exc:  # what was asked cannot run: a retry would fail the same way
-            raise AirflowFailException(f"{context['branch_label']}: {exc}") from None
+            raise AirflowFailException(f"{label}: {exc}") from None
 
 
 @stops_on_sigterm
-def check_concurrency(context: dict[str, Any], unit: str | None) -> list[str]:
+def check_concurrency(context: Context, unit: str | None) -> list[str]:
     """One series' concurrency check (its config's `concurrency` levels), on its lane's GPU
     queue beside its decision, never on its alert's path."""
     from omni_tasks.gates.policy import load_policy
@@ -101,7 +106,7 @@ def check_concurrency(context: dict[str, Any], unit: str | None) -> list[str]:
 
 
 @stops_on_sigterm
-def summarize(context: dict[str, Any], unit: str | None) -> list[str]:
+def summarize(context: Context, unit: str | None) -> list[str]:
     """Statistics of every run one series stored that night (whatever GPU task wrote it, so a
     failed run of the series holds back nothing)."""
     from omni_tasks.gates.policy import load_policy
@@ -113,7 +118,7 @@ def summarize(context: dict[str, Any], unit: str | None) -> list[str]:
 
 
 @stops_on_sigterm
-def decide(context: dict[str, Any], unit: str | None) -> str:
+def decide(context: Context, unit: str | None) -> str:
     """Gate one series' night against its own baseline and plan its alerts (every variant:
     one that cannot be decided fails this task after the others are decided)."""
     from airflow.sdk.exceptions import AirflowFailException
@@ -146,7 +151,7 @@ def decide(context: dict[str, Any], unit: str | None) -> str:
 
 
 @stops_on_sigterm
-def advise_gates(context: dict[str, Any]) -> None:
+def advise_gates(context: Context) -> None:
     """What each series' upstream gate does with nothing changed (for the report and the
     panel), after the night is decided: never on the alerts' path, over a bounded window. Advice
     is no verdict: a series whose advice fails is logged and has none that night, and the
@@ -161,7 +166,7 @@ def advise_gates(context: dict[str, Any]) -> None:
 
 
 @stops_on_sigterm
-def plan_bisects(context: dict[str, Any]) -> list[dict[str, Any]]:
+def plan_bisects(context: Context) -> list[dict[str, Any]]:
     """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions
     (of every series that was decided)."""
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan
@@ -175,7 +180,7 @@ def plan_bisects(context: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @stops_on_sigterm
-def refresh(context: dict[str, Any]) -> dict[str, str]:
+def refresh(context: Context) -> dict[str, str]:
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
@@ -187,7 +192,7 @@ def refresh(context: dict[str, Any]) -> dict[str, str]:
 
 
 @delivers_after_sigterm
-def dispatch_alerts(context: dict[str, Any], *, last: bool = False) -> str:
+def dispatch_alerts(context: Context, *, last: bool = False) -> str:
     """Deliver the outbox; `last` (the night's final delivery) also waits out the alert
     groups' triage delay and delivers what it held."""
     from airflow.sdk.exceptions import AirflowFailException
@@ -206,7 +211,7 @@ def dispatch_alerts(context: dict[str, Any], *, last: bool = False) -> str:
 
 
 @stops_on_sigterm
-def bisect(context: dict[str, Any]) -> dict[str, Any]:
+def bisect(context: Context) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -231,7 +236,7 @@ def bisect(context: dict[str, Any]) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def ablate(context: dict[str, Any]) -> dict[str, Any]:
+def ablate(context: Context) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -257,7 +262,7 @@ def ablate(context: dict[str, Any]) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def regrade(context: dict[str, Any]) -> dict[str, Any]:
+def regrade(context: Context) -> dict[str, Any]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -275,7 +280,7 @@ def regrade(context: dict[str, Any]) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def check_freshness(context: dict[str, Any]) -> list[str]:
+def check_freshness(context: Context) -> list[str]:
     """Every series of the deployment config, every one of its branches (a scheduled check:
     the config is required)."""
     from airflow.sdk import Variable
@@ -306,7 +311,7 @@ def check_freshness(context: dict[str, Any]) -> list[str]:
     return missing
 
 
-def watch_upstream(context: dict[str, Any]) -> list[str]:
+def watch_upstream(context: Context) -> list[str]:
     """vllm-omni releases newer than the harness table (an INFRA alert per week that has any;
     the conformance suite runs against the newest where a checkout is configured)."""
     from omni_tasks.config import get_settings
@@ -321,7 +326,7 @@ def watch_upstream(context: dict[str, Any]) -> list[str]:
 
 
 @stops_on_sigterm
-def ab(context: dict[str, Any]) -> dict[str, Any]:
+def ab(context: Context) -> dict[str, Any]:
     """Run the A/B the form asks for (checked against the config's `ab:`), report it as a
     check run on the head commit; a config or form error fails at once, without retries."""
     from airflow.sdk import Variable
@@ -348,7 +353,7 @@ def ab(context: dict[str, Any]) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def buildkite_sync(context: dict[str, Any]) -> dict[str, Any]:
+def buildkite_sync(context: Context) -> dict[str, Any]:
     """Import the configured pipelines' builds of the run's window (plus the config's
     lookback, so a build that finished late is still seen); idempotent, so hourly runs and
     backfills never import an artifact twice."""

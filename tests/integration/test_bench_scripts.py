@@ -21,6 +21,10 @@ SMOKE = {
     "bench_ingest.py": (["--runs", "1"], "row-by-row INSERT"),
     "bench_platform.py": ([], "raw COPY of the same rows"),
     "bench_fleet.py": (["--models", "1", "--lanes", "2", "--clips", "50"], "one-series night"),
+    "bench_fleet_year.py": (
+        ["--weeks", "1", "--reps", "1", "--lanes", "1", "--scale", "0.02"],
+        "fleet overview panel p95",
+    ),
     "bench_ab.py": (["--pairs", "40"], "ratio to the nightly's one-night rule"),
     "bench_fleet_history.py": (
         ["--nights", "2", "--items", "3", "--single", "2", "--repeat", "2"],
