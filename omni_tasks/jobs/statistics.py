@@ -582,14 +582,20 @@ def _reported(cand: RunStats, policy: GatePolicy) -> dict[str, str]:
 def _refresh_confirmations(
     conn: psycopg.Connection[Any], series: Series, d: Decision, policy: GatePolicy
 ) -> dict[dt.date, bool]:
-    """Recompute `confirmed` along the whole series of this key: a night decided late (a
-    backfill) can confirm, or stop confirming, the night after it."""
+    """Recompute `confirmed` for this night and the nights after it that it can change: a
+    night decided late (a backfill) can confirm, or stop confirming, the night after it. A
+    night's confirmation reads only itself and the non-INFRA night before it, at most
+    `confirm_window_days` earlier, so the key's decisions within that window either side are
+    all it needs: the cost is the window's, not the series' history."""
+    w = dt.timedelta(days=policy.confirm_window_days)
     key = {
         **series.args(),
         "candidate_branch": d.candidate_branch,
         "baseline_branch": d.baseline_branch,
         "variant": d.variant,
         "policy_version": policy.policy_version,
+        "first": d.nightly - w,
+        "last": d.nightly + w,
     }
     rows = decisions.decision_series(conn, key)
     points = [
@@ -606,10 +612,14 @@ def _refresh_confirmations(
         for r in rows
     ]
     flags = gate_rules.confirmations(points, policy)
+    out = {}
     for r, flag in zip(rows, flags, strict=True):
+        if r["nightly"] < d.nightly:
+            continue  # its own previous night may lie outside the window: left as it is
+        out[r["nightly"]] = flag
         if r["confirmed"] != flag:
             decisions.set_confirmed(conn, r["decision_id"], flag)
-    return {r["nightly"]: f for r, f in zip(rows, flags, strict=True)}
+    return out
 
 
 def trend(
