@@ -522,7 +522,11 @@ def delete_grading(conn: psycopg.Connection[Any], grading_id: int) -> None:
 
 
 def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRecord]:
-    return [ClipRecord(**r) for r in conn.execute(sql("clip_records"), {"grading_id": grading_id})]
+    run = conn.execute(sql("grading_run"), {"grading_id": grading_id}).fetchone()
+    if run is None:
+        return []
+    args = {"grading_id": grading_id, "run_id": run["run_id"]}
+    return [ClipRecord(**r) for r in conn.execute(sql("clip_records"), args)]
 
 
 def runs_of_night(

@@ -100,3 +100,48 @@ def test_the_overview_reads_no_history(db, tmp_path: Path) -> None:
         return own.union(*(relations(p) for p in node.get("Plans", [])))
 
     assert relations(plan[0]["Plan"]) == {"series_latest", "gate_decision"}
+
+
+def _table(db) -> list[tuple[Any, ...]]:
+    return [
+        tuple(r.values())
+        for r in db.execute("SELECT * FROM omni.series_latest ORDER BY 1, 2, 3, 4, 5").fetchall()
+    ]
+
+
+def _second_candidate(db) -> None:
+    """Night 1's decision again, for another candidate branch."""
+    db.execute(
+        "CREATE TEMP TABLE other AS SELECT * FROM omni.gate_decision WHERE verdict = 'REGRESSED'"
+    )
+    db.execute(
+        "UPDATE other SET decision_id = decision_id + 1000, candidate_branch = 'rebase-b', "
+        "verdict = 'SAME'"
+    )
+    db.execute("INSERT INTO omni.gate_decision OVERRIDING SYSTEM VALUE SELECT * FROM other")
+
+
+def test_a_decision_refreshes_its_branch_and_keeps_upstream(db, tmp_path: Path) -> None:
+    """A decision updates only its own branch's row (migration 0021) and keeps the series'
+    upstream columns; what is maintained that way equals the whole-series recompute of 0020
+    (`rebuild_series_latest`) after every step."""
+    qwen = Series("seed_tts_en", QWEN, "cuda-h100x2")
+    store_night(db, tmp_path, 0, SAME, series=qwen)
+    db.execute(
+        "UPDATE omni.run SET source = source || %s::jsonb WHERE branch = 'main'",
+        ('{"upstream_gates": [{"metric": "wer", "verdict": "fail"}]}',),
+    )
+    db.commit()
+    steps = [
+        lambda: store_night(db, tmp_path, 1, REGRESS, series=qwen),
+        lambda: _second_candidate(db),
+        lambda: db.execute("DELETE FROM omni.gate_decision WHERE candidate_branch = 'rebase'"),
+    ]
+    for step in steps:
+        step()
+        db.commit()
+        maintained = _table(db)
+        db.execute("SELECT omni.rebuild_series_latest()")
+        assert _table(db) == maintained
+        assert {r[10] for r in maintained} == {"fail"}  # upstream_verdict, on every row
+    assert [r[4] for r in maintained] == ["rebase-b"]
