@@ -439,7 +439,8 @@ def regression_held(
     text = (
         f"{ctx.nightly}: {verdict}, still open — {quiet} night(s) without a regression in a "
         f"row; it resolves when {needed} in a row together rule out a regression of "
-        f"{pts(floor)} or more{bound}"
+        f"{pts(floor)} or more (the policy's min_effect, or what one night of this series can "
+        f"detect if that is larger){bound}"
     )
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
 
@@ -452,10 +453,13 @@ def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
     return Message(clip(escape(title), MAX_FALLBACK), [_header(title), *_links(ctx.links)])
 
 
-def regression_resolved_reply(ctx: AlertContext) -> Message:
+def regression_resolved_reply(
+    ctx: AlertContext, quiet: int, high: float | None, floor: float
+) -> Message:
+    bound = "" if high is None else f" (pooled: Δ tail up to {pts(high)})"
     text = (
-        f"{ctx.nightly}: {ctx.verdict} — second consecutive night without a regression; "
-        "alert resolved."
+        f"{ctx.nightly}: {ctx.verdict} — {quiet} nights in a row without a regression rule out "
+        f"one of {pts(floor)} or more{bound}; alert resolved."
     )
     return Message(escape(text), [section(escape(text))])
 

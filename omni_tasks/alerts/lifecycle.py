@@ -29,14 +29,13 @@ from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.bisect import bisect_range
 from omni_tasks.analysis.gate import consecutive
-from omni_tasks.analysis.intervals import newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.resolution import RESOLVE_NIGHTS, RuleOut, rule_out
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import (
     AlertDetails,
     Comparison,
     DecisionKey,
-    NightVerdict,
     StoredDecision,
 )
 from omni_tasks.evidence.links import dashboard_path, report_url
@@ -305,13 +304,11 @@ def _regression(
         )
         return
     # Resolved by three or more consecutive non-INFRA nights that together rule the regression
-    # out: their paired tables pooled, Δ tail's 99 % upper bound below min_effect (all IMPROVED
-    # also resolves; nights without a table, run groups, resolve only as three SAME/IMPROVED).
-    # One quiet night cannot tell a persisting small step from none, so until then the alert
-    # stays open and says so (simulated in docs/users/reading-output.md, "Slack alerts": a
-    # persisting 8 → 10.1 % step resolves 2.2 % of 30-night series, an A/A alert resolves
-    # within 3 nights 96.7 %).
-    floor = policy.for_benchmark(d.benchmark).min_effect
+    # out (analysis/resolution.py): their paired tables pooled, Δ tail's 99 % upper bound below
+    # max(min_effect, one night's MDE) (all IMPROVED also resolves; nights without a table, run
+    # groups, resolve only as three SAME/IMPROVED). One quiet night cannot tell a persisting
+    # small step from none, so until then the alert stays open and says so (simulated in
+    # bench/bench_statistics_sim.py, "alert resolution").
     recent = [
         v
         for v in decisions.verdicts_since(conn, d.key, alert.last_nightly, night)
@@ -322,16 +319,18 @@ def _regression(
         recent[-quiet - 1].nightly, recent[-quiet].nightly, policy
     ):
         quiet += 1
-    # Every quiet night of the streak is pooled (at least three): at 300 questions three
-    # nights' bound is Δ̂ + 3.4 points and never rules 2 points out, but the streak's bound
-    # narrows night by night, so an A/A alert resolves and a persisting step (Δ̂ ≥ 2) never does.
+    # Every quiet night of the streak is pooled (at least three): the streak's bound narrows
+    # night by night, so an A/A alert resolves and a persisting step above the floor never does.
     last = recent[-max(quiet, RESOLVE_NIGHTS) :]
     window = len(last) >= RESOLVE_NIGHTS and quiet >= RESOLVE_NIGHTS
-    high = _pooled_high(last)
-    if high is None:
+    tables = [v.table for v in last]
+    shown: RuleOut | None = None
+    if not tables or any(t is None for t in tables):
         ruled_out = all(v.verdict in ("SAME", "IMPROVED") for v in last[-RESOLVE_NIGHTS:])
     else:
-        ruled_out = high < floor or all(v.verdict == "IMPROVED" for v in last)
+        shown = rule_out([t for t in tables if t is not None], policy.for_benchmark(d.benchmark))
+        ruled_out = shown.ruled_out or all(v.verdict == "IMPROVED" for v in last)
+    floor = shown.floor if shown else policy.for_benchmark(d.benchmark).min_effect
     if not (window and ruled_out):
         enqueue(
             conn,
@@ -339,7 +338,9 @@ def _regression(
             alert.alert_id,
             "reply",
             _msg(
-                blocks.regression_held(ctx, d.verdict, quiet, RESOLVE_NIGHTS, high, floor),
+                blocks.regression_held(
+                    ctx, d.verdict, quiet, RESOLVE_NIGHTS, shown.high if shown else None, floor
+                ),
                 "reply",
             ),
         )
@@ -359,23 +360,12 @@ def _regression(
         f"{key}|{night}|resolve-reply",
         alert.alert_id,
         "reply",
-        _msg(blocks.regression_resolved_reply(ctx), "reply"),
+        _msg(
+            blocks.regression_resolved_reply(ctx, quiet, shown.high if shown else None, floor),
+            "reply",
+        ),
     )
     _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
-
-
-def _pooled_high(nights: list[NightVerdict]) -> float | None:
-    """The 99 % upper bound of Δ tail over the nights' paired tables summed (None when a
-    night has no table)."""
-    tables = [v.table for v in nights]
-    if not tables or any(t is None for t in tables):
-        return None
-    n11, n12, n21, n22 = (sum(int(t[i]) for t in tables if t is not None) for i in range(4))
-    return newcombe_paired(n11, n12, n21, n22, confidence=RESOLVE_CONFIDENCE)[2]
-
-
-RESOLVE_NIGHTS = 3
-RESOLVE_CONFIDENCE = 0.99  # two-sided (see _regression)
 
 
 def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> dict[str, Any] | None:

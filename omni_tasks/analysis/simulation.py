@@ -23,15 +23,49 @@ from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decid
 from omni_tasks.analysis.groups import compare_groups, distinct_runs
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.resolution import RESOLVE_NIGHTS, rule_out
 
 N_CLIPS = 1088
 HARD_SHARE, HARD_P, EASY_P = 0.075, 0.8, 0.0216
 
 
-def aa_probabilities(n: int = N_CLIPS) -> np.ndarray:
-    probs = np.full(n, EASY_P)
-    probs[: int(HARD_SHARE * n)] = HARD_P
-    return probs
+@dataclass(frozen=True)
+class ClipModel:
+    """Items in classes of (share, probability an item of the class fails on one run), drawn
+    independently per run: the fixture every rate here is simulated on, named so that a rate
+    says which model it holds on (and how kind that model is: `psi`)."""
+
+    name: str
+    classes: tuple[tuple[float, float], ...]
+
+    def counts(self, n: int) -> list[int]:
+        """Items per class at suite size `n` (the last class takes the rounding)."""
+        head = [int(share * n) for share, _ in self.classes[:-1]]
+        return [*head, n - sum(head)]
+
+    def probabilities(self, n: int) -> np.ndarray:
+        return np.repeat([p for _, p in self.classes], self.counts(n))
+
+    @property
+    def psi(self) -> float:
+        """The A/A discordant rate: the share of items two runs of one commit disagree on."""
+        return sum(share * 2 * p * (1 - p) for share, p in self.classes)
+
+    @property
+    def tail(self) -> float:
+        return sum(share * p for share, p in self.classes)
+
+
+# seed-TTS's tail (REFERENCE.md §3-4): a hard set that usually fails and a large set that rarely
+# does, 8 % broken on average, ψ ≈ 6 %.
+SEED_TTS = ClipModel("seed-TTS", ((HARD_SHARE, HARD_P), (1 - HARD_SHARE, EASY_P)))
+# A multiple-choice suite (Daily-Omni, Video-MME): questions always missed, coin flips and
+# questions always answered, ≈ 30 % wrong, ψ ≈ .17 (issue 45 quotes .15 at 300 and 1,197).
+MULTIPLE_CHOICE = ClipModel("multiple choice", ((0.15, 0.97), (0.30, 0.5), (0.55, 0.01)))
+
+
+def aa_probabilities(n: int = N_CLIPS, model: ClipModel = SEED_TTS) -> np.ndarray:
+    return model.probabilities(n)
 
 
 def _cells(p: float) -> list[float]:
@@ -39,12 +73,14 @@ def _cells(p: float) -> list[float]:
     return [p * p, p * (1 - p), (1 - p) * p, (1 - p) * (1 - p)]
 
 
-def aa_tables(rng: np.random.Generator, nights: int, n: int = N_CLIPS) -> np.ndarray:
+def aa_tables(
+    rng: np.random.Generator, nights: int, n: int = N_CLIPS, model: ClipModel = SEED_TTS
+) -> np.ndarray:
     """(nights x 4) paired tables (n11, n12, n21, n22) of two runs of one commit."""
-    hard = int(HARD_SHARE * n)
-    return rng.multinomial(hard, _cells(HARD_P), size=nights) + rng.multinomial(
-        n - hard, _cells(EASY_P), size=nights
-    )
+    out = np.zeros((nights, 4), dtype=np.int64)
+    for count, (_, p) in zip(model.counts(n), model.classes, strict=True):
+        out += rng.multinomial(count, _cells(p), size=nights)
+    return out
 
 
 def paired_point(when: dt.date, table: Sequence[int], policy: GatePolicy) -> SeriesPoint:
@@ -136,13 +172,18 @@ class ConfirmationRate:
 
 
 def aa_false_confirmation(
-    policy: GatePolicy, nights: int, seed: int, group_share: float = 0.5, n: int = N_CLIPS
+    policy: GatePolicy,
+    nights: int,
+    seed: int,
+    group_share: float = 0.5,
+    n: int = N_CLIPS,
+    model: ClipModel = SEED_TTS,
 ) -> ConfirmationRate:
     """A/A paired nights of `n` items, each after a previous night that is a group night with
     probability `group_share` and a paired A/A night otherwise; how many are (falsely)
     confirmed."""
     rng = np.random.default_rng(seed)
-    tables = aa_tables(rng, nights, n)
+    tables = aa_tables(rng, nights, n, model)
     b, c, totals = tables[:, 1], tables[:, 2], tables.sum(axis=1)
     # Necessary for REGRESSED (m = 1, so Holm is the raw p): the rest cannot confirm.
     p = binom.sf(b - 1, b + c, 0.5)
@@ -158,7 +199,7 @@ def aa_false_confirmation(
         prev = (
             group_point(d1, rng, policy)
             if group
-            else paired_point(d1, aa_tables(rng, 1, n)[0], policy)
+            else paired_point(d1, aa_tables(rng, 1, n, model)[0], policy)
         )
         if confirmations([prev, point], policy)[1]:
             confirmed += 1
@@ -200,14 +241,21 @@ STEP_LIFT = 0.5
 NIGHTLY_SEED = 10**6  # the seed of an endpoint's stored nightly run in the simulation
 
 
-def step_probabilities(bad_tail: float, n: int = N_CLIPS) -> tuple[np.ndarray, np.ndarray]:
-    """Good commits at the A/A model's ≈ 8 % tail; a bad commit raises the failure probability
-    of a regressed set of easy clips by STEP_LIFT (so a rerun of the bad commit reproduces only
-    about half of one run's regressed clips), the set sized so the bad tail is `bad_tail`."""
-    good = aa_probabilities(n)
+def step_probabilities(
+    bad_tail: float, n: int = N_CLIPS, model: ClipModel = SEED_TTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Good commits at the model's A/A tail; a bad commit raises the failure probability of a
+    regressed set of the model's easiest items by STEP_LIFT (so a rerun of the bad commit
+    reproduces only about half of one run's regressed clips), the set sized so the bad tail is
+    `bad_tail`. A tail the lift cannot reach is a broken server: every item fails with
+    probability at least `bad_tail`."""
+    good = model.probabilities(n)
+    easy = n - model.counts(n)[-1]
     extra = round((bad_tail - float(good.mean())) * n / STEP_LIFT)
+    if extra > n - easy:
+        return good, np.maximum(good, bad_tail)
     bad = good.copy()
-    bad[int(HARD_SHARE * n) : int(HARD_SHARE * n) + extra] += STEP_LIFT
+    bad[easy : easy + extra] += STEP_LIFT
     return good, bad
 
 
@@ -298,6 +346,8 @@ def range_misses(
     *,
     good_nights: int = 20,
     window_days: int = 14,
+    n: int = N_CLIPS,
+    model: ClipModel = SEED_TTS,
 ) -> RangeMisses:
     """Nightly series whose head is commit j on night j, good up to night `good_nights` and
     stepped to `bad_tail` from there (the culprit commit): the alert opens on the first
@@ -305,7 +355,7 @@ def range_misses(
     a range that leaves the culprit out is counted."""
     from omni_tasks.analysis.bisect import NightEvidence, bisect_range
 
-    good_p, bad_p = step_probabilities(bad_tail)
+    good_p, bad_p = step_probabilities(bad_tail, n, model)
     rng = np.random.default_rng(seed)
     start = dt.date(2027, 1, 1)
     opened = excluded = no_range = 0
@@ -314,8 +364,8 @@ def range_misses(
         nights: list[NightEvidence] = []
         for j in range(good_nights + 30):
             head = bad_p if j >= good_nights else good_p
-            b = rng.random(N_CLIPS) < good_p
-            h = rng.random(N_CLIPS) < head
+            b = rng.random(n) < good_p
+            h = rng.random(n) < head
             table = (
                 int((b & h).sum()),
                 int((h & ~b).sum()),
@@ -395,36 +445,82 @@ def ab_rates(
 
 
 def alert_resolutions(
-    bad_tail: float, series: int, nights: int, seed: int, policy: GatePolicy
+    bad_tail: float,
+    series: int,
+    nights: int,
+    seed: int,
+    policy: GatePolicy,
+    n: int = N_CLIPS,
+    model: ClipModel = SEED_TTS,
 ) -> float:
     """The share of `series` (an alert open from night 0) that resolve within `nights` under
-    the lifecycle's rule (alerts/lifecycle.py: three consecutive nights without a regression
-    whose pooled paired Δ tail has its 99 % upper bound below min_effect): with `bad_tail` 0
-    an A/A pair, else the 8 % baseline against a step to `bad_tail` that persists."""
-    from omni_tasks.alerts.lifecycle import RESOLVE_CONFIDENCE, RESOLVE_NIGHTS
-    from omni_tasks.analysis.gate import decide_night as decide
-
-    good = aa_probabilities()
-    base_p, head_p = (good, good) if bad_tail == 0 else step_probabilities(bad_tail)
+    the lifecycle's rule (analysis/resolution.py: at least three consecutive nights without a
+    regression whose pooled paired tables rule the regression out): with `bad_tail` 0 an A/A
+    pair, else the model's tail against a step to `bad_tail` that persists."""
+    good = model.probabilities(n)
+    base_p, head_p = (good, good) if bad_tail == 0 else step_probabilities(bad_tail, n, model)
     rng = np.random.default_rng(seed)
     resolved = 0
     for _ in range(series):
-        quiet: list[np.ndarray] = []
+        quiet: list[list[int]] = []
         for _night in range(nights):
-            b = rng.random(len(base_p)) < base_p
-            h = rng.random(len(head_p)) < head_p
-            table = np.array([(b & h).sum(), (h & ~b).sum(), (b & ~h).sum(), (~b & ~h).sum()])
-            delta, lo, hi = newcombe_paired(*(int(x) for x in table))
-            p_reg, p_imp = mcnemar_exact(int(table[1]), int(table[2]))
-            ev = Evidence(len(b), int(table[1]), int(table[2]), p_reg, p_imp, delta, (lo, hi))
-            if decide([ev], policy)[0].verdict == "REGRESSED":
+            b = rng.random(n) < base_p
+            h = rng.random(n) < head_p
+            table = [int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum())]
+            table.append(n - sum(table))
+            if paired_point(dt.date(2027, 1, 1), table, policy).verdict == "REGRESSED":
                 quiet = []  # the alert is touched again: a new quiet streak starts after it
                 continue
-            quiet = [*quiet[-(RESOLVE_NIGHTS - 1) :], table]
-            if len(quiet) == RESOLVE_NIGHTS:
-                n11, n12, n21, n22 = (int(x) for x in np.sum(quiet, axis=0))
-                high = newcombe_paired(n11, n12, n21, n22, confidence=RESOLVE_CONFIDENCE)[2]
-                if high < policy.min_effect:
-                    resolved += 1
-                    break
+            quiet.append(table)
+            if len(quiet) >= RESOLVE_NIGHTS and rule_out(quiet, policy).ruled_out:
+                resolved += 1
+                break
     return resolved / series
+
+
+@dataclass(frozen=True)
+class DetectionDelays:
+    """Nights from a persisting step to its alert: night 1 is the first bad night; a series
+    whose alert has not opened after `horizon` nights counts as horizon + 1."""
+
+    delays: tuple[int, ...]
+    horizon: int
+
+    def share_by(self, night: int) -> float:
+        return sum(d <= night for d in self.delays) / len(self.delays)
+
+    def quantile(self, q: float) -> int:
+        return int(np.quantile(np.array(self.delays), q, method="inverted_cdf"))
+
+
+def detection_delays(
+    bad_tail: float,
+    series: int,
+    seed: int,
+    policy: GatePolicy,
+    *,
+    quiet: int = 3,
+    horizon: int = 12,
+) -> DetectionDelays:
+    """Series of `quiet` A/A nights, then a step from the 8 % tail to `bad_tail` that persists:
+    each night decided and confirmed by the gate's own code (decide_night, confirmations) on
+    the nights so far; the night the alert opens (a confirmed REGRESSED night)."""
+    good_p, bad_p = step_probabilities(bad_tail)
+    rng = np.random.default_rng(seed)
+    start = dt.date(2027, 1, 1)
+    delays = []
+    for _ in range(series):
+        points: list[SeriesPoint] = []
+        delay = horizon + 1
+        for j in range(quiet + horizon):
+            b = rng.random(good_p.size) < good_p
+            h = rng.random(good_p.size) < (bad_p if j >= quiet else good_p)
+            table = [int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum())]
+            table.append(good_p.size - sum(table))
+            points.append(paired_point(start + dt.timedelta(days=j), table, policy))
+            opened = points[-1].verdict == "REGRESSED" and confirmations(points, policy)[-1]
+            if j >= quiet and opened:
+                delay = j - quiet + 1
+                break
+        delays.append(delay)
+    return DetectionDelays(tuple(delays), horizon)
