@@ -144,8 +144,9 @@ def _commit_range(
     """The candidate's commits around the night the alert opened: the streak's first bad
     night's and the last night's before it that rules the regression out (the auto-bisect's
     range, analysis/bisect.py `bisect_range`)."""
-    min_effect = policy.for_benchmark(d.benchmark).min_effect
-    good, bad = bisect_range(decisions.range_evidence(conn, d.key, opened), min_effect)
+    good, bad = bisect_range(
+        decisions.range_evidence(conn, d.key, opened), policy.for_benchmark(d.benchmark)
+    )
     if bad is None or not bad.commit_sha:
         return None
     repo = get_settings().repo_url

@@ -35,7 +35,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from omni_tasks.analysis.discriminating import Outcomes, choose_clips
-from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.analysis.intervals import mcnemar_exact
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.resolution import rule_out
 
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
 
@@ -279,35 +281,40 @@ def _check_endpoints(
 
 
 def _last_good(
-    nights: Sequence[NightEvidence], oldest: dt.date, min_effect: float
+    nights: Sequence[NightEvidence], oldest: dt.date, policy: GatePolicy
 ) -> NightEvidence | None:
     """Walking back (newest first) from before the streak: the first night that rules the
-    regression out alone, or the oldest of a run of quiet nights whose tables pooled do (at
-    300 items one night's 99 % bound is Δ̂ + 5.8 points, so only several together can). The
+    regression out alone, or the oldest of a run of quiet nights whose tables pooled do (Δ
+    tail's 99 % bound below min_effect; at 300 items one night's bound is Δ̂ + 5.8 points, so
+    only several together can). The
     range then starts at that run's oldest night, so a culprit among them stays inside it. A
     REGRESSED night ends a run; a night without a table (a run group) neither joins nor ends
     one."""
-    pooled = (0, 0, 0, 0)
+    run: list[tuple[int, int, int, int]] = []
     for n in nights:
         if n.nightly < oldest:
             break
         if n.verdict == "REGRESSED":
-            pooled = (0, 0, 0, 0)
+            run = []
             continue
-        if n.rules_out(min_effect) and n.commit_sha:
+        if n.rules_out(policy) and n.commit_sha:
             return n
         if n.table is None or n.verdict not in ("SAME", "IMPROVED", "UNKNOWN"):
             continue
-        a11, a12, a21, a22 = (x + y for x, y in zip(pooled, n.table, strict=True))
-        pooled = (a11, a12, a21, a22)
-        high = newcombe_paired(a11, a12, a21, a22, confidence=RULE_OUT_CONFIDENCE)[2]
-        if high < min_effect and n.commit_sha:
+        run.append(n.table)
+        if _excludes(run, policy) and n.commit_sha:
             return n
     return None
 
 
 RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
-RULE_OUT_CONFIDENCE = 0.99  # a last-good night's Δ bound: at 95 % a bad night rules out 2 %
+
+
+def _excludes(tables: Sequence[tuple[int, int, int, int]], policy: GatePolicy) -> bool:
+    """Whether the nights pooled rule out a regression of min_effect. Not the resolve rule's
+    floor (what one night can flag): a range must hold any culprit, and at 300 questions nights
+    inside a 5-point step clear that floor one time in five (bench_statistics_sim)."""
+    return rule_out(tables, policy).high < policy.min_effect
 
 
 @dataclass(frozen=True)
@@ -320,21 +327,26 @@ class NightEvidence:
     table: tuple[int, int, int, int] | None  # paired (n11, n12, n21, n22); None: a group night
     vllm: str | None = None  # the candidate's vLLM build (or version) that night
 
-    def rules_out(self, min_effect: float) -> bool:
-        """SAME or IMPROVED, with the Δ tail's 99 % upper bound below `min_effect`."""
-        if self.verdict not in ("SAME", "IMPROVED") or self.table is None:
+    def rules_out(self, policy: GatePolicy) -> bool:
+        """Not REGRESSED, and its table alone rules a regression of min_effect out (Δ tail's
+        99 % upper bound). An UNKNOWN night counts: at 300 questions every quiet night is
+        UNKNOWN (too few to call SAME)."""
+        if self.verdict not in ("SAME", "IMPROVED", "UNKNOWN") or self.table is None:
             return False
-        return newcombe_paired(*self.table, confidence=RULE_OUT_CONFIDENCE)[2] < min_effect
+        return _excludes([self.table], policy)
 
 
 def bisect_range(
-    nights: Sequence[NightEvidence], min_effect: float, window_days: int = RANGE_WINDOW_DAYS
+    nights: Sequence[NightEvidence], policy: GatePolicy, window_days: int = RANGE_WINDOW_DAYS
 ) -> tuple[NightEvidence | None, NightEvidence | None]:
     """(last good, first bad) for the streak that starts the newest-first `nights`.
 
     The first bad night is the streak's oldest REGRESSED night (INFRA and UNKNOWN nights inside
-    it neither end nor extend it; a SAME or IMPROVED night ends it). A last-good night must rule
-    the regression out: SAME or IMPROVED with its Δ tail's 99 % upper bound below `min_effect`.
+    it neither end nor extend it; a SAME or IMPROVED night ends it, and so do UNKNOWN nights
+    that rule the regression out, alone or pooled: at 300 questions every quiet night is
+    UNKNOWN, too few to call SAME). A last-good night must rule the regression out: its
+    Δ tail's 99 % upper bound (alone or pooled with the quiet nights after it) below
+    `policy`'s min_effect.
     A SAME night merely inside the wider equivalence margin does not (after a real step just
     above min_effect a fifth of nights are SAME), nor does a 95 % bound (a bad night clears it
     2 % of the time), so the walk goes on past such nights, and past REGRESSED nights before
@@ -342,16 +354,26 @@ def bisect_range(
     decides. None for the last good night when no night in the window rules out."""
     first_bad: NightEvidence | None = None
     rest = list(nights)
+    run: list[tuple[int, int, int, int]] = []  # UNKNOWN nights since the last REGRESSED one
+    start = 0
     for i, night in enumerate(nights):
         if night.verdict == "REGRESSED":
-            first_bad = night
-        elif night.verdict in ("SAME", "IMPROVED") and first_bad is not None:
+            first_bad, run = night, []
+        elif first_bad is not None and (
+            night.verdict in ("SAME", "IMPROVED") or night.rules_out(policy)
+        ):
             rest = list(nights[i:])
             break
+        elif first_bad is not None and night.verdict == "UNKNOWN" and night.table is not None:
+            start = i if not run else start
+            run.append(night.table)
+            if _excludes(run, policy):
+                rest = list(nights[start:])
+                break
     else:
         rest = []
     if first_bad is None:
         return None, None
     oldest = first_bad.nightly - dt.timedelta(days=window_days)
-    good = _last_good(rest, oldest, min_effect)
+    good = _last_good(rest, oldest, policy)
     return good, first_bad

@@ -267,10 +267,15 @@ def bisect_errors(
     *,
     stored: bool = True,
     budget: float = 4.0,
+    nightly_seeds: tuple[int, ...] = (NIGHTLY_SEED,),
+    guard: bool = True,
 ) -> BisectErrors:
     """Bisect `histories` simulated histories of `commits` commits whose first bad commit is
     drawn uniformly (`bad_tail` None: no commit is bad); count wrong answers, per-step errors
-    and the cost. With `stored`, the endpoints' nightly runs choose the clips."""
+    and the cost. With `stored`, the endpoints' nightly runs choose the clips: the nightly ran
+    `nightly_seeds`, its newest run chooses, and the bisection starts at the first seed; with
+    `guard` it is told the seeds on record (as the job tells it), else not (the old rule, whose
+    check reran them)."""
     good_p, bad_p = step_probabilities(bad_tail) if bad_tail else (aa_probabilities(),) * 2
     rng = np.random.default_rng(seed)
     wrong = none = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0
@@ -280,12 +285,20 @@ def bisect_errors(
         first_bad = int(rng.integers(1, commits)) if bad_tail else commits
         history = [f"h{h}c{i:02d}" for i in range(commits)]
         evaluate = _history(history, first_bad, good_p, bad_p, int(rng.integers(2**32)))
+        newest = nightly_seeds[-1]
         ends = (
-            (evaluate(history[0], NIGHTLY_SEED, None), evaluate(history[-1], NIGHTLY_SEED, None))
+            (evaluate(history[0], newest, None), evaluate(history[-1], newest, None))
             if stored
             else None
         )
-        res = bisect(history, evaluate, seed=0, stored=ends, budget=budget)
+        res = bisect(
+            history,
+            evaluate,
+            seed=nightly_seeds[0] if stored else 0,
+            stored=ends,
+            budget=budget,
+            used_seeds=frozenset(nightly_seeds if stored and guard else ()),
+        )
         if res.first_bad is None:
             none += 1
         else:
@@ -382,7 +395,7 @@ def range_misses(
         if j < good_nights:
             continue  # a false alarm before the culprit: not this simulation's question
         opened += 1
-        good, bad = bisect_range(nights[::-1], policy.min_effect, window_days)
+        good, bad = bisect_range(nights[::-1], policy, window_days)
         if good is None or bad is None:
             no_range += 1
             continue

@@ -91,13 +91,13 @@ def _decide(
             "status": "skipped",
             "why": f"{params.bench} ({family}) has no bisect capability: nothing to trigger",
         }
-    min_effect = load_policy().for_benchmark(params.bench).min_effect
+    policy = load_policy().for_benchmark(params.bench)
     nights = decisions.range_evidence(conn, decisions.alert_key_of(alert), alert["opened_nightly"])
-    good, bad = bisect_range(nights, min_effect)
+    good, bad = bisect_range(nights, policy)
     if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
         why = (
             f"no night of {branch} in the {RANGE_WINDOW_DAYS} days before the regression rules "
-            f"it out (Δ tail's 99 % upper bound below {pts(min_effect)}), so no range"
+            f"it out (Δ tail's 99 % upper bound below {pts(policy.min_effect)}), so no range"
         )
         return {"status": "skipped", "why": why}
     ends = {

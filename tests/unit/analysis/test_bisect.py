@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 from omni_tasks.analysis.bisect import NightEvidence, bisect, bisect_range, repeat_cap
+from omni_tasks.gates.policy import load_policy
 
 D0 = dt.date(2027, 3, 1)
+POLICY = load_policy()  # min_effect 2 points
 RULES_OUT = (80, 4, 4, 1000)  # Δ 0, 99 % upper bound < 1 point
 WIDE_SAME = (80, 20, 10, 978)  # SAME inside ±3 points, yet its 99 % bound is above 2 points
 REGRESSED = (80, 71, 9, 928)
@@ -35,7 +37,7 @@ def test_a_same_night_inside_the_wide_margin_does_not_start_the_range() -> None:
         _night(1, "REGRESSED", REGRESSED),
         _night(0, "SAME", RULES_OUT),
     ]
-    good, bad = bisect_range(nights, 0.02)
+    good, bad = bisect_range(nights, POLICY)
     assert (good and good.commit_sha, bad and bad.commit_sha) == ("c0", "c3")
 
 
@@ -46,7 +48,7 @@ def test_unknown_and_infra_nights_stay_inside_the_streak() -> None:
         _night(1, "REGRESSED", REGRESSED),
         _night(0, "SAME", RULES_OUT),
     ]
-    good, bad = bisect_range(nights, 0.02)
+    good, bad = bisect_range(nights, POLICY)
     assert good is not None and bad is not None
     assert (good.commit_sha, bad.commit_sha) == ("c0", "c1")
 
@@ -55,7 +57,7 @@ def test_no_range_when_nothing_in_the_window_rules_out() -> None:
     group_night = _night(-1, "SAME", None)  # a run-group night stores no paired table
     old = _night(-30, "SAME", RULES_OUT)  # outside the two-week window
     nights = [_night(0, "REGRESSED", REGRESSED), group_night, _night(-2, "SAME", WIDE_SAME), old]
-    good, bad = bisect_range(nights, 0.02)
+    good, bad = bisect_range(nights, POLICY)
     assert good is None and bad is not None and bad.commit_sha == "c0"
 
 
@@ -127,23 +129,21 @@ def test_the_check_and_the_steps_never_rerun_a_seed_that_chose_the_clips() -> No
 
 
 def test_quiet_small_nights_pooled_start_the_range_at_their_oldest() -> None:
-    """Issue 45: at 300 questions no single SAME night can rule 2 points out, so 93 % of real
-    alerts got no bisect range. A run of quiet nights pooled can: the range starts at the run's
-    oldest night, so a culprit hidden among them stays inside it."""
+    """Issue 45: at 300 questions no single quiet night can rule 2 points out, and every quiet
+    night is UNKNOWN (too few questions to call SAME), which never ended the streak: 93 % of
+    real alerts got no bisect range. A run of quiet nights pooled can: the range starts at the
+    run's oldest night, so a culprit hidden among them stays inside it."""
     quiet = (60, 15, 15, 210)
-    three = [_night(3, "REGRESSED", (60, 25, 9, 206))] + [
-        _night(i, "SAME", quiet) for i in (2, 1, 0)
-    ]
-    assert bisect_range(three, 0.02)[0] is None  # three nights' bound is still ~2.6 points
-    seven = [_night(7, "REGRESSED", (60, 25, 9, 206))] + [
-        _night(i, "SAME", quiet) for i in range(6, -1, -1)
-    ]
-    good, bad = bisect_range(seven, 0.02)
+    first_bad = _night(7, "REGRESSED", (60, 25, 9, 206))
+    three = [first_bad] + [_night(i, "UNKNOWN", quiet) for i in (6, 5, 4)]
+    assert bisect_range(three, POLICY)[0] is None  # three nights' bound is still ~2.7 points
+    seven = [first_bad] + [_night(i, "UNKNOWN", quiet) for i in range(6, -1, -1)]
+    good, bad = bisect_range(seven, POLICY)
     assert bad is not None and bad.commit_sha == "c7"
     assert good is not None and good.commit_sha == "c1"  # six nights pooled first rule it out
-    broken = [_night(7, "REGRESSED", (60, 25, 9, 206)), _night(6, "SAME", quiet),
+    broken = [first_bad, _night(6, "UNKNOWN", quiet),
               _night(5, "REGRESSED", (60, 25, 9, 206))] + [
-        _night(i, "SAME", quiet) for i in range(4, -1, -1)
+        _night(i, "UNKNOWN", quiet) for i in range(4, -1, -1)
     ]  # fmt: skip
-    good, _ = bisect_range(broken, 0.02)
+    good, _ = bisect_range(broken, POLICY)
     assert good is None  # c5 ends the run: 1 + 5 quiet nights never pool (6 would rule out)
