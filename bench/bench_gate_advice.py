@@ -1,7 +1,9 @@
 """Calibration of the gate advisor (`omni-tasks gates advise`) on simulated A/A histories.
 
-For each clip-level model (a stochastic hard set and heavy-tailed runaways, `ClipModel`;
-these are not the models the tests use) the truth is simulated directly (200,000 nights):
+For each clip-level model (a stochastic hard set and heavy-tailed runaways, `ClipModel`, and
+an independent lognormal mixture written here, issue 45's audit model: neither is the
+advisor's own, which pools broken values with a generalized Pareto tail) the truth is
+simulated directly (200,000 nights):
 the gate's false-fail chance at its threshold and the threshold that fails 2 % of nights.
 Then `--histories` histories of `--nights` nights each are drawn and advised on, and this
 prints how often the advised 95 % intervals hold the truth (coverage), the suggested
@@ -18,7 +20,7 @@ import argparse
 import datetime as dt
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,7 +29,36 @@ from omni_tasks.gates.table import Threshold, UpstreamGate
 from omni_tasks.synthesis.artifacts import ClipModel
 
 TARGET = 0.02
-MODELS = {  # name -> model; the threshold is set where the truth's false-fail is 5 %
+
+
+@dataclass(frozen=True)
+class LognormalMixture:
+    """Issue 45's independent audit model, WER per clip (not words): 12 % hard clips that
+    break half the time, 3 % that nearly always break, rare breaks elsewhere; a broken clip's
+    WER is lognormal (median 1, σ 1.5: heavy-tailed) half the time, else 0.5-1."""
+
+    n: int = 1088
+    hard: int = 131  # 12 %
+    always: int = 33  # 3 %
+    seed: int = 24
+
+    def layout(self) -> tuple[np.ndarray, np.ndarray]:
+        rates = np.full(self.n, 0.005)
+        rates[: self.hard] = 0.5
+        rates[self.hard : self.hard + self.always] = 0.97
+        return np.ones(self.n), rates
+
+    def errors(self, rng: np.random.Generator, nights: int = 1) -> np.ndarray:
+        _, rates = self.layout()
+        shape = (nights, self.n)
+        broken = rng.random(shape) < rates
+        heavy = rng.random(shape) < 0.5
+        value = np.where(heavy, rng.lognormal(0.0, 1.5, shape), rng.uniform(0.5, 1.0, shape))
+        return np.where(broken, value, rng.exponential(0.02, shape))
+
+
+# name -> model; the threshold is set where the truth's false-fail is 5 %
+MODELS: dict[str, ClipModel | LognormalMixture] = {
     "light tail (Pareto 3)": ClipModel(
         hard=90, runaway_alpha=3.0, runaway_share=0.2, runaway_scale=10, seed=21
     ),
@@ -37,6 +68,7 @@ MODELS = {  # name -> model; the threshold is set where the truth's false-fail i
     "large hard set, rare runaways": ClipModel(
         hard=200, hard_rate=(0.1, 0.5), runaway_share=0.05, runaway_scale=8, seed=23
     ),
+    "lognormal mixture (issue 45, independent)": LognormalMixture(),
 }
 
 
@@ -48,7 +80,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = {}
     for name, base in MODELS.items():
-        model = replace(base, n=args.clips, hard=min(base.hard, args.clips // 4))
+        model = replace(base, n=args.clips, hard=min(base.hard, args.clips // 4))  # type: ignore[type-var]
         words, _ = model.layout()
         sim = np.random.default_rng(7)  # in chunks: 200,000 nights × 1088 clips is 1.7 GB
         truth = np.concatenate(

@@ -42,6 +42,7 @@ from omni_tasks.analysis.simulation import (
     bisect_errors,
     detection_delays,
     group_false_confirmation,
+    pooled_power,
     range_misses,
 )
 from omni_tasks.gates.policy import load_policy
@@ -225,11 +226,15 @@ def main() -> None:
             "by_night": {k: d.share_by(k) for k in (1, 2, 3, 4, 6, 10)},
         }
         met = median <= 2 and p90 <= 4
+        bound = {k: pooled_power(tail, k, 1e-4, 20 * args.series, seed=43) for k in (2, 4)}
+        out[f"detection_delay_{label}"]["one_pooled_test_at_1e-4_by_night"] = bound
         print(
             f"detection delay after a persisting 8 → {tail:.1%} step ({len(d.delays)} series, "
             f"night 1 = the first bad night): median {median}, p90 {p90} nights (goal ≤ 2 and "
             f"≤ 4: {'met' if met else 'MISSED'}); opened by night "
             + ", ".join(f"{k}: {d.share_by(k):.0%}" for k in (1, 2, 3, 4, 6, 10))
+            + f". The most any rule at 1e-4 can open (one pooled exact test, all of α spent on "
+            f"it): by night 2 {bound[2]:.0%}, by night 4 {bound[4]:.0%}"
         )
     new = range_misses(0.101, args.series, seed=17, policy=policy)
     rule = bisect_rules.NightEvidence.rules_out
