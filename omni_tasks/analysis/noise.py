@@ -1,4 +1,7 @@
-"""Noise calibration from A/A runs (one commit, different seeds) at a tail threshold."""
+"""Noise calibration from A/A runs (one commit, different seeds) at a tail threshold: the
+discordant rate ψ, the MDE, and with three runs or more whether the runs vary more than their
+clips explain (over-dispersion: a run-level effect, e.g. batch-dependent numerics, which a
+run-group test that takes seeds as independent does not see)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import norm
+import numpy as np
+from scipy.stats import chi2, norm
 
 from omni_tasks.analysis.groups import broken_matrix
 from omni_tasks.records import ClipRecord
@@ -20,6 +24,13 @@ class NoiseCalibration:
     n_clips: int
     psi: float  # share of clips whose broken flag differs between two runs of one commit
     mde: float  # detectable Δ tail at 80 % power
+    # Var of the runs' broken counts over what independent clips give (1: none); ≥ 3 runs.
+    dispersion: float | None = None
+    dispersion_p: float | None = None  # χ² test that the runs vary no more than that
+
+    @property
+    def overdispersed(self) -> bool:
+        return self.dispersion_p is not None and self.dispersion_p < 0.05
 
 
 def mde(psi: float, n: int, alpha: float, m: int = 1, power: float = 0.8) -> float:
@@ -41,4 +52,20 @@ def calibrate(
         for i, j in itertools.combinations(range(mat.shape[1]), 2)
     ]
     psi = sum(rates) / len(rates)
-    return NoiseCalibration(tau, len(runs), n, psi, mde(psi, n, alpha, m))
+    phi, p = run_dispersion(mat)
+    return NoiseCalibration(tau, len(runs), n, psi, mde(psi, n, alpha, m), phi, p)
+
+
+def run_dispersion(mat: np.ndarray) -> tuple[float | None, float | None]:
+    """(φ, p) for a clips × runs broken matrix: the runs' broken counts' sample variance over
+    Σ p̂(1 − p̂)·k/(k − 1), what clips breaking independently (each at its own rate) give, and
+    the upper χ²(k − 1) tail of (k − 1)·φ. None below three runs or without variation."""
+    k = mat.shape[1]
+    if k < 3:
+        return None, None
+    p_hat = mat.mean(axis=1)
+    expected = float((p_hat * (1 - p_hat)).sum()) * k / (k - 1)
+    if expected <= 0:
+        return None, None
+    phi = float(mat.sum(axis=0).var(ddof=1)) / expected
+    return phi, float(chi2.sf((k - 1) * phi, k - 1))

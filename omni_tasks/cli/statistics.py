@@ -208,6 +208,22 @@ def noise_cmd(
         f"{policy.alpha}, m = {comparisons})",
         highlight=False,
     )
+    if cal.dispersion is None:
+        console.print("over-dispersion across seeds: needs three runs or more", highlight=False)
+    elif cal.overdispersed:
+        console.print(
+            f"the runs vary more than their clips explain: dispersion {cal.dispersion:.2f} "
+            f"(p {cal.dispersion_p:.2g}), a run-level effect. A run-group night takes seeds as "
+            "independent and overstates its evidence here: it never confirms alone, and "
+            "its p is not comparable to a paired night's",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"the runs vary as their clips explain: dispersion {cal.dispersion:.2f} "
+            f"(p {cal.dispersion_p:.2g})",
+            highlight=False,
+        )
 
 
 @app.command("trend")

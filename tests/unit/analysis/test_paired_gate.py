@@ -251,3 +251,22 @@ def test_trend_finds_a_step_and_respects_known_breaks() -> None:
     flat = [0.08 + rng.normal(0, 0.004) for _ in range(30)]
     known = change_points(days, flat, known_breaks=[days[10]])
     assert [(c.nightly, c.known_break) for c in known] == [(days[10], True)]
+
+
+def test_noise_sees_runs_that_vary_more_than_their_clips() -> None:
+    """Issue 45 (6): seeds of a server whose hard set breaks more on some runs than others
+    (a run-level effect) are not independent draws; `noise` says so from ten A/A runs, and says
+    nothing of the kind when only the clips vary."""
+    rng = np.random.default_rng(11)
+    probs = aa_probabilities()
+    hard = probs == 0.8
+    plain = [from_flags(list(draw_run(probs, rng))) for _ in range(10)]
+    shaken = []
+    for _ in range(10):
+        run = probs.copy()
+        run[hard] = np.clip(run[hard] + rng.normal(0.0, 0.15), 0.0, 1.0)
+        shaken.append(from_flags(list(draw_run(run, rng))))
+    quiet, noisy = calibrate(plain, 0.5, alpha=0.01), calibrate(shaken, 0.5, alpha=0.01)
+    assert quiet.dispersion is not None and not quiet.overdispersed
+    assert noisy.dispersion is not None and noisy.overdispersed and noisy.dispersion > 2
+    assert calibrate(plain[:2], 0.5, alpha=0.01).dispersion is None  # two runs cannot tell
