@@ -18,6 +18,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from omni_tasks.trust.bodies import bounded_body
+
 LABEL = "omni-ab"
 MAX_BODY = 1024 * 1024  # GitHub caps payloads at 25 MB; a PR event is a few kB
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -92,11 +94,9 @@ def webhook_app(
 
     @app.post("/github")
     async def github(request: Request) -> JSONResponse:
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return JSONResponse({"error": "payload too large"}, status_code=413)
+        body = await bounded_body(request, MAX_BODY)
+        if body is None:
+            return JSONResponse({"error": "payload too large"}, status_code=413)
         if not signature_ok(secret(), body, request.headers.get("x-hub-signature-256")):
             return JSONResponse({"error": "bad signature"}, status_code=401)
         try:

@@ -20,6 +20,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from slack_sdk.signature import SignatureVerifier
 
+from omni_tasks.trust.bodies import bounded_body
+
 ACTIONS = {"omni_ack": "ack", "omni_ignore": "ignore"}  # button action_id → triage verb
 MAX_BODY = 64 * 1024  # a block_actions payload is a few kB
 MAX_ACTIONS = 5
@@ -64,11 +66,9 @@ def interactions_app(signing_secret: Callable[[], str], apply: Apply) -> FastAPI
 
     @app.post("/actions")
     async def actions(request: Request) -> JSONResponse:
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return JSONResponse({"error": "payload too large"}, status_code=413)
+        body = await bounded_body(request, MAX_BODY)
+        if body is None:
+            return JSONResponse({"error": "payload too large"}, status_code=413)
         secret = signing_secret()
         ts = request.headers.get("x-slack-request-timestamp", "")
         valid = (
