@@ -82,6 +82,9 @@ def test_a_signed_click_acknowledges_as_the_slack_user(db, tmp_path: Path, slack
         for body, headers in refused:
             r = httpx.post(f"{url}/actions", content=body, headers=headers)
             assert r.status_code == 401, r.text
+        huge = b"payload=" + b"x" * (64 * 1024)  # read no further than the limit, signed or not
+        r = httpx.post(f"{url}/actions", content=huge, headers=_signed(huge))
+        assert r.status_code == 413, r.text
         row = db.execute("SELECT details FROM omni.alert WHERE alert_id = %s", (alert_id,))
         assert row.fetchone()["details"]["triage"] is None
 
