@@ -95,26 +95,14 @@ def seed_tts_nightly() -> None:
     chains, decided = [], []
     for u in units:
         heads = record_heads.override(task_id=u.task_id("record_heads"))(u.key)
-        runs = run_branch.override(
-            task_id=u.task_id("run_branch"),
-            queue=u.config.queue,
-            pool=u.config.pool,
-            pool_slots=u.config.gpus_per_server,
-            execution_timeout=u.config.execution_timeout,
-        ).expand(plan=heads)
+        runs = run_branch.override(**u.on_gpu("run_branch")).expand(plan=heads)
         stats = summarize.override(task_id=u.task_id("summarize"))(u.key)
         night = decide.override(task_id=u.task_id("decide"))(u.key)
         sent = deliver.override(task_id=u.task_id("deliver"))()
         runs >> stats >> night >> sent  # the gate reads the statistics summarize stored
         chains += [heads, runs, stats, night, sent]
         if u.concurrency:  # after its runs, on its lane, off its alert's path
-            checked = check_concurrency.override(
-                task_id=u.task_id("check_concurrency"),
-                queue=u.config.queue,
-                pool=u.config.pool,
-                pool_slots=u.config.gpus_per_server,
-                execution_timeout=u.config.execution_timeout,
-            )(u.key)
+            checked = check_concurrency.override(**u.on_gpu("check_concurrency"))(u.key)
             runs >> checked
             chains.append(checked)
         decided.append(night)

@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -455,6 +455,26 @@ class DagUnit:
 
     def task_id(self, task: str) -> str:
         return f"{task}__{self.suffix}" if self.suffix else task
+
+    def on_gpu(self, task: str) -> GpuPlacement:
+        """A GPU task's `.override` arguments: its lane's queue and pool, one server's GPUs as
+        pool slots, the lane's execution timeout."""
+        lane = self.config
+        return {
+            "task_id": self.task_id(task),
+            "queue": lane.queue,
+            "pool": lane.pool,
+            "pool_slots": lane.gpus_per_server,
+            "execution_timeout": lane.execution_timeout,
+        }
+
+
+class GpuPlacement(TypedDict):
+    task_id: str
+    queue: str
+    pool: str
+    pool_slots: int
+    execution_timeout: dt.timedelta
 
 
 def dag_units(path: str | None = None) -> list[DagUnit]:
