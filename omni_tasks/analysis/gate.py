@@ -146,13 +146,21 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
             # independent, and run-level noise (a run's hard-set rate varying by 3 points)
             # makes it falsely confirm about 1e-3 of A/A nights; two such nights in a row do
             # about 1e-6 (bench/bench_statistics_sim.py).
+            # Two paired nights confirm only pooled: REGRESSED twice in a row alone confirmed
+            # A/A noise at 1.1e-4 per night at 1,197 questions (ψ ≈ .17), where one night's
+            # false REGRESSED rate nears α (bench_statistics_sim, by family and size). A run-group
+            # night has no table to pool, so two REGRESSED nights with one among them confirm.
             confirmed[i] = (
                 (
                     point.paired
                     and point.p_regress_holm is not None
                     and point.p_regress_holm < policy.confirm_p
                 )
-                or (prev is not None and prev.verdict == "REGRESSED")
+                or (
+                    prev is not None
+                    and prev.verdict == "REGRESSED"
+                    and not (prev.paired and point.paired)
+                )
                 or (prev is not None and _pooled_regressed(prev, point, policy))
             )
         previous = point

@@ -124,7 +124,8 @@ def test_small_n_is_unknown_not_same() -> None:
 
 # 6 — "consecutive" means within confirm_window_days (default 3).
 def weak(when: dt.date, verdict: str = "REGRESSED") -> SeriesPoint:
-    return SeriesPoint(when, verdict, 0.004 if verdict == "REGRESSED" else None, 20, 5, 1088)
+    # Δ +2.0 points (28:6 of 1,088), p ≈ 1e-4: REGRESSED, not confirmed alone; two pooled are.
+    return SeriesPoint(when, verdict, 1.1e-4 if verdict == "REGRESSED" else None, 28, 6, 1088)
 
 
 def test_consecutive_nights_lie_within_the_window() -> None:

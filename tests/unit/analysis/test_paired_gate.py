@@ -101,21 +101,22 @@ def night(day: int, verdict: str, p: float | None = 0.001, b: int = 40, c: int =
 def test_confirmation_rules_in_nightly_order() -> None:
     # Strong on one night -> confirmed at once.
     assert confirmations([night(1, "REGRESSED", 1e-6)], POLICY) == [True]
-    # Weak alone -> not; two consecutive REGRESSED (listed out of order) -> the later one.
-    series = [night(3, "REGRESSED", 0.004, 20, 5), night(2, "REGRESSED", 0.004, 20, 5)]
+    # Weak alone (Δ +2.0 points, 28:6) -> not; two consecutive REGRESSED nights (listed out
+    # of order), pooled, -> the later one.
+    series = [night(3, "REGRESSED", 1e-4, 28, 6), night(2, "REGRESSED", 1e-4, 28, 6)]
     assert confirmations(series, POLICY) == [True, False]
     # An INFRA night between neither confirms nor breaks the streak.
     series = [
-        night(1, "REGRESSED", 0.004, 20, 5),
+        night(1, "REGRESSED", 1e-4, 28, 6),
         night(2, "INFRA", None),
-        night(3, "REGRESSED", 0.004, 20, 5),
+        night(3, "REGRESSED", 1e-4, 28, 6),
     ]
     assert confirmations(series, POLICY) == [False, False, True]
     # A SAME night between breaks it.
     series = [
-        night(1, "REGRESSED", 0.004, 20, 5),
+        night(1, "REGRESSED", 1e-4, 28, 6),
         night(2, "SAME", 0.5, 5, 5),
-        night(3, "REGRESSED", 0.004, 20, 5),
+        night(3, "REGRESSED", 1e-4, 28, 6),
     ]
     assert confirmations(series, POLICY) == [False, False, False]
     # UNKNOWN then REGRESSED: pooled counts decide.
@@ -270,3 +271,19 @@ def test_noise_sees_runs_that_vary_more_than_their_clips() -> None:
     assert quiet.dispersion is not None and not quiet.overdispersed
     assert noisy.dispersion is not None and noisy.overdispersed and noisy.dispersion > 2
     assert calibrate(plain[:2], 0.5, alpha=0.01).dispersion is None  # two runs cannot tell
+
+
+def test_two_regressed_paired_nights_confirm_only_pooled() -> None:
+    """Issue 45: at 1,197 questions (ψ ≈ .17) one night is falsely REGRESSED nearly α of the
+    time, and 'REGRESSED twice in a row' confirmed A/A noise at 1.1e-4 a night. Two such
+    nights of 120:84 (Δ +3 points, p ≈ .007 each) pool to p ≈ 2e-4: not confirmed; a run-group
+    night (no table) still confirms as the second REGRESSED night."""
+    from omni_tasks.analysis.intervals import mcnemar_exact
+
+    p_one, p_two = mcnemar_exact(120, 84)[0], mcnemar_exact(240, 168)[0]
+    assert p_one < POLICY.alpha and POLICY.confirm_pool_p < p_two < 1e-3
+    first = SeriesPoint(dt.date(2026, 11, 1), "REGRESSED", p_one, 120, 84, 1197)
+    second = SeriesPoint(dt.date(2026, 11, 2), "REGRESSED", p_one, 120, 84, 1197)
+    assert confirmations([first, second], POLICY) == [False, False]
+    group = SeriesPoint(dt.date(2026, 11, 1), "REGRESSED", 0.001, 0, 0, 1197, paired=False)
+    assert confirmations([group, second], POLICY) == [False, True]
