@@ -83,6 +83,16 @@ def aa_tables(
     return out
 
 
+def paired_night(
+    rng: np.random.Generator, base_p: np.ndarray, head_p: np.ndarray
+) -> tuple[int, int, int, int]:
+    """One night's paired table (both broken, head only, base only, neither), each clip drawn
+    once per side at its failure probability."""
+    b = rng.random(base_p.size) < base_p
+    h = rng.random(head_p.size) < head_p
+    return int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum()), int((~b & ~h).sum())
+
+
 def paired_point(when: dt.date, table: Sequence[int], policy: GatePolicy) -> SeriesPoint:
     n11, n12, n21, n22 = (int(x) for x in table)
     delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
@@ -377,14 +387,7 @@ def range_misses(
         nights: list[NightEvidence] = []
         for j in range(good_nights + 30):
             head = bad_p if j >= good_nights else good_p
-            b = rng.random(n) < good_p
-            h = rng.random(n) < head
-            table = (
-                int((b & h).sum()),
-                int((h & ~b).sum()),
-                int((b & ~h).sum()),
-                int((~b & ~h).sum()),
-            )
+            table = paired_night(rng, good_p, head)
             when = start + dt.timedelta(days=j)
             points.append(paired_point(when, table, policy))
             nights.append(NightEvidence(when, points[-1].verdict, f"c{j:02d}", table))
@@ -475,12 +478,9 @@ def alert_resolutions(
     rng = np.random.default_rng(seed)
     resolved = 0
     for _ in range(series):
-        quiet: list[list[int]] = []
+        quiet: list[tuple[int, int, int, int]] = []
         for _night in range(nights):
-            b = rng.random(n) < base_p
-            h = rng.random(n) < head_p
-            table = [int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum())]
-            table.append(n - sum(table))
+            table = paired_night(rng, base_p, head_p)
             if paired_point(dt.date(2027, 1, 1), table, policy).verdict == "REGRESSED":
                 quiet = []  # the alert is touched again: a new quiet streak starts after it
                 continue
@@ -526,10 +526,7 @@ def detection_delays(
         points: list[SeriesPoint] = []
         delay = horizon + 1
         for j in range(quiet + horizon):
-            b = rng.random(good_p.size) < good_p
-            h = rng.random(good_p.size) < (bad_p if j >= quiet else good_p)
-            table = [int((b & h).sum()), int((h & ~b).sum()), int((b & ~h).sum())]
-            table.append(good_p.size - sum(table))
+            table = paired_night(rng, good_p, bad_p if j >= quiet else good_p)
             points.append(paired_point(start + dt.timedelta(days=j), table, policy))
             opened = points[-1].verdict == "REGRESSED" and confirmations(points, policy)[-1]
             if j >= quiet and opened:
