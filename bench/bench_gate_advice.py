@@ -1,8 +1,8 @@
 """Calibration of the gate advisor (`omni-tasks gates advise`) on simulated A/A histories.
 
 For each clip-level model (a stochastic hard set and heavy-tailed runaways, `ClipModel`, and
-an independent lognormal mixture written here, issue 45's audit model: neither is the
-advisor's own, which pools broken values with a generalized Pareto tail) the truth is
+an independent lognormal mixture written here, issue 45's audit model as read here: none is
+the advisor's own per-item resampling) the truth is
 simulated directly (200,000 nights):
 the gate's false-fail chance at its threshold and the threshold that fails 2 % of nights.
 Then `--histories` histories of `--nights` nights each are drawn and advised on, and this

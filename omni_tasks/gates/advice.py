@@ -3,12 +3,7 @@
 Per-item model (where the nights have per-item rows): a synthetic night draws each item's
 outcome from that item's own outcomes over the stored nights, independently, and takes
 upstream's figure (a mean) over it. That keeps the stochastic hard set (items that break on
-some nights) without assuming a shape. How badly a broken item breaks is pooled instead: a
-drawn broken outcome takes its value from every broken outcome on record, with a generalized
-Pareto tail fitted to the largest tenth, so a runaway seen on one night can recur on any hard
-item, larger than any seen. An item's own twenty nights hold a handful of broken values, and
-resampling only those understated a heavy-tailed gate's false-fail chance six-fold
-(issue 45: 1.3 % against a true 8.2 %). If the
+some nights) and runaways (an item whose WER is sometimes 20) without assuming a shape. If the
 nights vary more than their items explain (a run-level effect: a χ² test of the nightly
 figures' variance against the model's), a normal night-level term with the excess variance is
 added, and said so. Summary-only series use a normal model of the nightly figures.
@@ -24,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import chi2, genpareto
+from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 from omni_tasks.gates.table import UpstreamGate
@@ -218,12 +213,6 @@ class _ItemModel(_Model):
         self.items = round(float(counts.mean()))
         self.method = f"per-item resampling ({len(keys)} items over {len(nights)} nights)"
         self.notes = []
-        self.is_broken: np.ndarray | None = None
-        if broken is not None:
-            finite = np.isfinite(self.v)
-            self.is_broken = np.zeros_like(finite)
-            self.is_broken[finite] = [broken(float(x)) for x in self.v[finite]]
-            self.method += ", broken values pooled across items with a fitted tail"
         self.unit = self._unit(broken)
         observed = np.array([n.figure for n in nights], dtype=float)
         modelled = self._figures(np.arange(len(nights)), 2000, np.random.default_rng(1))
@@ -255,13 +244,6 @@ class _ItemModel(_Model):
         sub = self.v[:, cols]
         pick = rng.integers(0, len(cols), size=(m, sub.shape[0]))
         drawn = sub[np.arange(sub.shape[0]), pick]
-        if self.is_broken is not None:
-            # The same uniforms on every refit (common random numbers), used or not.
-            u = rng.random(drawn.shape)
-            hit = self.is_broken[:, cols][np.arange(sub.shape[0]), pick]
-            pooled = sub[self.is_broken[:, cols]]
-            if pooled.size:
-                drawn = np.where(hit, BrokenValues.fit(pooled).quantile(u), drawn)
         with np.errstate(invalid="ignore"):
             total = np.nansum(drawn, axis=1)
             n = np.isfinite(drawn).sum(axis=1)
@@ -277,49 +259,6 @@ class _ItemModel(_Model):
         if self.unit is None or shift <= 0:
             return None
         return math.ceil(shift / self.unit - 1e-9)
-
-
-TAIL_SHARE = 0.1  # the largest tenth of broken values is modelled by the fitted tail
-TAIL_MIN = 30  # fewer exceedances than this: no tail is fitted (the values alone)
-TAIL_MAX_SHAPE = 0.9  # near 1 the tail's mean (a figure that is a mean) is barely finite
-
-
-@dataclass(frozen=True)
-class BrokenValues:
-    """Every broken value on record as one distribution: the values themselves below the
-    90th percentile u, a generalized Pareto (shape ξ, scale σ) over u above it."""
-
-    body: np.ndarray  # sorted values below u
-    u: float
-    shape: float | None  # None: too few exceedances, no tail (the values alone)
-    scale: float
-
-    @classmethod
-    def fit(cls, values: np.ndarray) -> BrokenValues:
-        x = np.sort(values)
-        u = float(np.quantile(x, 1 - TAIL_SHARE))
-        over = x[x > u] - u
-        if over.size < TAIL_MIN or float(over.std()) == 0.0:
-            return cls(x, float(x[-1]), None, 0.0)
-        shape, _, scale = genpareto.fit(over, floc=0.0)
-        # A tail the fit gets wrong is worse than none: the exceedances' mean must be its own
-        # (a bimodal tail, e.g. rare runaways among many clips just past u, fits a tiny
-        # scale and would drop the runaways); with a shape ≥ 1 there is no mean.
-        fitted_mean = scale / (1 - shape) if shape < TAIL_MAX_SHAPE else math.inf
-        if not 0.8 <= fitted_mean / float(over.mean()) <= 1.25:
-            return cls(x, float(x[-1]), None, 0.0)
-        return cls(x[x <= u], u, float(shape), float(scale))
-
-    def quantile(self, q: np.ndarray) -> np.ndarray:
-        """The value at probability `q` (uniforms in [0, 1))."""
-        if self.shape is None:
-            return np.quantile(self.body, q)
-        cut = 1 - TAIL_SHARE
-        below = np.quantile(self.body, np.minimum(q / cut, 1.0))
-        tail = self.u + genpareto.ppf(
-            np.clip((q - cut) / TAIL_SHARE, 0.0, 1 - 1e-12), self.shape, scale=self.scale
-        )
-        return np.where(q < cut, below, tail)
 
 
 class _NormalModel(_Model):

@@ -1,7 +1,8 @@
-"""Issue 45's reproduction: a mean-WER gate over a heavy-tailed clip model (12 % hard clips
-that break half the time, 3 % that nearly always break, a broken clip's WER lognormal half the
-time). Resampling each item's own twenty nights said P(fail) 1.3 % [0, 4.1 %] where the truth
-was 8.2 %; pooling broken values across items with a fitted tail must hold the truth."""
+"""Issue 45's model as read here: a mean-WER gate over a heavy-tailed clip model (12 % hard
+clips that break half the time, 3 % that nearly always break, a broken clip's WER lognormal
+half the time), written here and not by the advisor. The gate is set where the truth fails 8 %
+of nights; the advisor's interval from twenty nights must hold it (the audit's own model gave
+1.3 % [0, 4.1 %]; this one's does not reproduce that miss)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import datetime as dt
 
 import numpy as np
 
-from omni_tasks.gates.advice import BrokenValues, Night, advise
+from omni_tasks.gates.advice import Night, advise
 from omni_tasks.gates.table import Threshold, UpstreamGate
 
 N = 1088
@@ -45,15 +46,3 @@ def test_the_false_fail_interval_holds_a_heavy_tailed_truth() -> None:
     a = advise(nights, gate, target=0.02, broken=lambda v: v > 0.5, draws=2000)
     low, high = a.p_fail_interval
     assert low <= true_p <= high, (a.p_fail, a.p_fail_interval, true_p)
-    assert "pooled" in a.method
-
-
-def test_a_bimodal_tail_that_the_fit_gets_wrong_is_not_used() -> None:
-    """Many values just past u and rare runaways far beyond: the Pareto fit's mean excess is
-    far from the data's, so the values are used alone (and their mean is kept)."""
-    rng = np.random.default_rng(3)
-    values = np.concatenate([rng.uniform(0.6, 1.0, 1900), rng.uniform(15, 60, 60)])
-    fit = BrokenValues.fit(values)
-    drawn = fit.quantile(rng.random(200_000))
-    assert fit.shape is None
-    assert abs(drawn.mean() - values.mean()) < 0.05 * values.mean()
