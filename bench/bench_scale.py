@@ -195,7 +195,7 @@ def measure(conn, last: dt.date, reps: int) -> dict[str, tuple[float, float]]:  
             g = conn.execute(
                 "SELECT max(grading_id) AS g FROM omni.grading WHERE run_id = %s", (rid,)
             ).fetchone()["g"]
-            conn.execute(sql("clip_records"), {"grading_id": g}).fetchall()
+            conn.execute(sql("clip_records"), {"grading_id": g, "run_id": rid}).fetchall()
 
     out = {}
     for name, q in queries.items():
