@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
+from omni_tasks.analysis.ablation import AblationBudget, ablate
 from omni_tasks.analysis.bisect import bisect
+from omni_tasks.analysis.discriminating import choose_clips
 from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
 from omni_tasks.analysis.groups import compare_groups, distinct_runs
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
@@ -553,3 +555,96 @@ def pooled_power(bad_tail: float, nights: int, p: float, sims: int, seed: int) -
             reg[chunk] += (h & ~b).sum(axis=1)
             imp[chunk] += (b & ~h).sum(axis=1)
     return float((binom.sf(reg - 1, reg + imp, 0.5) < p).mean())
+
+
+# Simulated ablations, each named for what it does to the step's lifted clips: "regression
+# gone" takes the lift away, "unchanged" leaves it, "partial" takes it from half of them. The
+# shipped four's case: one knob carries the regression.
+ONE_KNOB = ("regression gone", "unchanged", "unchanged", "unchanged")
+WITH_PARTIAL = ("regression gone", "unchanged", "partial", "unchanged")
+
+
+@dataclass(frozen=True)
+class AblationCosts:
+    """Ablations of confirmed nights: how often each verdict is right, how often every verdict
+    was reached, and the GPU spent (full-run equivalents)."""
+
+    nights: int
+    wrong: int  # verdicts reached that are not the truth
+    undecided: int  # nights with a verdict left unclear (or the reference undecided)
+    not_reproduced: int
+    full_runs: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+    def cost(self, q: float) -> float:
+        return float(np.quantile(np.array(self.full_runs), q))
+
+
+def _fresh_runs(
+    clips: Sequence[str], arms: dict[str, np.ndarray], stream: int
+) -> Callable[[str, int], dict[str, bool]]:
+    """An arm's run at a seed on the clips (named u00042 for item 42): each clip drawn at the
+    arm's failure probability, the same for the same (arm, seed)."""
+    index = np.array([int(u[1:]) for u in clips])
+
+    def evaluate(label: str, seed: int) -> dict[str, bool]:
+        draw = np.random.default_rng([stream, seed, list(arms).index(label)])
+        broken = draw.random(index.size) < arms[label][index]
+        return dict(zip(clips, broken.tolist(), strict=True))
+
+    return evaluate
+
+
+def ablation_costs(
+    bad_tail: float,
+    nights: int,
+    seed: int,
+    policy: GatePolicy,
+    *,
+    truths: Sequence[str] = ONE_KNOB,
+    budget: float = 1.0,
+    control: int = 25,
+    n: int = N_CLIPS,
+) -> AblationCosts:
+    """`nights` nights of a step to `bad_tail` (the step's lifted clips: step_probabilities),
+    each ablated by the job's own sequential code (choose_clips, ablate) with one ablation per
+    entry of `truths`, each run drawn afresh at its clips' failure probabilities."""
+    good_p, bad_p = step_probabilities(bad_tail, n)
+    lifted = np.flatnonzero(bad_p > good_p)
+    half = bad_p.copy()
+    half[lifted[: lifted.size // 2]] = good_p[lifted[: lifted.size // 2]]
+    effect = {"regression gone": good_p, "unchanged": bad_p, "partial": half}
+    truth = {f"{i}:{t}": t for i, t in enumerate(truths)}
+    rng = np.random.default_rng(seed)
+    ids = [f"u{i:05d}" for i in range(n)]
+    wrong = undecided = not_reproduced = 0
+    costs, seeds = [], []
+    for night in range(nights):
+        base = rng.random(n) < good_p
+        head = rng.random(n) < bad_p
+        chosen = choose_clips(
+            dict(zip(ids, base.tolist(), strict=True)),
+            dict(zip(ids, head.tolist(), strict=True)),
+            f"sim|{seed}|{night}",
+            control,
+            with_improved=False,
+        )
+        arms = {"baseline": good_p, "candidate": bad_p}
+        arms |= {name: effect[t] for name, t in truth.items()}
+        out = ablate(
+            list(truth),
+            _fresh_runs(chosen.clips, arms, int(rng.integers(2**32))),
+            seed=1,
+            budget=AblationBudget(budget, n, len(chosen.clips), 2 + len(truth)),
+            alpha=policy.alpha,
+            min_effect=policy.min_effect,
+        )
+        costs.append(out.full_runs)
+        seeds.append(len(out.seeds))
+        not_reproduced += not out.reference.reproduced
+        undecided += not out.decided
+        wrong += sum(
+            v.verdict in ("regression gone", "partial", "unchanged") and v.verdict != truth[v.name]
+            for v in out.verdicts
+        )
+    return AblationCosts(nights, wrong, undecided, not_reproduced, tuple(costs), tuple(seeds))

@@ -46,9 +46,16 @@ def ablate_cmd(
         ),
     ] = None,
     seed: Annotated[
-        int, typer.Option(help="The fresh seed every run of the ablation shares")
+        int, typer.Option(help="The first fresh seed (each round adds the next)")
     ] = 3000,
     control: Annotated[int, typer.Option(help="Control clips (fine on both sides)")] = 25,
+    budget: Annotated[
+        float,
+        typer.Option(
+            help="GPU it may use, in full-run equivalents (clips run / clips); the first round "
+            "always runs"
+        ),
+    ] = 1.0,
     transcript_mode: Annotated[
         bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
     ] = False,
@@ -59,8 +66,9 @@ def ablate_cmd(
 ) -> None:
     """Run the candidate stack with each ablation (one deploy override, merged by stage_id) on
     the confirmed night's regressed and control clips, beside fresh runs of the candidate and
-    the baseline at the same seed, and say per ablation whether the regression is gone,
-    partial or unchanged, with the GPU it cost in full-run equivalents. Exit 1 on an error."""
+    the baseline at the same seeds, adding a seed per round until each ablation is decided
+    (regression gone, partial or unchanged) or the budget's rounds are spent; say what was
+    decided, with the budget's arithmetic. Exit 1 on an error."""
     import dataclasses
 
     import yaml
@@ -80,6 +88,7 @@ def ablate_cmd(
         "dataset": dataset,
         "seed": seed,
         "control": control,
+        "budget": budget,
         "transcript_mode": transcript_mode,
         "alert_id": alert_id,
     }
@@ -114,6 +123,8 @@ def ablate_cmd(
                 "clips": len(result.selection.clips),
                 "reference": dataclasses.asdict(result.reference),
                 "ablations": [dataclasses.asdict(v) for v in result.verdicts],
+                "seeds": list(result.ablated.seeds),
+                "budget": result.ablated.arithmetic,
                 "full_runs": result.full_runs,
                 "run_keys": result.run_keys,
             }

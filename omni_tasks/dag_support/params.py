@@ -304,10 +304,20 @@ def ablate_params() -> dict[str, Any]:
             "with eager/batching/sampling keys (empty: the shipped four)",
         ),
         "seed": Param(
-            3000, type="integer", minimum=0, maximum=2**31 - 1, title="Seed", section=how
+            3000, type="integer", minimum=0, maximum=2**31 - 1, title="First seed", section=how
         ),
         "control": Param(
             25, type="integer", minimum=0, maximum=10_000, title="Control clips", section=how
+        ),
+        "budget": Param(
+            1.0,
+            type="number",
+            exclusiveMinimum=0,
+            maximum=100,
+            title="GPU budget",
+            section=how,
+            description="In full-run equivalents (clips run / clips): seeds are added until "
+            "every ablation is decided or the budget's rounds are spent",
         ),
         **_serving_params(),
         "alert_id": _alert("Afterwards"),

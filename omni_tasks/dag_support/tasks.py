@@ -257,6 +257,7 @@ def ablate(context: Context) -> dict[str, Any]:
     return {
         "ablate_id": p.ablate_id,
         "verdicts": {v.name: v.verdict for v in result.verdicts},
+        "seeds": len(result.ablated.seeds),
         "full_runs": round(result.full_runs, 3),
     }
 

@@ -2,11 +2,12 @@
 confirmed regression back to the baseline.
 
 The confirmed night's stored candidate and baseline runs choose the clips (its regressed clips
-and a control sample of clips fine on both; analysis/discriminating.py). At one fresh seed the
-baseline, the candidate as it is, and the candidate under each ablation run on those clips only;
-analysis/ablation.py judges each. Every run is stored (trigger `ablate`, never read by a gate)
-with its overrides, and the result is an event, a reply in the alert's thread and a section of
-the night's report.
+and a control sample of clips fine on both; analysis/discriminating.py). At fresh seeds, one
+round at a time, the baseline, the candidate as it is, and the candidate under each ablation not
+yet decided run on those clips only, until analysis/ablation.py has decided each or the budget's
+rounds are spent. Every run is stored (trigger `ablate`, never read by a gate) with its
+overrides, and the result is an event, a reply in the alert's thread and a section of the
+night's report, with the budget's arithmetic.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omni_tasks.alerts import blocks, keys
-from omni_tasks.analysis.ablation import AblationVerdict, Reproduced, judge
+from omni_tasks.analysis.ablation import (
+    Ablated,
+    AblationBudget,
+    AblationVerdict,
+    Reproduced,
+    ablate,
+)
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
@@ -95,7 +102,14 @@ class AblateParams(Serving):
     ablations: list[Ablation] = Field(default_factory=default_ablations)
     transcript_mode: bool = False
     dataset: str = "demo"
-    seed: int = Field(default=3000, ge=0, description="the fresh seed every run shares")
+    seed: int = Field(default=3000, ge=0, description="the first fresh seed (rounds count up)")
+    budget: float = Field(
+        default=1.0,
+        gt=0,
+        le=100,
+        description="GPU the ablations may use, in full-run equivalents (clips run / clips); "
+        "the first round always runs",
+    )
     control: int = Field(default=25, ge=0, le=10_000)
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
@@ -144,6 +158,7 @@ class AblateParams(Serving):
                 [a.model_dump() for a in self.ablations],
                 self.seed,
                 self.control,
+                self.budget,
             ],
             sort_keys=True,
         )
@@ -153,16 +168,21 @@ class AblateParams(Serving):
 @dataclasses.dataclass(frozen=True)
 class AblateResult:
     selection: Selection
-    reference: Reproduced
-    verdicts: list[AblationVerdict]
-    clips_run: int
-    run_keys: dict[str, str]  # label -> run key
+    ablated: Ablated
+    run_keys: dict[str, list[str]]  # label -> its run keys, one per seed
     thinker: list[ThinkerDiff]  # stage isolation: baseline vs candidate thinker texts
 
     @property
+    def reference(self) -> Reproduced:
+        return self.ablated.reference
+
+    @property
+    def verdicts(self) -> list[AblationVerdict]:
+        return self.ablated.verdicts
+
+    @property
     def full_runs(self) -> float:
-        n = self.selection.n_common
-        return self.clips_run / n if n else 0.0
+        return self.ablated.full_runs
 
 
 class AblateError(ValueError):
@@ -220,22 +240,24 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             "no regressed clip: nothing to ablate"
         )
     grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
-    clips_run = 0
-    keys_of: dict[str, str] = {}
+    keys_of: dict[str, list[str]] = {}
     thinker: dict[str, dict[str, str | None]] = {}
     ds = load_dataset(p.dataset)
     wanted = set(chosen.clips)
     utterances = [u for u in ds.utterances if u.utt_id in wanted]
+    by_name = {a.name: a for a in p.ablations}
 
-    def evaluate(label: str, target: str, commit: str | None, a: Ablation | None) -> Outcomes:
-        nonlocal clips_run
+    def evaluate(label: str, seed: int) -> Outcomes:
+        a = by_name.get(label)
+        target = p.baseline_target if label == "baseline" else p.candidate_target
+        commit = night[f"{label}_commit"] if a is None else a.commit or night["candidate_commit"]
         overrides = p.overrides_for(a)
         req = BenchRequest(
             target=target,
             branch=p.baseline if label == "baseline" else p.branch,
             dataset=p.dataset,
             commit=commit,
-            seed=p.seed,
+            seed=seed,
             only=chosen.clips,
             nightly=p.nightly,
             trigger="ablate",
@@ -245,12 +267,13 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             model=p.series.model,
             lane=p.lane,
             overrides=overrides,
-            run_key=f"ablate:{p.ablate_id}:{label}:seed{p.seed}",
+            run_key=f"ablate:{p.ablate_id}:{label}:seed{seed}",
         )
 
         def run(r: BenchRequest) -> Any:
             outcome = run_benchmark(conn, r, grader)
-            if p.stage_isolation and a is None:  # the thinker alone, on the same server
+            # The thinker alone, on the same server, once per stack.
+            if p.stage_isolation and a is None and seed == p.seed:
                 with target_url(r) as url:
                     thinker[label] = thinker_texts(
                         url, utterances, protocol.prompt_template(r.prompt_template), model=r.model
@@ -266,27 +289,19 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
         serving = p.model_copy(update={"overrides": overrides, "environment": env})
         outcome = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
         conn.commit()
-        keys_of[label] = outcome.run_key
-        got = {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
-        clips_run += len(got)
-        return got
+        keys_of.setdefault(label, []).append(outcome.run_key)
+        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
 
-    baseline = evaluate("baseline", p.baseline_target, night["baseline_commit"], None)
-    candidate = evaluate("candidate", p.candidate_target, night["candidate_commit"], None)
-    ablated = {
-        a.name: evaluate(a.name, p.candidate_target, a.commit or night["candidate_commit"], a)
-        for a in p.ablations
-    }
-    reference, verdicts = judge(
-        baseline,
-        candidate,
-        ablated,
-        n_full=chosen.n_common,
+    ablated = ablate(
+        list(by_name),
+        evaluate,
+        seed=p.seed,
+        budget=AblationBudget(p.budget, chosen.n_common, len(chosen.clips), 2 + len(by_name)),
         alpha=policy.alpha,
         min_effect=policy.min_effect,
     )
     diffs = compare_thinkers(thinker["baseline"], thinker["candidate"]) if p.stage_isolation else []
-    result = AblateResult(chosen, reference, verdicts, clips_run, keys_of, diffs)
+    result = AblateResult(chosen, ablated, keys_of, diffs)
     _record(conn, p, result, night, today)
     write_report(conn, p.series, p.nightly, tau)  # the night's report gets the section
     return result
@@ -294,15 +309,15 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
 
 def summary(p: AblateParams, r: AblateResult) -> str:
     ref = r.reference
+    seeds = r.ablated.seeds
     head = (
         f"ablations {p.ablate_id} of {p.series.name} {p.branch} vs {p.baseline} on "
-        f"{p.nightly}: {ref.n_clips} clips ({r.selection.regressed} regressed + control) at "
-        f"seed {p.seed}; broken {ref.candidate_broken} on the candidate, "
-        f"{ref.baseline_broken} on the baseline (p {ref.p_worse:.2g}"
-        + ("" if ref.reproduced else ": not reproduced, no ablation judged")
-        + f"); {r.full_runs:.2f} full-run equivalents"
+        f"{p.nightly}: {len(r.selection.clips)} clips ({r.selection.regressed} regressed + "
+        f"control) at seeds {seeds[0]}–{seeds[-1]}; broken {ref.candidate_broken}/{ref.n_clips} "
+        f"on the candidate, {ref.baseline_broken}/{ref.n_clips} on the baseline: "
+        f"{reference_text(ref, r.selection)}"
     )
-    lines = [head]
+    lines = [head, f"  {r.ablated.arithmetic}"]
     carriers = attribution(p, r)
     if carriers:
         lines.append(f"  {carriers}")
@@ -317,6 +332,19 @@ def summary(p: AblateParams, r: AblateResult) -> str:
             f"p {v.p_better:.2g} (Holm)"
         )
     return "\n".join(lines)
+
+
+def reference_text(ref: Reproduced, selection: Selection) -> str:
+    """What the fresh runs said of the regression; when it did not reproduce, how much of the
+    night's excess on these clips they still allow (the power they had)."""
+    if ref.reproduced:
+        return f"reproduced (p {ref.p_worse:.2g})"
+    night = selection.regressed / len(selection.clips)
+    return (
+        f"not reproduced within the budget (p {ref.p_worse:.2g}): the fresh runs allow the "
+        f"candidate up to {ref.bound:+.0%} of these clips over the baseline, the night showed "
+        f"{night:+.0%}; a larger budget adds seeds"
+    )
 
 
 def reproduce(p: AblateParams) -> str:
@@ -364,7 +392,12 @@ def _record(
         "chosen_from": [night["candidate_key"], night["baseline_key"]],
         "clips": list(r.selection.clips),
         "seed": p.seed,
-        "reference": dataclasses.asdict(r.reference),
+        "seeds": list(r.ablated.seeds),
+        "budget": r.ablated.arithmetic,
+        "reference": {
+            **dataclasses.asdict(r.reference),
+            "text": reference_text(r.reference, r.selection),
+        },
         "ablations": [
             {
                 **dataclasses.asdict(v),
@@ -372,7 +405,7 @@ def _record(
                 "overrides": by_name[v.name].overrides,
                 "vllm": by_name[v.name].vllm,
                 "commit": by_name[v.name].commit,
-                "run_key": r.run_keys[v.name],
+                "run_keys": r.run_keys.get(v.name, []),
             }
             for v in r.verdicts
         ],
@@ -414,7 +447,10 @@ def _record(
 def _headline(r: AblateResult) -> str:
     gone = [v.name for v in r.verdicts if v.verdict == "regression gone"]
     if not r.reference.reproduced:
-        return "ablations: the regression did not reproduce on fresh runs"
+        return "ablations: the regression did not reproduce on fresh runs within the budget"
     if gone:
         return f"ablations: regression gone under {', '.join(gone)}"
+    unclear = [v.name for v in r.verdicts if v.verdict == "unclear"]
+    if unclear:
+        return f"ablations: {', '.join(unclear)} undecided within the budget; none removes it"
     return "ablations: no override removes the regression"

@@ -427,9 +427,9 @@ def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "id": r["ablate_id"],
                 "candidate": pct(ref["candidate_broken"], ref["n_clips"]),
                 "baseline": pct(ref["baseline_broken"], ref["n_clips"]),
-                "reproduced": ref["reproduced"],
-                "full_runs": f"{r['full_runs']:.2f}",
-                "seed": r["seed"],
+                "reference": ref["text"],
+                "budget": r["budget"],
+                "seeds": r["seeds"],
                 "rows": rows,
                 "stage": r.get("stage_isolation"),
             }

@@ -71,6 +71,7 @@ FREE = {
             "dataset",
             "seed",
             "control",
+            "budget",
             "alert_id",
             "stage_isolation",
         }
