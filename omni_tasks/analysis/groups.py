@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.stats import hypergeom
+from scipy.stats import chi2, hypergeom, norm
 
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.intervals import mcnemar_exact
@@ -29,6 +29,9 @@ class GroupTest:
     p_regress: float
     p_improve: float
     method: str
+    # Var of each side's runs' broken counts over what independent clips give, when the runs
+    # of a side vary more than that (χ² p < .05): the p-values and the interval are widened.
+    dispersion: float | None = None
 
 
 def outcome_fingerprint(clips: Sequence[ClipRecord], tau: float) -> str:
@@ -96,7 +99,43 @@ def compare_groups(baseline: np.ndarray, candidate: np.ndarray) -> GroupTest:
     # Tail sums of non-negative terms: no cancellation, so tiny p-values stay accurate.
     p_reg = float(min(1.0, pmf[t_obs - offset :].sum()))
     p_imp = float(min(1.0, pmf[: t_obs - offset + 1].sum()))
-    return GroupTest(n, ka, kb, delta, ci, exact, p_reg, p_imp, "exact within-clip permutation")
+    method = "exact within-clip permutation"
+    phi, phi_p = run_dispersion([baseline, candidate], min_df=1)
+    if phi is None or phi_p is None or phi <= 1 or phi_p >= DISPERSION_P:
+        return GroupTest(n, ka, kb, delta, ci, exact, p_reg, p_imp, method)
+    # Seeds that share a run-level effect are fewer independent draws than they look: the
+    # permutation's z is shrunk by √φ (quasi-binomial), and the interval widened alike.
+    root = math.sqrt(phi)
+    p_reg, p_imp = (float(norm.sf(norm.isf(p) / root)) for p in (p_reg, p_imp))
+    ci = (delta - half * root, delta + half * root)
+    method += f", widened by run over-dispersion φ {phi:.2f}"
+    return GroupTest(n, ka, kb, delta, ci, exact, p_reg, p_imp, method, phi)
+
+
+DISPERSION_P = 0.05
+
+
+def run_dispersion(sides: Sequence[np.ndarray], min_df: int) -> tuple[float | None, float | None]:
+    """(φ, p) for clips × runs broken matrices of one commit each (a side of a group night, or
+    A/A runs): the runs' broken counts' variance within each matrix over Σ p̂(1 − p̂)·k/(k − 1),
+    what clips breaking independently (each at its own rate) give, pooled over the matrices;
+    and the upper χ² tail of df·φ. None below `min_df` degrees of freedom or without
+    variation."""
+    df = sum(m.shape[1] - 1 for m in sides if m.shape[1] > 1)
+    if df < min_df:
+        return None, None
+    observed = expected = 0.0
+    for m in sides:
+        k = m.shape[1]
+        if k < 2:
+            continue
+        p_hat = m.mean(axis=1)
+        expected += float((p_hat * (1 - p_hat)).sum()) * k
+        observed += float(m.sum(axis=0).var(ddof=1)) * (k - 1)
+    if expected <= 0:
+        return None, None
+    phi = observed / expected
+    return phi, float(chi2.sf(df * phi, df))
 
 
 def null_distribution(totals: np.ndarray, ka: int, kb: int) -> tuple[np.ndarray, int]:

@@ -10,10 +10,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.stats import chi2, norm
+from scipy.stats import norm
 
-from omni_tasks.analysis.groups import broken_matrix
+from omni_tasks.analysis.groups import broken_matrix, run_dispersion
 from omni_tasks.records import ClipRecord
 
 
@@ -52,20 +51,5 @@ def calibrate(
         for i, j in itertools.combinations(range(mat.shape[1]), 2)
     ]
     psi = sum(rates) / len(rates)
-    phi, p = run_dispersion(mat)
+    phi, p = run_dispersion([mat], min_df=2)
     return NoiseCalibration(tau, len(runs), n, psi, mde(psi, n, alpha, m), phi, p)
-
-
-def run_dispersion(mat: np.ndarray) -> tuple[float | None, float | None]:
-    """(φ, p) for a clips × runs broken matrix: the runs' broken counts' sample variance over
-    Σ p̂(1 − p̂)·k/(k − 1), what clips breaking independently (each at its own rate) give, and
-    the upper χ²(k − 1) tail of (k − 1)·φ. None below three runs or without variation."""
-    k = mat.shape[1]
-    if k < 3:
-        return None, None
-    p_hat = mat.mean(axis=1)
-    expected = float((p_hat * (1 - p_hat)).sum()) * k / (k - 1)
-    if expected <= 0:
-        return None, None
-    phi = float(mat.sum(axis=0).var(ddof=1)) / expected
-    return phi, float(chi2.sf((k - 1) * phi, k - 1))

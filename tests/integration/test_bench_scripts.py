@@ -26,6 +26,7 @@ SMOKE = {
         "fleet overview panel p95",
     ),
     "bench_ab.py": (["--pairs", "40"], "ratio to the nightly's one-night rule"),
+    "bench_ablation.py": (["--nights", "3"], "ratio budget 1 / one round"),
     "bench_fleet_history.py": (
         ["--nights", "2", "--items", "3", "--single", "2", "--repeat", "2"],
         "ratio sync / single-artifact import",
@@ -56,7 +57,7 @@ def test_every_bench_script_has_a_smoke_run() -> None:
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
     args, expected = SMOKE[script]
-    if script in ("bench_statistics_sim.py", "bench_pipeline.py"):
+    if script in ("bench_statistics_sim.py", "bench_pipeline.py", "bench_ablation.py"):
         args = [*args, "--results", str(tmp_path / "results.json")]  # not the committed figures
     env = {
         **os.environ,

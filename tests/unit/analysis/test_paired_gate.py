@@ -287,3 +287,20 @@ def test_two_regressed_paired_nights_confirm_only_pooled() -> None:
     assert confirmations([first, second], POLICY) == [False, False]
     group = SeriesPoint(dt.date(2026, 11, 1), "REGRESSED", 0.001, 0, 0, 1197, paired=False)
     assert confirmations([group, second], POLICY) == [False, True]
+
+
+def test_a_group_night_whose_seeds_vary_beyond_their_clips_is_widened() -> None:
+    """Two seeds a side that break 200 and 50 of 1,000 clips (and 250 and 100): each side's
+    runs differ by far more than clips breaking independently allow (φ ≈ 150), so the seeds
+    are not independent draws and 350 against 250 broken must not read as an exact p ≈ 0."""
+    flags = np.arange(1000)[:, None]
+    base = np.hstack([flags < 200, flags < 50]).astype(np.int64)
+    cand = np.hstack([flags < 250, flags < 100]).astype(np.int64)
+    t = compare_groups(base, cand)
+    assert t.dispersion is not None and t.dispersion > 100
+    assert "widened" in t.method and t.p_regress > 0.01
+    # Seeds that vary as their clips do are left alone: the same counts, spread over clips.
+    rng = np.random.default_rng(5)
+    even = compare_groups(rng.random((1000, 2)) < 0.125, rng.random((1000, 2)) < 0.175)
+    assert even.dispersion is None and "widened" not in even.method
+    assert even.p_regress < 1e-4
