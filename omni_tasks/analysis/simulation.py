@@ -66,6 +66,12 @@ SEED_TTS = ClipModel("seed-TTS", ((HARD_SHARE, HARD_P), (1 - HARD_SHARE, EASY_P)
 MULTIPLE_CHOICE = ClipModel("multiple choice", ((0.15, 0.97), (0.30, 0.5), (0.55, 0.01)))
 
 
+# Not fitted to anything of ours: a harder tail than SEED_TTS (3 % of items that nearly always
+# fail, 12 % that fail half the time, the rest rarely; ψ ≈ .087, tail ≈ 10 %), the shape of the
+# independent audit's model (issue 45 #5, #9), to show how much kinder SEED_TTS is.
+HELD_OUT = ClipModel("held-out", ((0.03, 0.97), (0.12, 0.5), (0.85, 0.015)))
+
+
 def aa_probabilities(n: int = N_CLIPS, model: ClipModel = SEED_TTS) -> np.ndarray:
     return model.probabilities(n)
 
@@ -281,6 +287,7 @@ def bisect_errors(
     budget: float = 4.0,
     nightly_seeds: tuple[int, ...] = (NIGHTLY_SEED,),
     guard: bool = True,
+    model: ClipModel = SEED_TTS,
 ) -> BisectErrors:
     """Bisect `histories` simulated histories of `commits` commits whose first bad commit is
     drawn uniformly (`bad_tail` None: no commit is bad); count wrong answers, per-step errors
@@ -288,7 +295,11 @@ def bisect_errors(
     `nightly_seeds`, its newest run chooses, and the bisection starts at the first seed; with
     `guard` it is told the seeds on record (as the job tells it), else not (the old rule, whose
     check reran them)."""
-    good_p, bad_p = step_probabilities(bad_tail) if bad_tail else (aa_probabilities(),) * 2
+    good_p, bad_p = (
+        step_probabilities(bad_tail, model=model)
+        if bad_tail
+        else (aa_probabilities(model=model),) * 2
+    )
     rng = np.random.default_rng(seed)
     wrong = none = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0
     most = 0
