@@ -12,7 +12,8 @@ Every rate is simulated on a named clip model (omni_tasks/analysis/simulation.py
   rule; the fleet's rate (12 series of the real mix, each simulated at its own size).
 - Run-group nights with run-level noise and with copied seeds.
 - Bisections of 16 commits at 8 → 14 %, 8 → 10.1 %, none, and a server that breaks 90 % of
-  clips; with no regression and nightly seeds [s, s+1], how often a commit is named, with
+  clips; the same 2.1- and 6-point steps on `HELD_OUT`, a harder model the bench was not
+  built on; with no regression and nightly seeds [s, s+1], how often a commit is named, with
   the check told the seeds on record and without.
 - Alert resolution: A/A alerts within 3 and 4 nights, persisting steps within 30 nights, at
   seed-TTS 1,088 and 300 / 1,197 questions; the auto-bisect range after a persisting step
@@ -34,6 +35,7 @@ from scipy.stats import beta
 
 from omni_tasks.analysis import bisect as bisect_rules
 from omni_tasks.analysis.simulation import (
+    HELD_OUT,
     MULTIPLE_CHOICE,
     SEED_TTS,
     ClipModel,
@@ -154,6 +156,18 @@ def main() -> None:
             f"{e['undecided_steps']:g}, at most {e['most_steps']:g} steps; "
             f"{e['full_runs_mean']:.2f} full runs (p95 {e['full_runs_p95']:.2f}; "
             f"{e['full_runs_mean_fresh_selection']:.2f} choosing clips by fresh runs)"
+        )
+    for lift in (0.021, 0.06):  # the same steps on a model the bench was not built on
+        label = f"held_out_plus_{lift * 100:g}_points"
+        e = bisect_errors(HELD_OUT.tail + lift, args.histories, seed=13, model=HELD_OUT).as_dict()
+        out[f"bisect_{label}"] = e
+        print(
+            f"bisect on the held-out model (ψ {HELD_OUT.psi:.3f}, tail {HELD_OUT.tail:.1%}), a "
+            f"{lift * 100:g}-point step, {args.histories} histories: wrong first bad "
+            f"{e['wrong_first_bad_rate']:.2%}, no regression {e['no_regression_rate']:.2%}, "
+            f"good called bad {e['good_called_bad_per_step']:.2%}/step, bad called good "
+            f"{e['bad_called_good_per_step']:.2%}/step, undecided steps "
+            f"{e['undecided_steps']:g}; {e['full_runs_mean']:.2f} full runs"
         )
     broken = bisect_errors(0.9, args.histories // 3, seed=23).as_dict()
     out["bisect_90_percent_broken"] = broken
