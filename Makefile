@@ -32,7 +32,7 @@ docs: install
 	$(BIN)/mkdocs build --strict -q -d "$$(mktemp -d)"
 
 test: lint docs system-deps
-	$(BIN)/pytest -n 2 -q
+	$(BIN)/pytest -n 2 -q --durations=25
 
 unit: install
 	$(BIN)/pytest -q tests/unit
