@@ -27,6 +27,7 @@ clips outside the set are the same under both). The verdict:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -226,7 +227,7 @@ def ablate(
     clips_run = 0
     seeds: list[int] = []
     pending = list(names)
-    kept: Reproduced | None = None  # the reference once reproduced: a look that rejected stays
+    reproduced = False  # once a look reproduces the regression, it stays reproduced
     final: dict[str, AblationVerdict] = {}  # likewise each ablation once decided
     for s in range(seed, seed + budget.rounds):
         if seeds and not budget.fits(clips_run, 2 + len(pending)):
@@ -236,9 +237,10 @@ def ablate(
             pooled[label].update({f"{u}@{s}": broken for u, broken in got.items()})
             clips_run += len(got)
         seeds.append(s)
-        ref = kept or reference(pooled["baseline"], pooled["candidate"], alpha=alpha_round)
-        if ref.reproduced:
-            kept = ref
+        ref = reference(pooled["baseline"], pooled["candidate"], alpha=alpha_round)
+        # Shown on every pair run so far; decided at the look that rejected.
+        reproduced = reproduced or ref.reproduced
+        ref = dataclasses.replace(ref, reproduced=reproduced)
         verdicts = judge(
             pooled["baseline"],
             pooled["candidate"],
