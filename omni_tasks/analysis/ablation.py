@@ -245,13 +245,13 @@ def ablate(
             pooled["baseline"],
             pooled["candidate"],
             {name: pooled[name] for name in names},
-            reproduced=ref.reproduced,
+            reproduced=reproduced,
             n_clips=budget.n_clips,
             n_full=budget.n_full,
             alpha=alpha_round,
             min_effect=min_effect,
         )
-        if ref.reproduced:
+        if reproduced:
             final |= {v.name: v for v in verdicts if v.verdict in DECIDED and v.name not in final}
             verdicts = [final.get(v.name, v) for v in verdicts]
             pending = [name for name in names if name not in final]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-from omni_tasks.analysis.ablation import AblationBudget, ablate
+from omni_tasks.analysis.ablation import DECIDED, AblationBudget, ablate
 from omni_tasks.analysis.bisect import bisect
 from omni_tasks.analysis.discriminating import choose_clips
 from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
@@ -597,9 +597,10 @@ def _fresh_runs(
     """An arm's run at a seed on the clips (named u00042 for item 42): each clip drawn at the
     arm's failure probability, the same for the same (arm, seed)."""
     index = np.array([int(u[1:]) for u in clips])
+    arm_of = {label: i for i, label in enumerate(arms)}
 
     def evaluate(label: str, seed: int) -> dict[str, bool]:
-        draw = np.random.default_rng([stream, seed, list(arms).index(label)])
+        draw = np.random.default_rng([stream, seed, arm_of[label]])
         broken = draw.random(index.size) < arms[label][index]
         return dict(zip(clips, broken.tolist(), strict=True))
 
@@ -626,6 +627,7 @@ def ablation_costs(
     half[lifted[: lifted.size // 2]] = good_p[lifted[: lifted.size // 2]]
     effect = {"regression gone": good_p, "unchanged": bad_p, "partial": half}
     truth = {f"{i}:{t}": t for i, t in enumerate(truths)}
+    arms = {"baseline": good_p, "candidate": bad_p} | {n: effect[t] for n, t in truth.items()}
     rng = np.random.default_rng(seed)
     ids = [f"u{i:05d}" for i in range(n)]
     wrong = undecided = not_reproduced = 0
@@ -640,8 +642,6 @@ def ablation_costs(
             control,
             with_improved=False,
         )
-        arms = {"baseline": good_p, "candidate": bad_p}
-        arms |= {name: effect[t] for name, t in truth.items()}
         out = ablate(
             list(truth),
             _fresh_runs(chosen.clips, arms, int(rng.integers(2**32))),
@@ -654,8 +654,5 @@ def ablation_costs(
         seeds.append(len(out.seeds))
         not_reproduced += not out.reference.reproduced
         undecided += not out.decided
-        wrong += sum(
-            v.verdict in ("regression gone", "partial", "unchanged") and v.verdict != truth[v.name]
-            for v in out.verdicts
-        )
+        wrong += sum(v.verdict in DECIDED and v.verdict != truth[v.name] for v in out.verdicts)
     return AblationCosts(nights, wrong, undecided, not_reproduced, tuple(costs), tuple(seeds))

@@ -391,7 +391,6 @@ def _record(
         "summary": text,
         "chosen_from": [night["candidate_key"], night["baseline_key"]],
         "clips": list(r.selection.clips),
-        "seed": p.seed,
         "seeds": list(r.ablated.seeds),
         "budget": r.ablated.arithmetic,
         "reference": {
