@@ -451,5 +451,7 @@ def _headline(r: AblateResult) -> str:
         return f"ablations: regression gone under {', '.join(gone)}"
     unclear = [v.name for v in r.verdicts if v.verdict == "unclear"]
     if unclear:
-        return f"ablations: {', '.join(unclear)} undecided within the budget; none removes it"
+        return (
+            f"ablations: {', '.join(unclear)} undecided within the budget; none shown to remove it"
+        )
     return "ablations: no override removes the regression"
