@@ -21,6 +21,7 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from omni_tasks.gates.table import Threshold, UpstreamGate
 from omni_tasks.synthesis.artifacts import ClipModel
 
 TARGET = 0.02
+RESULTS = Path(__file__).parent / "results" / "gate_advice.json"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def main() -> None:
     ap.add_argument("--histories", type=int, default=40)
     ap.add_argument("--nights", type=int, default=20)
     ap.add_argument("--clips", type=int, default=1088)
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
     args = ap.parse_args()
     rows = {}
     for name, base in MODELS.items():
@@ -125,18 +128,16 @@ def main() -> None:
         rows[name]["time_ratio_items_over_figures"] = (
             rows[name]["items"]["seconds_per_advice"] / rows[name]["figures"]["seconds_per_advice"]
         )
-    print(
-        json.dumps(
-            {
-                "nights": args.nights,
-                "clips": args.clips,
-                "histories": args.histories,
-                "target": TARGET,
-                "models": rows,
-            },
-            indent=2,
-        )
-    )
+    out = {
+        "nights": args.nights,
+        "clips": args.clips,
+        "histories": args.histories,
+        "target": TARGET,
+        "models": rows,
+    }
+    args.results.parent.mkdir(exist_ok=True)
+    args.results.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {args.results}")
     for name, r in rows.items():
         for method in ("items", "figures"):
             m = r[method]

@@ -3,13 +3,17 @@
 Per-item model (where the nights have per-item rows): a synthetic night draws each item's
 outcome from that item's own outcomes over the stored nights, independently, and takes
 upstream's figure (a mean) over it. That keeps the stochastic hard set (items that break on
-some nights) and runaways (an item whose WER is sometimes 20) without assuming a shape. If the
-nights vary more than their items explain (a run-level effect: a χ² test of the nightly
-figures' variance against the model's), a normal night-level term with the excess variance is
-added, and said so. Summary-only series use a normal model of the nightly figures.
+some nights) without assuming a shape. A broken outcome's value is drawn from every broken
+item's values pooled, with a generalized Pareto tail fitted to the runaways (WER past 1):
+a runaway seen on one item on one night can recur on any item that breaks, and a larger one
+than twenty nights showed can happen (per-item values alone covered a heavy-tailed truth's
+false-fail chance 72 % of the time at a nominal 95 %). If the nights vary more than their
+items explain (a run-level effect: a χ² test of the nightly figures' variance against the
+model's), a normal night-level term with the excess variance is added, and said so.
+Summary-only series use a normal model of the nightly figures.
 
-Uncertainty: every figure's interval comes from resampling the nights themselves (with
-replacement) and redoing the whole model, so twenty nights give honest widths."""
+Uncertainty: every figure's interval comes from refitting the whole model with each night
+left out (the jackknife), tail included, so twenty nights give honest widths."""
 
 from __future__ import annotations
 
@@ -19,9 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.stats import chi2, genpareto
 from scipy.stats import t as student_t
 
+from omni_tasks.gates.design import MeanGate, mean_gate
 from omni_tasks.gates.table import UpstreamGate
 
 POWER = 0.8  # "what it catches": the shift the gate fails on 80 % of nights
@@ -71,6 +76,10 @@ class GateAdvice:
     history: GateHistory
     tail_mde: float | None = None  # our paired tail test on the same history (Δ broken share)
     tail_mde_items: int | None = None
+    # The gate as TensorRT-LLM would set it from this history (α the target, β 1 − POWER, σ
+    # one item's spread, reference the median night) and how often our model says it fails.
+    design: MeanGate | None = None
+    design_p_fail: float | None = None
 
 
 def advise(
@@ -122,6 +131,10 @@ def advise(
     suggested_shift = (suggested - catch_at) if up else (catch_at - suggested)
     notes = list(model.notes)
     median = float(np.median(full))
+    sigma, n_items = model.spread()
+    design = mean_gate(target, 1 - POWER, sigma, n_items, median, gate.comparator)
+    assert design.threshold is not None  # a reference was given
+    design_p = float(((full > design.threshold) if up else (full < design.threshold)).mean())
     if (median > t) if up else (median < t):
         notes.append("the gate fails most nights with nothing changed: it protects nothing")
     return GateAdvice(
@@ -145,6 +158,8 @@ def advise(
         median_figure=median,
         notes=notes,
         history=gate_history(nights if history is None else history, gate),
+        design=design,
+        design_p_fail=design_p,
     )
 
 
@@ -199,6 +214,10 @@ class _Model:
     def in_items(self, shift: float) -> int | None:
         return None
 
+    def spread(self) -> tuple[float, int]:
+        """σ and n as a mean gate's design reads them."""
+        raise NotImplementedError
+
 
 class _ItemModel(_Model):
     def __init__(self, nights: Sequence[Night], broken: Callable[[float], bool] | None) -> None:
@@ -214,6 +233,11 @@ class _ItemModel(_Model):
         self.method = f"per-item resampling ({len(keys)} items over {len(nights)} nights)"
         self.notes = []
         self.unit = self._unit(broken)
+        self.bad = np.zeros(self.v.shape, dtype=bool)
+        if broken is not None:
+            finite = np.isfinite(self.v)
+            self.bad[finite] = [broken(float(x)) for x in self.v[finite]]
+            self.method += ", a broken item's value from every broken item's (with a fitted tail)"
         observed = np.array([n.figure for n in nights], dtype=float)
         modelled = self._figures(np.arange(len(nights)), 2000, np.random.default_rng(1))
         var_obs, var_mod = float(observed.var(ddof=1)), float(modelled.var())
@@ -243,7 +267,14 @@ class _ItemModel(_Model):
     def _figures(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
         sub = self.v[:, cols]
         pick = rng.integers(0, len(cols), size=(m, sub.shape[0]))
-        drawn = sub[np.arange(sub.shape[0]), pick]
+        rows = np.arange(sub.shape[0])
+        drawn = sub[rows, pick]
+        bad = self.bad[:, cols]
+        if bad.any():
+            # A runaway seen on one item on one night could happen to any item that breaks:
+            # broken draws come from all broken values pooled, past the largest seen by a tail.
+            drawn_bad = bad[rows, pick]
+            drawn[drawn_bad] = BrokenValues.fit(sub[bad]).sample(rng, int(drawn_bad.sum()))
         with np.errstate(invalid="ignore"):
             total = np.nansum(drawn, axis=1)
             n = np.isfinite(drawn).sum(axis=1)
@@ -255,10 +286,46 @@ class _ItemModel(_Model):
             f = f + rng.normal(0.0, self.extra_sd, size=m)
         return f[np.isfinite(f)]
 
+    def spread(self) -> tuple[float, int]:
+        # One item's spread over every item and night, as TensorRT-LLM's σ is one sample's.
+        return float(np.nanstd(self.v, ddof=1)), max(self.items or 1, 1)
+
     def in_items(self, shift: float) -> int | None:
         if self.unit is None or shift <= 0:
             return None
         return math.ceil(shift / self.unit - 1e-9)
+
+
+RUNAWAY = 1.0  # a WER past 1: more words inserted than the reference has
+TAIL_MIN = 30  # fewer runaways than this: their empirical values alone
+
+
+@dataclass(frozen=True)
+class BrokenValues:
+    """Broken items' values pooled across items and nights: the empirical values up to
+    `RUNAWAY`, and past it a generalized Pareto tail (maximum likelihood) fitted to the
+    runaways, so that twenty nights' largest runaway is not the largest a night can have."""
+
+    body: np.ndarray
+    tail_share: float
+    shape: float = 0.0
+    scale: float = 0.0
+
+    @classmethod
+    def fit(cls, values: np.ndarray) -> BrokenValues:
+        runaway = values > RUNAWAY
+        if runaway.sum() < TAIL_MIN:
+            return cls(values, 0.0)
+        shape, _, scale = genpareto.fit(values[runaway] - RUNAWAY, floc=0)
+        return cls(values[~runaway], float(runaway.mean()), float(shape), float(scale))
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        out = rng.choice(self.body, size)
+        tail = rng.random(size) < self.tail_share
+        out[tail] = RUNAWAY + genpareto.rvs(
+            self.shape, scale=self.scale, size=int(tail.sum()), random_state=rng
+        )
+        return out
 
 
 class _NormalModel(_Model):
@@ -271,3 +338,7 @@ class _NormalModel(_Model):
     def synthetic(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
         f = self.f[cols]
         return rng.normal(float(f.mean()), float(f.std(ddof=1)), size=m)
+
+    def spread(self) -> tuple[float, int]:
+        # No items: the nightly figure itself is the one sample (n = 1).
+        return float(self.f.std(ddof=1)), 1

@@ -8,8 +8,9 @@ from omni_tasks.gates.advice import GateAdvice
 
 METHOD = (
     "Each night with nothing changed is simulated by drawing every item's outcome from its own "
-    "outcomes over the stored nights and taking upstream's figure over them, which keeps the "
-    "stochastic hard set and the runaways; the intervals come from refitting with each night "
+    "outcomes over the stored nights (a broken one's value from all broken items' values, with "
+    "a fitted tail past WER 1, so a runaway can recur on any item and exceed the largest seen) "
+    "and taking upstream's figure over them; the intervals come from refitting with each night "
     "left out (the jackknife)."
 )
 METHOD_SUMMARY = (
@@ -79,6 +80,14 @@ def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
             a.comparator, a.figure, a.suggested_detectable_shift, a.suggested_detectable_items, what
         )
     )
+    d = a.design
+    if d is not None and d.threshold is not None and a.design_p_fail is not None:
+        out.append(
+            f"  as a TensorRT-LLM reference: α {_pct(d.alpha)}, β {_pct(d.beta)}, σ {_num(d.sigma)}"
+            f" ({'one item' if d.n > 1 else 'the nightly figure'}, from history), n {d.n} → "
+            f"θ {_num(d.theta)}, threshold {a.comparator} {_num(d.threshold)} (normal "
+            f"approximation; by the model above it fails {_pct(a.design_p_fail)} of nights)"
+        )
     out += [f"  note: {n}" for n in a.notes]
     return out
 

@@ -57,7 +57,12 @@ def test_every_bench_script_has_a_smoke_run() -> None:
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
     args, expected = SMOKE[script]
-    if script in ("bench_statistics_sim.py", "bench_pipeline.py", "bench_ablation.py"):
+    if script in (
+        "bench_statistics_sim.py",
+        "bench_pipeline.py",
+        "bench_ablation.py",
+        "bench_gate_advice.py",
+    ):
         args = [*args, "--results", str(tmp_path / "results.json")]  # not the committed figures
     env = {
         **os.environ,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
@@ -77,6 +78,9 @@ def test_the_advice_holds_the_simulations_truth(db, tmp_path: Path) -> None:
     assert "Suggested line for the test file" in md and "catches (80 % power)" in md
     text = advise("--threshold", "0.35").stdout
     assert "P(fail | no change)" in text and "suggested threshold for 1 in 50 nights" in text
+    d = a["design"]  # the same gate in TensorRT-LLM's form, beside today's P(fail)
+    assert (d["alpha"], d["beta"], d["n"]) == (0.02, pytest.approx(0.2), 240)
+    assert "as a TensorRT-LLM reference: α 2.0 %, β 20.0 %" in text and "n 240 →" in text
 
 
 def test_a_gate_below_the_usual_figure_never_passes_and_says_it_protects_nothing(

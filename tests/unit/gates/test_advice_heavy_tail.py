@@ -10,7 +10,7 @@ import datetime as dt
 
 import numpy as np
 
-from omni_tasks.gates.advice import Night, advise
+from omni_tasks.gates.advice import BrokenValues, Night, advise
 from omni_tasks.gates.table import Threshold, UpstreamGate
 
 N = 1088
@@ -46,3 +46,42 @@ def test_the_false_fail_interval_holds_a_heavy_tailed_truth() -> None:
     a = advise(nights, gate, target=0.02, broken=lambda v: v > 0.5, draws=2000)
     low, high = a.p_fail_interval
     assert low <= true_p <= high, (a.p_fail, a.p_fail_interval, true_p)
+
+
+def test_a_runaway_seen_on_one_clip_can_recur_on_any_clip_that_breaks() -> None:
+    # Five clips break every night at WER 0.8; clip "b" ran away (WER 40) on 2 nights of 20
+    # and is fine otherwise; four clips are always fine. Past a mean of 6 takes two runaways
+    # on one night: per-item values never give that (only b has them). Pooled, each broken
+    # draw is a runaway with q = 2/102, and two of the five always-broken clips draw one with
+    # 1 - (1-q)^5 - 5q(1-q)^4 = 0.38 % (b's own broken nights add 0.02 %).
+    nights = []
+    for i in range(20):
+        values = (
+            {f"a{k}": 0.8 for k in range(5)}
+            | {"b": 40.0 if i in (3, 7) else 0.0}
+            | {f"f{k}": 0.0 for k in range(4)}
+        )
+        nights.append(
+            Night(
+                dt.date(2026, 11, 1) + dt.timedelta(days=i), "c", sum(values.values()) / 10, values
+            )
+        )
+    gate = UpstreamGate("seed_tts_en", "m", "mean_wer", "<=", (Threshold(6.0),))
+    q = 2 / 102
+    expected = 1 - (1 - q) ** 5 - 5 * q * (1 - q) ** 4 + 0.1 * q * (1 - (1 - q) ** 5)
+    a = advise(nights, gate, broken=lambda v: v > 0.5, draws=40_000)
+    assert abs(a.p_fail - expected) < 0.0015, (a.p_fail, expected)
+
+
+def test_the_runaway_tail_reaches_past_the_largest_runaway_seen() -> None:
+    # 1,000 runaways past WER 1 from a Pareto tail of shape 0.5 (written here with numpy):
+    # the fitted tail has that shape within 3 standard errors ((1 + ξ)/√n ≈ 0.05) and draws
+    # values past the largest seen.
+    rng = np.random.default_rng(5)
+    runaways = 1.0 + 2.0 * (rng.pareto(2.0, 1000))  # Lomax(α 2, scale 2): ξ 0.5, σ 1
+    fitted = BrokenValues.fit(np.concatenate([rng.uniform(0.5, 1.0, 1000), runaways]))
+    assert abs(fitted.shape - 0.5) < 0.15 and abs(fitted.scale - 1.0) < 0.15
+    assert fitted.tail_share == 0.5
+    drawn = fitted.sample(np.random.default_rng(6), 200_000)
+    assert (drawn > runaways.max()).mean() > 0
+    assert abs((drawn > 1.0).mean() - 0.5) < 0.005

@@ -132,3 +132,26 @@ def test_published_figures_name_their_unit_protocol_and_source(tmp_path: Path) -
     )
     with pytest.raises(PublishedError, match="finite number"):
         load_published(bad)
+
+
+def test_every_advice_carries_the_gate_as_tensorrt_llm_would_set_it_from_history() -> None:
+    # σ is one item's spread over the history, n the items, the reference the median night:
+    # θ = (z.98 + z.80)·σ/√n and the threshold the reference + z.98·σ/√n (a ceiling).
+    rng = np.random.default_rng(3)
+    values = rng.binomial(1, 0.1, size=(12, 400)).astype(float)  # 12 nights, 400 items
+    nights = [
+        Night(
+            D0 + dt.timedelta(days=i), "c", float(v.mean()), {f"i{k}": x for k, x in enumerate(v)}
+        )
+        for i, v in enumerate(values)
+    ]
+    gate = UpstreamGate("seed_tts_en", "m", "mean_wer", "<=", (Threshold(0.2),))
+    a = advise(nights, gate, target=0.05, draws=2000)
+    d = a.design
+    assert d is not None and d.threshold is not None and a.design_p_fail is not None
+    sigma = float(values.std(ddof=1))
+    assert d.n == 400 and d.sigma == pytest.approx(sigma)
+    assert d.theta == pytest.approx((norm.ppf(0.95) + norm.ppf(0.8)) * sigma / 20)
+    assert d.threshold == pytest.approx(a.median_figure + norm.ppf(0.95) * sigma / 20)
+    # Bernoulli items: the normal design fails about α of nights under the model too.
+    assert 0.02 < a.design_p_fail < 0.09
