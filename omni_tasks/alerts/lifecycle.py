@@ -30,7 +30,7 @@ from omni_tasks.alerts.triage import with_status
 from omni_tasks.analysis.bisect import bisect_range
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.resolution import RESOLVE_NIGHTS, RuleOut, rule_out
+from omni_tasks.analysis.resolution import RuleOut, rule_out
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import (
     AlertDetails,
@@ -304,12 +304,15 @@ def _regression(
             _msg(blocks.regression_still(ctx), "reply"),
         )
         return
-    # Resolved by three or more consecutive non-INFRA nights that together rule the regression
-    # out (analysis/resolution.py): their paired tables pooled, Δ tail's 99 % upper bound below
-    # max(min_effect, one night's MDE) (all IMPROVED also resolves; nights without a table, run
-    # groups, resolve only as three SAME/IMPROVED). One quiet night cannot tell a persisting
-    # small step from none, so until then the alert stays open and says so (simulated in
-    # bench/bench_statistics_sim.py, "alert resolution").
+    # Resolved by the policy's resolve_nights (three; two for multiple choice) or more
+    # consecutive non-INFRA nights that together rule the regression out
+    # (analysis/resolution.py): their paired tables pooled, Δ tail's upper bound below
+    # max(min_effect, what one night can flag) (all IMPROVED also resolves; nights without a
+    # table, run groups, resolve only as that many SAME/IMPROVED). One quiet night cannot tell
+    # a persisting small step from none, so until then the alert stays open and says so
+    # (simulated in bench/bench_statistics_sim.py, "alert resolution").
+    pol = policy.for_benchmark(d.benchmark)
+    needed = pol.resolve_nights
     recent = [
         v
         for v in decisions.verdicts_since(conn, d.key, alert.last_nightly, night)
@@ -320,18 +323,18 @@ def _regression(
         recent[-quiet - 1].nightly, recent[-quiet].nightly, policy
     ):
         quiet += 1
-    # Every quiet night of the streak is pooled (at least three): the streak's bound narrows
-    # night by night, so an A/A alert resolves and a persisting step above the floor never does.
-    last = recent[-max(quiet, RESOLVE_NIGHTS) :]
-    window = len(last) >= RESOLVE_NIGHTS and quiet >= RESOLVE_NIGHTS
+    # Every quiet night of the streak is pooled: the streak's bound narrows night by night,
+    # so an A/A alert resolves and a persisting step above the floor never does.
+    last = recent[-max(quiet, needed) :]
+    window = len(last) >= needed and quiet >= needed
     tables = [v.table for v in last]
     shown: RuleOut | None = None
     if not tables or any(t is None for t in tables):
-        ruled_out = all(v.verdict in ("SAME", "IMPROVED") for v in last[-RESOLVE_NIGHTS:])
+        ruled_out = all(v.verdict in ("SAME", "IMPROVED") for v in last[-needed:])
     else:
-        shown = rule_out([t for t in tables if t is not None], policy.for_benchmark(d.benchmark))
+        shown = rule_out([t for t in tables if t is not None], pol)
         ruled_out = shown.ruled_out or all(v.verdict == "IMPROVED" for v in last)
-    floor = shown.floor if shown else policy.for_benchmark(d.benchmark).min_effect
+    floor = shown.floor if shown else pol.min_effect
     if not (window and ruled_out):
         enqueue(
             conn,
@@ -340,7 +343,7 @@ def _regression(
             "reply",
             _msg(
                 blocks.regression_held(
-                    ctx, d.verdict, quiet, RESOLVE_NIGHTS, shown.high if shown else None, floor
+                    ctx, d.verdict, quiet, needed, shown.high if shown else None, floor
                 ),
                 "reply",
             ),

@@ -315,13 +315,14 @@ def _last_good(
 
 
 RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
+RANGE_CONFIDENCE = 0.99  # two-sided: a bad night clears a 95 % bound 2 % of the time
 
 
 def _excludes(tables: Sequence[tuple[int, int, int, int]], policy: GatePolicy) -> bool:
     """Whether the nights pooled rule out a regression of min_effect. Not the resolve rule's
     floor (what one night can flag): a range must hold any culprit, and at 300 questions nights
     inside a 5-point step clear that floor one time in five (bench_statistics_sim)."""
-    return rule_out(tables, policy).high < policy.min_effect
+    return rule_out(tables, policy, RANGE_CONFIDENCE).high < policy.min_effect
 
 
 @dataclass(frozen=True)

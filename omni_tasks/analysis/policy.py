@@ -23,7 +23,14 @@ DECISION_FIELDS = {
     "confirm_window_days",
     "confirm_pool_p",
 }
-ADDED_AFTER_LEGACY = {"max_same_margin", "confirm_window_days", "benchmarks", "confirm_pool_p"}
+ADDED_AFTER_LEGACY = {
+    "max_same_margin",
+    "confirm_window_days",
+    "benchmarks",
+    "confirm_pool_p",
+    "resolve_nights",
+    "resolve_confidence",
+}
 
 
 def _hash(fields: dict[str, Any]) -> str:
@@ -41,6 +48,8 @@ class BenchmarkOverrides(BaseModel):
     same_margin: float | None = Field(default=None, gt=0)
     max_same_margin: float | None = Field(default=None, gt=0, le=1)
     coverage_floor: float | None = Field(default=None, ge=0, le=1)
+    resolve_nights: int | None = Field(default=None, ge=1)
+    resolve_confidence: float | None = Field(default=None, gt=0.5, lt=1)
 
 
 class GatePolicy(BaseModel):
@@ -61,6 +70,11 @@ class GatePolicy(BaseModel):
     # Two consecutive nights pooled confirm when their exact p (× m) is below this, whatever
     # the suite's size: at `alpha`, 300- and 544-item series confirmed A/A noise at 1.3e-3.
     confirm_pool_p: float = Field(default=1e-4, gt=0, lt=1)
+    # When an open alert resolves (analysis/resolution.py): at least this many quiet nights
+    # whose pooled Δ tail bound, at this two-sided confidence, rules the regression out. Not a
+    # decision field: it moves no verdict, so the policy version stays.
+    resolve_nights: int = Field(default=3, ge=1)
+    resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

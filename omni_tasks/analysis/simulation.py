@@ -25,7 +25,7 @@ from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decid
 from omni_tasks.analysis.groups import compare_groups, distinct_runs
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.resolution import RESOLVE_NIGHTS, rule_out
+from omni_tasks.analysis.resolution import rule_out
 
 N_CLIPS = 1088
 HARD_SHARE, HARD_P, EASY_P = 0.075, 0.8, 0.0216
@@ -483,7 +483,7 @@ def alert_resolutions(
     model: ClipModel = SEED_TTS,
 ) -> float:
     """The share of `series` (an alert open from night 0) that resolve within `nights` under
-    the lifecycle's rule (analysis/resolution.py: at least three consecutive nights without a
+    the lifecycle's rule (analysis/resolution.py: at least resolve_nights nights without a
     regression whose pooled paired tables rule the regression out): with `bad_tail` 0 an A/A
     pair, else the model's tail against a step to `bad_tail` that persists."""
     good = model.probabilities(n)
@@ -498,7 +498,7 @@ def alert_resolutions(
                 quiet = []  # the alert is touched again: a new quiet streak starts after it
                 continue
             quiet.append(table)
-            if len(quiet) >= RESOLVE_NIGHTS and rule_out(quiet, policy).ruled_out:
+            if len(quiet) >= policy.resolve_nights and rule_out(quiet, policy).ruled_out:
                 resolved += 1
                 break
     return resolved / series

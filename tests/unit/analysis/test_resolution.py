@@ -34,3 +34,21 @@ def test_a_step_does_not_raise_its_own_floor() -> None:
     step = rule_out([(60, 45, 25, 170)] * 3, POLICY)
     assert step.floor == pytest.approx(noise.floor)
     assert not step.ruled_out
+
+
+def test_multiple_choice_resolves_on_two_nights_at_95_percent_and_seed_tts_keeps_99() -> None:
+    """Two quiet nights of 300 questions, 44 regressed and 36 improved pooled: Δ̂ = 8/600 =
+    1.33 points with s.e. √80/600 = 1.49, against a floor of z(.99)·√(.12/300) = 4.65 points
+    (ψ = 72/600). The 95 % bound (≈ 1.33 + 1.96·1.49 = 4.25) is below it, the 99 % bound
+    (≈ 5.17) is not: a multiple-choice series resolves on them, the default policy does not."""
+    nights = [(60, 22, 18, 200)] * 2
+    mc = POLICY.for_benchmark("daily_omni")
+    assert (mc.resolve_nights, POLICY.resolve_nights) == (2, 3)
+    assert rule_out(nights, mc).floor == pytest.approx(norm.ppf(0.99) * math.sqrt(0.12 / 300))
+    assert rule_out(nights, mc).ruled_out and not rule_out(nights, POLICY).ruled_out
+
+
+def test_the_resolve_rule_moves_no_verdict_so_the_policy_version_stays() -> None:
+    looser = POLICY.model_copy(update={"resolve_confidence": 0.9, "resolve_nights": 5})
+    assert looser.policy_version == POLICY.policy_version
+    assert looser.legacy_policy_version == POLICY.legacy_policy_version

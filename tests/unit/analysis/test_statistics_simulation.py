@@ -117,15 +117,16 @@ def test_an_alert_on_a_persisting_small_step_does_not_flap() -> None:
     assert alert_resolutions(0.0, 200, 3, seed=8, policy=policy) >= 0.92
 
 
-def test_a_false_multiple_choice_alert_resolves_within_four_nights() -> None:
+def test_a_false_multiple_choice_alert_resolves_within_three_nights() -> None:
     """At 300 questions (ψ ≈ .17) three quiet nights pooled cannot rule out 2 points, and the
     audit found 86 % of A/A alerts still open after three nights; ruling out what one night
-    can call REGRESSED (≈ 5.5 points) resolves nearly all within four, while a 1,197-question
-    series still holds a real 5-point drop open."""
+    can call REGRESSED (≈ 5.5 points) on two nights at 95 % resolves 95 % within three (the
+    full-size figure is bench_statistics_sim's), while a 1,197-question series still holds a
+    real 5-point drop open."""
     from omni_tasks.analysis.simulation import MULTIPLE_CHOICE, alert_resolutions
 
     policy = load_policy().for_benchmark("daily_omni")
     mc = MULTIPLE_CHOICE
-    assert alert_resolutions(0.0, 300, 4, seed=9, policy=policy, n=300, model=mc) >= 0.9
+    assert alert_resolutions(0.0, 400, 3, seed=9, policy=policy, n=300, model=mc) >= 0.93
     drop = mc.tail + 0.05
     assert alert_resolutions(drop, 60, 30, seed=9, policy=policy, n=1197, model=mc) <= 0.05
