@@ -298,6 +298,7 @@ class _ItemModel(_Model):
 
 RUNAWAY = 1.0  # a WER past 1: more words inserted than the reference has
 TAIL_MIN = 30  # fewer runaways than this: their empirical values alone
+TAIL_DISTINCT = 10  # nor when they take fewer values (ties at a length cap): a fit to ties
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,7 @@ class BrokenValues:
     @classmethod
     def fit(cls, values: np.ndarray) -> BrokenValues:
         runaway = values > RUNAWAY
-        if runaway.sum() < TAIL_MIN:
+        if runaway.sum() < TAIL_MIN or len(np.unique(values[runaway])) < TAIL_DISTINCT:
             return cls(values, 0.0)
         shape, _, scale = genpareto.fit(values[runaway] - RUNAWAY, floc=0)
         return cls(values[~runaway], float(runaway.mean()), float(shape), float(scale))

@@ -85,3 +85,12 @@ def test_the_runaway_tail_reaches_past_the_largest_runaway_seen() -> None:
     drawn = fitted.sample(np.random.default_rng(6), 200_000)
     assert (drawn > runaways.max()).mean() > 0
     assert abs((drawn > 1.0).mean() - 0.5) < 0.005
+
+
+def test_runaways_that_do_not_vary_are_drawn_as_seen() -> None:
+    # Forty runaways all at WER 2.0 (a length cap): no tail is fitted to them, so every draw
+    # is a value that was seen, 2.0 in 40 of 140.
+    fitted = BrokenValues.fit(np.concatenate([np.full(40, 2.0), np.full(100, 0.8)]))
+    drawn = fitted.sample(np.random.default_rng(0), 50_000)
+    assert set(np.unique(drawn)) == {0.8, 2.0}
+    assert abs((drawn == 2.0).mean() - 40 / 140) < 0.01
