@@ -329,6 +329,13 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if h["never_passed"]:
             record += "; never passed under this threshold"
         line = rounded_threshold(a["suggested_threshold"], a["comparator"])
+        d = a.get("design")  # advice stored before 2026-12-03 has none
+        design = "—"
+        if d and d["threshold"] is not None and a.get("design_p_fail") is not None:
+            design = (
+                f"θ {d['theta']:.4g}; {a['comparator']} {d['threshold']:.4g} "
+                f"(fails {a['design_p_fail']:.1%} of nights by the model)"
+            )
         out.append(
             {
                 "gate": a["gate"],
@@ -342,6 +349,7 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
                 "record": record,
                 "suggested": f"{a['comparator']} {line:.4g}",
+                "design": design,
                 "basis": a["basis"] or f"{a['nights']} nights",
             }
         )

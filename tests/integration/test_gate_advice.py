@@ -186,6 +186,7 @@ def test_the_nightly_stores_the_advice_and_the_report_shows_it(db, tmp_path: Pat
     page = nightly_report(db, Series("seed_tts_en"), last, 0.5)
     assert "<h2>Upstream gate advice</h2>" in page
     assert "seed_tts_content_error_mean &lt;= 0.35" in page and "6 nights of commit" in page
+    assert "as TensorRT-LLM sets it" in page and "of nights by the model)" in page
 
 
 def test_the_nightly_advice_reads_a_bounded_window_of_history(db, tmp_path: Path) -> None:
