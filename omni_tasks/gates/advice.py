@@ -321,7 +321,8 @@ class BrokenValues:
         return cls(values[~runaway], float(runaway.mean()), float(shape), float(scale))
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        out = rng.choice(self.body, size)
+        # Every broken value a runaway leaves no body: each draw is then the tail's.
+        out = rng.choice(self.body, size) if len(self.body) else np.empty(size)
         tail = rng.random(size) < self.tail_share
         out[tail] = RUNAWAY + genpareto.rvs(
             self.shape, scale=self.scale, size=int(tail.sum()), random_state=rng

@@ -94,3 +94,11 @@ def test_runaways_that_do_not_vary_are_drawn_as_seen() -> None:
     drawn = fitted.sample(np.random.default_rng(0), 50_000)
     assert set(np.unique(drawn)) == {0.8, 2.0}
     assert abs((drawn == 2.0).mean() - 40 / 140) < 0.01
+
+
+def test_a_pool_of_runaways_only_draws_every_value_from_the_tail() -> None:
+    # Every broken item a runaway (as in a night of length-cap failures that vary): there is
+    # no body to draw from, and every draw is a runaway.
+    runaways = 1.0 + np.random.default_rng(3).exponential(1.0, 60)
+    drawn = BrokenValues.fit(runaways).sample(np.random.default_rng(4), 10_000)
+    assert len(drawn) == 10_000 and (drawn > 1.0).all()
