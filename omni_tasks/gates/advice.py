@@ -82,6 +82,10 @@ class GateAdvice:
     design_p_fail: float | None = None
 
 
+class TooFewNights(ValueError):
+    """Fewer than three nights carry the figure: nothing to advise from."""
+
+
 def advise(
     nights: Sequence[Night],
     gate: UpstreamGate,
@@ -100,7 +104,9 @@ def advise(
         raise ValueError("the target false-fail rate must be between 0 and 0.5")
     usable = [n for n in nights if n.figure is not None and math.isfinite(n.figure)]
     if len(usable) < 3:
-        raise ValueError(f"gate advice needs at least 3 nights with the figure; {len(usable)} have")
+        raise TooFewNights(
+            f"gate advice needs at least 3 nights with the figure; {len(usable)} have"
+        )
     per_item = all(n.values is not None for n in usable)
     if per_item:
         model: _Model = _ItemModel(usable, broken)

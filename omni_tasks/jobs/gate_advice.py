@@ -16,7 +16,7 @@ import psycopg
 from omni_tasks import benchmarks
 from omni_tasks.analysis.noise import calibrate
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.gates.advice import GateAdvice, Night, advise
+from omni_tasks.gates.advice import GateAdvice, Night, TooFewNights, advise
 from omni_tasks.gates.table import UpstreamGate, gates_of
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.records import ClipRecord
@@ -112,7 +112,7 @@ def advise_series(
         broken = (lambda v: v > tau) if bench.judged == "wer" else (lambda v: v == 0.0)
     try:
         advice = advise(nights, gate, target=target, broken=broken, basis=basis, history=history)
-    except ValueError as exc:
+    except TooFewNights as exc:  # any other error is a bug, never "no history"
         raise NoHistory(f"{series.label} on {branch}: {exc}") from None
     if len(clip_runs) >= 2 and len(clip_runs) == len(nights):
         cal = calibrate(clip_runs, tau, policy.alpha)

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import norm
 
 from omni_tasks import benchmarks
-from omni_tasks.gates.advice import Night, advise, gate_history
+from omni_tasks.gates.advice import Night, TooFewNights, advise, gate_history
 from omni_tasks.gates.table import GateTableError, Threshold, UpstreamGate, load_table
 from omni_tasks.gates.text import rounded_threshold
 from omni_tasks.series import Series
@@ -101,7 +101,7 @@ def test_summary_only_advice_holds_a_normal_models_truth() -> None:
 
 def test_too_few_nights_is_refused() -> None:
     nights = [Night(D0, None, 0.3), Night(D0, None, None)]
-    with pytest.raises(ValueError, match="at least 3 nights"):
+    with pytest.raises(TooFewNights, match="at least 3 nights"):
         advise(nights, WER)
 
 
