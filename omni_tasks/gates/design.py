@@ -2,8 +2,10 @@
 
 - a **mean gate** as TensorRT-LLM sets its accuracy references (a one-sided hypothesis test):
   α (false-fail chance), β (miss chance), σ (one item's spread) and n give the minimum
-  detectable effect θ = (z₁₋α + z₁₋β)·σ/√n and the threshold reference − z₁₋α·σ/√n (for a
-  figure that must stay above its reference; mirrored for one that must stay below);
+  detectable effect θ = (z₁₋α + z₁₋β)·σ·√(2/n) and the threshold reference − z₁₋α·σ·√(2/n)
+  (for a figure that must stay above its reference; mirrored for one that must stay below).
+  The √2 is TensorRT-LLM's: the reference is itself the mean of n items, so a night is a
+  two-sample test against it (tests/integration/defs/accuracy/README.md there);
 - a **k-of-n gate** as upstream vLLM-Omni turned flaky per-request checks into (PR #5681:
   "≥ 29 of 40", no retries and no early exit): its false-fail chance at the healthy pass rate,
   its power against a degraded one, and the smallest n (with its k) that meets both;
@@ -31,7 +33,7 @@ class MeanGate:
     sigma: float
     n: int
     theta: float  # the minimum detectable effect at power 1 - β
-    threshold: float | None  # reference ∓ z₁₋α·σ/√n (None without a reference)
+    threshold: float | None  # reference ∓ z₁₋α·σ·√(2/n) (None without a reference)
 
 
 def mean_gate(
@@ -44,7 +46,7 @@ def mean_gate(
 ) -> MeanGate:
     if not (0 < alpha < 1 and 0 < beta < 1 and sigma >= 0 and n >= 1):
         raise ValueError("need 0 < α, β < 1, σ ≥ 0 and n ≥ 1")
-    se = sigma / math.sqrt(n)
+    se = sigma * math.sqrt(2 / n)  # night and reference: two means of n items each
     theta = (norm.ppf(1 - alpha) + norm.ppf(1 - beta)) * se
     threshold = None
     if reference is not None:
