@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     baseline_branch: str = "main"
     benchmark: str = "seed_tts_en"
     gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
+    gate_references: Path | None = Field(
+        default=None, description="Accuracy references YAML (gates/references.py) override"
+    )
     cache_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_cache_dir("omni-tasks")),
         description="Regenerable files (the demo corpus's prompt wavs)",

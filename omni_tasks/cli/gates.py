@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,11 @@ from omni_tasks.cli.common import (
     open_db,
     series_of,
 )
+
+if TYPE_CHECKING:
+    from omni_tasks.gates.advice import GateAdvice
+    from omni_tasks.gates.references import Reference
+    from omni_tasks.series import Series
 
 gates_app = typer.Typer(help="Upstream's fixed accuracy gates, judged from history.")
 app.add_typer(gates_app, name="gates")
@@ -62,6 +67,16 @@ def advise_cmd(
             help="Deployment config whose series' `upstream_gate` replaces the gate table's",
         ),
     ] = None,
+    sku: Annotated[
+        str | None,
+        typer.Option(
+            help="Hardware the nights ran on (e.g. H100): judge the reference registered for it "
+            "and --protocol, or print one from this history to register"
+        ),
+    ] = None,
+    protocol: Annotated[
+        str, typer.Option(help="Serving protocol of the nights: chat, realtime, reference-as-input")
+    ] = "chat",
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A ready-to-paste PR description")
     ] = False,
@@ -69,7 +84,9 @@ def advise_cmd(
 ) -> None:
     """For the series' upstream gate (figure, comparator, threshold from the gate table, or
     --threshold): its chance of failing a night with nothing changed, the shift it catches,
-    its record, and the threshold that would fail 1 night in 50 (--target-false-fail)."""
+    its record, and the threshold that would fail 1 night in 50 (--target-false-fail).
+    With --sku, beside it the accuracy reference registered for (suite, model, SKU, protocol)
+    in the references file (OMNI_GATE_REFERENCES), or the entry this history would register."""
     from omni_tasks import benchmarks
     from omni_tasks.config import get_settings
     from omni_tasks.gates.table import gates_of
@@ -115,6 +132,7 @@ def advise_cmd(
         gates = [fallback]
     if threshold is not None:
         gates = [g.with_threshold(threshold) for g in gates]
+    registered = _registered(chosen, sku, protocol, [g.figure for g in gates])
     policy = load_policy_or_fail()
     conn = open_db()
     with conn:
@@ -128,6 +146,7 @@ def advise_cmd(
                     policy,
                     target=target_false_fail,
                     commit=commit,
+                    reference=registered.get(g.figure),
                 )
                 for g in gates
             ]
@@ -143,6 +162,63 @@ def advise_cmd(
         for a in advice:
             for line in lines(a, what):
                 console.print(line, highlight=False, soft_wrap=True)
+            if sku is not None and a.reference is None:
+                _print_entry(chosen, sku, protocol, a)
+
+
+def _registered(
+    series: Series, sku: str | None, protocol: str, figures: list[str]
+) -> dict[str, Reference]:
+    """The reference registered for the series on (sku, protocol), by the figure it gates."""
+    from omni_tasks.config import get_settings
+    from omni_tasks.gates.references import (
+        TABLE,
+        NotRegistered,
+        ReferenceError,
+        reference_for,
+    )
+    from omni_tasks.importers.identity import PROTOCOLS
+
+    if protocol not in PROTOCOLS:
+        fail(f"--protocol {protocol!r}: one of {', '.join(PROTOCOLS)}", code=2)
+    if sku is None:
+        return {}
+    path = get_settings().gate_references or TABLE
+    try:
+        ref = reference_for(series.benchmark, series.model, sku, protocol, path)
+    except NotRegistered:
+        return {}
+    except ReferenceError as exc:
+        fail(str(exc))
+    return {ref.figure: ref} if ref.figure in figures else {}
+
+
+def _print_entry(series: Series, sku: str, protocol: str, a: GateAdvice) -> None:
+    import datetime as dt
+
+    from omni_tasks.gates.references import entry_yaml
+
+    if a.design is None:
+        return
+    console.print(
+        f"  no reference registered for {series.benchmark} · {series.model} on {sku} over "
+        f"{protocol}; this history's, to merge under `suites:` in the references file:",
+        highlight=False,
+        soft_wrap=True,
+    )
+    source = f"{a.basis} (omni-tasks gates advise, {dt.date.today():%Y-%m-%d})"
+    text = entry_yaml(
+        series.benchmark,
+        series.model,
+        sku,
+        protocol,
+        a.figure,
+        a.comparator == ">=",
+        a.median_figure,
+        a.design,
+        source,
+    )
+    print(text, end="")
 
 
 @gates_app.command("mean")

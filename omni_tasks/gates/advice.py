@@ -27,6 +27,7 @@ from scipy.stats import chi2, genpareto
 from scipy.stats import t as student_t
 
 from omni_tasks.gates.design import MeanGate, mean_gate
+from omni_tasks.gates.references import Reference
 from omni_tasks.gates.table import UpstreamGate
 
 POWER = 0.8  # "what it catches": the shift the gate fails on 80 % of nights
@@ -80,6 +81,9 @@ class GateAdvice:
     # one item's spread, reference the median night) and how often our model says it fails.
     design: MeanGate | None = None
     design_p_fail: float | None = None
+    # Set when the design is a registered reference (gates/references.py), not this history's:
+    # its spec and source.
+    reference: str | None = None
 
 
 class TooFewNights(ValueError):
@@ -96,12 +100,21 @@ def advise(
     history: Sequence[Night] | None = None,
     draws: int = 4000,
     seed: int = 0,
+    reference: Reference | None = None,
 ) -> GateAdvice:
     """Advice for `gate` from `nights` of an unchanged stack. `broken` says which item values
     are broken (to count a shift in items); `history`: every night of the series, for the
-    gate's record (default `nights`); `draws` synthetic nights per fit."""
+    gate's record (default `nights`); `draws` synthetic nights per fit; `reference`: a
+    registered reference for the gate's figure, judged in place of one set from this history."""
     if not 0 < target < 0.5:
         raise ValueError("the target false-fail rate must be between 0 and 0.5")
+    if reference is not None and (reference.figure, reference.comparator) != (
+        gate.figure,
+        gate.comparator,
+    ):
+        raise ValueError(
+            f"the reference {reference.spec} is for {reference.figure}, not the gate's"
+        )
     usable = [n for n in nights if n.figure is not None and math.isfinite(n.figure)]
     if len(usable) < 3:
         raise TooFewNights(
@@ -137,8 +150,11 @@ def advise(
     suggested_shift = (suggested - catch_at) if up else (catch_at - suggested)
     notes = list(model.notes)
     median = float(np.median(full))
-    sigma, n_items = model.spread()
-    design = mean_gate(target, 1 - POWER, sigma, n_items, median, gate.comparator)
+    if reference is not None:
+        design = reference.gate()
+    else:
+        sigma, n_items = model.spread()
+        design = mean_gate(target, 1 - POWER, sigma, n_items, median, gate.comparator)
     assert design.threshold is not None  # a reference was given
     design_p = float(((full > design.threshold) if up else (full < design.threshold)).mean())
     if (median > t) if up else (median < t):
@@ -166,6 +182,7 @@ def advise(
         history=gate_history(nights if history is None else history, gate),
         design=design,
         design_p_fail=design_p,
+        reference=None if reference is None else f"{reference.spec} ({reference.source})",
     )
 
 

@@ -82,10 +82,14 @@ def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
     )
     d = a.design
     if d is not None and d.threshold is not None and a.design_p_fail is not None:
+        if a.reference is not None:
+            head, whence = f"registered reference {a.reference}", ""
+        else:
+            head = "as a TensorRT-LLM reference"
+            whence = f" ({'one item' if d.n > 1 else 'the nightly figure'}, from history)"
         out.append(
-            f"  as a TensorRT-LLM reference: α {_pct(d.alpha)}, β {_pct(d.beta)}, σ {_num(d.sigma)}"
-            f" ({'one item' if d.n > 1 else 'the nightly figure'}, from history), n {d.n} → "
-            f"θ {_num(d.theta)}, threshold {a.comparator} {_num(d.threshold)} (normal "
+            f"  {head}: α {_pct(d.alpha)}, β {_pct(d.beta)}, σ {_num(d.sigma)}{whence}, n {d.n} "
+            f"→ θ {_num(d.theta)}, threshold {a.comparator} {_num(d.threshold)} (normal "
             f"approximation; by the model above it fails {_pct(a.design_p_fail)} of nights)"
         )
     out += [f"  note: {n}" for n in a.notes]

@@ -17,6 +17,7 @@ from omni_tasks import benchmarks
 from omni_tasks.analysis.noise import calibrate
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.gates.advice import GateAdvice, Night, TooFewNights, advise
+from omni_tasks.gates.references import Reference
 from omni_tasks.gates.table import UpstreamGate, gates_of
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.records import ClipRecord
@@ -59,11 +60,13 @@ def advise_series(
     until: dt.date | None = None,
     window_days: int | None = None,
     draws: int = 4000,
+    reference: Reference | None = None,
 ) -> GateAdvice:
     """Advice for `gate` on `series`' `branch`, from the nights of one unchanged commit
     (`commit`, else the commit with the most nights if it has enough) or, failing that, every
     night of the branch (said so in the basis); only nights up to `until` when given, and
-    only the last `window_days` of them when given."""
+    only the last `window_days` of them when given. `reference`: a registered reference to
+    judge beside the gate (else one is set from the history)."""
     since = until - dt.timedelta(days=window_days) if until and window_days else None
     bench = benchmarks.get(series.benchmark)
     rows = [
@@ -111,7 +114,16 @@ def advise_series(
     if bench.gate_figure and gate.figure == bench.gate_figure[0]:
         broken = (lambda v: v > tau) if bench.judged == "wer" else (lambda v: v == 0.0)
     try:
-        advice = advise(nights, gate, target=target, broken=broken, basis=basis, history=history)
+        advice = advise(
+            nights,
+            gate,
+            target=target,
+            broken=broken,
+            basis=basis,
+            history=history,
+            draws=draws,
+            reference=reference,
+        )
     except TooFewNights as exc:  # any other error is a bug, never "no history"
         raise NoHistory(f"{series.label} on {branch}: {exc}") from None
     if len(clip_runs) >= 2 and len(clip_runs) == len(nights):

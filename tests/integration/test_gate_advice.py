@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.cli import app
+from omni_tasks.config import reset_settings
+from omni_tasks.series import DEFAULT_MODEL
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.artifacts import ClipModel
 from tests.factories import write_json
@@ -91,6 +96,39 @@ def test_a_gate_below_the_usual_figure_never_passes_and_says_it_protects_nothing
     assert a["p_fail"] > 0.99 and a["history"]["never_passed"]
     assert a["history"]["current_streak"] == 8 and a["detectable_shift"] < 0
     assert any("protects nothing" in n for n in a["notes"])
+
+
+def test_a_reference_this_history_prints_is_then_judged_for_its_sku_and_protocol(
+    db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import_nights(db, tmp_path, MODEL, 8, seed=7)
+    empty = tmp_path / "references.yaml"
+    empty.write_text("version: 1\nsuites: {}\n")
+    monkeypatch.setenv("OMNI_GATE_REFERENCES", str(empty))
+    reset_settings()
+    first = advise("--threshold", "0.35", "--sku", "H100").stdout
+    assert "no reference registered for seed_tts_en" in first and "on H100 over chat" in first
+    printed = first.split("in the references file:\n", 1)[1]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("version: 1\n" + printed)
+    monkeypatch.setenv("OMNI_GATE_REFERENCES", str(mine))
+    reset_settings()
+    try:
+        (a,) = json.loads(advise("--threshold", "0.35", "--sku", "h100", "--json").stdout)
+        other = advise("--threshold", "0.35", "--sku", "H100", "--protocol", "realtime").stdout
+    finally:
+        monkeypatch.delenv("OMNI_GATE_REFERENCES")
+        reset_settings()
+    entry = yaml.safe_load(printed)["suites"]["seed_tts_en"]
+    (ref,) = entry["models"][DEFAULT_MODEL]
+    assert a["reference"].startswith(f"seed_tts_en · {DEFAULT_MODEL} · H100 · chat (8 nights")
+    d = a["design"]
+    assert (entry["alpha"], entry["beta"]) == (0.02, 0.2)  # as a person would write them
+    assert (d["alpha"], d["n"], d["sigma"]) == (0.02, 240, entry["sigma"])
+    margin = NormalDist().inv_cdf(0.98) * entry["sigma"] * math.sqrt(2 / 240)
+    assert d["threshold"] == pytest.approx(ref["accuracy"] + margin)  # a WER stays below
+    assert 0 <= a["design_p_fail"] <= 1
+    assert "no reference registered" in other and "over realtime" in other
 
 
 def test_a_series_without_a_known_gate_asks_for_a_threshold(db) -> None:
