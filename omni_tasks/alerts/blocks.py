@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from pydantic import JsonValue
 from slack_sdk.models.blocks import (
     ActionsBlock,
+    Block,
     ButtonElement,
     ConfirmObject,
     ContextBlock,
@@ -19,9 +20,10 @@ from slack_sdk.models.blocks import (
     MarkdownTextObject,
     PlainTextObject,
     SectionBlock,
+    TextObject,
 )
 
-from omni_tasks.contracts import Comparison, RunStats
+from omni_tasks.contracts import Comparison, JsonObject, RunStats
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 
 MAX_BLOCKS = 50
@@ -36,10 +38,17 @@ MAX_SHIFTS = 8  # labels shown per breakdown dimension
 @dataclass(frozen=True)
 class Message:
     text: str  # the notification / fallback text
-    blocks: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
-    def to_payload(self) -> dict[str, Any]:
-        return {"text": self.text, "blocks": self.blocks}
+    def to_payload(self) -> JsonObject:
+        """The message as Slack's API takes it (slack_sdk checks each block's limits here)."""
+        blocks: list[JsonValue] = [b.to_dict() for b in self.blocks]
+        return {"text": self.text, "blocks": blocks}
+
+    @classmethod
+    def from_payload(cls, payload: JsonObject) -> Message:
+        """A stored payload (the outbox's) as a message again."""
+        return cls(str(payload.get("text") or ""), parse_blocks(payload))
 
 
 @dataclass(frozen=True)
@@ -123,26 +132,18 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# Blocks through slack_sdk's models (their to_dict checks Slack's limits); text is clipped to
+# Blocks are slack_sdk's models (their to_dict checks Slack's limits); text is clipped to
 # those limits first, so a long transcript shortens a message instead of failing it.
-def section(text: str) -> dict[str, Any]:
-    block: dict[str, Any] = SectionBlock(
-        text=MarkdownTextObject(text=clip(text, MAX_TEXT))
-    ).to_dict()
-    return block
+def section(text: str) -> SectionBlock:
+    return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
 
 
-def _header(text: str) -> dict[str, Any]:
-    block: dict[str, Any] = HeaderBlock(
-        text=PlainTextObject(text=clip(plain(text), MAX_HEADER))
-    ).to_dict()
-    return block
+def _header(text: str) -> HeaderBlock:
+    return HeaderBlock(text=PlainTextObject(text=clip(plain(text), MAX_HEADER)))
 
 
-def context(text: str, block_id: str | None = None) -> dict[str, Any]:
-    elements = [MarkdownTextObject(text=clip(text, MAX_TEXT))]
-    block: dict[str, Any] = ContextBlock(block_id=block_id, elements=elements).to_dict()
-    return block
+def context(text: str, block_id: str | None = None) -> ContextBlock:
+    return ContextBlock(block_id=block_id, elements=[MarkdownTextObject(text=clip(text, MAX_TEXT))])
 
 
 def _p(x: float | None) -> str:
@@ -169,7 +170,7 @@ def headline(ctx: AlertContext) -> str:
     )
 
 
-def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
+def _figures(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
     if c is None:
         return [section("No paired comparison stored for this decision.")]
@@ -184,7 +185,7 @@ def _figures(ctx: AlertContext) -> list[dict[str, Any]]:
         f"{c.improved}, stable-broken {c.stable_broken}; exact McNemar "
         f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
-    out = [section(tail), section(paired)]
+    out: list[Block] = [section(tail), section(paired)]
     shifts = _shifts(c.mode_shift)
     if shifts:
         out.append(section("\n".join(shifts)))
@@ -215,13 +216,13 @@ def _shifts(shift: dict[str, dict[str, int]]) -> list[str]:
     return lines
 
 
-def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
+def _clips(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
     top = [] if c is None else c.top_regressed[:TOP_CLIPS]
     if not top:
         return []
     noun = "questions" if ctx.multiple_choice else "clips"
-    blocks = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
+    blocks: list[Block] = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
     for t in top:
         if ctx.multiple_choice:
             blocks.append(
@@ -247,7 +248,7 @@ def _clips(ctx: AlertContext) -> list[dict[str, Any]]:
     return blocks
 
 
-def _links(links: dict[str, str]) -> list[dict[str, Any]]:
+def _links(links: dict[str, str]) -> list[Block]:
     if not links:
         return []
     return [
@@ -260,7 +261,7 @@ def _links(links: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
-def fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fit(blocks: list[Block]) -> list[Block]:
     """Keep within Slack's block count (the last block says what was left out)."""
     if len(blocks) <= MAX_BLOCKS:
         return blocks
@@ -273,7 +274,7 @@ def note(text: str) -> Message:
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
 
 
-def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
+def _commits(ctx: AlertContext) -> list[Block]:
     """Last good → first bad, as copyable SHAs (and the compare view when the repo is known)."""
     r = ctx.commits
     if r is None:
@@ -289,7 +290,7 @@ def _commits(ctx: AlertContext) -> list[dict[str, Any]]:
     return [section(text)]
 
 
-def _next(ctx: AlertContext) -> list[dict[str, Any]]:
+def _next(ctx: AlertContext) -> list[Block]:
     """The alert's id and what to run next, each command copyable."""
     if ctx.alert_id is None and not ctx.next_steps:
         return []
@@ -298,13 +299,13 @@ def _next(ctx: AlertContext) -> list[dict[str, Any]]:
         group = "" if ctx.group_id is None else f" (group {ctx.group_id})"
         said.append(f"*Alert {ctx.alert_id}*{group}")
     said += [code(step) for step in ctx.next_steps]
-    shown = [section("Next: " + " · ".join(said))]
+    shown: list[Block] = [section("Next: " + " · ".join(said))]
     if ctx.buttons and ctx.alert_id is not None:
         shown.append(buttons(ctx.alert_id))
     return shown
 
 
-def buttons(alert_id: int) -> dict[str, Any]:
+def buttons(alert_id: int) -> ActionsBlock:
     """Acknowledge and Ignore on an alert or group (alerts/interactions.py takes the click);
     the commands beside them stay the way in where the app has no interactivity."""
     ignore = ConfirmObject(
@@ -323,7 +324,7 @@ def buttons(alert_id: int) -> dict[str, Any]:
                 text="Ignore", action_id="omni_ignore", value=str(alert_id), confirm=ignore
             ),
         ],
-    ).to_dict()
+    )
 
 
 @dataclass(frozen=True)
@@ -520,15 +521,21 @@ def infra_resolved(title: str) -> Message:
     return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
 
 
-def render_text(payload: dict[str, Any]) -> str:
+def render_text(payload: JsonObject) -> str:
     """A readable plain-text rendering of a payload (the local outbox prints this)."""
     lines = []
-    for b in payload.get("blocks") or []:
-        if b["type"] in ("header", "section"):
-            lines.append(b["text"]["text"])
-        elif b["type"] == "context":
-            lines.extend(e["text"] for e in b["elements"])
+    for b in parse_blocks(payload):
+        if isinstance(b, HeaderBlock | SectionBlock) and b.text is not None:
+            lines.append(b.text.text)
+        elif isinstance(b, ContextBlock):
+            lines.extend(e.text for e in b.elements if isinstance(e, TextObject))
     if not lines:
         lines.append(str(payload.get("text", "")))
     out = "\n".join(lines)
     return out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def parse_blocks(payload: JsonObject) -> list[Block]:
+    """A stored payload's blocks as slack_sdk's models (a block it does not know is dropped)."""
+    raw = payload.get("blocks")
+    return Block.parse_all([b for b in raw if isinstance(b, dict)] if isinstance(raw, list) else [])

@@ -115,9 +115,9 @@ def member_closed(conn: psycopg.Connection[Any], alert_id: int, night: dt.date) 
     """A member recovered, was withdrawn or closed by a person: the group's message shows it,
     and the group closes when it was the last open member."""
     route = store.alert_route(conn, alert_id)
-    if route is None or route["group_id"] is None:
+    if route is None or route.group_id is None:
         return
-    group_id = route["group_id"]
+    group_id = route.group_id
     group = store.alert_for_update(conn, group_id)
     if group is None:
         return

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import psycopg
+from pydantic import JsonValue
+from slack_sdk.models.blocks import ContextBlock
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, groups, keys
@@ -36,6 +39,7 @@ from omni_tasks.contracts import (
     AlertDetails,
     Comparison,
     DecisionKey,
+    JsonObject,
     StoredDecision,
 )
 from omni_tasks.evidence.links import dashboard_path, report_url
@@ -164,9 +168,16 @@ def _commit_range(
     )
 
 
+@dataclass(frozen=True)
+class _Audio:
+    utt_id: str
+    side: str  # baseline | candidate
+    uri: str
+
+
 def _top_audio(
     conn: psycopg.Connection[Any], d: StoredDecision, comparison: Comparison | None
-) -> list[dict[str, Any]]:
+) -> list[_Audio]:
     """The worst regressed clips' audio, both sides of each (baseline first, so a listener
     hears what it should sound like, then what it does): up to TOP_AUDIO clips."""
     utts = [t.utt_id for t in comparison.top_regressed] if comparison else []
@@ -179,12 +190,12 @@ def _top_audio(
     out = []
     for u in [u for u in utts if u in candidate][:TOP_AUDIO]:
         if u in baseline:
-            out.append({"utt_id": u, "side": "baseline", "audio_uri": baseline[u]})
-        out.append({"utt_id": u, "side": "candidate", "audio_uri": candidate[u]})
+            out.append(_Audio(u, "baseline", baseline[u]))
+        out.append(_Audio(u, "candidate", candidate[u]))
     return out
 
 
-def _msg(m: Message, op: str, **extra: Any) -> dict[str, Any]:
+def _msg(m: Message, op: str, **extra: JsonValue) -> JsonObject:
     return {"op": op, **m.to_payload(), **extra}
 
 
@@ -252,23 +263,21 @@ def _regression(
         )
         confirm_p = policy.for_benchmark(d.benchmark).confirm_p
         ctx = dataclasses.replace(ctx, group_id=groups.join(conn, alert_id, d, ctx, confirm_p))
-        opened_msg = _msg(blocks.regression_opened(ctx), "post")
+        message = blocks.regression_opened(ctx)
         if candidate is not None:
-            opened_msg["blocks"] = [*opened_msg["blocks"], _reproduce(candidate)]
-        enqueue(conn, f"{key}|{night}|open", alert_id, "post", opened_msg)
+            message = dataclasses.replace(message, blocks=[*message.blocks, _reproduce(candidate)])
+        enqueue(conn, f"{key}|{night}|open", alert_id, "post", _msg(message, "post"))
         for clip in _top_audio(conn, d, ctx.comparison):
-            side = clip["side"]
-            branch = d.branch(side)
             enqueue(
                 conn,
-                f"{key}|{night}|audio|{clip['utt_id']}"
-                + ("|baseline" if side == "baseline" else ""),
+                f"{key}|{night}|audio|{clip.utt_id}"
+                + ("|baseline" if clip.side == "baseline" else ""),
                 alert_id,
                 "upload",
                 {
                     "op": "upload",
-                    "file": clip["audio_uri"],
-                    "title": f"{clip['utt_id']}: {side} {branch} ({night})",
+                    "file": clip.uri,
+                    "title": f"{clip.utt_id}: {clip.side} {d.branch(clip.side)} ({night})",
                 },
             )
         _event(conn, "regression_opened", d, blocks.headline(ctx), key)
@@ -380,7 +389,7 @@ def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> dict[str
     return found[0] if found else None
 
 
-def _reproduce(run: dict[str, Any]) -> dict[str, Any]:
+def _reproduce(run: dict[str, Any]) -> ContextBlock:
     """A context block with the command that reproduces the candidate's run."""
     return blocks.context(
         f"Reproduce the candidate's run: {blocks.code(reproduce_command(run, run))}"

@@ -28,11 +28,14 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
+from slack_sdk.models.metadata import Metadata
 
-from omni_tasks.alerts.blocks import render_text
+from omni_tasks.alerts.blocks import Message, render_text
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
 from omni_tasks.store import alerts as store
+from omni_tasks.store.alerts import OutboxMessage
 from omni_tasks.trust.redact import redact, register
 
 log = logging.getLogger(__name__)
@@ -65,9 +68,9 @@ class Sink(Protocol):
 
     name: str
 
-    def post(self, payload: dict[str, Any], key: str) -> str: ...
-    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str: ...
-    def update(self, ts: str, payload: dict[str, Any]) -> None: ...
+    def post(self, message: Message, key: str) -> str: ...
+    def reply(self, parent_ts: str, message: Message, key: str) -> str: ...
+    def update(self, ts: str, message: Message) -> None: ...
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None: ...
     def find(self, key: str, parent_ts: str | None) -> str | None: ...
 
@@ -93,33 +96,33 @@ class SlackSink:
             retry_handlers=retry_handlers(retries),
         )
 
-    def _metadata(self, key: str) -> dict[str, Any]:
-        return {"event_type": METADATA_TYPE, "event_payload": {"idempotency_key": key}}
+    def _metadata(self, key: str) -> Metadata:
+        return Metadata(event_type=METADATA_TYPE, event_payload={"idempotency_key": key})
 
-    def post(self, payload: dict[str, Any], key: str) -> str:
+    def post(self, message: Message, key: str) -> str:
         r = self.client.chat_postMessage(
             channel=self.channel,
-            text=payload["text"],
-            blocks=payload.get("blocks"),
+            text=message.text,
+            blocks=message.blocks,
             metadata=self._metadata(key),
             unfurl_links=False,
         )
         return str(r["ts"])
 
-    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str:
+    def reply(self, parent_ts: str, message: Message, key: str) -> str:
         r = self.client.chat_postMessage(
             channel=self.channel,
-            text=payload["text"],
-            blocks=payload.get("blocks"),
+            text=message.text,
+            blocks=message.blocks,
             thread_ts=parent_ts,
             metadata=self._metadata(key),
             unfurl_links=False,
         )
         return str(r["ts"])
 
-    def update(self, ts: str, payload: dict[str, Any]) -> None:
+    def update(self, ts: str, message: Message) -> None:
         self.client.chat_update(
-            channel=self.channel, ts=ts, text=payload["text"], blocks=payload.get("blocks")
+            channel=self.channel, ts=ts, text=message.text, blocks=message.blocks
         )
 
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
@@ -162,33 +165,44 @@ class LocalSink:
     def _path(self, key: str) -> Path:
         return self.root / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
-    def _write(self, doc: dict[str, Any], key: str) -> str:
+    def _write(self, doc: JsonObject, key: str, shown: str) -> str:
         path = self._path(key)
         if not path.exists():
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False), encoding="utf-8")
             tmp.replace(path)
             if self.echo:
-                where = f" (in thread {doc['thread_ts']})" if doc.get("thread_ts") else ""
+                thread = doc.get("thread_ts")
+                where = f" (in thread {thread})" if thread else ""
                 print(f"── Slack message [{doc['op']}]{where} → {path}")
-                print(render_text(doc.get("payload") or {}) or doc.get("file", ""))
+                print(shown)
         return f"local:{path.name}"
 
-    def post(self, payload: dict[str, Any], key: str) -> str:
-        return self._write({"op": "post", "idempotency_key": key, "payload": payload}, key)
+    def post(self, message: Message, key: str) -> str:
+        payload = message.to_payload()
+        doc: JsonObject = {"op": "post", "idempotency_key": key, "payload": payload}
+        return self._write(doc, key, render_text(payload))
 
-    def reply(self, parent_ts: str, payload: dict[str, Any], key: str) -> str:
-        doc = {"op": "reply", "thread_ts": parent_ts, "idempotency_key": key, "payload": payload}
-        return self._write(doc, key)
+    def reply(self, parent_ts: str, message: Message, key: str) -> str:
+        payload = message.to_payload()
+        doc: JsonObject = {
+            "op": "reply",
+            "thread_ts": parent_ts,
+            "idempotency_key": key,
+            "payload": payload,
+        }
+        return self._write(doc, key, render_text(payload))
 
-    def update(self, ts: str, payload: dict[str, Any]) -> None:
+    def update(self, ts: str, message: Message) -> None:
+        payload = message.to_payload()
         key = f"update|{ts}|{hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]}"
-        self._write({"op": "update", "ts": ts, "idempotency_key": key, "payload": payload}, key)
+        doc: JsonObject = {"op": "update", "ts": ts, "idempotency_key": key, "payload": payload}
+        self._write(doc, key, render_text(payload))
 
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
         key = f"upload|{parent_ts}|{file_uri}"
-        doc = {"op": "upload", "thread_ts": parent_ts, "file": file_uri, "title": title}
-        self._write(doc, key)
+        doc: JsonObject = {"op": "upload", "thread_ts": parent_ts, "file": file_uri, "title": title}
+        self._write(doc, key, file_uri)
 
     def find(self, key: str, parent_ts: str | None) -> str | None:
         path = self._path(key)
@@ -239,7 +253,7 @@ class DispatchReport:
         )
 
 
-def _pending(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+def _pending(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
     rows = store.pending_messages(conn)
     conn.commit()
     return rows
@@ -255,12 +269,12 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
     sent = recovered = waiting = failed = 0
     try:
         for m in _pending(conn):
-            op, payload, key = m["kind"], m["payload"], m["idempotency_key"]
+            op, key = m.kind, m.idempotency_key
             route = _route(conn, m)
-            if m["held"] or not route.ready:
+            if m.held or not route.ready:
                 waiting += 1  # a group's triage delay, or a parent not delivered yet
                 continue
-            if m["state"] == "sending" and op in ("post", "reply"):
+            if m.state == "sending" and op in ("post", "reply"):
                 try:
                     ts = sink.find(key, route.thread if op == "reply" else route.into_group)
                 except Exception as exc:
@@ -270,14 +284,14 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     _mark_sent(conn, m, ts, channel, route.into_group)
                     recovered += 1
                     continue
-            store.mark_sending(conn, m["message_id"])
+            store.mark_sending(conn, m.message_id)
             conn.commit()  # from here the outcome is unknown until marked
             try:
-                ts = _send(sink, op, payload, key, route)
+                ts = _send(sink, m, route)
             except Exception as exc:
                 if (fix := config_error(exc)) is not None:
                     store.mark_unsent(  # nothing was posted; the attempt does not count
-                        conn, m["message_id"], f"Slack refused the configuration: {fix}"
+                        conn, m.message_id, f"Slack refused the configuration: {fix}"
                     )
                     conn.commit()
                     left = store.undelivered_count(conn)
@@ -289,10 +303,10 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                 if isinstance(exc, AudioUnavailable):
                     exc = DeliveryError(f"audio unavailable: {exc}")
                 error = redact(f"{type(exc).__name__}: {exc}")[:500]
-                state = "failed" if m["attempts"] + 1 >= max_attempts else "pending"
+                state = "failed" if m.attempts + 1 >= max_attempts else "pending"
                 if op in ("post", "reply") and _unknown_outcome(exc) and state != "failed":
                     state = "sending"  # it may have been posted: look it up before re-sending
-                store.mark_failed_attempt(conn, m["message_id"], state, error)
+                store.mark_failed_attempt(conn, m.message_id, state, error)
                 conn.commit()
                 log.warning("delivery of %s failed (%s): %s", key, state, error)
                 failed += 1
@@ -342,22 +356,32 @@ class Route:
     into_group: str | None = None
 
 
-def _route(conn: psycopg.Connection[Any], m: dict[str, Any]) -> Route:
-    if m["alert_id"] is None:
+def _route(conn: psycopg.Connection[Any], m: OutboxMessage) -> Route:
+    if m.alert_id is None:
         return Route(ready=True)
-    r = store.alert_route(conn, m["alert_id"])
+    r = store.alert_route(conn, m.alert_id)
     conn.commit()
     if r is None:
-        return Route(ready=m["kind"] == "post")
-    if m["kind"] == "post":
-        if r["group_id"] is not None:  # a group member opens in the group's thread
-            return Route(ready=r["group_ts"] is not None, into_group=r["group_ts"])
+        return Route(ready=m.kind == "post")
+    if m.kind == "post":
+        if r.group_id is not None:  # a group member opens in the group's thread
+            return Route(ready=r.group_ts is not None, into_group=r.group_ts)
         return Route(ready=True)
-    parent = r["parent_ts"]
-    return Route(ready=parent is not None, parent=parent, thread=r["thread_ts"] or parent)
+    parent = r.parent_ts
+    return Route(ready=parent is not None, parent=parent, thread=r.thread_ts or parent)
 
 
-def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, route: Route) -> str | None:
+def _send(sink: Sink, m: OutboxMessage, route: Route) -> str | None:
+    op, key = m.kind, m.idempotency_key
+    if op == "upload":
+        if route.thread is None:
+            raise DeliveryError(f"{key}: upload needs the alert's parent message")
+        file, title = m.payload.get("file"), m.payload.get("title")
+        if not isinstance(file, str):
+            raise DeliveryError(f"{key}: an upload that names no file")
+        sink.upload(route.thread, file, title if isinstance(title, str) else "")
+        return None
+    payload = Message.from_payload(m.payload)
     if op == "post":
         if route.into_group is not None:
             return sink.reply(route.into_group, payload, key)
@@ -369,15 +393,12 @@ def _send(sink: Sink, op: str, payload: dict[str, Any], key: str, route: Route) 
     if op == "update":
         sink.update(route.parent, payload)
         return route.parent
-    if op == "upload":
-        sink.upload(route.thread, payload["file"], payload.get("title", ""))
-        return None
     raise DeliveryError(f"{key}: unknown outbox operation {op!r}")
 
 
 def _mark_sent(
     conn: psycopg.Connection[Any],
-    m: dict[str, Any],
+    m: OutboxMessage,
     ts: str | None,
     channel: str,
     thread: str | None = None,

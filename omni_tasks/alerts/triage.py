@@ -29,8 +29,8 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts import groups
-from omni_tasks.alerts.blocks import context, entities, escape, section
-from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
+from omni_tasks.alerts.blocks import Message, context, entities, escape, parse_blocks, section
+from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
 ACTIONS = {
@@ -88,14 +88,14 @@ def current_entry(history: list[TriageEntry]) -> TriageEntry:
     return dataclasses.replace(newest, note=note, link=newest.link or link)
 
 
-def with_status(payload: dict[str, Any], details: AlertDetails) -> dict[str, Any]:
+def with_status(payload: JsonObject, details: AlertDetails) -> JsonObject:
     """A parent payload carrying the alert's current triage status line (or none)."""
-    blocks = [b for b in payload.get("blocks", []) if b.get("block_id") != STATUS_BLOCK]
+    blocks = [b for b in parse_blocks(payload) if b.block_id != STATUS_BLOCK]
     history = details.triage.history if details.triage else []
     if history and history[-1].status != "reopened":
         line = context(status_line(current_entry(history)), block_id=STATUS_BLOCK)
         blocks.insert(1 if blocks else 0, line)
-    return {**payload, "blocks": blocks}
+    return {**payload, **Message(str(payload.get("text", "")), blocks).to_payload()}
 
 
 def _check_link(link: str | None) -> None:
@@ -207,11 +207,7 @@ def _announce(
         update = with_status(dict(parent["payload"]), details)
         store.enqueue(conn, f"{key}|{opened}|triage-{n}-update", alert_id, "update", update)
     line = status_line(entry)
-    reply = {
-        "op": "reply",
-        "text": line,
-        "blocks": [section(line)],
-    }
+    reply = {"op": "reply", **Message(line, [section(line)]).to_payload()}
     if parent is not None or alert.kind != "group":  # a group of one has no message
         store.enqueue(conn, f"{key}|{opened}|triage-{n}-reply", alert_id, "reply", reply)
     parts: list[str | None] = [*key.split("|"), *[None] * 6]

@@ -4,17 +4,46 @@ triage and the Slack dispatcher run (they plan and deliver; this module reads an
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from omni_tasks.contracts import AlertDetails, StoredAlert
+from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
 Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OutboxMessage:
+    """A message waiting in the outbox (pending_outbox.sql)."""
+
+    message_id: int
+    idempotency_key: str
+    alert_id: int | None
+    kind: str  # post, update, reply, upload
+    payload: JsonObject  # a Slack payload (text, blocks) or an upload's file and title
+    state: str  # pending | sending (its outcome unknown: looked up before re-sending)
+    attempts: int
+    held: bool  # an opening post whose triage delay still runs
+
+
+@dataclass(frozen=True)
+class AlertRoute:
+    """Where an alert's messages go (alert_route.sql)."""
+
+    kind: str
+    parent_ts: str | None
+    thread_ts: str | None
+    group_id: int | None
+    group_ts: str | None
+
+
 GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a member sets
 
 
@@ -101,10 +130,10 @@ def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
     return row
 
 
-def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
-    """Where an alert's messages go (alert_route.sql)."""
-    row: Row | None = conn.execute(sql("alert_route"), {"alert_id": alert_id}).fetchone()
-    return row
+def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | None:
+    """Where an alert's messages go."""
+    cur = conn.cursor(row_factory=class_row(AlertRoute))
+    return cur.execute(sql("alert_route"), {"alert_id": alert_id}).fetchone()
 
 
 # ---------------------------------------------------------------- groups
@@ -242,7 +271,7 @@ def enqueue(
     key: str,
     alert_id: int | None,
     kind: str,
-    payload: dict[str, Any],
+    payload: JsonObject,
 ) -> int | None:
     """A message to deliver, once per idempotency key: None when the key was already queued.
     The payload passes the redaction gate first (it quotes servers' logs and errors)."""
@@ -264,8 +293,9 @@ def outbox_size(conn: psycopg.Connection[Any]) -> int:
     return int(row["n"])
 
 
-def pending_messages(conn: psycopg.Connection[Any]) -> list[Row]:
-    return conn.execute(sql("pending_outbox")).fetchall()
+def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
+    cur = conn.cursor(row_factory=class_row(OutboxMessage))
+    return cur.execute(sql("pending_outbox")).fetchall()
 
 
 def undelivered_count(conn: psycopg.Connection[Any]) -> int:
@@ -300,13 +330,17 @@ def mark_failed_attempt(
 
 
 def mark_sent(
-    conn: psycopg.Connection[Any], m: Row, ts: str | None, channel: str, thread: str | None = None
+    conn: psycopg.Connection[Any],
+    m: OutboxMessage,
+    ts: str | None,
+    channel: str,
+    thread: str | None = None,
 ) -> None:
     """A delivered message; a delivered opening post becomes its alert's parent (`thread`: the
     group's thread it was posted in)."""
-    conn.execute(sql("outbox_sent"), {"message_id": m["message_id"], "ts": ts})
-    if m["kind"] == "post" and m["alert_id"] is not None:
-        args = {"alert_id": m["alert_id"], "ts": ts, "channel": channel, "thread": thread}
+    conn.execute(sql("outbox_sent"), {"message_id": m.message_id, "ts": ts})
+    if m.kind == "post" and m.alert_id is not None:
+        args = {"alert_id": m.alert_id, "ts": ts, "channel": channel, "thread": thread}
         conn.execute(sql("alert_parent_posted"), args)
 
 

@@ -1,6 +1,7 @@
 -- Messages to deliver: a group's own post first (its members' posts go into its thread), then
 -- in order. An opening post is held while its triage delay runs (its group's, once in one).
-SELECT o.*, (o.kind = 'post' AND coalesce(coalesce(g.hold_until, a.hold_until) > now(), false))
+SELECT o.message_id, o.idempotency_key, o.alert_id, o.kind, o.payload, o.state, o.attempts,
+       (o.kind = 'post' AND coalesce(coalesce(g.hold_until, a.hold_until) > now(), false))
            AS held
 FROM omni.alert_outbox o
 LEFT JOIN omni.alert a ON a.alert_id = o.alert_id

@@ -158,8 +158,8 @@ def test_killed_between_send_and_record_does_not_double_post(db, tmp_path, slack
         pass
 
     class DiesAfterSending(SlackSink):
-        def post(self, payload, key):
-            super().post(payload, key)
+        def post(self, message, key):
+            super().post(message, key)
             raise Killed  # the process dies before the outbox row is marked sent
 
     store_night(db, tmp_path, 0, REGRESS)

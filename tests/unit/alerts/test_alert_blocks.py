@@ -146,9 +146,9 @@ def test_pathological_inputs_stay_within_limits() -> None:
 
 
 def test_too_many_blocks_are_cut_with_a_note() -> None:
-    many = [{"type": "section", "text": {"type": "mrkdwn", "text": str(i)}} for i in range(80)]
-    fitted = blocks.fit(many)
-    assert len(fitted) == MAX_BLOCKS and "31 more blocks" in fitted[-1]["elements"][0]["text"]
+    fitted = blocks.fit([blocks.section(str(i)) for i in range(80)])
+    last = blocks.Message("", fitted[-1:]).to_payload()
+    assert len(fitted) == MAX_BLOCKS and "31 more blocks" in blocks.render_text(last)
 
 
 def test_infra_ids_can_be_pasted_into_airflow() -> None:
