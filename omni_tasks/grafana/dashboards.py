@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from omni_tasks.config import REPO_ROOT
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.links import DASHBOARD_UID
 from omni_tasks.formatting import pct
 from omni_tasks.gates.policy import load_policy
@@ -21,7 +23,7 @@ DASHBOARD_DIR = REPO_ROOT / "dashboards"
 # Panels read the `datasource` variable, whose default is the provisioned datasource's uid: a
 # provisioned Grafana needs nothing, and the JSON imported into another Grafana asks for one.
 PROVISIONED_UID = "omni-results"
-DATASOURCE = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
+DATASOURCE: JsonObject = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
 # Where the evidence app (reports, audio) and the Airflow UI are reached: the API server.
 EVIDENCE_DEFAULT = "http://localhost:8080"
 TREND_UID = DASHBOARD_UID
@@ -31,7 +33,7 @@ SERIES_FILTER = "benchmark = '$benchmark' AND model = '$model' AND lane = '$lane
 KEY_FILTERS = SERIES_FILTER + " AND branch IN ($branch) AND variant IN ($variant)"
 FILTERS = KEY_FILTERS + " AND tau = $tau"
 # Counts per category and night, stacked (failure modes, origins).
-STACKED_BARS = {
+STACKED_BARS: JsonObject = {
     "defaults": {
         "custom": {"drawStyle": "bars", "stacking": {"mode": "normal"}, "fillOpacity": 80}
     },
@@ -39,7 +41,7 @@ STACKED_BARS = {
 }
 
 
-def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> dict[str, Any]:
+def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> JsonObject:
     return {
         "refId": ref,
         "datasource": DATASOURCE,
@@ -55,10 +57,10 @@ def _panel(
     title: str,
     kind: str,
     grid: tuple[int, int, int, int],
-    targets: list[dict[str, Any]],
+    targets: list[JsonValue],
     description: str,
-    **extra: Any,
-) -> dict[str, Any]:
+    **extra: JsonValue,
+) -> JsonObject:
     x, y, w, h = grid
     return {
         "id": pid,
@@ -82,9 +84,9 @@ VERDICT_COLOURS = {
 UPSTREAM_COLOURS = {"fail": "red", "not evaluated": "purple", "pass": "blue"}  # as ours
 
 
-def _coloured(matcher: dict[str, str], colours: dict[str, str]) -> dict[str, Any]:
+def _coloured(matcher: JsonObject, colours: dict[str, str]) -> JsonObject:
     """A table column whose cells are coloured by their value (a verdict)."""
-    options = {value: {"color": colour} for value, colour in colours.items()}
+    options: JsonObject = {value: {"color": colour} for value, colour in colours.items()}
     return {
         "matcher": matcher,
         "properties": [
@@ -94,14 +96,14 @@ def _coloured(matcher: dict[str, str], colours: dict[str, str]) -> dict[str, Any
     }
 
 
-def _line(value: float, color: str) -> dict[str, Any]:
+def _line(value: float, color: str) -> JsonObject:
     return {
         "mode": "absolute",
         "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}],
     }
 
 
-def _units(**columns: str) -> list[dict[str, Any]]:
+def _units(**columns: str) -> list[JsonValue]:
     """Overrides giving table columns their unit (shares as percent, p-values in scientific
     notation), so a cell reads 27 % or 5.6e-8, not 0.27 or 5.587935447692871e-08."""
     return [
@@ -113,7 +115,7 @@ def _units(**columns: str) -> list[dict[str, Any]]:
     ]
 
 
-def _variable(name: str, sql: str, multi: bool, label: str) -> dict[str, Any]:
+def _variable(name: str, sql: str, multi: bool, label: str) -> JsonObject:
     return {
         "name": name,
         "label": label,
@@ -152,7 +154,7 @@ def published_sql() -> str:
     )
 
 
-def panels(slo_tail: float) -> list[dict[str, Any]]:
+def panels(slo_tail: float) -> list[JsonValue]:
     trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
     scores = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
     return [
@@ -527,7 +529,7 @@ def panels(slo_tail: float) -> list[dict[str, Any]]:
     ]
 
 
-def trend_dashboard() -> dict[str, Any]:
+def trend_dashboard() -> JsonObject:
     policy = load_policy()
     return {
         "uid": TREND_UID,
@@ -637,12 +639,12 @@ def trend_dashboard() -> dict[str, Any]:
     }
 
 
-def dashboards() -> dict[str, dict[str, Any]]:
+def dashboards() -> dict[str, JsonObject]:
     """File name → dashboard JSON, for every dashboard the project ships."""
     return {"omni-seed-tts-trend.json": trend_dashboard()}
 
 
-def render(d: dict[str, Any]) -> str:
+def render(d: JsonObject) -> str:
     return json.dumps(d, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
@@ -656,15 +658,27 @@ def write_all(out_dir: Path = DASHBOARD_DIR) -> list[Path]:
     return written
 
 
-def panel_queries(d: dict[str, Any]) -> dict[str, str]:
+def panel_queries(d: JsonObject) -> dict[str, str]:
     """Every SQL a dashboard runs, by 'panel title/refId' (variables and annotations too)."""
-    out = {f"{p['title']}/{t['refId']}": t["rawSql"] for p in d["panels"] for t in p["targets"]}
-    for v in d["templating"]["list"]:
+    out = {
+        f"{p['title']}/{t['refId']}": str(t["rawSql"])
+        for p in _objects(d, "panels")
+        for t in _objects(p, "targets")
+    }
+    for v in _objects(d.get("templating"), "list"):
         if v["type"] == "query":
-            out[f"variable {v['name']}"] = v["query"]
-    for a in d["annotations"]["list"]:
-        out[f"annotation {a['name']}"] = a["target"]["rawSql"]
+            out[f"variable {v['name']}"] = str(v["query"])
+    for a in _objects(d.get("annotations"), "list"):
+        target = a["target"]
+        if isinstance(target, dict):
+            out[f"annotation {a['name']}"] = str(target["rawSql"])
     return out
+
+
+def _objects(doc: JsonValue, key: str) -> list[JsonObject]:
+    """The JSON objects listed under `key` of `doc` (none when it lists none)."""
+    found = doc.get(key) if isinstance(doc, dict) else None
+    return [x for x in found if isinstance(x, dict)] if isinstance(found, list) else []
 
 
 def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:

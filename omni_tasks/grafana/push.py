@@ -20,6 +20,7 @@ from grafana_client import GrafanaApi, TokenAuth
 from grafana_client.client import GrafanaClientError
 
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grafana.dashboards import DASHBOARD_DIR, TREND_UID, dashboards
 from omni_tasks.store import alerts as store
 from omni_tasks.trust.redact import outbound
@@ -57,7 +58,7 @@ def client(url: str, token: str) -> GrafanaApi:
     return GrafanaApi.from_url(url, credential=TokenAuth(token), timeout=10.0)
 
 
-def _found(api: GrafanaApi, uid: str) -> dict[str, Any] | None:
+def _found(api: GrafanaApi, uid: str) -> JsonObject | None:
     """Grafana's answer for a dashboard uid (dashboard and meta), or None."""
     try:
         return dict(api.dashboard.get_dashboard(uid))
@@ -80,16 +81,18 @@ def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
     written = unchanged = 0
     _ensure_folder(api)
     for d in dashboards().values():
-        found = _found(api, d["uid"])
-        if found is not None and found.get("meta", {}).get("provisioned"):
+        found = _found(api, str(d["uid"]))
+        meta = found.get("meta") if found is not None else None
+        if isinstance(meta, dict) and meta.get("provisioned"):
             raise GrafanaError(
                 f"dashboard {d['uid']} is file-provisioned in this Grafana, which refuses API "
                 "saves of it: set OMNI_GRAFANA_DASHBOARDS=provisioned (the compose mode), or "
                 "remove its provisioning to push through the API"
             )
+        stored = found.get("dashboard") if found is not None else None
         if (
-            found is not None
-            and {k: v for k, v in found["dashboard"].items() if k not in _VOLATILE} == d
+            isinstance(stored, dict)
+            and {k: v for k, v in stored.items() if k not in _VOLATILE} == d
         ):
             unchanged += 1
             continue
