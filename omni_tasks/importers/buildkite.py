@@ -37,13 +37,14 @@ import httpx
 import psycopg
 import tenacity
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
+from omni_tasks.contracts import JsonObject
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
@@ -62,6 +63,7 @@ from omni_tasks.trust.commits import check_commit
 from omni_tasks.trust.names import InvalidName, path_component, printable
 
 DEFAULT_API = "https://api.buildkite.com/v2"
+Query = dict[str, str | int]  # a request's query parameters
 RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
 
 
@@ -80,7 +82,7 @@ class ArtifactRule(BaseModel):
     protocol: Protocol = "chat"  # how the step's harness talks to the server
     blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
 
-    def matches(self, pipeline: str, path: str, job: dict[str, Any] | None) -> bool:
+    def matches(self, pipeline: str, path: str, job: JsonObject | None) -> bool:
         if pipeline != self.pipeline or not fnmatch.fnmatchcase(path, self.artifact):
             return False
         steps = (job or {}).get("step_key"), (job or {}).get("name"), (job or {}).get("label")
@@ -188,7 +190,7 @@ class ImportReport:
     unknown: list[str] = field(
         default_factory=list
     )  # "BUILD: PATH" of JSON artifacts no rule matches
-    gates: list[dict[str, Any]] = field(default_factory=list)  # upstream's verdict per run
+    gates: list[JsonObject] = field(default_factory=list)  # upstream's verdict per run
     invalid: list[str] = field(default_factory=list)  # runs that are not valid, and why
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -267,7 +269,7 @@ class BuildkiteClient:
     def _get(
         self,
         url: str,
-        params: dict[str, Any] | None = None,
+        params: Query | None = None,
         cap: int = MAX_JSON_BODY,
         deadline_s: float | None = None,
     ) -> tuple[httpx.Response, bytes]:
@@ -292,7 +294,7 @@ class BuildkiteClient:
         return self.src.backoff_s * 2 ** (state.attempt_number - 1)
 
     def _get_once(
-        self, url: str, params: dict[str, Any] | None, cap: int, deadline_s: float | None
+        self, url: str, params: Query | None, cap: int, deadline_s: float | None
     ) -> tuple[httpx.Response, bytes]:
         try:
             with self.http.stream("GET", url, params=params) as r:
@@ -308,21 +310,21 @@ class BuildkiteClient:
         except ResponseRefused as exc:
             raise BuildkiteError(f"Buildkite: {exc} on {httpx.URL(url).path}") from None
 
-    def _json(self, url: str, params: dict[str, Any] | None = None) -> tuple[httpx.Response, Any]:
+    def _json(self, url: str, params: Query | None = None) -> tuple[httpx.Response, JsonValue]:
         r, body = self._get(url, params)
         try:
             return r, parse_json(body, f"Buildkite {r.request.url.path}")
         except ResponseRefused as exc:
             raise BuildkiteError(str(exc)) from None
 
-    def builds(self) -> Iterator[dict[str, Any]]:
-        params: dict[str, Any] = {"per_page": 100}
+    def builds(self) -> Iterator[JsonObject]:
+        params: Query = {"per_page": 100}
         if self.src.branch:
             params["branch"] = self.src.branch
         if self.src.since:
             params["created_from"] = f"{self.src.since.isoformat()}T00:00:00Z"
         url: str | None = f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds"
-        query: dict[str, Any] | None = params
+        query: Query | None = params
         while url:
             r, page = self._json(url, query)
             if not isinstance(page, list):
@@ -331,7 +333,7 @@ class BuildkiteClient:
             url = r.links.get("next", {}).get("url")
             query = None  # the next link carries the query (an empty dict would replace it)
 
-    def artifacts(self, build: int) -> list[dict[str, Any]]:
+    def artifacts(self, build: int) -> list[JsonObject]:
         path = (
             f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds/{build}/artifacts"
         )
@@ -340,7 +342,7 @@ class BuildkiteClient:
             raise BuildkiteError(f"Buildkite: an artifact list that is not a list (build {build})")
         return [a for a in arts if isinstance(a, dict)]
 
-    def download(self, artifact: dict[str, Any]) -> bytes:
+    def download(self, artifact: JsonObject) -> bytes:
         # An accuracy artifact is a few MB; `import` takes files up to the same bound.
         url = artifact.get("download_url")
         if not isinstance(url, str):
@@ -369,28 +371,42 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
     client = BuildkiteClient(src)
     try:
         builds = []
-        for build in client.builds():
-            why = build_problem(build)
-            if why is None:
+        for doc in client.builds():
+            build = checked_build(doc)
+            if isinstance(build, Build):
                 builds.append(build)
             else:
-                number = printable(str(build.get("number"))[:20])
-                report.skipped_builds.append(f"{number}: skipped: {why}")
-        for build in sorted(builds, key=lambda b: b["number"]):
+                number = printable(str(doc.get("number"))[:20])
+                report.skipped_builds.append(f"{number}: skipped: {build}")
+        for build in sorted(builds, key=lambda b: b.number):
             _import_build(conn, client, src, rules, build, report)
     finally:
         client.close()
     return report
 
 
-def build_problem(build: dict[str, Any]) -> str | None:
-    """Why a build from the API cannot be imported (None: it can)."""
-    number = build.get("number")
+@dataclass(frozen=True)
+class Build:
+    """A build the API listed, its number and branch checked; the rest as the API gave it
+    (read field by field, each narrowed where it is used)."""
+
+    number: int
+    branch: str
+    doc: JsonObject
+
+    def jobs(self) -> list[JsonObject]:
+        found = self.doc.get("jobs")
+        return [j for j in found if isinstance(j, dict)] if isinstance(found, list) else []
+
+
+def checked_build(doc: JsonObject) -> Build | str:
+    """A build from the API, or why it cannot be imported."""
+    number, branch = doc.get("number"), doc.get("branch")
     if not isinstance(number, int) or isinstance(number, bool) or number < 0:
         return "its number is not a build number"
-    if not isinstance(build.get("branch"), str) or not build["branch"]:
+    if not isinstance(branch, str) or not branch:
         return "it names no branch"
-    return None
+    return Build(number, branch, doc)
 
 
 # What one artifact's import may raise that is about that artifact alone.
@@ -402,12 +418,12 @@ def _import_build(
     client: BuildkiteClient,
     src: BuildkiteSource,
     rules: list[ArtifactRule],
-    build: dict[str, Any],
+    build: Build,
     report: ImportReport,
 ) -> None:
     """One build's artifacts, each on its own: a failure skips that artifact, never the
     build's others or a newer build."""
-    number = build["number"]
+    number = build.number
     try:
         artifacts = client.artifacts(number)
     except BuildkiteError as exc:
@@ -443,44 +459,53 @@ def _import_build(
             report.skipped_builds.append(f"{number}: skipped {path}: {printable(str(exc))[:300]}")
 
 
-def _superseded_jobs(build: dict[str, Any]) -> set[str]:
+def _superseded_jobs(build: Build) -> set[str]:
     """Jobs a retry replaced (Buildkite marks them `retried`, naming the new attempt in
     `retried_in_job_id`): their artifacts are retries, not the night's run."""
     return {
         str(job.get("id"))
-        for job in build.get("jobs") or []
-        if isinstance(job, dict) and (job.get("retried") or job.get("retried_in_job_id"))
+        for job in build.jobs()
+        if job.get("retried") or job.get("retried_in_job_id")
     }
 
 
-def _jobs(build: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _jobs(build: Build) -> dict[str, JsonObject]:
     """The build's jobs by id (an artifact names the job that uploaded it)."""
-    return {
-        str(job["id"]): job
-        for job in build.get("jobs") or []
-        if isinstance(job, dict) and job.get("id") is not None
-    }
+    return {str(job["id"]): job for job in build.jobs() if job.get("id") is not None}
 
 
-def _provenance(build: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-    """What the run keeps of the job that uploaded it: its step, agent and hardware, and the
-    harness's eval switches it ran with."""
-    agent: dict[str, Any] = job["agent"] if isinstance(job.get("agent"), dict) else {}
-    out: dict[str, Any] = {
-        k: printable(str(v)[:200])
-        for k, v in (
-            ("job_id", job.get("id")),
-            ("step_key", job.get("step_key")),
-            ("step", job.get("name") or job.get("label")),
-            ("agent", agent.get("name")),
-            ("sku", sku_of(job)),
-        )
-        if v
-    }
-    switches = eval_switches(build, job)
-    if switches:
-        out["eval_switches"] = switches
-    return out
+@dataclass(frozen=True)
+class JobProvenance:
+    """What a run keeps of the job that uploaded it: its step, agent and hardware, and the
+    harness's eval switches it ran with (each printable and bounded: Buildkite's data)."""
+
+    job_id: str | None = None
+    step_key: str | None = None
+    step: str | None = None
+    agent: str | None = None
+    sku: str | None = None
+    eval_switches: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        """The fields it has (the run's `source.buildkite` carries them)."""
+        out: JsonObject = {k: v for k, v in dataclasses.asdict(self).items() if v}
+        return out
+
+
+def _provenance(build: Build, job: JsonObject) -> JobProvenance:
+    agent = job.get("agent")
+
+    def said(value: JsonValue) -> str | None:
+        return printable(str(value)[:200]) if value else None
+
+    return JobProvenance(
+        job_id=said(job.get("id")),
+        step_key=said(job.get("step_key")),
+        step=said(job.get("name") or job.get("label")),
+        agent=said(agent.get("name")) if isinstance(agent, dict) else None,
+        sku=said(sku_of(job)),
+        eval_switches=eval_switches(build, job),
+    )
 
 
 # The harness's switches, under both spellings: 0.30's (`SEED_TTS_WER_EVAL`,
@@ -497,11 +522,11 @@ EVAL_SWITCHES = {
 _ASSIGNMENT = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?([A-Z][A-Z0-9_]{1,60})=(\S{0,20})")
 
 
-def eval_switches(build: dict[str, Any], job: dict[str, Any]) -> dict[str, str]:
+def eval_switches(build: Build, job: JsonObject) -> dict[str, str]:
     """The eval switches a job ran with, as set in the build's or job's `env` or on its
     command line (`SEED_TTS_WER_EVAL=1 pytest ...`), each under the name it was given."""
     found: dict[str, str] = {}
-    for env in (build.get("env"), job.get("env")):
+    for env in (build.doc.get("env"), job.get("env")):
         if isinstance(env, dict):
             found.update({k: str(v)[:20] for k, v in env.items() if k in EVAL_SWITCHES})
     command = job.get("command")
@@ -516,21 +541,21 @@ def _import_one(
     conn: psycopg.Connection[Any],
     client: BuildkiteClient,
     src: BuildkiteSource,
-    build: dict[str, Any],
-    art: dict[str, Any],
+    build: Build,
+    art: JsonObject,
     candidates: list[ArtifactRule],
     report: ImportReport,
     retry: bool = False,
 ) -> None:
     data = client.download(art)
-    commit = build.get("commit")
+    said = build.doc.get("commit")
     try:
-        commit = None if commit is None else check_commit(commit, "commit")
+        commit = None if said is None else check_commit(str(said), "commit")
     except InvalidName as exc:  # e.g. "HEAD" on a build started by hand
-        report.warnings.append(f"build {build['number']}: {exc}; stored without a commit")
+        report.warnings.append(f"build {build.number}: {exc}; stored without a commit")
         commit = None
     options = ImportOptions(
-        branch=build["branch"],
+        branch=build.branch,
         commit=commit,
         harness_version=src.harness_version,
         built=_built(build),
@@ -539,16 +564,16 @@ def _import_one(
     found = _agreeing_rule(data, art, options, candidates)
     if isinstance(found, str):
         if found.startswith("!"):
-            report.errors.append(f"build {build['number']}: {found[1:]}")
+            report.errors.append(f"build {build.number}: {found[1:]}")
         else:
-            report.refused.append(f"build {build['number']}: {path}: {found}")
+            report.refused.append(f"build {build.number}: {path}: {found}")
         return
     rule, parsed = found
     job = _provenance(build, _jobs(build).get(str(art.get("job_id")), {}))
     try:
-        lane = rule.lane_for(job.get("sku"))
+        lane = rule.lane_for(job.sku)
     except BuildkiteError as exc:
-        report.refused.append(f"build {build['number']}: {path}: {exc}")
+        report.refused.append(f"build {build.number}: {path}: {exc}")
         return
     # The protocol keeps its own baseline: a realtime night is the series' `realtime`
     # variant (decisions, run keys and the fleet view are per variant), never the chat night.
@@ -568,22 +593,22 @@ def _import_one(
         verdicts,
         expected_items=rule.expected,
         protocol_pin=benchmarks.get(spec.benchmark).protocol_pin,
-        switches=job.get("eval_switches"),
+        switches=job.eval_switches or None,
     )
     source = {
         **parsed.spec.source,
         "buildkite": {
             "org": src.org,
             "pipeline": src.pipeline,
-            "build": build["number"],
+            "build": build.number,
             "artifact_id": art["id"],
             "artifact": path,
-            "web_url": build.get("web_url"),
-            "state": build.get("state"),
+            "web_url": build.doc.get("web_url"),
+            "state": build.doc.get("state"),
             "protocol": rule.protocol,
             "blocking": rule.blocking,
             "retry": retry,
-            **job,
+            **job.to_json(),
         },
         "upstream_gates": verdicts,
         "validity": problems,
@@ -592,7 +617,7 @@ def _import_one(
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
     # Two builds of one commit on one night are two runs: the build number keeps keys apart;
     # an earlier attempt of a retried job is kept under its job id.
-    key = f"{derive_run_key(spec)}:build{build['number']}"
+    key = f"{derive_run_key(spec)}:build{build.number}"
     if retry:
         key += f":retry-{path_component(str(art.get('job_id')))[:40]}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
@@ -612,42 +637,41 @@ def _import_one(
             f"INFRA night not valid: {spec.series.label}{protocol}",
             [
                 *problems,
-                f"build {build['number']} of {src.pipeline}",
-                f"upstream step {job.get('step', '?')} on {job.get('sku') or 'unknown hardware'}"
-                f", {step}",
+                f"build {build.number} of {src.pipeline}",
+                f"upstream step {job.step or '?'} on {job.sku or 'unknown hardware'}, {step}",
             ],
             dedup=str(spec.nightly),
             links=build_link(build),
         )
         conn.commit()
-    report.warnings += [f"build {build['number']}: {w}" for w in parsed.warnings]
+    report.warnings += [f"build {build.number}: {w}" for w in parsed.warnings]
 
 
 BUILDKITE_WEB = "https://buildkite.com/"
 
 
-def build_link(build: dict[str, Any]) -> dict[str, str] | None:
+def build_link(build: Build) -> dict[str, str] | None:
     """The build's page as a link that pastes (a message's link block, not its escaped text),
     only when it is a Buildkite page: the URL is Buildkite's data, so it is allow-listed by
     prefix and shape, never passed through as given."""
-    url = build.get("web_url")
+    url = build.doc.get("web_url")
     if (
         isinstance(url, str)
         and url.startswith(BUILDKITE_WEB)
         and re.fullmatch(r"[\w./:-]{1,300}", url)
     ):
-        return {f"Buildkite build {build.get('number')}": url}
+        return {f"Buildkite build {build.number}": url}
     return None
 
 
 def _agreeing_rule(
-    data: bytes, art: dict[str, Any], options: ImportOptions, candidates: list[ArtifactRule]
+    data: bytes, art: JsonObject, options: ImportOptions, candidates: list[ArtifactRule]
 ) -> tuple[ArtifactRule, ParsedArtifact] | str:
     """The first rule (in file order) whose series the artifact's own fields agree with, and
     the artifact as that rule reads it; else why none does ("!" first: it did not parse)."""
     refusals = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / Path(art.get("filename") or "artifact.json").name
+        path = Path(tmp) / Path(str(art.get("filename") or "artifact.json")).name
         path.write_bytes(data)
         read: dict[str | None, ParsedArtifact] = {}  # parsed once per benchmark
         for rule in candidates:
@@ -664,10 +688,10 @@ def _agreeing_rule(
     return "refused (never relabelled): " + "; ".join(refusals)
 
 
-def _built(build: dict[str, Any]) -> dt.date | None:
+def _built(build: Build) -> dt.date | None:
     """The day the build was created (for an artifact that carries no date of its own)."""
     try:
-        return dt.datetime.fromisoformat(str(build.get("created_at") or "")).date()
+        return dt.datetime.fromisoformat(str(build.doc.get("created_at") or "")).date()
     except ValueError:
         return None
 
@@ -678,7 +702,7 @@ def upstream_verdicts(
     nightly: dt.date,
     checkout: Path | None = None,
     expected_items: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Upstream's own verdict for each of the series' gates on this run, as its test would
     assert it: the figure recomputed from the items (or the artifact's summary), judged
     against the threshold of that night — the test file's at the run's commit when a vllm-omni
@@ -686,7 +710,7 @@ def upstream_verdicts(
     `not_evaluated`. A test that asserts the night's protocol or item count first
     (`guard_failures`) fails every gate there."""
     bench = benchmarks.get(parsed.spec.benchmark)
-    out = []
+    out: list[JsonObject] = []
     for gate in gates_of(series):
         value = (parsed.spec.summary or {}).get(gate.figure)
         if parsed.clips:

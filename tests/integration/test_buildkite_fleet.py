@@ -194,10 +194,10 @@ def test_a_short_night_and_a_step_on_other_hardware(db) -> None:
 
 
 def test_only_a_buildkite_page_becomes_a_link() -> None:
-    from omni_tasks.importers.buildkite import build_link
+    from omni_tasks.importers.buildkite import Build, build_link
 
     page = "https://buildkite.com/vllm/vllm-omni/builds/31"
-    assert build_link({"number": 31, "web_url": page}) == {"Buildkite build 31": page}
+    assert build_link(Build(31, "main", {"web_url": page})) == {"Buildkite build 31": page}
     for hostile in (
         "https://buildkite.com.evil.example/x",  # another host
         "https://evil.example/buildkite.com/",
@@ -205,7 +205,7 @@ def test_only_a_buildkite_page_becomes_a_link() -> None:
         "javascript:alert(1)",
         None,
     ):
-        assert build_link({"number": 1, "web_url": hostile}) is None, hostile
+        assert build_link(Build(1, "main", {"web_url": hostile})) is None, hostile
 
 
 def test_stats_of_every_imported_run_reproduce_the_artifacts_figures(db, fleet) -> None:
