@@ -153,7 +153,7 @@ def nightly_cmd(
     from omni_tasks.store import views
     from omni_tasks.store.db import redact, resolve_dsn
 
-    conf = {"transcript_mode": True} if transcript_mode else {}
+    conf: dict[str, object] = {"transcript_mode": True} if transcript_mode else {}
     try:
         fleet = resolve_night(conf, str(config.resolve()))
     except ConfigError as exc:

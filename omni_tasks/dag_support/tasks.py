@@ -220,7 +220,9 @@ def bisect(context: Context) -> dict[str, Any]:
 
     variable = Variable.get(VARIABLE, default=None)
     try:
-        p = BisectParams(**one_series_form("bisect", dict(context["params"]), variable))
+        p = BisectParams.model_validate(
+            one_series_form("bisect", dict(context["params"]), variable)
+        )
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"bisect parameters: {exc}") from None
     with results_db() as conn:
@@ -245,7 +247,9 @@ def ablate(context: Context) -> dict[str, Any]:
 
     variable = Variable.get(VARIABLE, default=None)
     try:
-        p = AblateParams(**one_series_form("ablate", dict(context["params"]), variable))
+        p = AblateParams.model_validate(
+            one_series_form("ablate", dict(context["params"]), variable)
+        )
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
         raise AirflowFailException(f"ablate parameters: {exc}") from None
     with results_db() as conn:

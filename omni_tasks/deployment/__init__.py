@@ -34,6 +34,9 @@ from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust import forms
 
+# A config, form or trigger conf as parsed (YAML or JSON): untrusted until checked, so a value
+# is narrowed where it is read.
+Doc = dict[str, object]
 VARIABLE = "omni_nightly_config"
 ENV = "OMNI_NIGHTLY_CONFIG"
 VERSIONS = (1, 2)
@@ -72,7 +75,7 @@ def _read(path: Path, named_by: str) -> tuple[str, str]:
         ) from None
 
 
-def parse(where: str, text: str) -> dict[str, Any]:
+def parse(where: str, text: str) -> Doc:
     """The config's fields (with `version`), checked for shape only."""
     try:
         doc = _safe_load(text)
@@ -123,12 +126,22 @@ def _safe_load(text: str) -> Any:
         loader.dispose()
 
 
-def form_fields(form: dict[str, Any]) -> dict[str, Any]:
+def _section(doc: Doc, key: str) -> Doc:
+    """`doc[key]` when it is a mapping, else empty (its shape is refused where it is checked)."""
+    found = doc.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def form_fields(form: Doc) -> Doc:
     """A trigger form's given fields (the empty defaults dropped)."""
     return {k: v for k, v in form.items() if v not in (None, "", [], {})}
 
 
-def check_form(kind: str, given: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def check_form(kind: str, given: Doc, config: Doc) -> Doc:
     """The form's fields through its allow-list (omni_tasks.trust.forms), against `config`
     (the series' fields with the config's form_choices and named_overrides)."""
     _check_choices(config.get("form_choices"), "deployment config")
@@ -143,7 +156,7 @@ def series_config(
     benchmark: str | None = None,
     lane: str | None = None,
     model: str | None = None,
-) -> dict[str, Any]:
+) -> Doc:
     """The configured series a one-series form (a bisect's, an ablation's) runs on ({} when
     nothing is configured): a version 1 config, or the fleet's series of that benchmark (and
     lane), else its first; with the config's form_choices and named_overrides. Its serving
@@ -160,30 +173,30 @@ def series_config(
         if (
             (benchmark is None or config.get("benchmark") == benchmark)
             and (lane in (None, "default") or config.get("lane") == lane)
-            and (model is None or (config.get("server") or {}).get("model") == model)
+            and (model is None or _section(config, "server").get("model") == model)
         ):
             break
     else:
         config = series[0]
-    extra: dict[str, Any] = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
+    extra: Doc = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
     return {**config, **extra}
 
 
 SERVING = ("repo", "environment", "server", "overrides", "grader")
 
 
-def one_series_form(kind: str, form: dict[str, Any], variable: str | None) -> dict[str, Any]:
+def one_series_form(kind: str, form: Doc, variable: str | None) -> Doc:
     """A bisect's or an ablation's parameters: the form's given fields through their
     allow-list, over the serving fields of the configured series they name (by benchmark,
     lane and model). What runs on the worker is the config's; the form only chooses."""
     given = form_fields(form)
     config = series_config(
         variable,
-        given.get("benchmark"),
-        given.get("lane"),
-        (given.get("server") or {}).get("model"),
+        _text(given.get("benchmark")),
+        _text(given.get("lane")),
+        _text(_section(given, "server").get("model")),
     )
-    require_capability(kind, given.get("benchmark") or config.get("benchmark"))
+    require_capability(kind, _text(given.get("benchmark") or config.get("benchmark")))
     return {
         **config_defaults(kind, given, config),
         **with_serving(check_form(kind, given, config), config),
@@ -212,11 +225,11 @@ TARGET_BRANCH = {
 }
 
 
-def config_defaults(kind: str, given: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def config_defaults(kind: str, given: Doc, config: Doc) -> Doc:
     """What a form left empty that the configured series answers: each target field, the
     series' target for that branch; the dataset, the series' (production defaults: the
     simulator is only what a demo's config or form names)."""
-    out: dict[str, Any] = {}
+    out: Doc = {}
     targets = config.get("targets") or {}
     for field, (branch_field, default) in TARGET_BRANCH.get(kind, {}).items():
         branch = given.get(branch_field, default)
@@ -227,29 +240,24 @@ def config_defaults(kind: str, given: dict[str, Any], config: dict[str, Any]) ->
     return out
 
 
-def with_serving(form: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def with_serving(form: Doc, config: Doc) -> Doc:
     """A one-series form's fields over the config's serving fields and grader (sections merged
     key by key): what runs on the worker is the config's."""
     from omni_tasks.synthesis.stages import merge_deploy
 
     out = {k: config[k] for k in SERVING if config.get(k) not in (None, {}, "")}
     for key, value in form.items():
-        if (
-            key in (*MERGED, "grader")
-            and isinstance(out.get(key), dict)
-            and isinstance(value, dict)
-        ):
-            out[key] = {**out[key], **value}
-        elif key == "overrides" and isinstance(out.get(key), dict):
-            out[key] = merge_deploy(out[key], value, new_stages=True)
+        current = out.get(key)
+        if key in (*MERGED, "grader") and isinstance(current, dict) and isinstance(value, dict):
+            out[key] = {**current, **value}
+        elif key == "overrides" and isinstance(current, dict) and isinstance(value, dict):
+            out[key] = merge_deploy(current, value, new_stages=True)
         else:
             out[key] = value
     return out
 
 
-def resolve(
-    form: dict[str, Any], variable: str | None = None, *, scheduled: bool = False
-) -> NightlyParams:
+def resolve(form: Doc, variable: str | None = None, *, scheduled: bool = False) -> NightlyParams:
     """The run's parameters: the deployment config, then the form's non-empty fields."""
     found = source(variable)
     given = form_fields(form)
@@ -265,16 +273,17 @@ def resolve(
     return _series_params(config, given, where)
 
 
-def _series_params(config: dict[str, Any], given: dict[str, Any], where: str) -> NightlyParams:
+def _series_params(config: Doc, given: Doc, where: str) -> NightlyParams:
     """One series' parameters: its config, then the form's given fields (allow-list checked)."""
     given = check_form("nightly", given, config)
     config = {k: v for k, v in config.items() if k not in NOT_SERIES_FIELDS}
     merged = {**config, **given}
     for section in MERGED:
-        if isinstance(config.get(section), dict) and isinstance(given.get(section), dict):
-            merged[section] = {**config[section], **given[section]}
+        ours, theirs = config.get(section), given.get(section)
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            merged[section] = {**ours, **theirs}
     try:
-        params = NightlyParams(**merged)
+        params = NightlyParams.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {_first(exc)}") from None
     except ValueError as exc:  # a check of ours outside pydantic's field errors
@@ -322,9 +331,7 @@ class Night:
         raise ConfigError(f"series {series_key} ({variant}) is not in the deployment config")
 
 
-def resolve_night(
-    form: dict[str, Any], variable: str | None = None, *, scheduled: bool = False
-) -> Night:
+def resolve_night(form: Doc, variable: str | None = None, *, scheduled: bool = False) -> Night:
     """The night's lanes and series: a version 1 config (or a complete form) is one series on
     the default lane; a version 2 config lists them. The form's fields apply to every series."""
     found = source(variable)
@@ -334,7 +341,7 @@ def resolve_night(
     return _fleet_night(found[0], doc, form)
 
 
-def _fleet_night(where: str, doc: dict[str, Any], form: dict[str, Any]) -> Night:
+def _fleet_night(where: str, doc: Doc, form: Doc) -> Night:
     """A version 2 config's night (its YAML already parsed)."""
     given = form_fields(form)
     _check_choices(doc.get("form_choices"), where)
@@ -343,12 +350,12 @@ def _fleet_night(where: str, doc: dict[str, Any], form: dict[str, Any]) -> Night
     seen: set[tuple[str, str]] = set()
     for i, config in enumerate(_fleet_series(where, doc)):
         at = f"{where}: series[{i}]"
-        if config.get("lane") not in lanes:
-            raise ConfigError(
-                f"{at}: lane: {config.get('lane')!r} is not one of the lanes ({_names(lanes)})"
-            )
-        lane = lanes[config["lane"]]
-        server = config.setdefault("server", {})
+        name, server = config.get("lane"), config.setdefault("server", {})
+        if not isinstance(name, str) or name not in lanes:
+            raise ConfigError(f"{at}: lane: {name!r} is not one of the lanes ({_names(lanes)})")
+        if not isinstance(server, dict):
+            raise ConfigError(f"{at}: server: a mapping of server fields")
+        lane = lanes[name]
         server.setdefault("gpus", lane.gpus_per_server)
         server.setdefault("gpu_resource", lane.gpu_resource)
         extra = {k: doc.get(k) for k in ("form_choices", "named_overrides")}
@@ -392,12 +399,12 @@ def retention(variable: str | None = None) -> Retention:
     doc = None if found is None else parse(*found)
     raw = (doc or {}).get("retention") or {}
     try:
-        return Retention(**raw) if isinstance(raw, dict) else Retention(**{"bad": raw})
+        return Retention.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"{found[0] if found else 'config'}: retention: {_first(exc)}") from None
 
 
-def _fleet_series(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _fleet_series(where: str, doc: Doc) -> list[Doc]:
     """Each series' fields: the defaults, then the series' own (server and environment merged
     key by key); `model` is the model its server serves (`server.model`)."""
     for key in doc:
@@ -485,14 +492,14 @@ def dag_units(path: str | None = None) -> list[DagUnit]:
     default = [DagUnit("", None, DEFAULT_LANE, DEFAULT_LANES[DEFAULT_LANE])]
     path = path or os.environ.get(ENV)
     try:
-        doc = parse(*_read(Path(path), ENV)) if path else {"version": 1}
+        doc: Doc = parse(*_read(Path(path), ENV)) if path else {"version": 1}
         if doc["version"] == 1:
             return [dataclasses.replace(default[0], concurrency=bool(doc.get("concurrency")))]
         lanes = _lanes(path or ENV, doc.get("lanes"))
         units: list[DagUnit] = []
         for config in _fleet_series(path or ENV, doc):
             lane = str(config.get("lane") or DEFAULT_LANE)
-            model = str((config.get("server") or {}).get("model") or DEFAULT_MODEL)
+            model = str(_section(config, "server").get("model") or DEFAULT_MODEL)
             series = Series(str(config.get("benchmark") or get_settings().benchmark), model, lane)
             checked = bool(config.get("concurrency"))
             same = [i for i, u in enumerate(units) if u.key == series.key]
@@ -633,12 +640,11 @@ def ab_allows_forks(variable: str | None = None) -> bool:
     """Whether the config's `ab:` section accepts PRs from forks (false without one)."""
     found = source(variable)
     doc = None if found is None else parse(*found)
-    if doc is None or doc["version"] != 2 or not isinstance(doc.get("ab"), dict):
-        return False
-    return doc["ab"].get("allow_forks") is True
+    ab = _section(doc or {}, "ab")
+    return doc is not None and doc["version"] == 2 and ab.get("allow_forks") is True
 
 
-def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
+def resolve_ab(form: Doc, variable: str | None = None) -> Any:
     """An A/B request from a trigger form (repo, pr, base_sha, head_sha, series, budget),
     checked against the config: only its `ab.repos`, only its series (base on the series'
     baseline target, head on its other branch's), at most `ab.max_budget` clips."""
@@ -651,7 +657,7 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
         raise ConfigError("the deployment config has no `ab:` section: no A/B is allowed")
     where = found[0]
     try:
-        ab = ABConfig(**doc["ab"])
+        ab = ABConfig.model_validate(doc["ab"])
         for allowed in ab.repos:
             check_repo(allowed)
     except (ValidationError, TypeError, ValueError) as exc:
@@ -676,6 +682,9 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
     budget = form.get("budget") or ab.budget
     if not isinstance(budget, int) or isinstance(budget, bool) or not 0 < budget <= ab.max_budget:
         raise ConfigError(f"trigger form: budget: 1 to {ab.max_budget} clips")
+    pr = form.get("pr")
+    if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool)):
+        raise ConfigError("trigger form: pr: a positive pull request number")
     try:
         return ABRequest(
             benchmark=p.bench,
@@ -686,7 +695,7 @@ def resolve_ab(form: dict[str, Any], variable: str | None = None) -> Any:
             base_sha=str(form.get("base_sha") or ""),
             head_sha=str(form.get("head_sha") or ""),
             repo=repo,
-            pr=form.get("pr"),
+            pr=pr,
             budget=budget,
             dataset=p.dataset,
             limit=p.limit,
@@ -727,7 +736,7 @@ def buildkite_sync(variable: str | None = None) -> BuildkiteSync:
     if found is None or doc is None or doc["version"] != 2 or not doc.get("buildkite"):
         raise ConfigError("the deployment config has no `buildkite:` section: nothing to sync")
     try:
-        return BuildkiteSync(**doc["buildkite"])
+        return BuildkiteSync.model_validate(doc["buildkite"])
     except (ValidationError, TypeError) as exc:
         detail = _first(exc) if isinstance(exc, ValidationError) else str(exc)
         raise ConfigError(f"{found[0]}: buildkite: {detail}") from None

@@ -57,12 +57,10 @@ def grader_spec(
     check_form(form)
     run = get_run(conn, str(form["run_key"]))
     try:
-        configured = (
-            deployment.series_config(variable, run["benchmark"], run["lane"], run["model"]).get(
-                "grader"
-            )
-            or {}
-        )
+        config = deployment.series_config(variable, run["benchmark"], run["lane"], run["model"])
+        configured = config.get("grader") or {}
+        if not isinstance(configured, dict):
+            raise deployment.ConfigError("grader: a mapping of grader fields")
     except deployment.ConfigError as exc:
         raise RegradeFormError(f"deployment config: {exc}") from None
     return GraderSpec.from_params(

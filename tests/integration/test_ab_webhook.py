@@ -166,6 +166,8 @@ def test_the_dag_form_is_checked_against_the_configs_ab_section(tmp_path: Path) 
         ({"series": "daily_omni|m|cuda"}, "is not in the config"),
         ({"budget": 10**6}, "budget: 1 to 5000"),
         ({"head_sha": "HEAD"}, "head_sha"),
+        ({"pr": "12"}, "pr: a positive pull request number"),  # a number, not text
+        ({"pr": True}, "pr: a positive pull request number"),  # never PR 1
         ({"target": "file:///etc"}, "not A/B fields"),
     ):
         with pytest.raises(ConfigError, match=said):
