@@ -7,8 +7,10 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from pydantic import JsonValue
+
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.flags import DEFAULT_SYSTEM_PROMPT
 from omni_tasks.prompts import PLAIN_USER_FORMAT, prompt_fingerprint
 from omni_tasks.series import DEFAULT_MODEL
@@ -56,19 +58,19 @@ def request_body(
     stages: StageDefaults | None = None,
     ref_audio_wav: bytes | None = None,
     ref_text: str | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The exact chat-completions body of the reference harness. A run seed is added only with
     the server's stage defaults known: as complete per-stage settings with the seed changed (a
     list entry replaces a stage's settings, so a partial one would cut every stage to vLLM's
     16-token default). Without stage defaults the seed is not sent (the run records that)."""
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonValue] = []
     if template.system_prompt is not None:
         messages.append(
             {"role": "system", "content": [{"type": "text", "text": template.system_prompt}]}
         )
     user = template.user_format.format(text=text)
     messages.append({"role": "user", "content": [{"type": "text", "text": user}]})
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
@@ -85,11 +87,11 @@ def request_body(
     if ref_text is not None:
         body["ref_text"] = ref_text
     if seed is not None and stages is not None:
-        body["sampling_params_list"] = stages.seeded(body, seed)
+        body["sampling_params_list"] = [*stages.seeded(body, seed)]
     return body
 
 
-def ref_audio_of(body: dict[str, Any]) -> bytes | None:
+def ref_audio_of(body: JsonObject) -> bytes | None:
     """The reference audio a request carries (a base64 WAV data URL), None when none reads."""
     url = body.get("ref_audio")
     if not isinstance(url, str) or not url.startswith("data:audio/wav;base64,"):
@@ -100,28 +102,33 @@ def ref_audio_of(body: dict[str, Any]) -> bytes | None:
         return None
 
 
-def target_text(body: dict[str, Any]) -> str:
+def target_text(body: JsonObject) -> str:
     """The user text of a request (what the model must say)."""
-    for message in body.get("messages", []):
-        if message.get("role") == "user":
+    return _content(body, "user") or ""
+
+
+def system_prompt_of(body: JsonObject) -> str | None:
+    return _content(body, "system")
+
+
+def _content(body: JsonObject, role: str) -> str | None:
+    """The text of a request's first message in `role` (its text parts joined), or None."""
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and message.get("role") == role:
             content = message.get("content")
             if isinstance(content, str):
                 return content
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def system_prompt_of(body: dict[str, Any]) -> str | None:
-    for message in body.get("messages", []):
-        if message.get("role") == "system":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            parts = content if isinstance(content, list) else []
+            return "".join(
+                text
+                for p in parts
+                if isinstance(p, dict) and isinstance(text := p.get("text", ""), str)
+            )
     return None
 
 
-def sse(chunk: dict[str, Any] | str) -> bytes:
+def sse(chunk: JsonObject | str) -> bytes:
     data = chunk if isinstance(chunk, str) else json.dumps(chunk)
     return f"data: {data}\n\n".encode()
 
@@ -140,8 +147,8 @@ class StreamWriter:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def _chunk(self, modality: str | None, choices: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def _chunk(self, modality: str | None, choices: list[JsonValue]) -> JsonObject:
+        out: JsonObject = {
             "id": self.request_id,
             "object": "chat.completion.chunk",
             "created": self.created,
@@ -154,7 +161,7 @@ class StreamWriter:
             out["usage"] = self._usage()
         return out
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> JsonObject:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -162,16 +169,16 @@ class StreamWriter:
         }
 
     def role(self, modality: str) -> bytes:
-        delta = {"role": "assistant", "content": ""}
+        delta: JsonObject = {"role": "assistant", "content": ""}
         return sse(self._chunk(modality, [{"index": 0, "delta": delta, "finish_reason": None}]))
 
     def text(self, content: str, tokens: int, finish: str | None = None) -> bytes:
         self.completion_tokens += tokens
-        choice = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
+        choice: JsonObject = {"index": 0, "delta": {"content": content}, "finish_reason": finish}
         return sse(self._chunk("text", [choice]))
 
     def audio(self, wav: bytes, rate: int, finish: str | None = None) -> bytes:
-        choice = {
+        choice: JsonObject = {
             "index": 0,
             "delta": {"role": "assistant", "content": base64.b64encode(wav).decode()},
             "audio_metadata": {"sample_rate": rate, "format": "wav"},
@@ -191,7 +198,7 @@ class StreamWriter:
         return sse("[DONE]")
 
 
-def text_chunk(content: str, model: str) -> dict[str, Any]:
+def text_chunk(content: str, model: str) -> JsonObject:
     return {
         "object": "chat.completion.chunk",
         "model": model,
@@ -200,7 +207,7 @@ def text_chunk(content: str, model: str) -> dict[str, Any]:
     }
 
 
-def audio_chunk(wav: bytes, model: str) -> dict[str, Any]:
+def audio_chunk(wav: bytes, model: str) -> JsonObject:
     content = base64.b64encode(wav).decode()
     return {
         "object": "chat.completion.chunk",
@@ -215,7 +222,7 @@ def audio_chunk(wav: bytes, model: str) -> dict[str, Any]:
 SECONDS_PER_WORD = 0.4
 
 
-def transcript_chunk(words: str, seconds: float, model: str) -> dict[str, Any]:
+def transcript_chunk(words: str, seconds: float, model: str) -> JsonObject:
     return {
         "object": "chat.completion.chunk",
         "model": model,
