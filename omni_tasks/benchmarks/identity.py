@@ -48,7 +48,7 @@ def differences(stored: dict[str, Any], spec: RunSpec) -> list[str]:
     ]
 
 
-def stored_status(conn: psycopg.Connection[Any], key: str, spec: RunSpec) -> dict[str, Any] | None:
+def stored_status(conn: psycopg.Connection[Any], key: str, spec: RunSpec) -> runs.StoredKey | None:
     """The stored run's status under `key` (None when there is none), once its inputs are
     checked to be the request's."""
     existing = runs.run_key_status(conn, key)

@@ -95,7 +95,7 @@ def run_items(
     )
     key = req.run_key or runs.derive_run_key(spec)
     existing = identity.stored_status(conn, key, spec)
-    if existing is not None and existing["status"] == "complete":
+    if existing is not None and existing.status == "complete":
         return key  # a retried task converges: a complete run is not asked again
     with served_target(req, suite) as url:
         answers = asyncio.run(_ask_all(url, suite, req, items, show_progress))

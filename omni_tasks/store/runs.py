@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
@@ -452,10 +453,7 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:
         r["synth_status"]: r["n"]
         for r in conn.execute(sql("clips_by_status"), {"run_id": row["run_id"]})
     }
-    gradings = [
-        GradingInfo(g["grading_id"], g["grader_id"], g["n_grades"], g["status"], g["grader"])
-        for g in conn.execute(sql("gradings_of_run"), {"run_id": row["run_id"]})
-    ]
+    gradings = gradings_of(conn, row["run_id"])
     return RunDescription(
         run_key=row["run_key"],
         benchmark=row["benchmark"],
@@ -493,11 +491,11 @@ def latest_grading(
     ).fetchone()
     if row is None:
         if grader_id is not None:
-            known = [g["grader_id"] for g in gradings_of(conn, run_id)]
+            known = [g.grader_id for g in gradings_of(conn, run_id)]
             raise RunNotFoundError(
                 f"run {run_key} has no grading by {grader_id}; its gradings: {known or 'none'}"
             )
-        running = [g["grader_id"] for g in gradings_of(conn, run_id) if g["status"] == "running"]
+        running = [g.grader_id for g in gradings_of(conn, run_id) if g.status == "running"]
         if running:
             raise RunNotFoundError(
                 f"run {run_key}: its grading by {running[0]} is not complete (still running, or "
@@ -507,8 +505,12 @@ def latest_grading(
     return int(row["grading_id"]), str(row["grader_id"])
 
 
-def gradings_of(conn: psycopg.Connection[Any], run_id: int) -> list[dict[str, Any]]:
-    return list(conn.execute(sql("gradings_of_run"), {"run_id": run_id}))
+def gradings_of(conn: psycopg.Connection[Any], run_id: int) -> list[GradingInfo]:
+    """A run's gradings, oldest first."""
+    return [
+        GradingInfo(g["grading_id"], g["grader_id"], g["n_grades"], g["status"], g["grader"])
+        for g in conn.execute(sql("gradings_of_run"), {"run_id": run_id})
+    ]
 
 
 def grade_counts(conn: psycopg.Connection[Any], grading_id: int) -> tuple[int, int, int]:
@@ -569,12 +571,18 @@ def imported_buildkite_artifact(conn: psycopg.Connection[Any], artifact_id: str)
     return conn.execute(sql("imported_buildkite_artifact"), args).fetchone() is not None
 
 
-def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any] | None:
-    """A run key's row, if stored: run_id, status, content_hash."""
-    row: dict[str, Any] | None = conn.execute(
-        sql("run_key_status"), {"run_key": run_key}
-    ).fetchone()
-    return row
+@dataclass(frozen=True)
+class StoredKey:
+    """What a run key holds, if stored (run_key_status.sql)."""
+
+    run_id: int
+    status: str  # running | complete | partial | failed
+    content_hash: str | None
+
+
+def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> StoredKey | None:
+    cur = conn.cursor(row_factory=class_row(StoredKey))
+    return cur.execute(sql("run_key_status"), {"run_key": run_key}).fetchone()
 
 
 def clips_by_status(conn: psycopg.Connection[Any], run_id: int) -> dict[str, int]:

@@ -387,7 +387,7 @@ def run_benchmark(
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
-    synthesized = existing is None or existing["status"] in ("partial", "failed", "running")
+    synthesized = existing is None or existing.status in ("partial", "failed", "running")
     if not req.transcript_mode and grader is None:
         raise BenchError("a grader is needed for audio runs")
     if req.transcript_mode:
