@@ -292,8 +292,8 @@ def _last_good(
 ) -> NightEvidence | None:
     """Walking back (newest first) from before the streak: the first night that rules the
     regression out alone, or the oldest of a run of quiet nights whose tables pooled do (Δ
-    tail's 99 % bound below min_effect; at 300 items one night's bound is Δ̂ + 5.8 points, so
-    only several together can). The
+    tail's 99.9 % bound below the floor of `_excludes`; at 300 items one night's bound is
+    Δ̂ + 7.4 points, so it often takes several together). The
     range then starts at that run's oldest night, so a culprit among them stays inside it. A
     REGRESSED night ends a run; a night without a table (a run group) neither joins nor ends
     one."""
@@ -315,14 +315,19 @@ def _last_good(
 
 
 RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
-RANGE_CONFIDENCE = 0.99  # two-sided: a bad night clears a 95 % bound 2 % of the time
+# Two-sided, and strict: the walk tests night after night, and at 99 % a night inside a 5-point
+# step at 300 questions cleared the floor below often enough to leave the culprit out of one
+# range in five (bench_statistics_sim).
+RANGE_CONFIDENCE = 0.999
 
 
 def _excludes(tables: Sequence[tuple[int, int, int, int]], policy: GatePolicy) -> bool:
-    """Whether the nights pooled rule out a regression of min_effect. Not the resolve rule's
-    floor (what one night can flag): a range must hold any culprit, and at 300 questions nights
-    inside a 5-point step clear that floor one time in five (bench_statistics_sim)."""
-    return rule_out(tables, policy, RANGE_CONFIDENCE).high < policy.min_effect
+    """Whether the nights pooled rule out a regression this series could have flagged: Δ tail's
+    bound below the floor, max(min_effect, the smallest Δ one night can call REGRESSED)
+    (resolution.rule_out). min_effect alone (2 points) is past what the nights of a 14-day
+    window can rule out at 300 questions, where one night's bound is Δ̂ + 7 points: four
+    ranges in ten had no last good night."""
+    return rule_out(tables, policy, RANGE_CONFIDENCE).ruled_out
 
 
 @dataclass(frozen=True)
@@ -336,9 +341,9 @@ class NightEvidence:
     vllm: str | None = None  # the candidate's vLLM build (or version) that night
 
     def rules_out(self, policy: GatePolicy) -> bool:
-        """Not REGRESSED, and its table alone rules a regression of min_effect out (Δ tail's
-        99 % upper bound). An UNKNOWN night counts: at 300 questions every quiet night is
-        UNKNOWN (too few to call SAME)."""
+        """Not REGRESSED, and its table alone rules the regression out (`_excludes`: Δ tail's
+        99.9 % upper bound below the floor). An UNKNOWN night counts: at 300 questions every
+        quiet night is UNKNOWN (too few to call SAME)."""
         if self.verdict not in ("SAME", "IMPROVED", "UNKNOWN") or self.table is None:
             return False
         return _excludes([self.table], policy)
@@ -353,8 +358,8 @@ def bisect_range(
     it neither end nor extend it; a SAME or IMPROVED night ends it, and so do UNKNOWN nights
     that rule the regression out, alone or pooled: at 300 questions every quiet night is
     UNKNOWN, too few to call SAME). A last-good night must rule the regression out: its
-    Δ tail's 99 % upper bound (alone or pooled with the quiet nights after it) below
-    `policy`'s min_effect.
+    Δ tail's 99.9 % upper bound (alone or pooled with the quiet nights after it) below the
+    larger of `policy`'s min_effect and what one night of the series can call REGRESSED.
     A SAME night merely inside the wider equivalence margin does not (after a real step just
     above min_effect a fifth of nights are SAME), nor does a 95 % bound (a bad night clears it
     2 % of the time), so the walk goes on past such nights, and past REGRESSED nights before

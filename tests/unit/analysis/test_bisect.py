@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+from statistics import NormalDist
 
 from omni_tasks.analysis.bisect import NightEvidence, bisect, bisect_range, repeat_cap
 from omni_tasks.gates.policy import load_policy
@@ -129,21 +131,41 @@ def test_the_check_and_the_steps_never_rerun_a_seed_that_chose_the_clips() -> No
 
 
 def test_quiet_small_nights_pooled_start_the_range_at_their_oldest() -> None:
-    """Issue 45: at 300 questions no single quiet night can rule 2 points out, and every quiet
-    night is UNKNOWN (too few questions to call SAME), which never ended the streak: 93 % of
-    real alerts got no bisect range. A run of quiet nights pooled can: the range starts at the
-    run's oldest night, so a culprit hidden among them stays inside it."""
+    """Issue 45: a range's last good night rules out what the series could have flagged, the
+    larger of min_effect and one night's REGRESSED threshold z(1 − α)·√(ψ/n) (4.2 points at
+    300 questions, ψ .1), at 99.9 %. One quiet night's bound, z(.9995)·√(ψ/n) ≈ 6 points, is
+    above it; three pooled (≈ 3.5) are below: the range starts at the run's oldest night, so a
+    culprit hidden among them stays inside it."""
     quiet = (60, 15, 15, 210)
+    z = NormalDist().inv_cdf
+    floor = max(POLICY.min_effect, z(1 - POLICY.alpha) * math.sqrt(0.1 / 300))
+    assert z(0.9995) * math.sqrt(0.1 / 300) > floor > z(0.9995) * math.sqrt(0.1 / 900)
     first_bad = _night(7, "REGRESSED", (60, 25, 9, 206))
+    one = [first_bad, _night(6, "UNKNOWN", quiet)]
+    assert bisect_range(one, POLICY) == (None, first_bad)
     three = [first_bad] + [_night(i, "UNKNOWN", quiet) for i in (6, 5, 4)]
-    assert bisect_range(three, POLICY)[0] is None  # three nights' bound is still ~2.7 points
-    seven = [first_bad] + [_night(i, "UNKNOWN", quiet) for i in range(6, -1, -1)]
-    good, bad = bisect_range(seven, POLICY)
+    good, bad = bisect_range(three, POLICY)
     assert bad is not None and bad.commit_sha == "c7"
-    assert good is not None and good.commit_sha == "c1"  # six nights pooled first rule it out
+    assert good is not None and good.commit_sha == "c4"
     broken = [first_bad, _night(6, "UNKNOWN", quiet),
               _night(5, "REGRESSED", (60, 25, 9, 206))] + [
         _night(i, "UNKNOWN", quiet) for i in range(4, -1, -1)
     ]  # fmt: skip
-    good, _ = bisect_range(broken, POLICY)
-    assert good is None  # c5 ends the run: 1 + 5 quiet nights never pool (6 would rule out)
+    good, bad = bisect_range(broken, POLICY)
+    # c6 alone cannot end the streak, so c5 is its first bad night; two nights after it sit at
+    # the floor (z(.9995) ≈ √2·z(.99)), three clear it.
+    assert bad is not None and bad.commit_sha == "c5"
+    assert good is not None and good.commit_sha == "c2"
+
+
+def test_the_issues_multiple_choice_reproduction_gets_a_range() -> None:
+    """Issue 45 #2: three quiet nights at 300 questions, then (60,25,9,206), gave (None, c3):
+    no bisection. The quiet nights pooled now rule out what such a series can flag."""
+    policy = load_policy().for_benchmark("daily_omni")
+    tables = [(60, 16, 14, 210), (60, 15, 15, 210), (60, 14, 16, 210)]
+    nights = [_night(3, "REGRESSED", (60, 25, 9, 206))] + [
+        _night(i, "UNKNOWN", t) for i, t in reversed(list(enumerate(tables)))
+    ]
+    good, bad = bisect_range(nights, policy)
+    assert bad is not None and bad.commit_sha == "c3"
+    assert good is not None and good.commit_sha in ("c0", "c1", "c2")
