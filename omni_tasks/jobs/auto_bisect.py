@@ -2,10 +2,12 @@
 
 For each open regression alert without a bisect yet, the range is the candidate branch's head
 on the streak's first bad night and on the last night before it that rules the regression out
-(its Δ tail's 99 % upper bound below min_effect; a SAME night inside the wider margin does not),
-up to two weeks back (analysis/bisect.py `bisect_range`); the bisection's endpoint check then
-says whether the range holds a regression at all. A bisect is planned when the repo shows more
-than one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
+(its Δ tail's 99.9 % upper bound, alone or pooled with the quiet nights after it, below what
+one night of the series can call REGRESSED, at least min_effect; a SAME night inside the wider
+margin does not), up to two weeks back (analysis/bisect.py `bisect_range`); the bisection's
+endpoint check then says
+whether the range holds a regression at all. A bisect is planned when the repo shows more than
+one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
 one (no force-push) and the target can serve every commit (`vllm-serve` or the simulator; a
 fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents.
 Whatever the outcome, the alert's thread says it once, and the alert's details keep it, so a
@@ -97,7 +99,8 @@ def _decide(
     if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
         why = (
             f"no night of {branch} in the {RANGE_WINDOW_DAYS} days before the regression rules "
-            f"it out (Δ tail's 99 % upper bound below {pts(policy.min_effect)}), so no range"
+            f"it out (Δ tail's 99.9 % upper bound, alone or pooled, below what one night of the "
+            f"series can call REGRESSED, at least {pts(policy.min_effect)}), so no range"
         )
         return {"status": "skipped", "why": why}
     ends = {

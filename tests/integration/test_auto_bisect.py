@@ -70,7 +70,11 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
     [
         ("one commit", "is one commit, nothing to bisect"),
         ("force-push", "not an ancestor of the first bad one"),
-        ("not ruled out", "rules it out (Δ tail's 99 % upper bound below +2.0 pts)"),
+        (
+            "not ruled out",
+            "rules it out (Δ tail's 99.9 % upper bound, alone or pooled, below what one night "
+            "of the series can call REGRESSED, at least +2.0 pts)",
+        ),
         ("url target", "needs a server per commit"),
         ("not a sha", "not a commit SHA: 'v1.2-good'"),
     ],

@@ -11,8 +11,8 @@ from omni_tasks.gates.policy import load_policy
 
 D0 = dt.date(2027, 3, 1)
 POLICY = load_policy()  # min_effect 2 points
-RULES_OUT = (80, 4, 4, 1000)  # Δ 0, 99 % upper bound < 1 point
-WIDE_SAME = (80, 20, 10, 978)  # SAME inside ±3 points, yet its 99 % bound is above 2 points
+RULES_OUT = (80, 4, 4, 1000)  # Δ 0, 99.9 % upper bound < 1 point
+WIDE_SAME = (80, 20, 10, 978)  # SAME inside ±3 points, yet its 99.9 % bound is above 2 points
 REGRESSED = (80, 71, 9, 928)
 
 
