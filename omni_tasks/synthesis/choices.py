@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import io
 import re
-from typing import Any
 
 import numpy as np
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, decode_wav
 from omni_tasks.synthesis.profiles import Profile, uniform
+from omni_tasks.synthesis.protocol import message_parts, part_text, part_url
 from omni_tasks.synthesis.simulator import UnreadableRequest
 
 LETTERS = "ABCD"
@@ -34,13 +35,13 @@ PALETTE = {  # the colours a frame is named by (the Video-MME demo set's)
 }
 
 
-def is_choice_request(body: dict[str, Any]) -> bool:
+def is_choice_request(body: JsonObject) -> bool:
     """A text-only request whose user message asks to pick among choices."""
     text = user_text(body)
     return body.get("modalities") == ["text"] and any(m in text for m in _MARKERS)
 
 
-def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
+def answer(body: JsonObject, profile: Profile, seed: int) -> str:
     text = user_text(body)
     marker = next(m for m in _MARKERS if m in text)
     question, listed = text.split(marker, 1)
@@ -59,14 +60,14 @@ def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
     return heard
 
 
-def user_text(body: dict[str, Any]) -> str:
-    for m in body.get("messages", []):
-        if m.get("role") == "user" and isinstance(m.get("content"), list):
-            return "".join(p.get("text", "") for p in m["content"] if isinstance(p, dict))
+def user_text(body: JsonObject) -> str:
+    for role, parts in message_parts(body):
+        if role == "user":
+            return "".join(part_text(p) for p in parts)
     return ""
 
 
-def _audio(body: dict[str, Any]) -> tuple[np.ndarray, int]:
+def _audio(body: JsonObject) -> tuple[np.ndarray, int]:
     try:
         return decode_wav(inline_wav(body), "inline audio")
     except (ValueError, AudioUnavailable) as exc:
@@ -107,27 +108,26 @@ def _seen(choices: dict[str, str], colours: list[str], question: str) -> str:
     return sorted(choices)[0]
 
 
-def _frames(body: dict[str, Any]) -> list[str]:
+def _frames(body: JsonObject) -> list[str]:
     """Each inline JPEG frame's colour name (the palette's nearest to its mean)."""
     from PIL import Image, UnidentifiedImageError
 
     names, refs = list(PALETTE), np.array(list(PALETTE.values()), dtype=float)
     seen: list[str] = []
-    for m in body.get("messages", []):
-        for part in m.get("content") if isinstance(m.get("content"), list) else []:
-            url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
-            if not url:
-                continue
-            if not url.startswith("data:image/jpeg;base64,") or len(url) > MAX_INLINE_FRAME:
-                raise UnreadableRequest("a frame is not an inline JPEG of at most 2 MB")
-            if len(seen) == MAX_FRAMES:
-                raise UnreadableRequest(f"more than {MAX_FRAMES} frames")
-            try:
-                with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
-                    mean = np.asarray(img.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
-            except (ValueError, OSError, UnidentifiedImageError) as exc:
-                raise UnreadableRequest(f"unreadable frame: {exc}") from None
-            seen.append(names[int(np.argmin(((refs - mean) ** 2).sum(axis=1)))])
+    for part in (p for _, parts in message_parts(body) for p in parts):
+        url = part_url(part, "image_url")
+        if not url:
+            continue
+        if not url.startswith("data:image/jpeg;base64,") or len(url) > MAX_INLINE_FRAME:
+            raise UnreadableRequest("a frame is not an inline JPEG of at most 2 MB")
+        if len(seen) == MAX_FRAMES:
+            raise UnreadableRequest(f"more than {MAX_FRAMES} frames")
+        try:
+            with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
+                mean = np.asarray(img.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
+        except (ValueError, OSError, UnidentifiedImageError) as exc:
+            raise UnreadableRequest(f"unreadable frame: {exc}") from None
+        seen.append(names[int(np.argmin(((refs - mean) ** 2).sum(axis=1)))])
     return seen
 
 
@@ -143,16 +143,15 @@ def _beep_count(samples: np.ndarray, rate: int) -> float:
     return float(np.count_nonzero(loud[1:] & ~loud[:-1]) + int(loud[0]) if n else 0)
 
 
-def inline_wav(body: dict[str, Any]) -> bytes:
-    for m in body.get("messages", []):
-        for part in m.get("content") if isinstance(m.get("content"), list) else []:
-            url = (part.get("audio_url") or {}).get("url", "") if isinstance(part, dict) else ""
-            if url.startswith("data:audio/wav;base64,"):
-                data = url.split(",", 1)[1]
-                if len(data) > MAX_INLINE_AUDIO:
-                    raise UnreadableRequest("inline audio too large")
-                try:
-                    return base64.b64decode(data, validate=True)
-                except ValueError as exc:
-                    raise UnreadableRequest(f"inline audio: {exc}") from None
+def inline_wav(body: JsonObject) -> bytes:
+    for part in (p for _, parts in message_parts(body) for p in parts):
+        url = part_url(part, "audio_url")
+        if url.startswith("data:audio/wav;base64,"):
+            data = url.split(",", 1)[1]
+            if len(data) > MAX_INLINE_AUDIO:
+                raise UnreadableRequest("inline audio too large")
+            try:
+                return base64.b64decode(data, validate=True)
+            except ValueError as exc:
+                raise UnreadableRequest(f"inline audio: {exc}") from None
     raise UnreadableRequest("no inline WAV audio_url in the request")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -109,6 +110,27 @@ def target_text(body: JsonObject) -> str:
 
 def system_prompt_of(body: JsonObject) -> str | None:
     return _content(body, "system")
+
+
+def message_parts(body: JsonObject) -> Iterator[tuple[str, list[JsonObject]]]:
+    """(role, content parts) of each message whose content is a list of parts; a part or message
+    of another shape is skipped (a request is the client's data)."""
+    messages = body.get("messages")
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and isinstance(content := m.get("content"), list):
+            yield str(m.get("role")), [p for p in content if isinstance(p, dict)]
+
+
+def part_text(part: JsonObject) -> str:
+    text = part.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def part_url(part: JsonObject, kind: str) -> str:
+    """The URL of an `image_url` / `audio_url` part ("" when it has none)."""
+    ref = part.get(kind)
+    url = ref.get("url") if isinstance(ref, dict) else None
+    return url if isinstance(url, str) else ""
 
 
 def _content(body: JsonObject, role: str) -> str | None:

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import STORE_RATE, wav_bytes
 from omni_tasks.synthesis import batching, protocol
 from omni_tasks.synthesis.profiles import (
@@ -49,7 +50,7 @@ CHUNK_SECONDS = 1.0
 # How a benchmark family's items are answered (ItemSuite.simulate): the text answer to a
 # text-out request that is the family's, None when it is not; NotTheFamilysRequest when it is
 # but cannot be read (a 400, as the server refuses it).
-Answerer = Callable[[dict[str, Any], Profile, int], str | None]
+Answerer = Callable[[JsonObject, Profile, int], str | None]
 
 
 class UnreadableRequest(ValueError):
@@ -132,7 +133,7 @@ async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig, voice: float) -> Asy
         await asyncio.sleep(0)
 
 
-def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[dict[str, Any]]:
+def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[JsonObject]:
     words = b.spoken_text.split()
     per_chunk = max(1, int(cfg.chunk_seconds / protocol.SECONDS_PER_WORD))
     return [
@@ -156,12 +157,12 @@ async def _content(
         yield w.audio(wav, STORE_RATE)
 
 
-def _answer(body: dict[str, Any], cfg: SimulatorConfig, profile: Profile, seed: int) -> str | None:
+def _answer(body: JsonObject, cfg: SimulatorConfig, profile: Profile, seed: int) -> str | None:
     return next((t for a in cfg.answerers if (t := a(body, profile, seed)) is not None), None)
 
 
 def _answer_response(
-    body: dict[str, Any],
+    body: JsonObject,
     cfg: SimulatorConfig,
     profile: Profile,
     headers: dict[str, str],
@@ -244,7 +245,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             inflight.leave()
         return response
 
-    async def _chat(body: dict[str, Any], co_batched: bool) -> Response:
+    async def _chat(body: JsonObject, co_batched: bool) -> Response:
         answered = _answer_response(body, cfg, profile, headers, co_batched)
         if answered is not None:
             return answered
@@ -273,7 +274,8 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         if co_batched and batching.leaks(profile, body):
             voice = inflight.other_voice(voice)
         broken_off = uniform(seed, text, "stream_error") < profile.stream_error
-        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        options = body.get("stream_options")
+        usage = isinstance(options, dict) and bool(options.get("include_usage"))
         w = protocol.StreamWriter(
             cfg.model_name,
             "chatcmpl-" + uuid.uuid4().hex[:24],
