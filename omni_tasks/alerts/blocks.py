@@ -62,6 +62,9 @@ class CommitRange:
     last_good: str | None = None
     last_good_night: str | None = None
     compare_url: str | None = None  # the repo's compare view, when OMNI_REPO_URL is set
+    # The regression the last good night rules out: what one night of the series can call
+    # REGRESSED, at least min_effect (a 300-question night cannot rule out 2 points).
+    ruled_out: float | None = None
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,8 @@ def _commits(ctx: AlertContext) -> list[Block]:
     if r.last_good is None:
         return [section(f"*Commits* {bad}; no SAME night before it on record")]
     text = f"*Commits* last good {code(r.last_good[:12])} ({r.last_good_night}) → {bad}"
+    if r.ruled_out is not None:
+        text += f" (the last good night rules out a regression of {pts(r.ruled_out)} or more)"
     if r.last_good == r.first_bad:
         text += " (the same commit: the change is not in this repository's code)"
     if r.compare_url:

@@ -30,7 +30,7 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, groups, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
-from omni_tasks.analysis.bisect import bisect_range
+from omni_tasks.analysis.bisect import RANGE_CONFIDENCE, bisect_range
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import RuleOut, rule_out
@@ -148,9 +148,8 @@ def _commit_range(
     """The candidate's commits around the night the alert opened: the streak's first bad
     night's and the last night's before it that rules the regression out (the auto-bisect's
     range, analysis/bisect.py `bisect_range`)."""
-    good, bad = bisect_range(
-        decisions.range_evidence(conn, d.key, opened), policy.for_benchmark(d.benchmark)
-    )
+    series_policy = policy.for_benchmark(d.benchmark)
+    good, bad = bisect_range(decisions.range_evidence(conn, d.key, opened), series_policy)
     if bad is None or not bad.commit_sha:
         return None
     repo = get_settings().repo_url
@@ -165,6 +164,9 @@ def _commit_range(
         last_good=None if good is None else good.commit_sha,
         last_good_night=None if good is None else str(good.nightly),
         compare_url=compare,
+        ruled_out=None
+        if good is None or good.table is None
+        else rule_out([good.table], series_policy, RANGE_CONFIDENCE).floor,
     )
 
 

@@ -195,3 +195,21 @@ def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
         "`omni-tasks report --benchmark daily_omni --model openbmb/MiniCPM-o-4_5 --lane "
         "rocm-mi300 --nightly 2026-11-28`"
     ) in text
+
+
+def test_a_range_says_which_regression_its_last_good_night_rules_out() -> None:
+    """Issue 45: at 300 questions a night rules out what the series can flag (about 4 points),
+    not 2 points, and the alert says so beside the commits."""
+    commits = blocks.CommitRange(
+        first_bad="b" * 40,
+        first_bad_night="2027-01-05",
+        last_good="a" * 40,
+        last_good_night="2027-01-03",
+        ruled_out=0.0425,
+    )
+    text = blocks.render_text(blocks.regression_opened(_ctx([], commits=commits)).to_payload())
+    assert f"last good `{'a' * 12}` (2027-01-03)" in text
+    assert "rules out a regression of +4.2 pts or more" in text
+    unsaid = dataclasses.replace(commits, ruled_out=None)
+    text = blocks.render_text(blocks.regression_opened(_ctx([], commits=unsaid)).to_payload())
+    assert "rules out" not in text
