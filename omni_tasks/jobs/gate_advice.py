@@ -3,7 +3,6 @@ per-item parts of the gated figure, and our paired tail test's MDE on the same r
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from collections import Counter
@@ -174,9 +173,7 @@ def record_night(
             )
         except NoHistory:
             continue
-        results.upsert_gate_advice(
-            conn, params.series, params.baseline, nightly, dataclasses.asdict(advice)
-        )
+        results.upsert_gate_advice(conn, params.series, params.baseline, nightly, advice)
         stored += 1
     return stored
 

@@ -72,7 +72,7 @@ def compute_stats(
     policy = policy.for_benchmark(g.run["benchmark"])
     bench = benchmarks.get(g.run["benchmark"])
     stats = run_stats(g.clips, tau, g.run["n_expected"], bench.official_summary, bench.diagnoses)
-    results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats.to_json())
+    results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats)
     return stats.of(g.run, g.grader_id)
 
 
@@ -85,7 +85,7 @@ def ensure_stats(
     stored = results.stored_stats(conn, g.grading_id, tau, policy.policy_version)
     if stored is None:
         return compute_stats(conn, g, tau, policy)
-    return RunStats.from_json(stored).of(g.run, g.grader_id)
+    return stored.of(g.run, g.grader_id)
 
 
 def compute_stats_for_key(

@@ -3,12 +3,15 @@ keyed so a recomputation overwrites), and the series the trend reads."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.contracts import RunStats
+from omni_tasks.gates.advice import GateAdvice
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -34,8 +37,9 @@ def upsert_run_stats(
     grading_id: int,
     tau: float,
     policy_version: str,
-    stats: dict[str, Any],
+    run: RunStats,
 ) -> None:
+    stats = run.to_json()
     ci = stats.get("tail_fraction_ci") or [None, None]
     conn.execute(
         sql("upsert_run_stats"),
@@ -81,11 +85,11 @@ def known_breaks(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[dt.
 
 def stored_stats(
     conn: psycopg.Connection[Any], grading_id: int, tau: float, policy_version: str
-) -> dict[str, Any] | None:
-    """The statistics object stored for a grading at tau under a policy version, if any."""
+) -> RunStats | None:
+    """The statistics stored for a grading at tau under a policy version, if any."""
     args = {"grading_id": grading_id, "tau": tau, "policy_version": policy_version}
     row = conn.execute(sql("stored_stats"), args).fetchone()
-    return None if row is None else dict(row["stats"])
+    return None if row is None else RunStats.from_json(row["stats"])
 
 
 def upsert_gate_advice(
@@ -93,25 +97,25 @@ def upsert_gate_advice(
     series: Series,
     branch: str,
     nightly: dt.date,
-    advice: dict[str, Any],
+    advice: GateAdvice,
 ) -> None:
     """A series' gate advice of the night (the whole advice kept as JSON)."""
-    low, high = advice["p_fail_interval"]
+    low, high = advice.p_fail_interval
     conn.execute(
         sql("upsert_gate_advice"),
         {
             **series.args(),
             "branch": branch,
-            "figure": advice["figure"],
+            "figure": advice.figure,
             "nightly": nightly,
-            "gate": advice["gate"],
-            "threshold": advice["threshold"],
-            "p_fail": advice["p_fail"],
+            "gate": advice.gate,
+            "threshold": advice.threshold,
+            "p_fail": advice.p_fail,
             "p_fail_low": low,
             "p_fail_high": high,
-            "suggested": advice["suggested_threshold"],
-            "nights": advice["nights"],
-            "advice": Jsonb(advice),
+            "suggested": advice.suggested_threshold,
+            "nights": advice.nights,
+            "advice": Jsonb(dataclasses.asdict(advice)),
         },
     )
 
