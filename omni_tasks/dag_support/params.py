@@ -7,10 +7,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    pass
+    from airflow.sdk import Param
 
 
-def nightly_params() -> dict[str, Any]:
+def nightly_params() -> dict[str, Param]:
     """The trigger form of seed_tts_nightly, in sections. Every field is empty by default: the
     deployment config (omni_tasks.deployment) supplies the run; a non-empty field overrides it
     once. Choices are offered as proposals (`examples`), never as a select showing `null`; the
@@ -20,7 +20,7 @@ def nightly_params() -> dict[str, Any]:
     from omni_tasks import benchmarks
     from omni_tasks.trust import forms
 
-    def field(kind: str | list[str], section: str, title: str, description: str, **kw: Any) -> Any:
+    def field(kind: str | list[str], section: str, title: str, description: str, **kw: Any) -> Param:
         return Param(
             None,
             type=["null", *([kind] if isinstance(kind, str) else kind)],
@@ -117,7 +117,7 @@ def nightly_params() -> dict[str, Any]:
     }
 
 
-def _serving_params() -> dict[str, Any]:
+def _serving_params() -> dict[str, Param]:
     """The serving choices a one-series form (bisect, ablate) may make; the rest is the
     configured series' (docs/operators/security.md)."""
     from airflow.sdk import Param
@@ -152,7 +152,7 @@ def one_of(values: Any) -> str:
     return "^(" + "|".join(re.escape(str(v)) for v in values) + ")$"
 
 
-def one_series_fields(capability: str, what: str, where: str) -> dict[str, Any]:
+def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param]:
     """The fields a bisect's and an ablation's forms share: which series (only benchmarks
     whose family has `capability`: any other is refused at submit), its branches, and where
     it runs (empty target and dataset: the configured series', deployment.one_series_form)."""
@@ -191,7 +191,7 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Any]:
     }
 
 
-def _target(title: str, section: str) -> Any:
+def _target(title: str, section: str) -> Param:
     from airflow.sdk import Param
 
     from omni_tasks.trust import forms
@@ -206,7 +206,7 @@ def _target(title: str, section: str) -> Any:
     )
 
 
-def _alert(section: str) -> Any:
+def _alert(section: str) -> Param:
     from airflow.sdk import Param
 
     return Param(
@@ -218,7 +218,7 @@ def _alert(section: str) -> Any:
     )
 
 
-def bisect_params() -> dict[str, Any]:
+def bisect_params() -> dict[str, Param]:
     """The bisect form, in sections. Its target and dataset default to the deployment
     config's for the series and branch; the simulator is only what the demo names."""
     from airflow.sdk import Param
@@ -281,7 +281,7 @@ def bisect_params() -> dict[str, Any]:
     }
 
 
-def ablate_params() -> dict[str, Any]:
+def ablate_params() -> dict[str, Param]:
     """The ablation form, in sections. Its targets and dataset default to the deployment
     config's for the series' candidate and baseline branches."""
     from airflow.sdk import Param
@@ -324,7 +324,7 @@ def ablate_params() -> dict[str, Any]:
     }
 
 
-def regrade_params() -> dict[str, Any]:
+def regrade_params() -> dict[str, Param]:
     """The re-grade form, in sections. Every grader field is empty by default: the deployment
     config's grader for the run's series (jobs/regrade.py); a value overrides it once."""
     from airflow.sdk import Param
@@ -334,7 +334,7 @@ def regrade_params() -> dict[str, Any]:
 
     which, how = "Which run", "How it is graded (empty: the config's grader for its series)"
 
-    def choice(title: str, values: Any, description: str) -> Any:
+    def choice(title: str, values: Any, description: str) -> Param:
         # Proposals, not a select showing `null`; the pattern is the allow-list.
         return Param(
             None,
@@ -381,7 +381,7 @@ def regrade_params() -> dict[str, Any]:
     }
 
 
-def ab_params() -> dict[str, Any]:
+def ab_params() -> dict[str, Param]:
     from airflow.sdk import Param
 
     return {
