@@ -60,7 +60,7 @@ def _from_json(tp: Any, value: Any) -> Any:
     return value
 
 
-def from_json(cls: type[T], data: dict[str, Any]) -> T:
+def from_json(cls: type[T], data: JsonObject) -> T:
     """An instance of dataclass `cls` from its JSON object (unknown keys are ignored, so a row
     written by a later version still reads)."""
     hints = get_type_hints(cls)
@@ -71,12 +71,12 @@ def from_json(cls: type[T], data: dict[str, Any]) -> T:
 class Contract:
     """A typed result with one JSON spelling."""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = _to_json(self)
+    def to_json(self) -> JsonObject:
+        out: JsonObject = _to_json(self)
         return out
 
     @classmethod
-    def from_json(cls: type[T], data: dict[str, Any]) -> T:
+    def from_json(cls: type[T], data: JsonObject) -> T:
         return from_json(cls, data)
 
 

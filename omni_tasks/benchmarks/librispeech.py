@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
 from omni_tasks.records import ClipGrade, ClipRecord, Grader
@@ -116,10 +117,10 @@ def ensure_demo_set(cache: Path) -> Path:
     return root.parent.parent
 
 
-def request_body(model: str, wav: bytes, seed: int | None) -> dict[str, Any]:
+def request_body(model: str, wav: bytes, seed: int | None) -> JsonObject:
     """One transcription request: the audio inline, the instruction, text out."""
     audio = "data:audio/wav;base64," + base64.b64encode(wav).decode()
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model,
         "messages": [
             {
@@ -155,7 +156,7 @@ class LibriSpeechSuite(ItemSuite):
     def reference(self, item: Utterance) -> str:
         return item.text
 
-    def request_body(self, item: Utterance, req: RunRequest) -> dict[str, Any]:
+    def request_body(self, item: Utterance, req: RunRequest) -> JsonObject:
         wav = item.audio.read_bytes()  # OSError: a failed request naming why
         if len(wav) > MAX_AUDIO_BYTES:
             raise ValueError("audio over 16 MiB")
@@ -167,7 +168,7 @@ class LibriSpeechSuite(ItemSuite):
         status = "graded" if w.hyp_words else "empty_transcript"
         return ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer, **fields)  # type: ignore[arg-type]
 
-    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+    def simulate(self, body: JsonObject, profile: Profile, seed: int) -> str | None:
         """It "hears" what the WAV's INFO comment says (synthesis/transcribe.py)."""
         from omni_tasks.synthesis import transcribe
 

@@ -20,7 +20,9 @@ def nightly_params() -> dict[str, Param]:
     from omni_tasks import benchmarks
     from omni_tasks.trust import forms
 
-    def field(kind: str | list[str], section: str, title: str, description: str, **kw: Any) -> Param:
+    def field(
+        kind: str | list[str], section: str, title: str, description: str, **kw: Any
+    ) -> Param:
         return Param(
             None,
             type=["null", *([kind] if isinstance(kind, str) else kind)],

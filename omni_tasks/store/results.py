@@ -40,7 +40,7 @@ def upsert_run_stats(
     run: RunStats,
 ) -> None:
     stats = run.to_json()
-    ci = stats.get("tail_fraction_ci") or [None, None]
+    ci = run.tail_fraction_ci or (None, None)
     conn.execute(
         sql("upsert_run_stats"),
         {
