@@ -338,16 +338,36 @@ class Triage(Contract):
 
 
 @dataclass(frozen=True)
+class BisectPlan(Contract):
+    """The auto-bisect planned for a regression alert (jobs/auto_bisect.py), kept in its
+    details: what was decided once, and the trigger a re-run of the night gets back."""
+
+    night: str  # the night it was planned on
+    status: str  # triggered | attribution | skipped
+    why: str | None = None  # skipped: why not
+    last_good: str | None = None  # the range's commits and nights
+    first_bad: str | None = None
+    last_good_night: str | None = None
+    first_bad_night: str | None = None
+    commits: int | None = None  # commits after the last good one
+    budget: float | None = None  # full-run equivalents
+    author: str | None = None  # a one-commit range: who made that commit
+    vllm: tuple[str, str] | None = None  # attribution: the vLLM builds at the two ends
+    trigger_dag_id: str | None = None
+    trigger_run_id: str | None = None
+    conf: JsonObject | None = None  # the triggered DAG run's conf (its form's fields)
+
+
+@dataclass(frozen=True)
 class AlertDetails(Contract):
     """What an alert keeps in `alert.details`: the decision that opened it, the candidate
-    commits it covers, its triage history, and the auto-bisect planned for it (the plan's
-    own fields are auto_bisect.py's: range, budget, trigger); a group member's line and a
-    group's commit range (alerts/groups.py)."""
+    commits it covers, its triage history, and the auto-bisect planned for it; a group
+    member's line and a group's commit range (alerts/groups.py)."""
 
     decision_id: int | None = None
     commits: list[str | None] = field(default_factory=list)  # None: a run without a commit
     triage: Triage | None = None
-    bisect: dict[str, Any] | None = None
+    bisect: BisectPlan | None = None
     summary: str | None = None  # a group member's line in its group's message
     last_good: str | None = None  # a group's commit range, oldest member's last good…
     first_bad: str | None = None  # …to the newest member's first bad commit

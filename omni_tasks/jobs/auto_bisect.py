@@ -17,10 +17,10 @@ alert, so Airflow starts it once.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import subprocess
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -28,6 +28,7 @@ import psycopg
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, NightEvidence, bisect_range
+from omni_tasks.contracts import BisectPlan, JsonObject
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.formatting import pts
 from omni_tasks.gates.policy import load_policy
@@ -83,16 +84,14 @@ def commit_author(repo: str, sha: str) -> str:
 
 
 def _decide(
-    conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any]
-) -> dict[str, Any]:
-    """The alert's bisect: {"status": "triggered", conf…} or {"status": "skipped", "why"}."""
+    conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any], night: str
+) -> BisectPlan:
+    """The alert's bisect: triggered (with its DAG run's conf), or skipped and why."""
     branch = alert["candidate_branch"]
     if "bisect" not in benchmarks.get(params.bench).capabilities:
         family = benchmarks.get(params.bench).family
-        return {
-            "status": "skipped",
-            "why": f"{params.bench} ({family}) has no bisect capability: nothing to trigger",
-        }
+        why = f"{params.bench} ({family}) has no bisect capability: nothing to trigger"
+        return BisectPlan(night, "skipped", why)
     policy = load_policy().for_benchmark(params.bench)
     nights = decisions.range_evidence(conn, decisions.alert_key_of(alert), alert["opened_nightly"])
     good, bad = bisect_range(nights, policy)
@@ -102,20 +101,22 @@ def _decide(
             f"it out (Δ tail's 99.9 % upper bound, alone or pooled, below what one night of the "
             f"series can call REGRESSED, at least {pts(policy.min_effect)}), so no range"
         )
-        return {"status": "skipped", "why": why}
-    ends = {
-        "last_good": good.commit_sha,
-        "first_bad": bad.commit_sha,
-        "last_good_night": str(good.nightly),
-        "first_bad_night": str(bad.nightly),
-    }
+        return BisectPlan(night, "skipped", why)
+    ends = BisectPlan(
+        night,
+        "skipped",
+        last_good=good.commit_sha,
+        first_bad=bad.commit_sha,
+        last_good_night=str(good.nightly),
+        first_bad_night=str(bad.nightly),
+    )
     span = f"{good.commit_sha[:12]} ({good.nightly}) .. {bad.commit_sha[:12]} ({bad.nightly})"
 
-    def skipped(why: str) -> dict[str, Any]:
-        return {"status": "skipped", **ends, "why": why}
+    def skipped(why: str) -> BisectPlan:
+        return dataclasses.replace(ends, why=why)
 
     if good.vllm and bad.vllm and good.vllm != bad.vllm:
-        return _both_repositories(params, alert, good, bad, ends, skipped)
+        return _both_repositories(params, alert, good, bad, ends)
     if good.commit_sha == bad.commit_sha:
         return skipped(
             f"{branch} did not change between the last good and the first bad night "
@@ -134,13 +135,13 @@ def _decide(
         )
     if len(history) <= 2:
         author = commit_author(params.repo, bad.commit_sha)
-        return {
-            **skipped(
+        return dataclasses.replace(
+            skipped(
                 f"the range {span} is one commit, nothing to bisect: {bad.commit_sha[:12]} "
                 f"by {author} is the first bad commit"
             ),
-            "author": author,
-        }
+            author=author,
+        )
     target = params.targets.get(branch)
     if not isinstance(target, str) or not (
         target == "vllm-serve" or target.startswith("simulator:")
@@ -149,25 +150,26 @@ def _decide(
             f"{branch}'s target serves one commit (a URL); a bisect needs a server "
             "per commit (target vllm-serve)"
         )
-    conf = {
+    conf: JsonObject = {
         **_run_conf(params, alert),
-        "history": history,
+        "history": list(history),
         "target": target,
         "limit": params.limit,
         "seed": params.seeds[0],
         "budget": params.auto_bisect.budget,
     }
-    return {
-        "status": "triggered",
-        **ends,
-        "commits": len(history) - 1,
-        "budget": params.auto_bisect.budget,
-        "trigger_run_id": f"auto_bisect__alert{alert['alert_id']}",
-        "conf": conf,
-    }
+    return dataclasses.replace(
+        ends,
+        status="triggered",
+        commits=len(history) - 1,
+        budget=params.auto_bisect.budget,
+        trigger_dag_id=BISECT_DAG,
+        trigger_run_id=f"auto_bisect__alert{alert['alert_id']}",
+        conf=conf,
+    )
 
 
-def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> dict[str, Any]:
+def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> JsonObject:
     """What a triggered bisect or ablation takes from the series and the alert: choices within
     the forms' allow-list (the series' serving fields are the config's, found again there by
     benchmark, lane and model)."""
@@ -190,14 +192,17 @@ def _both_repositories(
     alert: dict[str, Any],
     good: NightEvidence,
     bad: NightEvidence,
-    ends: dict[str, Any],
-    skipped: Callable[[str], dict[str, Any]],
-) -> dict[str, Any]:
+    ends: BisectPlan,
+) -> BisectPlan:
     """vLLM changed between the nights: which repository carries the regression is asked
     first (the two-repository A/B, omni_ablate) when vllm-omni changed too; a bisect of vLLM's
     own commits is named when it alone changed."""
     branch = alert["candidate_branch"]
     moved = f"vLLM {good.vllm} → {bad.vllm}"
+
+    def skipped(why: str) -> BisectPlan:
+        return dataclasses.replace(ends, why=why)
+
     if good.commit_sha == bad.commit_sha:
         return skipped(
             f"{moved} while {branch} stayed at {str(bad.commit_sha)[:12]}: bisect vLLM's "
@@ -211,7 +216,7 @@ def _both_repositories(
             f"{str(bad.commit_sha)[:12]}); telling them apart needs vllm-serve targets "
             "(an environment per repository version)"
         )
-    conf = {
+    conf: JsonObject = {
         **_run_conf(params, alert),
         "nightly": str(bad.nightly),
         "candidate_target": "vllm-serve",
@@ -225,41 +230,42 @@ def _both_repositories(
             },
         ],
     }
-    return {
-        "status": "attribution",
-        **ends,
-        "vllm": [good.vllm, bad.vllm],
-        "trigger_dag_id": ABLATE_DAG,
-        "trigger_run_id": f"auto_attribute__alert{alert['alert_id']}",
-        "conf": conf,
-    }
+    return dataclasses.replace(
+        ends,
+        status="attribution",
+        vllm=(str(good.vllm), str(bad.vllm)),
+        trigger_dag_id=ABLATE_DAG,
+        trigger_run_id=f"auto_attribute__alert{alert['alert_id']}",
+        conf=conf,
+    )
 
 
-def _note(plan: dict[str, Any]) -> str:
-    if plan["status"] == "skipped":
-        return f"No automatic bisect: {plan['why']}."
-    if plan["status"] == "attribution":
-        old, new = plan["vllm"]
+def _note(plan: BisectPlan) -> str:
+    if plan.status == "skipped":
+        return f"No automatic bisect: {plan.why}."
+    last_good, first_bad = str(plan.last_good)[:12], str(plan.first_bad)[:12]
+    if plan.status == "attribution" and plan.vllm is not None:
+        old, new = plan.vllm
         return (
-            f"Both repositories changed between {plan['last_good_night']} and "
-            f"{plan['first_bad_night']}: vLLM {old} → {new} and vllm-omni "
-            f"{plan['last_good'][:12]} → {plan['first_bad'][:12]}. The two-repository A/B runs "
+            f"Both repositories changed between {plan.last_good_night} and "
+            f"{plan.first_bad_night}: vLLM {old} → {new} and vllm-omni "
+            f"{last_good} → {first_bad}. The two-repository A/B runs "
             f"first (each taken back alone, on the night's clips): Airflow run `{ABLATE_DAG}` / "
-            f"`{plan['trigger_run_id']}`; it names the side that carries the regression, whose "
+            f"`{plan.trigger_run_id}`; it names the side that carries the regression, whose "
             "commits to bisect next."
         )
     return (
-        f"Auto-bisect started: {plan['commits']} commits after {plan['last_good'][:12]} "
-        f"(good on {plan['last_good_night']}) up to {plan['first_bad'][:12]} (bad on "
-        f"{plan['first_bad_night']}), within {plan['budget']:g} full-run equivalents of GPU "
+        f"Auto-bisect started: {plan.commits} commits after {last_good} "
+        f"(good on {plan.last_good_night}) up to {first_bad} (bad on "
+        f"{plan.first_bad_night}), within {plan.budget or 0:g} full-run equivalents of GPU "
         "(clips from the endpoints' stored runs; the endpoints are checked first). Airflow run "
-        f"`{BISECT_DAG}` / `{plan['trigger_run_id']}`; its result is replied here."
+        f"`{BISECT_DAG}` / `{plan.trigger_run_id}`; its result is replied here."
     )
 
 
 def plan_bisects(
     conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """TriggerDagRunOperator arguments, one per bisect planned on `nightly` (a re-run of the
     night gets the same ones back; Airflow skips a run id that exists)."""
     if not params.auto_bisect.enabled:
@@ -269,17 +275,17 @@ def plan_bisects(
         for alert in store.open_regression_alerts(conn, params.series):
             plan = alert["details"].bisect
             if plan is None:
-                plan = {"night": nightly.isoformat(), **_decide(conn, params, alert)}
+                plan = _decide(conn, params, alert, nightly.isoformat())
                 store.record_bisect(conn, alert["alert_id"], plan)
                 reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
                 key = f"{alert['alert_key']}|auto-bisect"
                 store.enqueue(conn, key, alert["alert_id"], "reply", reply)
-            if plan["status"] in ("triggered", "attribution") and plan["night"] == str(nightly):
+            if plan.status in ("triggered", "attribution") and plan.night == str(nightly):
                 triggers.append(
                     {
-                        "trigger_dag_id": plan.get("trigger_dag_id", BISECT_DAG),
-                        "trigger_run_id": plan["trigger_run_id"],
-                        "conf": plan["conf"],
+                        "trigger_dag_id": plan.trigger_dag_id or BISECT_DAG,
+                        "trigger_run_id": plan.trigger_run_id,
+                        "conf": plan.conf,
                     }
                 )
     return triggers

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert
+from omni_tasks.contracts import AlertDetails, BisectPlan, JsonObject, StoredAlert
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
@@ -242,9 +242,9 @@ def held_until(conn: psycopg.Connection[Any]) -> dt.datetime | None:
     return None if row is None else row["until"]
 
 
-def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: dict[str, Any]) -> None:
+def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: BisectPlan) -> None:
     """The auto-bisect planned for an alert, kept in its details (planned once)."""
-    merge_details(conn, alert_id, {"bisect": plan})
+    merge_details(conn, alert_id, {"bisect": plan.to_json()})
 
 
 def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: dict[str, Any]) -> None:
