@@ -261,7 +261,8 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
                 headers=headers,
             )
         # The talker's effective seed decides what the audio says (none: a fixed default).
-        seed = applied[1]["seed"] if applied[1]["seed"] is not None else 42
+        talker_seed = applied[1].get("seed")
+        seed = talker_seed if isinstance(talker_seed, int) else 42
         thinker_only = body.get("modalities") == ["text"]
         if thinker_only:  # no talker runs: the greedy thinker's text, the same at every seed
             seed = 0

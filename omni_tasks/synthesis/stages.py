@@ -18,11 +18,13 @@ from typing import Any
 
 import yaml
 
+from omni_tasks.contracts import JsonObject
+
 STAGE_NAMES = ("thinker", "talker", "code2wav")
 
 # vLLM's SamplingParams defaults for the fields a deploy or a request sets (vllm/sampling_params.py;
 # the conformance suite reads them from the matching vLLM release's source and compares).
-VLLM_DEFAULTS: dict[str, Any] = {
+VLLM_DEFAULTS: JsonObject = {
     "n": 1,
     "presence_penalty": 0.0,
     "frequency_penalty": 0.0,
@@ -94,7 +96,7 @@ REQUEST_OVERRIDES = frozenset(
 
 # The nightly's Qwen3-Omni server: `vllm_omni/deploy/qwen3_omni_moe.yaml` (0.30.0) under the CI
 # overlay (max_tokens 150 / 1000 / 2000). The simulator serves with these.
-NIGHTLY_STAGE_DEFAULTS: tuple[dict[str, Any], ...] = (
+NIGHTLY_STAGE_DEFAULTS: tuple[JsonObject, ...] = (
     {"temperature": 0.0, "max_tokens": 150},
     {"seed": 42, "temperature": 0.9, "top_k": 50, "max_tokens": 1000, "repetition_penalty": 1.05},
     {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "max_tokens": 2000, "repetition_penalty": 1.1},
@@ -105,7 +107,7 @@ class DeployConfigError(ValueError):
     """A deploy config without the stages a request needs; the message names the file."""
 
 
-def nightly_deploy() -> dict[str, Any]:
+def nightly_deploy() -> JsonObject:
     """The nightly's deploy as a document (engine settings as the 0.30.0 yaml sets them: only
     code2wav eager), which the simulator serves and deploy overrides merge into."""
     return {
@@ -122,7 +124,7 @@ def nightly_deploy() -> dict[str, Any]:
 
 def merge_deploy(
     base: Mapping[str, Any], over: Mapping[str, Any], *, new_stages: bool = False
-) -> dict[str, Any]:
+) -> JsonObject:
     """Deploy overrides merged the way vLLM-Omni merges its platform sections: mappings key by
     key, and `stages` entry by `stage_id` (so `{"stages": [{"stage_id": 1, "enforce_eager":
     true}]}` changes the talker only). An entry for a stage the deploy lacks is an error, unless
@@ -156,7 +158,7 @@ def _merge_stages(base: list[Any], over: list[Any], new_stages: bool) -> list[An
     return stages
 
 
-def engine_args(doc: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def engine_args(doc: Mapping[str, Any]) -> tuple[JsonObject, ...]:
     """Each stage's engine settings (all but its id and sampling defaults), in stage order."""
     return tuple(
         {k: v for k, v in s.items() if k not in ("stage_id", "default_sampling_params")}
@@ -173,7 +175,7 @@ class InvalidStageSettings(ValueError):
 class StageDefaults:
     """Each stage's default sampling settings on the server, and where they were read."""
 
-    stages: tuple[dict[str, Any], ...]
+    stages: tuple[JsonObject, ...]
     source: str
 
     @classmethod
@@ -211,12 +213,12 @@ class StageDefaults:
     def load(cls, path: Path) -> StageDefaults:
         return cls.from_deploy(read_deploy(path), str(path))
 
-    def seeded(self, body: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+    def seeded(self, body: Mapping[str, Any], seed: int) -> list[JsonObject]:
         """Complete per-stage settings with only the seed changed: what the server would apply
         to `body` without a list (stage 0 takes the request's OpenAI fields), plus the seed."""
         return [{**s, "seed": seed} for s in self.applied(body)]
 
-    def applied(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def applied(self, body: Mapping[str, Any]) -> list[JsonObject]:
         """The deploy defaults as a request without a list leaves them (fields set only)."""
         first = {**self.stages[0], **{k: body[k] for k in REQUEST_OVERRIDES if k in body}}
         return [first, *(dict(s) for s in self.stages[1:])]
@@ -227,7 +229,7 @@ CI_OVERLAY = Path(__file__).with_name("qwen3_omni_moe_ci.yaml")
 MAX_BASE_DEPTH = 8
 
 
-def read_deploy(path: Path, depth: int = 0) -> dict[str, Any]:
+def read_deploy(path: Path, depth: int = 0) -> JsonObject:
     """A deploy yaml as vLLM-Omni resolves it: a `base_config` (relative to the file) is read
     first and this file's stages merge into it by `stage_id` (`resolve_deploy_yaml`)."""
     try:
@@ -249,7 +251,7 @@ def read_deploy(path: Path, depth: int = 0) -> dict[str, Any]:
     return merge_deploy(read_deploy(path.parent / base, depth + 1), doc, new_stages=True)
 
 
-def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[dict[str, Any]]:
+def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[JsonObject]:
     """Each stage's full settings as the server applies them to `body` (the server's rule)."""
     entries = body.get("sampling_params_list")
     if entries is None:
