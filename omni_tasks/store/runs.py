@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
@@ -73,8 +75,8 @@ def derive_run_key(spec: RunSpec) -> str:
     )
 
 
-def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
-    out = {}
+def _canonical_spec(spec: RunSpec) -> JsonObject:
+    out: JsonObject = {}
     for f in dataclasses.fields(spec):
         v = getattr(spec, f.name)
         if f.name in _AUDIT_FIELDS or (f.name in _SERIES_FIELDS and v == f.default):
@@ -94,7 +96,7 @@ def _canonical_spec(spec: RunSpec) -> dict[str, Any]:
 _LATER_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos", "finish_reason"})
 
 
-def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
+def _canonical_rows(rows: Sequence[ClipAudio | ClipGrade]) -> dict[str, JsonObject]:
     # Clip rows are flat (scalars, and a str → str breakdown): a shallow read of their fields
     # hashes as `dataclasses.asdict` did, without its deep copy of every value.
     if not rows:
@@ -106,31 +108,45 @@ def _canonical_rows(rows: list[Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+@dataclass(frozen=True)
+class RunContent:
+    """What a run's content hash covers: its spec (canonical), its clips by utterance, and the
+    grader's id and grades when it is graded."""
+
+    run: JsonObject
+    clips: dict[str, JsonObject]
+    grading: tuple[str, dict[str, JsonObject]] | None = None
+
+    def to_json(self) -> JsonObject:
+        """The document hashed (its layout is every stored hash's: never change it)."""
+        doc: JsonObject = {"run": self.run, "clips": {u: c for u, c in self.clips.items()}}
+        if self.grading is not None:
+            grader_id, grades = self.grading
+            doc["grading"] = {"grader_id": grader_id, "clips": {u: g for u, g in grades.items()}}
+        return doc
+
+    @property
+    def digest(self) -> str:
+        return stable_hash(self.to_json())
+
+
 def content_of(
     spec: RunSpec, clips: list[ClipAudio], grading: tuple[Grader, list[ClipGrade]] | None
-) -> dict[str, Any]:
-    content: dict[str, Any] = {
-        "run": _canonical_spec(spec),
-        "clips": _canonical_rows(clips),
-    }
-    if grading is not None:
-        grader, grades = grading
-        content["grading"] = {"grader_id": grader.grader_id, "clips": _canonical_rows(grades)}
-    return content
+) -> RunContent:
+    graded = None if grading is None else (grading[0].grader_id, _canonical_rows(grading[1]))
+    return RunContent(_canonical_spec(spec), _canonical_rows(clips), graded)
 
 
-def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+def _describe_difference(old: RunContent, new: RunContent) -> str:
     parts = []
-    for key in sorted(set(old["run"]) | set(new["run"])):
-        if old["run"].get(key) != new["run"].get(key):
-            parts.append(f"{key}: {old['run'].get(key)!r} -> {new['run'].get(key)!r}")
-    for section, label in (("clips", "clips"), ("grading", "grades")):
-        o = old.get(section) or {}
-        n = new.get(section) or {}
-        if section == "grading":
-            if o.get("grader_id") != n.get("grader_id"):
-                parts.append(f"grader_id: {o.get('grader_id')!r} -> {n.get('grader_id')!r}")
-            o, n = o.get("clips", {}), n.get("clips", {})
+    for key in sorted(set(old.run) | set(new.run)):
+        if old.run.get(key) != new.run.get(key):
+            parts.append(f"{key}: {old.run.get(key)!r} -> {new.run.get(key)!r}")
+    old_id, old_grades = old.grading or (None, {})
+    new_id, new_grades = new.grading or (None, {})
+    if old_id != new_id:
+        parts.append(f"grader_id: {old_id!r} -> {new_id!r}")
+    for label, o, n in (("clips", old.clips, new.clips), ("grades", old_grades, new_grades)):
         if o != n:
             missing = sorted(set(o) - set(n))
             added = sorted(set(n) - set(o))
@@ -170,7 +186,7 @@ def save_run(
     """Store a run with its clips (and optionally one grading) in one transaction."""
     key = check_run_key(run_key or derive_run_key(spec))
     content = content_of(spec, clips, grading)
-    digest = stable_hash(content)
+    digest = content.digest
     with conn.transaction():
         # Serialize writers of one key so two retries cannot both insert.
         conn.execute(sql("lock_run_key"), {"run_key": key})
@@ -289,7 +305,7 @@ def stored_clips(conn: psycopg.Connection[Any], run_id: int) -> list[ClipAudio]:
 def finish_run(
     conn: psycopg.Connection[Any], run_id: int, spec: RunSpec, clips: list[ClipAudio]
 ) -> None:
-    digest = stable_hash(content_of(spec, clips, None))
+    digest = content_of(spec, clips, None).digest
     conn.execute(
         sql("finish_run"), {"run_id": run_id, "status": spec.status, "content_hash": digest}
     )
@@ -369,9 +385,7 @@ def spec_from_row(row: dict[str, Any]) -> RunSpec:
     return RunSpec(**{k: v for k, v in row.items() if k in names})
 
 
-def load_content(
-    conn: psycopg.Connection[Any], run_key: str, grader_id: str | None
-) -> dict[str, Any]:
+def load_content(conn: psycopg.Connection[Any], run_key: str, grader_id: str | None) -> RunContent:
     row = get_run(conn, run_key)
     clips = [
         ClipAudio(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipAudio))})
