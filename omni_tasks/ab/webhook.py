@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.trust.bodies import bounded_body
 
 LABEL = "omni-ab"
@@ -31,7 +32,7 @@ class AlreadyHandled(Exception):
 
 
 # The DAG run's conf and the delivery id -> the run id (AlreadyHandled on a replay).
-Trigger = Callable[[dict[str, Any], str], str]
+Trigger = Callable[[JsonObject, str], str]
 
 
 def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -56,7 +57,7 @@ class Fork(Exception):
     """A pull request whose head lives in another repository (a fork)."""
 
 
-def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> dict[str, Any] | None:
+def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> JsonObject | None:
     """The omni_ab form for a `pull_request` event that labels a PR `omni-ab`; None for every
     other event (it is acknowledged and ignored). A fork's PR raises Fork unless the config
     allows forks: its head is anyone's code, and the label is then the trust decision."""
@@ -140,14 +141,14 @@ def airflow_secret() -> bytes:
     return s.get_secret_value().encode() if s is not None else b""
 
 
-def run_id_of(conf: dict[str, Any], delivery: str) -> str:
+def run_id_of(conf: JsonObject, delivery: str) -> str:
     """One run per delivery: a replay names the same run; a new label on the same head is a
     new delivery, so a new run."""
-    repo = conf["repo"].replace("/", "__")
-    return f"webhook__{repo}__{conf['pr']}__{conf['head_sha'][:12]}__{delivery[:36]}"
+    repo, head = str(conf["repo"]).replace("/", "__"), str(conf["head_sha"])
+    return f"webhook__{repo}__{conf['pr']}__{head[:12]}__{delivery[:36]}"
 
 
-def airflow_trigger(conf: dict[str, Any], delivery: str) -> str:
+def airflow_trigger(conf: JsonObject, delivery: str) -> str:
     """Start an omni_ab DAG run with `conf` (in the API server, as its REST API would)."""
     from airflow.api.common.trigger_dag import trigger_dag
     from airflow.exceptions import DagRunAlreadyExists

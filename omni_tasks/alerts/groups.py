@@ -21,7 +21,7 @@ import psycopg
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import AlertDetails, StoredDecision
+from omni_tasks.contracts import AlertDetails, JsonObject, StoredDecision
 from omni_tasks.formatting import pts_ci
 from omni_tasks.series import Series
 from omni_tasks.store import alerts as store
@@ -206,7 +206,7 @@ def next_steps(group_id: int, rows: list[dict[str, Any]], details: AlertDetails)
     return tuple(steps)
 
 
-def _payload(view: GroupView) -> dict[str, Any]:
+def _payload(view: GroupView) -> JsonObject:
     return {"op": "post", **blocks.group_parent(view).to_payload()}
 
 

@@ -12,13 +12,15 @@ from omni_tasks.dag_support import callbacks, runtime, tasks
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from omni_tasks.contracts import JsonObject
+
 
 def one_series_dag(
     dag_id: str,
     doc: str,
     tags: list[str],
     form: dict[str, Any],
-    job: Callable[[Context], dict[str, Any]],
+    job: Callable[[Context], JsonObject],
 ) -> Any:
     import pendulum
     from airflow.sdk import dag, get_current_context, task
@@ -45,7 +47,7 @@ def one_series_dag(
             pool_slots=runtime.GPU_SLOTS_PER_SERVER,
             execution_timeout=runtime.LONG_TASK_TIMEOUT,
         )
-        def run_job() -> dict[str, Any]:
+        def run_job() -> JsonObject:
             return job(get_current_context())
 
         @task(trigger_rule="all_done")

@@ -23,13 +23,15 @@ from omni_tasks.dag_support.runtime import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from omni_tasks.contracts import JsonObject
+
 log = logging.getLogger(__name__)
 
 
 @stops_on_sigterm
 def record_heads(
     context: Context, unit: str | None, dag_units: list[str | None]
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """One series' branch × seed plans for the night (its GPU task maps over them); `unit` is
     its Series.key (None: a version 1 config's one series). A series the DAG has no task chain
     for fails here, before any GPU work."""
@@ -166,7 +168,7 @@ def advise_gates(context: Context) -> None:
 
 
 @stops_on_sigterm
-def plan_bisects(context: Context) -> list[dict[str, Any]]:
+def plan_bisects(context: Context) -> list[JsonObject]:
     """Auto-bisect: TriggerDagRunOperator arguments for the night's new confirmed regressions
     (of every series that was decided)."""
     from omni_tasks.jobs.auto_bisect import plan_bisects as plan
@@ -211,7 +213,7 @@ def dispatch_alerts(context: Context, *, last: bool = False) -> str:
 
 
 @stops_on_sigterm
-def bisect(context: Context) -> dict[str, Any]:
+def bisect(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -238,7 +240,7 @@ def bisect(context: Context) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def ablate(context: Context) -> dict[str, Any]:
+def ablate(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -267,7 +269,7 @@ def ablate(context: Context) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def regrade(context: Context) -> dict[str, Any]:
+def regrade(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -331,7 +333,7 @@ def watch_upstream(context: Context) -> list[str]:
 
 
 @stops_on_sigterm
-def ab(context: Context) -> dict[str, Any]:
+def ab(context: Context) -> JsonObject:
     """Run the A/B the form asks for (checked against the config's `ab:`), report it as a
     check run on the head commit; a config or form error fails at once, without retries."""
     from airflow.sdk import Variable
@@ -358,7 +360,7 @@ def ab(context: Context) -> dict[str, Any]:
 
 
 @stops_on_sigterm
-def buildkite_sync(context: Context) -> dict[str, Any]:
+def buildkite_sync(context: Context) -> JsonObject:
     """Import the configured pipelines' builds of the run's window (plus the config's
     lookback, so a build that finished late is still seen); idempotent, so hourly runs and
     backfills never import an artifact twice."""
@@ -392,7 +394,7 @@ def buildkite_sync(context: Context) -> dict[str, Any]:
             f"no Buildkite token: the connection {BUILDKITE_CONN}'s password or BUILDKITE_API_TOKEN"
         )
     since = nightly_of(context) - dt.timedelta(days=cfg.lookback_days)
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     with results_db() as conn:
         try:
             rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
@@ -417,11 +419,11 @@ def buildkite_sync(context: Context) -> dict[str, Any]:
                     "imported": len(report.imported),
                     "retries": len(report.retries),
                     "skipped": report.skipped,
-                    "skipped_builds": report.skipped_builds,
-                    "refused": report.refused,
-                    "unknown": report.unknown,
-                    "invalid": report.invalid,
-                    "errors": report.errors,
+                    "skipped_builds": [*report.skipped_builds],
+                    "refused": [*report.refused],
+                    "unknown": [*report.unknown],
+                    "invalid": [*report.invalid],
+                    "errors": [*report.errors],
                 }
                 log.info("buildkite %s: %s", pipeline, out[pipeline])
         except BuildkiteError as exc:
