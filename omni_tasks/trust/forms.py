@@ -185,12 +185,12 @@ def _fail(field: str, why: str) -> FormError:
     return FormError(f"trigger form: {field}: {why}")
 
 
-def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, object]:
     """The form's fields checked against the allow-list and the config's offers; returns them
     with named overrides resolved. Every refusal names its field."""
     allowed = FREE[kind] | set(TARGET_FIELDS[kind]) | {"targets", "server", "environment"}
     allowed |= {"grader", "overrides"} | ({"ablations"} if kind == "ablate" else set())
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for field, value in given.items():
         if field not in allowed:
             raise _fail(
@@ -224,7 +224,7 @@ def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -
     return out
 
 
-def form_of(kind: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+def form_of(kind: str, fields: Mapping[str, Any]) -> dict[str, object]:
     """The part of a run's parameters a form of `kind` may carry (a reproduce command's conf):
     its free fields, targets, the chosen model and vLLM build, the grader's choices, the
     ablations; the serving fields stay the config's."""
@@ -316,7 +316,7 @@ def check_grader(value: Any) -> None:
             raise _fail(f"grader.{key}", "a short name")
 
 
-def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[str, object]:
     """A deploy override from a form: the name of one of the config's `named_overrides`, or a
     free override touching only OVERRIDE_KEYS / STAGE_KEYS / SAMPLING_KEYS."""
     named = config.get("named_overrides") or {}
