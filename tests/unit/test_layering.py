@@ -101,3 +101,25 @@ def test_only_the_store_holds_sql() -> None:
         rel = path.relative_to(PACKAGE.parent).as_posix()
         if not rel.startswith(allowed):
             assert not SQL.search(path.read_text(encoding="utf-8")), f"SQL in {rel}"
+
+
+# Issue 44 aims below 40. A JSON document is contracts.JsonObject (a reader narrows it), a row
+# or result a dataclass; what is left is mostly run rows and report views.
+LOOSE_SIGNATURES = 165
+
+
+def test_loose_dicts_in_signatures_do_not_grow() -> None:
+    """`dict[str, Any]` in function signatures (parameters and returns) lets any shape through
+    unchecked: the count only goes down."""
+    per_module: dict[str, int] = {}
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                notes = [p.annotation for p in params if p is not None] + [node.returns]
+                found = sum(ast.unparse(n).count("dict[str, Any]") for n in notes if n)
+                per_module[name] = per_module.get(name, 0) + found
+    total = sum(per_module.values())
+    worst = sorted(per_module.items(), key=lambda kv: -kv[1])[:5]
+    assert total <= LOOSE_SIGNATURES, f"{total} (most in {worst})"
