@@ -33,6 +33,7 @@ from omni_tasks.reports.reproduce import reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import runs_of_night
+from omni_tasks.store.views import ModeCount, PairedWer
 from omni_tasks.trust.names import path_component
 from omni_tasks.trust.redact import redact
 
@@ -99,18 +100,18 @@ def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
     return fig
 
 
-def modes_figure(rows: list[dict[str, Any]]) -> go.Figure:
+def modes_figure(rows: list[ModeCount]) -> go.Figure:
     fig = go.Figure()
-    for mode in sorted({r["mode"] for r in rows}):
-        pts = [r for r in rows if r["mode"] == mode]
+    for mode in sorted({r.mode for r in rows}):
+        pts = [r for r in rows if r.mode == mode]
         fig.add_trace(
-            go.Bar(x=[_t(p["branch"]) for p in pts], y=[p["clips"] for p in pts], name=_t(mode))
+            go.Bar(x=[_t(p.branch) for p in pts], y=[p.clips for p in pts], name=_t(mode))
         )
     fig.update_layout(barmode="stack", title="Broken clips by failure mode")
     return fig
 
 
-def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -> go.Figure:
+def scatter_figure(clips: list[PairedWer], baseline: str, candidate: str) -> go.Figure:
     # No grade means no audio (failed) or infra: drawn at 1.05 so it stays visible. Capped WERs
     # pile up on a few values (0, 1): each clip is nudged by a fixed amount from its id, so the
     # pile shows its size and the same clip sits in the same place every time.
@@ -119,10 +120,10 @@ def scatter_figure(clips: list[dict[str, Any]], baseline: str, candidate: str) -
 
     fig = go.Figure(
         go.Scatter(
-            x=[v(c["baseline_wer"], c["utt_id"], "x") for c in clips],
-            y=[v(c["candidate_wer"], c["utt_id"], "y") for c in clips],
+            x=[v(c.baseline_wer, c.utt_id, "x") for c in clips],
+            y=[v(c.candidate_wer, c.utt_id, "y") for c in clips],
             mode="markers",
-            text=[_t(f"{c['utt_id']}: {c['reference']}") for c in clips],
+            text=[_t(f"{c.utt_id}: {c.reference}") for c in clips],
             marker={"size": 6, "opacity": 0.6},
         )
     )

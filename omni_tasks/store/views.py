@@ -4,14 +4,35 @@ and the CLI: the same figures Grafana shows."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModeCount:
+    """Broken clips of one failure mode on one side of a night (failure_modes_of_night.sql)."""
+
+    branch: str  # "branch / variant"
+    mode: str
+    clips: int
+
+
+@dataclass(frozen=True)
+class PairedWer:
+    """One clip's capped WER on both sides of a comparison; None: no grade (paired_clip_wers)."""
+
+    utt_id: str
+    baseline_wer: float | None
+    candidate_wer: float | None
+    reference: str
 
 
 def _rows(conn: psycopg.Connection[Any], name: str, **args: Any) -> list[Row]:
@@ -30,8 +51,10 @@ def nightly_trend(
 
 def failure_modes(
     conn: psycopg.Connection[Any], series: Series, tau: float, nightly: dt.date
-) -> list[Row]:
-    return _rows(conn, "failure_modes_of_night", **series.args(), tau=tau, nightly=nightly)
+) -> list[ModeCount]:
+    args = {**series.args(), "tau": tau, "nightly": nightly}
+    cur = conn.cursor(row_factory=class_row(ModeCount))
+    return cur.execute(sql("failure_modes_of_night"), args).fetchall()
 
 
 def night_simulated(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> bool:
@@ -52,8 +75,9 @@ def comparison_regressed_clips(conn: psycopg.Connection[Any], comparison_id: int
     return _rows(conn, "comparison_regressed_clips", comparison_id=comparison_id)
 
 
-def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
-    return _rows(conn, "paired_clip_wers", comparison_id=comparison_id)
+def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[PairedWer]:
+    cur = conn.cursor(row_factory=class_row(PairedWer))
+    return cur.execute(sql("paired_clip_wers"), {"comparison_id": comparison_id}).fetchall()
 
 
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:

@@ -863,11 +863,12 @@ def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: P
 def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
     from omni_tasks.alerts.blocks import code
     from omni_tasks.reports.html import modes_figure, scatter_figure, trend_figure
+    from omni_tasks.store.views import ModeCount
 
     branch = '<a href="javascript:alert(1)">x</a>'
     figures = [
         scatter_figure([], "main", branch),
-        modes_figure([{"mode": "<b>m</b>", "branch": branch, "clips": 1}]),
+        modes_figure([ModeCount(branch, "<b>m</b>", 1)]),
         trend_figure(
             [
                 {

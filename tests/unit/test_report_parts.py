@@ -5,10 +5,11 @@ commands wrap."""
 from __future__ import annotations
 
 from omni_tasks.reports.html import CSS, jitter, scatter_figure
+from omni_tasks.store.views import PairedWer
 
 
-def clip(utt: str, base: float | None, cand: float | None) -> dict:
-    return {"utt_id": utt, "reference": "r", "baseline_wer": base, "candidate_wer": cand}
+def clip(utt: str, base: float | None, cand: float | None) -> PairedWer:
+    return PairedWer(utt, base, cand, "r")
 
 
 def test_clips_on_one_value_spread_out_and_stay_put() -> None:
