@@ -24,6 +24,12 @@ T = TypeVar("T")
 JsonObject = dict[str, JsonValue]
 
 
+def json_objects(value: object) -> list[JsonObject]:
+    """The JSON objects a list holds, in order (none when `value` is not a list): how a reader
+    narrows a list it did not write."""
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
 def _to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}

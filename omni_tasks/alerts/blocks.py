@@ -23,7 +23,7 @@ from slack_sdk.models.blocks import (
     TextObject,
 )
 
-from omni_tasks.contracts import Comparison, JsonObject, RunStats
+from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 
 MAX_BLOCKS = 50
@@ -542,5 +542,4 @@ def render_text(payload: JsonObject) -> str:
 
 def parse_blocks(payload: JsonObject) -> list[Block]:
     """A stored payload's blocks as slack_sdk's models (a block it does not know is dropped)."""
-    raw = payload.get("blocks")
-    return Block.parse_all([b for b in raw if isinstance(b, dict)] if isinstance(raw, list) else [])
+    return Block.parse_all(json_objects(payload.get("blocks")))

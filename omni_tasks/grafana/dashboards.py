@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from omni_tasks.config import REPO_ROOT
-from omni_tasks.contracts import JsonObject
+from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.evidence.links import DASHBOARD_UID
 from omni_tasks.formatting import pct
 from omni_tasks.gates.policy import load_policy
@@ -677,8 +677,7 @@ def panel_queries(d: JsonObject) -> dict[str, str]:
 
 def _objects(doc: JsonValue, key: str) -> list[JsonObject]:
     """The JSON objects listed under `key` of `doc` (none when it lists none)."""
-    found = doc.get(key) if isinstance(doc, dict) else None
-    return [x for x in found if isinstance(x, dict)] if isinstance(found, list) else []
+    return json_objects(doc.get(key)) if isinstance(doc, dict) else []
 
 
 def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:

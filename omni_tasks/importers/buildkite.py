@@ -44,7 +44,7 @@ from omni_tasks.alerts.lifecycle import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
-from omni_tasks.contracts import JsonObject
+from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import gates_of
 from omni_tasks.importers.artifact import ParsedArtifact
@@ -329,7 +329,7 @@ class BuildkiteClient:
             r, page = self._json(url, query)
             if not isinstance(page, list):
                 raise BuildkiteError(f"Buildkite: a builds page that is not a list ({url})")
-            yield from (b for b in page if isinstance(b, dict))
+            yield from json_objects(page)
             url = r.links.get("next", {}).get("url")
             query = None  # the next link carries the query (an empty dict would replace it)
 
@@ -340,7 +340,7 @@ class BuildkiteClient:
         _, arts = self._json(path, {"per_page": 100})
         if not isinstance(arts, list):
             raise BuildkiteError(f"Buildkite: an artifact list that is not a list (build {build})")
-        return [a for a in arts if isinstance(a, dict)]
+        return json_objects(arts)
 
     def download(self, artifact: JsonObject) -> bytes:
         # An accuracy artifact is a few MB; `import` takes files up to the same bound.
@@ -395,8 +395,7 @@ class Build:
     doc: JsonObject
 
     def jobs(self) -> list[JsonObject]:
-        found = self.doc.get("jobs")
-        return [j for j in found if isinstance(j, dict)] if isinstance(found, list) else []
+        return json_objects(self.doc.get("jobs"))
 
 
 def checked_build(doc: JsonObject) -> Build | str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from omni_tasks.contracts import JsonObject
+from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.grading.flags import DEFAULT_SYSTEM_PROMPT
 from omni_tasks.prompts import PLAIN_USER_FORMAT, prompt_fingerprint
 from omni_tasks.series import DEFAULT_MODEL
@@ -115,10 +115,9 @@ def system_prompt_of(body: JsonObject) -> str | None:
 def message_parts(body: JsonObject) -> Iterator[tuple[str, list[JsonObject]]]:
     """(role, content parts) of each message whose content is a list of parts; a part or message
     of another shape is skipped (a request is the client's data)."""
-    messages = body.get("messages")
-    for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and isinstance(content := m.get("content"), list):
-            yield str(m.get("role")), [p for p in content if isinstance(p, dict)]
+    for m in json_objects(body.get("messages")):
+        if isinstance(content := m.get("content"), list):
+            yield str(m.get("role")), json_objects(content)
 
 
 def part_text(part: JsonObject) -> str:
@@ -135,18 +134,12 @@ def part_url(part: JsonObject, kind: str) -> str:
 
 def _content(body: JsonObject, role: str) -> str | None:
     """The text of a request's first message in `role` (its text parts joined), or None."""
-    messages = body.get("messages")
-    for message in messages if isinstance(messages, list) else []:
-        if isinstance(message, dict) and message.get("role") == role:
+    for message in json_objects(body.get("messages")):
+        if message.get("role") == role:
             content = message.get("content")
             if isinstance(content, str):
                 return content
-            parts = content if isinstance(content, list) else []
-            return "".join(
-                text
-                for p in parts
-                if isinstance(p, dict) and isinstance(text := p.get("text", ""), str)
-            )
+            return "".join(part_text(p) for p in json_objects(content))
     return None
 
 
