@@ -53,18 +53,16 @@ class Message:
 
 @dataclass(frozen=True)
 class CommitRange:
-    """Where a regression entered: the candidate's commit on the streak's first REGRESSED night
-    and on the last night before it that rules the regression out (None when none in the
-    window does; analysis/bisect.py `bisect_range`)."""
+    """Where a regression entered: the candidate's commits on the nights after and before every
+    step the series plausibly fits (None before when the step may precede the nights fitted;
+    analysis/bisect.py `bisect_range`)."""
 
     first_bad: str
     first_bad_night: str
     last_good: str | None = None
     last_good_night: str | None = None
     compare_url: str | None = None  # the repo's compare view, when OMNI_REPO_URL is set
-    # The regression the last good night rules out: what one night of the series can call
-    # REGRESSED, at least min_effect (a 300-question night cannot rule out 2 points).
-    ruled_out: float | None = None
+    fitted_nights: int | None = None  # the nights the change point was fitted to
 
 
 @dataclass(frozen=True)
@@ -283,11 +281,13 @@ def _commits(ctx: AlertContext) -> list[Block]:
     if r is None:
         return []
     bad = f"first bad {code(r.first_bad[:12])} ({r.first_bad_night})"
+    n = r.fitted_nights
+    fitted = "" if n is None else f" among the {n} night{'' if n == 1 else 's'} fitted"
     if r.last_good is None:
-        return [section(f"*Commits* {bad}; no SAME night before it on record")]
+        return [section(f"*Commits* {bad}; the step may precede every night{fitted}")]
     text = f"*Commits* last good {code(r.last_good[:12])} ({r.last_good_night}) → {bad}"
-    if r.ruled_out is not None:
-        text += f" (the last good night rules out a regression of {pts(r.ruled_out)} or more)"
+    if r.fitted_nights is not None:
+        text += f" (the nights a single step could have entered on{fitted})"
     if r.last_good == r.first_bad:
         text += " (the same commit: the change is not in this repository's code)"
     if r.compare_url:

@@ -30,7 +30,7 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, groups, keys
 from omni_tasks.alerts.blocks import AlertContext, Message
 from omni_tasks.alerts.triage import with_status
-from omni_tasks.analysis.bisect import RANGE_CONFIDENCE, bisect_range
+from omni_tasks.analysis.bisect import bisect_range
 from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import RuleOut, rule_out
@@ -143,13 +143,13 @@ def _context(d: StoredDecision, tau: float) -> AlertContext:
 
 
 def _commit_range(
-    conn: psycopg.Connection[Any], d: StoredDecision, opened: dt.date, policy: GatePolicy
+    conn: psycopg.Connection[Any], d: StoredDecision, opened: dt.date
 ) -> blocks.CommitRange | None:
-    """The candidate's commits around the night the alert opened: the streak's first bad
-    night's and the last night's before it that rules the regression out (the auto-bisect's
-    range, analysis/bisect.py `bisect_range`)."""
-    series_policy = policy.for_benchmark(d.benchmark)
-    good, bad = bisect_range(decisions.range_evidence(conn, d.key, opened), series_policy)
+    """The candidate's commits around the night the alert opened: on the nights before and
+    after every step the series plausibly fits (the auto-bisect's range, analysis/bisect.py
+    `bisect_range`)."""
+    found = bisect_range(decisions.range_evidence(conn, d.key, opened))
+    good, bad = found.last_good, found.first_bad
     if bad is None or not bad.commit_sha:
         return None
     repo = get_settings().repo_url
@@ -164,9 +164,7 @@ def _commit_range(
         last_good=None if good is None else good.commit_sha,
         last_good_night=None if good is None else str(good.nightly),
         compare_url=compare,
-        ruled_out=None
-        if good is None or good.table is None
-        else rule_out([good.table], series_policy, RANGE_CONFIDENCE).floor,
+        fitted_nights=found.fitted,
     )
 
 
@@ -259,7 +257,7 @@ def _regression(
         alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
         ctx = dataclasses.replace(
             ctx,
-            commits=_commit_range(conn, d, night, policy),
+            commits=_commit_range(conn, d, night),
             alert_id=alert_id,
             next_steps=next_steps(d, alert_id),
         )
@@ -292,7 +290,7 @@ def _regression(
         commits = {c for c in [*alert.details.commits, commit] if c is not None}
         store.touch_alert(conn, alert.alert_id, night, sorted(commits))
         opened = str(alert.opened_nightly)
-        commit_range = _commit_range(conn, d, alert.opened_nightly, policy)
+        commit_range = _commit_range(conn, d, alert.opened_nightly)
         ctx = dataclasses.replace(
             ctx,
             commits=commit_range,

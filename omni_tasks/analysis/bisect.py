@@ -36,10 +36,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from omni_tasks.analysis.change_point import step_nights
 from omni_tasks.analysis.discriminating import Outcomes, choose_clips
 from omni_tasks.analysis.intervals import mcnemar_exact
-from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.resolution import rule_out
 
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
 
@@ -287,47 +286,8 @@ def _check_endpoints(
     )
 
 
-def _last_good(
-    nights: Sequence[NightEvidence], oldest: dt.date, policy: GatePolicy
-) -> NightEvidence | None:
-    """Walking back (newest first) from before the streak: the first night that rules the
-    regression out alone, or the oldest of a run of quiet nights whose tables pooled do (Δ
-    tail's 99.9 % bound below the floor of `_excludes`; at 300 items one night's bound is
-    Δ̂ + 7.4 points, so it often takes several together). The
-    range then starts at that run's oldest night, so a culprit among them stays inside it. A
-    REGRESSED night ends a run; a night without a table (a run group) neither joins nor ends
-    one."""
-    run: list[tuple[int, int, int, int]] = []
-    for n in nights:
-        if n.nightly < oldest:
-            break
-        if n.verdict == "REGRESSED":
-            run = []
-            continue
-        if n.rules_out(policy) and n.commit_sha:
-            return n
-        if n.table is None or n.verdict not in ("SAME", "IMPROVED", "UNKNOWN"):
-            continue
-        run.append(n.table)
-        if _excludes(run, policy) and n.commit_sha:
-            return n
-    return None
-
-
-RANGE_WINDOW_DAYS = 14  # how far before the first bad night a last-good night is looked for
-# Two-sided, and strict: the walk tests night after night, and at 99 % a night inside a 5-point
-# step at 300 questions cleared the floor below often enough to leave the culprit out of one
-# range in five (bench_statistics_sim).
-RANGE_CONFIDENCE = 0.999
-
-
-def _excludes(tables: Sequence[tuple[int, int, int, int]], policy: GatePolicy) -> bool:
-    """Whether the nights pooled rule out a regression this series could have flagged: Δ tail's
-    bound below the floor, max(min_effect, the smallest Δ one night can call REGRESSED)
-    (resolution.rule_out). min_effect alone (2 points) is past what the nights of a 14-day
-    window can rule out at 300 questions, where one night's bound is Δ̂ + 7 points: four
-    ranges in ten had no last good night."""
-    return rule_out(tables, policy, RANGE_CONFIDENCE).ruled_out
+RANGE_WINDOW_DAYS = 42  # how far before the alert's night the step is looked for: at 300
+# questions a 5-point step can take four weeks to confirm (bench_statistics_sim)
 
 
 @dataclass(frozen=True)
@@ -340,53 +300,39 @@ class NightEvidence:
     table: tuple[int, int, int, int] | None  # paired (n11, n12, n21, n22); None: a group night
     vllm: str | None = None  # the candidate's vLLM build (or version) that night
 
-    def rules_out(self, policy: GatePolicy) -> bool:
-        """Not REGRESSED, and its table alone rules the regression out (`_excludes`: Δ tail's
-        99.9 % upper bound below the floor). An UNKNOWN night counts: at 300 questions every
-        quiet night is UNKNOWN (too few to call SAME)."""
-        if self.verdict not in ("SAME", "IMPROVED", "UNKNOWN") or self.table is None:
-            return False
-        return _excludes([self.table], policy)
+
+@dataclass(frozen=True)
+class NightRange:
+    """The auto-bisect range: the candidate's last night before every plausible step and the
+    first night after all of them (analysis/change_point.py), and how many nights were fitted."""
+
+    last_good: NightEvidence | None  # None: the step may precede the window
+    first_bad: NightEvidence | None  # None: no REGRESSED night to bisect
+    fitted: int = 0
 
 
 def bisect_range(
-    nights: Sequence[NightEvidence], policy: GatePolicy, window_days: int = RANGE_WINDOW_DAYS
-) -> tuple[NightEvidence | None, NightEvidence | None]:
-    """(last good, first bad) for the streak that starts the newest-first `nights`.
-
-    The first bad night is the streak's oldest REGRESSED night (INFRA and UNKNOWN nights inside
-    it neither end nor extend it; a SAME or IMPROVED night ends it, and so do UNKNOWN nights
-    that rule the regression out, alone or pooled: at 300 questions every quiet night is
-    UNKNOWN, too few to call SAME). A last-good night must rule the regression out: its
-    Δ tail's 99.9 % upper bound (alone or pooled with the quiet nights after it) below the
-    larger of `policy`'s min_effect and what one night of the series can call REGRESSED.
-    A SAME night merely inside the wider equivalence margin does not (after a real step just
-    above min_effect a fifth of nights are SAME), nor does a 95 % bound (a bad night clears it
-    2 % of the time), so the walk goes on past such nights, and past REGRESSED nights before
-    them, up to `window_days` before the first bad night; the bisection's endpoint check then
-    decides. None for the last good night when no night in the window rules out."""
-    first_bad: NightEvidence | None = None
-    rest = list(nights)
-    run: list[tuple[int, int, int, int]] = []  # UNKNOWN nights since the last REGRESSED one
-    start = 0
-    for i, night in enumerate(nights):
-        if night.verdict == "REGRESSED":
-            first_bad, run = night, []
-        elif first_bad is not None and (
-            night.verdict in ("SAME", "IMPROVED") or night.rules_out(policy)
-        ):
-            rest = list(nights[i:])
-            break
-        elif first_bad is not None and night.verdict == "UNKNOWN" and night.table is not None:
-            start = i if not run else start
-            run.append(night.table)
-            if _excludes(run, policy):
-                rest = list(nights[start:])
-                break
-    else:
-        rest = []
-    if first_bad is None:
-        return None, None
-    oldest = first_bad.nightly - dt.timedelta(days=window_days)
-    good = _last_good(rest, oldest, policy)
-    return good, first_bad
+    nights: Sequence[NightEvidence], window_days: int = RANGE_WINDOW_DAYS
+) -> NightRange:
+    """The range for the newest REGRESSED night of the newest-first `nights`: a single step's
+    change-point confidence set (analysis/change_point.py) over the nights with a paired table
+    in the `window_days` up to it (INFRA nights and run-group nights, which store no table, are
+    left out). The first bad night is the latest night the step could have entered on, the
+    last good one the night before the earliest; each moves to the nearest night with a commit
+    outside the set. The oldest night fitted can start the range: when the step came before
+    it, the bisection's endpoint check finds the endpoints alike and names no commit."""
+    newest = next((n for n in nights if n.verdict == "REGRESSED"), None)
+    if newest is None:
+        return NightRange(None, None)
+    oldest = newest.nightly - dt.timedelta(days=window_days)
+    fitted = [
+        n
+        for n in reversed(nights)
+        if oldest <= n.nightly <= newest.nightly and n.table is not None and n.verdict != "INFRA"
+    ]
+    if len(fitted) < 2:  # nothing before it, or a run-group series (no tables): no range
+        return NightRange(None, newest if newest.commit_sha else None, len(fitted))
+    found = step_nights([n.table for n in fitted if n.table is not None])
+    first_bad = next((n for n in fitted[found.latest :] if n.commit_sha), None)
+    last_good = next((n for n in reversed(fitted[: found.earliest]) if n.commit_sha), None)
+    return NightRange(last_good, first_bad, len(fitted))

@@ -367,11 +367,19 @@ class RangeMisses:
     series: int
     opened: int  # series whose alert opened after the culprit
     excluded: int  # of those, ranges that leave the culprit out
-    no_range: int  # no night in the window rules the regression out
+    no_range: int  # the step may precede every night fitted
+    widths: tuple[int, ...] = ()  # nights from last good to first bad, each range
 
     @property
     def excluded_rate(self) -> float:
         return self.excluded / max(self.opened, 1)
+
+    @property
+    def holds_rate(self) -> float:
+        return (self.opened - self.excluded - self.no_range) / max(self.opened, 1)
+
+    def width(self, q: float) -> int:
+        return int(np.quantile(np.array(self.widths), q, method="inverted_cdf"))
 
 
 def range_misses(
@@ -381,13 +389,12 @@ def range_misses(
     policy: GatePolicy,
     *,
     good_nights: int = 20,
-    window_days: int = 14,
     n: int = N_CLIPS,
     model: ClipModel = SEED_TTS,
 ) -> RangeMisses:
     """Nightly series whose head is commit j on night j, good up to night `good_nights` and
     stepped to `bad_tail` from there (the culprit commit): the alert opens on the first
-    confirmed REGRESSED night, the auto-bisect range is chosen from the nights before it, and
+    confirmed REGRESSED night, the auto-bisect range is chosen from the nights up to it, and
     a range that leaves the culprit out is counted."""
     from omni_tasks.analysis.bisect import NightEvidence, bisect_range
 
@@ -395,6 +402,7 @@ def range_misses(
     rng = np.random.default_rng(seed)
     start = dt.date(2027, 1, 1)
     opened = excluded = no_range = 0
+    widths: list[int] = []
     for _ in range(series):
         points: list[SeriesPoint] = []
         nights: list[NightEvidence] = []
@@ -411,13 +419,15 @@ def range_misses(
         if j < good_nights:
             continue  # a false alarm before the culprit: not this simulation's question
         opened += 1
-        good, bad = bisect_range(nights[::-1], policy, window_days)
-        if good is None or bad is None:
+        found = bisect_range(nights[::-1])
+        if found.last_good is None or found.first_bad is None:
             no_range += 1
             continue
-        lo, hi = int(good.commit_sha[1:]), int(bad.commit_sha[1:])  # type: ignore[index]
+        lo = int(found.last_good.commit_sha[1:])  # type: ignore[index]
+        hi = int(found.first_bad.commit_sha[1:])  # type: ignore[index]
         excluded += not (lo < good_nights <= hi)
-    return RangeMisses(series, opened, excluded, no_range)
+        widths.append(hi - lo)
+    return RangeMisses(series, opened, excluded, no_range, tuple(widths))
 
 
 @dataclass(frozen=True)

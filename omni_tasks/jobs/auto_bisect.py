@@ -1,12 +1,10 @@
 """Auto-bisect: after the gate, plan one `seed_tts_bisect` run per confirmed regression.
 
 For each open regression alert without a bisect yet, the range is the candidate branch's head
-on the streak's first bad night and on the last night before it that rules the regression out
-(its Δ tail's 99.9 % upper bound, alone or pooled with the quiet nights after it, below what
-one night of the series can call REGRESSED, at least min_effect; a SAME night inside the wider
-margin does not), up to two weeks back (analysis/bisect.py `bisect_range`); the bisection's
-endpoint check then says
-whether the range holds a regression at all. A bisect is planned when the repo shows more than
+on the nights around where a single step fits the series (the change point's confidence set
+over the six weeks up to the alert, analysis/change_point.py via analysis/bisect.py
+`bisect_range`); the bisection's endpoint check then says whether the range holds a
+regression at all. A bisect is planned when the repo shows more than
 one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
 one (no force-push) and the target can serve every commit (`vllm-serve` or the simulator; a
 fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents.
@@ -30,8 +28,6 @@ from omni_tasks.alerts import blocks
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS, NightEvidence, bisect_range
 from omni_tasks.contracts import BisectPlan, JsonObject
 from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.formatting import pts
-from omni_tasks.gates.policy import load_policy
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 
@@ -92,14 +88,13 @@ def _decide(
         family = benchmarks.get(params.bench).family
         why = f"{params.bench} ({family}) has no bisect capability: nothing to trigger"
         return BisectPlan(night, "skipped", why)
-    policy = load_policy().for_benchmark(params.bench)
     nights = decisions.range_evidence(conn, decisions.alert_key_of(alert), alert["opened_nightly"])
-    good, bad = bisect_range(nights, policy)
+    found = bisect_range(nights)
+    good, bad = found.last_good, found.first_bad
     if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
         why = (
-            f"no night of {branch} in the {RANGE_WINDOW_DAYS} days before the regression rules "
-            f"it out (Δ tail's 99.9 % upper bound, alone or pooled, below what one night of the "
-            f"series can call REGRESSED, at least {pts(policy.min_effect)}), so no range"
+            f"no night of {branch} with a commit and a paired table before the step in the "
+            f"{RANGE_WINDOW_DAYS} days up to the alert, so no range"
         )
         return BisectPlan(night, "skipped", why)
     ends = BisectPlan(

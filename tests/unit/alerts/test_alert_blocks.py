@@ -197,19 +197,20 @@ def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
     ) in text
 
 
-def test_a_range_says_which_regression_its_last_good_night_rules_out() -> None:
-    """Issue 45: at 300 questions a night rules out what the series can flag (about 4 points),
-    not 2 points, and the alert says so beside the commits."""
+def test_a_range_says_how_it_was_found() -> None:
+    """Issue 45: the range is where a single step fits the nights on record, and the alert
+    says how many nights it fitted; without a last good night it says the step may precede
+    them."""
     commits = blocks.CommitRange(
         first_bad="b" * 40,
         first_bad_night="2027-01-05",
         last_good="a" * 40,
         last_good_night="2027-01-03",
-        ruled_out=0.0425,
+        fitted_nights=17,
     )
     text = blocks.render_text(blocks.regression_opened(_ctx([], commits=commits)).to_payload())
     assert f"last good `{'a' * 12}` (2027-01-03)" in text
-    assert "rules out a regression of +4.2 pts or more" in text
-    unsaid = dataclasses.replace(commits, ruled_out=None)
-    text = blocks.render_text(blocks.regression_opened(_ctx([], commits=unsaid)).to_payload())
-    assert "rules out" not in text
+    assert "the nights a single step could have entered on among the 17 nights fitted" in text
+    alone = dataclasses.replace(commits, last_good=None, last_good_night=None, fitted_nights=1)
+    text = blocks.render_text(blocks.regression_opened(_ctx([], commits=alone)).to_payload())
+    assert "the step may precede every night among the 1 night fitted" in text

@@ -77,15 +77,16 @@ def test_a_bisection_between_equal_endpoints_names_no_commit() -> None:
 
 
 def test_the_auto_bisect_range_keeps_a_small_step_s_culprit() -> None:
-    """A persisting 8 → 10.1 % step: the last-good night must rule the regression out, so a
-    SAME night after the culprit (a fifth of them) no longer starts the range (the audit
-    measured 35.8 % of ranges leaving the culprit out)."""
+    """A persisting 8 → 10.1 % step: the range is where a single step fits the series, so a
+    SAME night after the culprit (a fifth of them) does not start it (the audit measured
+    35.8 % of ranges leaving the culprit out under the newest-SAME-night rule); the bench
+    measures 0.5 % at 1,000 series."""
     from omni_tasks.analysis.simulation import range_misses
 
     r = range_misses(0.101, 200, seed=9, policy=POLICY)
     assert r.opened >= 190
-    assert r.excluded_rate <= 0.04
-    assert r.no_range / r.opened <= 0.02
+    assert r.excluded_rate <= 0.03
+    assert r.no_range == 0 and r.width(0.5) <= 5
 
 
 def test_the_ab_repeat_rule_fails_an_aa_pair_no_more_than_the_nightly_and_finds_a_step() -> None:
