@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
+from omni_tasks.contracts import JsonObject
 from omni_tasks.importers.artifact import Document, ParsedArtifact
 from omni_tasks.records import ClipRecord
 
@@ -35,6 +36,21 @@ class ImportOptions:
     references: dict[str, str] | None = None
     harness_version: str | None = None
     built: dt.date | None = None  # the CI build's day, for an artifact that carries no date
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    """What `omni-tasks benchmarks list` shows of a benchmark (and prints as JSON)."""
+
+    id: str
+    family: str
+    metric: str
+    judged: str
+    breakdowns: list[str]
+    runnable: bool
+    capabilities: list[str]
+    diagnoses: list[str]
+    description: str
 
 
 class MissingCapability(ValueError):
@@ -90,7 +106,7 @@ class Benchmark(ABC):
         """How a broken item is named in alerts and reports."""
         return f"WER > {tau:g}" if self.judged == "wer" else "wrong answers"
 
-    def official_line(self, official: dict[str, Any]) -> str:
+    def official_line(self, official: JsonObject) -> str:
         """Upstream's figures on one line, as its own names say them."""
         return ", ".join(
             f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in official.items()
@@ -105,18 +121,18 @@ class Benchmark(ABC):
         """What `omni-tasks bench --benchmark` takes to run this benchmark."""
         return self.id
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "family": self.family,
-            "metric": self.metric,
-            "judged": self.judged,
-            "breakdowns": list(self.breakdowns),
-            "runnable": self.runnable,
-            "capabilities": sorted(self.capabilities),
-            "diagnoses": sorted(self.diagnoses),
-            "description": self.description,
-        }
+    def describe(self) -> BenchmarkInfo:
+        return BenchmarkInfo(
+            self.id,
+            self.family,
+            self.metric,
+            self.judged,
+            list(self.breakdowns),
+            self.runnable,
+            sorted(self.capabilities),
+            sorted(self.diagnoses),
+            self.description,
+        )
 
     def run(
         self,
@@ -153,7 +169,7 @@ class Benchmark(ABC):
             return f"{dataset} has no {self.dataset_file} (a {self.id} root, or demo)"
         return None
 
-    def guard_failures(self, summary: dict[str, Any], expected_items: int | None) -> list[str]:
+    def guard_failures(self, summary: JsonObject, expected_items: int | None) -> list[str]:
         """What upstream's test asserts about a night before any threshold (its protocol, its
         sample count), as the assertions it would fail; none for a family whose test checks
         only its figures."""
@@ -170,7 +186,7 @@ class Benchmark(ABC):
         return math.fsum(present) / len(present) if present else None
 
     @abstractmethod
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         """Whether an upstream results document is this benchmark's."""
 
     @property
@@ -179,7 +195,7 @@ class Benchmark(ABC):
         """The names of upstream's summary figures (kept for a summary-only import)."""
 
     @abstractmethod
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """Upstream's own summary figures, recomputed from stored items by upstream's rules."""
 
     @abstractmethod

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.contracts import JsonObject
 from omni_tasks.importers.artifact import (
     ArtifactError,
     Document,
@@ -57,18 +58,18 @@ class DuplexEval(Benchmark):
     protocol_pin = PROTOCOL_PIN
     summary_only_family = True
 
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         return "protocol_pin" in doc and "samples" in doc and ("rtd" in doc or "pr" in doc)
 
     @property
     def figures(self) -> tuple[str, ...]:
         return ("duplex_samples", *SCALES)
 
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """No items to recompute from: the artifact's figures are the summary."""
         return {}
 
-    def guard_failures(self, summary: dict[str, Any], expected_items: int | None) -> list[str]:
+    def guard_failures(self, summary: JsonObject, expected_items: int | None) -> list[str]:
         """The CI guard asserts the pin, then the sample count, before its thresholds."""
         pin, samples = summary.get("protocol_pin"), summary.get("duplex_samples")
         if pin != self.protocol_pin:

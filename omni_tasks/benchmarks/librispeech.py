@@ -20,7 +20,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
@@ -28,7 +28,7 @@ from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
-from omni_tasks.records import ClipGrade, ClipRecord, Grader
+from omni_tasks.records import ClipGrade, ClipRecord, Grader, GradeStatus
 from omni_tasks.trust.names import check_name, check_text, printable
 
 if TYPE_CHECKING:
@@ -164,9 +164,8 @@ class LibriSpeechSuite(ItemSuite):
 
     def judge(self, item: Utterance, text: str) -> ClipGrade:
         w = score(item.text, text)
-        fields: dict[str, Any] = dict(w.grade_fields())
-        status = "graded" if w.hyp_words else "empty_transcript"
-        return ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer, **fields)  # type: ignore[arg-type]
+        status: GradeStatus = "graded" if w.hyp_words else "empty_transcript"
+        return w.onto(ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer))
 
     def simulate(self, body: JsonObject, profile: Profile, seed: int) -> str | None:
         """It "hears" what the WAV's INFO comment says (synthesis/transcribe.py)."""
@@ -193,13 +192,13 @@ class LibriSpeech(Benchmark):
             return None
         return f"{dataset} has no *.trans.txt (a LibriSpeech root, or demo)"
 
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         return False  # upstream writes no ASR artifact yet
 
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
         raise ArtifactError(f"{document.path}: {self.id} has no upstream artifact to import")
 
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """Corpus WER (word errors over reference words, LibriSpeech's figure) over the
         transcribed utterances; failed requests counted apart."""
         graded = [c for c in clips if c.synth_status == "ok" and c.ref_words]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.contracts import JsonObject
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
     ArtifactError,
@@ -64,7 +65,7 @@ class VoiceIsolation(Benchmark):
         "under two speaker embedders, a leak when both agree on a wrong voice"
     )
 
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         return {"full", "first_window", "reference_matrix", "requests"} <= doc.keys()
 
     @property
@@ -74,7 +75,7 @@ class VoiceIsolation(Benchmark):
     def broken_label(self, tau: float) -> str:
         return "outputs in another request's voice (or unscorable)"
 
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """Upstream's counts per label of the full outputs."""
         counts = Counter((c.breakdown or {}).get("label") for c in clips)
         return {f"voice_isolation_{label}": counts.get(label, 0) for label in LABELS}

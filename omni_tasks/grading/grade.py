@@ -54,15 +54,16 @@ def grade_transcript(
             is_question=question,
             error_detail=f"unscorable reference: {exc}",
         )
-    return ClipGrade(
-        clip.utt_id,
-        "graded" if hypothesis.strip() else "empty_transcript",
-        hypothesis=hypothesis,
-        wer=result.wer,
-        thinker_wer=thinker_wer,
-        task_leak=flags.task_leak(clip.reference_text, hypothesis, system_prompt),
-        is_question=question,
-        **result.grade_fields(),  # type: ignore[arg-type]
+    return result.onto(
+        ClipGrade(
+            clip.utt_id,
+            "graded" if hypothesis.strip() else "empty_transcript",
+            hypothesis=hypothesis,
+            wer=result.wer,
+            thinker_wer=thinker_wer,
+            task_leak=flags.task_leak(clip.reference_text, hypothesis, system_prompt),
+            is_question=question,
+        )
     )
 
 

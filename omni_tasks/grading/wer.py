@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import string
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+from omni_tasks.records import ClipGrade
 
 NORMALIZER_VERSION = "seedtts-1"
 LANGS = ("en", "zh")
@@ -53,17 +55,18 @@ class WerResult:
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
 
-    def grade_fields(self) -> dict[str, int | str]:
-        """The word counts and normalized hypothesis a ClipGrade stores."""
-        return {
-            "hypothesis_norm": self.hypothesis_norm,
-            "ref_words": self.ref_words,
-            "hyp_words": self.hyp_words,
-            "substitutions": self.substitutions,
-            "deletions": self.deletions,
-            "insertions": self.insertions,
-            "hits": self.hits,
-        }
+    def onto(self, grade: ClipGrade) -> ClipGrade:
+        """`grade` with the word counts and normalized hypothesis a ClipGrade stores."""
+        return replace(
+            grade,
+            hypothesis_norm=self.hypothesis_norm,
+            ref_words=self.ref_words,
+            hyp_words=self.hyp_words,
+            substitutions=self.substitutions,
+            deletions=self.deletions,
+            insertions=self.insertions,
+            hits=self.hits,
+        )
 
 
 def score(reference: str, hypothesis: str, lang: str = "en") -> WerResult:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
 from omni_tasks.trust.names import InvalidName, check_text
 
@@ -49,9 +50,9 @@ class Document:
 
     path: Path
     sha256: str
-    doc: dict[str, Any]
+    doc: dict[str, Any]  # typed by each parser's checks as it reads
 
-    def source(self, fmt: str) -> dict[str, Any]:
+    def source(self, fmt: str) -> JsonObject:
         return {"format": fmt, "file": self.path.name, "sha256": self.sha256}
 
 
@@ -67,7 +68,7 @@ def read_document(path: Path) -> Document:
 
 
 def nightly_of(
-    doc: dict[str, Any], path: Path, nightly: dt.date | None, built: dt.date | None = None
+    doc: JsonObject, path: Path, nightly: dt.date | None, built: dt.date | None = None
 ) -> dt.date:
     """The night given, else the artifact's own `date`, else the day its CI build ran."""
     if nightly is not None:
@@ -75,9 +76,11 @@ def nightly_of(
     if "date" not in doc and built is not None:
         return built
     require("date" in doc, path, "missing key 'date' (or pass --nightly)")
-    require(isinstance(doc["date"], str), path, "'date' must be a string")
+    date = doc["date"]
+    if not isinstance(date, str):
+        raise ArtifactError(f"{path}: 'date' must be a string")
     try:
-        return parse_artifact_date(doc["date"])
+        return parse_artifact_date(date)
     except ValueError as exc:
         raise ArtifactError(f"{path}: 'date': {exc}") from None
 
@@ -127,7 +130,7 @@ def bounded_number(value: Any, low: float, high: float, path: Path, what: str) -
     return float(value)
 
 
-def numbers_in_range(doc: dict[str, Any], path: Path) -> None:
+def numbers_in_range(doc: JsonObject, path: Path) -> None:
     """Refuse non-finite numbers (NaN, Infinity, 1e400) and numbers past the bounds anywhere
     in the summary: nothing is stored from such an artifact."""
     for k, v in doc.items():
@@ -142,7 +145,7 @@ def short_number(v: int | float) -> str:
     return text[:40]
 
 
-def check_item_text(item: dict[str, Any], key: str, path: Path, where: str) -> None:
+def check_item_text(item: JsonObject, key: str, path: Path, where: str) -> None:
     """Refuse NUL, control characters and lone surrogates in an item's texts."""
     value = item.get(key)
     if isinstance(value, str):
@@ -163,10 +166,10 @@ IDENTITY_KEYS = (
 )
 
 
-def summary_figures(doc: dict[str, Any], prefix: str, items_key: str) -> dict[str, Any]:
+def summary_figures(doc: JsonObject, prefix: str, items_key: str) -> JsonObject:
     """The artifact's own scalar figures under `prefix`, plus its identity (model, backend,
     endpoint type, reference-as-input), date and concurrency."""
-    summary = {
+    summary: JsonObject = {
         k: v
         for k, v in doc.items()
         if k.startswith(prefix) and k != items_key and (finite_number(v) or isinstance(v, str))

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
@@ -26,6 +28,7 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import Grader
 from omni_tasks.trust.names import InvalidName, check_text, path_component, under
 
@@ -91,7 +94,7 @@ def user_prompt(question: str, choices: tuple[str, ...], mode: str = INPUT_MODE)
     )
 
 
-def messages(q: Question) -> list[dict[str, Any]]:
+def messages(q: Question) -> list[JsonValue]:
     """Upstream's conversation (`_build_daily_omni_openai_messages`, qwen packing): system
     text, then the video and the audio (inline, as `--daily-omni-inline-local-video` sends
     them) and the user prompt. A root without the video is asked in audio mode."""
@@ -114,10 +117,10 @@ def messages(q: Question) -> list[dict[str, Any]]:
     ]
 
 
-def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
+def request_body(q: Question, model: str, seed: int | None) -> JsonObject:
     """One question as the nightly sends it: its messages, text out, streamed, temperature 0,
     upstream's output length, video and audio kept apart (`use_audio_in_video` off)."""
-    extra = {"mm_processor_kwargs": {"use_audio_in_video": False}}
+    extra: JsonObject = {"mm_processor_kwargs": {"use_audio_in_video": False}}
     return omni_chat_body(model, messages(q), OUTPUT_LEN, extra)
 
 

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import JsonValue
+
 from omni_tasks.analysis.official import disagreements
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
+from omni_tasks.contracts import JsonObject
 from omni_tasks.importers.artifact import (
     MAX_UTT_ID,
     ArtifactError,
@@ -75,7 +78,7 @@ class ChoiceSuite(ItemSuite):
     user_format: str
     load_questions: Callable[[Path], ItemSet]
     demo_root: Callable[[Path], Path]  # writes the demo set under a cache dir, returns its root
-    body: Callable[[Any, str, int | None], dict[str, Any]]
+    body: Callable[[Any, str, int | None], JsonObject]
     extract_choice: Callable[[str | None], str | None]
 
     def load(self, dataset: str) -> ItemSet:
@@ -89,10 +92,10 @@ class ChoiceSuite(ItemSuite):
     def reference(self, item: Any) -> str:
         return str(item.answer)
 
-    def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
+    def request_body(self, item: Any, req: RunRequest) -> JsonObject:
         return self.body(item, req.model, req.seed)
 
-    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+    def simulate(self, body: JsonObject, profile: Profile, seed: int) -> str | None:
         """It listens to the question's audio or looks at its frames and picks the matching
         letter (synthesis/choices.py)."""
         from omni_tasks.synthesis import choices
@@ -117,10 +120,10 @@ def is_correct(predicted: str | None, gold: str) -> bool:
 
 def omni_chat_body(
     model: str,
-    messages: list[dict[str, Any]],
+    messages: list[JsonValue],
     max_tokens: int,
-    extra: dict[str, Any],
-) -> dict[str, Any]:
+    extra: JsonObject,
+) -> JsonObject:
     """A question as upstream's `openai-chat-omni` backend sends it (streamed, temperature 0,
     usage in the stream), text out, with the suite's extra body. No `seed`: upstream sends
     none (greedy decoding needs none), so a run's seed is its repeat's label only."""
@@ -171,7 +174,7 @@ class MultipleChoice(Benchmark):
             },
         )
 
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         return any(k.startswith(f"{self.prefix}_") for k in doc)
 
     def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
@@ -188,7 +191,7 @@ class MultipleChoice(Benchmark):
         return out
 
     # ------------------------------------------------------------------ official summary
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """Upstream's figures from the items: accuracy over successful responses (failed
         requests excluded), and with them counted wrong; a wrong answer with no letter found
         is a parse failure."""
@@ -197,7 +200,7 @@ class MultipleChoice(Benchmark):
         ok = [c for c in clips if c.synth_status not in INFRA_STATUSES and c.incorrect is not None]
         correct = sum(1 for c in ok if not c.incorrect)
         evaluated = len(ok) + len(failed)
-        out: dict[str, Any] = {
+        out: JsonObject = {
             f"{p}_accuracy": correct / len(ok) if ok else None,
             f"{p}_accuracy_incl_http_fail": correct / evaluated if evaluated else None,
             f"{p}_correct": correct,
@@ -303,7 +306,7 @@ class MultipleChoice(Benchmark):
         )
         return ParsedArtifact(spec, clips, grades, self.grader, warnings)
 
-    def _pair_key(self, item: dict[str, Any], path: Path, where: str) -> tuple[str, bool]:
+    def _pair_key(self, item: JsonObject, path: Path, where: str) -> tuple[str, bool]:
         parts = [item.get(f) for f in self.key_fields]
         if all(isinstance(p, str) and p for p in parts):
             key, fallback = "/".join(parts), False  # type: ignore[arg-type]
@@ -319,7 +322,7 @@ class MultipleChoice(Benchmark):
         return key, fallback
 
     def _item(
-        self, item: dict[str, Any], ordinal: int, key: str, path: Path, where: str
+        self, item: JsonObject, ordinal: int, key: str, path: Path, where: str
     ) -> tuple[ClipAudio, ClipGrade | None]:
         gold = item.get("gold")
         if not (isinstance(gold, str) and 0 < len(gold) <= MAX_LABEL):
@@ -338,7 +341,7 @@ class MultipleChoice(Benchmark):
             path,
             f"{where} ({key}): 'predicted' must be null or a string of at most {MAX_ANSWER}",
         )
-        breakdown = {}
+        breakdown: dict[str, str] = {}
         for dim, field_name in self.breakdown_fields.items():
             label = item.get(field_name)
             require(
@@ -346,9 +349,13 @@ class MultipleChoice(Benchmark):
                 path,
                 f"{where} ({key}): {field_name!r} must be null or a short string",
             )
-            breakdown[dim] = label or "unknown"
+            breakdown[dim] = label if isinstance(label, str) and label else "unknown"
         clip = ClipAudio(key, ordinal, gold, "ok")
         grade = ClipGrade(
-            key, "graded", hypothesis=predicted, incorrect=not correct, breakdown=breakdown
+            key,
+            "graded",
+            hypothesis=predicted if isinstance(predicted, str) else None,
+            incorrect=not correct,
+            breakdown=breakdown,
         )
         return clip, grade

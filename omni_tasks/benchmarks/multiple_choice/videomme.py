@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
@@ -29,6 +31,7 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import Grader
 from omni_tasks.trust.names import InvalidName, check_text, path_component, under
 
@@ -40,7 +43,7 @@ JPEG_QUALITY = 85  # daily_omni_dataset._pil_to_jpeg_bytes
 SEEK_S = 3.0  # upstream decodes forward to a target this close, else seeks to a keyframe
 # The nightly's --videomme-extra-body-json, and what the dataset adds for a video sample
 # (OmniEvalKit: one slice per frame, frames not labelled as separate pictures).
-EXTRA_BODY = {
+EXTRA_BODY: JsonObject = {
     "chat_template_kwargs": {"enable_thinking": False},
     "mm_processor_kwargs": {
         "use_audio_in_video": False,
@@ -125,11 +128,15 @@ def user_prompt(q: Question) -> str:
     return USER_PROMPT.format(question=q.question, options=format_options(q.options))
 
 
-def request_body(q: Question, model: str, seed: int | None) -> dict[str, Any]:
+def request_body(q: Question, model: str, seed: int | None) -> JsonObject:
     """One question as the nightly sends it: its sampled frames (JPEG, inline) then the
     prompt, no system message (upstream's MiniCPM system text is empty)."""
-    frames = [{"type": "image_url", "image_url": {"url": url}} for url in frame_urls(q.video)]
-    messages = [{"role": "user", "content": [*frames, {"type": "text", "text": user_prompt(q)}]}]
+    frames: list[JsonValue] = [
+        {"type": "image_url", "image_url": {"url": url}} for url in frame_urls(q.video)
+    ]
+    messages: list[JsonValue] = [
+        {"role": "user", "content": [*frames, {"type": "text", "text": user_prompt(q)}]}
+    ]
     return omni_chat_body(model, messages, OUTPUT_LEN, EXTRA_BODY)
 
 

@@ -27,6 +27,7 @@ from omni_tasks.analysis.official import (
 )
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading import flags
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
 from omni_tasks.grading.windows import BARE_ARTIFACT_GRADER, UnknownHarness, harness_window
@@ -237,11 +238,11 @@ def parse_artifact(
     return ParsedArtifact(spec, clips, grades, grader, warnings)
 
 
-def is_seed_tts(doc: dict[str, Any]) -> bool:
+def is_seed_tts(doc: JsonObject) -> bool:
     return any(k.startswith("seed_tts_") for k in doc)
 
 
-def locale_of(doc: dict[str, Any]) -> str:
+def locale_of(doc: JsonObject) -> str:
     """`zh` when every item that names a locale names a Chinese one, else `en`."""
     items = doc.get("seed_tts_wer_eval_items")
     locales = [
@@ -287,7 +288,7 @@ def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
 
 
 def _thinker_texts(
-    doc: dict[str, Any], path: Path, n_items: int, warnings: list[str]
+    doc: JsonObject, path: Path, n_items: int, warnings: list[str]
 ) -> list[str | None] | None:
     texts = doc.get("generated_texts")
     if texts is None or n_items == 0:
@@ -302,13 +303,13 @@ def _thinker_texts(
     return [t if isinstance(t, str) else None for t in texts]
 
 
-def _lang_of(item: dict[str, Any]) -> str:
+def _lang_of(item: JsonObject) -> str:
     """The item's own locale decides how it is scored (upstream: `zh…` per character)."""
     locale = item.get("locale")
     return "zh" if isinstance(locale, str) and locale.lower().startswith("zh") else "en"
 
 
-def _finish_reason(item: dict[str, Any], path: Path, where: str) -> str | None:
+def _finish_reason(item: JsonObject, path: Path, where: str) -> str | None:
     """The item's finish reason (upstream main: `finish_reason`, and `length_capped` when the
     token cap cut it short, which is the reason `length`)."""
     reason = item.get("finish_reason")
@@ -331,7 +332,7 @@ def _finish_reason(item: dict[str, Any], path: Path, where: str) -> str | None:
         path,
         f"{where}: length_capped with finish_reason {reason!r}",
     )
-    return reason
+    return reason if isinstance(reason, str) else None
 
 
 def _reason_counts(value: Any) -> bool:
@@ -352,7 +353,7 @@ def _reason_counts(value: Any) -> bool:
 
 
 def _clip_from_item(
-    item: dict[str, Any],
+    item: JsonObject,
     ordinal: int,
     utt: str,
     ref: str,
@@ -361,7 +362,8 @@ def _clip_from_item(
     path: Path,
     where: str,
 ) -> tuple[ClipAudio, ClipGrade | None]:
-    audio_uri = item.get("audio_path") if isinstance(item.get("audio_path"), str) else None
+    audio = item.get("audio_path")
+    audio_uri = audio if isinstance(audio, str) else None
     lang = _lang_of(item)
     question = flags.is_question(ref)
     thinker_wer = score(ref, thinker_text, lang).wer if thinker_text else None
@@ -373,8 +375,8 @@ def _clip_from_item(
             f"{where} ({utt}): unknown error code {code!r} "
             f"(expected one of {', '.join(ERROR_CODES)})",
         )
-        synth, grade_status = ERROR_CODES[code]
-        detail = item.get("detail") if isinstance(item.get("detail"), str) else None
+        synth, grade_status = ERROR_CODES[str(code)]
+        detail = item.get("detail")
         clip = ClipAudio(
             utt,
             ordinal,
@@ -382,23 +384,26 @@ def _clip_from_item(
             synth,
             audio_uri=audio_uri,
             thinker_text=thinker_text,
-            error_detail=f"{code}: {detail or ''}".strip(),
+            error_detail=f"{code}: {detail if isinstance(detail, str) else ''}".strip(),
         )
         if grade_status is None:
             return clip, None
         if grade_status == "empty_transcript":
-            counts = _counts(ref, "", lang)
-            return clip, ClipGrade(
+            empty = ClipGrade(
                 utt,
                 "empty_transcript",
                 hypothesis="",
                 wer=1.0,
                 thinker_wer=thinker_wer,
                 is_question=question,
-                **counts,
             )
+            return clip, score(ref, "", lang).onto(empty)
         return clip, ClipGrade(
-            utt, "grader_error", thinker_wer=thinker_wer, is_question=question, error_detail=code
+            utt,
+            "grader_error",
+            thinker_wer=thinker_wer,
+            is_question=question,
+            error_detail=str(code),
         )
     wer = item.get("wer")
     require(
@@ -407,11 +412,11 @@ def _clip_from_item(
         f"{where} ({utt}): 'wer' must be a finite number in [0, {MAX_WER:g}], "
         f"got {short_number(wer) if isinstance(wer, int | float) else repr(wer)[:40]}",
     )
-    hyp = item.get("asr_raw", "")
-    require(isinstance(hyp, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
-    counts = _counts(ref, hyp, lang)
+    raw = item.get("asr_raw", "")
+    require(isinstance(raw, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
+    hyp = str(raw)
     clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
-    return clip, ClipGrade(
+    graded = ClipGrade(
         utt,
         "graded",
         hypothesis=hyp,
@@ -421,24 +426,19 @@ def _clip_from_item(
         is_question=question,
         sim=_secondary(item, "sim", path, f"{where} ({utt})"),
         utmos=_secondary(item, "utmos", path, f"{where} ({utt})"),
-        **counts,
     )
+    return clip, score(ref, hyp, lang).onto(graded)
 
 
 # Secondary scores upstream may add to an item: speaker similarity (a cosine) and predicted MOS.
 SECONDARY_RANGES = {"sim": (-1.0, 1.0), "utmos": (0.0, 10.0)}
 
 
-def _secondary(item: dict[str, Any], key: str, path: Path, where: str) -> float | None:
+def _secondary(item: JsonObject, key: str, path: Path, where: str) -> float | None:
     value = item.get(key)
     if value is None:
         return None
     return bounded_number(value, *SECONDARY_RANGES[key], path, f"{where}: {key!r}")
-
-
-def _counts(ref: str, hyp: str, lang: str) -> dict[str, Any]:
-    """Word (or, for zh, character) counts from our scorer."""
-    return dict(score(ref, hyp, lang).grade_fields())
 
 
 class SeedTts(Benchmark):
@@ -458,7 +458,7 @@ class SeedTts(Benchmark):
         self.id = f"seed_tts_{locale}"
         self.description = f"seed-tts-eval {locale}: synthesized speech, WER by Whisper"
 
-    def claims(self, doc: dict[str, Any]) -> bool:
+    def claims(self, doc: JsonObject) -> bool:
         return is_seed_tts(doc) and locale_of(doc) == self.locale
 
     @property
@@ -469,7 +469,7 @@ class SeedTts(Benchmark):
         self,
         conn: psycopg.Connection[Any],
         req: RunRequest,
-        grader: dict[str, Any],
+        grader: JsonObject,
         *,
         show_progress: bool = False,
     ) -> str:
@@ -493,7 +493,7 @@ class SeedTts(Benchmark):
     def figures(self) -> tuple[str, ...]:
         return FIGURES
 
-    def official_line(self, o: dict[str, Any]) -> str:
+    def official_line(self, o: JsonObject) -> str:
         def f(v: Any) -> str:
             return "—" if v is None else f"{v:.4f}"
 
@@ -504,7 +504,7 @@ class SeedTts(Benchmark):
             f"{o.get('seed_tts_asr_failed')})"
         )
 
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
+    def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         return official_summary(clips)
 
     def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
