@@ -140,8 +140,8 @@ def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[
     t0 = time.perf_counter()
     grade_run(conn, f"{label}-synthesis", grader, show_progress=False)
     out["grading_only_s"] = time.perf_counter() - t0
-    seq = runs.latest_grading(conn, runs.get_run(conn, f"{label}-sequential")["run_id"], "")[0]
-    pip = runs.latest_grading(conn, runs.get_run(conn, f"{label}-pipelined")["run_id"], "")[0]
+    seq = runs.latest_grading(conn, runs.get_run(conn, f"{label}-sequential").run_id, "")[0]
+    pip = runs.latest_grading(conn, runs.get_run(conn, f"{label}-pipelined").run_id, "")[0]
 
     def heard(gid: int) -> list[tuple[str, str]]:
         rows = conn.execute(

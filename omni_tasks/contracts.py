@@ -87,6 +87,21 @@ class Contract:
 
 
 @dataclass(frozen=True)
+class BranchPlan(Contract):
+    """One series × branch × seed of a night: what its GPU task runs (passed as XCom JSON)."""
+
+    series: str  # Series.key
+    variant: str
+    lane: str
+    label: str
+    branch: str
+    commit: str
+    seed: int
+    nightly: str  # ISO date
+    reconstructed: bool = False  # a backfill's head, found after the fact
+
+
+@dataclass(frozen=True)
 class ModeShare(Contract):
     clips: int
     error_share: float
@@ -142,13 +157,10 @@ class RunStats(Contract):
     grader_id: str | None = None
     benchmark: str | None = None
 
-    def of(self, run: dict[str, Any], grader_id: str) -> RunStats:
+    def of(self, run_key: str, branch: str, benchmark: str, grader_id: str) -> RunStats:
+        """These statistics labelled with the run and grading they are of."""
         return dataclasses.replace(
-            self,
-            run_key=run["run_key"],
-            branch=run["branch"],
-            grader_id=grader_id,
-            benchmark=run["benchmark"],
+            self, run_key=run_key, branch=branch, grader_id=grader_id, benchmark=benchmark
         )
 
 

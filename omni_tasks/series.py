@@ -5,8 +5,8 @@ an explicit `compare`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from omni_tasks.trust.names import check_model, check_name, path_component
 
@@ -60,13 +60,15 @@ class Series:
             return self.benchmark
         return path_component(f"{self.benchmark}@{self.lane}@{self.model.replace('/', '=')}")
 
-    def args(self) -> dict[str, Any]:
+    def args(self) -> dict[str, str]:
         """The series as SQL parameters (every series-scoped query takes all three)."""
         return {"benchmark": self.benchmark, "model": self.model, "lane": self.lane}
 
     @classmethod
-    def of(cls, row: dict[str, Any]) -> Series:
+    def of(cls, row: Mapping[str, object]) -> Series:
         """The series of a stored run or decision row."""
         return cls(
-            row["benchmark"], row.get("model") or DEFAULT_MODEL, row.get("lane") or DEFAULT_LANE
+            str(row["benchmark"]),
+            str(row.get("model") or DEFAULT_MODEL),
+            str(row.get("lane") or DEFAULT_LANE),
         )

@@ -21,12 +21,11 @@ def summary_markdown(req: ABRequest, result: ABResult) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for look in result.looks:
-        name = "full paired round" if look["round"] == 0 else f"repeat {look['round']}"
-        ci = tuple(look["delta_tail_ci"])
+        name = "full paired round" if look.round == 0 else f"repeat {look.round}"
         rows.append(
-            f"| {name} | {look['n']} | {look['regressed']} : {look['improved']} | "
-            f"{pts_ci(look['delta_tail'], ci)} | {look['p_regress']:.3g} | {look['alpha']:.3g} "
-            f"| {look['verdict']} | {look['clips_spent']} |"
+            f"| {name} | {look.n} | {look.regressed} : {look.improved} | "
+            f"{pts_ci(look.delta_tail, look.delta_tail_ci)} | {look.p_regress:.3g} | "
+            f"{look.alpha:.3g} | {look.verdict} | {look.clips_spent} |"
         )
     series = f"{req.benchmark} · {req.model} · {req.lane}"
     head = [
@@ -40,8 +39,8 @@ def summary_markdown(req: ABRequest, result: ABResult) -> str:
     if result.looks:
         last = result.looks[-1]
         head += [
-            f"**Δ tail {pts(last['delta_tail'])}** (share of broken items, head − base), "
-            f"p = {last['p_regress']:.3g}.",
+            f"**Δ tail {pts(last.delta_tail)}** (share of broken items, head − base), "
+            f"p = {last.p_regress:.3g}.",
             "",
             *rows,
             "",

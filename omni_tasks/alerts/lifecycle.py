@@ -43,12 +43,12 @@ from omni_tasks.contracts import (
     StoredDecision,
 )
 from omni_tasks.evidence.links import dashboard_path, report_url
-from omni_tasks.reports.reproduce import reproduce_command
+from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 from omni_tasks.store.alerts import enqueue
-from omni_tasks.store.runs import runs_of_night
+from omni_tasks.store.runs import NightRun, runs_of_night
 
 TOP_AUDIO = 3
 
@@ -245,7 +245,7 @@ def _regression(
     night = d.nightly
     alert = store.open_alert(conn, key)
     candidate = _candidate_run(conn, d)
-    commit = None if candidate is None else candidate["commit_sha"]
+    commit = None if candidate is None else candidate.commit_sha
     ctx = _context(d, tau)
     if alert is None:
         if d.verdict != "REGRESSED" or not d.confirmed:
@@ -381,7 +381,7 @@ def _regression(
     _event(conn, "regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
 
 
-def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> dict[str, Any] | None:
+def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> NightRun | None:
     """The decision's candidate run, with the grader that reproduces it."""
     if d.candidate_run_id is None:
         return None
@@ -389,11 +389,10 @@ def _candidate_run(conn: psycopg.Connection[Any], d: StoredDecision) -> dict[str
     return found[0] if found else None
 
 
-def _reproduce(run: dict[str, Any]) -> ContextBlock:
+def _reproduce(run: NightRun) -> ContextBlock:
     """A context block with the command that reproduces the candidate's run."""
-    return blocks.context(
-        f"Reproduce the candidate's run: {blocks.code(reproduce_command(run, run))}"
-    )
+    command = reproduce_command(Reproducible.of_run(run), run.grader)
+    return blocks.context(f"Reproduce the candidate's run: {blocks.code(command)}")
 
 
 def _infra(conn: psycopg.Connection[Any], d: StoredDecision) -> None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.intervals import clopper_pearson_upper, mcnemar_exact
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord
 
 ALPHA = 0.01  # one-sided, content regressed at c = N
@@ -210,7 +210,7 @@ class ConcurrencyResult:
     runs: dict[str, str]  # level (c1, c8, c1-control) → run key
     comparisons: tuple[LevelComparison, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self) | {
             "summaries": [c.summary for c in self.comparisons],
             "verdicts": [c.verdict for c in self.comparisons],

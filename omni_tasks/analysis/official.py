@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord
 
 FIGURES = (
@@ -31,7 +31,7 @@ FIGURES = (
 FAILED_REQUEST = ("request_failed", "timeout_no_output", "timeout_partial")
 
 
-def official_summary(clips: Sequence[ClipRecord]) -> dict[str, Any]:
+def official_summary(clips: Sequence[ClipRecord]) -> JsonObject:
     # One outcome per clip, as upstream counts it: a request that failed is a failed request
     # even when audio arrived before it broke off (and our grading transcribed that audio).
     # A clip cut at our audio cap is not what the harness heard (it reads to the end): left
@@ -81,7 +81,7 @@ def finite_mean(values: list[float]) -> float:
 
 
 def disagreements(
-    reported: dict[str, Any], recomputed: dict[str, Any], figures: Sequence[str] = FIGURES
+    reported: JsonObject, recomputed: JsonObject, figures: Sequence[str] = FIGURES
 ) -> list[str]:
     """The artifact's own figures that its items do not reproduce, named with both values."""
     out = []

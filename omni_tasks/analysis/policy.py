@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from omni_tasks.contracts import JsonObject
 
 # What decides a verdict or a confirmation; everything else is reported only.
 DECISION_FIELDS = {
@@ -33,7 +34,7 @@ ADDED_AFTER_LEGACY = {
 }
 
 
-def _hash(fields: dict[str, Any]) -> str:
+def _hash(fields: JsonObject) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
 
 

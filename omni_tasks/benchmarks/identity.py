@@ -5,7 +5,6 @@ inputs is refused, naming each difference, and never replaces the stored run."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import psycopg
@@ -16,30 +15,30 @@ from omni_tasks.series import DEFAULT_LANE
 from omni_tasks.store import runs
 
 
-def inputs(run: dict[str, Any]) -> dict[str, Any]:
+def inputs(run: RunSpec) -> dict[str, object]:
     """What a re-run under the key must agree on (a launched server's URL is a fresh port each
     time: it counts as one)."""
-    config, stack = run.get("config") or {}, run.get("stack") or {}
+    config = run.config
     return {
-        "target": "a launched server" if stack.get("server_log") else config.get("target"),
+        "target": "a launched server" if run.stack.get("server_log") else config.get("target"),
         "transcript mode": bool(config.get("transcript_mode")),
-        "dataset and subset (--dataset, --limit)": run.get("dataset_fingerprint"),
-        "prompt": run.get("prompt_fingerprint"),
+        "dataset and subset (--dataset, --limit)": run.dataset_fingerprint,
+        "prompt": run.prompt_fingerprint,
         "harness version": config.get("harness_version"),
         "model": config.get("model"),
-        "lane": run.get("lane") or DEFAULT_LANE,
+        "lane": run.lane or DEFAULT_LANE,
     }
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     """A fingerprint as its head and what follows it (`c98b6e85…:first5`)."""
     text = repr(value)
     head, colon, tail = str(value).partition(":")
     return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else text
 
 
-def differences(stored: dict[str, Any], spec: RunSpec) -> list[str]:
-    new = inputs(dataclasses.asdict(spec))
+def differences(stored: RunSpec, spec: RunSpec) -> list[str]:
+    new = inputs(spec)
     old = inputs(stored)
     if old["model"] is None:  # stored before runs recorded their model: not a difference
         new["model"] = None

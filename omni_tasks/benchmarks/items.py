@@ -19,6 +19,7 @@ import psycopg
 from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.request import RunRequest
 from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
+from omni_tasks.contracts import JsonObject
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import ClipAudio, RunSpec
@@ -157,7 +158,7 @@ async def _ask_all(
             return list(await asyncio.gather(*(one(i) for i in items)))
 
 
-async def post_json(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Answer:
+async def post_json(client: httpx.AsyncClient, url: str, body: JsonObject) -> Answer:
     """One chat completion, streamed (SSE) when the body asks for it: its text answer, or a
     failed request with why (every read bounded; the server's text made printable)."""
     streamed = bool(body.get("stream"))

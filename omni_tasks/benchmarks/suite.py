@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipGrade, Grader
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class ItemSuite(ABC):
         """What the stored row keeps as the item's reference (the gold letter, the text)."""
 
     @abstractmethod
-    def request_body(self, item: Any, req: RunRequest) -> dict[str, Any]:
+    def request_body(self, item: Any, req: RunRequest) -> JsonObject:
         """Upstream's chat request for one item (ValueError/OSError: its media is unreadable,
         stored as a failed request)."""
 
@@ -56,7 +57,7 @@ class ItemSuite(ABC):
         """The item's grade from the answer's text, by upstream's rule."""
 
     @abstractmethod
-    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
+    def simulate(self, body: JsonObject, profile: Profile, seed: int) -> str | None:
         """How the simulator answers a request of this family at `profile`'s rates (its
         `wrong_answer` share, deterministically per seed and item: profiles.uniform): the
         answer text, or None when `body` is not this family's request. A request that is the

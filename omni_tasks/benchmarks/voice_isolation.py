@@ -173,7 +173,7 @@ class VoiceIsolation(Benchmark):
         return ParsedArtifact(spec, clips, grades, GRADER)
 
 
-def _name(doc: dict[str, Any], key: str, path: Path) -> str:
+def _name(doc: JsonObject, key: str, path: Path) -> str:
     value = doc.get(key)
     require(
         isinstance(value, str) and NAME.fullmatch(value) is not None,
@@ -204,10 +204,11 @@ def _sha(value: Any) -> str | None:
     return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40}", value) else None
 
 
-def _heard(out: dict[str, Any]) -> str:
+def _heard(out: JsonObject) -> str:
     """Each embedder's pick and margin, as upstream's log table shows them."""
-    picks: dict[str, Any] = out["argmax"] if isinstance(out.get("argmax"), dict) else {}
-    margins: dict[str, Any] = out["margin"] if isinstance(out.get("margin"), dict) else {}
+    argmax, margin_of = out.get("argmax"), out.get("margin")
+    picks = argmax if isinstance(argmax, dict) else {}
+    margins = margin_of if isinstance(margin_of, dict) else {}
     parts = []
     for name in sorted(str(k) for k in picks)[:4]:
         pick, margin = picks[name], margins.get(name)

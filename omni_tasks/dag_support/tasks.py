@@ -49,9 +49,10 @@ def record_heads(
                 "config given as a Variable uses the file's series"
             )
     with results_db() as conn:
-        return nightly.record_heads(
+        plans = nightly.record_heads(
             conn, unit_series(night, unit), nightly_of(context), backfill=is_backfill(context)
         )
+    return [p.to_json() for p in plans]
 
 
 def unit_series(night: Any, unit: str | None) -> list[Any]:
@@ -60,20 +61,22 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 
 
 @stops_on_sigterm
-def run_branch(context: Context, plan: dict[str, Any]) -> str:
+def run_branch(context: Context, plan: JsonObject) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.benchmarks.seed_tts.run import BenchError
+    from omni_tasks.contracts import BranchPlan
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly
 
-    label = plan.get("label") or f"{plan['branch']} seed {plan['seed']}"
+    branch = BranchPlan.from_json(plan)
+    label = branch.label or f"{branch.branch} seed {branch.seed}"
     # The mapped task's name in the UI: map_index_template reads it from the context.
     cast("dict[str, Any]", context)["branch_label"] = label
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if is_backfill(context) else ("nightly" if scheduled else "manual")
     try:
-        params = night_of(context).find(plan["series"], plan["variant"])
+        params = night_of(context).find(branch.series, branch.variant)
     except ConfigError as exc:
         raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {label}")
@@ -82,7 +85,7 @@ def run_branch(context: Context, plan: dict[str, Any]) -> str:
             return nightly.run_branch(
                 conn,
                 params,
-                plan,
+                branch,
                 trigger=trigger,
                 airflow_ids=(context["dag"].dag_id, context["run_id"]),
             )
@@ -182,15 +185,15 @@ def plan_bisects(context: Context) -> list[JsonObject]:
 
 
 @stops_on_sigterm
-def refresh(context: Context) -> dict[str, str]:
+def refresh(context: Context) -> JsonObject:
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs import nightly
 
     series = [p.series for p in night_of(context).series]
     with results_db() as conn:
         out = nightly.refresh_outputs(conn, series, nightly_of(context), load_policy().primary_tau)
-    log.info("grafana: %s; reports: %s", out["grafana"], ", ".join(out["reports"]))
-    return out
+    log.info("grafana: %s; reports: %s", out.grafana, ", ".join(out.reports))
+    return {"grafana": out.grafana, "reports": list(out.reports)}
 
 
 @delivers_after_sigterm

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import NORMALIZER_VERSION
 from omni_tasks.grading.windows import WINDOWS, UnknownHarness, harness_window, harnesses_of
 
@@ -185,7 +186,7 @@ class LoadedGrader:
     def grader_id(self) -> str:
         return self.spec.grader_id(self.model_label, self.backend.runtime)
 
-    def description(self) -> dict[str, Any]:
+    def description(self) -> JsonObject:
         described = asdict(self.spec)
         described.update(
             model_label=self.model_label,

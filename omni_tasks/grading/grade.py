@@ -140,21 +140,21 @@ def grade_run(
     last one, so a crash loses at most one batch and a re-run grades only what is missing;
     statistics read complete gradings only."""
     run = runs.get_run(conn, run_key)
-    existing = runs.grading_of(conn, run["run_id"], grader.grader_id)
+    existing = runs.grading_of(conn, run.run_id, grader.grader_id)
     if existing is not None and existing[1] == "complete" and not replace:
         counts = runs.grade_counts(conn, existing[0])
         return GradingOutcome(run_key, existing[0], grader.grader_id, *counts, created=False)
     if existing is not None and replace:
         runs.delete_grading(conn, existing[0])
-    clips = runs.stored_clips(conn, run["run_id"])
+    clips = runs.stored_clips(conn, run.run_id)
     described = Grader(grader.grader_id, grader.description())
-    grading_id, _ = runs.open_grading(conn, run["run_id"], described)
+    grading_id, _ = runs.open_grading(conn, run.run_id, described)
     conn.commit()
     todo = pending_blocks(clips, grader.spec.batch_size, runs.graded_utts(conn, grading_id))
     with progress_bar(show_progress) as bar:
         task = bar.add_task(f"grading {run_key}", total=sum(len(b) for b in todo))
         for block in todo:
-            graded = grade_batch(grader, block, run["system_prompt"])
+            graded = grade_batch(grader, block, run.system_prompt)
             runs.copy_clip_grades(conn, grading_id, graded)
             conn.commit()
             errors = sum(g.grade_status == "grader_error" for g in graded)

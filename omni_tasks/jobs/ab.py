@@ -5,7 +5,6 @@ head commit and, when Slack is configured, to Slack in its own key space."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from omni_tasks.ab.sequential import Look, clips_needed, first_look, plan_repeat
 from omni_tasks.ab.summary import summary_markdown, worst_clips_markdown
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.contracts import Contract
 from omni_tasks.jobs.statistics import compare, load_graded_run
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import views
@@ -94,11 +94,36 @@ class ABRequest:
         return f"ab-{self.ab_id}-{side}"
 
 
+@dataclass(frozen=True)
+class ABLook(Contract):
+    """One look of an A/B: the full paired round (0) or a repeat, and what it showed."""
+
+    round: int
+    verdict: str
+    alpha: float
+    n: int  # paired items
+    regressed: int
+    improved: int
+    p_regress: float
+    delta_tail: float
+    delta_tail_ci: tuple[float, float]
+    clips_spent: int  # by the A/B so far
+    reasons: list[str]
+
+    @classmethod
+    def of(cls, look: Look, spent: int) -> ABLook:
+        ev = look.evidence
+        return cls(
+            look.round, look.verdict, look.alpha, ev.n_paired, ev.regressed, ev.improved,
+            ev.p_regress, ev.delta_tail, ev.delta_tail_ci, spent, list(look.reasons),
+        )  # fmt: skip
+
+
 @dataclass
-class ABResult:
+class ABResult(Contract):
     ab_id: str
     verdict: str
-    looks: list[dict[str, Any]]
+    looks: list[ABLook]
     clips_spent: int
     budget: int
     stopped: str
@@ -106,9 +131,6 @@ class ABResult:
     runs: dict[str, list[str]]
     summary: str = ""
     check_run_id: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def run_ab(
@@ -163,7 +185,7 @@ def _decide(
         ), paired.comparison_id
     ids, base, head = _flags([base_g.clips, head_g.clips], tau)
     look = first_look(base[:, 0], head[:, 0], policy)
-    looks = [_look_json(look, spent)]
+    looks = [ABLook.of(look, spent)]
     say(f"round 0: {look.verdict} ({look.reasons[0]})")
     stopped, more = "decided on the full paired round", None
     if look.verdict == "UNKNOWN":
@@ -192,7 +214,7 @@ def _decide(
             rb, rh = np.column_stack([rb, b[:, 0]]), np.column_stack([rh, h[:, 0]])
             spent += 2 * len(subset)
             look = repeat_look(rb, rh, len(ids), plan, policy)
-            looks.append(_look_json(look, spent))
+            looks.append(ABLook.of(look, spent))
             say(f"repeat {k} on {len(subset)} discriminating items: {look.verdict}")
             if look.verdict != "UNKNOWN":
                 stopped = f"decided after {k} repeat(s) on the {len(subset)} discriminating items"
@@ -257,23 +279,6 @@ def _flags(
     return ids, flags[0].reshape(len(ids), 1), flags[1].reshape(len(ids), 1)
 
 
-def _look_json(look: Look, spent: int) -> dict[str, Any]:
-    ev = look.evidence
-    return {
-        "round": look.round,
-        "verdict": look.verdict,
-        "alpha": look.alpha,
-        "n": ev.n_paired,
-        "regressed": ev.regressed,
-        "improved": ev.improved,
-        "p_regress": ev.p_regress,
-        "delta_tail": ev.delta_tail,
-        "delta_tail_ci": list(ev.delta_tail_ci),
-        "clips_spent": spent,
-        "reasons": look.reasons,
-    }
-
-
 def _to_slack(
     conn: psycopg.Connection[Any],
     req: ABRequest,
@@ -289,7 +294,7 @@ def _to_slack(
     last = result.looks[-1] if result.looks else None
     lines = [f"{result.clips_spent} of {result.budget} clips; {result.stopped}"]
     if last is not None:
-        lines.insert(0, f"Δ tail {last['delta_tail']:+.1%}, p {last['p_regress']:.3g}")
+        lines.insert(0, f"Δ tail {last.delta_tail:+.1%}, p {last.p_regress:.3g}")
     links = {"Details": details_url} if details_url else {}
     if req.repo and req.pr:
         links["Pull request"] = f"https://github.com/{req.repo}/pull/{req.pr}"

@@ -36,6 +36,7 @@ from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
+from omni_tasks.contracts import JsonObject
 from omni_tasks.deployment.schema import Serving
 from omni_tasks.formatting import pts_ci
 from omni_tasks.gates.policy import load_policy
@@ -138,7 +139,7 @@ class AblateParams(Serving):
                 )
         return self
 
-    def overrides_for(self, a: Ablation | None) -> dict[str, Any]:
+    def overrides_for(self, a: Ablation | None) -> JsonObject:
         """The series' deploy overrides with the ablation's on top (by stage_id)."""
         if a is None:
             return dict(self.overrides)
@@ -212,7 +213,7 @@ def _night_runs(conn: psycopg.Connection[Any], p: AblateParams) -> dict[str, Any
 
 def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcomes:
     run = get_run(conn, run_key)
-    grading_id, _ = latest_grading(conn, run["run_id"], run_key)
+    grading_id, _ = latest_grading(conn, run.run_id, run_key)
     return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
 
 

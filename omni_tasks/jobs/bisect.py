@@ -161,7 +161,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         )
         key = served(conn, serving, req, run) if p.target == "vllm-serve" else run(req)
         conn.commit()
-        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key)
+        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key).run_id, key)
         return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
 
     stored = stored_endpoints(conn, p) if p.axis == "vllm-omni" else None

@@ -94,7 +94,7 @@ def advise_series(
     clip_runs: list[list[ClipRecord]] = []
     for r in sorted(rows, key=lambda r: (r["nightly"], r["run_key"])):
         if r["status"] == "summary_only":
-            value = (run_store.get_run(conn, r["run_key"]).get("summary") or {}).get(gate.figure)
+            value = run_store.get_run(conn, r["run_key"]).summary.get(gate.figure)
             figure = float(value) if isinstance(value, int | float) else None
             night = Night(r["nightly"], r["commit_sha"], figure, None)
         else:

@@ -30,7 +30,7 @@ from omni_tasks.alerts import keys
 from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import Decision
+from omni_tasks.contracts import BranchPlan, Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.series import DEFAULT_MODEL, Series
@@ -130,7 +130,7 @@ def record_heads(
     nightly: dt.date,
     *,
     backfill: bool,
-) -> list[dict[str, Any]]:
+) -> list[BranchPlan]:
     """Every series' branch heads for the night (heads_of_series), as one plan per series ×
     branch × seed for the GPU tasks."""
     return [
@@ -140,7 +140,7 @@ def record_heads(
 
 def heads_of_series(
     conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, *, backfill: bool
-) -> list[dict[str, Any]]:
+) -> list[BranchPlan]:
     """Each branch's commit for the night, recorded in `branch_head` (first sighting wins).
 
     Explicit commits win; then the head recorded that night; then the repo's head (for a
@@ -153,7 +153,7 @@ def heads_of_series(
         if branch in params.commits:
             commit = params.commits[branch]
         elif recorded is not None:
-            commit, reconstructed = recorded["commit_sha"], recorded["reconstructed"]
+            commit, reconstructed = recorded.commit_sha, recorded.reconstructed
         elif params.repo:
             commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
             reconstructed = backfill
@@ -165,17 +165,17 @@ def heads_of_series(
         night = nightly.isoformat()
         for seed in params.seeds:
             plans.append(
-                {
-                    "series": params.series.key,
-                    "variant": params.variant,
-                    "lane": params.lane,
-                    "label": f"{params.series.label} {branch} seed {seed}",
-                    "branch": branch,
-                    "commit": commit,
-                    "seed": seed,
-                    "nightly": night,
-                    "reconstructed": reconstructed,
-                }
+                BranchPlan(
+                    series=params.series.key,
+                    variant=params.variant,
+                    lane=params.lane,
+                    label=f"{params.series.label} {branch} seed {seed}",
+                    branch=branch,
+                    commit=commit,
+                    seed=seed,
+                    nightly=night,
+                    reconstructed=reconstructed,
+                )
             )
     conn.commit()
     return plans
@@ -184,7 +184,7 @@ def heads_of_series(
 def run_branch(
     conn: psycopg.Connection[Any],
     params: NightlyParams,
-    plan: dict[str, Any],
+    plan: BranchPlan,
     *,
     trigger: str,
     airflow_ids: tuple[str | None, str | None] = (None, None),
@@ -195,24 +195,24 @@ def run_branch(
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest
     from omni_tasks.synthesis.stages import StageDefaults
 
-    if plan["branch"] not in params.targets:
-        raise ValueError(f"no target for branch {plan['branch']!r} (params.targets)")
-    target = params.target_url(plan["branch"])
-    deploy = params.target_deploy_config(plan["branch"])
-    nightly = dt.date.fromisoformat(plan["nightly"])
-    recorded = heads.recorded_head(conn, params.bench, plan["branch"], nightly)
+    if plan.branch not in params.targets:
+        raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
+    target = params.target_url(plan.branch)
+    deploy = params.target_deploy_config(plan.branch)
+    nightly = dt.date.fromisoformat(plan.nightly)
+    recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
     lineage = {
         "differs_from_recorded_head": None
         if recorded is None
-        else recorded["commit_sha"] != plan["commit"],
-        "reconstructed_head": plan.get("reconstructed", False),
+        else recorded.commit_sha != plan.commit,
+        "reconstructed_head": plan.reconstructed,
     }
     req = BenchRequest(
         target=target,
-        branch=plan["branch"],
+        branch=plan.branch,
         dataset=params.dataset,
-        commit=plan["commit"],
-        seed=plan["seed"],
+        commit=plan.commit,
+        seed=plan.seed,
         limit=params.limit,
         prompt_template=params.prompt_template,
         transcript_mode=params.transcript_mode,
@@ -223,7 +223,7 @@ def run_branch(
         benchmark=params.bench,
         model=params.series.model,
         lane=params.lane,
-        observed_head=None if recorded is None else recorded["commit_sha"],
+        observed_head=None if recorded is None else recorded.commit_sha,
         lineage=lineage,
         airflow_dag_id=airflow_ids[0],
         airflow_run_id=airflow_ids[1],
@@ -389,9 +389,17 @@ def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau
     return path
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """Where a night's outputs went: Grafana's refresh, in a line, and the reports written."""
+
+    grafana: str
+    reports: list[str]
+
+
 def refresh_outputs(
     conn: psycopg.Connection[Any], series: list[Series], nightly: dt.date, tau: float
-) -> dict[str, Any]:
+) -> Outputs:
     """Each series' HTML report of the night, then Grafana (when configured); returns where
     things are. A Grafana outage fails this task (so it is retried) after the reports are
     written; one series' report failing does not keep the others from being written."""
@@ -408,7 +416,7 @@ def refresh_outputs(
     summary = refresh(conn).summary
     if failed:
         raise RuntimeError(f"reports not written ({'; '.join(failed)}); written: {reports}")
-    return {"grafana": summary, "reports": reports, "report": reports[0] if reports else ""}
+    return Outputs(summary, reports)
 
 
 def task_failed(

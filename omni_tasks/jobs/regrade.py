@@ -57,7 +57,7 @@ def grader_spec(
     check_form(form)
     run = get_run(conn, str(form["run_key"]))
     try:
-        config = deployment.series_config(variable, run["benchmark"], run["lane"], run["model"])
+        config = deployment.series_config(variable, run.benchmark, run.lane, run.model)
         configured = config.get("grader") or {}
         if not isinstance(configured, dict):
             raise deployment.ConfigError("grader: a mapping of grader fields")

@@ -39,28 +39,28 @@ from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord, commonest_failure
 from omni_tasks.series import Series
 from omni_tasks.store import decisions, results
-from omni_tasks.store.runs import clip_records, get_run, latest_grading
+from omni_tasks.store.runs import StoredRun, clip_records, get_run, latest_grading
 
 TOP_REGRESSED = 5
 
 
 @dataclasses.dataclass(frozen=True)
 class GradedRun:
-    run: dict[str, Any]
+    run: StoredRun
     grading_id: int
     grader_id: str
     clips: list[ClipRecord]
 
     @property
     def meta(self) -> dict[str, Any]:
-        return {**self.run, "grader_id": self.grader_id}
+        return {**dataclasses.asdict(self.run), "grader_id": self.grader_id}
 
 
 def load_graded_run(
     conn: psycopg.Connection[Any], run_key: str, grader_id: str | None = None
 ) -> GradedRun:
     run = get_run(conn, run_key)
-    gid, grader = latest_grading(conn, run["run_id"], run_key, grader_id)
+    gid, grader = latest_grading(conn, run.run_id, run_key, grader_id)
     return GradedRun(run, gid, grader, clip_records(conn, gid))
 
 
@@ -69,11 +69,11 @@ def compute_stats(
 ) -> RunStats:
     """Compute one grading's statistics and store them (overwriting): the nightly's summarize
     step and `omni-tasks stats`."""
-    policy = policy.for_benchmark(g.run["benchmark"])
-    bench = benchmarks.get(g.run["benchmark"])
-    stats = run_stats(g.clips, tau, g.run["n_expected"], bench.official_summary, bench.diagnoses)
+    policy = policy.for_benchmark(g.run.benchmark)
+    bench = benchmarks.get(g.run.benchmark)
+    stats = run_stats(g.clips, tau, g.run.n_expected, bench.official_summary, bench.diagnoses)
     results.upsert_run_stats(conn, g.grading_id, tau, policy.policy_version, stats)
-    return stats.of(g.run, g.grader_id)
+    return stats.of(g.run.run_key, g.run.branch, g.run.benchmark, g.grader_id)
 
 
 def ensure_stats(
@@ -81,11 +81,11 @@ def ensure_stats(
 ) -> RunStats:
     """The statistics stored for this grading, tau and policy; computed (and stored) only when
     none are, so a night's statistics are computed once and read after that."""
-    policy = policy.for_benchmark(g.run["benchmark"])
+    policy = policy.for_benchmark(g.run.benchmark)
     stored = results.stored_stats(conn, g.grading_id, tau, policy.policy_version)
     if stored is None:
         return compute_stats(conn, g, tau, policy)
-    return stored.of(g.run, g.grader_id)
+    return stored.of(g.run.run_key, g.run.branch, g.run.benchmark, g.grader_id)
 
 
 def compute_stats_for_key(
@@ -97,7 +97,7 @@ def compute_stats_for_key(
 ) -> RunStats | SummaryOnlyStats:
     with conn.transaction():
         run = get_run(conn, run_key)
-        if run["status"] == "summary_only":
+        if run.status == "summary_only":
             return summary_only_stats(run)
         return compute_stats(conn, load_graded_run(conn, run_key, grader_id), tau, policy)
 
@@ -115,21 +115,21 @@ SUMMARY_ONLY_FAMILY = (
 )
 
 
-def summary_only_stats(run: dict[str, Any]) -> SummaryOnlyStats:
+def summary_only_stats(run: StoredRun) -> SummaryOnlyStats:
     """A summary-only import as history: its official figures, as the artifact reported them."""
-    summary = run.get("summary") or {}
-    bench = benchmarks.get(run["benchmark"])
+    summary = run.summary
+    bench = benchmarks.get(run.benchmark)
     if bench.summary_only_family:  # every figure the artifact reported, per task included
         official, note = dict(summary), SUMMARY_ONLY_FAMILY
     else:
         official, note = {k: summary.get(k) for k in bench.figures}, SUMMARY_ONLY_REASON
     return SummaryOnlyStats(
-        run_key=run["run_key"],
-        branch=run["branch"],
-        n_expected=run["n_expected"],
+        run_key=run.run_key,
+        branch=run.branch,
+        n_expected=run.n_expected,
         official=official,
         note=note,
-        benchmark=run["benchmark"],
+        benchmark=run.benchmark,
     )
 
 
@@ -144,7 +144,7 @@ def compare(
 ) -> Comparison:
     """Paired comparison, stored keyed by (baseline, candidate, tau, policy version), with a
     single-comparison verdict (m = 1; the nightly gate applies Holm across the night)."""
-    policy = policy.for_benchmark(candidate.run["benchmark"])
+    policy = policy.for_benchmark(candidate.run.benchmark)
     base_stats = ensure_stats(conn, baseline, tau, policy)
     cand_stats = ensure_stats(conn, candidate, tau, policy)
     comparable, mismatch, warnings = comparability(baseline.meta, candidate.meta)
@@ -194,7 +194,7 @@ def compare(
             baseline.clips,
             candidate.clips,
             tau,
-            benchmarks.get(candidate.run["benchmark"]).diagnoses,
+            benchmarks.get(candidate.run.benchmark).diagnoses,
         ),
         top_regressed=top,
         regressed_clips=table.regressed_clips,
@@ -267,15 +267,15 @@ def infra_reasons(
 def run_infra_reasons(side: str, g: GradedRun, stats: RunStats, policy: GatePolicy) -> list[str]:
     """Why one run cannot be gated: not complete, or coverage below the floor."""
     reasons = []
-    if g.run["status"] != "complete":
+    if g.run.status != "complete":
         why = ""
         failed = commonest_failure(g.clips)
         if failed:  # the commonest reason, and where the requests went: what to go and fix
             reason, n = failed
-            target = (g.run.get("config") or {}).get("target")
+            target = g.run.config.get("target")
             where = f" (target {target})" if target else ""
             why = f": {n} of {len(g.clips)} items {reason}{where}"
-        reasons.append(f"{side} run {g.run['run_key']} is {g.run['status']}, not complete{why}")
+        reasons.append(f"{side} run {g.run.run_key} is {g.run.status}, not complete{why}")
     if stats.coverage < policy.coverage_floor:
         reasons.append(
             f"{side} coverage {pct(stats.coverage)} below the "
@@ -441,8 +441,8 @@ def _evidence(
             infra_reasons=infra,
         ), {
             "comparison_id": res.comparison_id,
-            "candidate_run_id": cands[0].run["run_id"],
-            "baseline_run_id": bases[0].run["run_id"],
+            "candidate_run_id": cands[0].run.run_id,
+            "baseline_run_id": bases[0].run.run_id,
             "comparison": res,
         }
     ev, detail = _group_evidence(conn, bases, cands, policy)
@@ -454,7 +454,7 @@ def _distinct(group: list[GradedRun], tau: float) -> tuple[list[GradedRun], list
     dropped: the group test must not take one outcome as two independent seeds."""
     kept, copies = distinct_runs([outcome_fingerprint(g.clips, tau) for g in group])
     notes = [
-        f"run {group[c].run['run_key']} repeats run {group[o].run['run_key']}'s broken items "
+        f"run {group[c].run.run_key} repeats run {group[o].run.run_key}'s broken items "
         "item for item (a copy, or a seed that did not reach the model): counted once"
         for c, o in copies.items()
     ]
@@ -478,7 +478,7 @@ def _group_evidence(
     runs = [g.clips for g in bases + cands]
     _, mat = broken_matrix(runs, tau)
     mat_base, mat_cand = mat[:, : len(bases)], mat[:, len(bases) :]
-    keys = [g.run["run_key"] for g in bases + cands]
+    keys = [g.run.run_key for g in bases + cands]
     test = compare_groups(mat_base, mat_cand)
     per_clip = mat_cand.mean(axis=1) - mat_base.mean(axis=1)
     ev = gate_rules.Evidence(
@@ -493,8 +493,8 @@ def _group_evidence(
         delta_exact=test.delta_exact,
     )
     return ev, {
-        "candidate_run_id": cands[0].run["run_id"],
-        "baseline_run_id": bases[0].run["run_id"],
+        "candidate_run_id": cands[0].run.run_id,
+        "baseline_run_id": bases[0].run.run_id,
         "group_test": {
             **{k: v for k, v in dataclasses.asdict(test).items() if k != "delta_exact"},
             "runs": keys,

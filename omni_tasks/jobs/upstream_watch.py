@@ -20,8 +20,10 @@ from typing import Any
 import httpx
 import psycopg
 from packaging.version import InvalidVersion, Version
+from pydantic import JsonValue
 
 from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.harness import HARNESS
 from omni_tasks.trust.names import printable
 
@@ -87,7 +89,7 @@ def to_check(new: list[Release]) -> list[Release]:
     return picked
 
 
-def run_suite(checkout: Path) -> dict[str, Any]:
+def run_suite(checkout: Path) -> JsonObject:
     """`tests/conformance/latest.py` of a checkout (its own interpreter's environment), its
     JSON report."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,8 +102,8 @@ def run_suite(checkout: Path) -> dict[str, Any]:
         )
         if not out.is_file():
             return {"error": "the conformance run wrote no report (see the task log)"}
-        report: dict[str, Any] = json.loads(out.read_text())
-        return report
+        report = json.loads(out.read_text())
+        return report if isinstance(report, dict) else {"error": "the report is not an object"}
 
 
 def watch(
@@ -133,17 +135,20 @@ def watch(
     return versions
 
 
-def _findings(report: dict[str, Any]) -> list[str]:
+def _findings(report: JsonObject) -> list[str]:
     if "error" in report:
         return [str(report["error"])]
+
+    def texts(value: JsonValue) -> list[str]:
+        return [str(x) for x in value] if isinstance(value, list) else []
+
     lines = []
-    for run in report.get("runs", []):
-        failed = run.get("failed", [])
+    for run in json_objects(report.get("runs")):
+        failed, changed = texts(run.get("failed")), texts(run.get("changed"))
         lines.append(
-            f"{run['version']}: {run.get('passed', 0)} checks passed, {len(failed)} failed"
+            f"{run.get('version')}: {run.get('passed', 0)} checks passed, {len(failed)} failed"
             + (f" ({', '.join(failed[:5])})" if failed else "")
         )
-        changed = run.get("changed", [])
         if changed:
-            lines.append(f"{run['version']} changed upstream: {', '.join(changed[:8])}")
+            lines.append(f"{run.get('version')} changed upstream: {', '.join(changed[:8])}")
     return lines or ["the conformance run checked nothing"]

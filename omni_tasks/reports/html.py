@@ -29,10 +29,10 @@ from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.importers.identity import PROTOCOLS
-from omni_tasks.reports.reproduce import reproduce_command
+from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, results, views
-from omni_tasks.store.runs import runs_of_night
+from omni_tasks.store.runs import NightRun, runs_of_night
 from omni_tasks.store.views import ModeCount, PairedWer
 from omni_tasks.trust.names import path_component
 from omni_tasks.trust.redact import redact
@@ -197,7 +197,7 @@ def _official(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _published(
-    conn: psycopg.Connection[Any], series: Series, runs: list[dict[str, Any]]
+    conn: psycopg.Connection[Any], series: Series, runs: list[NightRun]
 ) -> list[dict[str, Any]]:
     """The model's published figures for the benchmark; beside each, the night's own figure
     only where it is measured by the same protocol (else: a reference, not a comparison)."""
@@ -300,7 +300,7 @@ def _published_chart(
 
 
 def _figure_of_runs(
-    conn: psycopg.Connection[Any], series: Series, runs: list[dict[str, Any]], figure: str
+    conn: psycopg.Connection[Any], series: Series, runs: list[NightRun], figure: str
 ) -> list[tuple[str, float]]:
     """Upstream's `figure` recomputed from each graded run's items, by branch / variant."""
     from omni_tasks import benchmarks
@@ -309,11 +309,11 @@ def _figure_of_runs(
     bench = benchmarks.get(series.benchmark)
     out = []
     for r in runs:
-        if r["status"] not in ("complete", "partial") or r.get("grader") is None:
+        if r.status not in ("complete", "partial") or r.grader is None:
             continue
-        value = bench.figure_mean(figure, load_graded_run(conn, r["run_key"]).clips)
+        value = bench.figure_mean(figure, load_graded_run(conn, r.run_key).clips)
         if value is not None:
-            out.append((f"{r['branch']} / {r['variant']}", value))
+            out.append((f"{r.branch} / {r.variant}", value))
     return out
 
 
@@ -484,9 +484,9 @@ def nightly_report(
         modes=_fig(modes_figure(views.failure_modes(conn, benchmark, tau, nightly)), "modes"),
         reproduce=[
             {
-                "name": f"{r['branch']} / {r['variant']}",
-                "seed": r["seed"],
-                "command": reproduce_command(r, {"grader": r["grader"]}),
+                "name": f"{r.branch} / {r.variant}",
+                "seed": r.seed,
+                "command": reproduce_command(Reproducible.of_run(r), r.grader),
             }
             for r in runs
         ],

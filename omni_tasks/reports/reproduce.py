@@ -5,9 +5,11 @@ variant, prompt template, subset, harness version) and its newest grading's grad
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from dataclasses import dataclass
 
 from omni_tasks import benchmarks
+from omni_tasks.contracts import JsonObject
+from omni_tasks.records import RunSpec
 from omni_tasks.store.runs import RunDescription
 
 _GRADER_FLAGS = (
@@ -19,39 +21,71 @@ _GRADER_FLAGS = (
 )
 
 
-def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None) -> str:
-    """A shell command line (quoted); an imported run names its import instead."""
-    config, source = run.get("config") or {}, run.get("source") or {}
+@dataclass(frozen=True)
+class Reproducible:
+    """What a run recorded that its command is built from."""
+
+    benchmark: str
+    branch: str
+    nightly: str
+    variant: str
+    commit_sha: str | None
+    seed: int | None
+    dataset_fingerprint: str | None
+    config: JsonObject
+    source: JsonObject
+    stack: JsonObject
+
+    @classmethod
+    def of_run(cls, run: RunSpec) -> Reproducible:
+        return cls(
+            run.benchmark, run.branch, str(run.nightly), run.variant, run.commit_sha, run.seed,
+            run.dataset_fingerprint, run.config, run.source, run.stack,
+        )  # fmt: skip
+
+    @classmethod
+    def of_description(cls, run: RunDescription) -> Reproducible:
+        return cls(
+            run.benchmark, run.branch, run.nightly, run.variant, run.commit, run.seed,
+            run.dataset_fingerprint, run.config, run.source, run.stack,
+        )  # fmt: skip
+
+
+def reproduce_command(run: Reproducible, grader: JsonObject | None = None) -> str:
+    """A shell command line (quoted); an imported run names its import instead. `grader` is
+    the newest grading's grader description (its backend, model, window…)."""
+    config, source = run.config, run.source
     if "target" not in config:
         where = source.get("path") or source.get("file") or "ARTIFACT.json"
-        args = ["omni-tasks", "import", "vllm-omni", str(where), "--branch", run["branch"]]
-        if run.get("commit_sha"):
-            args += ["--commit", run["commit_sha"]]
+        args = ["omni-tasks", "import", "vllm-omni", str(where), "--branch", run.branch]
+        if run.commit_sha:
+            args += ["--commit", run.commit_sha]
         return shlex.join(args)
     target = str(config["target"])
-    if (run.get("stack") or {}).get("server_log"):  # a server the nightly launched and stopped
-        target = f"http://SERVER-AT-{str(run.get('commit_sha') or 'COMMIT')[:12]}:8091"
-    args = ["omni-tasks", "bench", "--target", target, "--branch", run["branch"]]
-    option = _bench_option(str(run.get("benchmark") or ""))
+    if run.stack.get("server_log"):  # a server the nightly launched and stopped
+        target = f"http://SERVER-AT-{str(run.commit_sha or 'COMMIT')[:12]}:8091"
+    args = ["omni-tasks", "bench", "--target", target, "--branch", run.branch]
+    option = _bench_option(run.benchmark)
     if option != "seed_tts":
         args += ["--benchmark", option]
-    args += ["--dataset", str(config.get("dataset", "demo")), "--nightly", str(run["nightly"])]
-    args += ["--variant", run.get("variant") or "default"]
+    args += ["--dataset", str(config.get("dataset", "demo")), "--nightly", run.nightly]
+    args += ["--variant", run.variant or "default"]
     if option == "seed_tts":
         args += ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
-    if run.get("commit_sha"):
-        args += ["--commit", run["commit_sha"]]
+    if run.commit_sha:
+        args += ["--commit", run.commit_sha]
     # A seed that was asked for but never sent still names the run (its key): ask for it again.
-    seed = run.get("seed") if run.get("seed") is not None else config.get("seed_requested")
+    seed = run.seed if run.seed is not None else config.get("seed_requested")
     if seed is not None:
         args += ["--seed", str(seed)]
-    subset = str(run.get("dataset_fingerprint") or "").rpartition(":first")[2]
-    if ":first" in str(run.get("dataset_fingerprint") or "") and subset.isdigit():
+    fingerprint = run.dataset_fingerprint or ""
+    subset = fingerprint.rpartition(":first")[2]
+    if ":first" in fingerprint and subset.isdigit():
         args += ["--limit", subset]
     if config.get("transcript_mode"):
         args.append("--transcript-mode")
     # Only seed-TTS is graded by an ASR the flags choose; other families judge by their rule.
-    described = ((grader or {}).get("grader") or {}) if option == "seed_tts" else {}
+    described = (grader or {}) if option == "seed_tts" else {}
     for field, flag in _GRADER_FLAGS:
         value = described.get(field) or (config.get(field) if field == "harness_version" else None)
         if value:
@@ -62,19 +96,7 @@ def reproduce_command(run: dict[str, Any], grader: dict[str, Any] | None = None)
 def reproduce_described(run: RunDescription) -> str:
     """The command for a run as the store describes it (its newest grading's grader)."""
     newest = run.gradings[-1].grader if run.gradings else None
-    fields = {
-        "config": run.config,
-        "source": run.source,
-        "stack": run.stack,
-        "branch": run.branch,
-        "commit_sha": run.commit,
-        "benchmark": run.benchmark,
-        "nightly": run.nightly,
-        "variant": run.variant,
-        "seed": run.seed,
-        "dataset_fingerprint": run.dataset_fingerprint,
-    }
-    return reproduce_command(fields, None if newest is None else {"grader": newest})
+    return reproduce_command(Reproducible.of_description(run), newest)
 
 
 def _bench_option(benchmark_id: str) -> str:

@@ -4,6 +4,7 @@ triage and the Slack dispatcher run (they plan and deliver; this module reads an
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,9 +229,7 @@ def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.d
     return [int(r["alert_id"]) for r in rows]
 
 
-def replace_pending_post(
-    conn: psycopg.Connection[Any], alert_id: int, payload: dict[str, Any]
-) -> bool:
+def replace_pending_post(conn: psycopg.Connection[Any], alert_id: int, payload: JsonObject) -> bool:
     """Rewrite an alert's opening post while it is still pending; False once it is sent."""
     args = {"alert_id": alert_id, "payload": Jsonb(redact_tree(payload))}
     return conn.execute(sql("replace_pending_post"), args).fetchone() is not None
@@ -247,7 +246,7 @@ def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: BisectPlan
     merge_details(conn, alert_id, {"bisect": plan.to_json()})
 
 
-def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: dict[str, Any]) -> None:
+def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: JsonObject) -> None:
     """Set top-level keys of an alert's details (AlertDetails' fields)."""
     conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(doc)})
 
@@ -363,7 +362,7 @@ def insert_event(
     variant: str | None,
     text: str,
     tags: list[str],
-    details: dict[str, Any],
+    details: Mapping[str, object],  # stored as JSON
     dedup_key: str | None,
 ) -> None:
     """An annotation / known break; its dedup key keeps re-runs from adding it twice."""

@@ -4,6 +4,7 @@ lifecycle, the auto-bisect and the reports read them."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -98,7 +99,7 @@ def range_evidence(
     ]
 
 
-def decision_series(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[Row]:
+def decision_series(conn: psycopg.Connection[Any], key: Mapping[str, object]) -> list[Row]:
     return [dict(r) for r in conn.execute(sql("decision_series"), key)]
 
 
@@ -106,7 +107,7 @@ def set_confirmed(conn: psycopg.Connection[Any], decision_id: int, confirmed: bo
     conn.execute(sql("set_confirmed"), {"decision_id": decision_id, "confirmed": confirmed})
 
 
-def upsert_decision(conn: psycopg.Connection[Any], params: dict[str, Any]) -> None:
+def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> None:
     """A night's decision for one key (reasons and the policy it was decided under as JSON)."""
     json = {"reasons": Jsonb(params["reasons"]), "policy": Jsonb(params["policy"])}
     conn.execute(sql("upsert_gate_decision"), {**params, **json})

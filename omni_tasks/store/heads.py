@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 
 from omni_tasks.store.queries import sql
 
 
+@dataclass(frozen=True)
+class RecordedHead:
+    commit_sha: str
+    reconstructed: bool  # a backfill's head, found after the fact
+
+
 def recorded_head(
     conn: psycopg.Connection[Any], benchmark: str, branch: str, nightly: dt.date
-) -> dict[str, Any] | None:
-    """(commit_sha, reconstructed) recorded for `branch` on `nightly`, if any."""
+) -> RecordedHead | None:
+    """The head recorded for `branch` on `nightly`, if any."""
     args = {"benchmark": benchmark, "branch": branch, "nightly": nightly}
-    row: dict[str, Any] | None = conn.execute(sql("branch_head"), args).fetchone()
-    return row
+    cur = conn.cursor(row_factory=class_row(RecordedHead))
+    return cur.execute(sql("branch_head"), args).fetchone()
 
 
 def record_head(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -69,7 +70,7 @@ def nightly_runs(conn: psycopg.Connection[Any], series: Series, nightly: dt.date
     return [dict(r) for r in conn.execute(sql("nightly_runs"), args)]
 
 
-def series(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> list[Row]:
+def series(conn: psycopg.Connection[Any], name: str, key: Mapping[str, object]) -> list[Row]:
     """A trend series: `nightly_series` (stored statistics), `official_series` (the
     harness's own figure, summary-only nights included) or `paired_delta_series` (the gate's
     nightly paired Δ tail against a baseline)."""
@@ -78,7 +79,7 @@ def series(conn: psycopg.Connection[Any], name: str, key: dict[str, Any]) -> lis
     return [dict(r) for r in conn.execute(sql(name), key)]
 
 
-def known_breaks(conn: psycopg.Connection[Any], key: dict[str, Any]) -> list[dt.date]:
+def known_breaks(conn: psycopg.Connection[Any], key: Mapping[str, object]) -> list[dt.date]:
     """Nights where the stack, grader or config changed (the trend does not call them shifts)."""
     return [r["nightly"] for r in conn.execute(sql("known_breaks"), key)]
 

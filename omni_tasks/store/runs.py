@@ -349,11 +349,36 @@ def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) ->
     return None if found is None else found[0]
 
 
-def get_run(conn: psycopg.Connection[Any], run_key: str) -> dict[str, Any]:
-    row = conn.execute(sql("run_by_key"), {"run_key": run_key}).fetchone()
+@dataclass(frozen=True, kw_only=True)
+class StoredRun(RunSpec):
+    """A run as stored: its spec, and the identity and hashes the store gave it."""
+
+    run_id: int
+    run_key: str
+    config_hash: str
+    content_hash: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None = None
+
+    @property
+    def spec(self) -> RunSpec:
+        """The spec alone (what its content hash covers)."""
+        return RunSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSpec)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightRun(StoredRun):
+    """A night's run with its newest grading's grader (what reproduces it; None: ungraded)."""
+
+    grader: JsonObject | None = None
+
+
+def get_run(conn: psycopg.Connection[Any], run_key: str) -> StoredRun:
+    cur = conn.cursor(row_factory=class_row(StoredRun))
+    row = cur.execute(sql("run_by_key"), {"run_key": run_key}).fetchone()
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
-    return dict(row)
+    return row
 
 
 def resolve_run_key(conn: psycopg.Connection[Any], text: str) -> str:
@@ -380,26 +405,21 @@ def delete_run(conn: psycopg.Connection[Any], run_key: str) -> None:
         fs.rm(path, recursive=True)
 
 
-def spec_from_row(row: dict[str, Any]) -> RunSpec:
-    names = {f.name for f in dataclasses.fields(RunSpec)}
-    return RunSpec(**{k: v for k, v in row.items() if k in names})
-
-
 def load_content(conn: psycopg.Connection[Any], run_key: str, grader_id: str | None) -> RunContent:
     row = get_run(conn, run_key)
     clips = [
         ClipAudio(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipAudio))})
-        for r in conn.execute(sql("clip_audio_rows"), {"run_id": row["run_id"]})
+        for r in conn.execute(sql("clip_audio_rows"), {"run_id": row.run_id})
     ]
     grading = None
-    gid = grading_id_of(conn, row["run_id"], grader_id) if grader_id else None
+    gid = grading_id_of(conn, row.run_id, grader_id) if grader_id else None
     if gid is not None and grader_id is not None:
         grades = [
             ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
             for r in conn.execute(sql("clip_grade_rows"), {"grading_id": gid})
         ]
         grading = (Grader(grader_id), grades)
-    return content_of(spec_from_row(row), clips, grading)
+    return content_of(row.spec, clips, grading)
 
 
 def list_runs(
@@ -465,33 +485,33 @@ def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:
     row = get_run(conn, run_key)
     by_status = {
         r["synth_status"]: r["n"]
-        for r in conn.execute(sql("clips_by_status"), {"run_id": row["run_id"]})
+        for r in conn.execute(sql("clips_by_status"), {"run_id": row.run_id})
     }
-    gradings = gradings_of(conn, row["run_id"])
+    gradings = gradings_of(conn, row.run_id)
     return RunDescription(
-        run_key=row["run_key"],
-        benchmark=row["benchmark"],
-        model=row["model"],
-        lane=row["lane"],
-        branch=row["branch"],
-        commit=row["commit_sha"],
-        nightly=row["nightly"].isoformat(),
-        variant=row["variant"],
-        seed=row["seed"],
-        trigger=row["trigger"],
-        status=row["status"],
-        n_expected=row["n_expected"],
+        run_key=row.run_key,
+        benchmark=row.benchmark,
+        model=row.model,
+        lane=row.lane,
+        branch=row.branch,
+        commit=row.commit_sha,
+        nightly=row.nightly.isoformat(),
+        variant=row.variant,
+        seed=row.seed,
+        trigger=row.trigger,
+        status=row.status,
+        n_expected=row.n_expected,
         n_clips=sum(by_status.values()),
         clips_by_status=by_status,
         gradings=gradings,
-        config=row["config"] or {},
-        lineage=row["lineage"],
-        stack=row["stack"] or {},
-        execution=row["execution"],
-        dataset_fingerprint=row["dataset_fingerprint"],
-        prompt_fingerprint=row["prompt_fingerprint"],
-        summary=row["summary"],
-        source=row["source"] or {},
+        config=row.config or {},
+        lineage=row.lineage,
+        stack=row.stack or {},
+        execution=row.execution,
+        dataset_fingerprint=row.dataset_fingerprint,
+        prompt_fingerprint=row.prompt_fingerprint,
+        summary=row.summary,
+        source=row.source or {},
     )
 
 
@@ -546,12 +566,13 @@ def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRec
 
 
 def runs_of_night(
-    conn: psycopg.Connection[Any], series: Series, nightly: Any, run_id: int | None = None
-) -> list[dict[str, Any]]:
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date, run_id: int | None = None
+) -> list[NightRun]:
     """A series' runs of a night (or the one `run_id`), each with the grader that reproduces
     it."""
     args = {**series.args(), "nightly": nightly, "run_id": run_id}
-    return [dict(r) for r in conn.execute(sql("runs_of_night"), args)]
+    cur = conn.cursor(row_factory=class_row(NightRun))
+    return cur.execute(sql("runs_of_night"), args).fetchall()
 
 
 def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, nightly: Any) -> bool:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import score
 
 SIMULATED_MODEL = "SIMULATED/Qwen3-Omni-30B-A3B-Instruct"
@@ -82,8 +83,8 @@ def _fine_hypothesis(ref: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _artifact(refs: list[str], hyps: list[tuple[str, str]], date: str) -> dict[str, Any]:
-    items = []
+def _artifact(refs: list[str], hyps: list[tuple[str, str]], date: str) -> JsonObject:
+    items: list[JsonValue] = []
     wers = []
     for i, (ref, (heard, _)) in enumerate(zip(refs, hyps, strict=True)):
         wer = score(ref, heard).wer
@@ -115,7 +116,7 @@ def _artifact(refs: list[str], hyps: list[tuple[str, str]], date: str) -> dict[s
 
 def ab_artifacts(
     shape: ABShape = ABShape(), *, seed: int = 0, date: str = "20261128-020000"
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[JsonObject, JsonObject]:
     """A (baseline, candidate) pair of artifacts with the paired table of ``shape``."""
     rng = random.Random(seed)
     refs = sentences(shape.n, rng, shape.question_share)
@@ -179,7 +180,7 @@ class ClipModel:
         fine = (rng.random(shape) < 0.1).astype(float)
         return np.where(broken, np.where(runaway, times * words, lost), fine).astype(int)
 
-    def artifact(self, errors: np.ndarray, date: str) -> dict[str, Any]:
+    def artifact(self, errors: np.ndarray, date: str) -> JsonObject:
         """An upstream seed-TTS results file for one night's `errors` (deletions up to the
         reference's length, insertions beyond it)."""
         words, _ = self.layout()

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.synthesis.profiles import Profile, uniform
 
 SCHEDULING_STEP_S = 0.1  # how long a request waits for others to join its batch
@@ -57,18 +58,18 @@ class InFlight:
             self.leave()
 
 
-def item_key(body: dict[str, Any]) -> str:
+def item_key(body: JsonObject) -> str:
     """What identifies an item across runs: its messages (not the seed, model or settings)."""
     messages = json.dumps(body.get("messages", []), sort_keys=True, default=str)
     return hashlib.sha256(messages.encode()).hexdigest()
 
 
-def planted(profile: Profile, body: dict[str, Any]) -> bool:
+def planted(profile: Profile, body: JsonObject) -> bool:
     """Whether this item's output changes when co-batched under `profile`."""
     return profile.batch_flip > 0 and uniform("batch_flip", item_key(body)) < profile.batch_flip
 
 
-def leaks(profile: Profile, body: dict[str, Any]) -> bool:
+def leaks(profile: Profile, body: JsonObject) -> bool:
     """Whether this item's speech is voiced in another request's voice when co-batched."""
     share = profile.batch_voice_leak
     return share > 0 and uniform("batch_voice_leak", item_key(body)) < share

@@ -30,6 +30,7 @@ import httpx
 import numpy as np
 import tenacity
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Utterance
 from omni_tasks.evidence.audio import STORE_RATE, AudioError, decode_wav, resample
 from omni_tasks.harness import OUR_CLIENT, ClientRules
@@ -290,7 +291,7 @@ async def synthesize_one(
     return result
 
 
-def _visible(choice: dict[str, Any]) -> bool:
+def _visible(choice: JsonObject) -> bool:
     """0.32's "visible choice": token ids, text or a message, or any delta key but `role`."""
     delta = choice.get("delta") or {}
     return bool(
@@ -330,7 +331,7 @@ class _HTTPError(Exception):
 
 
 async def _read(
-    client: httpx.AsyncClient, cfg: ClientConfig, body: dict[str, Any], s: _Stream
+    client: httpx.AsyncClient, cfg: ClientConfig, body: JsonObject, s: _Stream
 ) -> SynthStatus:
     async with client.stream("POST", cfg.url.rstrip("/") + "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_tasks.contracts import JsonObject
+
 _VERSIONS = """
 import json, importlib.metadata as m, platform
 out = {"python": platform.python_version()}
@@ -59,12 +61,12 @@ class Provenance:
         names = sorted({g["name"] for g in self.gpus})
         return "+".join(names) if names else None
 
-    def stack_record(self) -> dict[str, Any]:
+    def stack_record(self) -> JsonObject:
         driver = sorted({g["driver"] for g in self.gpus})
         return {**self.stack, "gpu": self.gpu_class, "driver": driver[0] if driver else None}
 
 
-def stack_versions(python: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+def stack_versions(python: str, env: dict[str, str] | None = None) -> JsonObject:
     """Versions of vllm, vllm-omni, torch and CUDA as the serving interpreter sees them."""
     out = subprocess.run(
         [python, "-c", _VERSIONS], capture_output=True, text=True, timeout=120, env=env, check=False

@@ -21,7 +21,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import numpy as np
@@ -67,7 +66,7 @@ class SimulatorConfig:
     stage_defaults: StageDefaults = field(default_factory=StageDefaults.nightly)
     # Each stage's engine settings (enforce_eager, …): a profile's regression may vanish
     # under one (profiles.yaml `vanishes_with`), as a compiled-path bug does under eager mode.
-    engine_args: tuple[dict[str, Any], ...] = ()
+    engine_args: tuple[JsonObject, ...] = ()
     # The families whose text-out items it answers, asked in turn (the simulator never reads a
     # request's shape itself): the item runner passes its family's, `simulator serve` every
     # registered family's (benchmarks.answerers()).
@@ -85,7 +84,7 @@ THINKER_TOKENS_PER_WORD = 1.3
 CODEC_FRAMES_PER_SECOND = 12.5
 
 
-def budgeted(b: Behaviour, stages: list[dict[str, Any]]) -> Behaviour:
+def budgeted(b: Behaviour, stages: list[JsonObject]) -> Behaviour:
     """The behaviour cut where the stages' effective max_tokens run out."""
     think = b.thinker_text.split()
     think_cap = _cap(stages[0], THINKER_TOKENS_PER_WORD)
@@ -105,9 +104,9 @@ def budgeted(b: Behaviour, stages: list[dict[str, Any]]) -> Behaviour:
     )
 
 
-def _cap(stage: dict[str, Any], tokens_per_word: float) -> int:
+def _cap(stage: JsonObject, tokens_per_word: float) -> int:
     limit = stage.get("max_tokens")
-    return 10**9 if limit is None else int(limit / tokens_per_word)
+    return int(limit / tokens_per_word) if isinstance(limit, int | float) else 10**9
 
 
 def _thinker_chunks(text: str) -> list[str]:

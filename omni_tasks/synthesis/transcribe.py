@@ -7,21 +7,21 @@ to it: an empty transcript."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import soundfile as sf
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, decode_wav
 from omni_tasks.synthesis.choices import inline_wav, user_text
 from omni_tasks.synthesis.profiles import Profile, uniform
 from omni_tasks.synthesis.simulator import UnreadableRequest
 
 
-def is_transcription_request(body: dict[str, Any]) -> bool:
+def is_transcription_request(body: JsonObject) -> bool:
     return body.get("modalities") == ["text"] and user_text(body).startswith("Transcribe")
 
 
-def answer(body: dict[str, Any], profile: Profile, seed: int) -> str:
+def answer(body: JsonObject, profile: Profile, seed: int) -> str:
     wav = inline_wav(body)
     try:
         decode_wav(wav, "inline audio")  # a WAV with a sane header, or refused

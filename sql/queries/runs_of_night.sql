@@ -1,6 +1,11 @@
 -- A night's runs (or one of them, by run_id) with their newest grading's grader (what
 -- reproduces each); a concurrency check's runs are its own report's, not the night's.
-SELECT r.*, g.grader
+SELECT r.run_id, r.run_key, r.benchmark, r.nightly, r.branch, r.commit_sha, r.commit_time,
+       r.observed_head, r.lineage, r.variant, r.config, r.config_hash, r.stack, r.execution,
+       r.execution_fingerprint, r.dataset_fingerprint, r.prompt_fingerprint, r.system_prompt,
+       r.seed, r.trigger, r.airflow_dag_id, r.airflow_run_id, r.status, r.n_expected,
+       r.summary, r.source, r.content_hash, r.created_at, r.finished_at, r.model, r.lane,
+       g.grader
 FROM omni.run r
 LEFT JOIN LATERAL (
     SELECT gr.grader FROM omni.grading gr WHERE gr.run_id = r.run_id

@@ -78,7 +78,7 @@ def test_the_commits_image_serves_the_run_as_a_pod_on_the_lanes_accelerators(db,
     )
     (pod,) = cluster.created
     container = pod["spec"]["containers"][0]
-    assert container["image"] == f"registry.example/vllm-omni:{plan['commit']}"
+    assert container["image"] == f"registry.example/vllm-omni:{plan.commit}"
     assert run["stack"]["image"] == container["image"]
     assert container["command"] == ["vllm", "serve", MINICPM, "--omni"]
     assert container["args"][:2] == ["--host", "$(POD_IP)"]  # the pod's IP, not every address

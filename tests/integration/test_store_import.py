@@ -297,7 +297,7 @@ def test_an_empty_grading_never_becomes_the_one_statistics_read(db, tmp_path: Pa
 
     path = write_json(tmp_path / "a.json", small_artifact(3))
     key = invoke("import", "vllm-omni", str(path), "--branch", "main").stdout.strip()
-    run_id = get_run(db, key)["run_id"]
+    run_id = get_run(db, key).run_id
     graded, grader = latest_grading(db, run_id, key)
     empty = insert_grading(db, run_id, Grader("nothing-heard", {"backend": "none"}), [])
     db.execute("UPDATE omni.grading SET status = 'complete' WHERE grading_id = %s", (empty,))

@@ -24,6 +24,7 @@ from omni_tasks.benchmarks import identity
 from omni_tasks.benchmarks.request import BenchError, RunRequest
 from omni_tasks.benchmarks.seed_tts.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
@@ -111,7 +112,7 @@ class BenchRequest(RunRequest):
         return self.stage_defaults
 
     @property
-    def simulated_deploy(self) -> dict[str, Any]:
+    def simulated_deploy(self) -> JsonObject:
         """The deploy the simulator serves: the nightly's, with the run's deploy overrides."""
         try:
             return merge_deploy(nightly_deploy(), self.overrides)
@@ -194,7 +195,7 @@ def _is_simulator(url: str) -> bool | None:
     )
 
 
-def stage_settings(req: BenchRequest) -> dict[str, Any]:
+def stage_settings(req: BenchRequest) -> JsonObject:
     """What the run's requests make each stage do, as the server applies them: recorded on the
     run so a comparison can tell two runs' stage settings apart."""
     template = protocol.prompt_template(req.prompt_template)
@@ -211,14 +212,16 @@ def stage_settings(req: BenchRequest) -> dict[str, Any]:
     }
 
 
-def _stage_fingerprint(settings: dict[str, Any]) -> str | None:
+def _stage_fingerprint(settings: JsonObject) -> str | None:
     """The stage settings without the seed (seeds are a run dimension: run groups differ in
     it), hashed; None when unknown."""
-    if not settings.get("known"):
+    effective = settings.get("effective")
+    if not settings.get("known") or not isinstance(effective, dict):
         return None
     unseeded = {
         stage: {field: v for field, v in values.items() if field != "seed"}
-        for stage, values in settings["effective"].items()
+        for stage, values in effective.items()
+        if isinstance(values, dict)
     }
     return hashlib.sha256(json.dumps(unseeded, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -399,7 +402,7 @@ def run_benchmark(
             grading = (TRANSCRIPT_GRADER, grades)
             runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
         grader_id = TRANSCRIPT_GRADER.grader_id
-        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key)["run_id"], key, grader_id)
+        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key).run_id, key, grader_id)
     else:
         assert grader is not None
         grader_id = grader.grader_id
@@ -423,9 +426,9 @@ def _outcome(
     from omni_tasks.gates.policy import load_policy
 
     run = runs.get_run(conn, key)
-    statuses = runs.clips_by_status(conn, run["run_id"])
+    statuses = runs.clips_by_status(conn, run.run_id)
     clips = runs.clip_records(conn, grading_id)
-    stats = run_stats(clips, load_policy().primary_tau, run["n_expected"])
+    stats = run_stats(clips, load_policy().primary_tau, run.n_expected)
     commonest = commonest_failure(clips)
     failure = None
     if commonest:
@@ -433,14 +436,14 @@ def _outcome(
         failure = f"{n} of {len(clips)} clips: {reason}"
     return BenchOutcome(
         key,
-        run["status"],
+        run.status,
         synthesized,
         statuses,
         grader_id,
         grading_id,
         stats.tail_fraction,
         stats.mean_wer,
-        run["n_expected"],
+        run.n_expected,
         simulated,
         failure,
     )
