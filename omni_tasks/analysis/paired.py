@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +89,7 @@ def _paired_t(
 
 
 def comparability(
-    baseline: dict[str, Any], candidate: dict[str, Any]
+    baseline: Mapping[str, object], candidate: Mapping[str, object]
 ) -> tuple[bool, list[str], list[str]]:
     """(comparable, reasons it is not, warnings). Unknown on both sides is comparable with a
     warning; unknown on one side only is a mismatch."""

@@ -6,14 +6,14 @@ than the series'. Each problem is a sentence; none means valid."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import RunSpec
 
 
 def run_validity(
     spec: RunSpec,
-    verdicts: Sequence[dict[str, Any]],
+    verdicts: Sequence[JsonObject],
     *,
     expected_items: int | None = None,
     protocol_pin: str | None = None,
@@ -32,7 +32,7 @@ def run_validity(
     for v in verdicts:
         if v["verdict"] == "not_evaluated":
             why = ""
-            if switches is not None and "_sim_" in v["figure"] and not _on(switches, "SIM"):
+            if switches is not None and "_sim_" in str(v["figure"]) and not _on(switches, "SIM"):
                 why = "; the step did not switch SIM on (SEED_TTS_SIM_EVAL)"
             problems.append(
                 f"gate not evaluated: {v['gate']} ({v['figure']} was not computed, so "

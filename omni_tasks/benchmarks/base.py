@@ -138,7 +138,7 @@ class Benchmark(ABC):
         self,
         conn: psycopg.Connection[Any],
         req: RunRequest,
-        grader: dict[str, Any],
+        grader: JsonObject,
         *,
         show_progress: bool = False,
     ) -> str:

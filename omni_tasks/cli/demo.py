@@ -67,7 +67,7 @@ def demo_cmd(
                 "mean (legacy)",
                 title=f"nightly {r.nightly} (seed {r.seed}, 100 clips each)",
             )
-            for b in s["branches"]:
+            for b in s.branches:
                 tail = pct_ci(b["tail_fraction"], (b["tail_ci_low"], b["tail_ci_high"]))
                 table.add_row(
                     b["branch"], tail, f"{b['capped_mean_wer']:.3f}", f"{b['mean_wer']:.3f}"
@@ -81,7 +81,7 @@ def demo_cmd(
                 "p (Holm)",
                 title="gate",
             )
-            for d in s["decisions"]:
+            for d in s.decisions:
                 ci = (d["delta_tail_ci_low"], d["delta_tail_ci_high"])
                 p_holm = d["mcnemar_p_holm"]
                 verdict = d["verdict"] + (" (confirmed)" if d["confirmed"] else "")

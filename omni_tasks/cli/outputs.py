@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -22,6 +22,7 @@ from omni_tasks.cli.common import (
     series_of,
     tau_or_default,
 )
+from omni_tasks.contracts import JsonObject
 
 
 # ---------------------------------------------------------------- dashboards
@@ -36,7 +37,7 @@ def dashboards_build(
 
     if check:
 
-        def current(name: str, d: dict[str, Any]) -> bool:
+        def current(name: str, d: JsonObject) -> bool:
             path = DASHBOARD_DIR / name
             return path.is_file() and path.read_text(encoding="utf-8") == render(d)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from omni_tasks.dag_support import callbacks, runtime, tasks
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.sdk import Context, Param
 
     from omni_tasks.contracts import JsonObject
 
@@ -19,7 +19,7 @@ def one_series_dag(
     dag_id: str,
     doc: str,
     tags: list[str],
-    form: dict[str, Any],
+    form: dict[str, Param],
     job: Callable[[Context], JsonObject],
 ) -> Any:
     import pendulum

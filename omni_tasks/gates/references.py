@@ -106,7 +106,7 @@ def load_references(path: Path = TABLE) -> list[Reference]:
     return out
 
 
-def _entry(raw: Any, where: str, suite: str, model: str, test: dict[str, Any]) -> Reference:
+def _entry(raw: Any, where: str, suite: str, model: str, test: dict[str, object]) -> Reference:
     if not isinstance(raw, dict) or set(raw) - ENTRY_KEYS:
         raise ReferenceError(f"{where}: a mapping of {', '.join(sorted(ENTRY_KEYS))}")
     sku = raw.get("sku")
@@ -131,8 +131,8 @@ def _entry(raw: Any, where: str, suite: str, model: str, test: dict[str, Any]) -
         sku=sku,
         protocol=protocol,
         accuracy=float(accuracy),
-        figure=test["figure"],
-        higher_is_better=test["higher_is_better"],
+        figure=str(test["figure"]),  # both checked by the suite's reader
+        higher_is_better=test["higher_is_better"] is True,
         alpha=params["alpha"],
         beta=params["beta"],
         sigma=params["sigma"],

@@ -72,7 +72,7 @@ class TransformersBackend:
         )
         return np.asarray(out.input_features[0])
 
-    def _extract_kwargs(self, clip: np.ndarray) -> dict[str, Any]:
+    def _extract_kwargs(self, clip: np.ndarray) -> dict[str, str | bool]:
         return (
             {"truncation": False, "padding": "longest"} if is_long(clip, self.spec.window) else {}
         )

@@ -80,15 +80,15 @@ def commit_author(repo: str, sha: str) -> str:
 
 
 def _decide(
-    conn: psycopg.Connection[Any], params: NightlyParams, alert: dict[str, Any], night: str
+    conn: psycopg.Connection[Any], params: NightlyParams, alert: store.OpenRegression, night: str
 ) -> BisectPlan:
     """The alert's bisect: triggered (with its DAG run's conf), or skipped and why."""
-    branch = alert["candidate_branch"]
+    branch = alert.candidate_branch
     if "bisect" not in benchmarks.get(params.bench).capabilities:
         family = benchmarks.get(params.bench).family
         why = f"{params.bench} ({family}) has no bisect capability: nothing to trigger"
         return BisectPlan(night, "skipped", why)
-    nights = decisions.range_evidence(conn, decisions.alert_key_of(alert), alert["opened_nightly"])
+    nights = decisions.range_evidence(conn, alert.key, alert.opened_nightly)
     found = bisect_range(nights)
     good, bad = found.last_good, found.first_bad
     if bad is None or good is None or not bad.commit_sha or not good.commit_sha:
@@ -159,32 +159,32 @@ def _decide(
         commits=len(history) - 1,
         budget=params.auto_bisect.budget,
         trigger_dag_id=BISECT_DAG,
-        trigger_run_id=f"auto_bisect__alert{alert['alert_id']}",
+        trigger_run_id=f"auto_bisect__alert{alert.alert_id}",
         conf=conf,
     )
 
 
-def _run_conf(params: NightlyParams, alert: dict[str, Any]) -> JsonObject:
+def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
     """What a triggered bisect or ablation takes from the series and the alert: choices within
     the forms' allow-list (the series' serving fields are the config's, found again there by
     benchmark, lane and model)."""
     model = params.server.get("model")
     return {
-        "branch": alert["candidate_branch"],
-        "baseline": alert["baseline_branch"],
-        "variant": alert["variant"],
+        "branch": alert.candidate_branch,
+        "baseline": alert.baseline_branch,
+        "variant": alert.key.variant,
         "benchmark": params.bench,
         "lane": params.lane,
         "dataset": params.dataset,
         "transcript_mode": params.transcript_mode,
         **({"server": {"model": model}} if model else {}),
-        "alert_id": alert["alert_id"],
+        "alert_id": alert.alert_id,
     }
 
 
 def _both_repositories(
     params: NightlyParams,
-    alert: dict[str, Any],
+    alert: store.OpenRegression,
     good: NightEvidence,
     bad: NightEvidence,
     ends: BisectPlan,
@@ -192,7 +192,7 @@ def _both_repositories(
     """vLLM changed between the nights: which repository carries the regression is asked
     first (the two-repository A/B, omni_ablate) when vllm-omni changed too; a bisect of vLLM's
     own commits is named when it alone changed."""
-    branch = alert["candidate_branch"]
+    branch = alert.candidate_branch
     moved = f"vLLM {good.vllm} → {bad.vllm}"
 
     def skipped(why: str) -> BisectPlan:
@@ -204,7 +204,7 @@ def _both_repositories(
             f"commits between them with `axis: vllm` ({BISECT_DAG}, omni_commit "
             f"{bad.commit_sha}, vLLM builds from environment.vllm_index)"
         )
-    targets = [params.targets.get(branch), params.targets.get(alert["baseline_branch"])]
+    targets = [params.targets.get(branch), params.targets.get(alert.baseline_branch)]
     if targets != ["vllm-serve", "vllm-serve"]:
         return skipped(
             f"both repositories changed ({moved}, vllm-omni {str(good.commit_sha)[:12]} → "
@@ -230,7 +230,7 @@ def _both_repositories(
         status="attribution",
         vllm=(str(good.vllm), str(bad.vllm)),
         trigger_dag_id=ABLATE_DAG,
-        trigger_run_id=f"auto_attribute__alert{alert['alert_id']}",
+        trigger_run_id=f"auto_attribute__alert{alert.alert_id}",
         conf=conf,
     )
 
@@ -265,16 +265,16 @@ def plan_bisects(
     night gets the same ones back; Airflow skips a run id that exists)."""
     if not params.auto_bisect.enabled:
         return []
-    triggers = []
+    triggers: list[JsonObject] = []
     with conn.transaction():
         for alert in store.open_regression_alerts(conn, params.series):
-            plan = alert["details"].bisect
+            plan = alert.details.bisect
             if plan is None:
                 plan = _decide(conn, params, alert, nightly.isoformat())
-                store.record_bisect(conn, alert["alert_id"], plan)
+                store.record_bisect(conn, alert.alert_id, plan)
                 reply = {"op": "reply", **blocks.note(_note(plan)).to_payload()}
-                key = f"{alert['alert_key']}|auto-bisect"
-                store.enqueue(conn, key, alert["alert_id"], "reply", reply)
+                key = f"{alert.alert_key}|auto-bisect"
+                store.enqueue(conn, key, alert.alert_id, "reply", reply)
             if plan.status in ("triggered", "attribution") and plan.night == str(nightly):
                 triggers.append(
                     {

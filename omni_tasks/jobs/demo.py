@@ -102,7 +102,7 @@ class NightRun:
 def run_night(
     config: Path,
     night: dt.date,
-    conf: dict[str, Any],
+    conf: dict[str, object],
     dsn: str,
     on_line: Callable[[str], None],
 ) -> NightRun:
@@ -149,7 +149,7 @@ def run_night(
     return NightRun(night, log, proc.returncode)
 
 
-def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], str]:
+def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
     from omni_tasks.deployment import ConfigError, dag_units, resolve_night
 
@@ -171,7 +171,16 @@ def _plan_labels(config: Path, conf: dict[str, Any]) -> dict[tuple[str, str], st
     return out
 
 
-def night_summary(conn: Any, series: Series, night: dt.date) -> dict[str, Any]:
-    branches = views.nightly_trend(conn, series, 0.5, night, night)
-    decisions = views.gate_history(conn, series, night)
-    return {"branches": branches, "decisions": decisions}
+@dataclass(frozen=True)
+class NightSummary:
+    """What the demo prints of a night: each branch's figures, and the gate's decisions."""
+
+    branches: list[views.Row]
+    decisions: list[views.Row]
+
+
+def night_summary(conn: Any, series: Series, night: dt.date) -> NightSummary:
+    return NightSummary(
+        views.nightly_trend(conn, series, 0.5, night, night),
+        views.gate_history(conn, series, night),
+    )

@@ -369,10 +369,10 @@ def summarize_night(
     """Statistics of every graded run the night's series stored, whichever GPU task wrote it
     (a failed task's siblings are summarized all the same); returns their run keys."""
     keys_ = [
-        r["run_key"]
+        r.run_key
         for s in {p.series for p in series}
         for r in results.nightly_runs(conn, s, nightly)
-        if r["grading_id"] is not None
+        if r.grading_id is not None
     ]
     return summarize(conn, keys_, policy)
 

@@ -30,6 +30,7 @@ from omni_tasks.analysis.trend import ChangePoint, change_points
 from omni_tasks.contracts import (
     Comparison,
     Decision,
+    JsonObject,
     PairedFigures,
     RegressedItem,
     RunStats,
@@ -39,6 +40,7 @@ from omni_tasks.formatting import pct
 from omni_tasks.records import ClipRecord, commonest_failure
 from omni_tasks.series import Series
 from omni_tasks.store import decisions, results
+from omni_tasks.store.results import NightlyRun
 from omni_tasks.store.runs import StoredRun, clip_records, get_run, latest_grading
 
 TOP_REGRESSED = 5
@@ -52,7 +54,7 @@ class GradedRun:
     clips: list[ClipRecord]
 
     @property
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, object]:
         return {**dataclasses.asdict(self.run), "grader_id": self.grader_id}
 
 
@@ -289,13 +291,24 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------- nightly gate
+@dataclasses.dataclass(frozen=True)
+class _Detail:
+    """What a pairing's evidence came from, stored with its decision."""
+
+    comparison: Comparison | None = None  # one seed a side: the paired comparison
+    comparison_id: int | None = None
+    candidate_run_id: int | None = None
+    baseline_run_id: int | None = None
+    group_test: JsonObject | None = None  # seeds on either side: the run-group test
+
+
 @dataclasses.dataclass
 class _Pairing:
     candidate_branch: str
     variant: str
     baseline_branch: str
-    candidates: list[dict[str, Any]]
-    baselines: list[dict[str, Any]]
+    candidates: list[NightlyRun]
+    baselines: list[NightlyRun]
 
 
 def gate_nightly(
@@ -329,7 +342,7 @@ def gate_nightly(
                     ev, detail = _evidence(conn, p, policy, load)
             except (ValueError, ArithmeticError, psycopg.DataError) as exc:
                 reason = f"statistics could not be computed: {type(exc).__name__}: {exc}"
-                ev, detail = gate_rules.Evidence(infra_reasons=(reason[:500],)), {}
+                ev, detail = gate_rules.Evidence(infra_reasons=(reason[:500],)), _Detail()
             evidence.append(ev)
             details.append(detail)
         verdicts = gate_rules.decide_night(evidence, policy)
@@ -360,16 +373,16 @@ def _with_sim(
     """The tail's verdict combined with the paired SIM test (first seed of each side)."""
     if v.verdict == "INFRA" or not p.candidates or not p.baselines:
         return v
-    base, cand = load(p.baselines[0]["run_key"]), load(p.candidates[0]["run_key"])
+    base, cand = load(p.baselines[0].run_key), load(p.candidates[0].run_key)
     return similarity.combine(v, similarity.sim_test(base.clips, cand.clips, margin), alpha)
 
 
 def _pairings(
-    rows: list[dict[str, Any]], baseline_branch: str, expect: tuple[str, ...]
+    rows: list[NightlyRun], baseline_branch: str, expect: tuple[str, ...]
 ) -> list[_Pairing]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[NightlyRun]] = defaultdict(list)
     for r in rows:
-        groups[(r["branch"], r["variant"])].append(r)
+        groups[(r.branch, r.variant)].append(r)
     out = []
     for (branch, variant), runs in sorted(groups.items()):
         if (branch, variant) == (baseline_branch, "default"):
@@ -403,28 +416,28 @@ def _evidence(
     p: _Pairing,
     policy: GatePolicy,
     load: Callable[[str], GradedRun],
-) -> tuple[gate_rules.Evidence, dict[str, Any]]:
+) -> tuple[gate_rules.Evidence, _Detail]:
     tau = policy.primary_tau
     if not p.candidates:
         return gate_rules.Evidence(
             infra_reasons=(f"no run for {p.candidate_branch} ({p.variant}) that night",)
-        ), {}
+        ), _Detail()
     if not p.baselines:
         return gate_rules.Evidence(
             infra_reasons=(f"no baseline run for {p.baseline_branch} that night",)
-        ), {}
-    ungraded = [r for r in p.candidates + p.baselines if r["grading_id"] is None]
+        ), _Detail()
+    ungraded = [r for r in p.candidates + p.baselines if r.grading_id is None]
     if ungraded:
         return gate_rules.Evidence(
             infra_reasons=tuple(
-                f"run {r['run_key']} is {SUMMARY_ONLY_REASON}"
-                if r["status"] == "summary_only"
-                else f"run {r['run_key']} has no grading"
+                f"run {r.run_key} is {SUMMARY_ONLY_REASON}"
+                if r.status == "summary_only"
+                else f"run {r.run_key} has no grading"
                 for r in ungraded
             )
-        ), {}
-    cands, cand_notes = _distinct([load(r["run_key"]) for r in p.candidates], tau)
-    bases, base_notes = _distinct([load(r["run_key"]) for r in p.baselines], tau)
+        ), _Detail()
+    cands, cand_notes = _distinct([load(r.run_key) for r in p.candidates], tau)
+    bases, base_notes = _distinct([load(r.run_key) for r in p.baselines], tau)
     notes = tuple(base_notes + cand_notes)
     if len(cands) == 1 and len(bases) == 1:
         res = compare(conn, bases[0], cands[0], tau, policy)
@@ -439,12 +452,7 @@ def _evidence(
             delta_tail=res.delta_tail_fraction,
             delta_tail_ci=res.delta_tail_fraction_ci,
             infra_reasons=infra,
-        ), {
-            "comparison_id": res.comparison_id,
-            "candidate_run_id": cands[0].run.run_id,
-            "baseline_run_id": bases[0].run.run_id,
-            "comparison": res,
-        }
+        ), _Detail(res, res.comparison_id, cands[0].run.run_id, bases[0].run.run_id)
     ev, detail = _group_evidence(conn, bases, cands, policy)
     return dataclasses.replace(ev, notes=notes), detail
 
@@ -466,7 +474,7 @@ def _group_evidence(
     bases: list[GradedRun],
     cands: list[GradedRun],
     policy: GatePolicy,
-) -> tuple[gate_rules.Evidence, dict[str, Any]]:
+) -> tuple[gate_rules.Evidence, _Detail]:
     tau = policy.primary_tau
     infra: list[str] = []
     for b in bases:
@@ -492,15 +500,16 @@ def _group_evidence(
         infra_reasons=tuple(dict.fromkeys(infra)),
         delta_exact=test.delta_exact,
     )
-    return ev, {
-        "candidate_run_id": cands[0].run.run_id,
-        "baseline_run_id": bases[0].run.run_id,
-        "group_test": {
-            **{k: v for k, v in dataclasses.asdict(test).items() if k != "delta_exact"},
-            "runs": keys,
-            "mean_broken": [float(x) for x in np.atleast_1d(mat.mean(0))],
-        },
+    group_test: JsonObject = {
+        **{k: v for k, v in dataclasses.asdict(test).items() if k != "delta_exact"},
+        "runs": list(keys),
+        "mean_broken": [float(x) for x in np.atleast_1d(mat.mean(0))],
     }
+    return ev, _Detail(
+        candidate_run_id=cands[0].run.run_id,
+        baseline_run_id=bases[0].run.run_id,
+        group_test=group_test,
+    )
 
 
 def _store_decision(
@@ -510,11 +519,11 @@ def _store_decision(
     p: _Pairing,
     ev: gate_rules.Evidence,
     v: gate_rules.Verdict,
-    detail: dict[str, Any],
+    detail: _Detail,
     policy: GatePolicy,
     m: int,
 ) -> Decision:
-    comparison: Comparison | None = detail.get("comparison")
+    comparison = detail.comparison
     reported = _reported(comparison.candidate, policy) if comparison is not None else {}
     decision = Decision(
         benchmark=series.benchmark,
@@ -537,7 +546,7 @@ def _store_decision(
         mde=v.mde,
         same_margin=v.margin,
         reported=reported,
-        group_test=detail.get("group_test"),
+        group_test=detail.group_test,
     )
     decisions.upsert_decision(
         conn,
@@ -552,9 +561,9 @@ def _store_decision(
             "confirmed": False,
             "mcnemar_p": decision.mcnemar_p,
             "mcnemar_p_holm": v.p_regress_holm,
-            "comparison_id": detail.get("comparison_id"),
-            "candidate_run_id": detail.get("candidate_run_id"),
-            "baseline_run_id": detail.get("baseline_run_id"),
+            "comparison_id": detail.comparison_id,
+            "candidate_run_id": detail.candidate_run_id,
+            "baseline_run_id": detail.baseline_run_id,
             "reasons": v.reasons + [f"{k}: {x}" for k, x in reported.items()],
             "policy": {**policy.model_dump(), "policy_version": policy.policy_version, "m": m},
         },

@@ -12,7 +12,7 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from omni_tasks.contracts import AlertDetails, BisectPlan, JsonObject, StoredAlert
+from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
@@ -251,9 +251,42 @@ def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: JsonObject)
     conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(doc)})
 
 
-def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> list[Row]:
-    rows = conn.execute(sql("open_regression_alerts"), series.args())
-    return [r for r in (_alert(row) for row in rows) if r is not None]
+@dataclass(frozen=True)
+class OpenRegression:
+    """An open regression alert with the key of the decision that opened it."""
+
+    alert_id: int
+    alert_key: str
+    opened_nightly: dt.date
+    details: AlertDetails
+    key: DecisionKey
+
+    @property
+    def candidate_branch(self) -> str:
+        return self.key.candidate_branch
+
+    @property
+    def baseline_branch(self) -> str:
+        return self.key.baseline_branch
+
+
+def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> list[OpenRegression]:
+    return [
+        OpenRegression(
+            r["alert_id"],
+            r["alert_key"],
+            r["opened_nightly"],
+            AlertDetails.from_json(r["details"] or {}),
+            DecisionKey(
+                Series.of(r),
+                r["candidate_branch"],
+                r["baseline_branch"],
+                r["variant"],
+                r["policy_version"],
+            ),
+        )
+        for r in conn.execute(sql("open_regression_alerts"), series.args())
+    ]
 
 
 def bisect_alert(conn: psycopg.Connection[Any], alert_id: int | None, pattern: str) -> Row | None:

@@ -57,18 +57,6 @@ def decisions_of_nights(
     return [_stored(r) for r in rows]
 
 
-def alert_key_of(row: Row) -> DecisionKey:
-    """The decision series of an alert row that carries its opening decision's key
-    (open_regression_alerts.sql)."""
-    return DecisionKey(
-        Series.of(row),
-        row["candidate_branch"],
-        row["baseline_branch"],
-        row["variant"],
-        row["policy_version"],
-    )
-
-
 def _night(row: Row) -> NightVerdict:
     table = None if row["n11"] is None else (row["n11"], row["n12"], row["n21"], row["n22"])
     return NightVerdict(row["nightly"], row["verdict"], table=table)

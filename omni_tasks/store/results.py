@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from omni_tasks.contracts import RunStats
+from omni_tasks.contracts import JsonObject, RunStats
 from omni_tasks.gates.advice import GateAdvice
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
@@ -57,17 +58,43 @@ def upsert_run_stats(
 
 
 def upsert_comparison(
-    conn: psycopg.Connection[Any], columns: dict[str, Any], result: dict[str, Any]
+    conn: psycopg.Connection[Any], columns: Mapping[str, object], result: JsonObject
 ) -> int:
     """The comparison row (its columns, and the whole result kept as JSON); its id."""
     row = one(conn.execute(sql("upsert_comparison"), {**columns, "result": Jsonb(result)}))
     return int(row["comparison_id"])
 
 
-def nightly_runs(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
+@dataclasses.dataclass(frozen=True)
+class NightlyRun:
+    """A run of the night as the gate pairs it, with its latest complete grading (if any)."""
+
+    run_id: int
+    run_key: str
+    benchmark: str
+    model: str
+    lane: str
+    branch: str
+    variant: str
+    seed: int | None
+    status: str
+    n_expected: int
+    dataset_fingerprint: str | None
+    prompt_fingerprint: str | None
+    execution_fingerprint: str | None
+    lineage: JsonObject
+    grading_id: int | None
+    grader_id: str | None
+
+
+def nightly_runs(
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date
+) -> list[NightlyRun]:
     """A series' runs of a night with their latest complete grading, as the gate pairs them."""
     args = {**series.args(), "nightly": nightly}
-    return [dict(r) for r in conn.execute(sql("nightly_runs"), args)]
+    return (
+        conn.cursor(row_factory=class_row(NightlyRun)).execute(sql("nightly_runs"), args).fetchall()
+    )
 
 
 def series(conn: psycopg.Connection[Any], name: str, key: Mapping[str, object]) -> list[Row]:

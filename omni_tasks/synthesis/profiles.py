@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import yaml
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.flags import is_question
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -65,7 +66,7 @@ class Profile:
                 base[event] = max(base.get(event, 0.0), rate)
         return base
 
-    def under(self, engine_args: tuple[dict[str, Any], ...]) -> Profile:
+    def under(self, engine_args: tuple[JsonObject, ...]) -> Profile:
         """The profile a server with these per-stage engine settings behaves as."""
         if self.vanishes_with is None:
             return self

@@ -99,7 +99,7 @@ def messages(q: Question) -> list[JsonValue]:
     text, then the video and the audio (inline, as `--daily-omni-inline-local-video` sends
     them) and the user prompt. A root without the video is asked in audio mode."""
 
-    def inline(kind: str, mime: str, path: Path) -> dict[str, Any]:
+    def inline(kind: str, mime: str, path: Path) -> JsonValue:
         b64 = base64.b64encode(path.read_bytes()).decode("ascii")
         return {"type": kind, kind: {"url": f"data:{mime};base64,{b64}"}}
 

@@ -290,7 +290,7 @@ def _video_digest(path: Path) -> bytes:
     return hashlib.sha256(str(size).encode() + head + tail).digest()
 
 
-def _question(parquet: Path, i: int, row: dict[str, Any], videos: dict[str, Path]) -> Question:
+def _question(parquet: Path, i: int, row: dict[str, object], videos: dict[str, Path]) -> Question:
     where = f"{parquet}: row {i}"
 
     def text(*names: str, required: bool = True, limit: int = 200) -> str:
