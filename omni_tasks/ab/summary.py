@@ -10,6 +10,7 @@ from omni_tasks.trust.redact import outbound
 
 if TYPE_CHECKING:
     from omni_tasks.jobs.ab import ABRequest, ABResult
+    from omni_tasks.store.views import RegressedClip
 
 WORST = 10
 
@@ -53,7 +54,7 @@ def summary_markdown(req: ABRequest, result: ABResult) -> str:
     return "\n".join(head) + "\n"
 
 
-def worst_clips_markdown(clips: list[dict[str, Any]]) -> str:
+def worst_clips_markdown(clips: list[RegressedClip]) -> str:
     """The head's worst newly broken clips of the full round, both sides heard."""
     if not clips:
         return "No clip was fine on base and broken on head in the full round.\n"
@@ -62,11 +63,11 @@ def worst_clips_markdown(clips: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|",
     ]
     for c in clips[:WORST]:
-        link = audio_url(c.get("audio_uri"))
+        link = audio_url(c.audio_uri)
         lines.append(
-            f"| `{c['utt_id']}` | {_cell(c['reference'])} | {_cell(c['baseline_heard'])} "
-            f"({_wer(c['baseline_wer'])}) | {_cell(c['candidate_heard'])} "
-            f"({_wer(c['candidate_wer'])}) | {f'[head]({link})' if link else '—'} |"
+            f"| `{c.utt_id}` | {_cell(c.reference)} | {_cell(c.baseline_heard)} "
+            f"({_wer(c.baseline_wer)}) | {_cell(c.candidate_heard)} "
+            f"({_wer(c.candidate_wer)}) | {f'[head]({link})' if link else '—'} |"
         )
     if len(clips) > WORST:
         lines.append(f"\n… and {len(clips) - WORST} more.")

@@ -68,10 +68,8 @@ def demo_cmd(
                 title=f"nightly {r.nightly} (seed {r.seed}, 100 clips each)",
             )
             for b in s.branches:
-                tail = pct_ci(b["tail_fraction"], (b["tail_ci_low"], b["tail_ci_high"]))
-                table.add_row(
-                    b["branch"], tail, f"{b['capped_mean_wer']:.3f}", f"{b['mean_wer']:.3f}"
-                )
+                tail = pct_ci(b.tail_fraction, (b.tail_ci_low, b.tail_ci_high))
+                table.add_row(b.branch, tail, f"{b.capped_mean_wer:.3f}", f"{b.mean_wer:.3f}")
             console.print(table)
             gate = Table(
                 "candidate vs baseline",
@@ -82,14 +80,14 @@ def demo_cmd(
                 title="gate",
             )
             for d in s.decisions:
-                ci = (d["delta_tail_ci_low"], d["delta_tail_ci_high"])
-                p_holm = d["mcnemar_p_holm"]
-                verdict = d["verdict"] + (" (confirmed)" if d["confirmed"] else "")
+                ci = (d.delta_tail_ci_low, d.delta_tail_ci_high)
+                p_holm = d.mcnemar_p_holm
+                verdict = d.verdict + (" (confirmed)" if d.confirmed else "")
                 gate.add_row(
-                    f"{d['candidate_branch']} vs {d['baseline_branch']}",
+                    f"{d.candidate_branch} vs {d.baseline_branch}",
                     verdict,
-                    f"{d['regressed']}:{d['improved']}",
-                    pts_ci(d["delta_tail_fraction"], ci),
+                    f"{d.regressed}:{d.improved}",
+                    pts_ci(d.delta_tail_fraction, ci),
                     "" if p_holm is None else f"{p_holm:.2g}",
                 )
             console.print(gate)
@@ -171,16 +169,16 @@ def nightly_cmd(
     with open_db() as conn:
         for p in fleet.series:
             decided = [
-                d for d in views.gate_history(conn, p.series, night) if d["variant"] == p.variant
+                d for d in views.gate_history(conn, p.series, night) if d.variant == p.variant
             ]
             if not decided:
                 table.add_row(p.series.label, "", "not decided", "")
             for d in decided:
                 table.add_row(
                     p.series.label,
-                    f"{d['candidate_branch']} vs {d['baseline_branch']}",
-                    d["verdict"] + (" (confirmed)" if d["confirmed"] else ""),
-                    "" if d["regressed"] is None else f"{d['regressed']}:{d['improved']}",
+                    f"{d.candidate_branch} vs {d.baseline_branch}",
+                    d.verdict + (" (confirmed)" if d.confirmed else ""),
+                    "" if d.regressed is None else f"{d.regressed}:{d.improved}",
                 )
     console.print(table)
     if done.returncode != 0:

@@ -175,8 +175,8 @@ def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str],
 class NightSummary:
     """What the demo prints of a night: each branch's figures, and the gate's decisions."""
 
-    branches: list[views.Row]
-    decisions: list[views.Row]
+    branches: list[views.TrendRow]
+    decisions: list[views.GateRow]
 
 
 def night_summary(conn: Any, series: Series, night: dt.date) -> NightSummary:

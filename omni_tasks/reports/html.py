@@ -10,6 +10,7 @@ audio player (audio embedded, so the file travels alone).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import hashlib
 import html
@@ -73,20 +74,20 @@ def _fig(fig: go.Figure, div_id: str) -> Markup:
     return Markup(pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id))
 
 
-def trend_figure(rows: list[dict[str, Any]]) -> go.Figure:
+def trend_figure(rows: list[views.TrendRow]) -> go.Figure:
     fig = go.Figure()
-    series: dict[str, list[dict[str, Any]]] = {}
+    series: dict[str, list[views.TrendRow]] = {}
     for r in rows:
-        if r["tail_fraction"] is None:  # a failed run has no figure (its table row says why)
+        if r.tail_fraction is None:  # a failed run has no figure (its table row says why)
             continue
-        series.setdefault(_t(f"{r['branch']} / {r['variant']}"), []).append(r)
+        series.setdefault(_t(f"{r.branch} / {r.variant}"), []).append(r)
     for name, pts in sorted(series.items()):
-        y = [p["tail_fraction"] for p in pts]
-        high = [(p["tail_ci_high"] or t) - t for p, t in zip(pts, y, strict=True)]
-        low = [t - (p["tail_ci_low"] or t) for p, t in zip(pts, y, strict=True)]
+        y = [p.tail_fraction or 0.0 for p in pts]  # None was left out above
+        high = [(p.tail_ci_high or t) - t for p, t in zip(pts, y, strict=True)]
+        low = [t - (p.tail_ci_low or t) for p, t in zip(pts, y, strict=True)]
         fig.add_trace(
             go.Scatter(
-                x=[p["nightly"].isoformat() for p in pts],
+                x=[p.nightly.isoformat() for p in pts],
                 y=y,
                 mode="lines+markers",
                 name=name,
@@ -160,37 +161,33 @@ def _wer(x: float | None) -> str:
     return "no grade" if x is None else f"{x:.2f}"
 
 
-def _verdicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _verdicts(rows: list[views.GateRow]) -> list[dict[str, object]]:
     return [
         {
-            **r,
-            "delta": pts_ci(
-                r["delta_tail_fraction"], (r["delta_tail_ci_low"], r["delta_tail_ci_high"])
-            ),
-            "p_holm": "" if r["mcnemar_p_holm"] is None else f"{r['mcnemar_p_holm']:.2g}",
+            **dataclasses.asdict(r),
+            "delta": pts_ci(r.delta_tail_fraction, (r.delta_tail_ci_low, r.delta_tail_ci_high)),
+            "p_holm": "" if r.mcnemar_p_holm is None else f"{r.mcnemar_p_holm:.2g}",
             # A missing or failed side, or an undecidable pair, says why on its own row.
-            "why": "; ".join(str(x) for x in r.get("reasons") or [])[:600]
-            if r["verdict"] in ("INFRA", "UNKNOWN")
+            "why": "; ".join(str(x) for x in r.reasons or [])[:600]
+            if r.verdict in ("INFRA", "UNKNOWN")
             else "",
         }
         for r in rows
     ]
 
 
-def _official(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _official(rows: list[views.OfficialRow]) -> list[dict[str, object]]:
     """The harness's own mean per branch (failures left out), summary-only runs marked; none
     when no run has a mean WER."""
-    if not any(r["official_mean"] is not None for r in rows):
+    if not any(r.official_mean is not None for r in rows):
         return []
     return [
         {
-            "branch": r["branch"],
-            "variant": r["variant"],
-            "mean": _wer(r["official_mean"]),
-            "evaluated": r["evaluated"] if r["evaluated"] is not None else "—",
-            "rows": "summary-only: no per-clip rows, not gated"
-            if r["summary_only"]
-            else "per-clip",
+            "branch": r.branch,
+            "variant": r.variant,
+            "mean": _wer(r.official_mean),
+            "evaluated": r.evaluated if r.evaluated is not None else "—",
+            "rows": "summary-only: no per-clip rows, not gated" if r.summary_only else "per-clip",
         }
         for r in rows
     ]
@@ -223,35 +220,33 @@ def _published(
     return out
 
 
-def _fleet(rows: list[dict[str, Any]], here: Series) -> list[dict[str, Any]]:
+def _fleet(rows: list[views.FleetRow], here: Series) -> list[dict[str, object]]:
     """The fleet's grid: each series' newest verdict, ours and upstream's, with upstream's
     failing nights and streak and whether its newest imported night was valid."""
-    out = []
+    out: list[dict[str, object]] = []
     for r in rows:
-        series = Series(r["benchmark"], r["model"], r["lane"])
-        problems = r["validity"] or []
-        protocol = f" · {r['variant']}" if r["variant"] in PROTOCOLS else ""
+        series = Series(r.benchmark, r.model, r.lane)
+        problems = r.validity or []
+        protocol = f" · {r.variant}" if r.variant in PROTOCOLS else ""
         out.append(
             {
                 "series": series.label + protocol,
-                "sku": r["sku"] or "—",
+                "sku": r.sku or "—",
                 "blocking": "—"
-                if r["blocking"] is None
-                else ("blocking" if r["blocking"] else "non-blocking"),
+                if r.blocking is None
+                else ("blocking" if r.blocking else "non-blocking"),
                 "here": series == here,
-                "candidate": f"{r['candidate_branch']} / {r['variant']}"
-                if r["candidate_branch"]
-                else "—",
-                "verdict": r["verdict"] or "—",
-                "regressed_14d": r["regressed_14d"] if r["verdict"] else "—",
-                "upstream": r["upstream_verdict"] or "—",
-                "upstream_class": (r["upstream_verdict"] or "").replace(" ", "-"),
-                "upstream_nightly": r["upstream_nightly"] or "—",
-                "failing": r["upstream_failing_14d"] if r["upstream_verdict"] is not None else "—",
-                "streak": r["upstream_fail_streak"] if r["upstream_verdict"] is not None else "—",
+                "candidate": f"{r.candidate_branch} / {r.variant}" if r.candidate_branch else "—",
+                "verdict": r.verdict or "—",
+                "regressed_14d": r.regressed_14d if r.verdict else "—",
+                "upstream": r.upstream_verdict or "—",
+                "upstream_class": (r.upstream_verdict or "").replace(" ", "-"),
+                "upstream_nightly": r.upstream_nightly or "—",
+                "failing": r.upstream_failing_14d if r.upstream_verdict is not None else "—",
+                "streak": r.upstream_fail_streak if r.upstream_verdict is not None else "—",
                 "valid": "; ".join(problems)
                 if problems
-                else ("valid" if r["upstream_verdict"] is not None else "—"),
+                else ("valid" if r.upstream_verdict is not None else "—"),
             }
         )
     return out
@@ -360,7 +355,7 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 SCORES = (("accuracy", "accuracy"), ("sim_mean", "speaker sim"), ("utmos_mean", "UTMOS"))
 
 
-def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _scores(rows: list[views.ScoreRow]) -> dict[str, object]:
     """Accuracy (multiple choice) and secondary scores, when a run of the night has any:
     shown beside the gate, never gated."""
     columns = [
@@ -370,30 +365,32 @@ def _scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
             ("sim_mean", "speaker sim"),
             ("utmos_mean", "UTMOS"),
         )
-        if any(r[k] is not None for r in rows)
+        if any(getattr(r, k) is not None for r in rows)
     ]
     return {
         "columns": [label for _, label in columns],
         "rows": [
             {
-                "name": f"{r['branch']} / {r['variant']}",
-                "cells": ["—" if r[k] is None else f"{r[k]:.4f}" for k, _ in columns],
+                "name": f"{r.branch} / {r.variant}",
+                "cells": [_score(getattr(r, k)) for k, _ in columns],
             }
             for r in rows
         ],
     }
 
 
-def _clips(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _score(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4f}"
+
+
+def _clips(rows: list[views.RegressedClip]) -> list[dict[str, object]]:
     return [
         {
-            **r,
-            "baseline_wer": _wer(r["baseline_wer"]),
-            "candidate_wer": _wer(r["candidate_wer"]),
-            "audio": audio_player(r.get("audio_uri")) if i < MAX_AUDIO_CLIPS else "",
-            "baseline_audio": audio_player(r.get("baseline_audio_uri"))
-            if i < MAX_AUDIO_CLIPS
-            else "",
+            **dataclasses.asdict(r),
+            "baseline_wer": _wer(r.baseline_wer),
+            "candidate_wer": _wer(r.candidate_wer),
+            "audio": audio_player(r.audio_uri) if i < MAX_AUDIO_CLIPS else "",
+            "baseline_audio": audio_player(r.baseline_audio_uri) if i < MAX_AUDIO_CLIPS else "",
         }
         for i, r in enumerate(rows)
     ]
@@ -453,14 +450,15 @@ def nightly_report(
     decisions = views.gate_history(conn, benchmark, nightly)
     first = nightly - dt.timedelta(days=TREND_DAYS)
     comparisons = []
-    for i, d in enumerate(x for x in decisions if x["comparison_id"] is not None):
-        pairs = views.paired_clip_wers(conn, d["comparison_id"])
-        scatter = scatter_figure(pairs, d["baseline_branch"], d["candidate_branch"])
+    compared = [(d, d.comparison_id) for d in decisions if d.comparison_id is not None]
+    for i, (d, comparison_id) in enumerate(compared):
+        pairs = views.paired_clip_wers(conn, comparison_id)
+        scatter = scatter_figure(pairs, d.baseline_branch, d.candidate_branch)
         comparisons.append(
             {
-                "title": f"{d['candidate_branch']} vs {d['baseline_branch']} ({d['variant']})",
+                "title": f"{d.candidate_branch} vs {d.baseline_branch} ({d.variant})",
                 "scatter": _fig(scatter, f"scatter{i}"),
-                "clips": _clips(views.comparison_regressed_clips(conn, d["comparison_id"])),
+                "clips": _clips(views.comparison_regressed_clips(conn, comparison_id)),
             }
         )
     runs = runs_of_night(conn, benchmark, nightly)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import class_row
@@ -14,6 +15,128 @@ from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One stored decision of a night (v_gate_history)."""
+
+    time: dt.datetime
+    decision_id: int
+    benchmark: str
+    model: str
+    lane: str
+    nightly: dt.date
+    candidate_branch: str
+    baseline_branch: str
+    variant: str
+    verdict: str
+    confirmed: bool
+    mcnemar_p: float | None
+    mcnemar_p_holm: float | None
+    policy_version: str
+    comparison_id: int | None
+    tau: float | None
+    n_paired: int | None
+    stable_broken: int | None
+    regressed: int | None
+    improved: int | None
+    stable_ok: int | None
+    delta_tail_fraction: float | None
+    delta_tail_ci_low: float | None
+    delta_tail_ci_high: float | None
+    delta_capped_mean_wer: float | None
+    candidate_run_key: str | None
+    baseline_run_key: str | None
+    reasons: list[str] | None
+
+
+@dataclass(frozen=True)
+class TrendRow:
+    """One branch × variant's figures on one night (v_nightly_trend)."""
+
+    time: dt.datetime
+    benchmark: str
+    model: str
+    lane: str
+    nightly: dt.date
+    branch: str
+    variant: str
+    tau: float
+    runs: int
+    tail_fraction: float | None
+    tail_ci_low: float | None
+    tail_ci_high: float | None
+    capped_mean_wer: float | None
+    mean_wer: float | None
+    coverage: float | None
+    verdict: str | None
+    confirmed: bool | None
+
+
+@dataclass(frozen=True)
+class OfficialRow:
+    """The harness's own figure for one branch × variant on one night (v_official_trend)."""
+
+    time: dt.datetime
+    benchmark: str
+    model: str
+    lane: str
+    nightly: dt.date
+    branch: str
+    variant: str
+    runs: int
+    summary_only: bool
+    official_mean: float | None
+    evaluated: Decimal | None
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """Item-level scores of one branch × variant (item_scores_of_night)."""
+
+    branch: str
+    variant: str
+    accuracy: float | None
+    sim_mean: float | None
+    utmos_mean: float | None
+
+
+@dataclass(frozen=True)
+class RegressedClip:
+    """A comparison's regressed clip, both sides heard (comparison_regressed_clips.sql)."""
+
+    utt_id: str
+    reference: str
+    candidate_heard: str | None
+    candidate_wer: float | None
+    baseline_heard: str | None
+    baseline_wer: float | None
+    candidate_status: str
+    audio_uri: str | None
+    baseline_audio_uri: str | None
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """One series × candidate of the fleet, ours beside upstream's (fleet_overview.sql)."""
+
+    benchmark: str
+    model: str
+    lane: str
+    candidate_branch: str
+    variant: str
+    nightly: dt.date | None
+    verdict: str | None
+    regressed_14d: int | None
+    upstream_nightly: dt.date | None
+    upstream_verdict: str | None
+    upstream_failing_14d: int | None
+    upstream_fail_streak: int | None
+    validity: list[str] | None
+    blocking: bool | None
+    sku: str | None
 
 
 @dataclass(frozen=True)
@@ -35,18 +158,23 @@ class PairedWer:
     reference: str
 
 
-def _rows(conn: psycopg.Connection[Any], name: str, **args: Any) -> list[Row]:
+def _rows(conn: psycopg.Connection[Any], name: str, **args: object) -> list[Row]:
     return [dict(r) for r in conn.execute(sql(name), args)]
 
 
-def gate_history(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
-    return _rows(conn, "gate_history_of_night", **series.args(), nightly=nightly)
+def _typed(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> list[T]:
+    return conn.cursor(row_factory=class_row(row)).execute(sql(name), args).fetchall()
+
+
+def gate_history(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[GateRow]:
+    return _typed(conn, GateRow, "gate_history_of_night", **series.args(), nightly=nightly)
 
 
 def nightly_trend(
     conn: psycopg.Connection[Any], series: Series, tau: float, first: dt.date, last: dt.date
-) -> list[Row]:
-    return _rows(conn, "nightly_trend_between", **series.args(), tau=tau, first=first, last=last)
+) -> list[TrendRow]:
+    args = {**series.args(), "tau": tau, "first": first, "last": last}
+    return _typed(conn, TrendRow, "nightly_trend_between", **args)
 
 
 def failure_modes(
@@ -61,18 +189,21 @@ def night_simulated(conn: psycopg.Connection[Any], series: Series, nightly: dt.d
     return bool(_rows(conn, "night_simulated", **series.args(), nightly=nightly)[0]["s"])
 
 
-def official(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[Row]:
-    return _rows(conn, "official_of_night", **series.args(), nightly=nightly)
+def official(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[OfficialRow]:
+    return _typed(conn, OfficialRow, "official_of_night", **series.args(), nightly=nightly)
 
 
 def item_scores(
     conn: psycopg.Connection[Any], series: Series, tau: float, nightly: dt.date
-) -> list[Row]:
-    return _rows(conn, "item_scores_of_night", **series.args(), tau=tau, nightly=nightly)
+) -> list[ScoreRow]:
+    args = {**series.args(), "tau": tau, "nightly": nightly}
+    return _typed(conn, ScoreRow, "item_scores_of_night", **args)
 
 
-def comparison_regressed_clips(conn: psycopg.Connection[Any], comparison_id: int) -> list[Row]:
-    return _rows(conn, "comparison_regressed_clips", comparison_id=comparison_id)
+def comparison_regressed_clips(
+    conn: psycopg.Connection[Any], comparison_id: int
+) -> list[RegressedClip]:
+    return _typed(conn, RegressedClip, "comparison_regressed_clips", comparison_id=comparison_id)
 
 
 def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[PairedWer]:
@@ -101,6 +232,6 @@ def series_has_night(conn: psycopg.Connection[Any], series: Series, night: dt.da
     return bool(_rows(conn, "series_has_night", **series.args(), nightly=night))
 
 
-def fleet_overview(conn: psycopg.Connection[Any]) -> list[Row]:
+def fleet_overview(conn: psycopg.Connection[Any]) -> list[FleetRow]:
     """Every series: our newest verdict per candidate, upstream's newest with its record."""
-    return _rows(conn, "fleet_overview")
+    return _typed(conn, FleetRow, "fleet_overview")
