@@ -118,7 +118,7 @@ class Serving(BaseModel):
         self.check_serving()
         self.series  # noqa: B018 (a property that checks benchmark, model and lane)
 
-    def serving_paths(self) -> dict[str, Any]:
+    def serving_paths(self) -> dict[str, object]:
         paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
         for key in ("repo", "root"):
             paths[f"environment.{key}"] = self.environment.get(key)

@@ -164,8 +164,8 @@ def _describe_difference(old: RunContent, new: RunContent) -> str:
     return "; ".join(parts) or "content hash differs"
 
 
-def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, Any]:
-    params: dict[str, Any] = dataclasses.asdict(spec)
+def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, object]:
+    params: dict[str, object] = dataclasses.asdict(spec)
     for k in _JSON_FIELDS:
         params[k] = Jsonb(params[k])
     params["run_key"] = run_key
