@@ -53,8 +53,8 @@ class GateRow:
 
 
 @dataclass(frozen=True)
-class TrendRow:
-    """One branch × variant's figures on one night (v_nightly_trend)."""
+class _BranchNight:
+    """The key of a trend view's row: one branch × variant of a series on one night."""
 
     time: dt.datetime
     benchmark: str
@@ -63,6 +63,12 @@ class TrendRow:
     nightly: dt.date
     branch: str
     variant: str
+
+
+@dataclass(frozen=True)
+class TrendRow(_BranchNight):
+    """One branch × variant's figures on one night (v_nightly_trend)."""
+
     tau: float
     runs: int
     tail_fraction: float | None
@@ -76,16 +82,9 @@ class TrendRow:
 
 
 @dataclass(frozen=True)
-class OfficialRow:
+class OfficialRow(_BranchNight):
     """The harness's own figure for one branch × variant on one night (v_official_trend)."""
 
-    time: dt.datetime
-    benchmark: str
-    model: str
-    lane: str
-    nightly: dt.date
-    branch: str
-    variant: str
     runs: int
     summary_only: bool
     official_mean: float | None
