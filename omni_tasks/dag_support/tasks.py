@@ -193,7 +193,9 @@ def refresh(context: Context) -> JsonObject:
     with results_db() as conn:
         out = nightly.refresh_outputs(conn, series, nightly_of(context), load_policy().primary_tau)
     log.info("grafana: %s; reports: %s", out.grafana, ", ".join(out.reports))
-    return {"grafana": out.grafana, "reports": list(out.reports)}
+    # The task's "Nightly report" link (plugins/omni_links.py) reads `report`: the first one.
+    first = out.reports[0] if out.reports else ""
+    return {"grafana": out.grafana, "reports": list(out.reports), "report": first}
 
 
 @delivers_after_sigterm

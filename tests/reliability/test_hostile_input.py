@@ -863,24 +863,32 @@ def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: P
 def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
     from omni_tasks.alerts.blocks import code
     from omni_tasks.reports.html import modes_figure, scatter_figure, trend_figure
-    from omni_tasks.store.views import ModeCount
+    from omni_tasks.store.views import ModeCount, TrendRow
 
     branch = '<a href="javascript:alert(1)">x</a>'
+    night = TrendRow(
+        time=dt.datetime(2026, 11, 1, tzinfo=dt.UTC),
+        benchmark="seed_tts_en",
+        model="m",
+        lane="default",
+        nightly=dt.date(2026, 11, 1),
+        branch=branch,
+        variant="default",
+        tau=0.5,
+        runs=1,
+        tail_fraction=0.1,
+        tail_ci_low=0.05,
+        tail_ci_high=0.15,
+        capped_mean_wer=None,
+        mean_wer=None,
+        coverage=None,
+        verdict=None,
+        confirmed=None,
+    )
     figures = [
         scatter_figure([], "main", branch),
         modes_figure([ModeCount(branch, "<b>m</b>", 1)]),
-        trend_figure(
-            [
-                {
-                    "branch": branch,
-                    "variant": "default",
-                    "nightly": dt.date(2026, 11, 1),
-                    "tail_fraction": 0.1,
-                    "tail_ci_low": 0.05,
-                    "tail_ci_high": 0.15,
-                }
-            ]
-        ),
+        trend_figure([night]),
     ]
     for fig in figures:
         text = fig.to_json()
