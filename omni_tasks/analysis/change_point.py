@@ -40,8 +40,6 @@ class StepNights:
 
     earliest: int  # at least 1: some night is before the step
     latest: int
-    best: int  # the most likely
-    nights: int
 
 
 def _night(table: Table) -> tuple[float, float]:
@@ -69,6 +67,6 @@ def step_nights(tables: Sequence[Table], threshold: float = THRESHOLD) -> StepNi
         raise ValueError("a change point needs a night before it and one after")
     points = [_night(t) for t in tables]
     misfit = {tau: _misfit(points[:tau]) + _misfit(points[tau:]) for tau in range(1, len(points))}
-    best = min(misfit, key=misfit.__getitem__)
-    plausible = [tau for tau, m in misfit.items() if m - misfit[best] <= threshold]
-    return StepNights(min(plausible), max(plausible), best, len(points))
+    least = min(misfit.values())
+    plausible = [tau for tau, m in misfit.items() if m - least <= threshold]
+    return StepNights(min(plausible), max(plausible))
