@@ -106,7 +106,8 @@ def main() -> None:
     rows: dict[tuple[str, int], tuple[int, int]] = {}  # (family, n) -> (confirmed, nights)
     for family, model, n in SIZES:
         pol = policy.for_benchmark(FAMILY_BENCHMARK[family])
-        old_pool = pol.model_copy(update={"confirm_pool_p": pol.alpha})
+        # the rule before 2026-12-02: the night before pooled at α
+        old_pool = pol.model_copy(update={"confirm_pool_p": pol.alpha, "confirm_pool_nights": 2})
         r = aa_false_confirmation(pol, args.nights // 2, seed=19, group_share=0.0, n=n, model=model)
         was = aa_false_confirmation(
             old_pool, args.nights // 2, seed=19, group_share=0.0, n=n, model=model

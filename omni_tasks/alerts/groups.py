@@ -39,7 +39,7 @@ def member_line(ctx: AlertContext, confirm_p: float) -> str:
     how = (
         f"confirmed on one night (Holm p={ctx.p_holm:.1e})"
         if one_night
-        else "confirmed by two nights in a row"
+        else "confirmed by consecutive nights pooled"
     )
     variant = "" if ctx.variant == "default" else f" ({ctx.variant})"
     return f"{delta}{variant}, {how}, first bad night {ctx.nightly}"

@@ -23,12 +23,14 @@ DECISION_FIELDS = {
     "confirm_p",
     "confirm_window_days",
     "confirm_pool_p",
+    "confirm_pool_nights",
 }
 ADDED_AFTER_LEGACY = {
     "max_same_margin",
     "confirm_window_days",
     "benchmarks",
     "confirm_pool_p",
+    "confirm_pool_nights",
     "resolve_nights",
     "resolve_confidence",
 }
@@ -68,9 +70,11 @@ class GatePolicy(BaseModel):
     confirm_p: float = Field(gt=0, lt=1)
     max_same_margin: float = Field(default=0.10, gt=0, le=1)
     confirm_window_days: int = Field(default=3, ge=1)
-    # Two consecutive nights pooled confirm when their exact p (× m) is below this, whatever
-    # the suite's size: at `alpha`, 300- and 544-item series confirmed A/A noise at 1.3e-3.
+    # The last 2..confirm_pool_nights consecutive nights pooled confirm a REGRESSED night when
+    # one pool's exact p (× m) is below confirm_pool_p / (confirm_pool_nights − 1), whatever the
+    # suite's size: at `alpha`, 300- and 544-item series confirmed A/A noise at 1.3e-3.
     confirm_pool_p: float = Field(default=1e-4, gt=0, lt=1)
+    confirm_pool_nights: int = Field(default=3, ge=2)
     # When an open alert resolves (analysis/resolution.py): at least this many quiet nights
     # whose pooled Δ tail bound, at this two-sided confidence, rules the regression out. Not a
     # decision field: it moves no verdict, so the policy version stays.

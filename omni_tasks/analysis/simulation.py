@@ -198,15 +198,17 @@ def aa_false_confirmation(
     model: ClipModel = SEED_TTS,
 ) -> ConfirmationRate:
     """A/A paired nights of `n` items, each after a previous night that is a group night with
-    probability `group_share` and a paired A/A night otherwise; how many are (falsely)
-    confirmed."""
+    probability `group_share` and a paired A/A night otherwise, and before that as many paired
+    A/A nights as the policy pools; how many are (falsely) confirmed."""
     rng = np.random.default_rng(seed)
     tables = aa_tables(rng, nights, n, model)
     b, c, totals = tables[:, 1], tables[:, 2], tables.sum(axis=1)
     # Necessary for REGRESSED (m = 1, so Holm is the raw p): the rest cannot confirm.
     p = binom.sf(b - 1, b + c, 0.5)
     maybe = np.flatnonzero((p < policy.alpha) & ((b - c) * 50 >= totals))
-    d1, d2 = dt.date(2027, 1, 1), dt.date(2027, 1, 2)
+    start = dt.date(2027, 1, 1)
+    before = policy.confirm_pool_nights - 2  # paired nights before the previous one
+    d1, d2 = start + dt.timedelta(before), start + dt.timedelta(before + 1)
     regressed = confirmed = after_group = 0
     for i in maybe:
         point = paired_point(d2, tables[i], policy)
@@ -219,7 +221,11 @@ def aa_false_confirmation(
             if group
             else paired_point(d1, aa_tables(rng, 1, n, model)[0], policy)
         )
-        if confirmations([prev, point], policy)[1]:
+        earlier = [
+            paired_point(start + dt.timedelta(k), t, policy)
+            for k, t in enumerate(aa_tables(rng, before, n, model))
+        ]
+        if confirmations([*earlier, prev, point], policy)[-1]:
             confirmed += 1
             after_group += group
     return ConfirmationRate(nights, regressed, confirmed, after_group)

@@ -1,8 +1,11 @@
 """The benchmarks omni-tasks knows, by id. Everything outside a benchmark's own module reaches
-it through :func:`get` or :func:`detect`; a new family registers its instances here."""
+it through :func:`get` or :func:`detect`; a new family registers its instances here, or, from
+a package of its own, through an entry point in the `omni_tasks.benchmarks` group that names
+a `Benchmark` instance (installed code: the same trust as this package)."""
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
@@ -17,6 +20,7 @@ from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifac
 if TYPE_CHECKING:
     from omni_tasks.synthesis.simulator import Answerer
 
+ENTRY_POINTS = "omni_tasks.benchmarks"
 __all__ = ["Benchmark", "ImportOptions", "UnknownBenchmark", "detect", "get", "import_artifact"]
 
 _REGISTRY: dict[str, Benchmark] = {}
@@ -93,3 +97,16 @@ for _b in (
     VOICE_ISOLATION,
 ):
     register(_b)
+
+
+def _load_entry_points() -> None:
+    for ep in entry_points(group=ENTRY_POINTS):
+        found = ep.load()
+        if not isinstance(found, Benchmark):
+            raise TypeError(
+                f"entry point {ep.name} = {ep.value} ({ENTRY_POINTS}) is not a Benchmark instance"
+            )
+        register(found)
+
+
+_load_entry_points()

@@ -592,11 +592,12 @@ def _refresh_confirmations(
     conn: psycopg.Connection[Any], series: Series, d: Decision, policy: GatePolicy
 ) -> dict[dt.date, bool]:
     """Recompute `confirmed` for this night and the nights after it that it can change: a
-    night decided late (a backfill) can confirm, or stop confirming, the night after it. A
-    night's confirmation reads only itself and the non-INFRA night before it, at most
-    `confirm_window_days` earlier, so the key's decisions within that window either side are
-    all it needs: the cost is the window's, not the series' history."""
-    w = dt.timedelta(days=policy.confirm_window_days)
+    night decided late (a backfill) can confirm, or stop confirming, the nights after it. A
+    night's confirmation reads only itself and the `confirm_pool_nights − 1` non-INFRA nights
+    before it, each at most `confirm_window_days` after the one before, so the key's decisions
+    within that reach either side are all it needs: the cost is the window's, not the series'
+    history."""
+    w = dt.timedelta(days=policy.confirm_window_days * (policy.confirm_pool_nights - 1))
     key = {
         **series.args(),
         "candidate_branch": d.candidate_branch,

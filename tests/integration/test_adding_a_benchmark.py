@@ -2,14 +2,14 @@
 code only, register themselves and work with no line of them anywhere else: a pass/fail
 code-execution suite that arrives as artifacts (import → stats → compare → gate → report), and
 a short-answer QA suite that runs here (bench on the simulator → gate → report → Slack message
-→ bisect)."""
+→ bisect → A/B)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
+import subprocess
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,12 @@ from typer.testing import CliRunner
 
 from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.benchmarks.request import RunRequest
-from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.cli import app
 from omni_tasks.importers.artifact import Document, ParsedArtifact, nightly_of, require
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
-from omni_tasks.synthesis.profiles import Profile, uniform
+from tests.airflow_env import REPO
 from tests.factories import write_json
+from tests.fakes.toy_qa import TOY_QA, write_dataset
 
 runner = CliRunner()
 
@@ -142,87 +141,14 @@ def test_a_family_defined_in_test_code_runs_import_to_report(
 
 
 # ---------------------------------------------------------------- a runnable family
-# A short-answer QA set, defined here only: its items, its request, its judge and how the
-# simulator answers it. One class (and one registry line: `benchmarks.register`).
-
-
-@dataclass(frozen=True)
-class Question:
-    key: str
-    text: str
-    answer: str
-
-
-class ShortAnswerSuite(ItemSuite):
-    grader = Grader("answer:toy-qa-exact", {"backend": "answer", "rule": "exact word"})
-    system_text = ""
-    user_format = "Q: {question} Answer with one word."
-
-    def load(self, dataset: str) -> ItemSet:
-        path = Path(dataset) / "qa.tsv"
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            key, text, answer = line.split("\t")
-            rows.append(Question(key, text, answer))
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        return ItemSet(tuple(rows), digest)
-
-    def reference(self, item: Question) -> str:
-        return item.answer
-
-    def request_body(self, item: Question, req: RunRequest) -> dict[str, Any]:
-        prompt = self.user_format.format(question=item.text)
-        return {
-            "model": req.model,
-            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
-            "modalities": ["text"],
-            "temperature": 0.0,
-        }
-
-    def judge(self, item: Question, text: str) -> ClipGrade:
-        wrong = text.strip().lower() != item.answer.lower()
-        return ClipGrade(item.key, "graded", hypothesis=text, incorrect=wrong)
-
-    def simulate(self, body: dict[str, Any], profile: Profile, seed: int) -> str | None:
-        content = body["messages"][-1]["content"]
-        prompt = content[0].get("text", "") if isinstance(content, list) else ""
-        if not prompt.startswith("Q: "):
-            return None
-        # The demo questions name their answer last ("… Paris"); a weaker model misses some.
-        question = prompt.removeprefix("Q: ").removesuffix(" Answer with one word.")
-        if uniform(seed, question, "wrong_answer") < profile.wrong_answer:
-            return "unknown"
-        return question.rsplit(" ", 1)[-1]
-
-
-class ShortAnswer(Benchmark):
-    id = "toy_qa"
-    family = "short_answer"
-    metric = "accuracy"
-    judged = "incorrect"
-    runnable = True
-    suite = ShortAnswerSuite()
-    capabilities = frozenset({"ab", "bisect"})
-    figures = ("toy_qa_accuracy",)
-
-    def claims(self, doc: dict[str, Any]) -> bool:
-        return False
-
-    def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
-        raise NotImplementedError
-
-    def official_summary(self, clips: Sequence[ClipRecord]) -> dict[str, Any]:
-        judged = [c for c in clips if c.incorrect is not None]
-        return {"toy_qa_accuracy": sum(not c.incorrect for c in judged) / max(len(judged), 1)}
+# A short-answer QA set, defined outside the product in one module (tests/fakes/toy_qa.py): its
+# items, its request, its judge and how the simulator answers it; registered by one line.
 
 
 @pytest.fixture
 def toy_qa(tmp_path: Path) -> Iterator[Path]:
-    bench = benchmarks.register(ShortAnswer())
-    root = tmp_path / "omni-home" / "toy_qa"  # under OMNI_HOME: a trusted root of the forms
-    root.mkdir(parents=True)
-    rows = [f"q{i:03d}\tWhich word ends question {i}? It is word{i}\tword{i}" for i in range(120)]
-    (root / "qa.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    bench = benchmarks.register(TOY_QA)
+    root = write_dataset(tmp_path / "omni-home" / "toy_qa")  # under OMNI_HOME: a trusted root
     yield root
     benchmarks.unregister(bench.id)
 
@@ -231,7 +157,8 @@ def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(
     toy_qa: Path, db, tmp_path: Path
 ) -> None:
     """bench (the shared item runner, the simulator answering by the family's rule) → gate
-    → report → Slack message → `omni-tasks bisect` names the planted culprit."""
+    → report → Slack message → `omni-tasks bisect` names the planted culprit → `omni-tasks ab`
+    finds the regression."""
     keys = {}
     for profile, branch in (("simulator:main", "main"), ("simulator:rebase", "rebase")):
         out = runner.invoke(
@@ -267,3 +194,60 @@ def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["first_bad"] == history[3]
+
+    # The on-demand A/B (no GitHub repo: the verdict and its Slack message only).
+    out = runner.invoke(
+        app,
+        ["ab", "--benchmark", "toy_qa", "--dataset", str(toy_qa), "--base-target",
+         "simulator:main", "--head-target", "simulator:rebase", "--base-sha", "b" * 40,
+         "--head-sha", "c" * 40, "--pr", "9", "--json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["verdict"] == "REGRESSED"
+    rows = db.execute("SELECT DISTINCT benchmark FROM omni.run WHERE trigger = 'ab'").fetchall()
+    assert [r["benchmark"] for r in rows] == ["toy_qa"]
+
+
+def test_an_installed_family_runs_through_the_version_2_nightly(db, results_dsn, tmp_path) -> None:
+    """The same family from a package of its own: one entry point (`omni_tasks.benchmarks`),
+    no line in the product. `omni-tasks nightly` on a version 2 config runs its series under
+    Airflow (`airflow dags test`, other processes) and decides it against its own baseline."""
+    site = tmp_path / "site"  # what `pip install` of the family's package leaves on the path
+    dist = site / "toy_qa_family-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-qa-family\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[omni_tasks.benchmarks]\ntoy_qa = tests.fakes.toy_qa:TOY_QA\n"
+    )
+    home = tmp_path / "home"
+    root = write_dataset(home / "toy_qa", n=60)
+    config = tmp_path / "fleet.yaml"
+    config.write_text(
+        "version: 2\nlanes: {default: {queue: gpu, pool: gpu}}\nseries:\n"
+        "  - {benchmark: toy_qa, lane: default, branches: [main, rebase], baseline: main,\n"
+        "     targets: {main: 'simulator:main', rebase: 'simulator:rebase'},\n"
+        f"     dataset: '{root}', seeds: [42]}}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
+    env.update(
+        OMNI_DATABASE_URL=results_dsn,
+        OMNI_HOME=str(home),
+        PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
+    )
+    out = subprocess.run(
+        [str(REPO / ".venv/bin/omni-tasks"), "nightly", "--config", str(config),
+         "--nightly", "2026-11-29"],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-3000:]
+    runs = db.execute(
+        "SELECT branch, status FROM omni.run WHERE benchmark = 'toy_qa' ORDER BY branch"
+    ).fetchall()
+    assert [(r["branch"], r["status"]) for r in runs] == [
+        ("main", "complete"),
+        ("rebase", "complete"),
+    ]
+    (decision,) = db.execute(
+        "SELECT verdict, candidate_branch FROM omni.gate_decision WHERE benchmark = 'toy_qa'"
+    ).fetchall()
+    assert (decision["candidate_branch"], decision["verdict"]) == ("rebase", "REGRESSED")

@@ -237,3 +237,40 @@ def test_runs_with_the_same_broken_items_are_one_outcome_whatever_their_text() -
     reworded = outcome_fingerprint(run([0.25, 0.0, 1.5, 0.6], "beta"), tau)  # same broken: u2, u3
     assert first == reworded
     assert first != outcome_fingerprint(run([0.0, 0.25, 1.0, 0.0], "alpha"), tau)
+
+
+# Issue 45 #7 — a small step's alert opens sooner when three consecutive nights pool.
+STEP_NIGHTS = ((60, 44, 12, 972), (60, 16, 5, 1007), (60, 27, 4, 997))  # 1,088 clips each
+
+
+def one_sided(b: int, c: int) -> float:
+    return float(binomtest(b, b + c, 0.5, alternative="greater").pvalue)
+
+
+def test_three_consecutive_nights_pooled_confirm_what_two_cannot() -> None:
+    (_, b1, c1, _), (_, b2, c2, _), (_, b3, c3, _) = STEP_NIGHTS
+    n = 1088
+    # The arithmetic, from scipy and the counts: the last night is REGRESSED but not alone
+    # confirmed; its pool with the night before is 34 net of 2,176 (1.6 points, under 2); all
+    # three pooled are 68 net of 3,264 (2.1 points) at p ≈ 5e-11, under 1e-4 / 2.
+    assert 1e-5 < one_sided(b3, c3) < 0.01 and (b3 - c3) * 50 >= n
+    assert (b2 + b3 - c2 - c3) * 50 < 2 * n
+    assert (b1 + b2 + b3 - c1 - c2 - c3) * 50 >= 3 * n
+    assert one_sided(b1 + b2 + b3, c1 + c2 + c3) < 1e-4 / 2
+    nights = [paired(day(i + 1), *t) for i, t in enumerate(STEP_NIGHTS)]
+    assert nights[1].verdict != "REGRESSED" and nights[2].verdict == "REGRESSED"
+    assert POLICY.confirm_pool_nights == 3
+    assert confirmations(nights, POLICY)[2]
+    two = POLICY.model_copy(update={"confirm_pool_nights": 2})
+    assert confirmations(nights, two) == [False, False, False]
+
+
+def test_a_pool_stops_at_a_gap_or_a_group_night() -> None:
+    first, second, third = STEP_NIGHTS
+    # The first night 4 days before the second is not consecutive (window 3): not pooled.
+    gap = [paired(day(1), *first), paired(day(5), *second), paired(day(6), *third)]
+    assert confirmations(gap, POLICY)[2] is False
+    # A group night stores no table: the pool ends there, and the night before it is not read.
+    group = SeriesPoint(day(2), "UNKNOWN", None, 0, 0, 0, paired=False)
+    behind = [paired(day(1), *first), group, paired(day(3), *third)]
+    assert confirmations(behind, POLICY)[2] is False
