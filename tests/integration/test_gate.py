@@ -143,6 +143,25 @@ def test_two_weak_nights_confirm_whatever_order_they_are_gated(
     assert [r["confirmed"] for r in rows] == [False, True]
 
 
+def test_a_backfilled_night_confirms_the_night_two_after_it(
+    db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """Three nights three days apart (consecutive under the 3-day window): the last is
+    REGRESSED, and only all three pooled confirm it (the unit test's arithmetic,
+    tests/unit/analysis/test_gate_audit.py). Gating the first night late reaches it."""
+    shapes = {"20": (44, 12), "23": (16, 5), "26": (27, 4)}
+    for day, (regressed, improved) in shapes.items():
+        shape = ABShape(stable_broken=60, regressed=regressed, improved=improved)
+        import_pair(tmp_path, shape, date=f"202611{day}-020000", seed=int(day))
+    for day in ("23", "26"):
+        run("gate", "--nightly", f"2026-11-{day}")
+    rows = db.execute("SELECT verdict, confirmed FROM omni.gate_decision ORDER BY nightly")
+    assert [(r["verdict"], r["confirmed"]) for r in rows][-1] == ("REGRESSED", False)
+    run("gate", "--nightly", "2026-11-20")
+    rows = db.execute("SELECT nightly, confirmed FROM omni.gate_decision ORDER BY nightly")
+    assert [r["confirmed"] for r in rows] == [False, False, True]
+
+
 def test_missing_expected_branch_and_low_coverage_are_infra(
     db: psycopg.Connection, tmp_path: Path
 ) -> None:
