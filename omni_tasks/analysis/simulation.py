@@ -565,22 +565,31 @@ def detection_delays(
     return DetectionDelays(tuple(delays), horizon)
 
 
-def pooled_power(bad_tail: float, nights: int, p: float, sims: int, seed: int) -> float:
+def pooled_power(
+    bad_tail: float, nights: int, p: float, sims: int, seed: int, history: int = 0
+) -> float:
     """How often one exact McNemar test of the first `nights` bad nights pooled has p below
     `p` after a step to `bad_tail`: with α = `p` spent on that single look, no rule on the
     nights' paired counts opens more alerts by that night (Neyman-Pearson: the pooled
     likelihood ratio is the sum of the discordant counts), so it bounds the detection delay
-    any rule with that false rate can reach."""
+    any rule with that false rate can reach. With `history`, only the clips the baseline never
+    broke in that many earlier nights are tested: a rule that also reads each clip's history
+    (still exact, its clips chosen before the nights it tests)."""
     good_p, bad_p = step_probabilities(bad_tail)
     rng = np.random.default_rng(seed)
+    chunks = np.array_split(np.arange(sims), max(1, sims // 2000))
+    stable = np.ones((sims, good_p.size), dtype=bool)
+    for _ in range(history):
+        for chunk in chunks:
+            stable[chunk] &= rng.random((chunk.size, good_p.size)) >= good_p
     reg = np.zeros(sims, dtype=np.int64)
     imp = np.zeros(sims, dtype=np.int64)
     for _ in range(nights):
-        for chunk in np.array_split(np.arange(sims), max(1, sims // 2000)):
+        for chunk in chunks:
             b = rng.random((chunk.size, good_p.size)) < good_p
             h = rng.random((chunk.size, good_p.size)) < bad_p
-            reg[chunk] += (h & ~b).sum(axis=1)
-            imp[chunk] += (b & ~h).sum(axis=1)
+            reg[chunk] += (h & ~b & stable[chunk]).sum(axis=1)
+            imp[chunk] += (b & ~h & stable[chunk]).sum(axis=1)
     return float((binom.sf(reg - 1, reg + imp, 0.5) < p).mean())
 
 

@@ -154,379 +154,434 @@ def published_sql() -> str:
     )
 
 
+TREND_FROM = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
+SCORES_FROM = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
+
+
 def panels(slo_tail: float) -> list[JsonValue]:
-    trend = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTERS
-    scores = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
+    """The trend dashboard's panels, top to bottom."""
     return [
-        _panel(
-            1,
-            "Tail fraction (share of broken items: WER > τ, or a wrong answer)",
-            "timeseries",
-            (0, 0, 12, 9),
-            [
-                _target(
-                    f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {trend} ORDER BY 1",
-                    "A",
-                ),
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {trend} ORDER BY 1",
-                    "B",
-                ),
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {trend} ORDER BY 1",
-                    "C",
-                ),
-            ],
-            "Broken = WER > τ, no audio, or past the audio cap (seed-TTS); a wrong answer (multiple "
-            "choice: the panel is then the error rate). Seeds pooled. Dashed: Wilson 95 % "
-            f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
-            fieldConfig={
-                "defaults": {
-                    "unit": "percentunit",
-                    "min": 0,
-                    "thresholds": _line(slo_tail, "red"),
-                    "custom": {"thresholdsStyle": {"mode": "line"}},
-                },
-                "overrides": [
-                    {
-                        "matcher": {"id": "byRegexp", "options": " 95 % (low|high)$"},
-                        "properties": [
-                            {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}
-                        ],
-                    }
-                ],
-            },
-        ),
-        _panel(
-            2,
-            "Capped mean WER (and the legacy uncapped mean)",
-            "timeseries",
-            (12, 0, 12, 9),
-            [
-                _target(
-                    f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {trend} ORDER BY 1",
-                    "A",
-                ),
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {trend} ORDER BY 1",
-                    "B",
-                ),
-                _target(
-                    "SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
-                    "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
-                    "FROM omni.v_official_trend WHERE $__timeFilter(time) AND "
-                    + KEY_FILTERS
-                    + " ORDER BY 1",
-                    "C",
-                ),
-            ],
-            "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
-            f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
-            "the harness's own mean (failures left out), also for summary-only imports, which "
-            "have no per-clip rows and so no other figure here.",
-            fieldConfig={
-                "defaults": {
-                    "min": 0,
-                    "thresholds": _line(LEGACY_GATE, "orange"),
-                    "custom": {"thresholdsStyle": {"mode": "line"}},
-                },
-                "overrides": [],
-            },
-        ),
-        _panel(
-            3,
-            "Failure modes of broken clips",
-            "timeseries",
-            (0, 9, 12, 8),
-            [
-                _target(
-                    "SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
-                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-                ),
-            ],
-            "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
-            "no_output: no audio.",
-            fieldConfig=STACKED_BARS,
-        ),
-        _panel(
-            4,
-            "Origin of broken clips",
-            "timeseries",
-            (12, 9, 6, 8),
-            [
-                _target(
-                    "SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
-                    "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-                ),
-            ],
-            "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
-            "right, the speech was not.",
-            fieldConfig=STACKED_BARS,
-        ),
-        _panel(
-            5,
-            "Questions vs statements",
-            "timeseries",
-            (18, 9, 6, 8),
-            [
-                _target(
-                    "SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
-                    "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-                ),
-            ],
-            "Tail fraction of questions and requests vs statements (answered questions are a "
-            "known failure).",
-            fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []},
-        ),
-        _panel(
-            6,
-            "Verdict history",
-            "table",
-            (0, 17, 12, 9),
-            [
-                _target(
-                    "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
-                    "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
-                    f"WHERE $__timeFilter(time) AND {SERIES_FILTER} AND candidate_branch IN "
-                    "($branch) AND variant IN ($variant) ORDER BY time DESC",
-                    fmt="table",
-                ),
-            ],
-            "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
-            fieldConfig={
-                "defaults": {},
-                "overrides": [
-                    *_units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
-                    _coloured({"id": "byName", "options": "verdict"}, VERDICT_COLOURS),
-                ],
-            },
-        ),
-        _panel(
-            7,
-            "Latest paired A/B",
-            "table",
-            (12, 17, 12, 9),
-            [
-                _target(
-                    "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
-                    "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
-                    "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
-                    f"WHERE {SERIES_FILTER} AND candidate_branch IN ($branch) AND variant IN "
-                    "($variant) ORDER BY nightly DESC",
-                    fmt="table",
-                ),
-            ],
-            "The newest decision per candidate: the paired table and exact McNemar p. Click a "
-            "comparison to list its regressed clips below.",
-            fieldConfig={
-                "defaults": {},
-                "overrides": [
-                    *_units(
-                        mcnemar_p="sci",
-                        mcnemar_p_holm="sci",
-                        delta_tail_fraction="percentunit",
-                        delta_tail_ci_low="percentunit",
-                        delta_tail_ci_high="percentunit",
-                    ),
-                    {
-                        "matcher": {"id": "byName", "options": "comparison_id"},
-                        "properties": [
-                            {
-                                "id": "links",
-                                "value": [
-                                    {
-                                        "title": "regressed clips",
-                                        "url": "/d/"
-                                        + TREND_UID
-                                        + "?${__url_time_range}&var-benchmark=$benchmark&var-model=$model&var-lane=$lane&var-comparison=${__value.raw}",
-                                    }
-                                ],
-                            }
-                        ],
-                    },
-                ],
-            },
-        ),
-        _panel(
-            8,
-            "Regressed clips of comparison $comparison",
-            "table",
-            (0, 26, 24, 10),
-            [
-                _target(
-                    "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
-                    "candidate_wer, candidate_status, CASE WHEN audio_uri LIKE '%/.imports/%' "
-                    "THEN NULL ELSE substring(audio_uri from '([^/]+/[^/]+)$') END AS audio, "
-                    "thinker_text FROM omni.v_regressed_clips WHERE comparison_id = $comparison "
-                    "ORDER BY candidate_wer DESC NULLS LAST",
-                    fmt="table",
-                ),
-            ],
-            "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
-            "and the audio (click it: the evidence app plays the candidate's clip).",
-            fieldConfig={
-                "defaults": {},
-                "overrides": [
-                    {
-                        "matcher": {"id": "byName", "options": "audio"},
-                        "properties": [
-                            {
-                                "id": "links",
-                                "value": [
-                                    {
-                                        "title": "play the candidate's clip",
-                                        "url": "${evidence}/omni/audio/${__value.raw}",
-                                        "targetBlank": True,
-                                    }
-                                ],
-                            }
-                        ],
-                    }
-                ],
-            },
-        ),
-        _panel(
-            9,
-            "Accuracy and secondary scores (never gated)",
-            "timeseries",
-            (0, 36, 24, 8),
-            [
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {scores} ORDER BY 1",
-                    "A",
-                ),
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {scores} ORDER BY 1",
-                    "B",
-                ),
-                _target(
-                    f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {scores} ORDER BY 1",
-                    "C",
-                ),
-                _target(published_sql(), "D"),
-            ],
-            "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
-            "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
-            "them. Shown for context: no verdict reads them. A dashed 'published' line is the "
-            "model's own reported figure (gates/published.yaml), drawn only where it was "
-            "measured by the same protocol as this series' figure.",
-        ),
-        _panel(
-            11,
-            "Fleet overview: every series' latest verdict, ours and upstream's",
-            "table",
-            (0, 50, 24, 8),
-            [
-                _target(
-                    "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
-                    "regressed_14d, upstream_verdict, upstream_nightly, upstream_failing_14d, "
-                    "upstream_fail_streak, CASE WHEN jsonb_array_length(validity) = 0 THEN "
-                    "'valid' ELSE validity ->> 0 END AS validity FROM omni.v_fleet_latest "
-                    "ORDER BY benchmark, model, lane, candidate_branch",
-                    fmt="table",
-                ),
-            ],
-            "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
-            "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
-            "the newest imported run (Buildkite), the nights it failed in the last 14, its "
-            "consecutive failures, and whether that night was valid (the first problem when "
-            "not). Click a benchmark to open its series here.",
-            fieldConfig={
-                "defaults": {},
-                "overrides": [
-                    {
-                        "matcher": {"id": "byName", "options": "benchmark"},
-                        "properties": [
-                            {
-                                "id": "links",
-                                "value": [
-                                    {
-                                        "title": "open this series",
-                                        "url": "/d/"
-                                        + TREND_UID
-                                        + "?var-benchmark=${__data.fields.benchmark}"
-                                        "&var-model=${__data.fields.model}"
-                                        "&var-lane=${__data.fields.lane}",
-                                    }
-                                ],
-                            }
-                        ],
-                    },
-                    _coloured(
-                        {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
-                        {**VERDICT_COLOURS, **UPSTREAM_COLOURS},
-                    ),
-                ],
-            },
-        ),
-        _panel(
-            12,
-            "Summary-only figures (judge means and summaries without items; never gated)",
-            "timeseries",
-            (0, 58, 24, 8),
-            [
-                _target(
-                    "SELECT time, branch || ' ' || figure || coalesce(' @' || left(protocol_pin, "
-                    "7), '') AS metric, value FROM omni.v_summary_figures WHERE "
-                    f"$__timeFilter(time) AND {SERIES_FILTER} AND branch IN ($branch) AND "
-                    "figure NOT LIKE '%.by_task.%' AND figure <> 'duplex_samples' ORDER BY 1",
-                    "A",
-                ),
-            ],
-            "A summary-only night's own figures as its artifact reported them: Omni-DuplexEval's "
-            "RTD content and temporal scores and PR success, or a seed-TTS / multiple-choice "
-            "summary without per-item rows. A protocol pin is part of the line's name, so "
-            "nights judged under another evaluator version never join the same line.",
-        ),
-        _panel(
-            10,
-            "Upstream gate advice (its chance of failing a night with nothing changed)",
-            "table",
-            (0, 44, 24, 6),
-            [
-                _target(
-                    "SELECT gate, p_fail, p_fail_low, p_fail_high, suggested, nights, nightly "
-                    f"FROM omni.gate_advice WHERE {SERIES_FILTER} AND nightly = (SELECT "
-                    f"max(nightly) FROM omni.gate_advice WHERE {SERIES_FILTER}) ORDER BY gate",
-                    fmt="table",
-                ),
-            ],
-            "For each of the series' upstream pytest gates (the gate table, or the series' "
-            "`upstream_gate`): the chance it fails a night with nothing changed (with its 95 % "
-            "interval) and the threshold that would fail 1 night in 50, from the stored nights "
-            "of the baseline (`omni-tasks gates advise` says what it catches and writes the PR "
-            "text).",
-            fieldConfig={
-                "defaults": {},
-                "overrides": [
-                    {
-                        "matcher": {"id": "byRegexp", "options": "^p_fail"},
-                        "properties": [{"id": "unit", "value": "percentunit"}],
-                    }
-                ],
-            },
-        ),
-        _panel(
-            13,
-            "Platform health: Slack outbox backlog and Buildkite sync staleness",
-            "table",
-            (0, 66, 24, 6),
-            [
-                _target(
-                    "SELECT 'outbox' AS what, pending::text || ' pending, ' || failed::text || "
-                    "' failed' AS state, oldest_pending_at AS since FROM omni.v_outbox_backlog "
-                    "UNION ALL SELECT 'sync ' || pipeline, 'build ' || last_build::text || ', ' "
-                    "|| hours_since::text || ' h ago', last_imported_at FROM "
-                    "omni.v_sync_staleness ORDER BY 1",
-                    fmt="table",
-                ),
-            ],
-            "The platform watching itself: messages not yet delivered to Slack (and the oldest "
-            "one's age), and each Buildkite pipeline's newest imported build and how long ago "
-            "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
-            "(omni_freshness).",
-        ),
+        _tail_fraction_panel(slo_tail),
+        _capped_mean_panel(),
+        _failure_modes_panel(),
+        _origins_panel(),
+        _questions_panel(),
+        _verdict_history_panel(),
+        _latest_ab_panel(),
+        _regressed_clips_panel(),
+        _scores_panel(),
+        _fleet_overview_panel(),
+        _summary_only_panel(),
+        _gate_advice_panel(),
+        _platform_health_panel(),
     ]
+
+
+def _tail_fraction_panel(slo_tail: float) -> JsonObject:
+    return _panel(
+        1,
+        "Tail fraction (share of broken items: WER > τ, or a wrong answer)",
+        "timeseries",
+        (0, 0, 12, 9),
+        [
+            _target(
+                f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {TREND_FROM} ORDER BY 1",
+                "A",
+            ),
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {TREND_FROM} ORDER BY 1",
+                "B",
+            ),
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {TREND_FROM} ORDER BY 1",
+                "C",
+            ),
+        ],
+        "Broken = WER > τ, no audio, or past the audio cap (seed-TTS); a wrong answer (multiple "
+        "choice: the panel is then the error rate). Seeds pooled. Dashed: Wilson 95 % "
+        f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
+        fieldConfig={
+            "defaults": {
+                "unit": "percentunit",
+                "min": 0,
+                "thresholds": _line(slo_tail, "red"),
+                "custom": {"thresholdsStyle": {"mode": "line"}},
+            },
+            "overrides": [
+                {
+                    "matcher": {"id": "byRegexp", "options": " 95 % (low|high)$"},
+                    "properties": [
+                        {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}
+                    ],
+                }
+            ],
+        },
+    )
+
+
+def _capped_mean_panel() -> JsonObject:
+    return _panel(
+        2,
+        "Capped mean WER (and the legacy uncapped mean)",
+        "timeseries",
+        (12, 0, 12, 9),
+        [
+            _target(
+                f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {TREND_FROM} ORDER BY 1",
+                "A",
+            ),
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {TREND_FROM} ORDER BY 1",
+                "B",
+            ),
+            _target(
+                "SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
+                "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
+                "FROM omni.v_official_trend WHERE $__timeFilter(time) AND "
+                + KEY_FILTERS
+                + " ORDER BY 1",
+                "C",
+            ),
+        ],
+        "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
+        f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
+        "the harness's own mean (failures left out), also for summary-only imports, which "
+        "have no per-clip rows and so no other figure here.",
+        fieldConfig={
+            "defaults": {
+                "min": 0,
+                "thresholds": _line(LEGACY_GATE, "orange"),
+                "custom": {"thresholdsStyle": {"mode": "line"}},
+            },
+            "overrides": [],
+        },
+    )
+
+
+def _failure_modes_panel() -> JsonObject:
+    return _panel(
+        3,
+        "Failure modes of broken clips",
+        "timeseries",
+        (0, 9, 12, 8),
+        [
+            _target(
+                "SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
+                "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+            ),
+        ],
+        "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
+        "no_output: no audio.",
+        fieldConfig=STACKED_BARS,
+    )
+
+
+def _origins_panel() -> JsonObject:
+    return _panel(
+        4,
+        "Origin of broken clips",
+        "timeseries",
+        (12, 9, 6, 8),
+        [
+            _target(
+                "SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
+                "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+            ),
+        ],
+        "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
+        "right, the speech was not.",
+        fieldConfig=STACKED_BARS,
+    )
+
+
+def _questions_panel() -> JsonObject:
+    return _panel(
+        5,
+        "Questions vs statements",
+        "timeseries",
+        (18, 9, 6, 8),
+        [
+            _target(
+                "SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
+                "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
+            ),
+        ],
+        "Tail fraction of questions and requests vs statements (answered questions are a "
+        "known failure).",
+        fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []},
+    )
+
+
+def _verdict_history_panel() -> JsonObject:
+    return _panel(
+        6,
+        "Verdict history",
+        "table",
+        (0, 17, 12, 9),
+        [
+            _target(
+                "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
+                f"WHERE $__timeFilter(time) AND {SERIES_FILTER} AND candidate_branch IN "
+                "($branch) AND variant IN ($variant) ORDER BY time DESC",
+                fmt="table",
+            ),
+        ],
+        "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
+        fieldConfig={
+            "defaults": {},
+            "overrides": [
+                *_units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
+                _coloured({"id": "byName", "options": "verdict"}, VERDICT_COLOURS),
+            ],
+        },
+    )
+
+
+def _latest_ab_panel() -> JsonObject:
+    return _panel(
+        7,
+        "Latest paired A/B",
+        "table",
+        (12, 17, 12, 9),
+        [
+            _target(
+                "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+                "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
+                "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
+                f"WHERE {SERIES_FILTER} AND candidate_branch IN ($branch) AND variant IN "
+                "($variant) ORDER BY nightly DESC",
+                fmt="table",
+            ),
+        ],
+        "The newest decision per candidate: the paired table and exact McNemar p. Click a "
+        "comparison to list its regressed clips below.",
+        fieldConfig={
+            "defaults": {},
+            "overrides": [
+                *_units(
+                    mcnemar_p="sci",
+                    mcnemar_p_holm="sci",
+                    delta_tail_fraction="percentunit",
+                    delta_tail_ci_low="percentunit",
+                    delta_tail_ci_high="percentunit",
+                ),
+                {
+                    "matcher": {"id": "byName", "options": "comparison_id"},
+                    "properties": [
+                        {
+                            "id": "links",
+                            "value": [
+                                {
+                                    "title": "regressed clips",
+                                    "url": "/d/"
+                                    + TREND_UID
+                                    + "?${__url_time_range}&var-benchmark=$benchmark&var-model=$model&var-lane=$lane&var-comparison=${__value.raw}",
+                                }
+                            ],
+                        }
+                    ],
+                },
+            ],
+        },
+    )
+
+
+def _regressed_clips_panel() -> JsonObject:
+    return _panel(
+        8,
+        "Regressed clips of comparison $comparison",
+        "table",
+        (0, 26, 24, 10),
+        [
+            _target(
+                "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
+                "candidate_wer, candidate_status, CASE WHEN audio_uri LIKE '%/.imports/%' "
+                "THEN NULL ELSE substring(audio_uri from '([^/]+/[^/]+)$') END AS audio, "
+                "thinker_text FROM omni.v_regressed_clips WHERE comparison_id = $comparison "
+                "ORDER BY candidate_wer DESC NULLS LAST",
+                fmt="table",
+            ),
+        ],
+        "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
+        "and the audio (click it: the evidence app plays the candidate's clip).",
+        fieldConfig={
+            "defaults": {},
+            "overrides": [
+                {
+                    "matcher": {"id": "byName", "options": "audio"},
+                    "properties": [
+                        {
+                            "id": "links",
+                            "value": [
+                                {
+                                    "title": "play the candidate's clip",
+                                    "url": "${evidence}/omni/audio/${__value.raw}",
+                                    "targetBlank": True,
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+
+
+def _scores_panel() -> JsonObject:
+    return _panel(
+        9,
+        "Accuracy and secondary scores (never gated)",
+        "timeseries",
+        (0, 36, 24, 8),
+        [
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {SCORES_FROM} ORDER BY 1",
+                "A",
+            ),
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {SCORES_FROM} ORDER BY 1",
+                "B",
+            ),
+            _target(
+                f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {SCORES_FROM} ORDER BY 1",
+                "C",
+            ),
+            _target(published_sql(), "D"),
+        ],
+        "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
+        "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
+        "them. Shown for context: no verdict reads them. A dashed 'published' line is the "
+        "model's own reported figure (gates/published.yaml), drawn only where it was "
+        "measured by the same protocol as this series' figure.",
+    )
+
+
+def _fleet_overview_panel() -> JsonObject:
+    return _panel(
+        11,
+        "Fleet overview: every series' latest verdict, ours and upstream's",
+        "table",
+        (0, 50, 24, 8),
+        [
+            _target(
+                "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
+                "regressed_14d, upstream_verdict, upstream_nightly, upstream_failing_14d, "
+                "upstream_fail_streak, CASE WHEN jsonb_array_length(validity) = 0 THEN "
+                "'valid' ELSE validity ->> 0 END AS validity FROM omni.v_fleet_latest "
+                "ORDER BY benchmark, model, lane, candidate_branch",
+                fmt="table",
+            ),
+        ],
+        "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
+        "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
+        "the newest imported run (Buildkite), the nights it failed in the last 14, its "
+        "consecutive failures, and whether that night was valid (the first problem when "
+        "not). Click a benchmark to open its series here.",
+        fieldConfig={
+            "defaults": {},
+            "overrides": [
+                {
+                    "matcher": {"id": "byName", "options": "benchmark"},
+                    "properties": [
+                        {
+                            "id": "links",
+                            "value": [
+                                {
+                                    "title": "open this series",
+                                    "url": "/d/"
+                                    + TREND_UID
+                                    + "?var-benchmark=${__data.fields.benchmark}"
+                                    "&var-model=${__data.fields.model}"
+                                    "&var-lane=${__data.fields.lane}",
+                                }
+                            ],
+                        }
+                    ],
+                },
+                _coloured(
+                    {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
+                    {**VERDICT_COLOURS, **UPSTREAM_COLOURS},
+                ),
+            ],
+        },
+    )
+
+
+def _summary_only_panel() -> JsonObject:
+    return _panel(
+        12,
+        "Summary-only figures (judge means and summaries without items; never gated)",
+        "timeseries",
+        (0, 58, 24, 8),
+        [
+            _target(
+                "SELECT time, branch || ' ' || figure || coalesce(' @' || left(protocol_pin, "
+                "7), '') AS metric, value FROM omni.v_summary_figures WHERE "
+                f"$__timeFilter(time) AND {SERIES_FILTER} AND branch IN ($branch) AND "
+                "figure NOT LIKE '%.by_task.%' AND figure <> 'duplex_samples' ORDER BY 1",
+                "A",
+            ),
+        ],
+        "A summary-only night's own figures as its artifact reported them: Omni-DuplexEval's "
+        "RTD content and temporal scores and PR success, or a seed-TTS / multiple-choice "
+        "summary without per-item rows. A protocol pin is part of the line's name, so "
+        "nights judged under another evaluator version never join the same line.",
+    )
+
+
+def _gate_advice_panel() -> JsonObject:
+    return _panel(
+        10,
+        "Upstream gate advice (its chance of failing a night with nothing changed)",
+        "table",
+        (0, 44, 24, 6),
+        [
+            _target(
+                "SELECT gate, p_fail, p_fail_low, p_fail_high, suggested, nights, nightly "
+                f"FROM omni.gate_advice WHERE {SERIES_FILTER} AND nightly = (SELECT "
+                f"max(nightly) FROM omni.gate_advice WHERE {SERIES_FILTER}) ORDER BY gate",
+                fmt="table",
+            ),
+        ],
+        "For each of the series' upstream pytest gates (the gate table, or the series' "
+        "`upstream_gate`): the chance it fails a night with nothing changed (with its 95 % "
+        "interval) and the threshold that would fail 1 night in 50, from the stored nights "
+        "of the baseline (`omni-tasks gates advise` says what it catches and writes the PR "
+        "text).",
+        fieldConfig={
+            "defaults": {},
+            "overrides": [
+                {
+                    "matcher": {"id": "byRegexp", "options": "^p_fail"},
+                    "properties": [{"id": "unit", "value": "percentunit"}],
+                }
+            ],
+        },
+    )
+
+
+def _platform_health_panel() -> JsonObject:
+    return _panel(
+        13,
+        "Platform health: Slack outbox backlog and Buildkite sync staleness",
+        "table",
+        (0, 66, 24, 6),
+        [
+            _target(
+                "SELECT 'outbox' AS what, pending::text || ' pending, ' || failed::text || "
+                "' failed' AS state, oldest_pending_at AS since FROM omni.v_outbox_backlog "
+                "UNION ALL SELECT 'sync ' || pipeline, 'build ' || last_build::text || ', ' "
+                "|| hours_since::text || ' h ago', last_imported_at FROM "
+                "omni.v_sync_staleness ORDER BY 1",
+                fmt="table",
+            ),
+        ],
+        "The platform watching itself: messages not yet delivered to Slack (and the oldest "
+        "one's age), and each Buildkite pipeline's newest imported build and how long ago "
+        "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
+        "(omni_freshness).",
+    )
 
 
 def trend_dashboard() -> JsonObject:
