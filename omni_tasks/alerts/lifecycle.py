@@ -40,6 +40,7 @@ from omni_tasks.contracts import (
     Comparison,
     DecisionKey,
     JsonObject,
+    StoredAlert,
     StoredDecision,
 )
 from omni_tasks.evidence.links import dashboard_path, report_url
@@ -248,71 +249,110 @@ def _regression(
     commit = None if candidate is None else candidate.commit_sha
     ctx = _context(d, tau)
     if alert is None:
-        if d.verdict != "REGRESSED" or not d.confirmed:
-            return  # unconfirmed REGRESSED: dashboards only
-        invalid = store.last_invalid_alert(conn, key)
-        if invalid is not None and commit in invalid.details.commits:
-            return  # marked invalid by a person; only a new commit in the range reopens it
-        opened_by = AlertDetails(decision_id=d.decision_id, commits=[commit])
-        alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
-        ctx = dataclasses.replace(
-            ctx,
-            commits=_commit_range(conn, d, night),
-            alert_id=alert_id,
-            next_steps=next_steps(d, alert_id),
-        )
-        confirm_p = policy.for_benchmark(d.benchmark).confirm_p
-        ctx = dataclasses.replace(ctx, group_id=groups.join(conn, alert_id, d, ctx, confirm_p))
-        message = blocks.regression_opened(ctx)
-        if candidate is not None:
-            message = dataclasses.replace(message, blocks=[*message.blocks, _reproduce(candidate)])
-        enqueue(conn, f"{key}|{night}|open", alert_id, "post", _msg(message, "post"))
-        for clip in _top_audio(conn, d, ctx.comparison):
-            enqueue(
-                conn,
-                f"{key}|{night}|audio|{clip.utt_id}"
-                + ("|baseline" if clip.side == "baseline" else ""),
-                alert_id,
-                "upload",
-                {
-                    "op": "upload",
-                    "file": clip.uri,
-                    "title": f"{clip.utt_id}: {clip.side} {d.branch(clip.side)} ({night})",
-                },
-            )
-        _event(conn, "regression_opened", d, blocks.headline(ctx), key)
+        if d.verdict == "REGRESSED" and d.confirmed:  # unconfirmed: dashboards only
+            _open(conn, d, key, ctx, candidate, policy)
         return
     if d.verdict == "INFRA" or night <= alert.last_nightly:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
     if d.verdict == "REGRESSED":
-        day_before = alert.opened_nightly - dt.timedelta(days=1)
-        nights = len(decisions.verdicts_since(conn, d.key, day_before, night))
-        commits = {c for c in [*alert.details.commits, commit] if c is not None}
-        store.touch_alert(conn, alert.alert_id, night, sorted(commits))
-        opened = str(alert.opened_nightly)
-        commit_range = _commit_range(conn, d, alert.opened_nightly)
-        ctx = dataclasses.replace(
-            ctx,
-            commits=commit_range,
-            alert_id=alert.alert_id,
-            next_steps=next_steps(d, alert.alert_id),
-        )
-        parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
+        _still_regressed(conn, d, key, ctx, commit, alert)
+    else:
+        _quiet_night(conn, d, key, ctx, alert, policy)
+
+
+def _open(
+    conn: psycopg.Connection[Any],
+    d: StoredDecision,
+    key: str,
+    ctx: AlertContext,
+    candidate: NightRun | None,
+    policy: GatePolicy,
+) -> None:
+    """A confirmed REGRESSED night with no open alert: open one (unless a person marked it
+    invalid for this commit), post it with its reproduce command and top clips' audio."""
+    night = d.nightly
+    commit = None if candidate is None else candidate.commit_sha
+    invalid = store.last_invalid_alert(conn, key)
+    if invalid is not None and commit in invalid.details.commits:
+        return  # marked invalid by a person; only a new commit in the range reopens it
+    opened_by = AlertDetails(decision_id=d.decision_id, commits=[commit])
+    alert_id = store.insert_alert(conn, key, "regression", night, opened_by)
+    ctx = dataclasses.replace(
+        ctx,
+        commits=_commit_range(conn, d, night),
+        alert_id=alert_id,
+        next_steps=next_steps(d, alert_id),
+    )
+    confirm_p = policy.for_benchmark(d.benchmark).confirm_p
+    ctx = dataclasses.replace(ctx, group_id=groups.join(conn, alert_id, d, ctx, confirm_p))
+    message = blocks.regression_opened(ctx)
+    if candidate is not None:
+        message = dataclasses.replace(message, blocks=[*message.blocks, _reproduce(candidate)])
+    enqueue(conn, f"{key}|{night}|open", alert_id, "post", _msg(message, "post"))
+    for clip in _top_audio(conn, d, ctx.comparison):
         enqueue(
             conn,
-            f"{key}|{night}|update",
-            alert.alert_id,
-            "update",
-            with_status(parent, alert.details),
+            f"{key}|{night}|audio|{clip.utt_id}" + ("|baseline" if clip.side == "baseline" else ""),
+            alert_id,
+            "upload",
+            {
+                "op": "upload",
+                "file": clip.uri,
+                "title": f"{clip.utt_id}: {clip.side} {d.branch(clip.side)} ({night})",
+            },
         )
-        enqueue(
-            conn,
-            f"{key}|{night}|reply",
-            alert.alert_id,
-            "reply",
-            _msg(blocks.regression_still(ctx), "reply"),
-        )
-        return
+    _event(conn, "regression_opened", d, blocks.headline(ctx), key)
+
+
+def _still_regressed(
+    conn: psycopg.Connection[Any],
+    d: StoredDecision,
+    key: str,
+    ctx: AlertContext,
+    commit: str | None,
+    alert: StoredAlert,
+) -> None:
+    """Another REGRESSED night of an open alert: its range and nights grow, the parent message
+    is updated and the thread says it is still there."""
+    night = d.nightly
+    day_before = alert.opened_nightly - dt.timedelta(days=1)
+    nights = len(decisions.verdicts_since(conn, d.key, day_before, night))
+    commits = {c for c in [*alert.details.commits, commit] if c is not None}
+    store.touch_alert(conn, alert.alert_id, night, sorted(commits))
+    opened = str(alert.opened_nightly)
+    commit_range = _commit_range(conn, d, alert.opened_nightly)
+    ctx = dataclasses.replace(
+        ctx,
+        commits=commit_range,
+        alert_id=alert.alert_id,
+        next_steps=next_steps(d, alert.alert_id),
+    )
+    parent = _msg(blocks.regression_parent(ctx, opened, nights), "update")
+    enqueue(
+        conn,
+        f"{key}|{night}|update",
+        alert.alert_id,
+        "update",
+        with_status(parent, alert.details),
+    )
+    enqueue(
+        conn,
+        f"{key}|{night}|reply",
+        alert.alert_id,
+        "reply",
+        _msg(blocks.regression_still(ctx), "reply"),
+    )
+
+
+def _quiet_night(
+    conn: psycopg.Connection[Any],
+    d: StoredDecision,
+    key: str,
+    ctx: AlertContext,
+    alert: StoredAlert,
+    policy: GatePolicy,
+) -> None:
+    night = d.nightly
     # Resolved by the policy's resolve_nights (three; two for multiple choice) or more
     # consecutive non-INFRA nights that together rule the regression out
     # (analysis/resolution.py): their paired tables pooled, Δ tail's upper bound below
