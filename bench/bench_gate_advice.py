@@ -78,7 +78,7 @@ MODELS: dict[str, ClipModel | LognormalMixture] = {
     "lognormal mixture (issue 45, independent)": LognormalMixture(),
     # The audit's unstated lognormal, fitted to its stated truth: at the 0.35 gate a false-fail
     # of 8.2 % and a 98th percentile of 0.400 (this fit: about 8 % and 0.40, printed below).
-    "issue 45's audit at the 0.35 gate": LognormalMixture(mu=0.86, sigma=1.15),
+    "issue 45's audit at the 0.35 gate": LognormalMixture(mu=1.015, sigma=1.05),
 }
 AT = {"issue 45's audit at the 0.35 gate": 0.35}
 
