@@ -274,3 +274,18 @@ def test_a_pool_stops_at_a_gap_or_a_group_night() -> None:
     group = SeriesPoint(day(2), "UNKNOWN", None, 0, 0, 0, paired=False)
     behind = [paired(day(1), *first), group, paired(day(3), *third)]
     assert confirmations(behind, POLICY)[2] is False
+
+
+def test_every_confirmation_test_is_exact_so_the_bound_holds_at_any_size() -> None:
+    """A series-night falsely confirms at most confirm_p + confirm_pool_p (1e-4) whatever its
+    size, because each test's p-value is exact: given N discordant items, the chance under A/A
+    that p falls below a level is at most the level (summed here from the binomial pmf)."""
+    from scipy.stats import binom
+
+    levels = (POLICY.confirm_p, POLICY.confirm_pool_p / (POLICY.confirm_pool_nights - 1))
+    assert POLICY.confirm_p + POLICY.confirm_pool_p <= 1e-4
+    for n in range(1, 400):
+        ps = [mcnemar_exact(b, n - b)[0] for b in range(n + 1)]
+        pmf = binom.pmf(range(n + 1), n, 0.5)
+        for level in levels:
+            assert sum(w for p, w in zip(ps, pmf, strict=True) if p < level) <= level
