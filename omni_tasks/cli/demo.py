@@ -114,9 +114,8 @@ def demo_cmd(
         f"How to read it: tail fraction = share of clips broken (WER > 0.5, no audio, or past the "
         f"60 s cap); reg:imp = clips fine on {BASELINE} and broken on {CANDIDATE} : the reverse; "
         "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-5 on one night, or "
-        "a REGRESSED night that pooled with the one or two nights before gives p < 4.5e-5 and Δ ≥ 2 "
-        "points "
-        "— only confirmed regressions post to Slack.\n"
+        "a REGRESSED night that pooled with the one or two nights before gives p < 4.5e-5 "
+        "and Δ ≥ 2 points — only confirmed regressions post to Slack.\n"
         "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
         highlight=False,
     )
