@@ -250,7 +250,7 @@ def _regression(
     ctx = _context(d, tau)
     if alert is None:
         if d.verdict == "REGRESSED" and d.confirmed:  # unconfirmed: dashboards only
-            _open(conn, d, key, ctx, candidate, policy)
+            _open(conn, d, key, ctx, commit, candidate, policy)
         return
     if d.verdict == "INFRA" or night <= alert.last_nightly:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
@@ -265,13 +265,13 @@ def _open(
     d: StoredDecision,
     key: str,
     ctx: AlertContext,
+    commit: str | None,
     candidate: NightRun | None,
     policy: GatePolicy,
 ) -> None:
     """A confirmed REGRESSED night with no open alert: open one (unless a person marked it
     invalid for this commit), post it with its reproduce command and top clips' audio."""
     night = d.nightly
-    commit = None if candidate is None else candidate.commit_sha
     invalid = store.last_invalid_alert(conn, key)
     if invalid is not None and commit in invalid.details.commits:
         return  # marked invalid by a person; only a new commit in the range reopens it

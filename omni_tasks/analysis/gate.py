@@ -162,12 +162,12 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
                     and prev.verdict == "REGRESSED"
                     and not (prev.paired and point.paired)
                 )
-                or pooled_confirms(streak, policy)
+                or _pooled_confirms(streak, policy)
             )
     return confirmed
 
 
-def pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
+def _pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
     """Whether the last 2, 3, … `confirm_pool_nights` consecutive paired nights, pooled, show
     the regression: an exact p (× the newest night's m) below `confirm_pool_p` split evenly
     over the pools (Bonferroni, so a night's false confirmation stays under `confirm_pool_p`
