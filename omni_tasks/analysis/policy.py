@@ -72,8 +72,9 @@ class GatePolicy(BaseModel):
     confirm_window_days: int = Field(default=3, ge=1)
     # The last 2..confirm_pool_nights consecutive nights pooled confirm a REGRESSED night when
     # one pool's exact p (× m) is below confirm_pool_p / (confirm_pool_nights − 1), whatever the
-    # suite's size: at `alpha`, 300- and 544-item series confirmed A/A noise at 1.3e-3.
-    confirm_pool_p: float = Field(default=1e-4, gt=0, lt=1)
+    # suite's size: at `alpha`, 300- and 544-item series confirmed A/A noise at 1.3e-3. With
+    # confirm_p (1e-5) the default keeps a night's false confirmation at most 1e-4, as shipped.
+    confirm_pool_p: float = Field(default=9e-5, gt=0, lt=1)
     confirm_pool_nights: int = Field(default=3, ge=2)
     # When an open alert resolves (analysis/resolution.py): at least this many quiet nights
     # whose pooled Δ tail bound, at this two-sided confidence, rules the regression out. Not a
