@@ -120,6 +120,32 @@ class Settings(BaseSettings):
         "always trusted",
     )
 
+    sandbox: Literal["bwrap", "none"] = Field(
+        default="bwrap",
+        description="How code under test (builds, servers, an environment's own interpreter) "
+        "runs: bwrap (bubblewrap: own PID namespace, read-only filesystem, no secret; "
+        "refused when bwrap is missing) or none (developer laptops only, logged at every "
+        "launch). `omni-tasks doctor sandbox` shows it",
+    )
+    sandbox_uid: int | None = Field(
+        default=None,
+        ge=1,
+        description="When the worker runs as root: the uid (and gid) code under test runs as",
+    )
+    sandbox_devices: list[str] | None = Field(
+        default=None,
+        description="JSON list of device nodes (globs) passed into the sandbox; default: the "
+        "NVIDIA, AMD and Ascend nodes present",
+    )
+    sandbox_readable: list[str] = Field(
+        default_factory=list,
+        description="JSON list of more read-only paths in the sandbox (a model cache)",
+    )
+    sandbox_writable: list[str] = Field(
+        default_factory=list,
+        description="JSON list of more writable paths in the sandbox (a shared compile cache)",
+    )
+
     @property
     def grafana_link_base(self) -> str | None:
         """Where links to Grafana point (the public URL, else the one this host uses)."""

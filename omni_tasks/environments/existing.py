@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from omni_tasks.environments import Environment, EnvironmentBuildError
+from omni_tasks.trust import sandbox
+from omni_tasks.trust.child_env import child_env
 
 
 class ExistingStrategy:
@@ -17,11 +18,11 @@ class ExistingStrategy:
     def prepare(self, commit: str) -> Environment:
         if not Path(self.python).is_file():
             raise EnvironmentBuildError(f"existing environment: no interpreter at {self.python}")
-        freeze = subprocess.run(
+        # The interpreter is the environment's own (a .pth there runs on start): sandboxed.
+        freeze = sandbox.run(
             [self.python, "-m", "pip", "freeze"],
-            capture_output=True,
-            text=True,
+            child_env(),
+            sandbox.Paths(readable=sandbox.interpreter_roots(self.python)),
             timeout=120,
-            check=False,
         )
         return Environment(commit, self.name, python=self.python, lock=freeze.stdout or None)

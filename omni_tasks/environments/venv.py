@@ -25,31 +25,26 @@ from pathlib import Path
 from filelock import FileLock
 
 from omni_tasks.environments import Environment, EnvironmentBuildError
-from omni_tasks.trust.child_env import child_env, seal
+from omni_tasks.trust import sandbox
+from omni_tasks.trust.child_env import child_env
 from omni_tasks.trust.commits import is_full_sha
 from omni_tasks.trust.redact import redact
+from omni_tasks.trust.sandbox import Paths, interpreter_roots
 
 # A vLLM build: a version (0.27.0, 0.28.1rc1, 0.28.0+cu129) or a full commit SHA.
 _VLLM_BUILD = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40}")
 
 
-def _run(argv: Sequence[str], what: str, cwd: Path | None = None, timeout: float = 3600) -> str:
+def _run(argv: Sequence[str], what: str, paths: Paths, log: Path, timeout: float = 3600) -> str:
     """A build step: the checkout's build backend and the packages' are untrusted code, so it
-    runs with the allow-listed environment, and its output is redacted before it is quoted."""
-    seal()
-    out = subprocess.run(
-        list(argv),
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        check=False,
-        env=child_env(),
-    )
+    runs in the sandbox with the allow-listed environment. Its output goes to the build log,
+    never into the error: the message names the step and where the log is."""
+    out = sandbox.run(argv, child_env(), paths, timeout=timeout)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as f:
+        f.write(f"$ {' '.join(argv)}\n{redact(out.stdout)}{redact(out.stderr)}\n")
     if out.returncode != 0:
-        raise EnvironmentBuildError(
-            f"{what} failed ({out.returncode}): {redact(out.stderr.strip()[-800:])}"
-        )
+        raise EnvironmentBuildError(f"{what} failed (exit {out.returncode}); build log: {log}")
     return out.stdout
 
 
@@ -142,12 +137,25 @@ class VenvStrategy:
             shutil.rmtree(env_dir)  # a build that died half-way
         src = env_dir / "src"
         env_dir.mkdir(parents=True)
-        _run(["git", "clone", "--quiet", "--no-checkout", self.repo, str(src)], "git clone")
-        _run(
+        log = self.build_log(commit)
+        log.unlink(missing_ok=True)
+        # The build writes only its own directory; it reads the repository, the interpreters
+        # and a local vLLM index, nothing else of the worker's.
+        local = [p for p in (self.repo, self.vllm_index) if p and "://" not in p]
+        paths = Paths(
+            readable=(*map(Path, local), *interpreter_roots(self.base_python)),
+            writable=(env_dir,),
+        )
+
+        def step(argv: list[str], what: str) -> str:
+            return _run(argv, what, paths, log)
+
+        step(["git", "clone", "--quiet", "--no-checkout", self.repo, str(src)], "git clone")
+        step(
             ["git", "-C", str(src), "checkout", "--quiet", "--detach", commit],
             f"git checkout {commit}",
         )
-        _run([self.base_python, "-m", "venv", str(env_dir / "venv")], "creating the virtualenv")
+        step([self.base_python, "-m", "venv", str(env_dir / "venv")], "creating the virtualenv")
         pip = [
             str(env_dir / "venv" / "bin" / "python"),
             "-m",
@@ -159,18 +167,24 @@ class VenvStrategy:
             *(["--find-links", self.vllm_index] if self.vllm_index else []),
         ]
         if self.requirements:  # wheels only: no package's build backend runs here
-            _run(
+            step(
                 [*pip, "--only-binary", ":all:", *self.requirements],
                 "installing the pinned requirements",
             )
-        _run([*pip, str(src)], f"installing the checkout of {commit}")
+        step([*pip, str(src)], f"installing the checkout of {commit}")
         if self.vllm is not None:
-            _run([*pip, *self._vllm_install()], f"installing vLLM {self.vllm}")
-        freeze = _run([str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "freeze"], "freeze")
+            step([*pip, *self._vllm_install()], f"installing vLLM {self.vllm}")
+        freeze = step([str(env_dir / "venv" / "bin" / "python"), "-m", "pip", "freeze"], "freeze")
         (env_dir / "lock.txt").write_text(freeze, encoding="utf-8")
         tmp = env_dir / "READY.tmp"
         tmp.write_text(commit, encoding="utf-8")
         tmp.replace(env_dir / "READY")
+
+    def build_log(self, commit: str) -> Path:
+        """Where a build's output is kept (beside the environment, so a failed build's log
+        outlives the half-built directory)."""
+        env_dir = self.path(commit)
+        return env_dir.parent / "logs" / f"{env_dir.name}.build.log"
 
     def prune(self, max_age_days: float, now: float | None = None) -> list[Path]:
         """Remove environments not used for `max_age_days`; returns what was removed."""

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from omni_tasks.contracts import JsonObject
+from omni_tasks.trust import sandbox
+from omni_tasks.trust.child_env import child_env
 
 _VERSIONS = """
 import json, importlib.metadata as m, platform
@@ -66,13 +68,12 @@ class Provenance:
         return {**self.stack, "gpu": self.gpu_class, "driver": driver[0] if driver else None}
 
 
-def stack_versions(python: str, env: dict[str, str] | None = None) -> JsonObject:
-    """Versions of vllm, vllm-omni, torch and CUDA as the serving interpreter sees them."""
-    out = subprocess.run(
-        [python, "-c", _VERSIONS], capture_output=True, text=True, timeout=120, env=env, check=False
-    )
+def stack_versions(python: str, env: dict[str, str], paths: sandbox.Paths) -> JsonObject:
+    """Versions of vllm, vllm-omni, torch and CUDA as the serving interpreter sees them (run in
+    the sandbox: the interpreter is the environment's own, and its .pth files run on start)."""
+    out = sandbox.run([python, "-c", _VERSIONS], env, paths, timeout=120)
     if out.returncode != 0:
-        return {"error": f"could not read versions from {python}: {out.stderr.strip()[-300:]}"}
+        return {"error": f"could not read versions from {python} (exit {out.returncode})"}
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -87,6 +88,7 @@ def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
         text=True,
         timeout=30,
         check=False,
+        env=child_env(),  # a trusted child still gets no secret (its /proc block is readable)
     )
     wanted = None if not visible else {v.strip() for v in visible.split(",")}
     gpus = []
@@ -99,7 +101,12 @@ def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60, check=False
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=child_env(),
     )
 
 

@@ -31,8 +31,8 @@ from omni_tasks.synthesis.provenance import (
     stack_versions,
 )
 from omni_tasks.synthesis.stages import merge_deploy
-from omni_tasks.trust.child_env import child_env, seal
-from omni_tasks.trust.redact import redact
+from omni_tasks.trust import sandbox
+from omni_tasks.trust.child_env import child_env
 
 
 class ServerStartError(RuntimeError):
@@ -118,15 +118,6 @@ def command(spec: ServerSpec, port: int) -> list[str]:
     return argv + list(spec.extra_args)
 
 
-def _tail(path: Path, n: int = 20) -> str:
-    """The log's last lines, through the redaction gate: the server is untrusted and its log
-    travels on to Slack and check runs."""
-    try:
-        return redact("\n".join(path.read_text(errors="replace").splitlines()[-n:]))
-    except OSError:
-        return "(no log)"
-
-
 def _healthy(url: str) -> bool:
     try:
         return httpx.get(url + "/health", timeout=5).status_code == 200
@@ -147,29 +138,45 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
         pass
 
 
+def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
+    """What the server may read (its interpreter and executable, the deploy config, a local
+    model, the paths its trusted `env` names) and write (a scratch directory beside its log)."""
+    scratch = spec.log_path.with_suffix(".scratch")
+    scratch.mkdir(parents=True, exist_ok=True)
+    readable = [
+        *sandbox.interpreter_roots(spec.python),
+        Path(argv[0]).parent,
+        Path(spec.model),
+        *sandbox.named_paths(spec.env),
+    ]
+    if "--deploy-config" in argv:
+        readable.append(Path(argv[argv.index("--deploy-config") + 1]))
+    return sandbox.Paths(readable=tuple(readable), writable=(scratch,))
+
+
 @contextmanager
 def launched(spec: ServerSpec) -> Iterator[RunningServer]:
-    """Start the server, wait until it is healthy, yield it, and stop its process group."""
+    """Start the server in the sandbox, wait until it is healthy, yield it, and stop it (its
+    PID namespace, and so every process it started, ends with it)."""
     port = free_port()
     argv = command(spec, port)
     env = server_env(spec)
     if spec.gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spec.gpus))
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-    seal()  # the server runs as our user: /proc/$PPID/environ must hold no secret
+    paths = sandbox_paths(spec, argv)
     with spec.log_path.open("ab") as log:
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+        proc = sandbox.popen(argv, env, paths, stdout=log)
     url = f"http://127.0.0.1:{port}"
 
+    # The log is the server's own text (untrusted): errors name it, they never quote it.
     def healthy() -> bool:
         if proc.poll() is not None:  # not retried: a dead server never becomes healthy
             raise ServerStartError(
                 f"server exited with {proc.returncode} before it was healthy; "
-                f"log {spec.log_path}:\n{_tail(spec.log_path)}"
+                f"server log: {spec.log_path}"
             )
         return _healthy(url)
 
@@ -183,7 +190,7 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
         except tenacity.RetryError:
             raise ServerStartError(
                 f"server not healthy after {spec.startup_timeout_s:g} s; "
-                f"log {spec.log_path}:\n{_tail(spec.log_path)}"
+                f"server log: {spec.log_path}"
             ) from None
         yield RunningServer(url, proc.pid, spec.log_path, argv)
     finally:
@@ -200,8 +207,11 @@ def provenance(
 ) -> Provenance:
     env = server_env(spec)
     visible = ",".join(map(str, spec.gpus)) or None
+    paths = sandbox.Paths(
+        readable=(*sandbox.interpreter_roots(spec.python), *sandbox.named_paths(spec.env))
+    )
     return Provenance(
-        stack=stack_versions(spec.python, env),
+        stack=stack_versions(spec.python, env, paths),
         gpus=gpu_inventory(visible),
         commit=commit,
         commit_time=commit_time(repo, commit) if repo is not None and commit else None,
