@@ -12,9 +12,16 @@ backoff; 401/404 on the pipeline stop with a message that says what to fix.
 Buildkite is untrusted: each build and each artifact is isolated (an expired artifact, a
 malformed build or a run that conflicts is listed as "skipped: reason" and newer builds are
 still imported); an attempt a retry superseded is skipped (the latest attempt is the night's
-run); every download has a total deadline; and a download is fetched only from the API's own
-origin or an allowed artifact host (`artifact_hosts`), never from loopback, link-local or
-private addresses unless a host there is listed by name.
+run); every download has one total deadline, over all its attempts and the waits between
+them; and a download is fetched only from the API's own origin or an allowed artifact host
+(`artifact_hosts`), never from loopback, link-local or private addresses unless a host there is
+listed by name. The address a host was checked at is the one connected to (a second DNS
+answer cannot point the download elsewhere).
+
+A run's key names its pipeline and build (`…:PIPELINE:buildN`): two pipelines that feed one
+series (a rerun pipeline, a second CI) keep their runs apart. Runs imported before the
+pipeline was in the key keep their keys (`…:buildN`); an artifact is recognised as imported
+by its Buildkite id, never by its key, so they are not imported again.
 """
 
 from __future__ import annotations
@@ -133,7 +140,8 @@ class BuildkiteError(RuntimeError):
 
 
 MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
-DOWNLOAD_DEADLINE_S = 300.0
+DOWNLOAD_DEADLINE_S = 300.0  # one artifact's download, over all its attempts
+REQUEST_TIMEOUT_S = 60.0  # connect / read / write / pool, per request
 # Where Buildkite's artifact downloads redirect (its own S3 storage); a host listed here matches
 # itself and its subdomains.
 ARTIFACT_HOSTS = ("buildkiteartifacts.com", "s3.amazonaws.com")
@@ -145,6 +153,29 @@ class _Again(Exception):
     def __init__(self, final: str, retry_after: float | None = None) -> None:
         super().__init__(final)
         self.final, self.retry_after = final, retry_after
+
+
+class _Deadline(tenacity.stop.stop_base):
+    """One total deadline over a request's attempts (a download's `download_deadline_s`); as
+    tenacity's stop, no attempt once the wait before it would reach the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._until = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self._until - time.monotonic()
+
+    def timeout(self, cap: float) -> float:
+        """An attempt's httpx timeout: never past the deadline."""
+        return max(0.001, min(cap, self.left()))
+
+    def __call__(self, state: tenacity.RetryCallState) -> bool:
+        return (state.upcoming_sleep or 0.0) >= self.left()
+
+    def passed(self, arriving: bool = True) -> str:
+        what = "response body still arriving" if arriving else "no answer"
+        return f"{what} after {self.seconds:g} s (its total deadline, over every attempt)"
 
 
 def _refuse(r: httpx.Response, src: BuildkiteSource) -> None:
@@ -219,12 +250,14 @@ class ApiHostAuth(httpx.Auth):
         yield request
 
 
-def check_host(url: httpx.URL, api: httpx.URL, allowed: tuple[str, ...]) -> None:
+def check_host(url: httpx.URL, api: httpx.URL, allowed: tuple[str, ...]) -> str | None:
     """A request (a download_url, a redirect, a pagination link) goes to the API's own origin or
     to an allowed artifact host; a host matched only by its domain must not resolve to a
-    loopback, link-local or private address (a host listed by name is the operator's choice)."""
+    loopback, link-local or private address (a host listed by name is the operator's choice).
+    Returns the address that was checked, which the request must connect to (None: the API's
+    origin or a host listed by name, connected to as named)."""
     if (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port):
-        return
+        return None
     host = url.host.lower().rstrip(".")
     if url.scheme not in ("https", "http") or not any(
         host == h or host.endswith("." + h) for h in allowed
@@ -234,15 +267,48 @@ def check_host(url: httpx.URL, api: httpx.URL, allowed: tuple[str, ...]) -> None
             f"host or an allowed artifact host ({', '.join(allowed) or 'none'})"
         )
     if host in allowed:
-        return
+        return None
     try:
         infos = socket.getaddrinfo(host, url.port or 443, proto=socket.IPPROTO_TCP)
     except OSError as exc:
         raise BuildkiteError(f"artifact host {host}: {exc}") from None
+    if not infos:
+        raise BuildkiteError(f"artifact host {host} resolves to no address")
     for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
+        ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         if not ip.is_global:
             raise BuildkiteError(f"artifact host {host} resolves to a non-public address {ip}")
+    return str(ipaddress.ip_address(str(infos[0][4][0]).split("%", 1)[0]))
+
+
+class PinnedTransport(httpx.BaseTransport):
+    """Every hop (a redirect too) checked by check_host, then connected to the address that
+    was checked, never to a second resolution of its name (DNS rebinding): the URL's host
+    becomes that address while the Host header and TLS's SNI (hence certificate checks) keep
+    the name."""
+
+    def __init__(self, api: httpx.URL, allowed: tuple[str, ...]) -> None:
+        self._api, self._allowed = api, allowed
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        address = check_host(request.url, self._api, self._allowed)
+        if address is None:
+            return self._inner.handle_request(request)
+        extensions = dict(request.extensions)
+        if request.url.scheme == "https":
+            extensions["sni_hostname"] = request.url.host
+        pinned = httpx.Request(
+            request.method,
+            request.url.copy_with(host=address),
+            headers=request.headers,  # Host: the name, as httpx set it
+            stream=request.stream,
+            extensions=extensions,
+        )
+        return self._inner.handle_request(pinned)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class BuildkiteClient:
@@ -251,16 +317,12 @@ class BuildkiteClient:
         base = src.base_url.rstrip("/") + "/"
         api = httpx.URL(base)
         allowed = tuple(h.lower().strip(".") for h in src.artifact_hosts)
-
-        def guard(request: httpx.Request) -> None:
-            check_host(request.url, api, allowed)
-
         self.http = httpx.Client(
             base_url=base,
             auth=ApiHostAuth(src.token, base),
-            timeout=60,
+            timeout=REQUEST_TIMEOUT_S,
             follow_redirects=True,  # artifact downloads redirect to storage (auth is dropped)
-            event_hooks={"request": [guard]},  # every hop, redirects included
+            transport=PinnedTransport(api, allowed),  # every hop, redirects included
         )
 
     def close(self) -> None:
@@ -274,16 +336,21 @@ class BuildkiteClient:
         deadline_s: float | None = None,
     ) -> tuple[httpx.Response, bytes]:
         """The response and its body (at most `cap` bytes, decompressed: Buildkite is not
-        trusted), retried with backoff on a dropped connection, 429 (its Retry-After) and 5xx."""
+        trusted), retried with backoff on a dropped connection, 429 (its Retry-After) and 5xx.
+        `deadline_s` bounds the whole: every attempt and every wait between attempts."""
+        deadline = None if deadline_s is None else _Deadline(deadline_s)
+        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(self.src.max_retries + 1)
+        if deadline is not None:  # no attempt that could not start before the deadline
+            stop = tenacity.stop_any(stop, deadline)
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Again),
-            stop=tenacity.stop_after_attempt(self.src.max_retries + 1),
+            stop=stop,
             wait=self._wait,
             sleep=time.sleep,
             reraise=True,
         )
         try:
-            return retrying(self._get_once, url, params, cap, deadline_s)
+            return retrying(self._get_once, url, params, cap, deadline)
         except _Again as exc:
             raise BuildkiteError(exc.final) from exc.__cause__
 
@@ -294,21 +361,27 @@ class BuildkiteClient:
         return self.src.backoff_s * 2 ** (state.attempt_number - 1)
 
     def _get_once(
-        self, url: str, params: Query | None, cap: int, deadline_s: float | None
+        self, url: str, params: Query | None, cap: int, deadline: _Deadline | None
     ) -> tuple[httpx.Response, bytes]:
+        timeout = REQUEST_TIMEOUT_S if deadline is None else deadline.timeout(REQUEST_TIMEOUT_S)
         try:
-            with self.http.stream("GET", url, params=params) as r:
+            with self.http.stream("GET", url, params=params, timeout=timeout) as r:
                 if r.status_code == 429:
                     after = min(float(r.headers.get("Retry-After", "5")), 60.0)
                     raise _Again(f"Buildkite answered 429 on {r.request.url.path}", after)
                 if r.status_code >= 500:
                     raise _Again(f"Buildkite answered {r.status_code} on {r.request.url.path}")
                 _refuse(r, self.src)
-                return r, read_body_sync(r, cap, deadline_s)
+                return r, read_body_sync(r, cap, None if deadline is None else deadline.left())
         except httpx.TransportError as exc:
+            if deadline is not None and deadline.left() <= 0:
+                why = deadline.passed(arriving=False)
+                raise BuildkiteError(f"Buildkite: {why} on {httpx.URL(url).path}") from None
             raise _Again(f"Buildkite unreachable: {exc}") from exc
         except ResponseRefused as exc:
-            raise BuildkiteError(f"Buildkite: {exc} on {httpx.URL(url).path}") from None
+            late = deadline is not None and deadline.left() <= 0
+            why = deadline.passed() if deadline is not None and late else str(exc)
+            raise BuildkiteError(f"Buildkite: {why} on {httpx.URL(url).path}") from None
 
     def _json(self, url: str, params: Query | None = None) -> tuple[httpx.Response, JsonValue]:
         r, body = self._get(url, params)
@@ -614,9 +687,10 @@ def _import_one(
     }
     spec = dataclasses.replace(spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None
-    # Two builds of one commit on one night are two runs: the build number keeps keys apart;
-    # an earlier attempt of a retried job is kept under its job id.
-    key = f"{derive_run_key(spec)}:build{build.number}"
+    # Two builds of one commit on one night are two runs: the pipeline and build number keep
+    # keys apart (two pipelines of one series number their builds alike); an earlier attempt of
+    # a retried job is kept under its job id.
+    key = f"{derive_run_key(spec)}:{src.pipeline}:build{build.number}"
     if retry:
         key += f":retry-{path_component(str(art.get('job_id')))[:40]}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
