@@ -6,6 +6,15 @@ the pod network, and is deleted afterwards, whatever happened.
 
 The pod spec is built from the `kubernetes` client's models; the cluster is the in-cluster one
 on a worker that runs in Kubernetes, else the kubeconfig's (`KUBECONFIG`).
+
+The commit under test runs here, never in the worker: the pod runs as the `omni-server` service
+account without its token, holds no secret (none mounted, none in its environment: a
+secret-named variable of the config's `server.env` never passes), runs non-root without
+capabilities or privilege escalation under the runtime's seccomp profile, on a read-only root
+filesystem with `/tmp` and a cache directory as its only writable places, and carries the label
+the NetworkPolicies of deploy/k8s/server-sandbox.yaml select (ingress from the GPU worker only,
+egress to DNS and the model cache only). The worker's Role there allows exactly the calls made
+here: create, get and delete pods.
 """
 
 from __future__ import annotations
@@ -23,11 +32,21 @@ import httpx
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from omni_tasks.trust.redact import SECRET_NAME
+
 # An image reference as the config gives it, `{commit}` filled in with the run's SHA.
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 _RESOURCE = re.compile(r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
 PORT = 8091
 NON_ROOT_UID = 1000
+SERVICE_ACCOUNT = "omni-server"  # deploy/k8s/server-sandbox.yaml: no token automounted
+# What the NetworkPolicies select (deploy/k8s/server-sandbox.yaml): a server pod, by this label.
+SERVER_LABELS = {"app.kubernetes.io/managed-by": "omni-tasks", "omni-tasks/role": "server"}
+# The writable places on the read-only root filesystem: emptyDirs, gone with the pod. The cache
+# is the server's home (vLLM's, Triton's and the Hub's caches); /dev/shm is NCCL's, in memory.
+TMP_DIR = "/tmp"
+CACHE_DIR = "/cache"
+SHM_SIZE = "8Gi"
 FAILED_PHASES = ("Failed", "Succeeded")  # a server pod that ended never becomes ready
 
 
@@ -62,8 +81,8 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
     """The server pod: one container running `vllm serve MODEL --omni` on the port, the lane's
     accelerators as limits, readiness on `/health`, never restarted (a crash is a failed run,
     not a loop). Namespace, resources, port and timeouts come from the deployment config only
-    (a trigger form cannot name them); the pod holds no service-account token and runs as a
-    non-root user without privilege escalation."""
+    (a trigger form cannot name them); the pod holds no service-account token and no secret,
+    and runs hardened (the module docstring)."""
     probe = client.V1Probe(
         http_get=client.V1HTTPGetAction(path="/health", port=spec.port),
         period_seconds=5,
@@ -84,32 +103,61 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
                     field_ref=client.V1ObjectFieldSelector(field_path="status.podIP")
                 ),
             ),
-            *(client.V1EnvVar(name=k, value=v) for k, v in sorted(spec.env.items())),
+            *(client.V1EnvVar(name=k, value=v) for k, v in sorted(_server_env(spec).items())),
         ],
         resources=client.V1ResourceRequirements(limits={spec.gpu_resource: str(spec.gpus)}),
         readiness_probe=probe,
-        # The commit under test is untrusted: no root, no privilege escalation, no capabilities.
+        # The commit under test is untrusted: no root, no privilege escalation, no capabilities,
+        # the runtime's seccomp profile, and nothing written outside its emptyDirs.
         security_context=client.V1SecurityContext(
             run_as_non_root=True,
             run_as_user=NON_ROOT_UID,
             allow_privilege_escalation=False,
             capabilities=client.V1Capabilities(drop=["ALL"]),
+            read_only_root_filesystem=True,
+            seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
         ),
+        volume_mounts=[
+            client.V1VolumeMount(name="tmp", mount_path=TMP_DIR),
+            client.V1VolumeMount(name="cache", mount_path=CACHE_DIR),
+            client.V1VolumeMount(name="shm", mount_path="/dev/shm"),
+        ],
     )
     return client.V1Pod(
         api_version="v1",
         kind="Pod",
-        metadata=client.V1ObjectMeta(
-            name=name, labels={"app.kubernetes.io/managed-by": "omni-tasks"}
-        ),
+        metadata=client.V1ObjectMeta(name=name, labels=dict(SERVER_LABELS)),
         spec=client.V1PodSpec(
             containers=[container],
             restart_policy="Never",
-            # The namespace's service-account token never reaches the server container.
+            # Its own account, whose token never reaches the server container.
+            service_account_name=SERVICE_ACCOUNT,
             automount_service_account_token=False,
             enable_service_links=False,
+            security_context=client.V1PodSecurityContext(
+                run_as_non_root=True,
+                run_as_user=NON_ROOT_UID,
+                run_as_group=NON_ROOT_UID,
+                seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+            ),
+            volumes=[
+                client.V1Volume(name="tmp", empty_dir=client.V1EmptyDirVolumeSource()),
+                client.V1Volume(name="cache", empty_dir=client.V1EmptyDirVolumeSource()),
+                client.V1Volume(
+                    name="shm",
+                    empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=SHM_SIZE),
+                ),
+            ],
         ),
     )
+
+
+def _server_env(spec: PodSpec) -> dict[str, str]:
+    """The server's environment: its home and temp dir on the writable emptyDirs, then the
+    config's `server.env` (trusted) less any secret-named variable, as for a child on the
+    worker (trust/child_env.py). POD_IP is the downward API's, never the config's."""
+    env = {"HOME": CACHE_DIR, "XDG_CACHE_HOME": CACHE_DIR, "TMPDIR": TMP_DIR, **spec.env}
+    return {k: v for k, v in env.items() if k != "POD_IP" and not SECRET_NAME.search(k)}
 
 
 def core_api() -> client.CoreV1Api:

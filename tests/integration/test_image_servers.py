@@ -86,6 +86,16 @@ def test_the_commits_image_serves_the_run_as_a_pod_on_the_lanes_accelerators(db,
     assert container["resources"]["limits"] == {"amd.com/gpu": "2"}
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert pod["spec"]["restartPolicy"] == "Never"
+    # Sandboxed, as sent to the API: its own account without the token, hardened, no secret.
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert pod["spec"]["serviceAccountName"] == "omni-server"
+    assert pod["metadata"]["labels"]["omni-tasks/role"] == "server"  # what the policies select
+    ctx = container["securityContext"]
+    assert ctx["readOnlyRootFilesystem"] is True and ctx["allowPrivilegeEscalation"] is False
+    assert ctx["capabilities"] == {"drop": ["ALL"]} and ctx["runAsNonRoot"] is True
+    assert ctx["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert all(set(v) == {"name", "emptyDir"} for v in pod["spec"]["volumes"])
+    assert "secretKeyRef" not in str(container["env"]) and "envFrom" not in container
     assert cluster.deleted == [pod["metadata"]["name"]] and not cluster.live
 
 
