@@ -3,8 +3,10 @@ DAG with the PR's SHAs. The body is read (bounded) and its `X-Hub-Signature-256`
 against the webhook secret before anything else; a bad or missing signature is a 401 and
 triggers nothing. The trigger form is then checked against the deployment config by the DAG
 (`deployment.resolve_ab`): the webhook only picks the repository, PR and commits. A PR from
-a fork is refused (403) unless the config's `ab.allow_forks` says otherwise; each delivery
-(`X-GitHub-Delivery`) starts at most one run, so a replay is answered 200 "already handled"."""
+a fork is refused (403) unless the config's `ab.allow_forks` says otherwise; each event
+(repository, PR, head SHA, the `labeled` action and its label: never the `X-GitHub-Delivery`
+id, which a replay picks freely) starts at most one run, so a replay is answered 200 "already
+handled"; a new run needs a new head."""
 
 from __future__ import annotations
 
@@ -28,10 +30,11 @@ _DELIVERY = re.compile(r"^[A-Za-z0-9-]{1,64}$")  # GitHub's X-GitHub-Delivery is
 
 
 class AlreadyHandled(Exception):
-    """This delivery already triggered its run (a replay): the run id it started."""
+    """This event already triggered its run (a replay): the run id it started."""
 
 
-# The DAG run's conf and the delivery id -> the run id (AlreadyHandled on a replay).
+# The DAG run's conf and the event's dedupe key (labelled) -> the run id (AlreadyHandled when
+# that key already started one).
 Trigger = Callable[[JsonObject, str], str]
 
 
@@ -61,6 +64,14 @@ def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> JsonObject |
     """The omni_ab form for a `pull_request` event that labels a PR `omni-ab`; None for every
     other event (it is acknowledged and ignored). A fork's PR raises Fork unless the config
     allows forks: its head is anyone's code, and the label is then the trust decision."""
+    found = labelled(event, payload, allow_forks)
+    return None if found is None else found[0]
+
+
+def labelled(event: str, payload: Any, allow_forks: bool = False) -> tuple[JsonObject, str] | None:
+    """ab_conf's form with the event's dedupe key: repository, PR, head SHA, action and label.
+    GitHub's delivery id is not the key: the same signed body re-sent under fresh delivery ids
+    (a redelivery, or a replay by anyone who saw it) is the same request."""
     if event != "pull_request" or not isinstance(payload, dict):
         return None
     if payload.get("action") != "labeled" or _dig(payload, "label", "name") != LABEL:
@@ -78,7 +89,8 @@ def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> JsonObject |
         return None
     if _dig(pr, "head", "repo", "full_name") != repo and not allow_forks:
         raise Fork(f"pull request #{number} comes from a fork; the deployment config allows none")
-    return {"repo": repo, "pr": number, "base_sha": base, "head_sha": head}
+    conf: JsonObject = {"repo": repo, "pr": number, "base_sha": base, "head_sha": head}
+    return conf, f"{repo}#{number}@{head}:{event}.labeled:{LABEL}"
 
 
 def webhook_app(
@@ -108,13 +120,13 @@ def webhook_app(
         if not _DELIVERY.match(delivery):
             return JSONResponse({"error": "no X-GitHub-Delivery id"}, status_code=400)
         try:
-            conf = ab_conf(request.headers.get("x-github-event", ""), payload, allow_forks())
+            found = labelled(request.headers.get("x-github-event", ""), payload, allow_forks())
         except Fork as exc:
             return JSONResponse({"error": str(exc)}, status_code=403)
-        if conf is None:
+        if found is None:
             return JSONResponse({"triggered": None, "ignored": "not an omni-ab label"})
         try:
-            return JSONResponse({"triggered": trigger(conf, delivery)}, status_code=202)
+            return JSONResponse({"triggered": trigger(*found)}, status_code=202)
         except AlreadyHandled as done:
             return JSONResponse({"triggered": str(done), "already": "handled"})
 
@@ -141,21 +153,24 @@ def airflow_secret() -> bytes:
     return s.get_secret_value().encode() if s is not None else b""
 
 
-def run_id_of(conf: JsonObject, delivery: str) -> str:
-    """One run per delivery: a replay names the same run; a new label on the same head is a
-    new delivery, so a new run."""
-    repo, head = str(conf["repo"]).replace("/", "__"), str(conf["head_sha"])
-    return f"webhook__{repo}__{conf['pr']}__{head[:12]}__{delivery[:36]}"
+def run_id_of(conf: JsonObject, key: str) -> str:
+    """One run per event key (labelled): the run id is the dedupe record (Airflow's dag_run
+    keeps one run per id), so a replay under any delivery id names the same run. Readable
+    repository, PR and head, then a digest of the whole key."""
+    repo = re.sub(r"[^A-Za-z0-9_-]", "_", str(conf["repo"]).replace("/", "__"))[:100]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"webhook__{repo}__{conf['pr']}__{str(conf['head_sha'])[:12]}__{digest}"
 
 
-def airflow_trigger(conf: JsonObject, delivery: str) -> str:
-    """Start an omni_ab DAG run with `conf` (in the API server, as its REST API would)."""
+def airflow_trigger(conf: JsonObject, key: str) -> str:
+    """Start an omni_ab DAG run with `conf` (in the API server, as its REST API would); a key
+    that already started one raises AlreadyHandled."""
     from airflow.api.common.trigger_dag import trigger_dag
     from airflow.exceptions import DagRunAlreadyExists
     from airflow.utils.session import create_session
     from airflow.utils.types import DagRunTriggeredByType
 
-    run_id = run_id_of(conf, delivery)
+    run_id = run_id_of(conf, key)
     try:
         with create_session() as session:
             run = trigger_dag(
