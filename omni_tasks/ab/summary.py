@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from omni_tasks.evidence.links import audio_url
 from omni_tasks.formatting import pts, pts_ci
-from omni_tasks.trust.redact import outbound
+from omni_tasks.trust.redact import outbound, redact
 
 if TYPE_CHECKING:
     from omni_tasks.jobs.ab import ABRequest, ABResult
@@ -32,7 +33,7 @@ def summary_markdown(req: ABRequest, result: ABResult) -> str:
     head = [
         f"### {result.verdict}: {series}",
         "",
-        f"base `{req.base_sha[:12]}` → head `{req.head_sha[:12]}`"
+        f"base {code_span(req.base_sha[:12])} → head {code_span(req.head_sha[:12])}"
         + (f" (PR #{req.pr})" if req.pr else "")
         + f"; {result.clips_spent} of {result.budget} clips spent; {result.stopped}.",
         "",
@@ -65,13 +66,28 @@ def worst_clips_markdown(clips: list[RegressedClip]) -> str:
     for c in clips[:WORST]:
         link = audio_url(c.audio_uri)
         lines.append(
-            f"| `{c.utt_id}` | {_cell(c.reference)} | {_cell(c.baseline_heard)} "
-            f"({_wer(c.baseline_wer)}) | {_cell(c.candidate_heard)} "
+            f"| {code_span(c.utt_id, table=True)} | {_cell(c.reference)} | "
+            f"{_cell(c.baseline_heard)} ({_wer(c.baseline_wer)}) | {_cell(c.candidate_heard)} "
             f"({_wer(c.candidate_wer)}) | {f'[head]({link})' if link else '—'} |"
         )
     if len(clips) > WORST:
         lines.append(f"\n… and {len(clips) - WORST} more.")
     return "\n".join(lines) + "\n"
+
+
+def code_span(text: object, *, table: bool = False) -> str:
+    """Data as a GitHub markdown code span it cannot leave: redacted, on one line, at most 160
+    characters, fenced by more backticks than any run of them in it (and padded, so one at
+    either end stays inside). In a table cell (`table`), GFM splits the row on every pipe that
+    no backslash escapes, code spans included, and two backslashes escape each other: so
+    backslashes and pipes are escaped (GitHub drops a pipe's escape; a backslash shows
+    doubled)."""
+    s = redact(text).replace("\r", " ").replace("\n", " ")
+    s = s[:157] + "…" if len(s) > 160 else s
+    if table:
+        s = s.replace("\\", "\\\\").replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", s)), default=0))
+    return f"{fence} {s} {fence}"
 
 
 def _cell(text: Any) -> str:

@@ -12,6 +12,7 @@ id is stored on the event).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,19 @@ class GrafanaError(RuntimeError):
 
 
 _VOLATILE = ("id", "version")
+# What Grafana's annotation tooltip would read as HTML or markdown (tags, links, images,
+# emphasis, code, tables, headings), sent as numeric character references: literal text in
+# HTML and in markdown alike.
+_ANNOTATION_MARKUP = frozenset("&<>\"'\\`*_[]()!|~#")
+
+
+def annotation_text(text: object) -> str:
+    """An event's text as an annotation carries it: redacted, its markup characters as
+    character references, and no URL or www. host that a renderer would turn into a link."""
+    clean = outbound(text)
+    out = "".join(f"&#{ord(c)};" if c in _ANNOTATION_MARKUP else c for c in clean)
+    out = re.sub(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)", "\\1\u2236", out)
+    return out.replace("www.", "www\u2024")
 
 
 @dataclass(frozen=True)
@@ -117,9 +131,10 @@ def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
             dashboard_uid=TREND_UID,
             time_from=ms,
             time_to=ms,
-            # Branch names and event texts are data: through the gate, plain text.
+            # Branch names and event texts are data: through the gate; the text, which
+            # Grafana renders, escaped for it.
             tags=["omni-tasks", e["kind"], *(outbound(t)[:100] for t in e["tags"])],
-            text=outbound(e["text"]),
+            text=annotation_text(e["text"]),
         )
         store.set_annotation_id(conn, e["event_id"], answer.get("id"))
         conn.commit()  # recorded one by one: a crash never re-creates what was created
