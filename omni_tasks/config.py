@@ -7,11 +7,24 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from omni_tasks.trust.secrets import read_secret
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = Path(__file__).resolve().parent / "sql"  # a link to the repository's sql/ (shipped)
+
+
+# Read from OMNI_<NAME>_FILE when set (Docker/Kubernetes secrets), else OMNI_<NAME>.
+SECRET_FIELDS = (
+    "database_url",
+    "slack_token",
+    "slack_signing_secret",
+    "grafana_token",
+    "github_token",
+    "github_webhook_secret",
+)
 
 
 class Settings(BaseSettings):
@@ -145,6 +158,19 @@ class Settings(BaseSettings):
         default_factory=list,
         description="JSON list of more writable paths in the sandbox (a shared compile cache)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secret_files(cls, data: object) -> object:
+        """Each secret from its file when OMNI_<NAME>_FILE names one (trust/secrets.py)."""
+        if not isinstance(data, dict):
+            return data
+        for name in SECRET_FIELDS:
+            if data.get(name) is None:
+                value = read_secret(f"OMNI_{name.upper()}")
+                if value is not None:
+                    data = {**data, name: value}
+        return data
 
     @property
     def grafana_link_base(self) -> str | None:

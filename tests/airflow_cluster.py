@@ -138,6 +138,8 @@ def airflow_cluster(
         AIRFLOW__CELERY__BROKER_URL="redis://127.0.0.1:6379/7",
         AIRFLOW__CELERY__RESULT_BACKEND=_sa_url("db+postgresql", parts, name),
         AIRFLOW__CELERY__WORKER_CONCURRENCY="2",
+        # As production: the Celery main and its pool processes seal themselves.
+        AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS="omni_tasks.dag_support.celery_config.CELERY_CONFIG",
         # A private key space on the shared Redis: no other test's worker can take our tasks.
         AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__GLOBAL_KEYPREFIX=f"{name}:",
         **(extra_env or {}),

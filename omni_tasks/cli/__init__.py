@@ -6,7 +6,7 @@ order `--help` lists them (the order of the work: import, synthesize, grade, dec
 from omni_tasks.cli import db, audio, benchmarks, imports, runs
 from omni_tasks.cli import synthesis, grading, statistics, gates, ab, bisect, ablate, concurrency
 from omni_tasks.cli import outputs
-from omni_tasks.cli import alerts, demo
+from omni_tasks.cli import alerts, demo, doctor
 from omni_tasks.cli.common import app
 
 __all__ = ["app", "main"]

@@ -65,6 +65,8 @@ benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_i
 audio_app = typer.Typer(help="Stored clip audio: retention.", no_args_is_help=True)
 app.add_typer(audio_app, name="audio")
 app.add_typer(benchmarks_app, name="benchmarks")
+doctor_app = typer.Typer(help="Check this host's setup.", no_args_is_help=True)
+app.add_typer(doctor_app, name="doctor")
 
 Result = TypeVar("Result", bound=Contract)
 TREND_ROWS = 14  # nights `trend` lists (all of them with --json)

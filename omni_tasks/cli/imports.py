@@ -20,6 +20,7 @@ from omni_tasks.cli.common import (
     open_db,
     parse_date,
 )
+from omni_tasks.trust.secrets import read_secret
 
 
 # ---------------------------------------------------------------- import
@@ -169,7 +170,6 @@ def import_buildkite(
 
     The token comes from BUILDKITE_API_TOKEN (scopes read_builds, read_artifacts).
     """
-    import os
 
     from omni_tasks.importers.buildkite import (
         ARTIFACT_HOSTS,
@@ -179,9 +179,12 @@ def import_buildkite(
         load_rules,
     )
 
-    token = os.environ.get("BUILDKITE_API_TOKEN")
+    token = read_secret("BUILDKITE_API_TOKEN")
     if not token:
-        fail("set BUILDKITE_API_TOKEN (a Buildkite API token with read_builds, read_artifacts)")
+        fail(
+            "set BUILDKITE_API_TOKEN_FILE (or BUILDKITE_API_TOKEN): a Buildkite API token with "
+            "read_builds, read_artifacts"
+        )
     reports = {}
     with open_db() as conn:
         try:

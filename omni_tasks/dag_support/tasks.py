@@ -19,6 +19,7 @@ from omni_tasks.dag_support.runtime import (
     slack_sink,
     stops_on_sigterm,
 )
+from omni_tasks.trust.secrets import read_secret
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -369,7 +370,6 @@ def buildkite_sync(context: Context) -> JsonObject:
     """Import the configured pipelines' builds of the run's window (plus the config's
     lookback, so a build that finished late is still seen); idempotent, so hourly runs and
     backfills never import an artifact twice."""
-    import os
 
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
@@ -387,7 +387,7 @@ def buildkite_sync(context: Context) -> JsonObject:
         cfg = sync_config(Variable.get(VARIABLE, default=None))
     except ConfigError as exc:
         raise AirflowFailException(f"deployment config: {exc}") from None
-    token = os.environ.get("BUILDKITE_API_TOKEN")
+    token = read_secret("BUILDKITE_API_TOKEN")
     try:
         from airflow.sdk import BaseHook
 

@@ -19,7 +19,7 @@ import ctypes.util
 import os
 from collections.abc import Mapping
 
-from omni_tasks.trust.redact import SECRET_NAME, register
+from omni_tasks.trust.redact import MIN_SECRET, SECRET_NAME, register, url_passwords
 
 # What a child may inherit from the worker: where programs are, whose home, the locale, the
 # temp dir, and the accelerator runtime's library paths. Anything else comes from the config.
@@ -59,24 +59,30 @@ PR_SET_DUMPABLE = 4
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """An environment for untrusted code: the allow-listed names the worker has, then `extra`
     (the deployment config's env, trusted). A secret-named variable never passes, even when
-    the config lists it."""
+    the config lists it, nor a value holding a URL's password (a proxy's)."""
     env = {k: os.environ[k] for k in ALLOWED if k in os.environ}
     env.update(extra or {})
-    return {k: v for k, v in env.items() if not SECRET_NAME.search(k)}
+    return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and not url_passwords(v)}
 
 
 def seal() -> None:
     """Make this process's secrets unreadable to its children (see the module docstring).
-    Idempotent; a no-op where the platform offers neither step (not Linux)."""
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
+    Idempotent; a no-op where the platform offers neither step (not Linux).
+
+    Defence in depth: code under test runs in the sandbox (trust/sandbox.py), whose own PID
+    namespace shows it no process of ours. Called by the task runner, and in the Celery main
+    and pool processes (dag_support/celery_config.py), which hold the same environment."""
+    if ctypes.util.find_library("c") is None:
         return
-    libc = ctypes.CDLL(libc_name, use_errno=True)
+    # The executable's own symbols: where a distribution's python defines `environ` by copy
+    # relocation, libc's copy is not the one in use (CDLL("libc.so.6") would read NULL).
+    libc = ctypes.CDLL(None, use_errno=True)
     with contextlib.suppress(AttributeError):
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    secrets = {v.encode() for k, v in os.environ.items() if SECRET_NAME.search(k) and v}
-    register(*(s.decode() for s in secrets))
-    _scrub_environ_block(libc, secrets)
+    held = {v for k, v in os.environ.items() if v and SECRET_NAME.search(k)}
+    held |= {p for v in os.environ.values() for p in url_passwords(v)}
+    register(*held)
+    _scrub_environ_block(libc, {s.encode() for s in held if len(s) >= MIN_SECRET})
 
 
 def _scrub_environ_block(libc: ctypes.CDLL, secrets: set[bytes]) -> None:
@@ -95,6 +101,7 @@ def _scrub_environ_block(libc: ctypes.CDLL, secrets: set[bytes]) -> None:
             break
         raw_name, _, value = ctypes.string_at(addr).partition(b"=")
         name = raw_name.decode(errors="replace")
+        # By name, and by value: a broker URL's password is in no secret-named variable.
         if value and (SECRET_NAME.search(name) or any(s in value for s in secrets)):
             ctypes.memset(addr + len(raw_name) + 1, 0, len(value))
             scrubbed.append(name)

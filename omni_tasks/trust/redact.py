@@ -50,6 +50,15 @@ def register(*values: str | None) -> None:
     _registered.update(v for v in values if v and len(v) >= MIN_SECRET)
 
 
+def url_passwords(value: str) -> list[str]:
+    """The passwords of the URLs in `value` (scheme://user:PASSWORD@host), which no variable's
+    name marks as secret (AIRFLOW__CELERY__BROKER_URL, RESULT_BACKEND)."""
+    return [m.group(2) for m in _URL_PASSWORD.finditer(value) if len(m.group(2)) >= MIN_SECRET]
+
+
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/@\s]*:)([^@\s]+)@")
+
+
 def secret_values(environ: Iterable[tuple[str, str]] | None = None) -> list[str]:
     """Every secret value the worker holds, longest first (so a secret containing another is
     removed whole)."""
@@ -58,6 +67,7 @@ def secret_values(environ: Iterable[tuple[str, str]] | None = None) -> list[str]
         if SECRET_NAME.search(name) and value:
             found.add(value)
             found.update(_dsn_passwords(value))
+        found.update(url_passwords(value))
     for value in _settings_secrets():
         found.add(value)
     values = {v for v in found if len(v) >= MIN_SECRET}

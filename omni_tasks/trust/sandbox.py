@@ -244,12 +244,16 @@ def command(
 ) -> list[str]:
     """The argument list that runs `argv` sandboxed, with exactly `env` (raises
     SandboxUnavailable when no sandbox can be made; `none` returns `argv` as given)."""
+    from omni_tasks.trust.child_env import seal
+
     pol = policy() if pol is None else pol
     if pol.mode == "none":
+        seal()
         log.warning("sandbox: none (OMNI_SANDBOX=none): %s runs unsandboxed", argv[0])
         return list(argv)
     bwrap = tool()
     _probe(bwrap)
+    seal()  # defence in depth: our own block holds no secret either
     inner = list(argv)
     if pol.uid is not None and os.geteuid() == 0:
         inner = [_setpriv(), f"--reuid={pol.uid}", f"--regid={pol.uid}", "--clear-groups", *inner]

@@ -1,0 +1,31 @@
+"""The Celery workers' configuration: Airflow's own, plus a seal in every worker process.
+
+`airflow celery worker` is exec'd with the worker's whole environment, and its prefork pool
+processes (where Airflow's supervisor runs each task) inherit that environment block. Naming
+this module in `[celery] celery_config_options` (AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS=
+omni_tasks.dag_support.celery_config.CELERY_CONFIG, set in docker-compose.yml and the Helm
+values) seals the main process and each pool process as they start (trust/child_env.py), so
+their /proc/PID/environ holds no secret and they are not dumpable. The sandbox is the guarantee;
+this is the second layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.celery.executors.default_celery import DEFAULT_CELERY_CONFIG
+from celery.signals import worker_init, worker_process_init
+
+from omni_tasks.trust.child_env import seal
+
+CELERY_CONFIG: dict[str, Any] = dict(DEFAULT_CELERY_CONFIG)
+
+
+@worker_init.connect
+def _seal_main(**_: object) -> None:
+    seal()
+
+
+@worker_process_init.connect
+def _seal_pool_process(**_: object) -> None:
+    seal()

