@@ -23,10 +23,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from omni_tasks import benchmarks
 from omni_tasks.config import get_settings
@@ -381,9 +381,10 @@ _FLEET_KEYS = {
     "ab",
     "buildkite",
     "retention",
+    "slack_actions",
 }
 # Keys of a config (either version) that are not a series' fields.
-NOT_SERIES_FIELDS = ("form_choices", "named_overrides", "retention")
+NOT_SERIES_FIELDS = ("form_choices", "named_overrides", "retention", "slack_actions")
 
 
 class Retention(BaseModel):
@@ -402,6 +403,39 @@ def retention(variable: str | None = None) -> Retention:
         return Retention.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"{found[0] if found else 'config'}: retention: {_first(exc)}") from None
+
+
+SlackId = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9]{2,24}$")]
+
+
+class SlackActions(BaseModel):
+    """The config's `slack_actions:` section: who may use the alerts' Acknowledge and Ignore
+    buttons (alerts/interactions.py). A click is taken only from a Slack user id in `users`
+    (when listed) made in a channel id in `channels` (when listed); with neither listed, or
+    no section, every click is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    users: list[SlackId] = Field(default_factory=list, max_length=1000)  # U…/W… ids
+    channels: list[SlackId] = Field(default_factory=list, max_length=1000)  # C…/G… ids
+
+    def permits(self, user_id: str, channel_id: str | None) -> bool:
+        if not (self.users or self.channels):
+            return False
+        return (not self.users or user_id in self.users) and (
+            not self.channels or channel_id in self.channels
+        )
+
+
+def slack_actions(variable: str | None = None) -> SlackActions:
+    """The configured `slack_actions:` allow-list (empty, refusing every click, without one)."""
+    found = source(variable)
+    doc = None if found is None else parse(*found)
+    raw = (doc or {}).get("slack_actions") or {}
+    try:
+        return SlackActions.model_validate(raw)
+    except ValidationError as exc:
+        where = found[0] if found else "config"
+        raise ConfigError(f"{where}: slack_actions: {_first(exc)}") from None
 
 
 def _fleet_series(where: str, doc: Doc) -> list[Doc]:

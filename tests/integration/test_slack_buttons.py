@@ -1,6 +1,7 @@
 """Slack buttons: with the app's signing secret set, an alert carries Acknowledge and Ignore;
-a click that Slack signed acknowledges the alert in the results DB as the Slack user and says
-so in the thread; an unsigned, stale or foreign request changes nothing."""
+a click that Slack signed, by a user the deployment allows, acknowledges the alert in the
+results DB as that Slack user (by id) and says so in the thread; an unsigned, stale or foreign
+request changes nothing (test_slack_authorization.py: a user the deployment does not allow)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from omni_tasks.alerts.interactions import interactions_app
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.alerts.triage import TriageError, triage
 from omni_tasks.config import reset_settings
+from omni_tasks.deployment import SlackActions
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import REGRESS, store_night
 from tests.fakes.slack_api import SlackState, slack_app
@@ -72,7 +74,7 @@ def test_a_signed_click_acknowledges_as_the_slack_user(db, tmp_path: Path, slack
         done = triage(db, alert, verb, by=who)
         return f"{done.alert_id} {done.status}"
 
-    app = interactions_app(lambda: SECRET, apply)
+    app = interactions_app(lambda: SECRET, apply, lambda: SlackActions(users=["U0ADA"]))
     with serve_in_thread(app) as url:
         refused = [
             (_click(str(alert_id)), {}),  # unsigned
@@ -99,10 +101,10 @@ def test_a_signed_click_acknowledges_as_the_slack_user(db, tmp_path: Path, slack
 
     details = db.execute("SELECT details FROM omni.alert WHERE alert_id = %s", (alert_id,))
     (entry,) = details.fetchone()["details"]["triage"]["history"]
-    assert entry["status"] == "acknowledged" and entry["by"] == "slack/ada"
+    assert entry["status"] == "acknowledged" and entry["by"] == "slack/U0ADA (ada)"
     dispatch(db, sink)
     said = [m["text"] for m in state.replies(parent["ts"])]
-    assert any("slack/ada" in text and "acknowledged" in text.lower() for text in said), said
+    assert any("slack/U0ADA" in text and "acknowledged" in text.lower() for text in said), said
 
 
 def test_no_signing_secret_no_buttons_and_every_click_refused(db, tmp_path: Path) -> None:
@@ -114,7 +116,8 @@ def test_no_signing_secret_no_buttons_and_every_click_refused(db, tmp_path: Path
     def apply(alert: int, verb: str, who: str) -> str:
         raise TriageError("must not be called")
 
-    with serve_in_thread(interactions_app(lambda: "", apply)) as url:
+    allowed = lambda: SlackActions(users=["U0ADA"])  # noqa: E731
+    with serve_in_thread(interactions_app(lambda: "", apply, allowed)) as url:
         body = _click("1")
         r = httpx.post(f"{url}/actions", content=body, headers=_signed(body))
         assert r.status_code == 401
