@@ -1,5 +1,7 @@
 """The DAGs' trigger forms (Airflow Params, in sections): the nightly's, and the one-series
-forms of bisect, ablate, regrade and A/B, whose fields are allow-lists (trust/forms.py)."""
+forms of bisect, ablate, regrade and A/B, whose fields are allow-lists (trust/forms.py). Each
+field's schema is forms.FIELDS' (the one definition the task checks again): a Param adds its
+default and words (title, section, description, proposals), and may only narrow it."""
 
 from __future__ import annotations
 
@@ -10,107 +12,93 @@ if TYPE_CHECKING:
     from airflow.sdk import Param
 
 
+def form_param(kind: str, field: str, default: Any = None, **words: Any) -> Param:
+    """The Param of one field of a form of `kind`: its schema from forms.FIELDS, with a
+    default and words (`pattern`, given here, narrows to a list of proposals)."""
+    from airflow.sdk import Param
+
+    from omni_tasks.trust import forms
+
+    return Param(default, **{**forms.field_schema(kind, field), **words})
+
+
 def nightly_params() -> dict[str, Param]:
     """The trigger form of seed_tts_nightly, in sections. Every field is empty by default: the
     deployment config (omni_tasks.deployment) supplies the run; a non-empty field overrides it
     once. Choices are offered as proposals (`examples`), never as a select showing `null`; the
     first task checks every value against the config before any other work."""
-    from airflow.sdk import Param
-
     from omni_tasks import benchmarks
-    from omni_tasks.trust import forms
 
-    def field(
-        kind: str | list[str], section: str, title: str, description: str, **kw: Any
-    ) -> Param:
-        return Param(
-            None,
-            type=["null", *([kind] if isinstance(kind, str) else kind)],
-            title=title,
-            section=section,
-            description=description,
-            **kw,
+    def field(name: str, section: str, title: str, description: str, **kw: Any) -> Param:
+        return form_param(
+            "nightly", name, title=title, section=section, description=description, **kw
         )
 
     what, where, how = "What to benchmark", "Where it runs", "How it is graded"
     runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
     return {
         "benchmark": field(
-            "string", what, "Benchmark", "See `omni-tasks benchmarks list`", examples=runnable
+            "benchmark", what, "Benchmark", "See `omni-tasks benchmarks list`", examples=runnable
         ),
-        "branches": field(
-            "array", what, "Branches", 'e.g. ["main", "vllm-rebase"]', items={"type": "string"}
-        ),
-        "baseline": field("string", what, "Baseline branch", "The gate compares against it"),
+        "branches": field("branches", what, "Branches", 'e.g. ["main", "vllm-rebase"]'),
+        "baseline": field("baseline", what, "Baseline branch", "The gate compares against it"),
         "dataset": field(
-            "string",
+            "dataset",
             what,
             "Dataset",
             "demo, a seed-tts-eval locale dir or a Daily-Omni root (under a trusted root)",
         ),
-        "limit": field("integer", what, "Only the first N items", "Unset: all", minimum=1),
-        "seeds": field(
-            "array",
-            what,
-            "Seeds",
-            "Several form a run group, e.g. [1, 2, 3]",
-            items={"type": "integer"},
-        ),
-        "variant": field("string", what, "Variant name", "Names a deploy-override variant"),
+        "limit": field("limit", what, "Only the first N items", "Unset: all"),
+        "seeds": field("seeds", what, "Seeds", "Several form a run group, e.g. [1, 2, 3]"),
+        "variant": field("variant", what, "Variant name", "Names a deploy-override variant"),
         "transcript_mode": field(
-            "boolean", what, "Transcript mode", "Simulator targets only: no audio (fast)"
+            "transcript_mode", what, "Transcript mode", "Simulator targets only: no audio (fast)"
         ),
         "targets": field(
-            "object",
+            "targets",
             where,
             "Target per branch",
             "branch → simulator:PROFILE, or a target the deployment config names (its "
             'series\' targets and form_choices.targets), e.g. {"main": "simulator:main"}',
-            additionalProperties=forms.TARGET_SCHEMA,
             examples=[{"main": "simulator:main", "rebase": "simulator:rebase"}],
         ),
         "commits": field(
-            "object",
+            "commits",
             where,
             "Commit per branch",
             'branch → commit SHA (7–40 hex), e.g. {"rebase": "3f2a9c1"}; default: the head',
-            additionalProperties={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
         ),
         "environment": field(
-            "object",
+            "environment",
             where,
             "vLLM build",
             '{"vllm": BUILD}, one of the config\'s form_choices (environment.vllm); the rest '
             "of the environment is the config's",
-            **forms.ENVIRONMENT_SCHEMA,
         ),
         "server": field(
-            "object",
+            "server",
             where,
             "Model",
             '{"model": NAME}, one of the config\'s form_choices (server.model); the rest of the '
             "server is the config's",
-            **forms.SERVER_SCHEMA,
         ),
         "overrides": field(
-            ["object", "string"],
+            "overrides",
             where,
             "Deploy overrides",
             "The name of one of the config's named_overrides, or "
             '{"stages": [{"stage_id": 0, "enforce_eager": true}]} (eager mode, batching and '
             "sampling keys only)",
-            **forms.OVERRIDE_SCHEMA,
         ),
         "grader": field(
-            "object",
+            "grader",
             how,
             "Grader",
             'e.g. {"backend": "faster-whisper", "harness_version": "0.30.0"} (the model is the '
             "config's)",
-            **forms.GRADER_SCHEMA,
         ),
         "prompt_template": field(
-            "string",
+            "prompt_template",
             how,
             "Prompt template",
             "seed-tts-default (the harness's) or read-aloud",
@@ -119,32 +107,22 @@ def nightly_params() -> dict[str, Param]:
     }
 
 
-def _serving_params() -> dict[str, Param]:
+def _serving_params(kind: str) -> dict[str, Param]:
     """The serving choices a one-series form (bisect, ablate) may make; the rest is the
     configured series' (docs/operators/security.md)."""
-    from airflow.sdk import Param
-
-    from omni_tasks.trust import forms
-
     return {
-        "grader": Param({}, type="object", description="Grader choices", **forms.GRADER_SCHEMA),
-        "environment": Param(
-            {},
-            type="object",
-            description="{vllm: BUILD} among the config's form_choices",
-            **forms.ENVIRONMENT_SCHEMA,
+        "grader": form_param(kind, "grader", {}, description="Grader choices"),
+        "environment": form_param(
+            kind, "environment", {}, description="{vllm: BUILD} among the config's form_choices"
         ),
-        "server": Param(
-            {},
-            type="object",
-            description="{model: NAME} among the config's form_choices",
-            **forms.SERVER_SCHEMA,
+        "server": form_param(
+            kind, "server", {}, description="{model: NAME} among the config's form_choices"
         ),
-        "overrides": Param(
+        "overrides": form_param(
+            kind,
+            "overrides",
             {},
-            type=["object", "string"],
             description="A named override of the config, or eager/batching/sampling keys",
-            **forms.OVERRIDE_SCHEMA,
         ),
     }
 
@@ -158,15 +136,14 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param
     """The fields a bisect's and an ablation's forms share: which series (only benchmarks
     whose family has `capability`: any other is refused at submit), its branches, and where
     it runs (empty target and dataset: the configured series', deployment.one_series_form)."""
-    from airflow.sdk import Param
-
     from omni_tasks import benchmarks
 
     able = [b.id for b in benchmarks.all_benchmarks() if capability in b.capabilities]
+    kind = capability
     return {
-        "benchmark": Param(
-            None,
-            type=["null", "string"],
+        "benchmark": form_param(
+            kind,
+            "benchmark",
             title="Benchmark",
             section=what,
             examples=able,
@@ -174,46 +151,50 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param
             description=f"A benchmark whose family has the {capability} capability "
             "(`omni-tasks benchmarks list`)",
         ),
-        "lane": Param(
-            "default", type="string", title="Lane", section=what, description="Hardware lane"
+        "lane": form_param(
+            kind,
+            "lane",
+            "default",
+            title="Lane",
+            section=what,
+            description="Hardware lane: the lane of a configured series (default: the series')",
         ),
-        "branch": Param("rebase", type="string", title="Candidate branch", section=what),
-        "baseline": Param("main", type="string", title="Baseline branch", section=what),
-        "variant": Param("default", type="string", title="Variant", section=what),
-        "dataset": Param(
-            None,
-            type=["null", "string"],
+        "branch": form_param(kind, "branch", "rebase", title="Candidate branch", section=what),
+        "baseline": form_param(kind, "baseline", "main", title="Baseline branch", section=what),
+        "variant": form_param(kind, "variant", "default", title="Variant", section=what),
+        "dataset": form_param(
+            kind,
+            "dataset",
             title="Dataset",
             section=where,
             description="Empty: the series' configured dataset",
         ),
-        "transcript_mode": Param(
-            False, type="boolean", title="Transcript mode", section=where, description="Simulator"
+        "transcript_mode": form_param(
+            kind,
+            "transcript_mode",
+            False,
+            title="Transcript mode",
+            section=where,
+            description="Simulator",
         ),
     }
 
 
-def _target(title: str, section: str) -> Param:
-    from airflow.sdk import Param
-
-    from omni_tasks.trust import forms
-
-    return Param(
-        None,
+def _target(kind: str, field: str, title: str, section: str) -> Param:
+    return form_param(
+        kind,
+        field,
         title=title,
         section=section,
         description="Empty: the config's target for that branch. Else vllm-serve, a target the "
         "config names, or simulator:PROFILE",
-        **{**forms.TARGET_SCHEMA, "type": ["null", "string"]},
     )
 
 
-def _alert(section: str) -> Param:
-    from airflow.sdk import Param
-
-    return Param(
-        None,
-        type=["null", "integer"],
+def _alert(kind: str, section: str) -> Param:
+    return form_param(
+        kind,
+        "alert_id",
         title="Alert",
         section=section,
         description="The alert whose Slack thread gets the result",
@@ -223,106 +204,97 @@ def _alert(section: str) -> Param:
 def bisect_params() -> dict[str, Param]:
     """The bisect form, in sections. Its target and dataset default to the deployment
     config's for the series and branch; the simulator is only what the demo names."""
-    from airflow.sdk import Param
-
-    from omni_tasks.trust import forms
-
     what, where, how = "What to bisect", "Where it runs", "How hard to look"
     return {
-        "history": Param(
+        "history": form_param(
+            "bisect",
+            "history",
             [],
-            type="array",
-            maxItems=forms.MAX_LIST,
-            items={"type": "string", "pattern": "^[0-9a-fA-F]{7,40}$"},
             title="Commits",
             section=what,
             description="Oldest (good) to newest (bad); the alert's range when it came from one",
         ),
         **one_series_fields("bisect", what, where),
-        "axis": Param(
+        "axis": form_param(
+            "bisect",
+            "axis",
             "vllm-omni",
-            type="string",
-            enum=["vllm-omni", "vllm"],
             title="Repository bisected",
             section=what,
             description="vllm-omni commits, or vLLM commits with vllm-omni at omni_commit",
         ),
-        "omni_commit": Param(
-            None,
-            type=["null", "string"],
+        "omni_commit": form_param(
+            "bisect",
+            "omni_commit",
             title="vllm-omni commit held",
             section=what,
             description="axis vllm only",
         ),
-        "target": _target("Target", where),
-        "first_bad": Param(
-            None,
-            type=["null", "string"],
+        "target": _target("bisect", "target", "Target", where),
+        "first_bad": form_param(
+            "bisect",
+            "first_bad",
             title="Planted first bad commit",
             section=where,
             description="simulator:commit-history only",
         ),
-        "limit": Param(None, type=["null", "integer"], title="Only the first N items", section=how),
-        "seed": Param(
-            1000, type="integer", minimum=0, maximum=2**31 - 1, title="Seed", section=how
-        ),
-        "alpha": Param(
-            0.05, type="number", exclusiveMinimum=0, maximum=0.5, title="α", section=how
-        ),
-        "budget": Param(
+        "limit": form_param("bisect", "limit", title="Only the first N items", section=how),
+        "seed": form_param("bisect", "seed", 1000, title="Seed", section=how),
+        "alpha": form_param("bisect", "alpha", 0.05, title="α", section=how),
+        "budget": form_param(
+            "bisect",
+            "budget",
             4.0,
-            type="number",
-            exclusiveMinimum=0,
-            maximum=100,
             title="GPU budget",
             section=how,
             description="In full-run equivalents (clips run / clips)",
         ),
-        **_serving_params(),
-        "alert_id": _alert("Afterwards"),
+        "control": form_param("bisect", "control", 50, title="Control clips", section=how),
+        **_serving_params("bisect"),
+        "alert_id": _alert("bisect", "Afterwards"),
     }
 
 
 def ablate_params() -> dict[str, Param]:
     """The ablation form, in sections. Its targets and dataset default to the deployment
     config's for the series' candidate and baseline branches."""
-    from airflow.sdk import Param
-
     what, where, how = "Which night", "Where it runs", "What to try"
     return {
-        "nightly": Param(
-            "", type="string", title="Night", section=what, description="The confirmed night"
+        "nightly": form_param(
+            "ablate", "nightly", "", title="Night", section=what, description="The confirmed night"
         ),
         **one_series_fields("ablate", what, where),
-        "candidate_target": _target("Candidate target", where),
-        "baseline_target": _target("Baseline target", where),
-        "ablations": Param(
-            None,
-            type=["null", "array"],
-            maxItems=16,
+        "candidate_target": _target("ablate", "candidate_target", "Candidate target", where),
+        "baseline_target": _target("ablate", "baseline_target", "Baseline target", where),
+        "ablations": form_param(
+            "ablate",
+            "ablations",
             title="Ablations",
             section=how,
             description="Names of the config's named_overrides, or [{name, overrides, why}] "
             "with eager/batching/sampling keys (empty: the shipped four)",
         ),
-        "seed": Param(
-            3000, type="integer", minimum=0, maximum=2**31 - 1, title="First seed", section=how
-        ),
-        "control": Param(
-            25, type="integer", minimum=0, maximum=10_000, title="Control clips", section=how
-        ),
-        "budget": Param(
+        "seed": form_param("ablate", "seed", 3000, title="First seed", section=how),
+        "control": form_param("ablate", "control", 25, title="Control clips", section=how),
+        "budget": form_param(
+            "ablate",
+            "budget",
             1.0,
-            type="number",
-            exclusiveMinimum=0,
-            maximum=100,
             title="GPU budget",
             section=how,
             description="In full-run equivalents (clips run / clips): seeds are added until "
             "every ablation is decided or the budget's rounds are spent",
         ),
-        **_serving_params(),
-        "alert_id": _alert("Afterwards"),
+        "stage_isolation": form_param(
+            "ablate",
+            "stage_isolation",
+            True,
+            title="Stage isolation",
+            section=how,
+            description="Also compare both stacks' thinker texts (the talker skipped)",
+        ),
+        **_serving_params("ablate"),
+        "alert_id": _alert("ablate", "Afterwards"),
     }
 
 
@@ -384,17 +356,19 @@ def regrade_params() -> dict[str, Param]:
 
 
 def ab_params() -> dict[str, Param]:
-    from airflow.sdk import Param
-
+    """The A/B form (the webhook fills it from a labelled PR); the config's `ab:` section
+    decides the repositories, series and budget (deployment.resolve_ab)."""
     return {
-        "repo": Param("", type="string", description="OWNER/NAME (one of the config's ab.repos)"),
-        "pr": Param(None, type=["null", "integer"], minimum=1),
-        "base_sha": Param("", type="string", pattern="^[0-9a-f]{40}$"),
-        "head_sha": Param("", type="string", pattern="^[0-9a-f]{40}$"),
-        "series": Param(
-            None,
-            type=["null", "string"],
+        "repo": form_param(
+            "ab", "repo", "", description="OWNER/NAME (one of the config's ab.repos)"
+        ),
+        "pr": form_param("ab", "pr"),
+        "base_sha": form_param("ab", "base_sha", ""),
+        "head_sha": form_param("ab", "head_sha", ""),
+        "series": form_param(
+            "ab",
+            "series",
             description="BENCHMARK|MODEL|LANE of a config series (default: ab.series)",
         ),
-        "budget": Param(None, type=["null", "integer"], minimum=1),
+        "budget": form_param("ab", "budget"),
     }

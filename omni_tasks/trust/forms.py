@@ -7,76 +7,24 @@ backend and window) and may *choose among* what the deployment config offers: a 
 config names, a model or vLLM build listed under `form_choices`, a named deploy override under
 `named_overrides`. It never supplies executables, packages, package indexes, environment
 variables, namespaces, resources, ports, timeouts, URLs, grader models or free engine
-arguments. A free deploy override may only touch the keys in OVERRIDE_KEYS.
+arguments. A free deploy override may only touch the keys in OVERRIDE_KEYS. Every field's
+shape (types, bounds, keys) is one definition, FIELDS, held at submit and in the task.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from omni_tasks.series import DEFAULT_LANE
 
 
 class FormError(ValueError):
     """A trigger form field outside the allow-list; the message names the field."""
 
 
-# Fields each form may set freely (each still checked by its params model).
-RUN_CHOICES = frozenset(
-    {
-        "benchmark",
-        "branches",
-        "baseline",
-        "commits",
-        "seeds",
-        "limit",
-        "variant",
-        "transcript_mode",
-        "dataset",
-        "prompt_template",
-    }
-)
-FREE = {
-    "nightly": RUN_CHOICES,
-    "bisect": frozenset(
-        {
-            "history",
-            "branch",
-            "baseline",
-            "first_bad",
-            "transcript_mode",
-            "dataset",
-            "limit",
-            "seed",
-            "alpha",
-            "budget",
-            "control",
-            "axis",
-            "omni_commit",
-            "variant",
-            "benchmark",
-            "lane",
-            "alert_id",
-        }
-    ),
-    "ablate": frozenset(
-        {
-            "nightly",
-            "branch",
-            "baseline",
-            "variant",
-            "benchmark",
-            "lane",
-            "transcript_mode",
-            "dataset",
-            "seed",
-            "control",
-            "budget",
-            "alert_id",
-            "stage_isolation",
-        }
-    ),
-}
 # Fields whose value must be one the deployment config offers (checked per form below).
 TARGET_FIELDS = {
     "nightly": (),
@@ -89,96 +37,315 @@ CHOSEN = {"server": "model", "environment": "vllm"}
 GRADER_KEYS = frozenset(
     {"backend", "precision", "window", "beam_size", "language", "harness_version", "batch_size"}
 )
-GRADER_BOUNDS = {"beam_size": (1, 10), "batch_size": (1, 64)}
-# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
-# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
-# a named override of the config.
-OVERRIDE_KEYS = frozenset({"stages", "async_chunk"})
-STAGE_KEYS = frozenset(
-    {
-        "stage_id",
-        "enforce_eager",
-        "default_sampling_params",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "gpu_memory_utilization",
-        "async_chunk",
-        "mm_processor_cache_gb",
-    }
-)
-SAMPLING_KEYS = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "max_tokens",
-        "repetition_penalty",
-        "presence_penalty",
-        "frequency_penalty",
-        "seed",
-        "ignore_eos",
-    }
-)
 MAX_LIST = 256
 
 
-# The same allow-lists as JSON schemas, for the DAGs' Params: Airflow checks them when the form
-# is submitted (the task checks again with check_form, against the config's offers).
-TARGET_SCHEMA: dict[str, Any] = {
-    "type": "string",
-    "pattern": r"^(simulator:[A-Za-z0-9_.+-]{1,60}|vllm-serve|https?://\S{1,300})$",
-}
-SERVER_SCHEMA: dict[str, Any] = {
-    "properties": {"model": {"type": "string", "maxLength": 200}},
-    "additionalProperties": False,
-}
-ENVIRONMENT_SCHEMA: dict[str, Any] = {
-    "properties": {
-        "vllm": {"type": "string", "pattern": r"^([0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40})$"}
-    },
-    "additionalProperties": False,
-}
-GRADER_SCHEMA: dict[str, Any] = {
-    "properties": {
+# The one definition of every form field's shape: a JSON schema per field, per form. Airflow's
+# Params are built from it (dag_support/params.py: checked when the form is submitted), and
+# check_form holds the form to it again in the task (schema_problem), before the checks against
+# the config's offers. Every number is finite and ranged, an integer is never true/false (JSON
+# schema's integer and number exclude booleans), every list and mapping is bounded.
+
+Json = dict[str, Any]
+
+
+def number(low: float, high: float, *, integer: bool = False, exclusive_low: bool = False) -> Json:
+    """A finite number from `low` to `high` (an integer when `integer`). NaN passes every
+    comparison, so `not` states the lower bound the way NaN fails: "not below it"."""
+    below: Json = (
+        {"type": "number", "maximum": low}
+        if exclusive_low
+        else {"type": "number", "exclusiveMaximum": low}
+    )
+    bound = "exclusiveMinimum" if exclusive_low else "minimum"
+    return {"type": "integer" if integer else "number", bound: low, "maximum": high, "not": below}
+
+
+def text(max_length: int, pattern: str | None = None) -> Json:
+    return {"type": "string", "maxLength": max_length, **({"pattern": pattern} if pattern else {})}
+
+
+def nullable(schema: Json) -> Json:
+    """The schema, or null (an empty field: the config's value)."""
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return {**schema, "type": ["null", *kinds]}
+
+
+def closed(properties: Mapping[str, Json], refused: str, **kw: Any) -> Json:
+    """A mapping of these keys only; `$comment` says why any other is refused."""
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "additionalProperties": False,
+        "$comment": refused,
+        **kw,
+    }
+
+
+SHA = r"^[0-9a-fA-F]{7,40}$"
+FULL_SHA = r"^[0-9a-f]{40}$"
+SEED = number(0, 2**31 - 1, integer=True)
+LIMIT = number(1, 10_000_000, integer=True)
+BUDGET = number(0, 100, exclusive_low=True)
+NAME = text(200)
+LANE = text(63, r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+MAX_STAGES = 16
+TARGET_SCHEMA: Json = text(
+    310, r"^(simulator:[A-Za-z0-9_.+-]{1,60}|vllm-serve|https?://\S{1,300})$"
+)
+SERVER_SCHEMA: Json = closed(
+    {"model": text(200)}, "set by the deployment config only (a form may choose the model)"
+)
+VLLM_BUILD = r"^([0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40})$"
+ENVIRONMENT_SCHEMA: Json = closed(
+    {"vllm": text(64, VLLM_BUILD)},
+    "set by the deployment config only (a form may choose the vLLM build)",
+)
+GRADER_BOUNDS = {"beam_size": (1, 10), "batch_size": (1, 64)}
+GRADER_SCHEMA: Json = closed(
+    {
         key: (
-            {
-                "type": ["null", "integer"],
-                "minimum": GRADER_BOUNDS[key][0],
-                "maximum": GRADER_BOUNDS[key][1],
-            }
+            nullable(number(*GRADER_BOUNDS[key], integer=True))
             if key in GRADER_BOUNDS
-            else {"type": ["null", "string"], "maxLength": 40}
+            else nullable(text(40))
         )
         for key in sorted(GRADER_KEYS)
     },
-    "additionalProperties": False,
-}
-_NUMBER: dict[str, Any] = {"type": ["number", "boolean"]}
-OVERRIDE_SCHEMA: dict[str, Any] = {
-    "properties": {
-        "async_chunk": {"type": "boolean"},
-        "stages": {
-            "type": "array",
-            "maxItems": 16,
-            "items": {
-                "type": "object",
-                "required": ["stage_id"],
-                "additionalProperties": False,
-                "properties": {
-                    **{key: _NUMBER for key in sorted(STAGE_KEYS)},
-                    "stage_id": {"type": "integer", "minimum": 0, "maximum": 15},
-                    "default_sampling_params": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {key: _NUMBER for key in sorted(SAMPLING_KEYS)},
-                    },
-                },
-            },
-        },
+    "not a grader choice a form may make (the grader's model is the deployment config's)",
+)
+SAMPLING_SCHEMA: Json = closed(
+    {
+        "temperature": number(0, 10),
+        "top_p": number(0, 1, exclusive_low=True),
+        "top_k": number(-1, 100_000, integer=True),
+        "min_p": number(0, 1),
+        "max_tokens": number(1, 1_048_576, integer=True),
+        "repetition_penalty": number(0, 10, exclusive_low=True),
+        "presence_penalty": number(-2, 2),
+        "frequency_penalty": number(-2, 2),
+        "seed": SEED,
+        "ignore_eos": {"type": "boolean"},
     },
-    "additionalProperties": False,
+    "a free override may only set these sampling keys (anything else through the config's "
+    "named_overrides)",
+)
+STAGE_SCHEMA: Json = closed(
+    {
+        "stage_id": number(0, MAX_STAGES - 1, integer=True),
+        "enforce_eager": {"type": "boolean"},
+        "default_sampling_params": SAMPLING_SCHEMA,
+        "max_num_seqs": number(1, 4096, integer=True),
+        "max_num_batched_tokens": number(1, 1_048_576, integer=True),
+        "gpu_memory_utilization": number(0, 1, exclusive_low=True),
+        "async_chunk": {"type": "boolean"},
+        "mm_processor_cache_gb": number(0, 1024),
+    },
+    "a free override may only set these stage keys (anything else through the config's "
+    "named_overrides)",
+    required=["stage_id"],
+)
+FREE_OVERRIDE_SCHEMA: Json = closed(
+    {
+        "async_chunk": {"type": "boolean"},
+        "stages": {"type": "array", "maxItems": MAX_STAGES, "items": STAGE_SCHEMA},
+    },
+    "a free override may only set async_chunk and stages (anything else through the config's "
+    "named_overrides)",
+)
+# A named override (a name of the config's named_overrides) or a free one.
+OVERRIDE_SCHEMA: Json = {**FREE_OVERRIDE_SCHEMA, "type": ["object", "string"], "maxLength": 100}
+ABLATION_SCHEMA: Json = {
+    **closed(
+        {
+            "name": text(100),
+            "overrides": FREE_OVERRIDE_SCHEMA,
+            "vllm": nullable(text(64, VLLM_BUILD)),
+            "commit": nullable(text(40, SHA)),
+            "why": text(1000),
+        },
+        "an ablation is {name, overrides | vllm | commit, why}: engine arguments only through "
+        "the config's named_overrides",
+        required=["name"],
+    ),
+    "type": ["object", "string"],
+    "maxLength": 100,
 }
+_SERVING: dict[str, Json] = {
+    "server": SERVER_SCHEMA,
+    "environment": ENVIRONMENT_SCHEMA,
+    "grader": GRADER_SCHEMA,
+    "overrides": OVERRIDE_SCHEMA,
+}
+_ONE_SERIES: dict[str, Json] = {
+    "benchmark": nullable(text(60)),
+    "lane": LANE,
+    "branch": NAME,
+    "baseline": NAME,
+    "variant": NAME,
+    "dataset": nullable(text(4096)),
+    "transcript_mode": {"type": "boolean"},
+    "seed": SEED,
+    "control": number(0, 10_000, integer=True),
+    "budget": BUDGET,
+    "alert_id": nullable(number(1, 2**63 - 1, integer=True)),
+    **_SERVING,
+}
+FIELDS: dict[str, dict[str, Json]] = {
+    "nightly": {
+        "benchmark": nullable(text(60)),
+        "branches": {"type": ["null", "array"], "maxItems": 64, "items": NAME},
+        "baseline": nullable(NAME),
+        "dataset": nullable(text(4096)),
+        "limit": nullable(LIMIT),
+        "seeds": {"type": ["null", "array"], "maxItems": MAX_LIST, "items": SEED},
+        "variant": nullable(NAME),
+        "transcript_mode": {"type": ["null", "boolean"]},
+        "prompt_template": nullable(text(60)),
+        "targets": {
+            "type": ["null", "object"],
+            "maxProperties": 64,
+            "additionalProperties": TARGET_SCHEMA,
+        },
+        "commits": {
+            "type": ["null", "object"],
+            "maxProperties": 64,
+            "additionalProperties": text(40, SHA),
+        },
+        **{k: nullable(v) for k, v in _SERVING.items()},
+    },
+    "bisect": {
+        **_ONE_SERIES,
+        "history": {"type": "array", "maxItems": MAX_LIST, "items": text(40, SHA)},
+        "axis": {"type": "string", "enum": ["vllm-omni", "vllm"]},
+        "omni_commit": nullable(text(40, SHA)),
+        "target": nullable(TARGET_SCHEMA),
+        "first_bad": nullable(text(40, SHA)),
+        "limit": nullable(LIMIT),
+        "alpha": number(0, 0.5, exclusive_low=True),
+    },
+    "ablate": {
+        **_ONE_SERIES,
+        "nightly": text(10, r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$"),
+        "candidate_target": nullable(TARGET_SCHEMA),
+        "baseline_target": nullable(TARGET_SCHEMA),
+        "ablations": {"type": ["null", "array"], "maxItems": 16, "items": ABLATION_SCHEMA},
+        "stage_isolation": {"type": "boolean"},
+    },
+    # The A/B form (deployment.resolve_ab checks it against the config's `ab:` section).
+    "ab": {
+        "repo": text(140, r"^[A-Za-z0-9_.-]{1,39}/[A-Za-z0-9_.-]{1,100}$"),
+        "pr": nullable(number(1, 2**31 - 1, integer=True)),
+        "base_sha": text(40, FULL_SHA),
+        "head_sha": text(40, FULL_SHA),
+        "series": nullable(text(300)),
+        "budget": nullable(number(1, 10_000_000, integer=True)),
+    },
+}
+# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
+# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
+# a named override of the config.
+OVERRIDE_KEYS = frozenset(FREE_OVERRIDE_SCHEMA["properties"])
+STAGE_KEYS = frozenset(STAGE_SCHEMA["properties"])
+SAMPLING_KEYS = frozenset(SAMPLING_SCHEMA["properties"])
+# Fields each form may set freely (each still checked by its params model): all but the
+# choices among the config's offers.
+_OFFERS = {"targets", "ablations", *_SERVING}
+FREE = {
+    kind: frozenset(FIELDS[kind]) - set(TARGET_FIELDS[kind]) - _OFFERS
+    for kind in ("nightly", "bisect", "ablate")
+}
+RUN_CHOICES = FREE["nightly"]
+
+
+def field_schema(kind: str, field: str) -> Json:
+    """One field's schema in a form of `kind` (for its Airflow Param)."""
+    return copy.deepcopy(FIELDS[kind][field])
+
+
+def schema_problem(schema: Json, value: Any, at: str) -> tuple[str, str] | None:
+    """(field, why) of the first place `value` breaks `schema`, else None: the JSON-schema
+    keywords FIELDS uses, read as jsonschema reads them (Airflow's Params)."""
+    kinds = schema.get("type")
+    if kinds is not None:
+        wanted = kinds if isinstance(kinds, list) else [kinds]
+        if not any(_is(k, value) for k in wanted):
+            return at, _shape(schema)
+    if "not" in schema and schema_problem(schema["not"], value, at) is None:
+        return at, _shape(schema)
+    if "enum" in schema and value not in schema["enum"]:
+        return at, "one of " + ", ".join(map(str, schema["enum"]))
+    if _is("number", value):
+        if (
+            ("minimum" in schema and value < schema["minimum"])
+            or ("maximum" in schema and value > schema["maximum"])
+            or ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])
+            or ("exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"])
+        ):
+            return at, _shape(schema)
+    elif isinstance(value, str):
+        if len(value) > schema.get("maxLength", len(value)):
+            return at, f"at most {schema['maxLength']} characters"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return at, f"{value[:60]!r} does not match {schema['pattern']}"
+    elif isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            return at, f"at most {schema['maxItems']} entries"
+        for i, item in enumerate(value):
+            found = schema_problem(schema.get("items", {}), item, f"{at}[{i}]")
+            if found is not None:
+                return found
+    elif isinstance(value, dict):
+        return _mapping_problem(schema, value, at)
+    return None
+
+
+def _mapping_problem(schema: Json, value: dict[Any, Any], at: str) -> tuple[str, str] | None:
+    if len(value) > schema.get("maxProperties", len(value)):
+        return at, f"at most {schema['maxProperties']} entries"
+    for key in schema.get("required", ()):
+        if key not in value:
+            return f"{at}.{key}", "required"
+    properties, other = schema.get("properties", {}), schema.get("additionalProperties", True)
+    for key, item in value.items():
+        where = f"{at}.{key}" if at else str(key)
+        if key in properties:
+            found = schema_problem(properties[key], item, where)
+        elif other is False:
+            allowed = ", ".join(sorted(properties))
+            return where, f"{schema.get('$comment', 'not allowed here')} (allowed: {allowed})"
+        else:
+            found = schema_problem(other if isinstance(other, dict) else {}, item, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _is(kind: str, value: Any) -> bool:
+    """jsonschema's types: a bool is neither an integer nor a number; 3.0 is an integer."""
+    if kind == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    types = {"string": str, "boolean": bool, "array": list, "object": dict, "null": type(None)}
+    return isinstance(value, types[kind])
+
+
+def _shape(schema: Json) -> str:
+    """What a value of `schema` is, in words."""
+    kinds = schema.get("type")
+    wanted = [k for k in (kinds if isinstance(kinds, list) else [kinds]) if k != "null"]
+    if wanted and wanted[0] in ("integer", "number"):
+        word = "an integer" if wanted[0] == "integer" else "a finite number"
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        if low is None or "maximum" not in schema:
+            return word
+        above = " above" if "exclusiveMinimum" in schema else " from"
+        return f"{word}{above} {low:g} to {schema['maximum']:g} (never true/false)"
+    names = {"string": "text", "boolean": "true or false", "array": "a list", "object": "a mapping"}
+    return " or ".join(names.get(str(k), str(k)) for k in wanted) or "empty"
 
 
 def _fail(field: str, why: str) -> FormError:
@@ -186,42 +353,52 @@ def _fail(field: str, why: str) -> FormError:
 
 
 def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, object]:
-    """The form's fields checked against the allow-list and the config's offers; returns them
-    with named overrides resolved. Every refusal names its field."""
-    allowed = FREE[kind] | set(TARGET_FIELDS[kind]) | {"targets", "server", "environment"}
-    allowed |= {"grader", "overrides"} | ({"ablations"} if kind == "ablate" else set())
+    """The form's fields checked against the allow-list, their schema (FIELDS, as at submit)
+    and the config's offers; returns them with named overrides resolved. Every refusal names
+    its field."""
     out: dict[str, object] = {}
     for field, value in given.items():
-        if field not in allowed:
+        if field not in FIELDS[kind]:
             raise _fail(
                 field,
                 "set by the deployment config only: not a field this form may set "
                 "(docs/operators/security.md)",
             )
-        if isinstance(value, list) and len(value) > MAX_LIST:
-            raise _fail(field, f"at most {MAX_LIST} entries")
+        found = schema_problem(FIELDS[kind][field], value, field)
+        if found is not None:
+            raise _fail(*found)
         out[field] = value
     offered = offered_targets(config)
     for field in TARGET_FIELDS[kind]:
-        if field in out:
+        if out.get(field) is not None:
             check_target(field, out[field], offered)
-    if "targets" in out:
-        if kind != "nightly":
-            raise _fail("targets", "not a field of this form")
-        if not isinstance(out["targets"], dict):
-            raise _fail("targets", "a mapping of branch → target")
-        for branch, target in out["targets"].items():
-            check_target(f"targets.{branch}", target, offered)
+    targets = out.get("targets")
+    for branch, target in (targets if isinstance(targets, dict) else {}).items():
+        check_target(f"targets.{branch}", target, offered)
     for section, name in CHOSEN.items():
-        if section in out:
+        if out.get(section) is not None:
             check_chosen(section, out[section], config, name)
-    if "grader" in out:
-        check_grader(out["grader"])
-    if "overrides" in out:
+    if out.get("overrides") is not None:
         out["overrides"] = resolve_override("overrides", out["overrides"], config)
     if "ablations" in out:
         out["ablations"] = _ablations(out["ablations"], config)
+    if "lane" in out:
+        out["lane"] = check_lane(out["lane"], config)
     return out
+
+
+def check_lane(value: Any, config: Mapping[str, Any]) -> str:
+    """A one-series form's lane: the lane of the configured series it runs on (a fleet
+    config's `lane`, the default lane for a version 1 config or none), so its runs are
+    recorded under a lane the config defines; the form's default lane means that series'."""
+    own = str(config.get("lane") or DEFAULT_LANE)
+    if value in (DEFAULT_LANE, own):
+        return own
+    raise _fail(
+        "lane",
+        f"{str(value)[:60]!r} is not a lane the deployment config defines for this series "
+        f"(its lane: {own})",
+    )
 
 
 def form_of(kind: str, fields: Mapping[str, Any]) -> dict[str, object]:
@@ -288,7 +465,7 @@ def check_chosen(section: str, value: Any, config: Mapping[str, Any], choosable:
         raise _fail(dotted, f"set by the deployment config only{hint}")
 
 
-_VLLM_BUILD = re.compile(r"[0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40}")
+_VLLM_BUILD = re.compile(VLLM_BUILD)
 
 
 def vllm_offered(value: Any, config: Mapping[str, Any]) -> bool:
@@ -296,24 +473,6 @@ def vllm_offered(value: Any, config: Mapping[str, Any]) -> bool:
     from there alone: --no-index, binary wheels only) and the value is a build name."""
     index = (config.get("environment") or {}).get("vllm_index")
     return bool(index) and isinstance(value, str) and bool(_VLLM_BUILD.fullmatch(value))
-
-
-def check_grader(value: Any) -> None:
-    if not isinstance(value, dict):
-        raise _fail("grader", "a mapping of grader settings")
-    for key, v in value.items():
-        if key not in GRADER_KEYS:
-            raise _fail(
-                f"grader.{key}",
-                f"not a grader choice a form may make (allowed: {', '.join(sorted(GRADER_KEYS))}"
-                "; the grader's model is the deployment config's)",
-            )
-        if key in GRADER_BOUNDS and v is not None:
-            low, high = GRADER_BOUNDS[key]
-            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
-                raise _fail(f"grader.{key}", f"an integer from {low} to {high}")
-        elif v is not None and (not isinstance(v, str) or len(v) > 40):
-            raise _fail(f"grader.{key}", "a short name")
 
 
 def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[str, object]:
@@ -333,45 +492,10 @@ def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[
 
 
 def check_free_override(field: str, value: Any) -> None:
-    if not isinstance(value, dict):
-        raise _fail(field, "a named override or a mapping of deploy keys")
-    for key, v in value.items():
-        if key not in OVERRIDE_KEYS:
-            raise _fail(f"{field}.{key}", _not_allowed(OVERRIDE_KEYS))
-        if key == "async_chunk" and not isinstance(v, bool):
-            raise _fail(f"{field}.{key}", "true or false")
-    stages = value.get("stages", [])
-    if not isinstance(stages, list):
-        raise _fail(f"{field}.stages", "a list of {stage_id, ...}")
-    for i, stage in enumerate(stages):
-        at = f"{field}.stages[{i}]"
-        if not isinstance(stage, dict):
-            raise _fail(at, "a mapping with a stage_id")
-        for key, v in stage.items():
-            if key not in STAGE_KEYS:
-                raise _fail(f"{at}.{key}", _not_allowed(STAGE_KEYS))
-            if key == "default_sampling_params":
-                if not isinstance(v, dict):
-                    raise _fail(f"{at}.{key}", "a mapping of sampling settings")
-                for name, setting in v.items():
-                    if name not in SAMPLING_KEYS:
-                        raise _fail(f"{at}.{key}.{name}", _not_allowed(SAMPLING_KEYS))
-                    _scalar(f"{at}.{key}.{name}", setting)
-            else:
-                _scalar(f"{at}.{key}", v)
-
-
-def _scalar(field: str, value: Any) -> None:
-    if not isinstance(value, bool | int | float):
-        raise _fail(field, "a number or true/false")
-
-
-def _not_allowed(keys: Iterable[str]) -> str:
-    return (
-        "a free override may only set "
-        + ", ".join(sorted(keys))
-        + " (anything else through the config's named_overrides)"
-    )
+    """A free override: FREE_OVERRIDE_SCHEMA (keys, types and bounds), as at submit."""
+    found = schema_problem(FREE_OVERRIDE_SCHEMA, value, field)
+    if found is not None:
+        raise _fail(*found)
 
 
 def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any] | None:
@@ -387,8 +511,9 @@ def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any] | None:
         if isinstance(entry, str):
             out.append({"name": entry, "overrides": resolve_override(at, entry, config)})
             continue
-        if not isinstance(entry, dict):
-            raise _fail(at, "a named override or {name, overrides | vllm | commit, why}")
+        found = schema_problem(ABLATION_SCHEMA, entry, at)
+        if found is not None:
+            raise _fail(*found)
         if "overrides" in entry:
             check_free_override(f"{at}.overrides", entry["overrides"])
         if entry.get("vllm") is not None:
