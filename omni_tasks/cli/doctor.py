@@ -7,6 +7,7 @@ import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from types import ModuleType
 
 from omni_tasks.cli.common import JsonFlag, console, doctor_app, fail
 
@@ -59,9 +60,9 @@ def doctor_sandbox(as_json: JsonFlag = False) -> None:
         )
 
 
-def _check(sandbox, env: dict[str, str]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _check(sandbox: ModuleType, env: dict[str, str]) -> dict[str, object]:
     """Start a sandbox and verify what it promises; a broken promise is a failure."""
-    package = str(Path(sandbox.__file__).parent)
+    package = str(Path(str(sandbox.__file__)).parent)
     with tempfile.TemporaryDirectory() as scratch:
         out = sandbox.run(
             [sys.executable, "-c", _PROBE, package, scratch],

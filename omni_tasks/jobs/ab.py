@@ -25,7 +25,7 @@ from omni_tasks.jobs.statistics import compare, load_graded_run
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import views
 from omni_tasks.trust.names import check_name
-from omni_tasks.trust.redact import outbound
+from omni_tasks.trust.redact import outbound, redact
 
 FIRST_SEED = 42
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -149,7 +149,8 @@ def run_ab(
         result, comparison_id = _decide(conn, req, policy, say)
     except Exception as exc:
         if check is not None:  # the check must not hang in_progress
-            why = outbound(f"{type(exc).__name__}: {exc}"[:500], "github")
+            # Redacted before it is cut (a token straddling the cut would pass as a prefix).
+            why = outbound(redact(f"{type(exc).__name__}: {exc}")[:500], "github")
             checks.complete(check, "INFRA", f"INFRA · {title}", f"The A/B failed: {why}", "")
         raise
     result.summary = summary_markdown(req, result)

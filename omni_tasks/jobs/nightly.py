@@ -39,6 +39,7 @@ from omni_tasks.trust.names import (
     check_branch,
     path_component,
 )
+from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest
@@ -443,7 +444,7 @@ def task_failed(
         conn,
         key,
         f"INFRA task failed: {dag_id}.{task_id}",
-        [error[:1000]],
+        [redact(error)[:1000]],  # redacted, then cut
         dedup=f"{run_id}|{map_index}|{try_number}",
         ids=ids,
         links={"Task log": log_url} if log_url else None,

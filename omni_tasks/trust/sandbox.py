@@ -224,7 +224,7 @@ def _mounts(paths: Paths, pol: Policy) -> list[str]:
     args += _links(SYSTEM_DIRS, [])  # merged /usr: /bin → usr/bin
     args += ["--dev", "/dev", "--proc", "/proc"]
     args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "0777", "--dir", HOME]
-    readable = [*_own_code(), *paths.readable, *pol.readable]
+    readable: list[str | Path] = [*_own_code(), *paths.readable, *pol.readable]
     writable = _existing([*paths.writable, *pol.writable])
     bound = [*_existing(SYSTEM_DIRS), *writable]
     for p in _existing(readable):

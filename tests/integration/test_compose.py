@@ -83,12 +83,20 @@ def test_compose_is_fit_for_a_team() -> None:
         if name.startswith("airflow-") and name != "airflow-init":
             init = service["depends_on"]["airflow-init"]
             assert init == {"condition": "service_completed_successfully"}, name
-            assert any(v.endswith(":/srv/omni") for v in service["volumes"]), name
+            assert any(v.endswith(":/srv/omni:ro") for v in service["volumes"]), name
     assert env["OMNI_TRUSTED_ROOTS"] == '["/srv/omni"]'
     assert {"pg-data", "omni-data", "grafana-data"} <= set(compose["volumes"])
     assert any(v.startswith("grafana-data:") for v in services["grafana"]["volumes"])
     gpu = (REPO / "docker" / "Dockerfile.gpu").read_text()
     assert gpu.startswith("#") and "FROM nvidia/cuda:" in gpu and "[airflow,whisper]" in gpu
+    # The sandbox is in both images, and code under test cannot write the worker's code.
+    for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
+        assert "bubblewrap" in (REPO / "docker" / dockerfile).read_text(), dockerfile
+    chowned = " ".join(re.findall(r"chown[^\n&]*", gpu))
+    assert "/opt/venv" not in chowned and "/srv/omni" not in chowned, chowned
+    worker_env = services["airflow-gpu-worker"]["environment"]
+    assert worker_env["OMNI_SANDBOX"] == "bwrap"
+    assert env["AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS"].endswith("celery_config.CELERY_CONFIG")
 
 
 def test_compose_matches_settings_provisioning_and_dags() -> None:
