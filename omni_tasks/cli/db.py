@@ -79,7 +79,13 @@ def db_restore(
 ) -> None:
     """Restore a `db backup` into the results DB (its results schema is replaced), record the
     backup's migrations, and check the audio root against the backup's manifest. Run `db
-    migrate` afterwards when this version has newer migrations."""
+    migrate` afterwards when this version has newer migrations.
+
+    The backup is vetted in a scratch database first (only tables, sequences, indexes and
+    constraints of the results schema, as its migrations make them; restored by a temporary
+    role without superuser) and swapped in at the end in one transaction: a bad or hostile
+    backup fails with the live schema untouched. Views, functions and triggers come from the
+    migrations, never from the backup. Needs CREATEROLE and CREATEDB (or a superuser)."""
     from omni_tasks.store.backup import BackupError, restore
     from omni_tasks.store.db import redact, resolve_dsn
 
@@ -89,7 +95,13 @@ def db_restore(
     conn = open_db(migrate=False)
     with conn:
         try:
-            r = restore(conn, dsn, file, get_settings().audio_root_url)
+            r = restore(
+                conn,
+                dsn,
+                file,
+                get_settings().audio_root_url,
+                progress=lambda step: console.print(f"{step}…", highlight=False),
+            )
         except BackupError as exc:
             fail(str(exc))
     console.print(

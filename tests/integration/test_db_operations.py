@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
+import re
+import subprocess
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -14,8 +18,9 @@ from typer.testing import CliRunner
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.store.db import connect
+from omni_tasks.store.migrate import migrate
 from tests.conftest import scratch_database
-from tests.factories import seed_tts_corpus, simulated_night
+from tests.factories import D0, seed_tts_corpus, simulated_night
 
 runner = CliRunner()
 
@@ -99,6 +104,28 @@ def test_backup_and_restore_round_trip_a_gated_night(
         assert _snapshot(target_dsn) == before
         plan = runner.invoke(app, ["db", "migrate", "--plan"])
         assert "schema is up to date" in plan.output  # the migration records came along
+        with connect(target_dsn) as conn:
+            code = conn.execute(
+                "SELECT (SELECT count(*) FROM pg_proc WHERE pronamespace = 'omni'::regnamespace)"
+                " AS functions, (SELECT count(*) FROM pg_trigger t JOIN pg_class c"
+                " ON c.oid = t.tgrelid WHERE c.relnamespace = 'omni'::regnamespace"
+                " AND NOT t.tgisinternal) AS triggers, (SELECT count(*) FROM pg_views"
+                " WHERE schemaname = 'omni') AS views, has_table_privilege("
+                "'omni_reader', 'omni.v_fleet_latest', 'SELECT') AS reader,"
+                " (SELECT count(*) FROM pg_class WHERE relnamespace = 'omni'::regnamespace"
+                " AND relowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user))"
+                " AS foreign_owned"
+            ).fetchone()
+        # The migrations' functions, triggers and views, the dashboards' grants, and every
+        # object owned by the restoring user (not the restore's temporary role, now gone).
+        assert code == {
+            "functions": 6,
+            "triggers": 6,
+            "views": 17,
+            "reader": True,
+            "foreign_owned": 0,
+        }, code
+        assert "omni_restore_" in out.output and _restore_leftovers(out.output) == []
         reset_settings()
 
 
@@ -155,3 +182,224 @@ def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(
     ).fetchone()["n"]
     assert left == 0
     assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == rows_before
+
+
+# ---------------------------------------------------------------- restore: a bad backup
+def _live_state(dsn: str) -> tuple[int, list[str]]:
+    """The results schema's table count (views included) and its sentinel events."""
+    with connect(dsn) as conn:
+        tables = conn.execute(
+            "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'omni'"
+        ).fetchone()["n"]
+        sentinel = [r["text"] for r in conn.execute("SELECT text FROM omni.event ORDER BY 1")]
+    return tables, sentinel
+
+
+def _with_sentinel(db) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
+    db.execute(
+        "INSERT INTO omni.event (time, kind, text) VALUES (now(), 'config_change', 'sentinel')"
+    )
+    db.commit()
+    before = _live_state(db.info.dsn)
+    assert before[0] > 40 and before[1] == ["sentinel"]
+    return before
+
+
+def _restore_leftovers(output: str) -> list[str]:
+    """The roles and scratch databases of the restore that printed `output` still there."""
+    from tests.conftest import ADMIN_DSN
+
+    tags = sorted(set(re.findall(r"omni_restore_[0-9a-f]{10}", output)))
+    with psycopg.connect(ADMIN_DSN) as admin:
+        return [
+            r[0]
+            for tag in tags
+            for r in admin.execute(
+                "SELECT rolname FROM pg_roles WHERE rolname LIKE %(p)s UNION ALL "
+                "SELECT datname FROM pg_database WHERE datname LIKE %(p)s",
+                {"p": tag + "%"},
+            ).fetchall()
+        ]
+
+
+def _backup_of_live(tmp_path: Path) -> Path:
+    dump = tmp_path / "backups" / "omni.dump"
+    out = runner.invoke(app, ["db", "backup", str(dump)])
+    assert out.exit_code == 0, out.output
+    return dump
+
+
+def test_restore_of_a_truncated_dump_leaves_the_live_schema_untouched(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
+    reset_settings()
+    simulated_night(
+        db, seed_tts_corpus(tmp_path / "en", 60), dt.date(2026, 11, 20), "simulator:rebase"
+    )
+    before = _with_sentinel(db)
+    dump = _backup_of_live(tmp_path)
+    whole = dump.read_bytes()
+    dump.write_bytes(whole[: len(whole) * 2 // 3])
+    out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert _live_state(db.info.dsn) == before
+    assert "not a readable pg_dump archive" in out.output, out.output
+    assert "nothing was restored" in out.output
+    # Its table of contents whole, a table's data cut short: the scratch restore fails.
+    dump.write_bytes(whole[: len(whole) - 200] + bytes(200))
+    out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert "pg_restore failed" in out.output and "nothing was restored" in out.output, out.output
+    assert _live_state(db.info.dsn) == before
+    assert "omni_restore_" in out.output and _restore_leftovers(out.output) == []
+
+
+def test_restore_of_random_bytes_with_a_plausible_manifest_is_refused(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
+    reset_settings()
+    before = _with_sentinel(db)
+    manifest = _backup_of_live(tmp_path).with_name("omni.dump.manifest.json")
+    bogus = tmp_path / "bogus.dump"
+    bogus.write_bytes(random.Random(64).randbytes(5000))
+    bogus.with_name("bogus.dump.manifest.json").write_text(manifest.read_text())
+    out = runner.invoke(app, ["db", "restore", str(bogus), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert _live_state(db.info.dsn) == before
+    assert "is not a readable pg_dump archive" in out.output, out.output
+
+
+def test_restore_refuses_a_function_backed_materialized_view_and_runs_none_of_it(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The planted function writes a file through the server (superuser only) and a row into
+    the results schema, both only when run outside the database it was made in."""
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
+    live_dsn = db.info.dsn
+    before = _with_sentinel(db)
+    marker = f"/tmp/omni-restore-marker-{uuid.uuid4().hex}"
+    with scratch_database("omni_hostile") as source:
+        with connect(source) as conn:
+            migrate(conn)
+            conn.execute(
+                f"""
+                CREATE FUNCTION omni.leak() RETURNS int LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF current_database() <> '{psycopg.conninfo.conninfo_to_dict(source)["dbname"]}'
+                    THEN
+                        INSERT INTO omni.event (time, kind, text)
+                        VALUES (now(), 'config_change', 'marker');
+                        COPY (SELECT 'ran') TO '{marker}';
+                    END IF;
+                    RETURN 1;
+                END $$;
+                CREATE MATERIALIZED VIEW omni.leaky AS SELECT omni.leak() AS x;
+                """
+            )
+            conn.commit()
+        monkeypatch.setenv("OMNI_DATABASE_URL", source)
+        reset_settings()
+        dump = _backup_of_live(tmp_path)
+    monkeypatch.setenv("OMNI_DATABASE_URL", live_dsn)
+    reset_settings()
+    out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert "FUNCTION omni leak()" in out.output and "MATERIALIZED VIEW" in out.output, out.output
+    assert "nothing was restored" in out.output
+    with connect(live_dsn) as conn:
+        ran = conn.execute("SELECT pg_stat_file(%s, true) AS f", (marker,)).fetchone()["f"]
+    assert ran is None  # the function never ran…
+    assert _live_state(live_dsn) == before  # …and the live schema is as it was
+    assert "omni_restore_" in out.output and _restore_leftovers(out.output) == []
+
+
+def test_restore_refuses_objects_the_migrations_do_not_make(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Kinds the allow-list admits (a table, a column default) still have to be the
+    migrations' own, and nothing outside the results schema comes in."""
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
+    live_dsn = db.info.dsn
+    before = _with_sentinel(db)
+    with scratch_database("omni_extra") as source:
+        with connect(source) as conn:
+            migrate(conn)
+            conn.execute("CREATE TABLE omni.extra (x int DEFAULT pg_backend_pid())")
+            conn.execute("CREATE TABLE public.elsewhere (x int)")
+            conn.commit()
+        monkeypatch.setenv("OMNI_DATABASE_URL", source)
+        reset_settings()
+        dump = _backup_of_live(tmp_path)
+        other = tmp_path / "other.dump"
+        from omni_tasks.store.backup import PG_BIN
+
+        subprocess.run(
+            [str(PG_BIN / "pg_dump"), "--format=custom", "--schema=omni", "--schema=public",
+             "--no-owner", "--no-privileges", f"--file={other}", f"--dbname={source}"],
+            check=True,
+        )  # fmt: skip
+        other.with_name("other.dump.manifest.json").write_text(
+            dump.with_name("omni.dump.manifest.json").read_text()
+        )
+    monkeypatch.setenv("OMNI_DATABASE_URL", live_dsn)
+    reset_settings()
+    out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert "unexpected relation omni.extra" in out.output, out.output
+    assert "omni_restore_" in out.output and _restore_leftovers(out.output) == []
+    out = runner.invoke(app, ["db", "restore", str(other), "--yes"])
+    assert out.exit_code == 1, out.output
+    assert "TABLE public elsewhere" in out.output, out.output
+    assert _live_state(live_dsn) == before
+
+
+def test_audio_prune_protects_cited_runs_by_id_not_by_substring(
+    db, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """An open alert cites a run by a detail holding its key (here a key with a quote in it,
+    which the alert's JSON text escapes) or through the decision that opened it (its
+    candidate and baseline runs): neither loses its audio; an uncited old run does."""
+    from omni_tasks.trust.names import path_component
+    from tests.factories import SAME, store_night
+
+    audio = tmp_path / "audio"
+    monkeypatch.setenv("OMNI_AUDIO_ROOT", str(audio))
+    reset_settings()
+    quoted_night = store_night(db, tmp_path, 0, None)
+    db.execute(
+        "UPDATE omni.run SET run_key = 'main \"quoted\" \\ ' || run_key WHERE nightly = %s",
+        (quoted_night,),
+    )
+    decided = store_night(db, tmp_path, 1, SAME)
+    store_night(db, tmp_path, 2, None)
+    runs = {r["run_key"]: r["nightly"] for r in db.execute("SELECT run_key, nightly FROM omni.run")}
+    quoted = next(k for k in runs if '"' in k)
+    decision = db.execute(
+        "SELECT decision_id FROM omni.gate_decision WHERE nightly = %s "
+        "AND candidate_run_id IS NOT NULL",
+        (decided,),
+    ).fetchone()["decision_id"]
+    for key, details in [("k1", {"candidate_run": quoted}), ("k2", {"decision_id": decision})]:
+        db.execute(
+            "INSERT INTO omni.alert (alert_key, kind, state, opened_nightly, last_nightly, "
+            "details) VALUES (%s, 'regression', 'open', %s, %s, %s)",
+            (key, decided, decided, json.dumps(details)),
+        )
+    for key in runs:
+        folder = audio / path_component(key)
+        folder.mkdir(parents=True)
+        (folder / "u.wav").write_bytes(b"RIFF" + bytes(100))
+        db.execute(
+            "UPDATE omni.clip_audio a SET audio_uri = %s || '/u.wav' "
+            "FROM omni.run r WHERE r.run_id = a.run_id AND r.run_key = %s",
+            (str(folder), key),
+        )
+    db.commit()
+    out = runner.invoke(app, ["audio", "prune", "--older-than", "7"])
+    assert out.exit_code == 0, out.output
+    kept = sorted(k for k in runs if (audio / path_component(k)).is_dir())
+    removed = sorted(set(runs) - set(kept))
+    assert [runs[k] for k in removed] == [D0 + dt.timedelta(days=2)], out.output
+    assert quoted in kept and [runs[k] for k in kept].count(decided) == 2

@@ -1,0 +1,1 @@
+ALTER SCHEMA {old} RENAME TO {new}

@@ -1,0 +1,1 @@
+REVOKE ALL ON DATABASE {db} FROM {role}

@@ -1,0 +1,2 @@
+-- A scratch database a restore vets a backup in (dropped afterwards).
+CREATE DATABASE {db} TEMPLATE template0
