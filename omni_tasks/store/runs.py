@@ -25,6 +25,7 @@ from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.names import check_run_key, path_component
+from omni_tasks.trust.redact import redact, secret_values
 
 # Fields that say where/when a write happened, not what was measured.
 _AUDIT_FIELDS = {"airflow_dag_id", "airflow_run_id"}
@@ -185,6 +186,9 @@ def save_run(
 ) -> SaveResult:
     """Store a run with its clips (and optionally one grading) in one transaction."""
     key = check_run_key(run_key or derive_run_key(spec))
+    clips = redacted_clips(clips)  # before the content hash: it hashes what is stored
+    if grading is not None:
+        grading = (grading[0], redacted_grades(grading[1]))
     content = content_of(spec, clips, grading)
     digest = content.digest
     with conn.transaction():
@@ -212,7 +216,37 @@ def save_run(
     return SaveResult(key, run_id, outcome, grading_id)
 
 
+def _redacted(text: str | None, secrets: list[str]) -> str | None:
+    return None if text is None else redact(text, secrets)
+
+
+def redacted_clips(clips: list[ClipAudio]) -> list[ClipAudio]:
+    """The clips with the server's text (the thinker's transcript, an error's detail) through
+    the redaction gate: a server may echo a token from its prompt, logs or environment, and a
+    stored row is read back by reports, dashboards and alerts."""
+    secrets = secret_values()
+    out = []
+    for c in clips:
+        thinker, detail = _redacted(c.thinker_text, secrets), _redacted(c.error_detail, secrets)
+        changed = (thinker, detail) != (c.thinker_text, c.error_detail)
+        out.append(
+            dataclasses.replace(c, thinker_text=thinker, error_detail=detail) if changed else c
+        )
+    return out
+
+
+def redacted_grades(grades: list[ClipGrade]) -> list[ClipGrade]:
+    """The grades with their error detail (which may quote a server's answer) redacted."""
+    secrets = secret_values()
+    out = []
+    for g in grades:
+        detail = _redacted(g.error_detail, secrets)
+        out.append(g if detail == g.error_detail else dataclasses.replace(g, error_detail=detail))
+    return out
+
+
 def copy_clip_audio(conn: psycopg.Connection[Any], run_id: int, clips: list[ClipAudio]) -> None:
+    """Clip rows as given (save_run redacts them first, before their content hash)."""
     with conn.cursor() as cur, cur.copy(sql("copy_clip_audio")) as cp:
         for c in clips:
             cp.write_row(
@@ -249,7 +283,7 @@ def copy_clip_grades(
     conn: psycopg.Connection[Any], grading_id: int, grades: list[ClipGrade]
 ) -> None:
     with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
-        for g in grades:
+        for g in redacted_grades(grades):
             cp.write_row(
                 (
                     grading_id,
@@ -294,6 +328,8 @@ def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tup
 
 
 def insert_clip_audio(conn: psycopg.Connection[Any], run_id: int, clip: ClipAudio) -> None:
+    """One clip, as a pipelined run stores it (its server text redacted)."""
+    (clip,) = redacted_clips([clip])
     conn.execute(sql("insert_clip_audio"), {"run_id": run_id, **dataclasses.asdict(clip)})
 
 
