@@ -258,7 +258,7 @@ def command(
     if pol.uid is not None and os.geteuid() == 0:
         inner = [_setpriv(), f"--reuid={pol.uid}", f"--regid={pol.uid}", "--clear-groups", *inner]
     args = [bwrap, *_mounts(paths, pol), *_NAMESPACES, "--clearenv"]
-    for k, v in {"HOME": HOME, "TMPDIR": "/tmp", **env}.items():
+    for k, v in {**env, "HOME": HOME, "TMPDIR": "/tmp"}.items():
         args += ["--setenv", k, v]
     if paths.cwd is not None:
         args += ["--chdir", str(paths.cwd)]
