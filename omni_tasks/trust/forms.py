@@ -46,13 +46,16 @@ MAX_LIST = 256
 # the config's offers. Every number is finite and ranged, an integer is never true/false (JSON
 # schema's integer and number exclude booleans), every list and mapping is bounded.
 
-Json = dict[str, Any]
+Json = dict[str, Any]  # a schema as the reader below walks it
+Schema = dict[str, object]  # a schema as the builders make it
 
 
-def number(low: float, high: float, *, integer: bool = False, exclusive_low: bool = False) -> Json:
+def number(
+    low: float, high: float, *, integer: bool = False, exclusive_low: bool = False
+) -> Schema:
     """A finite number from `low` to `high` (an integer when `integer`). NaN passes every
     comparison, so `not` states the lower bound the way NaN fails: "not below it"."""
-    below: Json = (
+    below: Schema = (
         {"type": "number", "maximum": low}
         if exclusive_low
         else {"type": "number", "exclusiveMaximum": low}
@@ -61,18 +64,18 @@ def number(low: float, high: float, *, integer: bool = False, exclusive_low: boo
     return {"type": "integer" if integer else "number", bound: low, "maximum": high, "not": below}
 
 
-def text(max_length: int, pattern: str | None = None) -> Json:
+def text(max_length: int, pattern: str | None = None) -> Schema:
     return {"type": "string", "maxLength": max_length, **({"pattern": pattern} if pattern else {})}
 
 
-def nullable(schema: Json) -> Json:
+def nullable(schema: Schema) -> Schema:
     """The schema, or null (an empty field: the config's value)."""
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
     return {**schema, "type": ["null", *kinds]}
 
 
-def closed(properties: Mapping[str, Json], refused: str, **kw: Any) -> Json:
+def closed(properties: Mapping[str, Schema], refused: str, **kw: object) -> Schema:
     """A mapping of these keys only; `$comment` says why any other is refused."""
     return {
         "type": "object",
