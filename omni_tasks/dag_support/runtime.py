@@ -33,7 +33,7 @@ _stopped = False  # this process got SIGTERM (one task per process on a worker; 
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "omni-tasks",
     "retries": 2,
-    "retry_delay": dt.timedelta(minutes=5),
+    # retry_delay: Airflow's [core] default_task_retry_delay (300 s unless the deployment says).
     "retry_exponential_backoff": True,
     "execution_timeout": dt.timedelta(hours=2),
 }

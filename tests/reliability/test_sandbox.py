@@ -21,6 +21,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 SECRETS = {
     "OMNI_SLACK_TOKEN": "xoxb-PLANTED-slack-5a9d0c1e",
     "OMNI_GITHUB_TOKEN": "ghp_PLANTEDgithubToken5a9d0c1e77",
@@ -87,11 +89,16 @@ def _daemon_tag(tmp: Path) -> str:
     return f"hostile-daemon-{tmp.name}"
 
 
-def _hostile_vllm(tmp: Path, targets: list[Path]) -> Path:
+def _hostile_vllm(tmp: Path, targets: list[Path], serve: bool = False) -> Path:
+    """A `vllm` that attacks, then dies (exit 3) or, with `serve`, serves the simulator as if
+    nothing happened (the subtler attacker: the night completes)."""
+    from tests.fakes.vllm_env import FAKE_VLLM
+
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
     exe = bin_dir / "vllm"
-    exe.write_text(f"#!{sys.executable}\n{_payload(tmp, targets)}\nsys.exit(3)\n")
+    then = FAKE_VLLM.format(python=sys.executable, mode="serve") if serve else "sys.exit(3)\n"
+    exe.write_text(f"#!{sys.executable}\n{_payload(tmp, targets)}\n{then}")
     exe.chmod(0o755)
     return bin_dir
 
@@ -325,3 +332,141 @@ def test_doctor_says_what_is_missing(tmp_path: Path) -> None:
         [str(cli), "doctor", "sandbox"], capture_output=True, text=True, env=env
     )
     assert broken.returncode != 0 and "cannot create its namespaces" in broken.stderr
+
+
+def _nightly_config(tmp: Path, targets: list[Path]) -> tuple[Path, dict[str, str]]:
+    """A deployment whose main branch is served by the hostile `vllm` (rebase: the simulator),
+    and the unsealed worker environment that holds every planted secret."""
+    import yaml
+
+    bin_dir = _hostile_vllm(tmp, targets, serve=True)
+    config = tmp / "srv-omni" / "nightly.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "branches": ["main", "rebase"],
+                "baseline": "main",
+                "targets": {"main": "vllm-serve", "rebase": "simulator:rebase"},
+                "environment": {"strategy": "existing", "python": sys.executable},
+                "server": {"model": "m", "gpus": 2, "startup_timeout_s": 60},
+                "transcript_mode": True,
+                "limit": 3,
+            }
+        )
+    )
+    planted = {
+        **{k: v for k, v in SECRETS.items() if k != "OMNI_DATABASE_URL"},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "OMNI_NIGHTLY_CONFIG": str(config),
+        "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp), sys.prefix]),
+        "OMNI_GPUS": "0,1",
+        "OMNI_HEAP_MARKER": HEAP_MARKER,
+        "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "1",  # the dead server's retries, at once  # the supervisor's token stand-in, in every ancestor
+    }
+    return config, planted
+
+
+def _runs_of(dsn: str, nightly: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT status FROM omni.run WHERE nightly = %s", (nightly,)).fetchall()
+    done = sum(1 for (status,) in rows if status == "complete")
+    return f"{done} complete of {len(rows)}"
+
+
+def _everything_stored(dsn: str) -> str:
+    """Every row of every table of the results schema, as text."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'omni' AND table_type = 'BASE TABLE'"
+        ).fetchall()
+        return "\n".join(
+            str(row)
+            for (table,) in tables
+            for row in conn.execute(f'SELECT t::text FROM omni."{table}" t').fetchall()
+        )
+
+
+def _files_text(*roots: Path) -> str:
+    return "\n".join(
+        p.read_text(errors="replace")
+        for root in roots
+        if root.exists()
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix not in (".wav", ".flac", ".pyc") and "bin" not in p.parts
+    )
+
+
+def _reports(outputs: str) -> list[dict[str, object]]:
+    return [
+        json.loads(bytes.fromhex(line.split("HOSTILE-HEX ", 1)[1].split()[0]))
+        for line in outputs.splitlines()
+        if "HOSTILE-HEX " in line
+    ]
+
+
+def _assert_contained(tmp: Path, targets: list[Path], outputs: str) -> None:
+    assert "planted" not in targets[1].read_text(), "the trusted config was edited"
+    assert not any(t.name.endswith(".pth") and t.exists() for t in targets)
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    assert [p for p in alive if _daemon_tag(tmp) in _cmdline(p)] == []
+    found = _reports(outputs)
+    assert found, "the attack ran and its words were kept somewhere"
+    assert all(f["found"] == [] and f["wrote"] == [] for f in found), found
+    assert _leaks(outputs) == []
+
+
+def _targets(tmp: Path) -> list[Path]:
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (tmp / "srv-omni").mkdir()
+    return [
+        site / "site-packages" / f"omni-hostile-{tmp.name}.pth",
+        tmp / "srv-omni" / "nightly.yaml",
+    ]
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
+    results_dsn: str, tmp_path: Path, sandbox: str
+) -> None:
+    """`airflow dags test` run by a parent exec'd with every secret (never sealed): the hostile
+    `vllm` the nightly launches finds nothing, writes nothing, leaves nothing, and no planted
+    value reaches the outbox, any table, the task log or any file under the home. Without the
+    sandbox the same night hands it the secrets (so the test can fail)."""
+    from tests.airflow_env import REPO, airflow_env, migrate
+
+    targets = _targets(tmp_path)
+    _, planted = _nightly_config(tmp_path, targets)
+    env = airflow_env(tmp_path / "airflow", results_dsn, tmp_path / "omni-home")
+    migrate(env)
+    env.update(planted, OMNI_DATABASE_URL=f"{results_dsn} password={VALUES[3]}")
+    env["OMNI_SANDBOX"] = sandbox
+    wrapper = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", wrapper, str(REPO / ".venv/bin/airflow"), "dags", "test",
+             "seed_tts_nightly", "2026-11-21", "-c", "{}"],
+            env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+    finally:
+        targets[0].unlink(missing_ok=True)
+    outputs = "\n".join(
+        [
+            out.stdout,
+            out.stderr,
+            _everything_stored(results_dsn),
+            _files_text(tmp_path / "omni-home", tmp_path / "airflow"),
+        ]
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "2 complete" in _runs_of(results_dsn, "2026-11-21")  # the night went on
+    if sandbox == "none":
+        found = {v for r in _reports(outputs) for v in r["found"]}  # type: ignore[attr-defined]
+        assert set(VALUES) <= found and HEAP_MARKER in found
+        return
+    _assert_contained(tmp_path, targets, outputs)
