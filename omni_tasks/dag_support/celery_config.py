@@ -20,6 +20,11 @@ from omni_tasks.trust.child_env import seal
 
 CELERY_CONFIG: dict[str, Any] = dict(DEFAULT_CELERY_CONFIG)
 
+# `airflow celery worker` reads this module when it builds its Celery app, before it forks the
+# log server and the pool: sealing here covers every process forked after (a config module
+# whose whole job is this, so it acts on import).
+seal()
+
 
 @worker_init.connect
 def _seal_main(**_: object) -> None:

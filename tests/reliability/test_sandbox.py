@@ -184,9 +184,23 @@ def _leaks(text: str) -> list[str]:
     return [v for v in [*VALUES, HEAP_MARKER] if any(f in text for f in _encodings(v))]
 
 
+def _environ(proc: Path) -> str:
+    try:
+        return (proc / "environ").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _cmdline(proc: Path) -> str:
     try:
         return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _environ(proc: Path) -> str:
+    try:
+        return (proc / "environ").read_bytes().decode(errors="replace")
     except OSError:
         return ""
 
@@ -361,7 +375,7 @@ def _nightly_config(tmp: Path, targets: list[Path]) -> tuple[Path, dict[str, str
         "OMNI_NIGHTLY_CONFIG": str(config),
         "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp), sys.prefix]),
         "OMNI_GPUS": "0,1",
-        "OMNI_HEAP_MARKER": HEAP_MARKER,
+        "AIRFLOW_EXECUTION_API_TOKEN": HEAP_MARKER,
         "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "1",  # the dead server's retries, at once  # the supervisor's token stand-in, in every ancestor
     }
     return config, planted
@@ -469,4 +483,64 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
         found = {v for r in _reports(outputs) for v in r["found"]}  # type: ignore[attr-defined]
         assert set(VALUES) <= found and HEAP_MARKER in found
         return
+    _assert_contained(tmp_path, targets, outputs)
+
+
+def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
+    results_dsn: str, tmp_path: Path
+) -> None:
+    """The same night on the real scheduler: `airflow celery worker` exec'd with the planted
+    secrets (the shape the audit attacked), its prefork pool process, Airflow's supervisor and
+    the task runner above the hostile `vllm`. Triggered through the REST API."""
+    import httpx
+
+    from tests.airflow_cluster import REPO, airflow_cluster
+    from tests.conftest import ADMIN_DSN
+
+    targets = _targets(tmp_path)
+    _, planted = _nightly_config(tmp_path, targets)
+    planted.pop("AIRFLOW__CELERY__BROKER_URL")  # the cluster's own broker (no password here)
+    extra = {
+        **planted,
+        "OMNI_DATABASE_URL": f"{results_dsn} password={VALUES[3]}",
+        "OMNI_HOME": str(tmp_path / "omni-home"),
+        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+    }
+    try:
+        with airflow_cluster(
+            ADMIN_DSN,
+            REPO / "dags",
+            tmp_path / "cluster",
+            executor="CeleryExecutor",
+            workers=["default", "gpu"],
+            extra_env=extra,
+        ) as c:
+            assert c.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
+            c.wait_for_dag("seed_tts_nightly")
+            assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
+            r = httpx.post(
+                f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
+                headers={"Authorization": f"Bearer {c.token()}"},
+                timeout=30,
+                json={"dag_run_id": "hostile", "logical_date": "2026-11-21T02:00:00Z", "conf": {}},
+            )
+            assert r.status_code in (200, 201), r.text
+            assert c.wait_for_run("seed_tts_nightly", "hostile", timeout=600) == "success"
+            # The second layer: the Celery main and its pool processes sealed themselves
+            # (celery_config.py), so even their own environ blocks hold no planted value.
+            workers = [
+                p
+                for p in Path("/proc").iterdir()
+                if p.name.isdigit() and "celery" in _cmdline(p) and str(tmp_path) in _environ(p)
+            ]
+            assert len(workers) >= 2, "the Celery main and its pool processes"
+            assert {
+                _cmdline(p)[:80]: _leaks(_environ(p)) for p in workers if _leaks(_environ(p))
+            } == {}
+    finally:
+        targets[0].unlink(missing_ok=True)
+    assert "2 complete" in _runs_of(results_dsn, "2026-11-21")
+    outputs = "\n".join(
+        [_everything_stored(results_dsn), _files_text(tmp_path / "omni-home", tmp_path / "cluster")]
+    )
     _assert_contained(tmp_path, targets, outputs)
