@@ -19,7 +19,7 @@ class SecretFileError(RuntimeError):
 
 def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The value of secret `name`: the file `NAME_FILE` names (one trailing newline dropped),
-    else the variable `NAME`, else None."""
+    else the variable `NAME`, else None (an empty value is none)."""
     env = os.environ if environ is None else environ
     path = env.get(f"{name}_FILE")
     if path:
@@ -27,5 +27,5 @@ def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | No
             value = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise SecretFileError(f"{name}_FILE={path}: {exc.strerror or exc}") from None
-        return value[:-1] if value.endswith("\n") else value
+        return (value[:-1] if value.endswith("\n") else value) or None
     return env.get(name) or None

@@ -137,9 +137,15 @@ def test_gpu_workers_take_their_lanes_queue_on_their_lanes_nodes() -> None:
         assert worker.args[:3] == ["celery", "worker", "--queues"]
         assert worker.resources.limits.get("nvidia.com/gpu")
         assert not worker.image.endswith(":latest") and re.search(r":\d", worker.image)
+        # No secret in the worker's environment (every task and child inherits it): Airflow's
+        # own through `_CMD`, omni-tasks' through `_FILE`, both reading mounted files.
         for env in worker.env:
-            if re.search(r"SECRET|FERNET|SQL_ALCHEMY|BACKEND|PASSWORD", env.name):
-                assert env.value is None and env.value_from.secret_key_ref, env.name
+            if re.search(
+                r"SECRET|FERNET|SQL_ALCHEMY|BACKEND|PASSWORD|TOKEN|BROKER|DATABASE", env.name
+            ):
+                assert env.name.endswith(("_CMD", "_FILE")), env.name
+                assert env.value_from is None and "/var/run/secrets/" in env.value, env.name
+        assert not worker.env_from, deployment.metadata.name
 
 
 def test_gpu_workers_are_hardened_and_read_the_config_read_only() -> None:
@@ -191,6 +197,13 @@ def test_gpu_workers_are_hardened_and_read_the_config_read_only() -> None:
             defined.append(env.name)
         for source in worker.env_from or ():
             assert source.secret_ref.name in {s for s, _ in secrets}, name
+        # …and every secret file it mounts too.
+        for volume in volumes.values():
+            if volume.secret:
+                assert volume.secret.secret_name in {s for s, _ in secrets}, name
+            for src in volume.projected.sources if volume.projected else ():
+                for item in src.secret.items if src.secret else ():
+                    assert (src.secret.name, item.key) in secrets, (name, item.key)
 
 
 def test_the_server_pod_template_is_what_the_image_strategy_builds() -> None:
@@ -417,7 +430,19 @@ def test_redis_has_a_password_and_every_broker_url_is_built_from_it() -> None:
     assert names.index("REDIS_PASSWORD") < names.index("AIRFLOW__CELERY__BROKER_URL")
     assert re.fullmatch(r"redis://:\$\(REDIS_PASSWORD\)@omni-redis:6379/\d+", broker)
     for deployment in _gpu_workers():
-        env = {e.name: e for e in deployment.spec.template.spec.containers[0].env}
-        assert env["AIRFLOW__CELERY__BROKER_URL"].value == broker, deployment.metadata.name
-        ref = env["REDIS_PASSWORD"].value_from.secret_key_ref
-        assert (ref.name, ref.key) == (redis["passwordSecretName"], "password")
+        pod = deployment.spec.template.spec
+        env = {e.name: e for e in pod.containers[0].env}
+        # The same URL, the password read from its mounted file when Airflow needs it.
+        mounted = {
+            (src.secret.name, item.key): f"{mount.mount_path}/{item.path}"
+            for mount in pod.containers[0].volume_mounts
+            for volume in pod.volumes
+            if volume.name == mount.name and volume.projected
+            for src in volume.projected.sources
+            if src.secret
+            for item in src.secret.items
+        }
+        path = mounted[(redis["passwordSecretName"], "password")]
+        template = broker.replace("$(REDIS_PASSWORD)", "%s")
+        cmd = env["AIRFLOW__CELERY__BROKER_URL_CMD"].value
+        assert cmd == f"sh -c 'printf {template} \"$(cat {path})\"'", deployment.metadata.name
