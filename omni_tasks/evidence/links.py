@@ -74,3 +74,13 @@ def task_log_url(
     if map_index >= 0:
         path += f"/mapped/{map_index}"
     return f"{base.rstrip('/')}{path}?try_number={try_number}"
+
+
+def server_log_url(log_path: str) -> str | None:
+    """A launched server's log as the evidence app serves it (behind Airflow's auth), when the
+    log lies in the home's server-logs folder, where the nightly writes it; else None."""
+    home_logs = get_settings().home / "server-logs"
+    name = log_path.rsplit("/", 1)[-1]
+    if log_path != str(home_logs / name):
+        return None
+    return _served("server-logs", quote(path_component(name)))

@@ -37,8 +37,9 @@ MAX_REPORT_BYTES = 256 * 1024 * 1024
 
 
 def _report_bytes(path: Path) -> bytes:
-    """A report the nightly wrote: a regular file in reports/ itself, never a link planted
-    there (O_NOFOLLOW), a FIFO or a device (checked on the open descriptor)."""
+    """A report (or a server log) the nightly wrote: a regular file in its folder itself,
+    never a link planted there (O_NOFOLLOW), a FIFO or a device (checked on the open
+    descriptor)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -117,6 +118,19 @@ def evidence_app(auth: Any = None) -> FastAPI:
             raise HTTPException(status_code=404, detail="no such report")
         return Response(
             _report_bytes(get_settings().home / "reports" / name), media_type="text/html"
+        )
+
+    @app.get("/server-logs/{name}")
+    def server_log(name: str) -> Response:
+        """A launched server's log: untrusted text, so plain text that no browser renders;
+        alerts and check runs link here instead of quoting it."""
+        _component(name)
+        if not name.endswith(".log"):
+            raise HTTPException(status_code=404, detail="no such log")
+        return Response(
+            _report_bytes(get_settings().home / "server-logs" / name),
+            media_type="text/plain; charset=utf-8",
+            headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"},
         )
 
     @app.get("/audio/{run_key}/{name}")

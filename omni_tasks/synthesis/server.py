@@ -23,6 +23,7 @@ import httpx
 import tenacity
 import yaml
 
+from omni_tasks.evidence.links import server_log_url
 from omni_tasks.synthesis.provenance import (
     Provenance,
     commit_time,
@@ -171,12 +172,14 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
         proc = sandbox.popen(argv, env, paths, stdout=log)
     url = f"http://127.0.0.1:{port}"
 
-    # The log is the server's own text (untrusted): errors name it, they never quote it.
+    # The log is the server's own text (untrusted): errors name it and link it, never quote it.
+    link = server_log_url(str(spec.log_path))
+    where = f"server log: {spec.log_path}" + (f" ({link})" if link else "")
+
     def healthy() -> bool:
         if proc.poll() is not None:  # not retried: a dead server never becomes healthy
             raise ServerStartError(
-                f"server exited with {proc.returncode} before it was healthy; "
-                f"server log: {spec.log_path}"
+                f"server exited with {proc.returncode} before it was healthy; {where}"
             )
         return _healthy(url)
 
@@ -189,8 +192,7 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
             )(healthy)
         except tenacity.RetryError:
             raise ServerStartError(
-                f"server not healthy after {spec.startup_timeout_s:g} s; "
-                f"server log: {spec.log_path}"
+                f"server not healthy after {spec.startup_timeout_s:g} s; {where}"
             ) from None
         yield RunningServer(url, proc.pid, spec.log_path, argv)
     finally:

@@ -94,6 +94,9 @@ def test_compose_is_fit_for_a_team() -> None:
         assert "bubblewrap" in (REPO / "docker" / dockerfile).read_text(), dockerfile
     chowned = " ".join(re.findall(r"chown[^\n&]*", gpu))
     assert "/opt/venv" not in chowned and "/srv/omni" not in chowned, chowned
+    # Redis takes a password from .env, and the broker URL carries it.
+    assert "--requirepass" in services["redis"]["command"]
+    assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://:${REDIS_PASSWORD:?")
     worker_env = services["airflow-gpu-worker"]["environment"]
     assert worker_env["OMNI_SANDBOX"] == "bwrap"
     assert env["AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS"].endswith("celery_config.CELERY_CONFIG")

@@ -115,7 +115,9 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
     data.mkdir(exist_ok=True)
     repl = {
         "http://airflow-apiserver:8080": f"http://127.0.0.1:{api_port}",
-        "redis://redis:6379/0": f"redis://127.0.0.1:6379/{redis_db}",
+        # The test's Redis has no password: the URL keeps compose's shape, with the password
+        # checked in tests/integration/test_compose.py.
+        f"redis://:{dotenv['REDIS_PASSWORD']}@redis:6379/0": f"redis://127.0.0.1:6379/{redis_db}",
         "/opt/omni-tasks/dags": str(REPO / "dags"),
         "/opt/omni-tasks/plugins": str(REPO / "plugins"),
         "/var/lib/omni-tasks": str(data),

@@ -99,3 +99,29 @@ def test_the_index_lists_each_nights_reports_and_nothing_planted(client) -> None
     assert '<a href="reports/seed_tts_en_2026-11-20.html">seed_tts_en</a>' in page.text
     assert "2026-11-20" in page.text
     assert "planted" not in page.text and "fifo" not in page.text
+
+
+def test_a_server_log_is_served_as_inert_text_and_linked_from_its_error(
+    client, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The server's own words stay in its log; the error links the log, which the app serves
+    behind auth as plain text no browser renders (a script in it does not run)."""
+    from omni_tasks.evidence.links import server_log_url
+
+    logs = tmp_path / "home" / "server-logs"
+    logs.mkdir(parents=True)
+    (logs / "main_2026-11-20_abc.log").write_text("<script>alert(1)</script> CUDA OOM\n")
+    ok = {"Authorization": "Bearer good"}
+    assert client.get("/server-logs/main_2026-11-20_abc.log").status_code == 401
+    r = client.get("/server-logs/main_2026-11-20_abc.log", headers=ok)
+    assert r.status_code == 200 and "CUDA OOM" in r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["content-security-policy"] == "sandbox"
+    assert client.get("/server-logs/..%2Freports%2Fx.html", headers=ok).status_code == 404
+    monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example")
+    reset_settings()
+    assert server_log_url(str(logs / "main_2026-11-20_abc.log")) == (
+        "https://airflow.example/omni/server-logs/main_2026-11-20_abc.log"
+    )
+    assert server_log_url(str(tmp_path / "elsewhere.log")) is None  # only what we wrote
