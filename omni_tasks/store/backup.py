@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import fsspec
 import pgserver
@@ -30,6 +30,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.store.db import redact
 from omni_tasks.store.migrate import DATA_STEPS, Migration, discover
 from omni_tasks.store.queries import sql
@@ -59,6 +60,35 @@ class RestoreReport:
     audio_checked: int
 
 
+@dataclass(frozen=True)
+class AudioFile:
+    """A file under the audio root: its path relative to the root, and its size in bytes."""
+
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a backup's manifest (FILE.manifest.json, format 1) holds: the migrations its schema
+    was made by, (version, name, checksum) each; its run count; the audio root's files."""
+
+    runs: int
+    migrations: tuple[tuple[int, str, str], ...]
+    audio_root: str
+    files: tuple[AudioFile, ...]
+
+    def to_json(self) -> JsonObject:
+        return {
+            "format": 1,
+            "schema": SCHEMA,
+            "runs": self.runs,
+            "migrations": [[v, n, c] for v, n, c in self.migrations],
+            "audio_root": self.audio_root,
+            "files": [{"path": f.path, "size": f.size} for f in self.files],
+        }
+
+
 def manifest_path(dump: Path) -> Path:
     return dump.with_name(dump.name + ".manifest.json")
 
@@ -71,14 +101,14 @@ def _tool(name: str, args: list[str], what: str, dsn: str) -> None:
         raise BackupError(f"{what} failed: {redact(out.stderr.strip()[-800:], dsn)}")
 
 
-def audio_manifest(root: str) -> dict[str, Any]:
+def audio_manifest(root: str) -> tuple[AudioFile, ...]:
     """Every file under the audio root (relative path and size)."""
     fs, path = fsspec.core.url_to_fs(root)
     entries = []
     if fs.exists(path):
         for name, info in sorted(fs.find(path, detail=True).items()):
-            entries.append({"path": name[len(path) :].lstrip("/"), "size": int(info["size"])})
-    return {"audio_root": root, "files": entries}
+            entries.append(AudioFile(name[len(path) :].lstrip("/"), int(info["size"])))
+    return tuple(entries)
 
 
 def backup(conn: psycopg.Connection[Any], dsn: str, dump: Path, audio_root: str) -> BackupReport:
@@ -93,19 +123,16 @@ def backup(conn: psycopg.Connection[Any], dsn: str, dump: Path, audio_root: str)
         dsn,
     )  # fmt: skip
     migrations = conn.cursor(row_factory=tuple_row).execute(sql("migration_records")).fetchall()
-    runs = _runs(conn)
-    audio = audio_manifest(audio_root)
-    manifest = {
-        "format": 1,
-        "schema": SCHEMA,
-        "runs": runs,
-        "migrations": [[v, n, c] for v, n, c in migrations],
-        **audio,
-    }
+    manifest = Manifest(
+        runs=_runs(conn),
+        migrations=tuple((v, n, c) for v, n, c in migrations),
+        audio_root=audio_root,
+        files=audio_manifest(audio_root),
+    )
     path = manifest_path(dump)
-    path.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    path.write_text(json.dumps(manifest.to_json(), indent=1), encoding="utf-8")
     return BackupReport(
-        dump, path, runs, len(audio["files"]), sum(f["size"] for f in audio["files"])
+        dump, path, manifest.runs, len(manifest.files), sum(f.size for f in manifest.files)
     )
 
 
@@ -181,16 +208,16 @@ def restore(
             conn.execute(code)
             conn.execute(sql("create_migrations_table"))
             conn.execute(sql("clear_migration_records"))
-            for version, name, checksum in manifest["migrations"]:
+            for version, name, checksum in manifest.migrations:
                 conn.execute(
                     sql("record_migration"),
                     {"version": version, "name": name, "checksum": checksum},
                 )
         conn.execute("RESET ALL")  # the script's session settings (search_path among them)
         conn.commit()
-    present = {f["path"]: f["size"] for f in audio_manifest(audio_root)["files"]}
-    missing = sum(1 for f in manifest["files"] if present.get(f["path"]) != f["size"])
-    return RestoreReport(_runs(conn), len(manifest["migrations"]), missing, len(manifest["files"]))
+    present = {f.path: f.size for f in audio_manifest(audio_root)}
+    missing = sum(1 for f in manifest.files if present.get(f.path) != f.size)
+    return RestoreReport(_runs(conn), len(manifest.migrations), missing, len(manifest.files))
 
 
 # What an archive of the results schema may hold. Data-bearing objects are restored from it…
@@ -265,31 +292,52 @@ def _refuse(dump: Path, refused: list[_Entry], what: str) -> None:
     )
 
 
-def _read_manifest(dump: Path) -> dict[str, Any]:
+def _is_int(value: object) -> TypeGuard[int]:
+    """An integer, true/false aside (JSON's `true` reads as a bool, which is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _read_manifest(dump: Path) -> Manifest:
+    """The backup's manifest, every field of the shape backup() writes, else refused."""
     path = manifest_path(dump)
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BackupError(f"{path}: the backup's manifest cannot be read ({exc})") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != 1
-        or manifest.get("schema") != SCHEMA
-        or not isinstance(manifest.get("migrations"), list)
-        or not isinstance(manifest.get("files"), list)
+    if not (
+        isinstance(data, dict)
+        and data.get("format") == 1
+        and data.get("schema") == SCHEMA
+        and _is_int(runs := data.get("runs"))
+        and isinstance(records := data.get("migrations"), list)
+        and isinstance(audio_root := data.get("audio_root"), str)
+        and isinstance(files := data.get("files"), list)
+        and all(
+            isinstance(f, dict) and isinstance(f.get("path"), str) and _is_int(f.get("size"))
+            for f in files
+        )
     ):
         raise BackupError(f"{path}: not an omni-tasks backup manifest")
-    return manifest
+    migrations = []
+    for record in records:
+        match record:
+            case [int(version), str(name), str(checksum)] if _is_int(version):
+                migrations.append((version, name, checksum))
+            case _:
+                raise BackupError(f"{path}: a migration record reads {record!r}")
+    return Manifest(
+        runs=runs,
+        migrations=tuple(migrations),
+        audio_root=audio_root,
+        files=tuple(AudioFile(f["path"], f["size"]) for f in files),
+    )
 
 
-def _manifest_migrations(dump: Path, manifest: dict[str, Any]) -> list[Migration]:
+def _manifest_migrations(dump: Path, manifest: Manifest) -> list[Migration]:
     """The migrations the backup's schema was made by: each one this version has, unedited."""
     ours = {m.version: m for m in discover()}
     out = []
-    for record in manifest["migrations"]:
-        if not (isinstance(record, list) and len(record) == 3 and isinstance(record[0], int)):
-            raise BackupError(f"{manifest_path(dump)}: a migration record reads {record!r}")
-        version, name, checksum = record
+    for version, name, checksum in manifest.migrations:
         mine = ours.get(version)
         if mine is None or mine.name != name or mine.checksum != checksum:
             raise BackupError(

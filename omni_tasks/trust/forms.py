@@ -46,8 +46,7 @@ MAX_LIST = 256
 # the config's offers. Every number is finite and ranged, an integer is never true/false (JSON
 # schema's integer and number exclude booleans), every list and mapping is bounded.
 
-Json = dict[str, Any]  # a schema as the reader below walks it
-Schema = dict[str, object]  # a schema as the builders make it
+Schema = dict[str, object]  # a schema as the builders make it (a reader takes any mapping)
 
 
 def number(
@@ -86,6 +85,54 @@ def closed(properties: Mapping[str, Schema], refused: str, **kw: object) -> Sche
     }
 
 
+# The reader (schema_problem, below) walks a schema as JSON: each keyword's value is narrowed
+# where it is read. A keyword of the wrong shape is a bug in FIELDS, not a form's: TypeError.
+
+
+def _sub(schema: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """The subschema under `key` (an empty one, admitting anything, when absent)."""
+    found = schema.get(key, {})
+    if not isinstance(found, Mapping):
+        raise TypeError(f"schema keyword {key!r} is not a schema: {found!r}")
+    return found
+
+
+def _int(schema: Mapping[str, object], key: str) -> int | None:
+    found = schema.get(key)
+    if found is None or (isinstance(found, int) and not isinstance(found, bool)):
+        return found
+    raise TypeError(f"schema keyword {key!r} is not an integer: {found!r}")
+
+
+def _num(schema: Mapping[str, object], key: str) -> float | None:
+    found = schema.get(key)
+    if found is None or (isinstance(found, int | float) and not isinstance(found, bool)):
+        return found
+    raise TypeError(f"schema keyword {key!r} is not a number: {found!r}")
+
+
+def _text(schema: Mapping[str, object], key: str) -> str | None:
+    found = schema.get(key)
+    if found is None or isinstance(found, str):
+        return found
+    raise TypeError(f"schema keyword {key!r} is not text: {found!r}")
+
+
+def _list(schema: Mapping[str, object], key: str) -> list[object]:
+    found = schema.get(key, [])
+    if not isinstance(found, list):
+        raise TypeError(f"schema keyword {key!r} is not a list: {found!r}")
+    return found
+
+
+def _types(schema: Mapping[str, object]) -> list[object] | None:
+    """The schema's `type`, as a list (None when it names none)."""
+    kinds = schema.get("type")
+    if kinds is None:
+        return None
+    return list(kinds) if isinstance(kinds, list) else [kinds]
+
+
 SHA = r"^[0-9a-fA-F]{7,40}$"
 FULL_SHA = r"^[0-9a-f]{40}$"
 SEED = number(0, 2**31 - 1, integer=True)
@@ -94,19 +141,19 @@ BUDGET = number(0, 100, exclusive_low=True)
 NAME = text(200)
 LANE = text(63, r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 MAX_STAGES = 16
-TARGET_SCHEMA: Json = text(
+TARGET_SCHEMA: Schema = text(
     310, r"^(simulator:[A-Za-z0-9_.+-]{1,60}|vllm-serve|https?://\S{1,300})$"
 )
-SERVER_SCHEMA: Json = closed(
+SERVER_SCHEMA: Schema = closed(
     {"model": text(200)}, "set by the deployment config only (a form may choose the model)"
 )
 VLLM_BUILD = r"^([0-9][0-9A-Za-z.+!_-]{0,63}|[0-9a-f]{40})$"
-ENVIRONMENT_SCHEMA: Json = closed(
+ENVIRONMENT_SCHEMA: Schema = closed(
     {"vllm": text(64, VLLM_BUILD)},
     "set by the deployment config only (a form may choose the vLLM build)",
 )
 GRADER_BOUNDS = {"beam_size": (1, 10), "batch_size": (1, 64)}
-GRADER_SCHEMA: Json = closed(
+GRADER_SCHEMA: Schema = closed(
     {
         key: (
             nullable(number(*GRADER_BOUNDS[key], integer=True))
@@ -117,7 +164,7 @@ GRADER_SCHEMA: Json = closed(
     },
     "not a grader choice a form may make (the grader's model is the deployment config's)",
 )
-SAMPLING_SCHEMA: Json = closed(
+SAMPLING_SCHEMA: Schema = closed(
     {
         "temperature": number(0, 10),
         "top_p": number(0, 1, exclusive_low=True),
@@ -133,7 +180,7 @@ SAMPLING_SCHEMA: Json = closed(
     "a free override may only set these sampling keys (anything else through the config's "
     "named_overrides)",
 )
-STAGE_SCHEMA: Json = closed(
+STAGE_SCHEMA: Schema = closed(
     {
         "stage_id": number(0, MAX_STAGES - 1, integer=True),
         "enforce_eager": {"type": "boolean"},
@@ -148,7 +195,7 @@ STAGE_SCHEMA: Json = closed(
     "named_overrides)",
     required=["stage_id"],
 )
-FREE_OVERRIDE_SCHEMA: Json = closed(
+FREE_OVERRIDE_SCHEMA: Schema = closed(
     {
         "async_chunk": {"type": "boolean"},
         "stages": {"type": "array", "maxItems": MAX_STAGES, "items": STAGE_SCHEMA},
@@ -157,8 +204,8 @@ FREE_OVERRIDE_SCHEMA: Json = closed(
     "named_overrides)",
 )
 # A named override (a name of the config's named_overrides) or a free one.
-OVERRIDE_SCHEMA: Json = {**FREE_OVERRIDE_SCHEMA, "type": ["object", "string"], "maxLength": 100}
-ABLATION_SCHEMA: Json = {
+OVERRIDE_SCHEMA: Schema = {**FREE_OVERRIDE_SCHEMA, "type": ["object", "string"], "maxLength": 100}
+ABLATION_SCHEMA: Schema = {
     **closed(
         {
             "name": text(100),
@@ -174,13 +221,13 @@ ABLATION_SCHEMA: Json = {
     "type": ["object", "string"],
     "maxLength": 100,
 }
-_SERVING: dict[str, Json] = {
+_SERVING: dict[str, Schema] = {
     "server": SERVER_SCHEMA,
     "environment": ENVIRONMENT_SCHEMA,
     "grader": GRADER_SCHEMA,
     "overrides": OVERRIDE_SCHEMA,
 }
-_ONE_SERIES: dict[str, Json] = {
+_ONE_SERIES: dict[str, Schema] = {
     "benchmark": nullable(text(60)),
     "lane": LANE,
     "branch": NAME,
@@ -194,7 +241,7 @@ _ONE_SERIES: dict[str, Json] = {
     "alert_id": nullable(number(1, 2**63 - 1, integer=True)),
     **_SERVING,
 }
-FIELDS: dict[str, dict[str, Json]] = {
+FIELDS: dict[str, dict[str, Schema]] = {
     "nightly": {
         "benchmark": nullable(text(60)),
         "branches": {"type": ["null", "array"], "maxItems": 64, "items": NAME},
@@ -248,9 +295,9 @@ FIELDS: dict[str, dict[str, Json]] = {
 # Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
 # else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
 # a named override of the config.
-OVERRIDE_KEYS = frozenset(FREE_OVERRIDE_SCHEMA["properties"])
-STAGE_KEYS = frozenset(STAGE_SCHEMA["properties"])
-SAMPLING_KEYS = frozenset(SAMPLING_SCHEMA["properties"])
+OVERRIDE_KEYS = frozenset(_sub(FREE_OVERRIDE_SCHEMA, "properties"))
+STAGE_KEYS = frozenset(_sub(STAGE_SCHEMA, "properties"))
+SAMPLING_KEYS = frozenset(_sub(SAMPLING_SCHEMA, "properties"))
 # Fields each form may set freely (each still checked by its params model): all but the
 # choices among the config's offers.
 _OFFERS = {"targets", "ablations", *_SERVING}
@@ -261,41 +308,45 @@ FREE = {
 RUN_CHOICES = FREE["nightly"]
 
 
-def field_schema(kind: str, field: str) -> Json:
+def field_schema(kind: str, field: str) -> Schema:
     """One field's schema in a form of `kind` (for its Airflow Param)."""
     return copy.deepcopy(FIELDS[kind][field])
 
 
-def schema_problem(schema: Json, value: Any, at: str) -> tuple[str, str] | None:
+def schema_problem(schema: Mapping[str, object], value: object, at: str) -> tuple[str, str] | None:
     """(field, why) of the first place `value` breaks `schema`, else None: the JSON-schema
     keywords FIELDS uses, read as jsonschema reads them (Airflow's Params)."""
-    kinds = schema.get("type")
-    if kinds is not None:
-        wanted = kinds if isinstance(kinds, list) else [kinds]
-        if not any(_is(k, value) for k in wanted):
-            return at, _shape(schema)
-    if "not" in schema and schema_problem(schema["not"], value, at) is None:
+    wanted = _types(schema)
+    if wanted is not None and not any(_is(str(k), value) for k in wanted):
         return at, _shape(schema)
-    if "enum" in schema and value not in schema["enum"]:
-        return at, "one of " + ", ".join(map(str, schema["enum"]))
-    if _is("number", value):
+    if "not" in schema and schema_problem(_sub(schema, "not"), value, at) is None:
+        return at, _shape(schema)
+    if "enum" in schema and value not in (enum := _list(schema, "enum")):
+        return at, "one of " + ", ".join(map(str, enum))
+    if isinstance(value, int | float) and not isinstance(value, bool):  # _is("number", value)
+        low, high = _num(schema, "minimum"), _num(schema, "maximum")
+        above, below = _num(schema, "exclusiveMinimum"), _num(schema, "exclusiveMaximum")
         if (
-            ("minimum" in schema and value < schema["minimum"])
-            or ("maximum" in schema and value > schema["maximum"])
-            or ("exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"])
-            or ("exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"])
+            (low is not None and value < low)
+            or (high is not None and value > high)
+            or (above is not None and value <= above)
+            or (below is not None and value >= below)
         ):
             return at, _shape(schema)
     elif isinstance(value, str):
-        if len(value) > schema.get("maxLength", len(value)):
-            return at, f"at most {schema['maxLength']} characters"
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            return at, f"{value[:60]!r} does not match {schema['pattern']}"
+        longest = _int(schema, "maxLength")
+        if longest is not None and len(value) > longest:
+            return at, f"at most {longest} characters"
+        pattern = _text(schema, "pattern")
+        if pattern is not None and not re.search(pattern, value):
+            return at, f"{value[:60]!r} does not match {pattern}"
     elif isinstance(value, list):
-        if len(value) > schema.get("maxItems", len(value)):
-            return at, f"at most {schema['maxItems']} entries"
+        most = _int(schema, "maxItems")
+        if most is not None and len(value) > most:
+            return at, f"at most {most} entries"
+        items = _sub(schema, "items")
         for i, item in enumerate(value):
-            found = schema_problem(schema.get("items", {}), item, f"{at}[{i}]")
+            found = schema_problem(items, item, f"{at}[{i}]")
             if found is not None:
                 return found
     elif isinstance(value, dict):
@@ -303,28 +354,31 @@ def schema_problem(schema: Json, value: Any, at: str) -> tuple[str, str] | None:
     return None
 
 
-def _mapping_problem(schema: Json, value: dict[Any, Any], at: str) -> tuple[str, str] | None:
-    if len(value) > schema.get("maxProperties", len(value)):
-        return at, f"at most {schema['maxProperties']} entries"
-    for key in schema.get("required", ()):
+def _mapping_problem(
+    schema: Mapping[str, object], value: Mapping[object, object], at: str
+) -> tuple[str, str] | None:
+    most = _int(schema, "maxProperties")
+    if most is not None and len(value) > most:
+        return at, f"at most {most} entries"
+    for key in _list(schema, "required"):
         if key not in value:
             return f"{at}.{key}", "required"
-    properties, other = schema.get("properties", {}), schema.get("additionalProperties", True)
+    properties, other = _sub(schema, "properties"), schema.get("additionalProperties", True)
     for key, item in value.items():
         where = f"{at}.{key}" if at else str(key)
-        if key in properties:
-            found = schema_problem(properties[key], item, where)
+        if isinstance(key, str) and key in properties:
+            found = schema_problem(_sub(properties, key), item, where)
         elif other is False:
             allowed = ", ".join(sorted(properties))
             return where, f"{schema.get('$comment', 'not allowed here')} (allowed: {allowed})"
         else:
-            found = schema_problem(other if isinstance(other, dict) else {}, item, where)
+            found = schema_problem(other if isinstance(other, Mapping) else {}, item, where)
         if found is not None:
             return found
     return None
 
 
-def _is(kind: str, value: Any) -> bool:
+def _is(kind: str, value: object) -> bool:
     """jsonschema's types: a bool is neither an integer nor a number; 3.0 is an integer."""
     if kind == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
@@ -336,17 +390,19 @@ def _is(kind: str, value: Any) -> bool:
     return isinstance(value, types[kind])
 
 
-def _shape(schema: Json) -> str:
+def _shape(schema: Mapping[str, object]) -> str:
     """What a value of `schema` is, in words."""
-    kinds = schema.get("type")
-    wanted = [k for k in (kinds if isinstance(kinds, list) else [kinds]) if k != "null"]
+    kinds = _types(schema)
+    wanted = [k for k in ([None] if kinds is None else kinds) if k != "null"]
     if wanted and wanted[0] in ("integer", "number"):
         word = "an integer" if wanted[0] == "integer" else "a finite number"
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
-        if low is None or "maximum" not in schema:
+        low, high = _num(schema, "minimum"), _num(schema, "maximum")
+        if low is None:
+            low = _num(schema, "exclusiveMinimum")
+        if low is None or high is None:
             return word
         above = " above" if "exclusiveMinimum" in schema else " from"
-        return f"{word}{above} {low:g} to {schema['maximum']:g} (never true/false)"
+        return f"{word}{above} {low:g} to {high:g} (never true/false)"
     names = {"string": "text", "boolean": "true or false", "array": "a list", "object": "a mapping"}
     return " or ".join(names.get(str(k), str(k)) for k in wanted) or "empty"
 
