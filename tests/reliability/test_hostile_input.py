@@ -979,7 +979,10 @@ def _planted_env(base: dict[str, str]) -> dict[str, str]:
 
 
 def _secrets_in(text: str) -> list[str]:
-    return [s for s in (SLACK_SECRET, GITHUB_SECRET, BUILDKITE_SECRET, DB_SECRET) if s in text]
+    """The planted secrets in `text`: plain, hex or base64 at any offset."""
+    from tests.fakes.planted import leaks
+
+    return leaks(text, (SLACK_SECRET, GITHUB_SECRET, BUILDKITE_SECRET, DB_SECRET))
 
 
 # Reads the environment of itself and of its ancestors through /proc, as hostile code would.
@@ -1179,7 +1182,9 @@ import os, sys
 
 def get_requires_for_build_wheel(config_settings=None):
     seen = _dump(DUMP_PATH)
-    print("my environment:", seen, file=sys.stderr)  # a build that prints what it found
+    print("my environment:", seen, file=sys.stderr)  # a build that prints what it found…
+    import base64
+    print(base64.b64encode(repr(seen).encode()).decode(), file=sys.stderr)  # …and smuggles it
     raise SystemExit("build failed on purpose")
 
 build_wheel = get_requires_for_build_wheel

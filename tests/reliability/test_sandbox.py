@@ -11,7 +11,6 @@ same code finds the secrets (so the test can fail)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -22,6 +21,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.planted import leaks
 
 SECRETS = {
     "OMNI_SLACK_TOKEN": "xoxb-PLANTED-slack-5a9d0c1e",
@@ -170,18 +171,8 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """.replace("{marker}", HEAP_MARKER)
 
 
-def _encodings(value: str) -> list[str]:
-    """The value plain, hex, and base64 at each of the three offsets a longer text can put it."""
-    raw = value.encode()
-    forms = [value, raw.hex()]
-    for pad in range(3):
-        enc = base64.b64encode(b"x" * pad + raw).decode()
-        forms.append(enc[(pad * 8 + 5) // 6 : ((pad + len(raw)) * 8) // 6])  # the value's own
-    return forms
-
-
 def _leaks(text: str) -> list[str]:
-    return [v for v in [*VALUES, HEAP_MARKER] if any(f in text for f in _encodings(v))]
+    return leaks(text, [*VALUES, HEAP_MARKER])
 
 
 def _environ(proc: Path) -> str:
