@@ -110,7 +110,10 @@ def airflow_cluster(
     executor: str,
     workers: list[str] = (),
     extra_env: dict[str, str] | None = None,
+    process_env: dict[str, dict[str, str]] | None = None,
 ) -> Iterator[Cluster]:
+    """`process_env` adds variables to one service's process by its label (`api-server`,
+    `scheduler`, `dag-processor`, `worker-QUEUE`): a worker on its own log folder, say."""
     name = f"airflow_meta_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_dsn, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -176,7 +179,11 @@ def airflow_cluster(
         for label, args in commands.items():
             fh = (logs / f"{label}.log").open("wb")
             # Each worker serves its logs on its own port (the default one would clash).
-            penv = {**env, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_port())}
+            penv = {
+                **env,
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_port()),
+                **(process_env or {}).get(label, {}),
+            }
             procs.append(
                 subprocess.Popen(
                     [str(BIN / "airflow"), *args],
