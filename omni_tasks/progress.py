@@ -51,8 +51,11 @@ class ProgressLog:
     tasks: list[_Task] = field(default_factory=list)
 
     def add_task(self, description: str, total: int | None = None) -> int:
+        """A line as the work starts, with its size: a log that says what it is doing before
+        the first hundred items (a task with no line yet reads as hung)."""
         now = self.clock()
         self.tasks.append(_Task(description, total, now, said_at=now))
+        emit(f"{description}: 0/{total} (0 %), started" if total else f"{description}: started")
         return len(self.tasks) - 1
 
     def advance(self, task: int, advance: int = 1, failed: int = 0) -> None:

@@ -89,6 +89,7 @@ def run_branch(context: Context, plan: JsonObject) -> str:
                 branch,
                 trigger=trigger,
                 airflow_ids=(context["dag"].dag_id, context["run_id"]),
+                show_progress=True,  # off a terminal: a progress line per 100 items or minute
             )
         except BenchError as exc:  # what was asked cannot run: a retry would fail the same way
             raise AirflowFailException(f"{label}: {exc}") from None

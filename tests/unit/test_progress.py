@@ -61,6 +61,7 @@ def test_outside_a_task_lines_go_to_stderr_never_stdout(
         for _ in range(3):
             bar.advance(task, failed=1)
     said = capsys.readouterr()
+    assert said.err.startswith("asking 3 questions: 0/3 (0 %), started\n")
     assert "asking 3 questions: 3/3 (100 %), 3 failed" in said.err and "done in" in said.err
     assert said.out == ""
     with progress_bar(False) as bar:  # asked to be quiet
