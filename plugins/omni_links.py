@@ -1,7 +1,9 @@
 """Airflow plugin: links from a task to its Grafana dashboard and the night's HTML report,
 macros with the same URLs for templates, the evidence app (reports and clip audio over HTTP,
 under /omni on the API server, authenticated by Airflow's own token check), GitHub's PR
-webhook and the Slack buttons' endpoint (each checks its sender's signature)."""
+webhook and the Slack buttons' endpoint (each checks its sender's signature), and the submit
+check: a trigger form of our DAGs posted to the REST API (the UI's trigger included) is refused
+there, naming its field, when the DAG's first task would refuse it (omni_tasks.trust.submit)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import os
 
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseOperatorLink
+
+from omni_tasks.trust.submit import SubmitCheck
 
 
 def grafana_url(benchmark: str = "seed_tts_en") -> str:
@@ -105,6 +109,10 @@ class OmniLinksPlugin(AirflowPlugin):
         {"app": _webhook_app(), "url_prefix": "/omni-github", "name": "omni-tasks webhook"},
         # Slack's buttons: its own signature check (Slack holds no Airflow token).
         {"app": _slack_app(), "url_prefix": "/omni-slack", "name": "omni-tasks Slack actions"},
+    ]
+    # Before Airflow creates a run: the form through the task's own check (issue 64).
+    fastapi_root_middlewares = [  # noqa: RUF012 (the plugin API)
+        {"middleware": SubmitCheck, "args": [], "kwargs": {}, "name": "omni-tasks submit check"}
     ]
     global_operator_extra_links = [GrafanaLink(), ReportLink()]  # noqa: RUF012 (the plugin API)
     macros = [grafana_url, report_url]  # noqa: RUF012 (the plugin API)

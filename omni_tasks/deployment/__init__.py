@@ -697,9 +697,6 @@ def resolve_ab(form: Doc, variable: str | None = None) -> Any:
     except (ValidationError, TypeError, ValueError) as exc:
         detail = _first(exc) if isinstance(exc, ValidationError) else str(exc)
         raise ConfigError(f"{where}: ab: {detail}") from None
-    unknown = sorted(set(form) - AB_FORM)
-    if unknown:
-        raise ConfigError(f"trigger form: {', '.join(unknown)}: not A/B fields")
     repo = form.get("repo")
     if repo not in ab.repos:
         raise ConfigError(f"trigger form: repo {str(repo)[:100]!r} is not one of ab.repos")
@@ -719,6 +716,10 @@ def resolve_ab(form: Doc, variable: str | None = None) -> Any:
     pr = form.get("pr")
     if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool)):
         raise ConfigError("trigger form: pr: a positive pull request number")
+    # Every field's shape, and no other field: forms.FIELDS["ab"], as the DAG's Params hold it.
+    found = forms.schema_problem(forms.closed(forms.FIELDS["ab"], "not A/B fields"), form, "")
+    if found is not None:
+        raise ConfigError("trigger form: {}: {}".format(*found))
     try:
         return ABRequest(
             benchmark=p.bench,

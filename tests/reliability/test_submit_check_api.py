@@ -1,0 +1,100 @@
+"""Issue 64 on a real `airflow api-server` (our plugin loaded as in production): a trigger form
+the DAG's first task would refuse (a field no form has, a lane on the nightly, a target URL or
+a lane the config does not offer, a repository outside ab.repos, NaN) is refused when it is
+posted, 400 naming the field, and no DAG run is created; a good form is accepted. Airflow alone
+merges unknown conf keys into the run's params unchecked, and no Param knows the config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.airflow_cluster import REPO, airflow_cluster
+from tests.conftest import ADMIN_DSN
+from tests.unit.test_submit_check import BASE, CONFIG, HEAD
+
+OFFERED = "http://gpu-box.internal:8000"
+DAGS = ("seed_tts_nightly", "seed_tts_bisect", "omni_ablate", "omni_ab", "seed_tts_regrade")
+
+
+def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) -> None:
+    config = tmp_path / "fleet.yaml"
+    config.write_text(CONFIG)
+    extra = {"OMNI_NIGHTLY_CONFIG": str(config)}
+    with airflow_cluster(
+        ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor", extra_env=extra
+    ) as c:
+        for dag_id in DAGS:
+            c.wait_for_dag(dag_id)
+        headers = {"Authorization": f"Bearer {c.token()}"}
+
+        def post(path: str, body: str, who: dict[str, str] | None = None) -> httpx.Response:
+            return httpx.post(
+                f"{c.api}/api/v2/{path}",
+                content=body,
+                headers={"content-type": "application/json", **(headers if who is None else who)},
+                timeout=60,
+            )
+
+        def trigger(dag_id: str, conf: str, who: dict[str, str] | None = None) -> httpx.Response:
+            body = f'{{"logical_date": null, "conf": {conf}}}'  # JSON text: NaN as a literal
+            return post(f"dags/{dag_id}/dagRuns", body, who)
+
+        def runs(dag_id: str) -> int:
+            r = httpx.get(f"{c.api}/api/v2/dags/{dag_id}/dagRuns", headers=headers, timeout=30)
+            r.raise_for_status()
+            return int(r.json()["total_entries"])
+
+        history = f'"history": ["{BASE}", "{HEAD}"]'
+        ab = (
+            f'"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": "{BASE}", "head_sha": "{HEAD}"'
+        )
+        refused = [
+            ("seed_tts_nightly", '{"gpu_hours": 1}', "gpu_hours"),
+            ("seed_tts_nightly", '{"lane": "cuda"}', "lane"),
+            ("seed_tts_nightly", '{"extra_index": NaN}', "extra_index"),
+            ("seed_tts_nightly", '{"limit": NaN}', "limit"),
+            (
+                "seed_tts_nightly",
+                '{"targets": {"main": "http://evil.example/", "rebase": "simulator:rebase"}}',
+                "targets.main",
+            ),
+            ("seed_tts_bisect", f'{{{history}, "lane": "rocm-mi300"}}', "lane"),
+            ("seed_tts_bisect", f'{{{history}, "target": "http://evil.example/"}}', "target"),
+            ("omni_ablate", '{"candidate_target": "http://evil.example/"}', "candidate_target"),
+            ("omni_ab", f"{{{ab.replace('vllm-project/vllm-omni', 'someone/else')}}}", "repo"),
+            ("omni_ab", f'{{{ab}, "target": "file:///etc/passwd"}}', "target"),
+            ("seed_tts_regrade", '{"run_key": "r1", "model": "/etc/passwd"}', "model"),
+        ]
+        for dag_id, conf, field in refused:
+            r = trigger(dag_id, conf)
+            assert r.status_code == 400, (dag_id, conf, r.status_code, r.text[:500])
+            assert field in r.text, (dag_id, field, r.text[:500])
+        # A backfill's conf is the same form.
+        r = post(
+            "backfills",
+            '{"dag_id": "seed_tts_nightly", "from_date": "2026-11-01T00:00:00Z", '
+            '"to_date": "2026-11-02T00:00:00Z", "dag_run_conf": {"lane": "cuda"}}',
+        )
+        assert r.status_code == 400 and "lane" in r.text, r.text[:500]
+        # Whoever may not trigger gets Airflow's own answer, never the config's offers.
+        hostile = '{"targets": {"main": "http://evil.example/"}}'
+        # (The harness makes every caller an admin: a forged token is the caller it refuses.)
+        forged = {"Authorization": "Bearer " + c.token()[:-8] + "AAAAAAAA"}
+        r = trigger("seed_tts_nightly", hostile, forged)
+        assert r.status_code in (401, 403) and OFFERED not in r.text, r.text[:500]
+        assert {d: runs(d) for d in DAGS} == dict.fromkeys(DAGS, 0)
+
+        accepted = [
+            (
+                "seed_tts_nightly",
+                f'{{"targets": {{"main": "{OFFERED}", "rebase": "simulator:rebase"}}}}',
+            ),
+            ("seed_tts_bisect", f'{{{history}, "target": "{OFFERED}"}}'),
+            ("omni_ab", f"{{{ab}}}"),
+        ]
+        for dag_id, conf in accepted:
+            r = trigger(dag_id, conf)
+            assert r.status_code in (200, 201), (dag_id, r.status_code, r.text[:500])
+        assert [runs(d) for d, _ in accepted] == [1, 1, 1]
