@@ -195,6 +195,19 @@ def _existing(paths: Iterable[str | Path]) -> list[str]:
     return out
 
 
+def _parents(paths: list[str]) -> list[str]:
+    """Directories on the private /tmp leading to a bound path, made traversable (bwrap would
+    make them 0700, root's: a sandbox running as another uid could not reach its scratch)."""
+    made: list[str] = []
+    for p in paths:
+        parts = p.split("/")
+        for i in range(3, len(parts)):
+            parent = "/".join(parts[:i])
+            if _within(parent, "/tmp") and parent != "/tmp" and parent not in made:
+                made.append(parent)
+    return [arg for d in made for arg in ("--perms", "0755", "--dir", d)]
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -227,10 +240,11 @@ def _mounts(paths: Paths, pol: Policy) -> list[str]:
     readable: list[str | Path] = [*_own_code(), *paths.readable, *pol.readable]
     writable = _existing([*paths.writable, *pol.writable])
     bound = [*_existing(SYSTEM_DIRS), *writable]
-    for p in _existing(readable):
-        if not any(_within(p, w) for w in bound):
-            args += ["--ro-bind", p, p]
-            bound.append(p)
+    ro = [p for p in _existing(readable) if not any(_within(p, w) for w in bound)]
+    args += _parents([*ro, *writable])
+    for p in ro:
+        args += ["--ro-bind", p, p]
+        bound.append(p)
     args += _links(readable, bound)
     for p in writable:
         args += ["--bind", p, p]

@@ -535,3 +535,28 @@ def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
         [_everything_stored(results_dsn), _files_text(tmp_path / "omni-home", tmp_path / "cluster")]
     )
     _assert_contained(tmp_path, targets, outputs)
+
+
+def test_a_root_worker_runs_code_under_test_as_another_uid(tmp_path: Path) -> None:
+    """Where the worker is root and OMNI_SANDBOX_UID is set, code under test runs as that uid
+    (an escape from the namespaces still meets uid separation) and can write only its scratch,
+    which it owns."""
+    from omni_tasks.trust import sandbox
+
+    assert os.geteuid() == 0, "CI runs as root, as the images' entrypoint may"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = (
+        "import os, sys; open(sys.argv[1] + '/mine', 'w').write('x'); "
+        "print(os.getuid(), os.getgid(), os.getgroups())"
+    )
+    out = sandbox.run(
+        ["/usr/bin/python3.11", "-I", "-c", code, str(scratch)],
+        {"PATH": "/usr/bin:/bin"},
+        sandbox.Paths(writable=(scratch,)),
+        timeout=60,
+        pol=sandbox.Policy(uid=65534),
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["65534", "65534", "[]"]
+    assert (scratch / "mine").stat().st_uid == 65534
