@@ -2,12 +2,15 @@
 models with no field the API would not know (what the API server would accept field by field),
 the server pod template is what `pods.pod_manifest` builds, the code under test runs in a
 sandbox (the server pods' account, Role, NetworkPolicies and hardening match what pods.py
-builds and calls), and the Helm values keep every secret in a Secret. (The official chart's
-values.schema.json is not installable here, no Helm; the values name only keys the chart
-documents: docs/operators/deploy.md.)"""
+builds and calls), the GPU workers keep their logs and audio (a StatefulSet behind a headless
+Service, the chart's API secret key, the shared audio root) and their running task (a grace
+period for the nightly's longest task, liveness and readiness probes), and the Helm values keep
+every secret in a Secret. (The values' keys against the chart's values.schema.json:
+test_helm_values_schema.py.)"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import socket
@@ -27,7 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 # kind: (apiVersion, the client's model)
 KINDS = {
-    "Deployment": ("apps/v1", "V1Deployment"),
+    "StatefulSet": ("apps/v1", "V1StatefulSet"),
+    "Service": ("v1", "V1Service"),
     "Pod": ("v1", "V1Pod"),
     "Secret": ("v1", "V1Secret"),
     "ServiceAccount": ("v1", "V1ServiceAccount"),
@@ -102,8 +106,8 @@ def _servers_namespace() -> str:
     return str(account.metadata.namespace)
 
 
-def _gpu_workers() -> list[k8s.V1Deployment]:
-    return [d for d in _of_kind("Deployment") if d.metadata.name.startswith("omni-gpu-worker")]
+def _gpu_workers() -> list[k8s.V1StatefulSet]:
+    return [d for d in _of_kind("StatefulSet") if d.metadata.name.startswith("omni-gpu-worker")]
 
 
 def test_the_model_check_refuses_a_misspelt_or_misplaced_field() -> None:
@@ -446,3 +450,145 @@ def test_redis_has_a_password_and_every_broker_url_is_built_from_it() -> None:
         template = broker.replace("$(REDIS_PASSWORD)", "%s")
         cmd = env["AIRFLOW__CELERY__BROKER_URL_CMD"].value
         assert cmd == f"sh -c 'printf {template} \"$(cat {path})\"'", deployment.metadata.name
+
+
+# --- the GPU workers keep their logs, their audio and their running task ---
+
+
+def _nightly_longest_timeout() -> dt.timedelta:
+    """The longest execution_timeout of any task of the nightly DAG as it is built (the GPU
+    tasks: their lane's execution_timeout_s)."""
+    import os
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    bag = DagBag(dag_folder=str(REPO / "dags" / "seed_tts_nightly.py"))
+    assert bag.import_errors == {}
+    nightly = bag.dags["seed_tts_nightly"]
+    return max(t.execution_timeout for t in nightly.tasks if t.execution_timeout)
+
+
+def _env(worker: k8s.V1Container) -> dict[str, k8s.V1EnvVar]:
+    return {e.name: e for e in worker.env}
+
+
+def _mounted_secret_files(pod: k8s.V1PodSpec) -> dict[str, tuple[str, str]]:
+    """Each file a projected or plain secret volume puts in the worker: path -> (secret, key)."""
+    files: dict[str, tuple[str, str]] = {}
+    volumes = {v.name: v for v in pod.volumes}
+    for mount in pod.containers[0].volume_mounts:
+        volume = volumes.get(mount.name)  # else a volumeClaimTemplate's (the logs)
+        if volume is None:
+            continue
+        sources = [s.secret for s in volume.projected.sources] if volume.projected else []
+        for src in sources:
+            for item in (src.items or []) if src else []:
+                files[f"{mount.mount_path}/{item.path}"] = (src.name, item.key)
+    return files
+
+
+def test_gpu_workers_are_a_statefulset_behind_a_headless_service_serving_logs() -> None:
+    services = {(s.metadata.namespace, s.metadata.name): s for s in _of_kind("Service")}
+    for workers in _gpu_workers():
+        name, pod = workers.metadata.name, workers.spec.template.spec
+        service = services[(workers.metadata.namespace, workers.spec.service_name)]
+        assert service.spec.cluster_ip == "None", name  # headless: <pod>.<service> resolves
+        assert _selects(
+            k8s.V1LabelSelector(match_labels=service.spec.selector),
+            workers.spec.template.metadata.labels,
+        ), name
+        # The log server's port: what the worker serves, the Service publishes, readiness checks.
+        worker = pod.containers[0]
+        (port,) = [p for p in worker.ports if p.name == "worker-logs"]
+        env = _env(worker)
+        assert int(env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"].value) == port.container_port
+        assert [(p.port, p.target_port) for p in service.spec.ports] == [
+            (port.container_port, port.container_port)
+        ], name
+        # Its logs on a volume of its own per pod, where Airflow writes them.
+        (claim,) = workers.spec.volume_claim_templates
+        (logs,) = [m for m in worker.volume_mounts if m.name == claim.metadata.name]
+        assert logs.mount_path == "/opt/airflow/logs", name  # AIRFLOW_HOME of Dockerfile.gpu
+
+
+def test_gpu_workers_verify_log_tokens_with_the_charts_api_secret_key() -> None:
+    values = yaml.safe_load((REPO / "deploy" / "helm" / "values.yaml").read_text())
+    for workers in _gpu_workers():
+        pod = workers.spec.template.spec
+        env = _env(pod.containers[0])
+        cmd = env["AIRFLOW__API__SECRET_KEY_CMD"].value
+        (path,) = re.fullmatch(r"cat (\S+)", cmd).groups()
+        # The file is the chart's Secret (apiSecretKeySecretName, key api-secret-key).
+        assert _mounted_secret_files(pod)[path] == (
+            values["apiSecretKeySecretName"],
+            "api-secret-key",
+        ), workers.metadata.name
+        assert "AIRFLOW__API__SECRET_KEY" not in env  # never the key itself in the environment
+
+
+def test_gpu_workers_write_audio_to_the_store_every_chart_pod_reads() -> None:
+    values = yaml.safe_load((REPO / "deploy" / "helm" / "values.yaml").read_text())
+    (chart_root,) = [e["value"] for e in values["env"] if e["name"] == "OMNI_AUDIO_ROOT"]
+    assert re.match(r"^[a-z][a-z0-9+]*://", chart_root) and not chart_root.startswith("file:")
+    for workers in _gpu_workers():
+        pod = workers.spec.template.spec
+        env = _env(pod.containers[0])
+        assert env["OMNI_AUDIO_ROOT"].value == chart_root, workers.metadata.name
+        home = env["OMNI_HOME"].value  # pod-local scratch; the audio root is never under it
+        assert not chart_root.startswith(home)
+
+
+def _shutdown_and_probe_problems(workers: k8s.V1StatefulSet, longest: dt.timedelta) -> list[str]:
+    """Why a GPU worker would kill a running nightly task on a rollout or go unwatched."""
+    pod, problems = workers.spec.template.spec, []
+    if (pod.termination_grace_period_seconds or 30) < longest.total_seconds():
+        problems.append(f"grace period under the nightly's longest task ({longest})")
+    worker = pod.containers[0]
+    # Liveness: the chart's check, the worker's Celery node answering a ping.
+    live = worker.liveness_probe
+    script = " ".join(live._exec.command) if live and live._exec else ""
+    if not re.search(
+        r"celery --app \S+celery_executor\.app inspect ping -d \"?celery@\$\(hostname\)", script
+    ):
+        problems.append("no liveness probe pinging the worker's Celery node")
+    elif live.failure_threshold * live.period_seconds < 300:
+        problems.append("a liveness probe that restarts the worker on a short blip")
+    # Readiness: the log server answers (the Service then publishes the pod's name).
+    ready = worker.readiness_probe
+    if not (ready and ready.tcp_socket and ready.tcp_socket.port in ("worker-logs", 8793)):
+        problems.append("no readiness probe on the log server")
+    return problems
+
+
+def test_gpu_workers_outlast_the_nightlys_longest_task_and_are_probed() -> None:
+    longest = _nightly_longest_timeout()
+    assert longest >= dt.timedelta(hours=6)  # a GPU task of the nightly, not a CPU one
+    assert _gpu_workers()
+    for workers in _gpu_workers():
+        assert _shutdown_and_probe_problems(workers, longest) == [], workers.metadata.name
+
+
+def test_the_worker_checks_fail_a_worker_that_loses_logs_or_its_running_task() -> None:
+    """The checks above can fail: a Deployment (no stable name), the chart's default grace
+    period, no probes."""
+    (doc,) = [d for d in _docs("gpu-workers.yaml") if d["kind"] == "StatefulSet"]
+    as_deployment = json.loads(json.dumps(doc))
+    as_deployment["kind"] = "Deployment"
+    with pytest.raises(KeyError):
+        _model(as_deployment)  # not a kind the manifests may use any more
+    bad = json.loads(json.dumps(doc))
+    bad["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 600
+    container = bad["spec"]["template"]["spec"]["containers"][0]
+    del container["readinessProbe"]
+    container["livenessProbe"]["exec"]["command"][2] = "exec true"
+    assert _shutdown_and_probe_problems(_model(bad), _nightly_longest_timeout()) == [
+        "grace period under the nightly's longest task (6:30:00)",
+        "no liveness probe pinging the worker's Celery node",
+        "no readiness probe on the log server",
+    ]
+    misplaced = json.loads(json.dumps(doc))
+    misplaced["spec"]["terminationGracePeriodSeconds"] = 24000  # the pod's field, on the set
+    assert _unknown_fields(misplaced, "V1StatefulSet", "StatefulSet") == [
+        "StatefulSet.spec.terminationGracePeriodSeconds"
+    ]
