@@ -6,7 +6,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks.dag_support import runtime, tasks
+from omni_tasks.dag_support import callbacks, runtime, tasks
 
 
 @dag(
@@ -15,7 +15,7 @@ from omni_tasks.dag_support import runtime, tasks
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "seed-tts", "watchdog"],
-    default_args=runtime.DEFAULT_ARGS,
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def omni_freshness() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks.dag_support import runtime, tasks
+from omni_tasks.dag_support import callbacks, runtime, tasks
 
 
 @dag(
@@ -16,7 +16,7 @@ from omni_tasks.dag_support import runtime, tasks
     start_date=pendulum.datetime(2026, 11, 2, tz="UTC"),
     catchup=False,
     tags=["omni", "watchdog"],
-    default_args=runtime.DEFAULT_ARGS,
+    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
 def omni_upstream_watch() -> None:
