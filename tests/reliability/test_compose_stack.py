@@ -2,7 +2,9 @@
 started natively with that service's own environment and command from the file (its values
 from a .env made as .env.example says), each in its own AIRFLOW_HOME as each container has its
 own filesystem. Only what a container network provides is mapped: service host names to
-loopback ports, the image's paths to this checkout, volumes to temporary directories.
+loopback ports, the image's paths to this checkout, volumes to temporary directories (the
+airflow-logs volume to one folder every service logs into, as the volume is in each container).
+airflow-init's own script creates the volumes' folders and hands them to AIRFLOW_UID.
 
 The nightly is triggered through the REST API with the FAB admin airflow-init created; it
 succeeds on the Celery workers and its alert reaches a Slack fake. Without the compose file's
@@ -74,7 +76,8 @@ def _port() -> int:
 @dataclass
 class Stack:
     api: str
-    logs: Path
+    logs: Path  # each service's stdout and stderr
+    task_logs: Path  # the airflow-logs volume
     admin: tuple[str, str]
     meta_dsn: str
 
@@ -111,8 +114,7 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
     user = parts.get("user", "postgres")
     api_port = _port()
     redis_db = 11
-    data, srv = tmp / "omni-data", tmp / "srv"
-    data.mkdir(exist_ok=True)
+    data, srv, task_logs = tmp / "omni-data", tmp / "srv", tmp / "airflow-logs"
     repl = {
         "http://airflow-apiserver:8080": f"http://127.0.0.1:{api_port}",
         # The test's Redis has no password: the URL keeps compose's shape, with the password
@@ -121,12 +123,14 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
         "/opt/omni-tasks/dags": str(REPO / "dags"),
         "/opt/omni-tasks/plugins": str(REPO / "plugins"),
         "/var/lib/omni-tasks": str(data),
+        "/opt/airflow/logs": str(task_logs),
         "/srv/omni": str(srv),
     }
     pg = re.compile(r"(\w+)://(\w+):([^@]*)@postgres:5432/(\w+)")
 
     def service_env(name: str) -> dict[str, str]:
-        raw = compose["services"][name].get("environment") or {}
+        service = compose["services"][name]
+        raw = service.get("environment") or {}
         env = {
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
             "HOME": os.environ.get("HOME", "/root"),
@@ -154,11 +158,17 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
             AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
             AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
         )
+        # The logs volume is the images' AIRFLOW_HOME/logs, Airflow's default log folder.
+        if any(str(v).startswith("airflow-logs:/opt/airflow/logs") for v in service["volumes"]):
+            env["AIRFLOW__LOGGING__BASE_LOG_FOLDER"] = str(task_logs)
         return env
 
     def argv(name: str) -> list[str]:
-        command = interpolate(str(compose["services"][name]["command"]), dotenv)
-        args = shlex.split(command)
+        command = compose["services"][name]["command"]
+        if isinstance(command, list):
+            args = [native(interpolate(str(a), dotenv), repl) for a in command]
+        else:
+            args = shlex.split(native(interpolate(str(command), dotenv), repl))
         return args if args[0] == "bash" else [str(BIN / "airflow"), *args]
 
     logs = tmp / "logs"
@@ -174,6 +184,10 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
             check=False,
         )
         assert init.returncode == 0, init.stdout[-3000:] + init.stderr[-3000:]
+        # The volumes belong to the user the services run as (the test runs them as root).
+        for folder in (data, task_logs):
+            owner = (folder.stat().st_uid, folder.stat().st_gid)
+            assert owner == (int(dotenv["AIRFLOW_UID"]), 0), (folder, owner)
         for name in SERVICES:
             fh = (logs / f"{name}.log").open("wb")
             procs.append(
@@ -193,8 +207,8 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
                     break
             assert time.monotonic() < deadline, "api-server did not come up"
             time.sleep(1)
-        admin = (dotenv["AIRFLOW_ADMIN_USER"], dotenv["AIRFLOW_ADMIN_PASSWORD"])
-        yield Stack(api, logs, admin, make_conninfo(ADMIN_DSN, dbname=names["airflow"]))
+        login = (dotenv["AIRFLOW_ADMIN_USER"], dotenv["AIRFLOW_ADMIN_PASSWORD"])
+        yield Stack(api, logs, task_logs, login, make_conninfo(ADMIN_DSN, dbname=names["airflow"]))
     finally:
         stop(procs)
         with psycopg.connect(ADMIN_DSN, autocommit=True) as admin_conn:
@@ -296,6 +310,14 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
                     (run_id,),
                 ).fetchall()
             assert sorted(queues) == [(False, "default"), (True, "gpu")], queues
+            # The GPU task's log is in the logs volume, where the api-server reads it from after
+            # the GPU worker's container is gone.
+            gpu_logs = list(
+                stack.task_logs.glob(
+                    f"dag_id=seed_tts_nightly/run_id={run_id}/task_id=run_branch*/**/*.log"
+                )
+            )
+            assert gpu_logs, sorted(p.name for p in stack.task_logs.rglob("*"))[:50]
     texts = json.dumps([m for m in slack.messages])
     assert "INFRA" in texts and "C0NIGHTLY" in texts, texts[:2000]
 
