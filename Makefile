@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Tests use a private database per test worker on the system Postgres at 127.0.0.1:5432 when
 # one answers, else on an embedded one (OMNI_TEST_ADMIN_DSN overrides both).
 
-.PHONY: install system-deps test lint docs unit conformance conformance-latest demo bench bench-scale bench-pipeline clean
+.PHONY: install lock system-deps test lint docs unit conformance conformance-latest demo bench bench-scale bench-pipeline clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,36 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The two locks, resolved (uv pip compile) from every extra of pyproject.toml for the images'
+# platform, Linux x86_64 and Python 3.11; never edited by hand. constraints.txt: torch is
+# PyTorch's CPU build (`make install`, docker/Dockerfile). constraints-gpu.txt: PyPI's torch, the
+# CUDA build, with its nvidia-* wheels and triton (docker/Dockerfile.gpu); every other package
+# is held to its constraints.txt pin. Pins already in a lock stay where they still resolve (uv
+# reads its output file as preferences); `make lock LOCK_UPGRADE=--upgrade` takes the newest.
+# The +cpu torch comes from PyTorch's CPU index or, on a machine that cannot reach that index
+# and holds the wheel in the folder pip's PIP_FIND_LINKS names (as the machines here do), there.
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_CPU_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match)
+LOCK_FOR := --all-extras --python-platform x86_64-manylinux_2_28 --python-version 3.11
+UV_VERSION := 0.13.9
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	$(BIN)/uv pip compile -q pyproject.toml $(LOCK_FOR) $(LOCK_UPGRADE) $(TORCH_CPU_SOURCE) \
+		--annotation-style line -o constraints.txt
+	grep -q -E '^torch==[^ ]+\+cpu ' constraints.txt || { echo 'constraints.txt: torch is not the +cpu build'; exit 1; }
+	{ printf '%s\n' '# The CPU lock. `make lock` regenerates it and constraints-gpu.txt; never edit by hand.' \
+		'# Its torch, the +cpu build, is PyTorch'"'"'s CPU build, from $(TORCH_CPU_INDEX): an install that' \
+		'# takes torch from this lock adds `--extra-index-url $(TORCH_CPU_INDEX)`.'; \
+	  cat constraints.txt; } > $(VENV)/constraints.txt.new && mv $(VENV)/constraints.txt.new constraints.txt
+	grep -v -E '^(torch|triton|nvidia-)' constraints.txt > $(VENV)/lock-shared-pins.txt
+	$(BIN)/uv pip compile -q pyproject.toml $(LOCK_FOR) $(LOCK_UPGRADE) -c $(VENV)/lock-shared-pins.txt \
+		--annotation-style line -o constraints-gpu.txt
+	{ printf '%s\n' '# The GPU lock (docker/Dockerfile.gpu). `make lock` regenerates it and constraints.txt;' \
+		'# never edit by hand. torch is PyPI'"'"'s CUDA build with its nvidia-* wheels and triton; every' \
+		'# other package is pinned as in constraints.txt (its pins, torch aside, are the -c file).'; \
+	  cat constraints-gpu.txt; } > $(VENV)/constraints-gpu.txt.new && mv $(VENV)/constraints-gpu.txt.new constraints-gpu.txt
 
 lint: install
 	$(BIN)/ruff check omni_tasks tests bench
