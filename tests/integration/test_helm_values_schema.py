@@ -132,3 +132,17 @@ def test_the_first_user_and_redis_take_their_passwords_from_secrets() -> None:
     assert f"-u {user['username']}" in args and f"-r {user['role']}" in args
     assert (values["redis"]["passwordSecretName"], "password") in secrets
     assert values["redis"]["enabled"] is True and "password" not in values["redis"]
+
+
+def test_the_chart_reads_the_dags_and_plugin_the_image_carries() -> None:
+    """git-sync is off ("the image carries the DAG files of its version"): the chart's
+    dags_folder and plugins_folder are the folders the image copies them into."""
+    values = yaml.safe_load(VALUES.read_text())
+    dockerfile = (REPO / "docker" / "Dockerfile").read_text()
+    env = dict(re.findall(r"(AIRFLOW__CORE__(?:DAGS|PLUGINS)_FOLDER)=(\S+)", dockerfile))
+    core = values["config"]["core"]
+    assert values["dags"]["gitSync"]["enabled"] is False
+    assert core["dags_folder"] == env["AIRFLOW__CORE__DAGS_FOLDER"]
+    assert core["plugins_folder"] == env["AIRFLOW__CORE__PLUGINS_FOLDER"]
+    copied = re.findall(r"^COPY\s+(?:--\S+\s+)*(\S+)\s+(\S+)", dockerfile, re.M)
+    assert ("dags", core["dags_folder"]) in copied and ("plugins", core["plugins_folder"]) in copied
