@@ -1,12 +1,17 @@
 """Upstream's fixed gates as data (`upstream_gates.yaml`): which figure a series' upstream
-test asserts on, which way, and the threshold's history. A deployment config's series may
-replace its gates (`upstream_gate:`), or say it has none (`upstream_gate: none`)."""
+test asserts on over which protocol, which way, and the threshold's dated history (each entry
+`since` a night, `until` one where it ended, and the vllm-omni PR that set it), so that
+`threshold_on(series, night)` answers what upstream's test asserted that night without a
+checkout. A deployment config's series may replace its gates (`upstream_gate:`), or say it
+has none (`upstream_gate: none`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +23,8 @@ from omni_tasks.series import Series
 TABLE = Path(__file__).resolve().parent / "upstream_gates.yaml"
 Comparator = Literal["<=", ">="]
 Verdict = Literal["pass", "fail", "not_evaluated"]
+CHAT = "chat"  # the protocol of a gate that names none
+_PROTOCOL = re.compile(r"[a-z][a-z0-9-]{0,39}")
 
 
 class GateTableError(ValueError):
@@ -26,9 +33,29 @@ class GateTableError(ValueError):
 
 @dataclass(frozen=True)
 class Threshold:
+    """One threshold a gate has had: in force from `since` (None: from the start of the
+    series' history) to the night before `until` (None: until the next entry, or still)."""
+
     value: float
-    since: dt.date | None = None  # None: from the start of the series' history
+    since: dt.date | None = None
     source: str = ""
+    until: dt.date | None = None
+    pr: int | None = None  # the vllm-omni PR that set it
+
+    def in_force(self, day: dt.date) -> bool:
+        return (self.since is None or self.since <= day) and (
+            self.until is None or day < self.until
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as a stored verdict names it (which gate, value and PR, it used)."""
+        return {
+            "value": self.value,
+            "since": self.since.isoformat() if self.since else None,
+            "until": self.until.isoformat() if self.until else None,
+            "pr": self.pr,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -40,18 +67,25 @@ class UpstreamGate:
     history: tuple[Threshold, ...]
     constant: str | None = None  # the test file's name for the threshold
     test_file: str | None = None  # where upstream defines `constant` (path in vllm-omni)
+    protocol: str = CHAT  # how the gated step's harness talks to the server
 
     @property
     def threshold(self) -> float:
         return self.history[-1].value
 
-    def threshold_on(self, day: dt.date) -> float | None:
-        """The threshold in force on `day` (None before the first one with a date)."""
+    def entry_on(self, day: dt.date) -> Threshold | None:
+        """The history entry in force on `day`: the latest that started by then, unless it
+        ended (`until`) on or before it; None before the first one or after the gate ended."""
         current = None
         for t in self.history:
             if t.since is None or t.since <= day:
-                current = t.value
-        return current
+                current = t
+        return current if current is not None and current.in_force(day) else None
+
+    def threshold_on(self, day: dt.date) -> float | None:
+        """The threshold in force on `day` (None when upstream had no such gate then)."""
+        entry = self.entry_on(day)
+        return None if entry is None else entry.value
 
     def verdict(self, value: float | None, threshold: float | None = None) -> Verdict:
         """Upstream's verdict: strictly past the threshold fails; no figure is no verdict."""
@@ -73,7 +107,9 @@ class UpstreamGate:
             self.comparator,
             (*self.history, Threshold(value, None, "given on the command line")),
             self.constant,
-        )  # no test_file: a threshold given by hand is not read back from upstream
+            None,  # no test_file: a threshold given by hand is not read back from upstream
+            self.protocol,
+        )
 
 
 def parse_gate(raw: Any, where: str) -> UpstreamGate:
@@ -87,6 +123,7 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
         "history",
         "constant",
         "test_file",
+        "protocol",
     }
     if unknown:
         raise GateTableError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -98,22 +135,16 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
     history = raw.get("history")
     if not isinstance(history, list) or not history:
         raise GateTableError(f"{where}: 'history' must list at least one threshold")
-    thresholds = []
-    for i, h in enumerate(history):
-        value = h.get("threshold") if isinstance(h, dict) else None
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise GateTableError(f"{where}: history[{i}].threshold must be a finite number")
-        since = h.get("since")
-        if since is not None and not isinstance(since, dt.date):
-            raise GateTableError(f"{where}: history[{i}].since must be a date (YYYY-MM-DD)")
-        thresholds.append(Threshold(float(value), since, str(h.get("source") or "")))
+    thresholds = [_parse_threshold(h, f"{where}: history[{i}]") for i, h in enumerate(history)]
     dated = [t.since for t in thresholds if t.since is not None]
     if dated != sorted(dated):
         raise GateTableError(f"{where}: history must be oldest first")
+    for i, (t, nxt) in enumerate(itertools.pairwise(thresholds)):
+        if t.until is not None and nxt.since is not None and nxt.since < t.until:
+            raise GateTableError(f"{where}: history[{i}].until is past the next entry's since")
+    protocol = raw.get("protocol", CHAT)
+    if not (isinstance(protocol, str) and _PROTOCOL.fullmatch(protocol)):
+        raise GateTableError(f"{where}: protocol must be a lower-case name such as 'chat'")
     constant = raw.get("constant")
     if constant is not None and not (isinstance(constant, str) and constant.isidentifier()):
         raise GateTableError(f"{where}: constant must be a Python name")
@@ -135,7 +166,32 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
         tuple(thresholds),
         constant,
         test_file,
+        protocol,
     )
+
+
+_ENTRY_FIELDS = {"threshold", "since", "until", "pr", "source"}
+
+
+def _parse_threshold(h: Any, where: str) -> Threshold:
+    if not isinstance(h, dict):
+        raise GateTableError(f"{where}: must be a mapping")
+    unknown = set(h) - _ENTRY_FIELDS
+    if unknown:
+        raise GateTableError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    value = h.get("threshold")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise GateTableError(f"{where}.threshold must be a finite number")
+    since, until = h.get("since"), h.get("until")
+    for name, day in (("since", since), ("until", until)):
+        if day is not None and not (isinstance(day, dt.date) and not isinstance(day, dt.datetime)):
+            raise GateTableError(f"{where}.{name} must be a date (YYYY-MM-DD)")
+    if until is not None and (since is None or until <= since):
+        raise GateTableError(f"{where}.until must come after its since")
+    pr = h.get("pr")
+    if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or pr <= 0):
+        raise GateTableError(f"{where}.pr must be a vllm-omni PR number")
+    return Threshold(float(value), since, str(h.get("source") or "").strip(), until, pr)
 
 
 def load_table(path: Path = TABLE) -> list[UpstreamGate]:
@@ -148,12 +204,54 @@ def _table(path: Path, mtime_ns: int) -> tuple[UpstreamGate, ...]:
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or doc.get("version") != 1:
         raise GateTableError(f"{path}: must be a version: 1 gate table")
-    return tuple(parse_gate(g, f"{path}: gates[{i}]") for i, g in enumerate(doc.get("gates") or []))
+    gates = tuple(
+        parse_gate(g, f"{path}: gates[{i}]") for i, g in enumerate(doc.get("gates") or [])
+    )
+    seen: set[tuple[str, str, str, str]] = set()
+    for i, g in enumerate(gates):
+        key = (g.benchmark, g.model, g.protocol, g.figure)
+        if key in seen:
+            raise GateTableError(f"{path}: gates[{i}]: a second gate for {' · '.join(key)}")
+        seen.add(key)
+    return gates
 
 
-def gates_of(series: Series, configured: list[UpstreamGate] | None = None) -> list[UpstreamGate]:
-    """The series' upstream gates: the config's when it gives them (an empty list: none),
-    else the table's for its benchmark and model."""
+def gates_of(
+    series: Series, configured: list[UpstreamGate] | None = None, protocol: str = CHAT
+) -> list[UpstreamGate]:
+    """The series' upstream gates over `protocol`: the config's when it gives them (an empty
+    list: none), else the table's for its benchmark, model and protocol."""
     if configured is not None:
         return configured
-    return [g for g in load_table() if (g.benchmark, g.model) == (series.benchmark, series.model)]
+    key = (series.benchmark, series.model, protocol)
+    return [g for g in load_table() if (g.benchmark, g.model, g.protocol) == key]
+
+
+def gates_on(
+    series: Series,
+    night: dt.date,
+    protocol: str = CHAT,
+    configured: list[UpstreamGate] | None = None,
+) -> list[tuple[UpstreamGate, Threshold]]:
+    """Each of the series' gates that upstream's test asserted on `night` over `protocol`,
+    with the history entry in force (value, since, until, PR); a gate not yet set, or ended,
+    that night is left out: upstream asserted nothing for it."""
+    out = []
+    for gate in gates_of(series, configured, protocol):
+        entry = gate.entry_on(night)
+        if entry is not None:
+            out.append((gate, entry))
+    return out
+
+
+def threshold_on(
+    series: Series, night: dt.date, *, protocol: str = CHAT, figure: str | None = None
+) -> Threshold | None:
+    """The threshold upstream's test asserted for the series on `night`, from the dated
+    table alone (no checkout): None when it had no such gate that night. `figure` picks one
+    where the series has several gates (e.g. seed-TTS WER and SIM)."""
+    gates = [g for g in gates_of(series, None, protocol) if figure is None or g.figure == figure]
+    if len({g.figure for g in gates}) > 1:
+        figures = ", ".join(sorted({g.figure for g in gates}))
+        raise ValueError(f"{series.label} ({protocol}) has gates on {figures}: name a figure")
+    return gates[0].entry_on(night) if gates else None

@@ -53,7 +53,7 @@ from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
 from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.gates.history import threshold_at_commit
-from omni_tasks.gates.table import gates_of
+from omni_tasks.gates.table import Threshold, gates_on
 from omni_tasks.importers.artifact import ParsedArtifact
 from omni_tasks.importers.hardware import sku_of
 from omni_tasks.importers.identity import Protocol, identity_problem
@@ -658,7 +658,7 @@ def _import_one(
         trigger="retry" if retry else parsed.spec.trigger,
     )
     verdicts = upstream_verdicts(
-        spec.series, parsed, spec.nightly, src.upstream_checkout, rule.expected
+        spec.series, parsed, spec.nightly, src.upstream_checkout, rule.expected, rule.protocol
     )
     problems = run_validity(
         spec,
@@ -775,35 +775,41 @@ def upstream_verdicts(
     nightly: dt.date,
     checkout: Path | None = None,
     expected_items: int | None = None,
+    protocol: str = "chat",
 ) -> list[JsonObject]:
-    """Upstream's own verdict for each of the series' gates on this run, as its test would
-    assert it: the figure recomputed from the items (or the artifact's summary), judged
-    against the threshold of that night — the test file's at the run's commit when a vllm-omni
-    `checkout` has it, else the gate table's on that date; a missing figure is
-    `not_evaluated`. A test that asserts the night's protocol or item count first
+    """Upstream's own verdict for each of the series' gates over the night's `protocol` that
+    upstream's test asserted that night, as it would assert it: the figure recomputed from the
+    items (or the artifact's summary), judged against the threshold of that night — the test
+    file's at the run's commit when a vllm-omni `checkout` has it, else the dated gate table's
+    entry, which the verdict names (`gate_entry`: value, since, until, PR); a missing figure
+    is `not_evaluated`. A test that asserts the night's protocol or item count first
     (`guard_failures`) fails every gate there."""
     bench = benchmarks.get(parsed.spec.benchmark)
     out: list[JsonObject] = []
-    for gate in gates_of(series):
+    for gate, entry in gates_on(series, nightly, protocol):
         value = (parsed.spec.summary or {}).get(gate.figure)
         if parsed.clips:
             # A figure that is not a per-item mean keeps the artifact's own value.
             with contextlib.suppress(ValueError):
                 value = bench.figure_mean(gate.figure, records_of(parsed.clips, parsed.grades))
         figure = float(value) if isinstance(value, int | float) else None
-        threshold, source = gate.threshold_on(nightly), "gate table"
+        threshold, source, used = entry.value, "gate table", entry.to_json()
         commit = parsed.spec.commit_sha
         if checkout is not None and commit and gate.test_file and gate.constant:
             found = threshold_at_commit(checkout, commit, gate.test_file, gate.constant)
             if found is not None:
                 threshold, source = found, f"{gate.test_file} at {commit[:12]}"
+                if found != entry.value:  # the file at the commit, not the table's entry
+                    used = Threshold(found, None, source).to_json()
         out.append(
             {
                 "gate": gate.describe(threshold),
                 "figure": gate.figure,
+                "protocol": gate.protocol,
                 "value": figure,
                 "threshold": threshold,
                 "threshold_source": source,
+                "gate_entry": used,
                 "verdict": gate.verdict(figure, threshold),
             }
         )
