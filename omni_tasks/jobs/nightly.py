@@ -43,6 +43,7 @@ from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.synthesis.stages import LaneDeploy
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ def served(
         launched,
         provenance,
     )
-    from omni_tasks.synthesis.stages import StageDefaults
+    from omni_tasks.synthesis.stages import StageDefaults, lane_deploy
 
     env_cfg, srv = params.environment, params.server
     if env_cfg.get("strategy") == "image":
@@ -286,13 +287,15 @@ def served(
         / f"{path_component(f'{req.branch}_{req.nightly}_{str(req.commit)[:12]}')}.log"
     )
     deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
+    # The Qwen3-Omni deploy as upstream's accuracy test serves it on the lane's platform.
+    lane = lane_deploy(deploy, srv.get("gpu_resource"), params.overrides)
     with gpu_lease(int(srv.get("gpus", 2))) as gpus:
         spec = ServerSpec(
             python=str(env.python),
             model=srv.get("model", DEFAULT_MODEL),
             log_path=log,
             deploy_config=deploy,
-            deploy_overrides=params.overrides,
+            deploy_overrides=lane.overrides,
             gpus=tuple(int(g) for g in gpus),
             env={str(k): str(v) for k, v in srv.get("env", {}).items()},
             startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
@@ -316,6 +319,7 @@ def served(
                     **prov.stack_record(),
                     "server_log": str(log),
                     "vllm_build": env.details.get("vllm_build"),
+                    "deploy": _served_deploy(deployed, lane),
                 },
                 gpu_class=prov.gpu_class,
                 lineage={**req.lineage, **prov.lineage.flags()},
@@ -323,6 +327,20 @@ def served(
                 stage_defaults=stages,
             )
             return run(served)
+
+
+def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, Any]:
+    """The deploy a launched server ran with, as the run keeps it: the effective file (beside
+    the server log) and its contents, the lane's platform, and the upstream source it follows."""
+    import yaml
+
+    config = yaml.safe_load(deployed.read_text(encoding="utf-8")) if deployed else None
+    return {
+        "file": None if deployed is None else str(deployed),
+        "platform": lane.platform,
+        "config": config,
+        "upstream": lane.source,
+    }
 
 
 def _served_from_image(params: Serving, req: BenchRequest, run: Callable[[BenchRequest], R]) -> R:

@@ -272,3 +272,84 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return f"{len(value)} stages"
     return "none" if value is None else type(value).__name__
+
+
+# Where the shipped Qwen3-Omni deploy comes from: upstream's accuracy test, as it serves the CI
+# overlay. Recorded with every run served under that deploy (jobs/nightly.py `served`).
+QWEN3_OMNI_BASE = "qwen3_omni_moe.yaml"
+QWEN3_OMNI_SOURCE: JsonObject = {
+    "repo": "vllm-project/vllm-omni",
+    "accuracy_test": "tests/e2e/accuracy/qwen3_omni/test_qwen3_omni.py",
+    "accuracy_test_commit": "3da502a8eb88e4fa168e183fefa827c7f4e2b2b7",
+    "overlay": 'tests/helpers/stage_config.py _CI_OVERLAYS["qwen3_omni_moe"]',
+    "overlay_commit": "157988875aca45d6d9ff19850f51157ec29925eb",
+    "served": "get_chunk_config() (async_chunk true) on CUDA and ROCm; the overlay as is on XPU",
+}
+
+# A lane's accelerator, the device plugin's resource name it asks for (`gpu_resource`, the vendor
+# part), and the platform vLLM-Omni runs on there. A lane that names none is CUDA.
+PLATFORMS = {"nvidia.com": "cuda", "amd.com": "rocm", "gpu.intel.com": "xpu", "huawei.com": "npu"}
+DEFAULT_PLATFORM = "cuda"
+
+
+def lane_platform(gpu_resource: str | None) -> str:
+    """The platform of a lane's accelerator (`nvidia.com/gpu` → cuda, `amd.com/gpu` → rocm,
+    `gpu.intel.com/xe` → xpu, `huawei.com/Ascend910` → npu; none → cuda)."""
+    if not gpu_resource:
+        return DEFAULT_PLATFORM
+    vendor = str(gpu_resource).split("/", 1)[0]
+    if vendor not in PLATFORMS:
+        raise DeployConfigError(
+            f"gpu_resource {str(gpu_resource)[:80]!r}: no platform is known for its vendor "
+            f"(known: {', '.join(f'{v}/… → {p}' for v, p in PLATFORMS.items())})"
+        )
+    return PLATFORMS[vendor]
+
+
+def served_switch(platform: str) -> JsonObject:
+    """What upstream's Qwen3-Omni accuracy test puts over the CI overlay on `platform`:
+    `get_chunk_config()` (async_chunk on) everywhere but XPU, which serves the overlay as it is
+    (async_chunk off). Our shipped overlay says CUDA's; this says each platform's."""
+    return {"async_chunk": platform != "xpu"}
+
+
+@dataclass(frozen=True)
+class LaneDeploy:
+    """The deploy a lane serves: its platform (for another deploy, the accelerator's resource
+    name where no platform is known for it), the overrides over the deploy config (the
+    platform's switch and stage section, then the variant's), and the upstream source the
+    deploy follows (None for a deploy that is not the Qwen3-Omni overlay)."""
+
+    platform: str
+    overrides: JsonObject
+    source: JsonObject | None
+
+
+def lane_deploy(
+    deploy: Path | None, gpu_resource: str | None, variant: Mapping[str, Any]
+) -> LaneDeploy:
+    """The Qwen3-Omni overlay (a deploy over `qwen3_omni_moe.yaml`, as ours is) as upstream's
+    accuracy test serves it on the lane's platform: its async_chunk switch, and the overlay's
+    own section for that platform merged into the stages (the server merges it too; here the
+    stage defaults the run seeds against see it). The variant's overrides come last. Any other
+    deploy is served as configured."""
+    doc = _raw_deploy(deploy) if deploy is not None else {}
+    if doc.get("base_config") != QWEN3_OMNI_BASE:
+        vendor = str(gpu_resource or "nvidia.com").split("/", 1)[0]
+        return LaneDeploy(PLATFORMS.get(vendor, str(gpu_resource)), dict(variant), None)
+    platform = lane_platform(gpu_resource)  # the switch needs it: an unknown one is an error
+    lane: JsonObject = served_switch(platform)
+    platforms = doc.get("platforms")
+    section = platforms.get(platform) if isinstance(platforms, dict) else None
+    stages = section.get("stages") if isinstance(section, dict) else None
+    if isinstance(stages, list):
+        lane["stages"] = list(stages)
+    return LaneDeploy(platform, merge_deploy(lane, variant, new_stages=True), QWEN3_OMNI_SOURCE)
+
+
+def _raw_deploy(path: Path) -> JsonObject:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
+    return doc if isinstance(doc, dict) else {}

@@ -14,9 +14,11 @@ its hashes in `upstream.py`.
     python -m tests.conformance.latest [--json PATH] [--no-pre] [--vllm-omni-checkout DIR]
 
 With a vllm-omni checkout it also compares our nightly deploy overlay
-(`omni_tasks/synthesis/qwen3_omni_moe_ci.yaml`) with `_CI_OVERLAYS["qwen3_omni_moe"]` in the
-checkout's `tests/helpers/stage_config.py` (upstream's tests ship in no wheel, so CI, which
-reaches only PyPI, cannot run this part).
+(`omni_tasks/synthesis/qwen3_omni_moe_ci.yaml`), as the nightly serves it on CUDA, ROCm and XPU,
+with `_CI_OVERLAYS["qwen3_omni_moe"]` in the checkout's `tests/helpers/stage_config.py` as the
+checkout's accuracy test (`tests/e2e/accuracy/qwen3_omni/test_qwen3_omni.py`) serves it there:
+its `get_chunk_config()` switch applied, so a flip of it is reported (upstream's tests ship in no
+wheel, so CI, which reaches only PyPI, cannot run this part).
 """
 
 from __future__ import annotations
@@ -109,13 +111,27 @@ def run_suite(release: Release, vllm_sha: str) -> dict[str, Any]:
     return {"passed": passed, "failed": failed, "reasons": reasons}
 
 
-def ci_overlay_differences(checkout: Path, name: str = "qwen3_omni_moe") -> list[str]:
-    """Where our shipped overlay differs from upstream's CI overlay `name` for CUDA: the dict
-    literal `_CI_OVERLAYS` read from the checkout's tests/helpers/stage_config.py without
-    running it; each difference as "field: ours != theirs"."""
+ACCURACY_TEST = Path("tests/e2e/accuracy/qwen3_omni/test_qwen3_omni.py")
+# The platforms whose served deploy `main` compares (upstream's accuracy lanes).
+OVERLAY_PLATFORMS = ("cuda", "rocm", "xpu")
+
+
+class SwitchUnread(ValueError):
+    """The accuracy test no longer has the shape its switch is read from; says what moved."""
+
+
+def ci_overlay_differences(
+    checkout: Path, name: str = "qwen3_omni_moe", platform: str = "cuda"
+) -> list[str]:
+    """Where our shipped overlay, as the nightly serves it on `platform`, differs from upstream's
+    CI overlay `name` as upstream's accuracy test serves it there: the dict literal
+    `_CI_OVERLAYS` read from the checkout's tests/helpers/stage_config.py, under the updates the
+    test's own switch applies on that platform (`get_chunk_config()`'s `modify_stage_config`
+    updates where the test serves it, none where it serves `_CI_DEPLOY`), both read without
+    running them; each difference as "field: ours != theirs"."""
     import yaml
 
-    from omni_tasks.synthesis.stages import CI_OVERLAY
+    from omni_tasks.synthesis.stages import CI_OVERLAY, served_switch
 
     source = (checkout / "tests" / "helpers" / "stage_config.py").read_text(encoding="utf-8")
     (node,) = [
@@ -127,20 +143,163 @@ def ci_overlay_differences(checkout: Path, name: str = "qwen3_omni_moe") -> list
     ]
     assert node.value is not None
     theirs = ast.literal_eval(node.value)[name]
+    try:
+        served = accuracy_switches(checkout, platform)
+    except SwitchUnread as exc:
+        return [f"accuracy test: {exc}"]
+    if len(served) != 1:
+        return [f"accuracy test: serves {len(served)} deploy configs on {platform}, ours one"]
+    theirs = apply_updates(theirs, served[0])
     ours = yaml.safe_load(CI_OVERLAY.read_text(encoding="utf-8"))
+    ours = {**ours, **served_switch(platform)}
     out = [
         f"{k}: {ours.get(k)!r} != {theirs.get(k)!r}"
-        for k in ("base_config", "async_chunk")
+        for k in sorted((set(ours) | set(theirs)) - {"stages", "platforms"})
         if ours.get(k) != theirs.get(k)
     ]
-    mine = {s["stage_id"]: s for s in ours.get("stages", [])}
-    for stage in theirs.get("stages", []):
+    out += _stage_differences(ours.get("stages", []), theirs.get("stages", []), "stage")
+    mine, their = ours.get("platforms") or {}, theirs.get("platforms") or {}
+    for plat in sorted(set(mine) | set(their)):
+        a, b = mine.get(plat) or {}, their.get(plat) or {}
+        for k in sorted((set(a) | set(b)) - {"stages"}):
+            if a.get(k) != b.get(k):
+                out.append(f"platforms.{plat} {k}: {a.get(k)!r} != {b.get(k)!r}")
+        out += _stage_differences(
+            a.get("stages", []), b.get("stages", []), f"platforms.{plat} stage"
+        )
+    return out
+
+
+def _stage_differences(ours: list[Any], theirs: list[Any], label: str) -> list[str]:
+    out = []
+    mine = {s["stage_id"]: s for s in ours}
+    for stage in theirs:
         got = mine.pop(stage["stage_id"], {})
         for k in sorted(set(stage) | set(got)):
             if got.get(k) != stage.get(k):
-                out.append(f"stage {stage['stage_id']} {k}: {got.get(k)!r} != {stage.get(k)!r}")
-    out += [f"stage {sid}: ours only" for sid in mine]
+                out.append(f"{label} {stage['stage_id']} {k}: {got.get(k)!r} != {stage.get(k)!r}")
+    return out + [f"{label} {sid}: ours only" for sid in mine]
+
+
+def accuracy_switches(checkout: Path, platform: str) -> list[dict[str, Any]]:
+    """The updates upstream's Qwen3-Omni accuracy test applies to the CI deploy it serves on
+    `platform`, one per deploy config it serves: the module's `if
+    current_omni_platform.is_<p>(): stage_configs = [...]` chain decides which, and each entry is
+    `_CI_DEPLOY` (no updates) or `get_chunk_config()` (the `updates=` literal of its
+    `modify_stage_config` call). Read from the source, never run."""
+    path = checkout / ACCURACY_TEST
+    if not path.is_file():
+        raise SwitchUnread(f"no {ACCURACY_TEST} in the checkout")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    chunk = _chunk_updates(funcs["get_chunk_config"]) if "get_chunk_config" in funcs else None
+    chosen = _served_configs(tree.body, platform)
+    if chosen is None:
+        raise SwitchUnread(f"{ACCURACY_TEST}: no `stage_configs = [...]` for {platform}")
+    out: list[dict[str, Any]] = []
+    for entry in chosen:
+        if isinstance(entry, ast.Name) and entry.id == "_CI_DEPLOY":
+            out.append({})
+        elif (
+            isinstance(entry, ast.Call)
+            and isinstance(entry.func, ast.Name)
+            and entry.func.id == "get_chunk_config"
+            and not entry.args
+            and chunk is not None
+        ):
+            out.append(chunk)
+        else:
+            raise SwitchUnread(f"{ACCURACY_TEST}: serves {ast.unparse(entry)} on {platform}")
     return out
+
+
+def _chunk_updates(fn: ast.FunctionDef) -> dict[str, Any]:
+    calls = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "modify_stage_config"
+    ]
+    if len(calls) != 1:
+        raise SwitchUnread(f"get_chunk_config: {len(calls)} modify_stage_config calls, not one")
+    (call,) = calls
+    updates = next((k.value for k in call.keywords if k.arg == "updates"), None)
+    if updates is None and len(call.args) > 1:
+        updates = call.args[1]
+    if updates is None:
+        return {}
+    try:
+        value = ast.literal_eval(updates)
+    except ValueError:
+        raise SwitchUnread(
+            f"get_chunk_config: updates {ast.unparse(updates)} is not a literal"
+        ) from None
+    if not isinstance(value, dict):
+        raise SwitchUnread(f"get_chunk_config: updates {value!r} is not a mapping")
+    return value
+
+
+def _served_configs(body: list[ast.stmt], platform: str) -> list[ast.expr] | None:
+    """The `stage_configs` list the module's top level assigns on `platform` (following its
+    `if`/`elif`/`else` on `current_omni_platform.is_<p>()`)."""
+    found = None
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "stage_configs" for t in node.targets
+        ):
+            if not isinstance(node.value, ast.List):
+                raise SwitchUnread(f"stage_configs = {ast.unparse(node.value)} is not a list")
+            found = list(node.value.elts)
+        elif isinstance(node, ast.If):
+            branch = node.body if _holds(node.test, platform) else node.orelse
+            found = _served_configs(branch, platform) or found
+    return found
+
+
+def _holds(test: ast.expr, platform: str) -> bool:
+    if isinstance(test, ast.BoolOp):
+        values = [_holds(v, platform) for v in test.values]
+        return any(values) if isinstance(test.op, ast.Or) else all(values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return not _holds(test.operand, platform)
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Attribute)
+        and isinstance(test.func.value, ast.Name)
+        and test.func.value.id == "current_omni_platform"
+        and test.func.attr.startswith("is_")
+        and not test.args
+    ):
+        return test.func.attr == f"is_{platform}"
+    raise SwitchUnread(f"{ACCURACY_TEST}: cannot tell on which platform `{ast.unparse(test)}`")
+
+
+def apply_updates(config: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
+    """`modify_stage_config`'s updates over a config, as upstream applies them: a top-level key
+    is set, a dotted one walks the mappings, `stages` / `stage_args` maps a stage id to its
+    keys (dotted within the stage)."""
+    import copy
+
+    out = copy.deepcopy(config)
+    for key, value in updates.items():
+        if key in ("stages", "stage_args") and isinstance(value, dict):
+            by_id = {s.get("stage_id"): s for s in out.get("stages", [])}
+            for sid, fields in value.items():
+                if int(sid) not in by_id:
+                    raise SwitchUnread(f"updates name stage {sid}, which the overlay lacks")
+                for path, v in fields.items():
+                    _set(by_id[int(sid)], path, v)
+        else:
+            _set(out, key, value)
+    return out
+
+
+def _set(doc: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        doc = doc.setdefault(part, {})
+    doc[last] = value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,10 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     overlay: list[str] = []
     if args.vllm_omni_checkout:
-        overlay = ci_overlay_differences(args.vllm_omni_checkout)
-        print("deploy overlay against the checkout's _CI_OVERLAYS['qwen3_omni_moe']:")
-        for line in overlay or ["the same"]:
-            print(f"  {line}")
+        print(
+            "deploy overlay as served against the checkout's _CI_OVERLAYS['qwen3_omni_moe'] "
+            f"under its accuracy test's switch ({ACCURACY_TEST}):"
+        )
+        for platform in OVERLAY_PLATFORMS:
+            found = ci_overlay_differences(args.vllm_omni_checkout, platform=platform)
+            overlay += [f"{platform}: {line}" for line in found]
+            for line in found or ["the same"]:
+                print(f"  {platform}: {line}")
     pypi = get_settings().pypi_url
     new = newer(releases(pypi), PINNED)
     picked = [r for r in to_check(new) if not (args.no_pre and r.prerelease)]
