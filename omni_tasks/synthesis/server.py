@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -126,19 +124,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        pass
-
-
 def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
     """What the server may read (its interpreter and executable, the deploy config, a local
     model, the paths its trusted `env` names) and write (a scratch directory beside its log)."""
@@ -196,7 +181,7 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
             ) from None
         yield RunningServer(url, proc.pid, spec.log_path, argv)
     finally:
-        _stop(proc)
+        sandbox.stop(proc)
 
 
 def provenance(

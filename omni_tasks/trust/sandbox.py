@@ -25,11 +25,13 @@ launch and `omni-tasks doctor sandbox` says so.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -305,18 +307,27 @@ def run(
     timeout: float,
     pol: Policy | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `argv` to completion in the sandbox, capturing its output as text."""
+    """Run `argv` to completion in the sandbox, capturing its output as text; past `timeout`,
+    the sandbox is ended (everything in it) and subprocess.TimeoutExpired raised."""
     pol = policy() if pol is None else pol
     _own(paths, pol)
-    return subprocess.run(
-        command(argv, env, paths, pol),
-        capture_output=True,
+    args = command(argv, env, paths, pol)
+    with subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
         env=dict(env) if pol.mode == "none" else {},
         cwd=paths.cwd if pol.mode == "none" else None,
-    )
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc, grace_s=0)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 def popen(
@@ -327,8 +338,7 @@ def popen(
     stdout: IO[Any],
     pol: Policy | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start `argv` in the sandbox in its own session (stop it with os.killpg: the sandbox's
-    PID namespace ends with it)."""
+    """Start `argv` in the sandbox in its own session; end it with `stop`."""
     pol = policy() if pol is None else pol
     _own(paths, pol)
     return subprocess.Popen(
@@ -339,6 +349,41 @@ def popen(
         cwd=paths.cwd if pol.mode == "none" else None,
         start_new_session=True,
     )
+
+
+def stop(proc: subprocess.Popen[Any], grace_s: float = 30.0) -> None:
+    """End a sandbox and everything in it. The command gets SIGTERM and `grace_s` to exit
+    (a server shuts down cleanly); then the namespace's init (bwrap's own, the outer bwrap's
+    child) is killed, which kills every process left in the namespace, setsid daemons
+    included; then the outer bwrap. Killing only the outer one leaves it to bwrap's
+    parent-death signal, which a kill racing its start-up can miss."""
+    if proc.poll() is not None:
+        return
+    sandboxed = (
+        os.path.basename(str(proc.args[0] if isinstance(proc.args, list) else "")) == "bwrap"
+    )
+    inits = _children(proc.pid) if sandboxed else []
+    commands = [c for init in inits for c in _children(init)]
+    for pid in commands or [-proc.pid]:  # unsandboxed: its process group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    for pid in inits:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _children(pid: int) -> list[int]:
+    """A process's children (the kernel's list, per thread)."""
+    out: list[int] = []
+    for task in glob.glob(f"/proc/{pid}/task/*/children"):
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in Path(task).read_text().split()]
+    return out
 
 
 def report(pol: Policy | None = None) -> Report:
