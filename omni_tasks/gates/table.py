@@ -47,7 +47,7 @@ class Threshold:
             self.until is None or day < self.until
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The entry as a stored verdict names it (which gate, value and PR, it used)."""
         return {
             "value": self.value,

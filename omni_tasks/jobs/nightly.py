@@ -329,7 +329,7 @@ def served(
             return run(served)
 
 
-def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, Any]:
+def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, object]:
     """The deploy a launched server ran with, as the run keeps it: the effective file (beside
     the server log) and its contents, the lane's platform, and the upstream source it follows."""
     import yaml

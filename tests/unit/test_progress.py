@@ -25,8 +25,8 @@ def test_a_line_every_n_items_or_every_minute_and_at_the_end(
     monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "seed_tts_nightly")  # inside a task: its log
     clock = Clock()
     log = ProgressLog(every=100, interval_s=60.0, clock=clock)
-    task = log.add_task("synthesizing main", total=1088)
     with caplog.at_level(logging.INFO, logger="omni_tasks.progress"):
+        task = log.add_task("synthesizing main", total=1088)
         for i in range(250):  # 250 items in 50 s, the 7th and 8th failed
             clock.now += 0.2
             log.advance(task, failed=int(i in (6, 7)))
@@ -35,6 +35,7 @@ def test_a_line_every_n_items_or_every_minute_and_at_the_end(
         log.finish()
     said = [r.getMessage() for r in caplog.records]
     assert said == [
+        "synthesizing main: 0/1088 (0 %), started",  # its size, before the first hundred
         "synthesizing main: 100/1088 (9 %), 2 failed, 5.0 items/s, ETA 3 min 18 s",
         "synthesizing main: 200/1088 (18 %), 2 failed, 5.0 items/s, ETA 2 min 58 s",
         "synthesizing main: 250/1088 (23 %), 2 failed, 2.1 items/s, ETA 6 min 42 s",
