@@ -75,6 +75,20 @@ class Cluster:
             f"{dag_id} {run_id} did not finish in {timeout:g} s; logs in {self.logs}"
         )
 
+    def trigger(self, dag_id: str, run_id: str, logical_date: str, conf: dict[str, object]) -> None:
+        """As an operator does it: the GPU pool set, the DAG parsed and unpaused, a run posted
+        to the REST API."""
+        assert self.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
+        self.wait_for_dag(dag_id)
+        assert self.airflow("dags", "unpause", dag_id).returncode == 0
+        r = httpx.post(
+            f"{self.api}/api/v2/dags/{dag_id}/dagRuns",
+            headers={"Authorization": f"Bearer {self.token()}"},
+            timeout=30,
+            json={"dag_run_id": run_id, "logical_date": logical_date, "conf": conf},
+        )
+        assert r.status_code in (200, 201), r.text
+
     def wait_for_dag(self, dag_id: str, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.series import Series
 
 TABLE = Path(__file__).resolve().parent / "upstream_gates.yaml"
@@ -47,7 +48,7 @@ class Threshold:
             self.until is None or day < self.until
         )
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JsonObject:
         """The entry as a stored verdict names it (which gate, value and PR, it used)."""
         return {
             "value": self.value,

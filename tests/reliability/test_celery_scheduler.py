@@ -81,16 +81,7 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
         workers=["default", "gpu"],
         extra_env=extra,
     ) as c:
-        assert c.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
-        c.wait_for_dag("seed_tts_nightly")
-        assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
-        r = httpx.post(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
-            headers={"Authorization": f"Bearer {c.token()}"},
-            timeout=30,
-            json={"dag_run_id": "rest-1", "logical_date": "2026-11-20T02:00:00Z", "conf": CONF},
-        )
-        assert r.status_code in (200, 201), r.text
+        c.trigger("seed_tts_nightly", "rest-1", "2026-11-20T02:00:00Z", CONF)
         assert c.wait_for_run("seed_tts_nightly", "rest-1", timeout=600) == "success"
         runs = db.execute(
             "SELECT branch, status, n_expected, airflow_run_id FROM omni.run "

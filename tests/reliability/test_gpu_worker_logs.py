@@ -77,17 +77,8 @@ def test_a_gpu_tasks_log_is_read_through_the_api_from_its_worker(
             },
         },
     ) as c:
-        assert c.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
-        c.wait_for_dag("seed_tts_nightly")
-        assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
+        c.trigger("seed_tts_nightly", "logs", "2026-11-22T02:00:00Z", {})
         auth = {"Authorization": f"Bearer {c.token()}"}
-        r = httpx.post(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
-            headers=auth,
-            timeout=30,
-            json={"dag_run_id": "logs", "logical_date": "2026-11-22T02:00:00Z", "conf": {}},
-        )
-        assert r.status_code in (200, 201), r.text
         assert c.wait_for_run("seed_tts_nightly", "logs", timeout=600) == "success"
         tis = httpx.get(
             f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/logs/taskInstances",

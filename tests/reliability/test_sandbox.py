@@ -175,32 +175,20 @@ def _leaks(text: str) -> list[str]:
     return leaks(text, [*VALUES, HEAP_MARKER])
 
 
-def _environ(proc: Path) -> str:
+def _proc(proc: Path, name: str) -> str:
+    """/proc/PID/NAME as text ("" when it is gone or unreadable)."""
     try:
-        return (proc / "environ").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _cmdline(proc: Path) -> str:
-    try:
-        return (proc / "cmdline").read_bytes().decode(errors="replace")
+        return (proc / name).read_bytes().decode(errors="replace")
     except OSError:
         return ""
 
 
 def _environ(proc: Path) -> str:
-    try:
-        return (proc / "environ").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
+    return _proc(proc, "environ")
 
 
 def _cmdline(proc: Path) -> str:
-    try:
-        return (proc / "cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
+    return _proc(proc, "cmdline")
 
 
 def _attack(tmp: Path, sandbox: str) -> tuple[list[dict[str, object]], list[str], list[Path]]:
@@ -483,8 +471,6 @@ def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
     """The same night on the real scheduler: `airflow celery worker` exec'd with the planted
     secrets (the shape the audit attacked), its prefork pool process, Airflow's supervisor and
     the task runner above the hostile `vllm`. Triggered through the REST API."""
-    import httpx
-
     from tests.airflow_cluster import REPO, airflow_cluster
     from tests.conftest import ADMIN_DSN
 
@@ -506,16 +492,7 @@ def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
             workers=["default", "gpu"],
             extra_env=extra,
         ) as c:
-            assert c.airflow("pools", "set", "gpu", "4", "GPU slots").returncode == 0
-            c.wait_for_dag("seed_tts_nightly")
-            assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
-            r = httpx.post(
-                f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
-                headers={"Authorization": f"Bearer {c.token()}"},
-                timeout=30,
-                json={"dag_run_id": "hostile", "logical_date": "2026-11-21T02:00:00Z", "conf": {}},
-            )
-            assert r.status_code in (200, 201), r.text
+            c.trigger("seed_tts_nightly", "hostile", "2026-11-21T02:00:00Z", {})
             assert c.wait_for_run("seed_tts_nightly", "hostile", timeout=600) == "success"
             # The second layer: the Celery main and its pool processes sealed themselves
             # (celery_config.py), so even their own environ blocks hold no planted value.
