@@ -667,9 +667,6 @@ class ABConfig(BaseModel):
     )
 
 
-AB_FORM = {"repo", "pr", "base_sha", "head_sha", "series", "budget"}
-
-
 def ab_allows_forks(variable: str | None = None) -> bool:
     """Whether the config's `ab:` section accepts PRs from forks (false without one)."""
     found = source(variable)

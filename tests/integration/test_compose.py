@@ -140,17 +140,7 @@ def test_compose_is_fit_for_a_team() -> None:
 def test_compose_matches_settings_provisioning_and_dags() -> None:
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {
-        "airflow-apiserver",
-        "airflow-scheduler",
-        "airflow-dag-processor",
-        "airflow-triggerer",
-        "airflow-worker",
-        "airflow-gpu-worker",
-        "postgres",
-        "redis",
-        "grafana",
-    } <= set(services)
+    assert {*AIRFLOW_SERVICES, "postgres", "redis", "grafana"} <= set(services)
     env = services["airflow-scheduler"]["environment"]
     from omni_tasks.deployment import ENV as CONFIG_ENV
 
