@@ -396,4 +396,3 @@ def test_a_multiple_choice_series(scenario: Scenario) -> None:
             gate_cli(scenario.db, dt.date.fromisoformat(night), series),
         )
     scenario.check("multiple_choice_daily_omni")
-
