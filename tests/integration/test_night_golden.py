@@ -164,7 +164,7 @@ ID_FIELDS = {
 }
 # Where message text, keys and commands name an alert by its id.
 ALERT_IN_TEXT = re.compile(
-    r"((?:omni-tasks alerts \w+ )|(?:[Aa]lert #?)|(?:[Gg]roup )|joined-|closed-|triage\|)(\d+)\b"
+    r"((?:omni-tasks alerts \w+ )|(?:[Aa]lert #?)|(?:[Gg]roup )|joined-|closed-|triage\||group_[a-z]+\|)(\d+)\b"
 )
 
 
