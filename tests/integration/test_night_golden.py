@@ -166,6 +166,9 @@ ID_FIELDS = {
 ALERT_IN_TEXT = re.compile(
     r"((?:omni-tasks alerts \w+ )|(?:[Aa]lert #?)|(?:[Gg]roup )|joined-|closed-|triage\||group_[a-z]+\|)(\d+)\b"
 )
+# A message the local sink delivered: named by a hash of its idempotency key, which can
+# hold an alert id (`joined-7`), so counted like the ids (T1, T2, …).
+LOCAL_TS = re.compile(r"local:([0-9a-f]{16})\.json")
 
 
 # When a person acted (triage history, its messages): the wall clock. Nights are dates, and
@@ -176,9 +179,9 @@ WALL_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?: UTC|Z
 def normalise(doc: Any, alert_ids: set[int], tmp: str) -> Any:
     """Ids → `A1`, `D1`, … by first appearance (walked in the order the file is written:
     keys sorted), in text too; wall-clock times and tmp paths → placeholders."""
-    ordinals: dict[tuple[str, int], str] = {}
+    ordinals: dict[tuple[str, object], str] = {}
 
-    def ordinal(ns: str, value: int) -> str:
+    def ordinal(ns: str, value: object) -> str:
         if (ns, value) not in ordinals:
             ordinals[(ns, value)] = f"{ns}{sum(1 for n, _ in ordinals if n == ns) + 1}"
         return ordinals[(ns, value)]
@@ -190,7 +193,8 @@ def normalise(doc: Any, alert_ids: set[int], tmp: str) -> Any:
             value = int(m.group(2))
             return m.group(1) + (ordinal("A", value) if value in alert_ids else m.group(2))
 
-        return ALERT_IN_TEXT.sub(sub, s)
+        s = ALERT_IN_TEXT.sub(sub, s)
+        return LOCAL_TS.sub(lambda m: f"local:{ordinal('T', m.group(1))}", s)
 
     def walk(x: Any, key: str | None = None) -> Any:
         if isinstance(x, dict):
