@@ -30,15 +30,23 @@ def import_vllm_omni(
         list[Path],
         typer.Argument(help="Results JSON files of `vllm bench serve` (seed-TTS, Daily-Omni...)"),
     ],
-    branch: Annotated[str, typer.Option(help="Branch the artifact was produced on")],
-    commit: Annotated[str | None, typer.Option(help="Commit SHA benchmarked")] = None,
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="Branch the artifact was produced on")
+    ],
+    commit: Annotated[
+        str | None, typer.Option(metavar="SHA", help="Commit SHA benchmarked")
+    ] = None,
     nightly: Annotated[
-        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the artifact's date)")
+        str | None,
+        typer.Option(metavar="DATE", help="Nightly date YYYY-MM-DD (default: the artifact's date)"),
     ] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (one file only)")] = None,
     benchmark: Annotated[
         str | None,
-        typer.Option(help="Benchmark id (see `benchmarks list`); default: detected from each file"),
+        typer.Option(
+            metavar="BENCHMARK",
+            help="Benchmark id (see `benchmarks list`); default: detected from each file",
+        ),
     ] = None,
     replace: Annotated[
         bool, typer.Option(help="Overwrite a run key holding other content")
@@ -53,8 +61,9 @@ def import_vllm_omni(
     dataset: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="The seed-tts-eval locale dir the run used: fills the reference text of failure "
-            "items (upstream writes none for them)"
+            "items (upstream writes none for them)",
         ),
     ] = None,
     harness_version: ArtifactHarnessOpt = None,
@@ -129,7 +138,9 @@ def import_buildkite(
     pipeline: Annotated[
         list[str], typer.Option(help="Pipeline slug (repeat for several: vllm-omni, ...)")
     ],
-    branch: Annotated[str | None, typer.Option(help="Only builds of this branch")] = None,
+    branch: Annotated[
+        str | None, typer.Option(metavar="BRANCH", help="Only builds of this branch")
+    ] = None,
     since: Annotated[
         str | None, typer.Option(help="Only builds created on/after YYYY-MM-DD")
     ] = None,

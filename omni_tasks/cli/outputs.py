@@ -62,7 +62,9 @@ def dashboards_push() -> None:
 @app.command("report")
 def report_cmd(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
-    nightly: Annotated[str | None, typer.Option(help="Nightly date (default: the latest)")] = None,
+    nightly: Annotated[
+        str | None, typer.Option(metavar="DATE", help="Nightly date (default: the latest)")
+    ] = None,
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
