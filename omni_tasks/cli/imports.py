@@ -12,6 +12,8 @@ import typer
 from omni_tasks.cli.common import (
     ArtifactHarnessOpt,
     JsonFlag,
+    LaneOpt,
+    ServedModelOpt,
     console,
     err,
     fail,
@@ -19,6 +21,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    series_of,
 )
 from omni_tasks.trust.secrets import read_secret
 
@@ -67,9 +70,12 @@ def import_vllm_omni(
         ),
     ] = None,
     harness_version: ArtifactHarnessOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
 ) -> None:
     """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
-    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
+    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys; --model and
+    --lane name the series the runs belong to (an artifact does not say)."""
     from omni_tasks import benchmarks
     from omni_tasks.benchmarks.seed_tts.family import ArtifactError, adopt_audio
     from omni_tasks.evidence.audio import AudioUnavailable, audio_roots
@@ -77,6 +83,8 @@ def import_vllm_omni(
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
+    if model is not None or lane is not None:
+        series_of(benchmark, model, lane)  # a bad model or lane name is bad usage (exit 2)
     from omni_tasks.trust.commits import check_commit
     from omni_tasks.trust.names import InvalidName, check_run_key
 
@@ -112,6 +120,10 @@ def import_vllm_omni(
     for f in files:
         try:
             art = benchmarks.import_artifact(f, options, benchmark)
+            spec = dataclasses.replace(
+                art.spec, model=model or art.spec.model, lane=lane or art.spec.lane
+            )
+            art = dataclasses.replace(art, spec=spec)
             parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
         except (ArtifactError, AudioUnavailable) as exc:
             fail(str(exc))
