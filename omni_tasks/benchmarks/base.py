@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
 
 Judged = Literal["wer", "incorrect"]
+# What every family with an item suite can be asked, through the shared item runner.
+SUITE_CAPABILITIES = frozenset({"ab", "bisect", "concurrency"})
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,17 @@ class Benchmark(ABC):
     # A family whose artifacts never have per-item rows (judge means): its nights are figures,
     # trended and shown, never paired-gated.
     summary_only_family: bool = False
-    # What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
-    # discriminating items, through `run`), "bisect" (repeats of `run` on chosen items: every
-    # runnable family), "ablate" (deploy overrides per stage: a family whose request carries
-    # stage settings, seed-TTS), "concurrency" (the same items alone and co-batched, through
-    # `run`: every runnable family). Every caller asks (`require`) before planning, never on a
-    # GPU task.
-    capabilities: frozenset[str] = frozenset()
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
+        discriminating items, through `run`), "bisect" (repeats of `run` on chosen items),
+        "concurrency" (the same items alone and co-batched, through `run`) and "ablate"
+        (deploy overrides per stage: a family whose request carries stage settings, seed-TTS).
+        A family with a `suite` has the first three; one without has none. A family opts out,
+        or in (seed-TTS runs its own way), by declaring `capabilities` itself. Every caller
+        asks (`require`) before planning, never on a GPU task."""
+        return SUITE_CAPABILITIES if self.suite is not None else frozenset()
 
     def require(self, capability: str, doing: str) -> None:
         """Refuse `doing` on this benchmark when its family lacks `capability`."""

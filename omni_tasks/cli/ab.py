@@ -28,10 +28,14 @@ def ab_cmd(
     head_target: Annotated[str, typer.Option(help="The head commit's server: URL or simulator:P")],
     base_sha: Annotated[str, typer.Option(help="The base commit (full 40-character SHA)")],
     head_sha: Annotated[str, typer.Option(help="The head commit (full SHA): the check's commit")],
-    benchmark: Annotated[str, typer.Option(help="The series' benchmark")] = "seed_tts_en",
+    benchmark: Annotated[
+        str, typer.Option(metavar="BENCHMARK", help="The series' benchmark")
+    ] = "seed_tts_en",
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    dataset: Annotated[str, typer.Option(help="demo or the benchmark's dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the benchmark's dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     budget: Annotated[
         int, typer.Option(help="Clips the A/B may spend, both sides, all rounds")

@@ -24,20 +24,24 @@ from omni_tasks.cli.common import (
 
 @app.command("ablate")
 def ablate_cmd(
-    nightly: Annotated[str, typer.Option(help="The confirmed night (YYYY-MM-DD) to ablate")],
+    nightly: Annotated[
+        str, typer.Option(metavar="DATE", help="The confirmed night (YYYY-MM-DD) to ablate")
+    ],
     candidate_target: Annotated[
         str, typer.Option(help="The candidate stack: vllm-serve, URL or simulator:PROFILE")
     ],
     baseline_target: Annotated[
         str, typer.Option(help="The baseline stack: vllm-serve, URL or simulator:PROFILE")
     ],
-    branch: Annotated[str, typer.Option(help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(help="The baseline branch")] = "main",
+    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
+    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    dataset: Annotated[str, typer.Option(help="demo or the night's dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the night's dataset root")
+    ] = "demo",
     ablations: Annotated[
         Path | None,
         typer.Option(

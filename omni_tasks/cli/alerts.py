@@ -19,9 +19,9 @@ from omni_tasks.cli.common import (
     fail,
     json_out,
     open_db,
-    print_table,
 )
 from omni_tasks.config import get_settings
+from omni_tasks.reports.tables import print_table
 
 
 # ---------------------------------------------------------------- alerts
@@ -74,9 +74,13 @@ def _triage(
 
 
 AlertArg = Annotated[int, typer.Argument(help="Alert id (see `alerts list`)")]
-NoteOpt = Annotated[str | None, typer.Option(help="Why (shown in Slack and on the dashboard)")]
-LinkOpt = Annotated[str | None, typer.Option(help="A bug or PR URL to link")]
-ByOpt = Annotated[str | None, typer.Option(help="Who acts (default: the login name)")]
+NoteOpt = Annotated[
+    str | None, typer.Option(metavar="TEXT", help="Why (shown in Slack and on the dashboard)")
+]
+LinkOpt = Annotated[str | None, typer.Option(metavar="URL", help="A bug or PR URL to link")]
+ByOpt = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Who acts (default: the login name)")
+]
 
 
 @alerts_app.command("ack")
@@ -174,10 +178,18 @@ def alerts_reopen(
 @alerts_app.command("list")
 def alerts_list(
     status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
-    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark's alerts")] = None,
-    model: Annotated[str | None, typer.Option(help="Only this model's alerts")] = None,
-    lane: Annotated[str | None, typer.Option(help="Only this hardware lane's alerts")] = None,
-    branch: Annotated[str | None, typer.Option(help="Only alerts on this candidate branch")] = None,
+    benchmark: Annotated[
+        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark's alerts")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="MODEL", help="Only this model's alerts")
+    ] = None,
+    lane: Annotated[
+        str | None, typer.Option(metavar="LANE", help="Only this hardware lane's alerts")
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option(metavar="BRANCH", help="Only alerts on this candidate branch")
+    ] = None,
     since: Annotated[
         datetime.datetime | None,
         typer.Option(formats=["%Y-%m-%d"], help="Only alerts seen on or after this night"),
@@ -215,6 +227,7 @@ def alerts_list(
         for cell in cells:
             cell[at] = keys.short(cell[at])
     print_table(
+        console,
         headers,
         cells,
         keep="id",

@@ -35,10 +35,12 @@ def bisect_cmd(
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    branch: Annotated[str, typer.Option(help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(help="The baseline branch")] = "main",
+    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
+    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
-    dataset: Annotated[str, typer.Option(help="demo or the series' dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     first_bad: Annotated[
         str | None, typer.Option(help="simulator:commit-history only: the planted first bad")
@@ -53,7 +55,8 @@ def bisect_cmd(
         bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
     ] = False,
     nightly: Annotated[
-        str | None, typer.Option(help="The night its runs are stored under (default: today)")
+        str | None,
+        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
     ] = None,
     alert_id: Annotated[int | None, typer.Option(help="Reply in this alert's thread")] = None,
     as_json: JsonFlag = False,

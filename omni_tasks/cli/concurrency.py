@@ -32,10 +32,16 @@ def concurrency_cmd(
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    branch: Annotated[str, typer.Option(help="The branch the target serves")] = "main",
-    commit: Annotated[str | None, typer.Option(help="The commit the target serves")] = None,
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="The branch the target serves")
+    ] = "main",
+    commit: Annotated[
+        str | None, typer.Option(metavar="SHA", help="The commit the target serves")
+    ] = None,
     seed: Annotated[int, typer.Option(help="The seed every level sends")] = 42,
-    dataset: Annotated[str, typer.Option(help="demo or the series' dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     control: Annotated[
         bool, typer.Option(help="Also rerun c = 1: is the server deterministic at all?")
@@ -51,7 +57,8 @@ def concurrency_cmd(
         bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
     ] = False,
     nightly: Annotated[
-        str | None, typer.Option(help="The night its runs are stored under (default: today)")
+        str | None,
+        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
     ] = None,
     show: Annotated[int, typer.Option(help="Changed items shown, both sides of each")] = 10,
     as_json: JsonFlag = False,

@@ -134,7 +134,8 @@ def nightly_cmd(
         ),
     ],
     nightly: Annotated[
-        str | None, typer.Option(help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)")
+        str | None,
+        typer.Option(metavar="DATE", help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)"),
     ] = None,
     transcript_mode: Annotated[
         bool,

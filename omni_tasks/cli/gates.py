@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    HELP_MARKUP,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     from omni_tasks.gates.references import Reference
     from omni_tasks.series import Series
 
-gates_app = typer.Typer(help="Upstream's fixed accuracy gates, judged from history.")
+gates_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Upstream's fixed accuracy gates, judged from history."
+)
 app.add_typer(gates_app, name="gates")
 
 
@@ -41,11 +44,14 @@ def advise_cmd(
         typer.Option(help="The series as BENCHMARK|MODEL|LANE (instead of the three options)"),
     ] = None,
     branch: Annotated[
-        str | None, typer.Option(help="Branch whose nights to read (default: the baseline)")
+        str | None,
+        typer.Option(metavar="BRANCH", help="Branch whose nights to read (default: the baseline)"),
     ] = None,
     commit: Annotated[
         str | None,
-        typer.Option(help="Use the nights of this commit (default: the one with most nights)"),
+        typer.Option(
+            metavar="SHA", help="Use the nights of this commit (default: the one with most nights)"
+        ),
     ] = None,
     figure: Annotated[
         str | None,
@@ -231,7 +237,7 @@ def mean_cmd(
         float | None, typer.Option(help="The figure's reference (e.g. a healthy mean)")
     ] = None,
     direction: Annotated[
-        str, typer.Option(help=">= (must stay above: accuracy) or <= (must stay below: WER)")
+        str, typer.Option(help="Which way: >= (must stay above: accuracy) or <= (below: WER)")
     ] = ">=",
     as_json: JsonFlag = False,
 ) -> None:

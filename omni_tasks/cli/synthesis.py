@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from omni_tasks.cli.common import (
     BackendOpt,
@@ -18,6 +17,7 @@ from omni_tasks.cli.common import (
     JsonFlag,
     ModelOpt,
     PrecisionOpt,
+    WideFlag,
     WindowOpt,
     app,
     console,
@@ -64,24 +64,30 @@ def bench_cmd(
     target: Annotated[
         str, typer.Option(help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE")
     ],
-    branch: Annotated[str, typer.Option(help="Branch the target runs (e.g. main, rebase)")],
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="Branch the target runs (e.g. main, rebase)")
+    ],
     benchmark: Annotated[
         str,
         typer.Option(
+            metavar="BENCHMARK",
             help="seed_tts (speech, graded by ASR; the locale follows the dataset), or any "
             "runnable benchmark (`omni-tasks benchmarks`): daily_omni, videomme (multiple "
-            "choice, asked as upstream's bench asks, read by its rule), librispeech (ASR)"
+            "choice, asked as upstream's bench asks, read by its rule), librispeech (ASR)",
         ),
     ] = "seed_tts",
     dataset: Annotated[
         str,
         typer.Option(
+            metavar="DIR",
             help="demo (the benchmark's shipped set), or a root in upstream's layout: a "
             "seed-tts-eval locale dir, a Daily-Omni root (qa.json, Videos/), a Video-MME root "
-            "(videomme/test-00000-of-00001.parquet, video/)"
+            "(videomme/test-00000-of-00001.parquet, video/)",
         ),
     ] = "demo",
-    commit: Annotated[str | None, typer.Option(help="Commit SHA the target runs")] = None,
+    commit: Annotated[
+        str | None, typer.Option(metavar="SHA", help="Commit SHA the target runs")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Run seed, sent to every stage")] = 42,
     limit: Annotated[int | None, typer.Option(help="Only the first N utterances")] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (default derived)")] = None,
@@ -91,7 +97,9 @@ def bench_cmd(
     transcript_mode: Annotated[
         bool, typer.Option(help="Simulator only: return what would be heard, no audio (fast)")
     ] = False,
-    nightly: Annotated[str | None, typer.Option(help="Nightly date (default today, UTC)")] = None,
+    nightly: Annotated[
+        str | None, typer.Option(metavar="DATE", help="Nightly date (default today, UTC)")
+    ] = None,
     variant: Annotated[str, typer.Option(help="Variant name (config overrides)")] = "default",
     concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 10,
     deploy_config: Annotated[
@@ -223,11 +231,12 @@ def simulator_serve(
 
 
 @simulator_app.command("profiles")
-def simulator_profiles() -> None:
+def simulator_profiles(wide: WideFlag = False) -> None:
     """List the simulator's failure profiles and their per-clip rates."""
+    from omni_tasks.reports.tables import print_table
     from omni_tasks.synthesis.profiles import EVENTS, load_profile, profile_names
 
-    table = Table("profile", "clips", *EVENTS)
+    rows = []
     for name in profile_names():
         p = load_profile(name)
         for label, hard, question in (
@@ -236,5 +245,12 @@ def simulator_profiles() -> None:
             ("hard", True, False),
         ):
             rates = p.rates(hard, question)
-            table.add_row(name, label, *(f"{rates.get(e, 0.0):.3f}" for e in EVENTS))
-    console.print(table)
+            rows.append([name, label, *(f"{rates.get(e, 0.0):.3f}" for e in EVENTS)])
+    print_table(
+        console,
+        ["profile", "clips", *EVENTS],
+        rows,
+        keep="profile",
+        drop_first=list(reversed(EVENTS)),
+        wide=wide,
+    )

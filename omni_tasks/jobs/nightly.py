@@ -398,14 +398,9 @@ def summarize_night(
 
 def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau: float) -> Path:
     """A series' HTML report of the night, written whole (a reader never sees half of one)."""
-    from omni_tasks.reports.html import nightly_report, report_path
+    from omni_tasks.reports.html import nightly_report, report_path, write_page
 
-    path = report_path(s.slug, nightly)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_page(report_path(s.slug, nightly), nightly_report(conn, s, nightly, tau))
 
 
 @dataclass(frozen=True)

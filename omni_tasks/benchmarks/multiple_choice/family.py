@@ -161,9 +161,6 @@ class MultipleChoice(Benchmark):
         self.description = description
         self.suite = suite  # how to run it here (None: its results arrive as artifacts)
         self.runnable = suite is not None
-        self.capabilities = (
-            frozenset({"ab", "bisect", "concurrency"}) if self.runnable else frozenset()
-        )
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
         self.grader = Grader(
