@@ -81,6 +81,11 @@ def effective_deploy_config(spec: ServerSpec) -> Path | None:
     if spec.deploy_config is not None:
         base = yaml.safe_load(spec.deploy_config.read_text(encoding="utf-8")) or {}
     merged = merge_deploy(base, spec.deploy_overrides)
+    if spec.deploy_config is not None and isinstance(merged.get("base_config"), str):
+        # vLLM-Omni reads a base next to the file that names it, and this file lies beside the
+        # log: it names the original's base by its absolute path (which the join keeps).
+        original = spec.deploy_config.parent / merged["base_config"]
+        merged["base_config"] = str(original.resolve())
     path = spec.log_path.with_suffix(".deploy.yaml")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
@@ -137,6 +142,8 @@ def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
     ]
     if "--deploy-config" in argv:
         readable.append(Path(argv[argv.index("--deploy-config") + 1]))
+    if spec.deploy_config is not None:  # its base_config lies beside it
+        readable.append(spec.deploy_config.parent)
     return sandbox.Paths(readable=tuple(readable), writable=(scratch,))
 
 
