@@ -115,8 +115,8 @@ class VoiceIsolation(Benchmark):
             require(isinstance(out, dict), path, f"{where} must be an object")
             idx, voice, label = out.get("idx"), out.get("voice"), out.get("label")
             require(isinstance(idx, int) and 0 <= idx < MAX_OUTPUTS, path, f"{where}: 'idx'")
-            require(isinstance(voice, str) and NAME.fullmatch(voice) is not None, path,
-                    f"{where}: 'voice' must be a plain name")  # fmt: skip
+            plain = isinstance(voice, str) and NAME.fullmatch(voice) is not None
+            require(plain, path, f"{where}: 'voice' must be a plain name")
             require(label in LABELS, path, f"{where}: 'label' must be one of {', '.join(LABELS)}")
             for key in ("wrong_voice",):
                 check_item_text(out, key, path, where)
