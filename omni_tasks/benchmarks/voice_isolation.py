@@ -183,10 +183,10 @@ def _name(doc: JsonObject, key: str, path: Path) -> str:
     return str(value)
 
 
-def _matrix(value: Any, path: Path) -> dict[str, list[list[float]]]:
+def _matrix(value: Any, path: Path) -> JsonObject:
     """The reference voices' similarity matrix per embedder: small, square, numbers only."""
     require(isinstance(value, dict) and len(value) <= 8, path, "'reference_matrix': an object")
-    out = {}
+    out: JsonObject = {}
     for name, rows in value.items():
         ok = (
             NAME.fullmatch(name) is not None
