@@ -31,9 +31,9 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.store.db import redact
 from omni_tasks.store.migrate import DATA_STEPS, Migration, discover
 from omni_tasks.store.queries import sql
+from omni_tasks.trust.redact import redact_dsn
 
 PG_BIN = Path(pgserver.__file__).resolve().parent / "pginstall" / "bin"
 SCHEMA = "omni"
@@ -110,7 +110,7 @@ def _pg(
 def _tool(name: str, args: list[str], what: str, dsn: str) -> None:
     out = _pg(name, args)
     if out.returncode != 0:
-        raise BackupError(f"{what} failed: {redact(out.stderr.strip()[-800:], dsn)}")
+        raise BackupError(f"{what} failed: {redact_dsn(out.stderr.strip()[-800:], dsn)}")
 
 
 def _pg_dump(dsn: str, what: str, *, source: str, schema: str, file: Path, grants: bool) -> None:
@@ -280,7 +280,7 @@ def _toc(dump: Path, dsn: str) -> list[_Entry]:
     if out.returncode != 0:
         raise BackupError(
             f"{dump} is not a readable pg_dump archive: "
-            f"{redact(out.stderr.strip()[-400:], dsn) or 'pg_restore --list failed'}; "
+            f"{redact_dsn(out.stderr.strip()[-400:], dsn) or 'pg_restore --list failed'}; "
             "nothing was restored"
         )
     entries = []
@@ -435,7 +435,7 @@ def _restore_as(ws: _Workspace, target: str, args: list[str], dsn: str) -> None:
     out = _pg("pg_restore", [*_RESTORE_FLAGS, f"--dbname={target}", *args], env=env)
     if out.returncode != 0:
         raise BackupError(
-            f"pg_restore failed (as role {ws.role}): {redact(out.stderr.strip()[-800:], dsn)}; "
+            f"pg_restore failed (as role {ws.role}): {redact_dsn(out.stderr.strip()[-800:], dsn)}; "
             "nothing was restored"
         )
 
@@ -481,7 +481,7 @@ class _Workspace:
             self.close()
             raise BackupError(
                 f"restore needs to create a role (CREATEROLE) and scratch databases (CREATEDB): "
-                f"{redact(str(exc).strip(), self.dsn)}"
+                f"{redact_dsn(str(exc).strip(), self.dsn)}"
             ) from None
         return self
 
@@ -498,7 +498,7 @@ class _Workspace:
                 self.admin.execute(_q("restore_grant_database", db=name, role=self.role))
         except psycopg.Error as exc:
             raise BackupError(
-                f"cannot create a scratch database: {redact(str(exc).strip(), self.dsn)}"
+                f"cannot create a scratch database: {redact_dsn(str(exc).strip(), self.dsn)}"
             ) from None
         return self._dsn(name, as_role=grant)
 
