@@ -31,7 +31,8 @@ def demo_cmd(
     from omni_tasks.jobs.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     settings = get_settings()
     console.rule("omni-tasks demo — SIMULATED targets, real pipeline")
@@ -49,7 +50,7 @@ def demo_cmd(
         highlight=False,
     )
     dsn = resolve_dsn()
-    console.print(f"results DB: {redact(dsn)}", highlight=False)
+    console.print(f"results DB: {redact_dsn(dsn)}", highlight=False)
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
     runs = run_nights(
         nights, last, transcript_mode, dsn, lambda line: console.print(line, highlight=False)
@@ -150,7 +151,8 @@ def nightly_cmd(
     from omni_tasks.deployment import ConfigError, resolve_night
     from omni_tasks.jobs.demo import run_night
     from omni_tasks.store import views
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     conf: dict[str, object] = {"transcript_mode": True} if transcript_mode else {}
     try:
@@ -160,7 +162,7 @@ def nightly_cmd(
     night = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date() - dt.timedelta(1)
     dsn = resolve_dsn()
     console.print(
-        f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact(dsn)}",
+        f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact_dsn(dsn)}",
         highlight=False,
     )
     done = run_night(

@@ -33,6 +33,7 @@ from omni_tasks.config import get_settings
 from omni_tasks.contracts import BranchPlan, Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
+from omni_tasks.records import LineageFlags
 from omni_tasks.series import DEFAULT_MODEL, Series
 from omni_tasks.store import heads, results
 from omni_tasks.trust.names import (
@@ -203,7 +204,7 @@ def run_branch(
     deploy = params.target_deploy_config(plan.branch)
     nightly = dt.date.fromisoformat(plan.nightly)
     recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
-    lineage = {
+    lineage: LineageFlags = {
         "differs_from_recorded_head": None
         if recorded is None
         else recorded.commit_sha != plan.commit,

@@ -21,6 +21,7 @@ import httpx
 import tenacity
 import yaml
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.links import server_log_url
 from omni_tasks.synthesis.provenance import (
     Provenance,
@@ -44,7 +45,7 @@ class ServerSpec:
     model: str
     log_path: Path
     deploy_config: Path | None = None
-    deploy_overrides: dict[str, Any] = field(default_factory=dict)  # merged into the yaml
+    deploy_overrides: JsonObject = field(default_factory=dict)  # merged into the yaml
     extra_args: tuple[str, ...] = ()
     gpus: tuple[int, ...] = ()
     env: dict[str, str] = field(default_factory=dict)

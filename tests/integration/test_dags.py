@@ -458,7 +458,7 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
     messages = db.execute("SELECT state, payload::text AS p FROM omni.alert_outbox").fetchall()
     infra = [m for m in messages if "INFRA" in m["p"]]
     assert len(infra) == 1 and infra[0]["state"] == "sent"
-    from omni_tasks.alerts.blocks import escape  # data in mrkdwn: a URL cannot become a link
+    from omni_tasks.trust.redact import escape  # data in mrkdwn: a URL cannot become a link
 
     text = json.loads(infra[0]["p"])["blocks"][1]["text"]["text"]
     assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text

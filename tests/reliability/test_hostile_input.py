@@ -18,7 +18,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from typer.testing import CliRunner
 
-from omni_tasks.alerts.blocks import escape
 from omni_tasks.alerts.lifecycle import enqueue, links_for
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.cli import app
@@ -26,9 +25,10 @@ from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.evidence.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.jobs.nightly import _git_head
-from omni_tasks.store.db import DatabaseError, connect, redact
+from omni_tasks.store.db import DatabaseError, connect
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.trust.names import InvalidName, check_branch, path_component
+from omni_tasks.trust.redact import escape, redact_dsn
 from tests.factories import ab_files, small_artifact, stored_decision, write_json
 from tests.fakes.slack_api import SlackState, slack_app
 
@@ -360,7 +360,7 @@ def test_dsn_passwords_never_appear_in_errors(dsn: str) -> None:
     secret = PASSWORD.replace("pw", "@") if "%40" in dsn else PASSWORD
     assert PASSWORD not in message and secret not in message
     assert PASSWORD.replace("pw", "%40") not in message
-    assert PASSWORD not in redact(dsn)
+    assert PASSWORD not in redact_dsn(dsn)
 
 
 def test_buildkite_token_goes_only_to_the_api_host(db) -> None:  # type: ignore[no-untyped-def]
@@ -861,9 +861,9 @@ def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: P
 
 
 def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
-    from omni_tasks.alerts.blocks import code
     from omni_tasks.reports.html import modes_figure, scatter_figure, trend_figure
     from omni_tasks.store.views import ModeCount, TrendRow
+    from omni_tasks.trust.redact import code
 
     branch = '<a href="javascript:alert(1)">x</a>'
     night = TrendRow(

@@ -38,6 +38,7 @@ from omni_tasks.records import (
     ClipAudio,
     ClipGrade,
     ClipRecord,
+    Execution,
     Grader,
     RunSpec,
     records_of,
@@ -280,7 +281,7 @@ class MultipleChoice(Benchmark):
             evaluated = doc.get(f"{self.prefix}_evaluated")
             n_expected = int(evaluated) if finite_number(evaluated) and evaluated >= 0 else 0
             status = "summary_only"
-        execution = {}
+        execution: Execution = {}
         if finite_number(doc.get("max_concurrency")):
             execution["client_concurrency"] = doc["max_concurrency"]
         try:

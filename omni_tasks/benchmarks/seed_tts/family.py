@@ -52,6 +52,7 @@ from omni_tasks.records import (
     ClipAudio,
     ClipGrade,
     ClipRecord,
+    Execution,
     Grader,
     RunSpec,
     SynthStatus,
@@ -212,7 +213,7 @@ def parse_artifact(
         counts = [doc.get(k) for k in SUMMARY_KEYS]
         n_expected = int(sum(c for c in counts if finite_number(c)))
         status = "summary_only"
-    execution = {}
+    execution: Execution = {}
     if finite_number(doc.get("max_concurrency")):
         execution["client_concurrency"] = doc["max_concurrency"]
     try:
@@ -275,7 +276,7 @@ def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
     from omni_tasks.evidence.audio import load_audio_bytes
 
     root = get_settings().audio_root_url
-    folder = f"{root}/.imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
+    folder = f"{root}/.imports/{str(art.spec.source.get('sha256', 'artifact'))[:16]}"
     clips = []
     for c in art.clips:
         if c.audio_uri is not None and not under(c.audio_uri, root):

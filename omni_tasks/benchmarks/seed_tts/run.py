@@ -32,7 +32,7 @@ from omni_tasks.grading.grade import grade_run
 from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.harness import client_rules
 from omni_tasks.progress import progress_bar
-from omni_tasks.records import RunSpec, commonest_failure
+from omni_tasks.records import Execution, LineageFlags, RunSpec, commonest_failure
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
@@ -62,7 +62,7 @@ class BenchRequest(RunRequest):
     audio_cap_s: float = 60.0
     commit_time: dt.datetime | None = None
     observed_head: str | None = None
-    lineage: dict[str, Any] = field(default_factory=dict)
+    lineage: LineageFlags = field(default_factory=LineageFlags)
     stack: dict[str, Any] = field(default_factory=dict)
     gpu_class: str | None = None
     # The target's stage defaults (its deploy config): needed to send the run seed to every
@@ -229,7 +229,7 @@ def _stage_fingerprint(settings: JsonObject) -> str | None:
 def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     template = protocol.prompt_template(req.prompt_template)
     stages = stage_settings(req)
-    execution = {
+    execution: Execution = {
         "gpu_class": req.gpu_class or ("simulator" if req.simulator_profile else None),
         "client_concurrency": req.concurrency,
         "server_max_num_seqs": req.overrides.get("max_num_seqs"),
