@@ -76,10 +76,6 @@ def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
         "OMNI_TEST_ADMIN_DSN": ADMIN_DSN,
         "OMNI_HOME": str(tmp_path / "home"),
         "CUDA_VISIBLE_DEVICES": "",
-        # One thread per library (torch, CTranslate2): `make test` runs two workers on two
-        # cores, and each library's per-core spinning threads oversubscribe them (resemblyzer's
-        # labelling took 20× longer beside the other worker).
-        "OMP_NUM_THREADS": "1",
     }
     out = subprocess.run(
         [sys.executable, str(BENCH / script), *args],
