@@ -63,8 +63,11 @@ docs: install
 	$(BIN)/python -m omni_tasks.cli.reference docs/users/cli-reference.md --check
 	$(BIN)/mkdocs build --strict -d "$$(mktemp -d)"
 
+# --dist loadgroup: tests that share one expensive fixture (an `xdist_group` mark, e.g. the
+# Celery night of tests/reliability/conftest.py) run on one worker, so it is built once; every
+# other test is handed out one at a time to whichever worker is free.
 test: lint docs system-deps
-	$(BIN)/pytest -n 2 -q --durations=25
+	$(BIN)/pytest -n 2 --dist loadgroup -q --durations=25
 
 unit: install
 	$(BIN)/pytest -q tests/unit
