@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from omni_tasks.cli.common import app, console, fail, open_db, parse_date
+from omni_tasks.cli.common import (
+    TRANSCRIPT,
+    TRANSCRIPT_FLAG,
+    app,
+    console,
+    fail,
+    open_db,
+    parse_date,
+    run_options,
+)
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import pct_ci, pts_ci
 from omni_tasks.series import Series
@@ -21,8 +30,11 @@ def demo_cmd(
     nights: Annotated[
         int, typer.Option(min=1, max=30, help="Consecutive nightly dates (new seed each)")
     ] = 1,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Skip audio: the simulator returns what would be heard (fast)")
+    transcript: Annotated[
+        bool,
+        typer.Option(
+            TRANSCRIPT_FLAG, help="Skip audio: the simulator returns what would be heard (fast)"
+        ),
     ] = False,
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
@@ -52,7 +64,11 @@ def demo_cmd(
     console.print(f"results DB: {redact(dsn)}", highlight=False)
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
     runs = run_nights(
-        nights, last, transcript_mode, dsn, lambda line: console.print(line, highlight=False)
+        nights,
+        last,
+        run_options({TRANSCRIPT: transcript}),
+        dsn,
+        lambda line: console.print(line, highlight=False),
     )
     failed = [r for r in runs if r.returncode != 0]
     if failed:
@@ -136,9 +152,11 @@ def nightly_cmd(
     nightly: Annotated[
         str | None, typer.Option(help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)")
     ] = None,
-    transcript_mode: Annotated[
+    transcript: Annotated[
         bool,
-        typer.Option(help="Simulator targets only: skip audio and ASR (the form's override)"),
+        typer.Option(
+            TRANSCRIPT_FLAG, help="Simulator targets only: skip audio and ASR (the form's override)"
+        ),
     ] = False,
 ) -> None:
     """Run one night of the nightly DAG on a deployment config, by Airflow in-process
@@ -151,7 +169,7 @@ def nightly_cmd(
     from omni_tasks.store import views
     from omni_tasks.store.db import redact, resolve_dsn
 
-    conf: dict[str, object] = {"transcript_mode": True} if transcript_mode else {}
+    conf = run_options({TRANSCRIPT: transcript})  # the form's fields: the options' names
     try:
         fleet = resolve_night(conf, str(config.resolve()))
     except ConfigError as exc:
