@@ -74,10 +74,7 @@ class RunOption:
 
     def check(self, name: str, value: object) -> None:
         kind = type(self.default)
-        ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-        if not ok and kind is float:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        if not ok:
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
             raise BenchError(f"run option {name}: a {kind.__name__}, got {value!r}")
 
 

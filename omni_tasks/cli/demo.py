@@ -11,7 +11,7 @@ from rich.table import Table
 
 from omni_tasks.cli.common import (
     TRANSCRIPT,
-    TRANSCRIPT_FLAG,
+    TranscriptOpt,
     app,
     console,
     fail,
@@ -30,12 +30,7 @@ def demo_cmd(
     nights: Annotated[
         int, typer.Option(min=1, max=30, help="Consecutive nightly dates (new seed each)")
     ] = 1,
-    transcript: Annotated[
-        bool,
-        typer.Option(
-            TRANSCRIPT_FLAG, help="Skip audio: the simulator returns what would be heard (fast)"
-        ),
-    ] = False,
+    transcript: TranscriptOpt = False,
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
@@ -63,13 +58,8 @@ def demo_cmd(
     dsn = resolve_dsn()
     console.print(f"results DB: {redact(dsn)}", highlight=False)
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
-    runs = run_nights(
-        nights,
-        last,
-        run_options({TRANSCRIPT: transcript}),
-        dsn,
-        lambda line: console.print(line, highlight=False),
-    )
+    options = run_options({TRANSCRIPT: transcript})
+    runs = run_nights(nights, last, options, dsn, lambda line: console.print(line, highlight=False))
     failed = [r for r in runs if r.returncode != 0]
     if failed:
         fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
@@ -152,12 +142,7 @@ def nightly_cmd(
     nightly: Annotated[
         str | None, typer.Option(help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)")
     ] = None,
-    transcript: Annotated[
-        bool,
-        typer.Option(
-            TRANSCRIPT_FLAG, help="Simulator targets only: skip audio and ASR (the form's override)"
-        ),
-    ] = False,
+    transcript: TranscriptOpt = False,
 ) -> None:
     """Run one night of the nightly DAG on a deployment config, by Airflow in-process
     (`airflow dags test`, as `demo` does on its own config): every series on every branch,

@@ -103,8 +103,8 @@ def bench_cmd(
     """Run a benchmark against a target through its family (seed-TTS: synthesize and grade
     every clip; another: ask and judge every item), store every item; print the run key."""
     from omni_tasks.benchmarks.outcome import run_outcome
-    from omni_tasks.contracts import JsonObject
     from omni_tasks.benchmarks.request import BenchError, RunRequest
+    from omni_tasks.contracts import JsonObject
     from omni_tasks.offline_models import OfflineModelError
 
     family = _family(benchmark)

@@ -93,8 +93,7 @@ class Serving(BaseModel):
 
     @model_validator(mode="after")
     def _own_options(self) -> Serving:
-        """Of a night's options (a fleet's defaults and form apply to every series), the
-        series' family keeps its own, checked."""
+        """The series' family keeps its own (a fleet's defaults and form apply to all)."""
         from omni_tasks import benchmarks
 
         if self.bench in benchmarks.ids():

@@ -205,7 +205,8 @@ def nightly_concurrency(
     for params in series:
         if not params.concurrency:
             continue
-        s = params.series
+        s, n = params.series, params.concurrency_voices
+        voices = {"voices": n} if n > 1 else {}  # an option of speech-out families only
         for branch in params.branches:
             target = params.target_url(branch)
             req = ConcurrencyRequest(
@@ -217,7 +218,7 @@ def nightly_concurrency(
                 seed=params.seeds[0],
                 dataset=params.dataset,
                 limit=params.limit,
-                options={**params.options, **_voices(params.concurrency_voices)},
+                options={**params.options, **voices},
                 model=s.model,
                 lane=s.lane,
                 grader=params.grader,
@@ -250,11 +251,6 @@ def nightly_concurrency(
             events.enqueue(conn, key, None, "post", {"op": "post", **message.to_payload()})
             conn.commit()
     return lines
-
-
-def _voices(n: int) -> dict[str, object]:
-    """The voices option, given only when it mixes voices (a family without speech has none)."""
-    return {"voices": n} if n > 1 else {}
 
 
 def _night_id(
