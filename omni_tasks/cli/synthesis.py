@@ -108,6 +108,8 @@ def bench_cmd(
     from omni_tasks.offline_models import OfflineModelError
 
     family = _family(benchmark)
+    if problem := family.check_dataset(dataset):
+        fail(f"--dataset: {problem}", code=2)
     options = {TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap}
     try:
         generic = RunRequest(

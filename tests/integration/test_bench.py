@@ -66,10 +66,6 @@ def test_bench_input_errors_are_clear(db) -> None:
             "All connection attempts failed",
         ),
         (
-            ["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"],
-            "no such dataset",
-        ),
-        (
             [
                 "--target",
                 "simulator:main",
@@ -85,6 +81,10 @@ def test_bench_input_errors_are_clear(db) -> None:
     for args, message in cases:
         out = runner.invoke(app, ["bench", *args])
         assert out.exit_code == 1 and message in out.output, (args, out.output)
+    out = runner.invoke(
+        app, ["bench", "--target", "simulator:main", "--branch", "b", "--dataset", "/x"]
+    )
+    assert out.exit_code == 2 and "/x has no meta.lst" in out.output, out.output
     # A server that answers but is no simulator cannot speak transcripts.
     from starlette.applications import Starlette
 
