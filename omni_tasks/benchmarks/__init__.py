@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
 from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.multiple_choice.daily_omni import DAILY_OMNI
@@ -66,6 +66,12 @@ def all_benchmarks() -> list[Benchmark]:
 def answerers() -> tuple[Answerer, ...]:
     """How the simulator answers every registered item-suite family (`simulator serve`)."""
     return tuple(b.suite.simulate for b in _registry().values() if b.suite is not None)
+
+
+def form_options() -> dict[str, RunOption]:
+    """The run options configs and forms may give, of every family, by name (the name is the
+    config key and the form field)."""
+    return {n: o for b in _REGISTRY.values() for n, o in b.options.items() if o.form}
 
 
 def ids() -> list[str]:

@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -17,6 +19,7 @@ from omni_tasks.cli.common import (
     json_out,
     load_policy_or_fail,
     open_db,
+    run_options,
 )
 
 VERDICTS = ("regressed", "improved", "unknown", "infra")
@@ -47,9 +50,7 @@ def ab_cmd(
     details_url: Annotated[
         str | None, typer.Option(help="Where the check run's 'Details' link points")
     ] = None,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(help="Exit 3 on these verdicts (regressed, improved, unknown, infra)"),
@@ -81,7 +82,7 @@ def ab_cmd(
             budget=budget,
             dataset=dataset,
             limit=limit,
-            transcript_mode=transcript_mode,
+            options=run_options({TRANSCRIPT: transcript}),
         )
     except ABError as exc:
         fail(str(exc), code=2)

@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -19,6 +21,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
 )
 
 
@@ -60,9 +63,7 @@ def ablate_cmd(
             "always runs"
         ),
     ] = 1.0,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     alert_id: Annotated[
         int | None, typer.Option(help="Reply in this alert's thread (default: the key's open one)")
     ] = None,
@@ -93,7 +94,7 @@ def ablate_cmd(
         "seed": seed,
         "control": control,
         "budget": budget,
-        "transcript_mode": transcript_mode,
+        **run_options({TRANSCRIPT: transcript}),
         "alert_id": alert_id,
     }
     if model:

@@ -9,10 +9,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -20,6 +22,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
 )
 
 
@@ -51,9 +54,7 @@ def bisect_cmd(
         float, typer.Option(help="GPU it may use, in full-run equivalents (items run / items)")
     ] = 4.0,
     control: Annotated[int, typer.Option(help="Control items (fine at both ends)")] = 50,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     nightly: Annotated[
         str | None,
         typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
@@ -85,7 +86,7 @@ def bisect_cmd(
         "alpha": alpha,
         "budget": budget,
         "control": control,
-        "transcript_mode": transcript_mode,
+        **run_options({TRANSCRIPT: transcript}),
         "alert_id": alert_id,
     }
     if model:

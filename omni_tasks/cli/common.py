@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, NoReturn, TypeVar
 
 import typer
@@ -97,6 +97,20 @@ TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 
 # Options shared by several commands.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+# A benchmark family's run option is the flag of its name, hyphenated (Benchmark.options):
+# `--transcript-mode` gives seed-TTS's option TRANSCRIPT.
+TRANSCRIPT_FLAG = "--transcript-mode"
+TRANSCRIPT = TRANSCRIPT_FLAG[2:].replace("-", "_")
+TranscriptOpt = Annotated[
+    bool, typer.Option(TRANSCRIPT_FLAG, help="Simulator only: what would be heard, no audio (fast)")
+]
+
+
+def run_options(given: Mapping[str, object]) -> dict[str, object]:
+    """The family run options of the flags that were set (one left unset gives none)."""
+    return {name: v for name, v in given.items() if v not in (None, False)}
+
+
 TailThreshold = Annotated[
     float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
 ]

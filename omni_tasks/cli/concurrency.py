@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -19,6 +21,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
     series_of,
 )
 
@@ -53,9 +56,7 @@ def concurrency_cmd(
             "output's voice (a proxy embedder)"
         ),
     ] = 1,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     nightly: Annotated[
         str | None,
         typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
@@ -90,11 +91,10 @@ def concurrency_cmd(
             seed=seed,
             dataset=dataset,
             limit=limit,
-            transcript_mode=transcript_mode,
+            options=run_options({TRANSCRIPT: transcript, "voices": voices if voices > 1 else None}),
             model=series.model,
             lane=series.lane,
             control=control,
-            voices=voices,
             nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
         )
     except (ConcurrencyError, MissingCapability, InvalidName) as exc:

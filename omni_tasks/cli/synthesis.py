@@ -1,15 +1,17 @@
-"""Synthesize a benchmark run; the local simulator."""
+"""Run a benchmark against a target (any family); the local simulator."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
+    TRANSCRIPT_FLAG,
     BackendOpt,
     BatchOpt,
     DeviceOpt,
@@ -17,48 +19,24 @@ from omni_tasks.cli.common import (
     JsonFlag,
     ModelOpt,
     PrecisionOpt,
+    TranscriptOpt,
     WideFlag,
     WindowOpt,
     app,
     console,
-    err,
     fail,
     json_out,
-    load_grader_or_fail,
     open_db,
     parse_date,
+    run_options,
     simulator_app,
 )
 
+if TYPE_CHECKING:
+    from omni_tasks.benchmarks.base import Benchmark
+
 
 # ---------------------------------------------------------------- synthesis
-def _run_family(benchmark: str, req_fields: dict[str, Any]) -> None:
-    """A benchmark other than seed-TTS, run as the nightly runs it: the family's own runner."""
-    from omni_tasks import benchmarks
-    from omni_tasks.benchmarks.request import BenchError, RunRequest
-
-    try:
-        family = benchmarks.get(benchmark)
-    except benchmarks.UnknownBenchmark as exc:
-        fail(str(exc), code=2)
-    if not family.runnable:
-        fail(f"--benchmark {benchmark} cannot run here: it arrives by `omni-tasks import`", code=2)
-    problem = family.check_dataset(str(req_fields["dataset"]))
-    if problem:
-        fail(f"--dataset: {problem}", code=2)
-    try:
-        req = RunRequest(benchmark=benchmark, **req_fields)
-    except BenchError as exc:
-        fail(str(exc))
-    conn = open_db()
-    with conn:
-        try:
-            key = family.run(conn, req, {}, show_progress=True)  # they judge by their rule
-        except ValueError as exc:  # a malformed set, a profile, another run under the key
-            fail(str(exc))
-    print(key)
-
-
 @app.command("bench")
 def bench_cmd(
     target: Annotated[
@@ -92,11 +70,10 @@ def bench_cmd(
     limit: Annotated[int | None, typer.Option(help="Only the first N utterances")] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (default derived)")] = None,
     prompt_template: Annotated[
-        str, typer.Option(help="seed-tts-default (the harness's) or read-aloud")
-    ] = "seed-tts-default",
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: return what would be heard, no audio (fast)")
-    ] = False,
+        str | None,
+        typer.Option(help="seed-TTS: seed-tts-default (the harness's, the default) or read-aloud"),
+    ] = None,
+    transcript: TranscriptOpt = False,
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Nightly date (default today, UTC)")
     ] = None,
@@ -116,12 +93,12 @@ def bench_cmd(
         ),
     ] = None,
     audio_cap: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="Stop reading after this much audio (s); a run on a harness version reads up "
-            "to --timeout, as the harness does"
+            help="seed-TTS: stop reading after this much audio (s; default 60); a run on a "
+            "harness version reads up to --timeout, as the harness does"
         ),
-    ] = 60.0,
+    ] = None,
     backend: BackendOpt = "faster-whisper",
     model: ModelOpt = None,
     precision: PrecisionOpt = None,
@@ -131,36 +108,19 @@ def bench_cmd(
     device: DeviceOpt = "cpu",
     as_json: JsonFlag = False,
 ) -> None:
-    """Synthesize a dataset against a target, store every clip, grade it; print the run key.
-    Another --benchmark runs through its family's runner: every item asked and judged."""
-    if benchmark != "seed_tts":
-        fields = {
-            "target": target,
-            "branch": branch,
-            "dataset": dataset,
-            "commit": commit,
-            "seed": seed,
-            "limit": limit,
-            "run_key": run_key,
-            "variant": variant,
-            "concurrency": concurrency,
-            "timeout_s": timeout,
-            "harness_version": harness_version,
-            "nightly": parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
-        }
-        _run_family(benchmark, fields)
-        return
-    from omni_tasks.benchmarks.seed_tts.run import BenchError, BenchRequest, run_benchmark
-    from omni_tasks.dataset import DatasetError
-    from omni_tasks.synthesis.profiles import ProfileError
-    from omni_tasks.synthesis.stages import DeployConfigError, StageDefaults
+    """Run a benchmark against a target through its family (seed-TTS: synthesize and grade
+    every clip; another: ask and judge every item), store every item; print the run key."""
+    from omni_tasks.benchmarks.outcome import run_outcome
+    from omni_tasks.benchmarks.request import BenchError, RunRequest
+    from omni_tasks.contracts import JsonObject
+    from omni_tasks.offline_models import OfflineModelError
 
+    family = _family(benchmark)
+    if problem := family.check_dataset(dataset):
+        fail(f"--dataset: {problem}", code=2)
+    options = {TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap}
     try:
-        stages = StageDefaults.load(deploy_config) if deploy_config else None
-    except DeployConfigError as exc:
-        fail(str(exc))
-    try:
-        req = BenchRequest(
+        generic = RunRequest(
             target=target,
             branch=branch,
             dataset=dataset,
@@ -168,52 +128,63 @@ def bench_cmd(
             seed=seed,
             limit=limit,
             run_key=run_key,
-            prompt_template=prompt_template,
-            transcript_mode=transcript_mode,
             nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
             variant=variant,
             concurrency=concurrency,
             timeout_s=timeout,
-            audio_cap_s=audio_cap,
-            stage_defaults=stages,
             harness_version=harness_version,
+            deploy_config=deploy_config,
+            # seed_tts names the family: the dataset's locale names the benchmark.
+            benchmark=family.id if family.id == benchmark else None,
         )
+        req = family.request(generic, run_options(options))
     except BenchError as exc:
         fail(str(exc))
-    if req.stages is None and seed is not None:
-        err.print(
-            f"[yellow]warning:[/] {target}: stage defaults unknown (pass --deploy-config), so "
-            f"the run seed {seed} is not sent: each stage samples with the server's own settings",
-            highlight=False,
-        )
-    grader = None
-    if not transcript_mode:
-        grader = load_grader_or_fail(
-            backend, model, precision, window, 1, batch_size, device, harness_version
-        )
+    grader: JsonObject = {
+        "backend": backend,
+        "model": model,
+        "precision": precision,
+        "window": window,
+        "batch_size": batch_size,
+        "device": device,
+        "harness_version": harness_version,
+    }
     conn = open_db()
     with conn:
         try:
-            outcome = run_benchmark(conn, req, grader, show_progress=not as_json)
-        except (BenchError, DatasetError, ProfileError, ValueError) as exc:
+            key = family.run(conn, req, grader, show_progress=not as_json)
+            outcome = run_outcome(conn, key)
+        except (ValueError, LookupError, OfflineModelError, OSError) as exc:  # a set, a grader…
             fail(str(exc))
     if as_json:
         json_out(dataclasses.asdict(outcome))
     else:
-        if not outcome.synthesized:
-            console.print("[dim]already stored: not synthesized again[/]")
         console.print(outcome.summary(), soft_wrap=True)
         print(outcome.run_key)
     if outcome.run_status == "failed":  # stored (nothing is lost), but not a result: exit 1
         fail(f"run {outcome.run_key} failed: {outcome.failure}")
 
 
+def _family(option: str) -> Benchmark:
+    """The family `bench --benchmark` names: its bench option (seed_tts), or a benchmark."""
+    from omni_tasks import benchmarks
+
+    named = [b for b in benchmarks.all_benchmarks() if b.bench_option == option]
+    try:
+        family = named[0] if named else benchmarks.get(option)
+    except benchmarks.UnknownBenchmark as exc:
+        fail(str(exc), code=2)
+    if not family.runnable:
+        fail(f"--benchmark {option} cannot run here: it arrives by `omni-tasks import`", code=2)
+    return family
+
+
 @simulator_app.command("serve")
 def simulator_serve(
     profile: Annotated[str, typer.Option(help="main, rebase or clean (profiles.yaml)")] = "main",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free one)")] = 8091,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Return what would be heard instead of audio")
+    transcript: Annotated[
+        bool, typer.Option(TRANSCRIPT_FLAG, help="Return what would be heard instead of audio")
     ] = False,
 ) -> None:
     """Serve the simulator in the foreground on loopback (Ctrl-C stops it). It answers seed-TTS
@@ -226,7 +197,7 @@ def simulator_serve(
         load_profile(profile)
     except ProfileError as exc:
         fail(str(exc))
-    config = SimulatorConfig(profile, transcript_mode, answerers=benchmarks.answerers())
+    config = SimulatorConfig(profile, transcript, answerers=benchmarks.answerers())
     serve_forever(config, port)
 
 

@@ -65,7 +65,7 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 def run_branch(context: Context, plan: JsonObject) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.benchmarks.seed_tts.run import BenchError
+    from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.contracts import BranchPlan
     from omni_tasks.deployment import ConfigError
     from omni_tasks.jobs import nightly

@@ -638,7 +638,7 @@ def check_complete(p: NightlyParams, where: str) -> None:
             fail(f"targets.{branch}.deploy_config", f"{deploy} does not exist")
     if p.auto_bisect.enabled and not p.repo:
         fail("auto_bisect.enabled", "auto-bisect lists the commits of a range: set repo")
-    if not p.transcript_mode:
+    if benchmarks.get(p.bench).graded_by_asr(p.options):
         try:
             GraderSpec.from_params(p.grader).resolved()
         except TypeError as exc:
@@ -731,7 +731,7 @@ def resolve_ab(form: Doc, variable: str | None = None) -> Any:
             budget=budget,
             dataset=p.dataset,
             limit=p.limit,
-            transcript_mode=p.transcript_mode,
+            options=p.options,
             grader=p.grader,
             serving=p,
         )

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.config import get_settings
 from omni_tasks.gates.table import Threshold, UpstreamGate
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
@@ -75,6 +76,33 @@ class Serving(BaseModel):
         description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
     )
     lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
+    # The benchmark family's own run options (Benchmark.options), each given as a field of its
+    # own name, as configs and forms always gave them.
+    options: JsonObject = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_options(cls, data: Any) -> Any:
+        from omni_tasks import benchmarks
+
+        if not isinstance(data, dict):
+            return data
+        named = benchmarks.form_options()
+        given = {k: v for k, v in data.items() if k in named}
+        rest = {k: v for k, v in data.items() if k not in named}
+        return {**rest, "options": {**(data.get("options") or {}), **given}}
+
+    @model_validator(mode="after")
+    def _own_options(self) -> Serving:
+        """The series' family keeps its own (a fleet's defaults and form apply to all)."""
+        from omni_tasks import benchmarks
+
+        if self.bench in benchmarks.ids():
+            family, others = benchmarks.get(self.bench), benchmarks.form_options()
+            mine = {k: v for k, v in self.options.items() if k in family.options or k not in others}
+            family.check_options(mine)
+            self.options = mine
+        return self
 
     @property
     def bench(self) -> str:
@@ -148,9 +176,7 @@ class NightlyParams(Serving):
         default_factory=dict,
         description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
     )
-    transcript_mode: bool = False
     variant: str = "default"
-    prompt_template: str = "seed-tts-default"
     seeds: list[int] = Field(default_factory=lambda: [42])
     limit: int | None = None
     dataset: str = "demo"

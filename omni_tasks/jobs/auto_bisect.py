@@ -176,7 +176,7 @@ def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
         "benchmark": params.bench,
         "lane": params.lane,
         "dataset": params.dataset,
-        "transcript_mode": params.transcript_mode,
+        **params.options,  # the family's run options, by their form names
         **({"server": {"model": model}} if model else {}),
         "alert_id": alert.alert_id,
     }

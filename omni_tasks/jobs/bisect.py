@@ -47,7 +47,6 @@ class BisectParams(Serving):
     baseline: str = "main"
     variant: str = "default"
     first_bad: str | None = Field(default=None, description="simulator:commit-history only")
-    transcript_mode: bool = False
     dataset: str = "demo"
     limit: int | None = None
     seed: int = 1000
@@ -116,7 +115,7 @@ def stored_endpoints(
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
     """Bisect `p.history` on the series' family: each evaluation is one run of the family
     (`Benchmark.run`) on the chosen items, at one seed."""
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
 
     family = benchmarks.get(p.bench)
     family.require("bisect", "bisected")
@@ -128,7 +127,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             if clips is None
             else "d" + hashlib.sha256(",".join(clips).encode()).hexdigest()[:6]
         )
-        req = BenchRequest(
+        generic = RunRequest(
             target=p.target,
             branch=p.branch,
             dataset=p.dataset,
@@ -139,7 +138,6 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             nightly=today,
             trigger="bisect",
             variant=p.variant,
-            transcript_mode=p.transcript_mode,
             benchmark=p.bench,
             model=p.series.model,
             lane=p.lane,
@@ -148,8 +146,9 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )
+        req = family.request(generic, p.options)
 
-        def run(r: BenchRequest) -> str:
+        def run(r: RunRequest) -> str:
             return family.run(conn, r, p.grader)
 
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:

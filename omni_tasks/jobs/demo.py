@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,14 +50,15 @@ def airflow_env(home: Path, dsn: str) -> dict[str, str]:
     return env
 
 
-def write_config(path: Path, transcript_mode: bool) -> Path:
-    """The demo's deployment config: what a production config names, on the simulator."""
+def write_config(path: Path, options: Mapping[str, object]) -> Path:
+    """The demo's deployment config: what a production config names, on the simulator (with
+    the benchmark family's run options, by name)."""
     config = {
         "version": 1,
         "branches": [BASELINE, CANDIDATE],
         "baseline": BASELINE,
         "targets": PROFILES,
-        "transcript_mode": transcript_mode,
+        **options,
         "dataset": "demo",
         "grader": {"backend": "faster-whisper"},
     }
@@ -73,7 +74,7 @@ def _airflow() -> list[str]:
 def run_nights(
     nights: int,
     last_night: dt.date,
-    transcript_mode: bool,
+    options: Mapping[str, object],
     dsn: str,
     on_line: Callable[[str], None],
 ) -> list[DemoNight]:
@@ -82,7 +83,7 @@ def run_nights(
     nights whatever day it runs."""
     home = get_settings().home
     (home / "demo").mkdir(parents=True, exist_ok=True)
-    config = write_config(home / "demo" / "nightly.yaml", transcript_mode)
+    config = write_config(home / "demo" / "nightly.yaml", options)
     out = []
     for i in range(nights):
         night = last_night - dt.timedelta(days=nights - 1 - i)

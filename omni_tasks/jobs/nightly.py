@@ -43,7 +43,7 @@ from omni_tasks.trust.names import (
 from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
     from omni_tasks.synthesis.stages import LaneDeploy
 
 
@@ -194,9 +194,8 @@ def run_branch(
     show_progress: bool = False,
 ) -> str:
     """Run, judge and store one series × branch × seed of the night (the series' benchmark
-    does both: Benchmark.run); returns its run key."""
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
-    from omni_tasks.synthesis.stages import StageDefaults
+    builds its request and does both: Benchmark.request, Benchmark.run); returns its run key."""
+    from omni_tasks.benchmarks.request import RunRequest
 
     if plan.branch not in params.targets:
         raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
@@ -210,15 +209,13 @@ def run_branch(
         else recorded.commit_sha != plan.commit,
         "reconstructed_head": plan.reconstructed,
     }
-    req = BenchRequest(
+    generic = RunRequest(
         target=target,
         branch=plan.branch,
         dataset=params.dataset,
         commit=plan.commit,
         seed=plan.seed,
         limit=params.limit,
-        prompt_template=params.prompt_template,
-        transcript_mode=params.transcript_mode,
         nightly=nightly,
         trigger=trigger,  # type: ignore[arg-type]
         variant=params.variant,
@@ -231,11 +228,12 @@ def run_branch(
         airflow_dag_id=airflow_ids[0],
         airflow_run_id=airflow_ids[1],
         harness_version=params.grader.get("harness_version"),
-        stage_defaults=StageDefaults.load(Path(deploy)) if deploy else None,
+        deploy_config=Path(deploy) if deploy else None,
     )
     bench = benchmarks.get(params.bench)
+    req = bench.request(generic, params.options)
 
-    def run(r: BenchRequest) -> str:  # the benchmark runs and judges its own items
+    def run(r: RunRequest) -> str:  # the benchmark runs and judges its own items
         return bench.run(conn, r, params.grader, show_progress=show_progress)
 
     key = served(conn, params, req, run) if target == "vllm-serve" else run(req)
@@ -249,11 +247,11 @@ R = TypeVar("R")
 def served(
     conn: psycopg.Connection[Any],
     params: Serving,
-    req: BenchRequest,
-    run: Callable[[BenchRequest], R],
+    req: RunRequest,
+    run: Callable[[RunRequest], R],
 ) -> R:
     """Launch the commit's own server (its environment, its GPUs, a free port), `run` the
-    request against it with the server's provenance on the run, stop it."""
+    request (any family's) against it with the server's provenance on the run, stop it."""
     import dataclasses
 
     from omni_tasks.environments.existing import ExistingStrategy
@@ -265,7 +263,7 @@ def served(
         launched,
         provenance,
     )
-    from omni_tasks.synthesis.stages import StageDefaults, lane_deploy
+    from omni_tasks.synthesis.stages import lane_deploy
 
     env_cfg, srv = params.environment, params.server
     if env_cfg.get("strategy") == "image":
@@ -301,10 +299,11 @@ def served(
             env={str(k): str(v) for k, v in srv.get("env", {}).items()},
             startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
         )
-        # The stage defaults the server will run with, read before it starts: a deploy config
-        # without the three stages is an error before any GPU time or request.
+        # The deploy config the server will run with, read into the request before it starts:
+        # one a family cannot use (seed-TTS: without the three stages) is an error before any
+        # GPU time or request.
         deployed = effective_deploy_config(spec)
-        stages = StageDefaults.load(deployed) if deployed is not None else None
+        req = dataclasses.replace(req, deploy_config=deployed)
         prov = provenance(
             spec,
             repo=Path(params.repo) if params.repo else None,
@@ -325,7 +324,6 @@ def served(
                 gpu_class=prov.gpu_class,
                 lineage={**req.lineage, **prov.lineage.flags()},
                 commit_time=prov.commit_time,
-                stage_defaults=stages,
             )
             return run(served)
 
@@ -344,7 +342,7 @@ def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, object]
     }
 
 
-def _served_from_image(params: Serving, req: BenchRequest, run: Callable[[BenchRequest], R]) -> R:
+def _served_from_image(params: Serving, req: RunRequest, run: Callable[[RunRequest], R]) -> R:
     """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
     the run records the image and pod it ran against."""
     import dataclasses

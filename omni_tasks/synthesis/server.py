@@ -30,7 +30,7 @@ from omni_tasks.synthesis.provenance import (
     lineage,
     stack_versions,
 )
-from omni_tasks.synthesis.stages import merge_deploy
+from omni_tasks.synthesis.stages import MAX_BASE_DEPTH, merge_deploy
 from omni_tasks.trust import sandbox
 from omni_tasks.trust.child_env import child_env
 
@@ -75,22 +75,38 @@ def free_port() -> int:
 
 
 def effective_deploy_config(spec: ServerSpec) -> Path | None:
-    """The deploy yaml with the variant's overrides merged in, written beside the log."""
+    """The deploy yaml with the variant's overrides merged in, written in a folder beside the
+    log together with the files its `base_config` chain names, at the same relative places:
+    vLLM-Omni (and `stages.read_deploy`) read a base next to the file that names it."""
     if spec.deploy_config is None and not spec.deploy_overrides:
         return None
+    folder = spec.log_path.with_suffix(".deploy")
+    folder.mkdir(parents=True, exist_ok=True)
     base: dict[str, Any] = {}
+    name = "deploy.yaml"
     if spec.deploy_config is not None:
         base = yaml.safe_load(spec.deploy_config.read_text(encoding="utf-8")) or {}
-    merged = merge_deploy(base, spec.deploy_overrides)
-    if spec.deploy_config is not None and isinstance(merged.get("base_config"), str):
-        # vLLM-Omni reads a base next to the file that names it, and this file lies beside the
-        # log: it names the original's base by its absolute path (which the join keeps).
-        original = spec.deploy_config.parent / merged["base_config"]
-        merged["base_config"] = str(original.resolve())
-    path = spec.log_path.with_suffix(".deploy.yaml")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
+        name = spec.deploy_config.name
+        _copy_bases(spec.deploy_config, base, folder)
+    path = folder / name
+    path.write_text(yaml.safe_dump(merge_deploy(base, spec.deploy_overrides), sort_keys=False))
     return path
+
+
+def _copy_bases(config: Path, doc: Any, folder: Path) -> None:
+    """Copy the base files `config` names, each at its place relative to `config`; a base
+    outside `config`'s folder is left for the reader to refuse (stages.read_deploy)."""
+    here = Path()
+    for _ in range(MAX_BASE_DEPTH):
+        named = doc.get("base_config") if isinstance(doc, dict) else None
+        if not isinstance(named, str):
+            return
+        here = Path(os.path.normpath(here.parent / named))
+        if here.is_absolute() or here.parts[:1] == ("..",):
+            return
+        (folder / here).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(config.parent / here, folder / here)
+        doc = yaml.safe_load((folder / here).read_text(encoding="utf-8"))
 
 
 def command(spec: ServerSpec, port: int) -> list[str]:
@@ -141,10 +157,8 @@ def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
         Path(spec.model),
         *sandbox.named_paths(spec.env),
     ]
-    if "--deploy-config" in argv:
-        readable.append(Path(argv[argv.index("--deploy-config") + 1]))
-    if spec.deploy_config is not None:  # its base_config lies beside it
-        readable.append(spec.deploy_config.parent)
+    if "--deploy-config" in argv:  # its folder: the file and its bases
+        readable.append(Path(argv[argv.index("--deploy-config") + 1]).parent)
     return sandbox.Paths(readable=tuple(readable), writable=(scratch,))
 
 

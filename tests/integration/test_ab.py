@@ -195,7 +195,7 @@ def test_vllm_serve_sides_each_get_their_commits_own_server(
         base_sha=BASE,
         head_sha=HEAD,
         limit=10,
-        transcript_mode=True,
+        options={"transcript_mode": True},
         serving=serving,
     )
     result = run_ab(db, req, load_policy())

@@ -1210,7 +1210,7 @@ serving = NightlyParams(
     limit=4,
 )
 req = ABRequest(benchmark="seed_tts_en", base_target="vllm-serve", head_target="vllm-serve",
-                base_sha=base, head_sha=head, repo="o/r", pr=3, limit=4, transcript_mode=True,
+                base_sha=base, head_sha=head, repo="o/r", pr=3, limit=4, options={"transcript_mode": True},
                 serving=serving)
 conn = connect()
 try:
