@@ -77,11 +77,11 @@ def test_a_gpu_tasks_log_is_read_through_the_api_from_its_worker(
             },
         },
     ) as c:
-        c.trigger("seed_tts_nightly", "logs", "2026-11-22T02:00:00Z", {})
+        c.trigger("omni_nightly", "logs", "2026-11-22T02:00:00Z", {})
         auth = {"Authorization": f"Bearer {c.token()}"}
-        assert c.wait_for_run("seed_tts_nightly", "logs", timeout=600) == "success"
+        assert c.wait_for_run("omni_nightly", "logs", timeout=600) == "success"
         tis = httpx.get(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/logs/taskInstances",
+            f"{c.api}/api/v2/dags/omni_nightly/dagRuns/logs/taskInstances",
             headers=auth,
             timeout=30,
         ).json()["task_instances"]
@@ -94,7 +94,7 @@ def test_a_gpu_tasks_log_is_read_through_the_api_from_its_worker(
         )
         index = f"?map_index={ti['map_index']}" if ti["map_index"] >= 0 else ""
         read = httpx.get(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/logs/taskInstances/"
+            f"{c.api}/api/v2/dags/omni_nightly/dagRuns/logs/taskInstances/"
             f"{ti['task_id']}/logs/{ti['try_number']}{index}",
             headers={**auth, "Accept": "application/json"},
             timeout=60,

@@ -443,7 +443,7 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     try:
         out = subprocess.run(
             [sys.executable, "-c", wrapper, str(REPO / ".venv/bin/airflow"), "dags", "test",
-             "seed_tts_nightly", "2026-11-21", "-c", "{}"],
+             "omni_nightly", "2026-11-21", "-c", "{}"],
             env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
     finally:
@@ -492,8 +492,8 @@ def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
             workers=["default", "gpu"],
             extra_env=extra,
         ) as c:
-            c.trigger("seed_tts_nightly", "hostile", "2026-11-21T02:00:00Z", {})
-            assert c.wait_for_run("seed_tts_nightly", "hostile", timeout=600) == "success"
+            c.trigger("omni_nightly", "hostile", "2026-11-21T02:00:00Z", {})
+            assert c.wait_for_run("omni_nightly", "hostile", timeout=600) == "success"
             # The second layer: the Celery main and its pool processes sealed themselves
             # (celery_config.py), so even their own environ blocks hold no planted value.
             workers = [
