@@ -134,6 +134,83 @@ def test_each_renamed_dag_keeps_its_old_id_as_an_unscheduled_alias() -> None:
         assert f"renamed `{new}`" in alias.doc_md, old
 
 
+# The previous release's nightly as Airflow's metadata DB knew it: its id, its schedule, its
+# first task, unpaused.
+PREVIOUS_NIGHTLY = """
+import pendulum
+from airflow.sdk import dag, task
+
+
+@dag(
+    dag_id="seed_tts_nightly",
+    schedule="0 2 * * *",
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    is_paused_upon_creation=False,
+)
+def seed_tts_nightly():
+    @task
+    def record_heads():
+        return []
+
+    record_heads()
+
+
+seed_tts_nightly()
+"""
+
+
+def test_an_upgraded_airflow_keeps_the_old_nightlys_history_and_never_schedules_it(
+    tmp_path: Path, results_dsn: str
+) -> None:
+    """The upgrade of docs/operators/upgrade.md on a real Airflow metadata DB: the previous
+    release's nightly, unpaused, with a run; then this release's DAG files in its DAG folder.
+    The old id keeps its run and stays listed (not stale), now from omni_nightly.py, and the
+    scheduler has no next run to create for it; omni_nightly is scheduled and waits, paused,
+    for the operator."""
+    import sqlite3
+
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "seed_tts_nightly.py").write_text(PREVIOUS_NIGHTLY)
+    env = airflow_env(tmp_path / "home", results_dsn, tmp_path / "omni-home")
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(folder)
+    migrate(env)
+
+    def airflow(*args: str) -> None:
+        out = subprocess.run(
+            [str(REPO / ".venv/bin/airflow"), *args],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, (args, out.stderr[-3000:])
+
+    def dags() -> dict[str, tuple]:
+        with sqlite3.connect(tmp_path / "home" / "airflow.db") as db:
+            rows = db.execute(
+                "SELECT dag_id, is_paused, is_stale, next_dagrun_create_after, relative_fileloc "
+                "FROM dag"
+            )
+            return {r[0]: r[1:] for r in rows}
+
+    airflow("dags", "reserialize")
+    airflow("dags", "trigger", "seed_tts_nightly", "--run-id", "before-upgrade")
+    paused, stale, next_run, file = dags()["seed_tts_nightly"]
+    assert (paused, stale, file) == (0, 0, "seed_tts_nightly.py") and next_run is not None
+
+    (folder / "seed_tts_nightly.py").unlink()
+    for path in (REPO / "dags").glob("*.py"):
+        (folder / path.name).write_text(path.read_text())
+    airflow("dags", "reserialize")
+
+    after = dags()
+    assert after["seed_tts_nightly"] == (0, 0, None, "omni_nightly.py")
+    paused, stale, next_run, file = after["omni_nightly"]
+    assert (paused, stale, file) == (1, 0, "omni_nightly.py") and next_run is not None
+    with sqlite3.connect(tmp_path / "home" / "airflow.db") as db:
+        runs = db.execute("SELECT dag_id, run_id FROM dag_run").fetchall()
+    assert runs == [("seed_tts_nightly", "before-upgrade")]
+
+
 def _checksum(db: psycopg.Connection) -> dict[str, str]:
     """Content of every results table, audit timestamps excluded."""
     audit = {"created_at", "computed_at", "decided_at", "observed_at", "sent_at", "latency_s"}
