@@ -38,6 +38,10 @@ def test_links_and_macros(monkeypatch) -> None:
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html"
     )
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
+    monkeypatch.setenv("OMNI_BENCHMARK", "daily_omni")  # the default benchmark, configured
+    reset_settings()
+    assert grafana.get_link(None, ti_key=key).endswith("?var-benchmark=daily_omni")
+    assert m.report_url("2026-11-28").endswith("/omni/reports/daily_omni_2026-11-28.html")
     evidence, webhook, slack = m.OmniLinksPlugin.fastapi_apps
     assert evidence["url_prefix"] == "/omni"
     assert webhook["url_prefix"] == "/omni-github"  # GitHub's PR webhook, HMAC-checked
