@@ -8,6 +8,7 @@ import typer
 
 from omni_tasks.cli.common import (
     TRANSCRIPT,
+    BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
@@ -31,9 +32,7 @@ def ab_cmd(
     head_target: Annotated[str, typer.Option(help="The head commit's server: URL or simulator:P")],
     base_sha: Annotated[str, typer.Option(help="The base commit (full 40-character SHA)")],
     head_sha: Annotated[str, typer.Option(help="The head commit (full SHA): the check's commit")],
-    benchmark: Annotated[
-        str, typer.Option(metavar="BENCHMARK", help="The series' benchmark")
-    ] = "seed_tts_en",
+    benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
     dataset: Annotated[
@@ -62,6 +61,7 @@ def ab_cmd(
     what it spent and why it stopped, and post it as a GitHub check run with --github-repo.
     Exit codes: 0 decided (whatever the verdict, unless --fail-on), 1 an error, 3 --fail-on."""
     from omni_tasks.ab.checks import CheckRunError
+    from omni_tasks.config import get_settings
     from omni_tasks.jobs.ab import ABError, ABRequest, run_ab
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 
@@ -70,7 +70,7 @@ def ab_cmd(
         fail(f"--fail-on: {', '.join(bad)} (choose from {', '.join(VERDICTS)})", code=2)
     try:
         req = ABRequest(
-            benchmark=benchmark,
+            benchmark=benchmark or get_settings().benchmark,
             base_target=base_target,
             head_target=head_target,
             base_sha=base_sha,

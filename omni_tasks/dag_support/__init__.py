@@ -1,3 +1,4 @@
 """What the DAG files import, by concern: `params` (trigger forms), `runtime` (default args,
 timeouts, pools, the DB, deadlines), `tasks` (one function per task), `callbacks` (failure
-handling), `one_series` (the bisect and ablate DAGs' shared shape)."""
+handling), `one_series` (the bisect and ablate DAGs' shared shape), `renamed` (the renamed
+DAGs' old ids, kept as aliases for one release)."""

@@ -23,7 +23,7 @@ def form_param(kind: str, field: str, default: Any = None, **words: Any) -> Para
 
 
 def nightly_params() -> dict[str, Param]:
-    """The trigger form of seed_tts_nightly, in sections. Every field is empty by default: the
+    """The trigger form of omni_nightly, in sections. Every field is empty by default: the
     deployment config (omni_tasks.deployment) supplies the run; a non-empty field overrides it
     once. Choices are offered as proposals (`examples`), never as a select showing `null`; the
     first task checks every value against the config before any other work."""

@@ -1,4 +1,4 @@
-"""Auto-bisect: after the gate, plan one `seed_tts_bisect` run per confirmed regression.
+"""Auto-bisect: after the gate, plan one `omni_bisect` run per confirmed regression.
 
 For each open regression alert without a bisect yet, the range is the candidate branch's head
 on the nights around where a single step fits the series (the change point's confidence set
@@ -31,7 +31,7 @@ from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 
-BISECT_DAG = "seed_tts_bisect"
+BISECT_DAG = "omni_bisect"
 ABLATE_DAG = "omni_ablate"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 

@@ -120,7 +120,7 @@ def run_night(
         subprocess.run([*_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
     env[ENV] = str(config)
     log = home / "demo" / f"airflow_{night}.log"
-    on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
+    on_line(f"nightly {night}: airflow dags test omni_nightly (log: {log})")
     labels = _plan_labels(config, conf)
     with log.open("w") as fh:
         proc = subprocess.Popen(
@@ -128,7 +128,7 @@ def run_night(
                 *_airflow(),
                 "dags",
                 "test",
-                "seed_tts_nightly",
+                "omni_nightly",
                 night.isoformat(),
                 "-c",
                 json.dumps(conf),

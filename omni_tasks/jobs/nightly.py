@@ -1,4 +1,4 @@
-"""The nightly, step by step: what each task of `seed_tts_nightly` calls.
+"""The nightly, step by step: what each task of `omni_nightly` calls.
 
     record_heads → (prepare environment +) run_branch per series × branch × seed, on its
     lane → summarize_night → decide_fleet (per series: compare, gate, plan alerts)

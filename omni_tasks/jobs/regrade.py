@@ -1,4 +1,4 @@
-"""Re-grading (what `seed_tts_regrade` calls): a stored run's audio graded again by the grader
+"""Re-grading (what `omni_regrade` calls): a stored run's audio graded again by the grader
 the trigger form names, into a grading of its own (never a new run). The form is an allow-list:
 it picks a backend, window, precision and device; the model is the backend's pinned default
 (a form never names a model path or one the grader would fetch). A field left empty is the

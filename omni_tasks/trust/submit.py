@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from omni_tasks.dag_support.renamed import RENAMED
+
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1 << 20  # a trigger body is a form: a few KiB
@@ -92,12 +94,14 @@ def _regrade(form: Form, variable: str | None) -> None:
 
 
 FORMS: dict[str, tuple[str, Check]] = {
-    "seed_tts_nightly": ("nightly_params", _nightly),
-    "seed_tts_bisect": ("bisect_params", _one_series("bisect")),
+    "omni_nightly": ("nightly_params", _nightly),
+    "omni_bisect": ("bisect_params", _one_series("bisect")),
     "omni_ablate": ("ablate_params", _one_series("ablate")),
     "omni_ab": ("ab_params", _ab),
-    "seed_tts_regrade": ("regrade_params", _regrade),
+    "omni_regrade": ("regrade_params", _regrade),
 }
+# A renamed DAG's alias (for one release) takes its new DAG's form and check.
+FORMS.update({old: FORMS[new] for new, old in RENAMED.items()})
 
 
 @functools.cache

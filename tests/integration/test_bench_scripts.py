@@ -49,7 +49,7 @@ SMOKE = {
     ),
     "bench_report.py": (["--sizes", "30"], "ratio opus / wav"),
     "bench_dag_parse.py": (  # one DAG file: each is a fresh interpreter importing Airflow
-        ["--repeat", "1", str(BENCH.parent / "dags" / "seed_tts_nightly.py")],
+        ["--repeat", "1", str(BENCH.parent / "dags" / "omni_nightly.py")],
         "worst parse above bare Airflow",
     ),
     "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),

@@ -463,9 +463,9 @@ def _nightly_longest_timeout() -> dt.timedelta:
     from airflow.dag_processing.dagbag import DagBag
 
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-    bag = DagBag(dag_folder=str(REPO / "dags" / "seed_tts_nightly.py"))
+    bag = DagBag(dag_folder=str(REPO / "dags" / "omni_nightly.py"))
     assert bag.import_errors == {}
-    nightly = bag.dags["seed_tts_nightly"]
+    nightly = bag.dags["omni_nightly"]
     return max(t.execution_timeout for t in nightly.tasks if t.execution_timeout)
 
 

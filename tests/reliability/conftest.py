@@ -29,7 +29,7 @@ from tests.airflow_cluster import REPO, _port, airflow_cluster
 from tests.conftest import ADMIN_DSN, scratch_database
 from tests.fakes.hostile import VALUES, attack_targets, cmdline, environ, nightly_config
 
-DAG, RUN, LOGICAL_DATE = "seed_tts_nightly", "hostile", "2026-11-21T02:00:00Z"
+DAG, RUN, LOGICAL_DATE = "omni_nightly", "hostile", "2026-11-21T02:00:00Z"
 
 
 @dataclass(frozen=True)

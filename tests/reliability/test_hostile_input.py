@@ -644,7 +644,7 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
     }
     logs = []
     for i, (field, conf) in enumerate(hostile.items()):
-        out = dags_test(env, "seed_tts_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
+        out = dags_test(env, "omni_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
         log = out.stdout + out.stderr
         logs.append(log)
         assert out.returncode != 0, field
@@ -660,7 +660,7 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
         ("server", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
         ("repo", {**bisect, "history": commits, "repo": str(victim)}),  # the config's only
     ):
-        out = dags_test(env, "seed_tts_bisect", "2026-11-20", json.dumps(conf))
+        out = dags_test(env, "omni_bisect", "2026-11-20", json.dumps(conf))
         logs.append(out.stdout + out.stderr)
         assert out.returncode != 0 and field in logs[-1], field
     assert (victim / "precious.txt").read_text() == "keep me"
@@ -1107,9 +1107,9 @@ def test_a_poisoned_index_in_a_form_is_never_fetched(af, db, tmp_path: Path) -> 
     with serve_in_thread(index.app()) as url:
         poisoned = {"vllm_index": f"{url}/simple/", "vllm": "0.27.0"}
         runs = (
-            ("seed_tts_nightly", {"environment": poisoned}),
+            ("omni_nightly", {"environment": poisoned}),
             (
-                "seed_tts_bisect",
+                "omni_bisect",
                 {"history": commits, "target": "vllm-serve", "environment": poisoned},
             ),
             (
@@ -1163,7 +1163,7 @@ def test_a_launched_server_finds_no_secret_in_its_parents_environ(af, db, tmp_pa
     }
     env = _planted_env(_deployment(af, tmp_path, config))
     env.update(PATH=fake["PATH"], OMNI_GPUS="0,1")
-    out = dags_test(env, "seed_tts_nightly", "2026-11-14", "{}")
+    out = dags_test(env, "omni_nightly", "2026-11-14", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     seen = _seen(dump, Path(env["OMNI_HOME"]))  # in the server's log
     # In the sandbox no process of the worker's is visible (tests/reliability/test_sandbox.py
@@ -1399,8 +1399,8 @@ def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> 
     from tests.conftest import ADMIN_DSN
 
     with airflow_cluster(ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor") as c:
-        c.wait_for_dag("seed_tts_nightly")
-        c.wait_for_dag("seed_tts_bisect")
+        c.wait_for_dag("omni_nightly")
+        c.wait_for_dag("omni_bisect")
         headers = {"Authorization": f"Bearer {c.token()}"}
 
         def trigger(dag_id: str, conf: dict) -> httpx.Response:  # type: ignore[type-arg]
@@ -1412,23 +1412,21 @@ def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> 
             )
 
         refused = {
-            "environment": ("seed_tts_nightly", {"environment": {"vllm_index": "http://evil/"}}),
-            "server": ("seed_tts_nightly", {"server": {"gpus": 64}}),
+            "environment": ("omni_nightly", {"environment": {"vllm_index": "http://evil/"}}),
+            "server": ("omni_nightly", {"server": {"gpus": 64}}),
             "overrides": (
-                "seed_tts_nightly",
+                "omni_nightly",
                 {"overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.W"}]}},
             ),
-            "grader": ("seed_tts_nightly", {"grader": {"model": "/etc/passwd"}}),
-            "targets": ("seed_tts_nightly", {"targets": {"main": "file:///etc/passwd"}}),
-            "budget": ("seed_tts_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
+            "grader": ("omni_nightly", {"grader": {"model": "/etc/passwd"}}),
+            "targets": ("omni_nightly", {"targets": {"main": "file:///etc/passwd"}}),
+            "budget": ("omni_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
         }
         for param, (dag_id, conf) in refused.items():
             r = trigger(dag_id, conf)
             assert r.status_code == 400, (param, r.status_code, r.text[:500])
             assert param in r.text, (param, r.text[:500])
-        ok = trigger(
-            "seed_tts_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]}
-        )
+        ok = trigger("omni_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]})
         assert ok.status_code == 200, ok.text[:500]
 
 

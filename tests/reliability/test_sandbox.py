@@ -318,7 +318,7 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     try:
         out = subprocess.run(
             [sys.executable, "-c", wrapper, str(REPO / ".venv/bin/airflow"), "dags", "test",
-             "seed_tts_nightly", "2026-11-21", "-c", "{}"],
+             "omni_nightly", "2026-11-21", "-c", "{}"],
             env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
     finally:
