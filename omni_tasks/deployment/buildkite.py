@@ -8,8 +8,6 @@ from omni_tasks.deployment.reading import config_section, read
 
 
 class BuildkiteSync(BaseModel):
-    """The config's `buildkite:` section: the pipelines the hourly sync imports."""
-
     model_config = ConfigDict(extra="forbid")
     org: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
     pipelines: list[str] = Field(min_length=1)
