@@ -151,7 +151,8 @@ def nightly_cmd(
     each decided against its own baseline; then each series' verdicts.
 
     Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed."""
-    from omni_tasks.deployment import ConfigError, resolve_night
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.jobs.demo import run_night
     from omni_tasks.store import views
     from omni_tasks.store.db import resolve_dsn

@@ -103,10 +103,10 @@ def advise_cmd(
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
     if series is not None:
-        parts = series.split("|")
-        if len(parts) != 3 or not all(parts):
-            fail(f"--series {series!r}: expected BENCHMARK|MODEL|LANE", code=2)
-        chosen = Series(*parts)
+        try:
+            chosen = Series.parse(series)
+        except ValueError as exc:
+            fail(f"--series: {exc}", code=2)
     else:
         chosen = series_of(benchmark, model, lane)
     try:
@@ -115,7 +115,8 @@ def advise_cmd(
         fail(str(exc), code=2)
     configured = None
     if config is not None:
-        from omni_tasks.deployment import ConfigError, resolve_night
+        from omni_tasks.deployment.night import resolve_night
+        from omni_tasks.deployment.reading import ConfigError
 
         try:
             night = resolve_night({}, str(config.resolve()))

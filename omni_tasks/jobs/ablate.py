@@ -271,10 +271,10 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
 
         env = p.environment
         if a is not None and a.vllm:  # vLLM taken back, vllm-omni the candidate's
-            env = {**env, "vllm": a.vllm}
+            env = env.model_copy(update={"vllm": a.vllm})
         elif a is not None and a.commit:  # vllm-omni taken back, vLLM the candidate's build
             stack = night["candidate_stack"] or {}
-            env = {**env, "vllm": stack.get("vllm_build") or stack.get("vllm")}
+            env = env.model_copy(update={"vllm": stack.get("vllm_build") or stack.get("vllm")})
         serving = p.model_copy(update={"overrides": overrides, "environment": env})
         req = family.request(generic, p.options)
         key = served(conn, serving, req, run) if target == "vllm-serve" else run(req)

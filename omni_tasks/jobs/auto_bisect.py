@@ -168,7 +168,8 @@ def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
     """What a triggered bisect or ablation takes from the series and the alert: choices within
     the forms' allow-list (the series' serving fields are the config's, found again there by
     benchmark, lane and model)."""
-    model = params.server.get("model")
+    # The model only where the config names it (the config's own value is what the form offers).
+    named = "model" in params.server.model_fields_set
     return {
         "branch": alert.candidate_branch,
         "baseline": alert.baseline_branch,
@@ -177,7 +178,7 @@ def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
         "lane": params.lane,
         "dataset": params.dataset,
         **params.options,  # the family's run options, by their form names
-        **({"server": {"model": model}} if model else {}),
+        **({"server": {"model": params.server.model}} if named else {}),
         "alert_id": alert.alert_id,
     }
 

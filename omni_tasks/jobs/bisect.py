@@ -19,6 +19,7 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.deployment.schema import Serving
+from omni_tasks.deployment.server import VenvEnvironment
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import served
 from omni_tasks.store import alerts as store
@@ -70,7 +71,10 @@ class BisectParams(Serving):
             raise ValueError("history: at least two commits (good first, bad last)")
         if self.axis == "vllm":
             # vLLM commits are not in the vllm-omni repo: full SHAs, each a wheel directory.
-            if self.target != "vllm-serve" or not self.environment.get("vllm_index"):
+            env = self.environment
+            if self.target != "vllm-serve" or not (
+                isinstance(env, VenvEnvironment) and env.vllm_index
+            ):
                 raise ValueError("axis vllm: target vllm-serve with environment.vllm_index")
             for i, c in enumerate([*self.history, self.omni_commit]):
                 if c is None or not is_full_sha(c):
@@ -154,7 +158,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
         # vllm-omni fixed, this vLLM commit's wheel installed).
         serving = (
-            p.model_copy(update={"environment": {**p.environment, "vllm": commit}})
+            p.model_copy(update={"environment": p.environment.model_copy(update={"vllm": commit})})
             if p.axis == "vllm"
             else p
         )

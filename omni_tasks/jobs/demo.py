@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from omni_tasks.config import get_settings
-from omni_tasks.deployment import ENV
+from omni_tasks.deployment.reading import ENV
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
@@ -154,7 +154,8 @@ def run_night(
 
 def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
-    from omni_tasks.deployment import ConfigError, dag_units, resolve_night
+    from omni_tasks.deployment.night import dag_units, resolve_night
+    from omni_tasks.deployment.reading import ConfigError
 
     try:
         night = resolve_night(conf, str(config))

@@ -32,9 +32,10 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import BranchPlan, Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
+from omni_tasks.deployment.server import ImageEnvironment, ServerConfig, VenvEnvironment
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
 from omni_tasks.records import LineageFlags
-from omni_tasks.series import DEFAULT_MODEL, Series
+from omni_tasks.series import Series
 from omni_tasks.store import heads, results
 from omni_tasks.trust.names import (
     check_branch,
@@ -266,18 +267,18 @@ def served(
     from omni_tasks.synthesis.stages import lane_deploy
 
     env_cfg, srv = params.environment, params.server
-    if env_cfg.get("strategy") == "image":
-        return _served_from_image(params, req, run)
+    if isinstance(env_cfg, ImageEnvironment):
+        return _served_from_image(env_cfg, srv, req, run)
     strategy = (
         VenvStrategy(
-            env_cfg["repo"],
-            Path(env_cfg.get("root", get_settings().home / "envs")),
-            env_cfg.get("requirements", ()),
-            vllm=env_cfg.get("vllm"),
-            vllm_index=env_cfg.get("vllm_index"),
+            str(env_cfg.repo),
+            Path(env_cfg.root) if env_cfg.root else get_settings().home / "envs",
+            env_cfg.requirements,
+            vllm=env_cfg.vllm,
+            vllm_index=env_cfg.vllm_index,
         )
-        if env_cfg.get("strategy", "existing") == "venv"
-        else ExistingStrategy(env_cfg.get("python", "python3"))
+        if isinstance(env_cfg, VenvEnvironment)
+        else ExistingStrategy(env_cfg.python)
     )
     env = strategy.prepare(str(req.commit))
     log = (
@@ -285,19 +286,19 @@ def served(
         / "server-logs"
         / f"{path_component(f'{req.branch}_{req.nightly}_{str(req.commit)[:12]}')}.log"
     )
-    deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
+    deploy = Path(srv.deploy_config) if srv.deploy_config else None
     # The Qwen3-Omni deploy as upstream's accuracy test serves it on the lane's platform.
-    lane = lane_deploy(deploy, srv.get("gpu_resource"), params.overrides)
-    with gpu_lease(int(srv.get("gpus", 2))) as gpus:
+    lane = lane_deploy(deploy, srv.gpu_resource, params.overrides)
+    with gpu_lease(srv.gpus) as gpus:
         spec = ServerSpec(
             python=str(env.python),
-            model=srv.get("model", DEFAULT_MODEL),
+            model=srv.model,
             log_path=log,
             deploy_config=deploy,
             deploy_overrides=lane.overrides,
             gpus=tuple(int(g) for g in gpus),
-            env={str(k): str(v) for k, v in srv.get("env", {}).items()},
-            startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
+            env=srv.env,
+            startup_timeout_s=srv.startup_timeout_s,
         )
         # The deploy config the server will run with, read into the request before it starts:
         # one a family cannot use (seed-TTS: without the three stages) is an error before any
@@ -342,25 +343,16 @@ def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, object]
     }
 
 
-def _served_from_image(params: Serving, req: RunRequest, run: Callable[[RunRequest], R]) -> R:
+def _served_from_image(
+    env: ImageEnvironment, server: ServerConfig, req: RunRequest, run: Callable[[RunRequest], R]
+) -> R:
     """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
     the run records the image and pod it ran against."""
     import dataclasses
 
-    from omni_tasks.environments.pods import PORT, PodSpec, launched_pod
+    from omni_tasks.environments.pods import PodSpec, launched_pod
 
-    env_cfg, srv = params.environment, params.server
-    spec = PodSpec.of(
-        str(env_cfg["image"]),
-        str(req.commit),
-        model=str(srv.get("model", DEFAULT_MODEL)),
-        namespace=str(env_cfg.get("namespace", "default")),
-        gpu_resource=str(srv.get("gpu_resource", "nvidia.com/gpu")),
-        gpus=int(srv.get("gpus", 2)),
-        env={str(k): str(v) for k, v in srv.get("env", {}).items()},
-        startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
-        port=int(srv.get("port", PORT)),
-    )
+    spec = PodSpec.of(env, server, str(req.commit))
     with launched_pod(spec) as pod:
         return run(
             dataclasses.replace(

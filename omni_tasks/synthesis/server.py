@@ -44,13 +44,13 @@ class ServerSpec:
     python: str  # the environment's interpreter; its bin dir is searched for `vllm` first
     model: str
     log_path: Path
+    startup_timeout_s: float  # the deployment config's server.startup_timeout_s
     deploy_config: Path | None = None
     deploy_overrides: JsonObject = field(default_factory=dict)  # merged into the yaml
     extra_args: tuple[str, ...] = ()
     gpus: tuple[int, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     entrypoint: str = "vllm"  # or "module": python -m vllm_omni.entrypoints.cli.main
-    startup_timeout_s: float = 1200.0
 
 
 @dataclass(frozen=True)

@@ -259,9 +259,9 @@ def test_trigger_form_paths_must_lie_under_a_trusted_root(tmp_path: Path, monkey
             {"repo": "/etc"},
             {"dataset": "/etc/passwd"},
             {"environment": {"python": "/bin/sh"}},
-            {"environment": {"requirements": ["-r", "/etc/shadow"]}},
+            {"environment": {"strategy": "venv", "requirements": ["-r", "/etc/shadow"]}},
             {"server": {"deploy_config": "/proc/self/environ"}},
-            {"environment": {"root": str(tmp_path / "home" / ".." / "elsewhere")}},
+            {"environment": {"strategy": "venv", "root": str(tmp_path / "home/../elsewhere")}},
         ):
             with pytest.raises(ValueError, match=r"trusted root|pip options"):
                 NightlyParams(**field)  # type: ignore[arg-type]
@@ -675,7 +675,12 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
 def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import yaml
 
-    from omni_tasks.deployment import ConfigError, resolve
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
+
+    def resolve(form: dict, text: str) -> NightlyParams:
+        (params,) = resolve_night(form, text).series
+        return params
 
     config = {
         "version": 1,
@@ -686,8 +691,8 @@ def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkey
     }
     text = yaml.safe_dump(config)
     chosen = resolve({"server": {"model": "openbmb/MiniCPM-o-4_5"}}, text)
-    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}  # merged, not replaced
-    assert resolve({"seeds": [1]}, text).server["model"].startswith("Qwen/")
+    assert (chosen.server.model, chosen.server.gpus) == ("openbmb/MiniCPM-o-4_5", 2)  # merged
+    assert resolve({"seeds": [1]}, text).server.model.startswith("Qwen/")
     with pytest.raises(ConfigError, match=r"server\.gpus: set by the deployment config only"):
         resolve({"server": {"gpus": 1}}, text)
     with pytest.raises(ConfigError, match=r"server.model: set by the deployment config only"):
@@ -721,7 +726,9 @@ def test_the_provenance_probe_and_git_take_no_orders_from_data(tmp_path: Path, m
     monkeypatch.setenv("PYTHONWARNINGS", "ignore::antigravity.x")
     monkeypatch.setenv("BROWSER", f"touch {marker} %s")
     monkeypatch.setenv("OMNI_SLACK_TOKEN", TOKEN)
-    spec = ServerSpec(python=sys.executable, model="m", log_path=tmp_path / "log")
+    spec = ServerSpec(
+        python=sys.executable, model="m", log_path=tmp_path / "log", startup_timeout_s=60
+    )
     assert provenance(spec).stack["python"]  # the probe ran…
     assert not marker.exists()  # …and nothing else did
     assert "OMNI_SLACK_TOKEN" not in server_env(spec)  # a server under test gets no secrets
@@ -1029,7 +1036,12 @@ def test_a_form_chooses_only_among_what_the_config_offers(tmp_path: Path) -> Non
     the field; what the config offers (a model, a vLLM build, a named override) is accepted."""
     import yaml
 
-    from omni_tasks.deployment import ConfigError, resolve
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
+
+    def resolve(form: dict, text: str) -> NightlyParams:
+        (params,) = resolve_night(form, text).series
+        return params
 
     config = {
         "version": 1,
@@ -1078,8 +1090,8 @@ def test_a_form_chooses_only_among_what_the_config_offers(tmp_path: Path) -> Non
         },
         text,
     )
-    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}
-    assert chosen.environment == {"strategy": "existing", "vllm": "0.27.0"}
+    assert (chosen.server.model, chosen.server.gpus) == ("openbmb/MiniCPM-o-4_5", 2)
+    assert (chosen.environment.strategy, chosen.environment.vllm) == ("existing", "0.27.0")
     assert chosen.overrides == {"stages": [{"stage_id": 0, "enforce_eager": True}]}
     free = {"stages": [{"stage_id": 1, "default_sampling_params": {"temperature": 0.0}}]}
     assert resolve({"overrides": free}, text).overrides == free
@@ -1436,9 +1448,11 @@ def test_a_server_pod_holds_no_token_and_no_privilege() -> None:
     name them: test_a_form_chooses_only_among_what_the_config_offers)."""
     from kubernetes import client as k8s
 
+    from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
     from omni_tasks.environments.pods import PodSpec, pod_manifest
 
-    spec = PodSpec.of("registry.example/vllm-omni:{commit}", "a" * 40, model="m", gpus=2)
+    image = ImageEnvironment(strategy="image", image="registry.example/vllm-omni:{commit}")
+    spec = PodSpec.of(image, ServerConfig(model="m", gpus=2), "a" * 40)
     pod = pod_manifest(spec, "omni-server-1")
     body = k8s.ApiClient().sanitize_for_serialization(pod)
     assert body["spec"]["automountServiceAccountToken"] is False
