@@ -30,7 +30,7 @@ def store_night(
     the nightly does after its runs."""
     from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.store.runs import save_run
 
     date = D0 + dt.timedelta(days=i)
@@ -46,13 +46,8 @@ def store_night(
                 art, spec=dataclasses.replace(art.spec, model=series.model, lane=series.lane)
             )
         save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
-    decide_night(
-        db,
-        date,
-        load_policy(),
-        series=art.spec.series,
-        baseline_branch="main",
-        expect=("main", "rebase"),
+    decide_series(
+        db, art.spec.series, date, load_policy(), baseline_branch="main", expect=("main", "rebase")
     )
     return date
 
@@ -165,7 +160,7 @@ def simulated_night(
     benchmark in transcript mode and decided as the nightly decides."""
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
     for branch, target in (("main", "simulator:main"), ("rebase", candidate_target)):
@@ -181,11 +176,11 @@ def simulated_night(
         )
         run_benchmark(db, req, None, show_progress=False)
         db.commit()
-    decide_night(
+    decide_series(
         db,
+        Series.of({"benchmark": "seed_tts_en"}),
         night,
         load_policy(),
-        series=Series.of({"benchmark": "seed_tts_en"}),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -124,7 +124,7 @@ def gate_cmd(
 
     Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
     3 a decision matched --fail-on."""
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
 
     verdicts = {"regressed", "infra", "unknown", "improved", "same"}
     wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
@@ -147,11 +147,11 @@ def gate_cmd(
             f"no runs stored for {bench.label}",
             require_runs=not expect,
         )
-        outcome = decide_night(
+        outcome = decide_series(
             conn,
+            bench,
             night,
             policy,
-            series=bench,
             baseline_branch=baseline or settings.baseline_branch,
             expect=tuple(expect or ()),
         )

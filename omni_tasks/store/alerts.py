@@ -3,6 +3,7 @@ triage and the Slack dispatcher run (they plan and deliver; this module reads an
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
+from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
@@ -46,6 +48,9 @@ class AlertRoute:
 
 
 GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a member sets
+ALERT_COLUMNS = [
+    f.name for f in dataclasses.fields(StoredAlert)
+]  # AlertDetails' fields a member sets
 
 
 def _alert(row: Row | None) -> Row | None:
@@ -221,6 +226,19 @@ def join_group(
 def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
     rows = conn.execute(sql("group_members"), {"group_id": group_id})
     return [r for r in (_alert(row) for row in rows) if r is not None]
+
+
+def group_member_rows(conn: psycopg.Connection[Any], group_id: int) -> list[GroupMemberRow]:
+    """A group's members, oldest first, with the series of the decision that opened each."""
+    return [
+        GroupMemberRow(
+            StoredAlert(**{k: r[k] for k in ALERT_COLUMNS}),
+            Series.of(r) if r["benchmark"] else None,
+            r["candidate_branch"],
+            r["baseline_branch"],
+        )
+        for r in group_members(conn, group_id)
+    ]
 
 
 def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[int]:

@@ -95,7 +95,10 @@ def set_confirmed(conn: psycopg.Connection[Any], decision_id: int, confirmed: bo
     conn.execute(sql("set_confirmed"), {"decision_id": decision_id, "confirmed": confirmed})
 
 
-def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> None:
-    """A night's decision for one key (reasons and the policy it was decided under as JSON)."""
+def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> int:
+    """A night's decision for one key (reasons and the policy it was decided under as JSON);
+    its id."""
     json = {"reasons": Jsonb(params["reasons"]), "policy": Jsonb(params["policy"])}
-    conn.execute(sql("upsert_gate_decision"), {**params, **json})
+    row = conn.execute(sql("upsert_gate_decision"), {**params, **json}).fetchone()
+    assert row is not None
+    return int(row["decision_id"])

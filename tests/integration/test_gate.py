@@ -467,7 +467,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     """MiniCPM-o's upstream gate is WER and SIM: with `sim_margin` the series' one verdict is
     REGRESSED when SIM fell clip by clip though the tail did not move; without it, SAME; and
     a gated SIM that nobody computed is never a pass."""
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
     series = Series("seed_tts_en")
@@ -475,7 +475,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     _sim_night(db, tmp_path, 0.05, night)
 
     def verdict(**kw) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-        out = decide_night(db, night, load_policy(), series=series, baseline_branch="main", **kw)
+        out = decide_series(db, series, night, load_policy(), baseline_branch="main", **kw)
         (d,) = out.decisions
         return d.verdict, d.reasons
 
@@ -486,9 +486,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
 
     later = night + dt.timedelta(days=1)
     _sim_night(db, tmp_path, None, later)
-    out = decide_night(
-        db, later, load_policy(), series=series, baseline_branch="main", sim_margin=0.02
-    )
+    out = decide_series(db, series, later, load_policy(), baseline_branch="main", sim_margin=0.02)
     (d,) = out.decisions
     assert d.verdict == "INFRA" and any("never a pass" in r for r in d.reasons)
 
