@@ -28,28 +28,77 @@ def store_night(
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
     series (the default one unless given) and gate the night (decisions and alert plans), as
     the nightly does after its runs."""
-    from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.decide import decide_series
+
+    date = save_night(db, tmp, i, shape, candidate_commit, series)
+    decide_series(
+        db,
+        series or Series.of({"benchmark": "seed_tts_en"}),
+        date,
+        load_policy(),
+        baseline_branch="main",
+        expect=("main", "rebase"),
+    )
+    return date
+
+
+def save_night(
+    db: Any,
+    tmp: Path,
+    i: int,
+    shape: ABShape | None,
+    candidate_commit: str | None = None,
+    series: Series | None = None,
+    seeds: tuple[int | None, ...] = (None,),
+) -> dt.date:
+    """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
+    series, undecided; with several `seeds`, one run a branch per seed (a run group), each
+    seed's pair drawn apart."""
+    from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.store.runs import save_run
 
     date = D0 + dt.timedelta(days=i)
-    base, cand = ab_artifacts(shape or SAME, seed=100 + i, date=date.strftime("%Y%m%d-020000"))
-    docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
     slug = "" if series is None else f"{series.slug}_"
-    for branch, doc in docs:
-        path = write_json(tmp / f"{slug}{date}_{branch}.json", doc)
-        commit = candidate_commit if branch == "rebase" and candidate_commit else f"{branch}{i:04d}"
-        art = parse_artifact(path, branch=branch, commit=commit)
-        if series is not None:
-            art = dataclasses.replace(
-                art, spec=dataclasses.replace(art.spec, model=series.model, lane=series.lane)
+    for seed in seeds:
+        draw = 100 + i + (0 if seed is None else 1000 * seed)
+        base, cand = ab_artifacts(shape or SAME, seed=draw, date=date.strftime("%Y%m%d-020000"))
+        docs = [("main", base)] + ([("rebase", cand)] if shape is not None else [])
+        tag = "" if seed is None else f"_seed{seed}"
+        for branch, doc in docs:
+            path = write_json(tmp / f"{slug}{date}_{branch}{tag}.json", doc)
+            commit = (
+                candidate_commit if branch == "rebase" and candidate_commit else f"{branch}{i:04d}"
             )
-        save_run(db, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
-    decide_series(
-        db, art.spec.series, date, load_policy(), baseline_branch="main", expect=("main", "rebase")
-    )
+            art = parse_artifact(path, branch=branch, commit=commit)
+            spec = dataclasses.replace(art.spec, seed=seed)
+            if series is not None:
+                spec = dataclasses.replace(spec, model=series.model, lane=series.lane)
+            save_run(db, spec, art.clips, (ARTIFACT_GRADER, art.grades))
     return date
+
+
+def gate_cli(
+    db: Any,
+    date: dt.date,
+    series: Series | None = None,
+    expect: tuple[str, ...] = ("main", "rebase"),
+) -> list[Any]:
+    """Gate a series' night as `omni-tasks gate --json` does (decisions and alert plans, on
+    the CLI's own connection: `db`'s work is committed first); the decisions it prints."""
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    db.commit()
+    s = series or Series.of({"benchmark": "seed_tts_en"})
+    args = ["gate", "--nightly", str(date), "--baseline", "main", "--json"]
+    args += ["--benchmark", s.benchmark, "--model", s.model, "--lane", s.lane]
+    for branch in expect:
+        args += ["--expect", branch]
+    out = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    return list(json.loads(out.stdout))
 
 
 def write_json(path: Path, doc: Any) -> Path:
