@@ -9,8 +9,10 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from omni_tasks import benchmarks
 from omni_tasks.analysis import gate as rules
@@ -489,7 +491,7 @@ def _tonight(
             commit_sha=None if cand is None else cand.commit_sha,
             vllm=None if cand is None else _vllm(cand.stack),
             tau=None if c is None else c.tau,
-            comparison=c,
+            comparison=None if c is None else Comparison.from_json(_as_stored(c.to_json())),
             candidate_run_id=row.candidate_run_id,
             candidate_run_key=None if cand is None else cand.run_key,
             baseline_run_id=row.baseline_run_id,
@@ -497,6 +499,17 @@ def _tonight(
             airflow_run_id=None if cand is None else cand.airflow_run_id,
         )
     return sorted(out.values(), key=lambda k: (k.nightly, k.candidate_branch, k.variant))
+
+
+def _as_stored(doc: JsonValue) -> Any:
+    """A JSON document with its objects' keys in jsonb's order (shorter first, then bytewise),
+    as a comparison reads once stored: messages list its dicts (mode shifts) in that order."""
+    if isinstance(doc, dict):
+        order = sorted(doc, key=lambda k: (len(k.encode()), k.encode()))
+        return {k: _as_stored(doc[k]) for k in order}
+    if isinstance(doc, list):
+        return [_as_stored(v) for v in doc]
+    return doc
 
 
 def _vllm(stack: JsonObject) -> str | None:
