@@ -43,7 +43,7 @@ ACTIONS = {
     "link": "linked",
     "reopen": "reopened",
 }
-# A person closed it (last_invalid_alert.sql lists the same); reopen undoes it.
+# A person closed it (night_alerts.sql lists the same); reopen undoes it.
 CLOSING = ("invalid", "duplicate", "downstream", "ignored")
 
 

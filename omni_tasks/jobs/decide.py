@@ -53,9 +53,15 @@ def decide_series(
     exactly when the decision that caused it does."""
     with conn.transaction():
         inputs = store.load(
-            conn, series, nightly, policy, baseline_branch=baseline_branch, expect=expect,
-            sim_margin=sim_margin, triage_delay_s=get_settings().alert_triage_delay_s,
-        )  # fmt: skip
+            conn,
+            series,
+            nightly,
+            policy,
+            baseline_branch=baseline_branch,
+            expect=expect,
+            sim_margin=sim_margin,
+            triage_delay_s=get_settings().alert_triage_delay_s,
+        )
         outcome = night.decide(inputs, policy)
         return SeriesNight(outcome, store.write(conn, outcome))
 

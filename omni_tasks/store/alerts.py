@@ -68,8 +68,6 @@ def _stored(row: Row | None) -> StoredAlert | None:
 
 
 # ---------------------------------------------------------------- alerts
-def open_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
-    return _stored(conn.execute(sql("open_alert"), {"alert_key": key}).fetchone())
 
 
 def insert_alert(
@@ -103,10 +101,6 @@ def touch_alert(
 
 def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date) -> None:
     conn.execute(sql("resolve_alert"), {"alert_id": alert_id, "nightly": nightly})
-
-
-def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
-    return _stored(conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone())
 
 
 def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> StoredAlert | None:
@@ -143,16 +137,6 @@ def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | No
 
 
 # ---------------------------------------------------------------- groups
-def group_for_range(
-    conn: psycopg.Connection[Any],
-    candidate: str,
-    baseline: str,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> StoredAlert | None:
-    """The group whose nights overlap (range_from, range_to], locked for the join."""
-    args = {"candidate": candidate, "baseline": baseline, "range_from": range_from}
-    return _stored(conn.execute(sql("group_for_range"), {**args, "range_to": range_to}).fetchone())
 
 
 def insert_group(
@@ -183,22 +167,6 @@ def set_member_range(
     args = {"alert_id": alert_id, "range_from": range_from, "range_to": range_to}
     doc = Jsonb({k: v for k, v in details.to_json().items() if k in GROUP_FIELDS})
     conn.execute(sql("set_member_range"), {**args, "delay_s": delay_s, "details": doc})
-
-
-def lone_regression_for_range(
-    conn: psycopg.Connection[Any],
-    alert_id: int,
-    candidate: str,
-    baseline: str,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> StoredAlert | None:
-    """Another regression alert of the pair, in no group, whose nights overlap; locked."""
-    args = {"alert_id": alert_id, "candidate": candidate, "baseline": baseline}
-    row = conn.execute(
-        sql("lone_regression_for_range"), {**args, "range_from": range_from, "range_to": range_to}
-    ).fetchone()
-    return _stored(row)
 
 
 def join_group(
@@ -337,12 +305,6 @@ def enqueue(
     return None if row is None else int(row["message_id"])
 
 
-def outbox_size(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute(sql("outbox_size")).fetchone()
-    assert row is not None
-    return int(row["n"])
-
-
 def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
     cur = conn.cursor(row_factory=class_row(OutboxMessage))
     return cur.execute(sql("pending_outbox")).fetchall()
@@ -431,13 +393,6 @@ def insert_event(
             "dedup_key": dedup_key,
         },
     )
-
-
-def clip_audio_uris(
-    conn: psycopg.Connection[Any], run_id: int, utt_ids: list[str]
-) -> dict[str, str]:
-    rows = conn.execute(sql("clip_audio_uris"), {"run_id": run_id, "utt_ids": utt_ids})
-    return {r["utt_id"]: r["audio_uri"] for r in rows}
 
 
 def unannotated_events(conn: psycopg.Connection[Any]) -> list[Row]:

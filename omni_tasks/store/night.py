@@ -147,9 +147,16 @@ def _openers(conn: psycopg.Connection[Any], ids: list[int]) -> dict[int, KeyNigh
     out = {}
     for r in conn.execute(sql("night_openers"), {"ids": ids}):
         out[r["decision_id"]] = KeyNight(
-            **r, regressed=0, improved=0, n_paired=0, m=1, paired=False, table=None,
-            commit_sha=None, vllm=None,
-        )  # fmt: skip
+            **r,
+            regressed=0,
+            improved=0,
+            n_paired=0,
+            m=1,
+            paired=False,
+            table=None,
+            commit_sha=None,
+            vllm=None,
+        )
     return out
 
 

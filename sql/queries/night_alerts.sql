@@ -1,4 +1,4 @@
--- A series' open alerts, and per key the last one a person closed (last_invalid_alert.sql).
+-- A series' open alerts, and per key the last one a person closed (triage.CLOSING's statuses).
 SELECT * FROM omni.alert
 WHERE left(alert_key, length(%(prefix)s)) = %(prefix)s AND kind <> 'group' AND state = 'open'
 UNION ALL
