@@ -14,6 +14,7 @@ from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.night import alert_plan
 from omni_tasks.series import Series
+from omni_tasks.store.runs import NightRun
 from tests.factories import D0
 
 SERIES = Series("seed_tts_en")
@@ -43,8 +44,28 @@ def night(i: int, verdict: str, confirmed: bool = False, **kw: Any) -> KeyNight:
         "commit_sha": f"c{i}",
         "vllm": None,
         "tau": 0.5,
+        "candidate_run_id": 500 + i,
     }
     return KeyNight(**{**fields, **kw})
+
+
+def run(k: KeyNight) -> NightRun:
+    """The candidate run a night's decision names (its commit is what an alert covers)."""
+    assert k.candidate_run_id is not None
+    return NightRun(
+        benchmark=SERIES.benchmark,
+        nightly=k.nightly,
+        branch=k.candidate_branch,
+        trigger="nightly",
+        status="complete",
+        n_expected=1088,
+        commit_sha=k.commit_sha,
+        run_id=k.candidate_run_id,
+        run_key=f"run-{k.candidate_run_id}",
+        config_hash="h",
+        content_hash="h",
+        created_at=dt.datetime(2026, 11, 1),
+    )
 
 
 def alert(alert_id: int, key: str, opened: int, last: int, **kw: Any) -> StoredAlert:
@@ -80,7 +101,6 @@ def inputs(tonight: int, nights: list[KeyNight], **kw: Any) -> NightInputs:
         "runs": (),
         "graded": {},
         "stats": {},
-        "run_rows": {},
         "history": tuple(nights),
         "openers": {},
         "open_alerts": {},
@@ -89,6 +109,7 @@ def inputs(tonight: int, nights: list[KeyNight], **kw: Any) -> NightInputs:
         "lone": (),
         "audio": {},
         "next_alert_id": 7,
+        "run_rows": {k.candidate_run_id: run(k) for k in nights if k.candidate_run_id},
     }
     return NightInputs(**{**fields, **kw})
 
@@ -130,7 +151,7 @@ def test_one_quiet_night_holds_and_three_resolve() -> None:
     held = plan(1, nights[:2], open_alerts={KEY: alert(3, KEY, 0, 0)})
     assert [t.kind for t in held.transitions] == ["held"]
     assert "still open — 1 night(s)" in str(held.messages[0].payload["text"])
-    done = plan(3, nights, open_alerts={KEY: alert(3, KEY, 0, 2)})
+    done = plan(3, nights, open_alerts={KEY: alert(3, KEY, 0, 0)})  # held nights touch nothing
     assert [t.kind for t in done.transitions] == ["resolve"]
     assert [op.op for op in done.ops] == ["resolve"]
     assert [e.kind for e in done.events] == ["regression_resolved"]
@@ -176,7 +197,7 @@ def test_a_backfilled_night_replays_the_nights_after_it() -> None:
     nights = [night(1, "UNKNOWN"), night(2, "REGRESSED", confirmed=True)]
     book = plan(1, nights)
     assert [(t.kind, t.nightly) for t in book.transitions] == [("open", D0 + dt.timedelta(days=2))]
-    assert book.ops[0].details == AlertDetails(decision_id=102, commits=[None])
+    assert book.ops[0].details == AlertDetails(decision_id=102, commits=["c2"])
 
 
 def test_a_regression_overlapping_another_series_lone_alert_forms_a_group() -> None:
