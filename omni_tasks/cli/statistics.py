@@ -118,6 +118,14 @@ def gate_cmd(
         ),
     ] = None,
     as_json: JsonFlag = False,
+    whole: Annotated[
+        bool,
+        typer.Option(
+            "--outcome",
+            help="With --json: the night's whole outcome (decisions, comparisons, alert "
+            "transitions, messages, events) instead of the decisions",
+        ),
+    ] = False,
 ) -> None:
     """Gate one nightly: the baseline branch against every other branch and variant, and
     queue the Slack messages its decisions call for (`alerts dispatch` delivers them).
@@ -158,7 +166,7 @@ def gate_cmd(
         decisions = outcome.decisions
     matched = [d for d in decisions if d.verdict.lower() in wanted]
     if as_json:
-        json_out([d.to_json() for d in decisions])
+        json_out(outcome.outcome.to_json() if whole else [d.to_json() for d in decisions])
     else:
         from omni_tasks.reports.text import print_gate
 

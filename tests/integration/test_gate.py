@@ -423,6 +423,21 @@ def test_gate_fail_on_exits_3_on_a_matching_decision(
     assert out.exit_code == 2 and "unknown verdict(s) broken" in out.output
 
 
+def test_gate_json_outcome_prints_the_whole_night(db: psycopg.Connection, tmp_path: Path) -> None:
+    """`gate --json` prints the decisions (unchanged); with --outcome, the night's outcome:
+    its transitions and the messages queued, with their idempotency keys."""
+    import_pair(tmp_path, ABShape(), date="20261126-020000", seed=1)  # the reported A/B
+    out = runner.invoke(app, ["gate", "--nightly", "2026-11-26", "--json", "--outcome"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert [(d["verdict"], d["confirmed"]) for d in doc["decisions"]] == [("REGRESSED", True)]
+    assert [(t["kind"], t["nightly"]) for t in doc["transitions"]] == [("open", "2026-11-26")]
+    keys = [m["idempotency_key"] for m in doc["messages"]]
+    assert keys[0].endswith("|2026-11-26|open") and doc["events"][0]["kind"] == "regression_opened"
+    again = runner.invoke(app, ["gate", "--nightly", "2026-11-26", "--json"])
+    assert [d["verdict"] for d in json.loads(again.stdout)] == ["REGRESSED"]  # decisions only
+
+
 def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connection) -> None:
     out = runner.invoke(
         app,
