@@ -29,7 +29,7 @@ from omni_tasks.records import ClipRecord
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, decisions, results
 from omni_tasks.store.queries import sql
-from omni_tasks.store.runs import NightRun, StoredRun
+from omni_tasks.store.runs import NightRun, StoredRun, clip_records
 
 # How many nights of the baseline's per-item history the night reads (the evidence rules to
 # come read it; a policy field once GatePolicy moves, so the stored policy stays as it is).
@@ -179,17 +179,14 @@ def _runs(
 
 
 def _graded(conn: psycopg.Connection[Any], reads: list[Read]) -> list[GradedRun]:
-    """The runs with the grading the statistics read and its clip records (one query)."""
-    graded = [(r, g, gid) for r, g, gid in reads if g is not None]
-    ids = {"run_ids": [r.run_id for r, _, _ in graded], "grading_ids": [g for _, g, _ in graded]}
-    clips: dict[int, list[ClipRecord]] = {g: [] for _, g, _ in graded}
-    if graded:
-        for row in conn.execute(sql("night_clip_records"), ids):
-            clips[row.pop("grading_id")].append(ClipRecord(**row))
+    """The runs with the grading the statistics read and its clip records: one query a run
+    (clip_records.sql, pruned to one partition by its constants; a join over several runs
+    is planned as a scan that grows with history)."""
     stored = {f.name for f in dataclasses.fields(StoredRun)}
     return [
-        GradedRun(StoredRun(**{k: getattr(r, k) for k in stored}), int(g), str(gid), clips[int(g)])
-        for r, g, gid in graded
+        GradedRun(StoredRun(**{k: getattr(r, k) for k in stored}), g, gid, clip_records(conn, g))
+        for r, g, gid in reads
+        if g is not None and gid is not None
     ]
 
 
@@ -262,20 +259,23 @@ def _baseline_items(
     nights: int,
     tau: float,
 ) -> dict[str, tuple[tuple[dt.date, bool], ...]]:
-    """Per baseline item, broken or not on each of the last `nights` nights (one query)."""
+    """Per baseline item, broken or not on each of the last `nights` nights: the nights' runs
+    in one query, then each run's items (one query a run, as clip_records.sql)."""
     args = {**series.args(), "branch": branch, "nightly": nightly}
     args["first"] = nightly - dt.timedelta(days=nights)
     out: dict[str, list[tuple[dt.date, bool]]] = {}
-    for r in conn.execute(sql("night_baseline_items"), args):
-        clip = ClipRecord(
-            utt_id=r["utt_id"],
-            reference_text="",
-            synth_status=r["synth_status"],
-            grade_status=r["grade_status"],
-            wer=r["wer"],
-            incorrect=r["incorrect"],
-        )
-        out.setdefault(r["utt_id"], []).append((r["nightly"], is_broken(clip, tau)))
+    for run in conn.execute(sql("night_baseline_runs"), args).fetchall():
+        ids = {"run_id": run["run_id"], "grading_id": run["grading_id"]}
+        for r in conn.execute(sql("night_baseline_items"), ids):
+            clip = ClipRecord(
+                utt_id=r["utt_id"],
+                reference_text="",
+                synth_status=r["synth_status"],
+                grade_status=r["grade_status"],
+                wer=r["wer"],
+                incorrect=r["incorrect"],
+            )
+            out.setdefault(r["utt_id"], []).append((run["nightly"], is_broken(clip, tau)))
     return {u: tuple(v) for u, v in out.items()}
 
 
