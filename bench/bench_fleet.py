@@ -29,7 +29,7 @@ from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifac
 from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs import nightly
+from omni_tasks.jobs import decide, nightly
 from omni_tasks.jobs.gate_advice import advise_fleet
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
@@ -80,7 +80,7 @@ def night(conn, series: list[NightlyParams], arts, when: dt.date, policy) -> dic
     nightly.summarize_night(conn, series, when, policy)
     stages[f"statistics ({len(policy.taus)} τ per run)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = nightly.decide_fleet(conn, when, policy, series)
+    out = decide.decide_fleet(conn, when, policy, series)
     assert not out.failed, out.failed
     stages["decide every series + alert plans"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -47,6 +47,7 @@ from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import nightly
+from omni_tasks.jobs.decide import decide_fleet
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
@@ -182,7 +183,7 @@ def night(
 
     def decide(c: psycopg.Connection[Any]) -> None:
         for p in series:
-            assert not nightly.decide_fleet(c, when, policy, [p]).failed
+            assert not decide_fleet(c, when, policy, [p]).failed
 
     def outputs(c: psycopg.Connection[Any]) -> None:
         nightly.refresh_outputs(c, [p.series for p in series], when, policy.primary_tau)
@@ -204,7 +205,7 @@ def decide_each(dsn: str, series: list[NightlyParams], when: dt.date, reps: int)
             samples = []
             for _ in range(reps):
                 t0 = time.perf_counter()
-                nightly.decide_fleet(c, when, policy, [p])
+                decide_fleet(c, when, policy, [p])
                 c.commit()
                 samples.append(time.perf_counter() - t0)
             out.append(statistics.median(samples))

@@ -22,7 +22,7 @@ from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifac
 from omni_tasks.config import reset_settings
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.grafana.dashboards import write_all
-from omni_tasks.jobs import nightly
+from omni_tasks.jobs import decide, nightly
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.artifacts import ab_artifacts
@@ -50,11 +50,11 @@ def main() -> None:
             nightly.summarize(conn, keys, policy)
             stages[f"statistics ({len(policy.taus)} τ × 2 runs)"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            out = nightly.decide_night(
+            out = decide.decide_series(
                 conn,
+                Series("seed_tts_en"),
                 night,
                 policy,
-                series=Series("seed_tts_en"),
                 baseline_branch="main",
                 expect=("main", "rebase"),
             )

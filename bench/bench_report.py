@@ -25,7 +25,7 @@ from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifac
 from omni_tasks.config import reset_settings
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import decide_night
+from omni_tasks.jobs.decide import decide_series
 from omni_tasks.reports import html as report
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
@@ -49,10 +49,7 @@ def store(conn, tmp: Path, n: int) -> None:
             art = parse_artifact(path, branch=branch, commit=f"{branch}{i:04d}")
             save_run(conn, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
         conn.commit()
-        decide_night(
-            conn, date, load_policy(), series=SERIES, baseline_branch="main",
-            expect=("main", "rebase"),
-        )  # fmt: skip
+        decide_series(conn, SERIES, date, load_policy(), baseline_branch="main", expect=("main", "rebase"))  # fmt: skip
         conn.commit()
     rng = np.random.default_rng(n)
     t = np.arange(24_000 * 5) / 24_000

@@ -29,14 +29,14 @@ def store_night(
     series (the default one unless given) and gate the night (decisions and alert plans), as
     the nightly does after its runs."""
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
 
     date = save_night(db, tmp, i, shape, candidate_commit, series)
-    decide_night(
+    decide_series(
         db,
+        series or Series.of({"benchmark": "seed_tts_en"}),
         date,
         load_policy(),
-        series=series or Series.of({"benchmark": "seed_tts_en"}),
         baseline_branch="main",
         expect=("main", "rebase"),
     )
@@ -209,7 +209,7 @@ def simulated_night(
     benchmark in transcript mode and decided as the nightly decides."""
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
     for branch, target in (("main", "simulator:main"), ("rebase", candidate_target)):
@@ -225,11 +225,11 @@ def simulated_night(
         )
         run_benchmark(db, req, None, show_progress=False)
         db.commit()
-    decide_night(
+    decide_series(
         db,
+        Series.of({"benchmark": "seed_tts_en"}),
         night,
         load_policy(),
-        series=Series.of({"benchmark": "seed_tts_en"}),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -4,6 +4,11 @@ deduplicated by its key; message idempotency keys extend it). A series' keys sta
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omni_tasks.contracts import StoredDecision
+
 
 def regression(series: str, candidate: str, baseline: str, variant: str, metric: str) -> str:
     """`metric` is what the alert watches, as `name@where` (Benchmark.gated_metric: e.g.
@@ -21,6 +26,18 @@ def regression_pattern(series: str, candidate: str, baseline: str, variant: str)
         return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
     return "|".join(literal(s) for s in (series, candidate, baseline, variant)) + "|%@%"
+
+
+def of_regression(d: StoredDecision, tau: float) -> str:
+    """A decision's regression key: what its benchmark gates at τ (Benchmark.gated_metric)."""
+    from omni_tasks import benchmarks
+
+    metric = benchmarks.get(d.benchmark).gated_metric(tau)
+    return regression(d.series.key, d.candidate_branch, d.baseline_branch, d.variant, metric)
+
+
+def of_infra(d: StoredDecision) -> str:
+    return infra(d.series.key, d.candidate_branch, d.baseline_branch, d.variant)
 
 
 def infra(series: str, candidate: str, baseline: str, variant: str) -> str:

@@ -29,10 +29,10 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts import groups
-from omni_tasks.alerts.blocks import Message, context, parse_blocks, section
-from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, Triage, TriageEntry
+from omni_tasks.alerts.blocks import Message, section
+from omni_tasks.alerts.messages import status_line, with_status
+from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
-from omni_tasks.trust.redact import entities, escape
 
 ACTIONS = {
     "ack": "acknowledged",
@@ -43,9 +43,8 @@ ACTIONS = {
     "link": "linked",
     "reopen": "reopened",
 }
-# A person closed it (last_invalid_alert.sql lists the same); reopen undoes it.
+# A person closed it (night_alerts.sql lists the same); reopen undoes it.
 CLOSING = ("invalid", "duplicate", "downstream", "ignored")
-STATUS_BLOCK = "triage"
 
 
 class TriageError(ValueError):
@@ -58,45 +57,6 @@ class Triaged:
     alert_key: str
     status: str
     state: str
-
-
-def status_line(entry: TriageEntry) -> str:
-    """The parent message's status line for a triage entry (data escaped)."""
-    what = entry.status.capitalize() + (f" of alert #{entry.of}" if entry.of is not None else "")
-    text = f"*{what}* by {escape(entry.by)}, {entry.at[:16]} UTC"
-    if entry.note:
-        text += f": {escape(entry.note)}"
-    if entry.link:
-        text += f" · <{entities(entry.link).replace('|', '%7C')}|linked issue>"
-    return text
-
-
-def current_entry(history: list[TriageEntry]) -> TriageEntry:
-    """The newest action, carrying the newest note and link given since the alert last
-    reopened: a second `ack` without `--note` keeps what the first one said, and says who said
-    it (a note is never shown under another person's name)."""
-    since = history
-    for i in range(len(history) - 1, -1, -1):
-        if history[i].status == "reopened":
-            since = history[i + 1 :]
-            break
-    newest = history[-1]
-    noted = next((e for e in reversed(since) if e.note), None)
-    note = newest.note
-    if note is None and noted is not None:
-        note = noted.note if noted.by == newest.by else f"{noted.note} (noted by {noted.by})"
-    link = next((e.link for e in reversed(since) if e.link), None)
-    return dataclasses.replace(newest, note=note, link=newest.link or link)
-
-
-def with_status(payload: JsonObject, details: AlertDetails) -> JsonObject:
-    """A parent payload carrying the alert's current triage status line (or none)."""
-    blocks = [b for b in parse_blocks(payload) if b.block_id != STATUS_BLOCK]
-    history = details.triage.history if details.triage else []
-    if history and history[-1].status != "reopened":
-        line = context(status_line(current_entry(history)), block_id=STATUS_BLOCK)
-        blocks.insert(1 if blocks else 0, line)
-    return {**payload, **Message(str(payload.get("text", "")), blocks).to_payload()}
 
 
 def _check_link(link: str | None) -> None:

@@ -128,13 +128,21 @@ def gate_cmd(
     ] = None,
     wide: WideFlag = False,
     as_json: JsonFlag = False,
+    whole: Annotated[
+        bool,
+        typer.Option(
+            "--outcome",
+            help="With --json: the night's whole outcome (decisions, comparisons, alert "
+            "transitions, messages, events) instead of the decisions",
+        ),
+    ] = False,
 ) -> None:
     """Gate one nightly: the baseline branch against every other branch and variant, and
     queue the Slack messages its decisions call for (`alerts dispatch` delivers them).
 
     Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
     3 a decision matched --fail-on."""
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
 
     verdicts = {"regressed", "infra", "unknown", "improved", "same"}
     wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
@@ -157,18 +165,18 @@ def gate_cmd(
             f"no runs stored for {bench.label}",
             require_runs=not expect,
         )
-        outcome = decide_night(
+        outcome = decide_series(
             conn,
+            bench,
             night,
             policy,
-            series=bench,
             baseline_branch=baseline or settings.baseline_branch,
             expect=tuple(expect or ()),
         )
         decisions = outcome.decisions
     matched = [d for d in decisions if d.verdict.lower() in wanted]
     if as_json:
-        json_out([d.to_json() for d in decisions])
+        json_out(outcome.outcome.to_json() if whole else [d.to_json() for d in decisions])
     else:
         from omni_tasks.reports.text import print_gate
 

@@ -131,11 +131,11 @@ def decide(context: Context, unit: str | None) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs import nightly
+    from omni_tasks.jobs.decide import decide_fleet
 
     fleet, night = night_of(context), nightly_of(context)
     with results_db() as conn:
-        out = nightly.decide_fleet(conn, night, load_policy(), unit_series(fleet, unit))
+        out = decide_fleet(conn, night, load_policy(), unit_series(fleet, unit))
     for decided in out.decided:
         for d in decided.decisions:
             confirmed = " confirmed" if d.confirmed else ""

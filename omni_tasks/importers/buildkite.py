@@ -47,7 +47,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from omni_tasks import benchmarks
-from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts import keys
-from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import has_fresh_run

@@ -1,7 +1,7 @@
 """The nightly, step by step: what each task of `omni_nightly` calls.
 
     record_heads → (prepare environment +) run_branch per series × branch × seed, on its
-    lane → summarize_night → decide_fleet (per series: compare, gate, plan alerts)
+    lane → summarize_night → jobs.decide.decide_fleet (per series: load, decide, write)
     → refresh_outputs → (alerts.slack.dispatch)
 
 A night holds one or more series (model × benchmark × lane, omni_tasks.series); each is
@@ -27,13 +27,13 @@ import psycopg
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts import keys
-from omni_tasks.alerts.lifecycle import plan_alerts, raise_infra
+from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import BranchPlan, Decision
+from omni_tasks.contracts import BranchPlan
 from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.deployment.server import ImageEnvironment, ServerConfig, VenvEnvironment
-from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
+from omni_tasks.jobs.statistics import compute_stats_for_key
 from omni_tasks.records import LineageFlags
 from omni_tasks.series import Series
 from omni_tasks.store import heads, results
@@ -46,75 +46,6 @@ from omni_tasks.trust.redact import redact
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
     from omni_tasks.synthesis.stages import LaneDeploy
-
-
-@dataclass(frozen=True)
-class NightDecision:
-    nightly: dt.date
-    decisions: list[Decision]
-    messages_enqueued: int
-
-
-def decide_night(
-    conn: psycopg.Connection[Any],
-    nightly: dt.date,
-    policy: GatePolicy,
-    *,
-    series: Series,
-    baseline_branch: str,
-    expect: tuple[str, ...] = (),
-    sim_margin: float | None = None,
-) -> NightDecision:
-    """Gate a series' night and plan its alerts in one transaction: an alert message exists
-    exactly when the decision that caused it does."""
-    policy = policy.for_benchmark(series.benchmark)
-    with conn.transaction():
-        decisions = gate_nightly(
-            conn,
-            nightly,
-            policy,
-            series=series,
-            baseline_branch=baseline_branch,
-            expect=expect,
-            sim_margin=sim_margin,
-        )
-        enqueued = plan_alerts(conn, series, nightly, policy)
-    return NightDecision(nightly, decisions, enqueued)
-
-
-@dataclass(frozen=True)
-class FleetDecision:
-    decided: list[NightDecision]
-    failed: dict[str, str]  # series label → why it could not be decided
-
-
-def decide_fleet(
-    conn: psycopg.Connection[Any],
-    nightly: dt.date,
-    policy: GatePolicy,
-    series: list[NightlyParams],
-) -> FleetDecision:
-    """Decide every series of the night, each on its own: a series whose statistics or alerts
-    fail is reported (and its error kept) while every other series is still decided."""
-    decided, failed = [], {}
-    for params in series:
-        try:
-            decided.append(
-                decide_night(
-                    conn,
-                    nightly,
-                    policy,
-                    series=params.series,
-                    baseline_branch=params.baseline,
-                    expect=tuple(params.branches),
-                    sim_margin=params.sim_margin,
-                )
-            )
-        except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
-            conn.rollback()
-            failed[f"{params.series.label} ({params.variant})"] = f"{type(exc).__name__}: {exc}"
-            continue
-    return FleetDecision(decided, failed)
 
 
 def _git_head(repo: str, branch: str, before: dt.date | None) -> str | None:

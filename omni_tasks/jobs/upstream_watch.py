@@ -22,7 +22,7 @@ import psycopg
 from packaging.version import InvalidVersion, Version
 from pydantic import JsonValue
 
-from omni_tasks.alerts.lifecycle import raise_infra
+from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.harness import HARNESS
 from omni_tasks.trust.names import printable

@@ -3,6 +3,7 @@ triage and the Slack dispatcher run (they plan and deliver; this module reads an
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
+from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
@@ -46,6 +48,9 @@ class AlertRoute:
 
 
 GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a member sets
+ALERT_COLUMNS = [
+    f.name for f in dataclasses.fields(StoredAlert)
+]  # AlertDetails' fields a member sets
 
 
 def _alert(row: Row | None) -> Row | None:
@@ -63,8 +68,6 @@ def _stored(row: Row | None) -> StoredAlert | None:
 
 
 # ---------------------------------------------------------------- alerts
-def open_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
-    return _stored(conn.execute(sql("open_alert"), {"alert_key": key}).fetchone())
 
 
 def insert_alert(
@@ -98,10 +101,6 @@ def touch_alert(
 
 def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date) -> None:
     conn.execute(sql("resolve_alert"), {"alert_id": alert_id, "nightly": nightly})
-
-
-def last_invalid_alert(conn: psycopg.Connection[Any], key: str) -> StoredAlert | None:
-    return _stored(conn.execute(sql("last_invalid_alert"), {"alert_key": key}).fetchone())
 
 
 def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> StoredAlert | None:
@@ -138,16 +137,6 @@ def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | No
 
 
 # ---------------------------------------------------------------- groups
-def group_for_range(
-    conn: psycopg.Connection[Any],
-    candidate: str,
-    baseline: str,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> StoredAlert | None:
-    """The group whose nights overlap (range_from, range_to], locked for the join."""
-    args = {"candidate": candidate, "baseline": baseline, "range_from": range_from}
-    return _stored(conn.execute(sql("group_for_range"), {**args, "range_to": range_to}).fetchone())
 
 
 def insert_group(
@@ -180,22 +169,6 @@ def set_member_range(
     conn.execute(sql("set_member_range"), {**args, "delay_s": delay_s, "details": doc})
 
 
-def lone_regression_for_range(
-    conn: psycopg.Connection[Any],
-    alert_id: int,
-    candidate: str,
-    baseline: str,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> StoredAlert | None:
-    """Another regression alert of the pair, in no group, whose nights overlap; locked."""
-    args = {"alert_id": alert_id, "candidate": candidate, "baseline": baseline}
-    row = conn.execute(
-        sql("lone_regression_for_range"), {**args, "range_from": range_from, "range_to": range_to}
-    ).fetchone()
-    return _stored(row)
-
-
 def join_group(
     conn: psycopg.Connection[Any],
     group_id: int,
@@ -221,6 +194,19 @@ def join_group(
 def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
     rows = conn.execute(sql("group_members"), {"group_id": group_id})
     return [r for r in (_alert(row) for row in rows) if r is not None]
+
+
+def group_member_rows(conn: psycopg.Connection[Any], group_id: int) -> list[GroupMemberRow]:
+    """A group's members, oldest first, with the series of the decision that opened each."""
+    return [
+        GroupMemberRow(
+            StoredAlert(**{k: r[k] for k in ALERT_COLUMNS}),
+            Series.of(r) if r["benchmark"] else None,
+            r["candidate_branch"],
+            r["baseline_branch"],
+        )
+        for r in group_members(conn, group_id)
+    ]
 
 
 def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[int]:
@@ -319,12 +305,6 @@ def enqueue(
     return None if row is None else int(row["message_id"])
 
 
-def outbox_size(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute(sql("outbox_size")).fetchone()
-    assert row is not None
-    return int(row["n"])
-
-
 def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
     cur = conn.cursor(row_factory=class_row(OutboxMessage))
     return cur.execute(sql("pending_outbox")).fetchall()
@@ -413,13 +393,6 @@ def insert_event(
             "dedup_key": dedup_key,
         },
     )
-
-
-def clip_audio_uris(
-    conn: psycopg.Connection[Any], run_id: int, utt_ids: list[str]
-) -> dict[str, str]:
-    rows = conn.execute(sql("clip_audio_uris"), {"run_id": run_id, "utt_ids": utt_ids})
-    return {r["utt_id"]: r["audio_uri"] for r in rows}
 
 
 def unannotated_events(conn: psycopg.Connection[Any]) -> list[Row]:

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.analysis.bisect import NightEvidence
-from omni_tasks.contracts import Comparison, DecisionKey, NightVerdict, StoredDecision
+from omni_tasks.contracts import Comparison, DecisionKey, StoredDecision
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
@@ -24,12 +24,6 @@ def _stored(row: Row) -> StoredDecision:
         **row,
         comparison=None if comparison is None else Comparison.from_json(comparison),
     )
-
-
-def decision_by_id(conn: psycopg.Connection[Any], decision_id: int) -> NightVerdict | None:
-    """One decision's night, verdict, confirmation and reasons as they stand now."""
-    row = conn.execute(sql("decision_by_id"), {"decision_id": decision_id}).fetchone()
-    return None if row is None else NightVerdict(**row)
 
 
 def decisions_of_nights(
@@ -57,19 +51,6 @@ def decisions_of_nights(
     return [_stored(r) for r in rows]
 
 
-def _night(row: Row) -> NightVerdict:
-    table = None if row["n11"] is None else (row["n11"], row["n12"], row["n21"], row["n22"])
-    return NightVerdict(row["nightly"], row["verdict"], table=table)
-
-
-def verdicts_since(
-    conn: psycopg.Connection[Any], key: DecisionKey, after: dt.date, until: dt.date
-) -> list[NightVerdict]:
-    """The key's verdicts after `after` up to `until`, oldest first, with their tables."""
-    rows = conn.execute(sql("verdicts_since"), {**key.args(), "after": after, "until": until})
-    return [_night(r) for r in rows]
-
-
 def range_evidence(
     conn: psycopg.Connection[Any], key: DecisionKey, until: dt.date
 ) -> list[NightEvidence]:
@@ -87,15 +68,14 @@ def range_evidence(
     ]
 
 
-def decision_series(conn: psycopg.Connection[Any], key: Mapping[str, object]) -> list[Row]:
-    return [dict(r) for r in conn.execute(sql("decision_series"), key)]
-
-
 def set_confirmed(conn: psycopg.Connection[Any], decision_id: int, confirmed: bool) -> None:
     conn.execute(sql("set_confirmed"), {"decision_id": decision_id, "confirmed": confirmed})
 
 
-def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> None:
-    """A night's decision for one key (reasons and the policy it was decided under as JSON)."""
+def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> int:
+    """A night's decision for one key (reasons and the policy it was decided under as JSON);
+    its id."""
     json = {"reasons": Jsonb(params["reasons"]), "policy": Jsonb(params["policy"])}
-    conn.execute(sql("upsert_gate_decision"), {**params, **json})
+    row = conn.execute(sql("upsert_gate_decision"), {**params, **json}).fetchone()
+    assert row is not None
+    return int(row["decision_id"])

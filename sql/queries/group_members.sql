@@ -1,7 +1,5 @@
 -- A group's members, oldest first, with their nights and the decision that opened each.
-SELECT a.alert_id, a.alert_key, a.state, a.opened_nightly, a.resolved_nightly, a.range_from,
-       a.range_to, a.details,
-       d.benchmark, d.model, d.lane, d.candidate_branch, d.baseline_branch, d.variant
+SELECT a.*, d.benchmark, d.model, d.lane, d.candidate_branch, d.baseline_branch, d.variant
 FROM omni.alert a
 LEFT JOIN omni.gate_decision d ON d.decision_id = (a.details ->> 'decision_id')::bigint
 WHERE a.group_id = %(group_id)s

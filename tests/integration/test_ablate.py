@@ -102,7 +102,7 @@ def test_stage_isolation_finds_where_a_thinker_regression_starts(db, night: Path
 
 def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
     p = AblateParams(
@@ -120,11 +120,11 @@ def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
     )
     run_ablations(db, p, NIGHT)
     before = db.execute("SELECT verdict, mcnemar_p FROM omni.gate_decision").fetchall()
-    decide_night(
+    decide_series(
         db,
+        Series.of({"benchmark": "seed_tts_en"}),
         NIGHT,
         load_policy(),
-        series=Series.of({"benchmark": "seed_tts_en"}),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

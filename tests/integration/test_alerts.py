@@ -14,7 +14,7 @@ from scipy.stats import norm
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import decide_night
+from omni_tasks.jobs.decide import decide_series
 from omni_tasks.series import Series
 from omni_tasks.synthesis.artifacts import ABShape
 from omni_tasks.synthesis.simulator import serve_in_thread
@@ -48,11 +48,11 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     db.commit()
     db.execute("DELETE FROM omni.alert")  # plan night 0 again, now with audio on record
     db.commit()
-    decide_night(
+    decide_series(
         db,
+        Series("seed_tts_en"),
         D0,
         load_policy(),
-        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )
@@ -98,11 +98,11 @@ def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, sl
     state, sink = slack
     date = store_night(db, tmp_path, 0, REGRESS)
     dispatch(db, sink)
-    decide_night(
+    decide_series(
         db,
+        Series("seed_tts_en"),
         date,
         load_policy(),
-        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -137,7 +137,7 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     # A regression's headline names its series: benchmark, model and lane (one night of 48
     # questions is REGRESSED but not yet confirmed, so no message posts; its headline is).
     from omni_tasks.alerts import blocks
-    from omni_tasks.alerts.lifecycle import _context
+    from omni_tasks.alerts.messages import context as _context
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.series import Series
     from omni_tasks.store.decisions import decisions_of_nights

@@ -423,6 +423,21 @@ def test_gate_fail_on_exits_3_on_a_matching_decision(
     assert out.exit_code == 2 and "unknown verdict(s) broken" in out.output
 
 
+def test_gate_json_outcome_prints_the_whole_night(db: psycopg.Connection, tmp_path: Path) -> None:
+    """`gate --json` prints the decisions (unchanged); with --outcome, the night's outcome:
+    its transitions and the messages queued, with their idempotency keys."""
+    import_pair(tmp_path, ABShape(), date="20261126-020000", seed=1)  # the reported A/B
+    out = runner.invoke(app, ["gate", "--nightly", "2026-11-26", "--json", "--outcome"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert [(d["verdict"], d["confirmed"]) for d in doc["decisions"]] == [("REGRESSED", True)]
+    assert [(t["kind"], t["nightly"]) for t in doc["transitions"]] == [("open", "2026-11-26")]
+    keys = [m["idempotency_key"] for m in doc["messages"]]
+    assert keys[0].endswith("|2026-11-26|open") and doc["events"][0]["kind"] == "regression_opened"
+    again = runner.invoke(app, ["gate", "--nightly", "2026-11-26", "--json"])
+    assert [d["verdict"] for d in json.loads(again.stdout)] == ["REGRESSED"]  # decisions only
+
+
 def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connection) -> None:
     out = runner.invoke(
         app,
@@ -467,7 +482,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     """MiniCPM-o's upstream gate is WER and SIM: with `sim_margin` the series' one verdict is
     REGRESSED when SIM fell clip by clip though the tail did not move; without it, SAME; and
     a gated SIM that nobody computed is never a pass."""
-    from omni_tasks.jobs.nightly import decide_night
+    from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
     series = Series("seed_tts_en")
@@ -475,7 +490,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     _sim_night(db, tmp_path, 0.05, night)
 
     def verdict(**kw) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-        out = decide_night(db, night, load_policy(), series=series, baseline_branch="main", **kw)
+        out = decide_series(db, series, night, load_policy(), baseline_branch="main", **kw)
         (d,) = out.decisions
         return d.verdict, d.reasons
 
@@ -486,9 +501,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
 
     later = night + dt.timedelta(days=1)
     _sim_night(db, tmp_path, None, later)
-    out = decide_night(
-        db, later, load_policy(), series=series, baseline_branch="main", sim_margin=0.02
-    )
+    out = decide_series(db, series, later, load_policy(), baseline_branch="main", sim_margin=0.02)
     (d,) = out.decisions
     assert d.verdict == "INFRA" and any("never a pass" in r for r in d.reasons)
 

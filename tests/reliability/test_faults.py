@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse
 from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import decide_night, refresh_outputs
+from omni_tasks.jobs.decide import decide_series
+from omni_tasks.jobs.nightly import refresh_outputs
 from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import SimulatorConfig, create_app, serve_in_thread
 from tests.factories import grade_rows
@@ -69,11 +70,11 @@ def _content(db, key: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _gate(db) -> list[str]:  # type: ignore[no-untyped-def]
-    out = decide_night(
+    out = decide_series(
         db,
+        Series("seed_tts_en"),
         NIGHT,
         load_policy(),
-        series=Series("seed_tts_en"),
         baseline_branch="main",
         expect=("main", "rebase"),
     )

@@ -18,13 +18,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from typer.testing import CliRunner
 
-from omni_tasks.alerts.lifecycle import enqueue, links_for
+from omni_tasks.alerts.messages import links_for
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.evidence.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.jobs.nightly import _git_head
+from omni_tasks.store.alerts import enqueue
 from omni_tasks.store.db import DatabaseError, connect
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.trust.names import InvalidName, check_branch, path_component

@@ -73,7 +73,7 @@ def test_nothing_outside_its_place_is_served(client, path: str) -> None:  # type
 def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import datetime as dt
 
-    from omni_tasks.alerts.lifecycle import links_for
+    from omni_tasks.alerts.messages import links_for
 
     d = stored_decision(nightly=dt.date(2026, 11, 20))
     monkeypatch.delenv("OMNI_PUBLIC_URL", raising=False)

@@ -166,7 +166,8 @@ def test_infra_ids_can_be_pasted_into_airflow() -> None:
 def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
     """Two series of one benchmark (another model, another lane) never read alike, and the
     message carries its alert id and the triage commands, copyable."""
-    from omni_tasks.alerts.lifecycle import _context, next_steps
+    from omni_tasks.alerts.messages import context as _context
+    from omni_tasks.alerts.messages import next_steps
 
     d = stored_decision(
         benchmark="daily_omni",

@@ -1,0 +1,377 @@
+"""A series' night in and out of the results DB: `load` reads everything the pure
+`night.decide` needs (one query per kind of row, each bounded by a window of nights, never by
+the series' whole history); `write` stores its outcome. The caller holds one transaction
+around both (jobs/decide.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+import psycopg
+
+from omni_tasks.analysis.accounting import is_broken
+from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.contracts import AlertDetails, Comparison, RunStats, StoredAlert
+from omni_tasks.contracts.night import (
+    AlertOp,
+    GradedRun,
+    GroupMemberRow,
+    GroupState,
+    KeyNight,
+    NightInputs,
+    NightOutcome,
+    Settings,
+)
+from omni_tasks.records import ClipRecord
+from omni_tasks.series import Series
+from omni_tasks.store import alerts, decisions, results
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import NightRun, StoredRun, clip_records
+
+# How many nights of the baseline's per-item history the night reads (the evidence rules to
+# come read it; a policy field once GatePolicy moves, so the stored policy stays as it is).
+ITEM_HISTORY_NIGHTS = 14
+Row = dict[str, Any]
+
+
+def load(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    nightly: dt.date,
+    policy: GatePolicy,
+    *,
+    baseline_branch: str,
+    expect: tuple[str, ...] = (),
+    sim_margin: float | None = None,
+    triage_delay_s: int = 0,
+    item_history_nights: int = ITEM_HISTORY_NIGHTS,
+) -> NightInputs:
+    """Everything one series' night is decided from. Takes the night's lock first (night_lock
+    .sql), so the alert state and the next alert id cannot change before `write`."""
+    policy = policy.for_benchmark(series.benchmark)
+    conn.execute(sql("night_lock"))
+    next_id = int(conn.execute(sql("night_next_alert_id")).fetchone()["next_id"])  # type: ignore[index]
+    runs = results.nightly_runs(conn, series, nightly)
+    open_alerts, invalid = _alerts(conn, series)
+    w = policy.confirm_window_days * (policy.confirm_pool_nights - 1)
+    opened = [a.opened_nightly for a in open_alerts.values() if a.kind == "regression"]
+    first = min([nightly, *opened]) - dt.timedelta(days=max(w, RANGE_WINDOW_DAYS) + 1)
+    last = nightly + dt.timedelta(days=w)
+    history = _history(conn, series, policy.policy_version, nightly, first, last)
+    later = [k.candidate_run_id for k in history if k.nightly > nightly and k.candidate_run_id]
+    rows, reads = _runs(conn, [r.run_id for r in runs] + later)
+    graded = _graded(conn, [reads[r.run_id] for r in runs if r.grading_id is not None])
+    known = {k.decision_id for k in history}
+    wanted = [a.details.decision_id for a in open_alerts.values() if a.details.decision_id]
+    groups, lone = _groups(
+        conn,
+        [a.group_id for a in open_alerts.values() if a.group_id is not None],
+        baseline_branch,
+        nightly - dt.timedelta(days=RANGE_WINDOW_DAYS + 2),
+        last + dt.timedelta(days=1),
+    )
+    return NightInputs(
+        series=series,
+        nightly=nightly,
+        baseline_branch=baseline_branch,
+        expect=expect,
+        sim_margin=sim_margin,
+        policy_version=policy.policy_version,
+        runs=tuple(runs),
+        graded={g.run.run_key: g for g in graded},
+        stats=_stats(conn, [g.grading_id for g in graded], policy),
+        run_rows=rows,
+        history=tuple(history),
+        openers=_openers(conn, [i for i in wanted if i not in known]),
+        open_alerts=open_alerts,
+        invalid_alerts=invalid,
+        groups=groups,
+        lone=lone,
+        audio=_audio(conn, [k for k in history if k.nightly > nightly]),
+        next_alert_id=next_id,
+        baseline_items=_baseline_items(
+            conn, series, baseline_branch, nightly, item_history_nights, policy.primary_tau
+        ),
+        settings=Settings(triage_delay_s=triage_delay_s),
+    )
+
+
+def _alerts(
+    conn: psycopg.Connection[Any], series: Series
+) -> tuple[dict[str, StoredAlert], dict[str, StoredAlert]]:
+    open_: dict[str, StoredAlert] = {}
+    closed: dict[str, StoredAlert] = {}
+    for row in conn.execute(sql("night_alerts"), {"prefix": f"{series.key}|"}):
+        a = _alert(row)
+        (open_ if a.state == "open" else closed)[a.alert_key] = a
+    return open_, closed
+
+
+def _alert(row: Row) -> StoredAlert:
+    fields = {f.name for f in dataclasses.fields(StoredAlert)}
+    doc = {k: v for k, v in row.items() if k in fields}
+    return StoredAlert(**{**doc, "details": AlertDetails.from_json(row["details"] or {})})
+
+
+def _history(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    policy_version: str,
+    nightly: dt.date,
+    first: dt.date,
+    last: dt.date,
+) -> list[KeyNight]:
+    args = {**series.args(), "policy_version": policy_version, "nightly": nightly}
+    out = []
+    for r in conn.execute(sql("night_decisions"), {**args, "first": first, "last": last}):
+        table = None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"])
+        comparison = r.pop("comparison")
+        for k in ("n11", "n12", "n21", "n22"):
+            del r[k]
+        out.append(
+            KeyNight(
+                **r,
+                table=table,
+                comparison=None if comparison is None else Comparison.from_json(comparison),
+            )
+        )
+    return out
+
+
+def _openers(conn: psycopg.Connection[Any], ids: list[int]) -> dict[int, KeyNight]:
+    if not ids:
+        return {}
+    out = {}
+    for r in conn.execute(sql("night_openers"), {"ids": ids}):
+        out[r["decision_id"]] = KeyNight(
+            **r,
+            regressed=0,
+            improved=0,
+            n_paired=0,
+            m=1,
+            paired=False,
+            table=None,
+            commit_sha=None,
+            vllm=None,
+        )
+    return out
+
+
+Read = tuple[NightRun, int | None, str | None]  # a run, the grading read of it and its grader
+
+
+def _runs(
+    conn: psycopg.Connection[Any], run_ids: list[int]
+) -> tuple[dict[int, NightRun], dict[int, Read]]:
+    """Runs by id, and the grading the statistics read of each."""
+    if not run_ids:
+        return {}, {}
+    fields = {f.name for f in dataclasses.fields(NightRun)}
+    rows, reads = {}, {}
+    for r in conn.execute(sql("night_runs"), {"run_ids": run_ids}).fetchall():
+        run = NightRun(**{k: v for k, v in r.items() if k in fields})
+        rows[run.run_id] = run
+        reads[run.run_id] = (run, r["read_grading_id"], r["read_grader_id"])
+    return rows, reads
+
+
+def _graded(conn: psycopg.Connection[Any], reads: list[Read]) -> list[GradedRun]:
+    """The runs with the grading the statistics read and its clip records: one query a run
+    (clip_records.sql, pruned to one partition by its constants; a join over several runs
+    is planned as a scan that grows with history)."""
+    stored = {f.name for f in dataclasses.fields(StoredRun)}
+    return [
+        GradedRun(StoredRun(**{k: getattr(r, k) for k in stored}), g, gid, clip_records(conn, g))
+        for r, g, gid in reads
+        if g is not None and gid is not None
+    ]
+
+
+def _stats(
+    conn: psycopg.Connection[Any], grading_ids: list[int], policy: GatePolicy
+) -> dict[int, RunStats]:
+    if not grading_ids:
+        return {}
+    args = {
+        "grading_ids": grading_ids,
+        "tau": policy.primary_tau,
+        "policy_version": policy.policy_version,
+    }
+    return {
+        r["grading_id"]: RunStats.from_json(r["stats"])
+        for r in conn.execute(sql("night_stored_stats"), args)
+    }
+
+
+def _groups(
+    conn: psycopg.Connection[Any],
+    group_ids: list[int],
+    baseline: str,
+    first: dt.date,
+    last: dt.date,
+) -> tuple[tuple[GroupState, ...], tuple[GroupMemberRow, ...]]:
+    """Groups of the series' open alerts and groups and lone regressions of the baseline whose
+    nights overlap (first, last), with their members and whether their post is pending."""
+    window = {"baseline": baseline, "first": first, "last": last}
+    rows = [_alert(r) for r in conn.execute(sql("night_groups"), {"ids": group_ids, **window})]
+    ids = [g.alert_id for g in rows]
+    members = [
+        GroupMemberRow(
+            _alert(r),
+            Series.of(r) if r["benchmark"] else None,
+            r["candidate_branch"],
+            r["baseline_branch"],
+        )
+        for r in conn.execute(sql("night_group_members"), {"ids": ids, **window})
+    ]
+    pending = {r["alert_id"] for r in conn.execute(sql("night_pending_posts"), {"ids": ids or [0]})}
+    groups = tuple(
+        GroupState(
+            g,
+            tuple(m for m in members if m.alert.group_id == g.alert_id),
+            g.alert_id in pending,
+        )
+        for g in rows
+    )
+    lone = tuple(m for m in members if m.alert.group_id is None)
+    return groups, lone
+
+
+def _audio(conn: psycopg.Connection[Any], later: list[KeyNight]) -> dict[tuple[int, str], str]:
+    utts = {t.utt_id for k in later if k.comparison for t in k.comparison.top_regressed}
+    runs = {r for k in later for r in (k.candidate_run_id, k.baseline_run_id) if r is not None}
+    if not utts or not runs:
+        return {}
+    args = {"run_ids": sorted(runs), "utt_ids": sorted(utts)}
+    return {
+        (r["run_id"], r["utt_id"]): r["audio_uri"] for r in conn.execute(sql("night_audio"), args)
+    }
+
+
+def _baseline_items(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    nightly: dt.date,
+    nights: int,
+    tau: float,
+) -> dict[str, tuple[tuple[dt.date, bool], ...]]:
+    """Per baseline item, broken or not on each of the last `nights` nights: the nights' runs
+    in one query, then each run's items (one query a run, as clip_records.sql)."""
+    args = {**series.args(), "branch": branch, "nightly": nightly}
+    args["first"] = nightly - dt.timedelta(days=nights)
+    out: dict[str, list[tuple[dt.date, bool]]] = {}
+    for run in conn.execute(sql("night_baseline_runs"), args).fetchall():
+        ids = {"run_id": run["run_id"], "grading_id": run["grading_id"]}
+        for r in conn.execute(sql("night_baseline_items"), ids):
+            clip = ClipRecord(
+                utt_id=r["utt_id"],
+                reference_text="",
+                synth_status=r["synth_status"],
+                grade_status=r["grade_status"],
+                wer=r["wer"],
+                incorrect=r["incorrect"],
+            )
+            out.setdefault(r["utt_id"], []).append((run["nightly"], is_broken(clip, tau)))
+    return {u: tuple(v) for u, v in out.items()}
+
+
+def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
+    """Store a night's outcome (in the caller's transaction, after `load`): statistics,
+    comparisons, decisions, confirmations, alert rows, messages and events. Returns the
+    messages newly queued (a night planned twice queues nothing the second time)."""
+    for grading_id, tau, version, stats in outcome.stats:
+        results.upsert_run_stats(conn, grading_id, tau, version, stats)
+    comparison_ids = [
+        results.upsert_comparison(conn, c.columns, c.result) for c in outcome.comparisons
+    ]
+    decided = {}
+    for row in outcome.decisions:
+        d = row.decision
+        decided[(d.nightly, d.candidate_branch, d.baseline_branch, d.variant)] = (
+            decisions.upsert_decision(
+                conn,
+                {
+                    **outcome.series.args(),
+                    "nightly": d.nightly,
+                    "candidate_branch": d.candidate_branch,
+                    "baseline_branch": d.baseline_branch,
+                    "variant": d.variant,
+                    "policy_version": str(row.policy["policy_version"]),
+                    "verdict": d.verdict,
+                    "confirmed": d.confirmed,
+                    "mcnemar_p": d.mcnemar_p,
+                    "mcnemar_p_holm": d.mcnemar_p_holm,
+                    "comparison_id": None
+                    if row.comparison is None
+                    else comparison_ids[row.comparison],
+                    "candidate_run_id": row.candidate_run_id,
+                    "baseline_run_id": row.baseline_run_id,
+                    "reasons": row.reasons,
+                    "policy": row.policy,
+                },
+            )
+        )
+    for c in outcome.confirmations:
+        decisions.set_confirmed(conn, c.decision_id, c.confirmed)
+    for op in outcome.alert_ops:
+        _alert_op(conn, op, decided)
+    queued = sum(
+        alerts.enqueue(conn, m.idempotency_key, m.alert_id, m.kind, m.payload) is not None
+        for m in outcome.messages
+    )
+    for r in outcome.rewrites:
+        alerts.replace_pending_post(conn, r.alert_id, r.payload)
+    for e in outcome.events:
+        alerts.insert_event(
+            conn,
+            time=e.time,
+            kind=e.kind,
+            benchmark=e.benchmark,
+            branch=e.branch,
+            variant=e.variant,
+            text=e.text,
+            tags=e.tags,
+            details=e.details,
+            dedup_key=e.dedup_key,
+        )
+    return queued
+
+
+def _alert_op(
+    conn: psycopg.Connection[Any],
+    op: AlertOp,
+    decided: dict[tuple[dt.date, str, str, str], int],
+) -> None:
+    night = op.nightly or dt.date.min  # every op but member_range names its night
+    if op.op == "insert":
+        assert op.alert_key and op.kind
+        if op.kind == "group":
+            assert op.range_from and op.range_to
+            got = alerts.insert_group(conn, op.alert_key, night, op.range_from, op.range_to)
+        else:
+            details = op.details or AlertDetails()
+            if op.opener is not None:
+                details = dataclasses.replace(details, decision_id=decided[op.opener])
+            got = alerts.insert_alert(conn, op.alert_key, op.kind, night, details)
+        if got != op.alert_id:  # another writer took an id under the night's lock
+            raise RuntimeError(f"alert {op.alert_key} got id {got}, planned {op.alert_id}")
+    elif op.op == "touch":
+        alerts.touch_alert(conn, op.alert_id, night, op.commits)
+    elif op.op == "resolve":
+        alerts.resolve_alert(conn, op.alert_id, night)
+    elif op.op == "member_range":
+        assert op.range_from and op.range_to and op.details
+        alerts.set_member_range(
+            conn, op.alert_id, op.range_from, op.range_to, op.delay_s, op.details
+        )
+    elif op.op == "join":
+        assert op.group_id and op.range_from and op.range_to and op.nightly
+        alerts.join_group(
+            conn, op.group_id, op.alert_id, op.nightly, op.range_from, op.range_to, op.delay_s
+        )
+    else:
+        raise ValueError(f"unknown alert op {op.op!r}")

@@ -1,1 +1,0 @@
-SELECT * FROM omni.alert WHERE alert_key = %(alert_key)s AND state = 'open'
