@@ -9,8 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from omni_tasks.grading.windows import UnknownHarness, harness_window
-from omni_tasks.harness import client_rules
+from omni_tasks.harness import UnknownHarness, client_rules, harness_window
 from omni_tasks.records import Trigger
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.trust.names import InvalidName, check_name, check_run_key

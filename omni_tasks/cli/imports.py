@@ -20,7 +20,7 @@ from omni_tasks.cli.common import (
     open_db,
     parse_date,
 )
-from omni_tasks.trust.secrets import read_secret
+from omni_tasks.config import read_secret
 
 
 # ---------------------------------------------------------------- import

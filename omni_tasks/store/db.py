@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from omni_tasks.config import get_settings
+from omni_tasks.trust.redact import password_fields
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def redact(text: str, dsn: str | None = None) -> str:
     or a ?password= parameter), key=value (quoted or not). The password is taken from the
     parsed DSN and every occurrence replaced, percent-encoded forms included."""
     dsn = text if dsn is None else dsn
-    secrets = set(_password_fields(dsn))
+    secrets = set(password_fields(dsn))
     try:
         parsed = conninfo_to_dict(dsn).get("password")
         if parsed:
@@ -92,24 +93,6 @@ def redact(text: str, dsn: str | None = None) -> str:
             for form in {secret, quote(secret, safe=""), quote(secret)}:
                 text = text.replace(form, "***")
     return text
-
-
-def _password_fields(dsn: str) -> list[str]:
-    """Password candidates even from a DSN that does not parse (the text after the userinfo
-    colon up to the last '@', password= values with or without quotes, whatever the key's case
-    or percent-encoding: libpq reads `?%70assword=` and `PASSWORD=` alike)."""
-    out = []
-    m = re.search(r"://[^:/@]*:(.*)@[^@]*$", dsn.split("?", 1)[0])
-    if m:
-        out.append(m.group(1))
-    if "?" in dsn:
-        for part in dsn.split("?", 1)[1].split("&"):
-            key, _, value = part.partition("=")
-            if unquote(key).strip().lower() == "password" and value:
-                out += [value, unquote(value)]
-    out += re.findall(r"password\s*=\s*'((?:[^'\\]|\\.)*)'", dsn, re.I)
-    out += re.findall(r"password\s*=\s*'?([^\s'&]+)", dsn, re.I)
-    return out
 
 
 def connect(dsn: str | None = None) -> psycopg.Connection[Any]:

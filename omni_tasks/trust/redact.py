@@ -4,9 +4,10 @@ Text from an untrusted source (a server's log, a build's output, an artifact's f
 title) may quote a secret, or carry markup that the sink would render. `outbound(text, sink)`
 removes every secret value the worker holds (the environment's secret-named variables, the
 settings' tokens, the results DB password, values registered at run time) and the known token
-shapes (Slack, GitHub, Buildkite, a DSN's password), then escapes for the sink: Slack mrkdwn,
-GitHub markdown, HTML, or plain text for logs and stored rows.
-"""
+shapes (Slack, GitHub, Buildkite, a DSN's password), then escapes for the sink: GitHub
+markdown, HTML, or plain text for logs and stored rows. Slack's mrkdwn escape is its sender's
+(`alerts.blocks.escape` over `outbound(text)`): the trust floor knows no sink's message shape
+beyond these."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
-Sink = Literal["plain", "slack", "github", "html"]
+Sink = Literal["plain", "github", "html"]
 
 # Names of worker settings that hold a secret (tokens, passwords, keys, connections, DSNs).
 SECRET_NAME = re.compile(
@@ -93,9 +94,25 @@ def _settings_secrets() -> list[str]:
 
 
 def _dsn_passwords(dsn: str) -> list[str]:
-    from omni_tasks.store.db import _password_fields
+    return [p for p in password_fields(dsn) if p]
 
-    return [p for p in _password_fields(dsn) if p]
+
+def password_fields(dsn: str) -> list[str]:
+    """Password candidates even from a DSN that does not parse (the text after the userinfo
+    colon up to the last '@', password= values with or without quotes, whatever the key's case
+    or percent-encoding: libpq reads `?%70assword=` and `PASSWORD=` alike)."""
+    out = []
+    m = re.search(r"://[^:/@]*:(.*)@[^@]*$", dsn.split("?", 1)[0])
+    if m:
+        out.append(m.group(1))
+    if "?" in dsn:
+        for part in dsn.split("?", 1)[1].split("&"):
+            key, _, value = part.partition("=")
+            if unquote(key).strip().lower() == "password" and value:
+                out += [value, unquote(value)]
+    out += re.findall(r"password\s*=\s*'((?:[^'\\]|\\.)*)'", dsn, re.I)
+    out += re.findall(r"password\s*=\s*'?([^\s'&]+)", dsn, re.I)
+    return out
 
 
 def redact(text: object, secrets: list[str] | None = None) -> str:
@@ -126,10 +143,6 @@ def github_markdown(text: str) -> str:
 def outbound(text: object, sink: Sink = "plain") -> str:
     """The one gate: redacted, then escaped for `sink`."""
     clean = redact(text)
-    if sink == "slack":
-        from omni_tasks.alerts.blocks import escape
-
-        return escape(clean)
     if sink == "github":
         return github_markdown(clean)
     if sink == "html":

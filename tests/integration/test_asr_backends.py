@@ -14,7 +14,7 @@ from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.synthetic_models import build_openai_whisper, build_transformers_whisper
 from omni_tasks.grading.wer import score
-from omni_tasks.synthesis.voice import speak
+from omni_tasks.voice import speak
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

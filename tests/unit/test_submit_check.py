@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from omni_tasks.dag_support.submit import FORMS, MAX_BODY, SubmitCheck, check
 from omni_tasks.deployment import ConfigError, resolve_ab
-from omni_tasks.trust.submit import FORMS, MAX_BODY, SubmitCheck, check
 
 BASE, HEAD = "1" * 40, "2" * 40
 CONFIG = """
