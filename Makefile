@@ -56,13 +56,18 @@ lint: install
 system-deps:
 	.ci/system-deps
 
-# The documentation (docs/, mkdocs.yml), built strictly: a broken link or a page missing from
-# the nav fails the build.
+# The documentation (docs/, mkdocs.yml), built strictly: a broken link or anchor, a page missing
+# from the nav, or a command reference older than the CLI fails the build. Not -q: strict mode
+# counts only the warnings it logs, so -q let every broken link through.
 docs: install
-	$(BIN)/mkdocs build --strict -q -d "$$(mktemp -d)"
+	$(BIN)/python -m omni_tasks.cli.reference docs/users/cli-reference.md --check
+	$(BIN)/mkdocs build --strict -d "$$(mktemp -d)"
 
+# --dist loadgroup: tests that share one expensive fixture (an `xdist_group` mark, e.g. the
+# Celery night of tests/reliability/conftest.py) run on one worker, so it is built once; every
+# other test is handed out one at a time to whichever worker is free.
 test: lint docs system-deps
-	$(BIN)/pytest -n 2 -q --durations=25
+	$(BIN)/pytest -n 2 --dist loadgroup -q --durations=25
 
 unit: install
 	$(BIN)/pytest -q tests/unit

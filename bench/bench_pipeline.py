@@ -1,7 +1,7 @@
 """Grade while synthesizing: wall time of synthesis alone, synthesize-then-grade (sequential) and
 the pipeline, from one run, plus what per-clip row writes cost against COPY.
 
-    .venv/bin/python bench/bench_pipeline.py [--clips 200] [--synthesis-s 180]
+    .venv/bin/python bench/bench_pipeline.py [--clips 200] [--synthesis-s 180] [--row-writes 1088]
     .venv/bin/python bench/bench_pipeline.py --demo          # the demo's nightly, end to end
 
 The stand-in server answers like vLLM-Omni (the same stream protocol) with pre-rendered piper
@@ -184,7 +184,7 @@ def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
     grader.backend.transcribe([audio[next(iter(texts))][:16000]])  # warm-up
     out: dict[str, Any] = {"clips": len(utts), "concurrency": 10, "grader": grader.grader_id}
     with scratch_db() as conn:
-        out["row_writes"] = write_costs(conn, 1088)
+        out["row_writes"] = write_costs(conn, args.row_writes)
         print(json.dumps(out["row_writes"]), flush=True)
         for label, target_s in (
             ("fast_grader", args.synthesis_s),
@@ -250,6 +250,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--clips", type=int, default=200)
     ap.add_argument("--synthesis-s", type=float, default=180.0)
+    ap.add_argument("--row-writes", type=int, default=1088, help="clips of the row-write costs")
     ap.add_argument("--demo", action="store_true", help="the demo nightly, end to end")
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
     args = ap.parse_args()

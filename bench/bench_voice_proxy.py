@@ -42,7 +42,11 @@ def main() -> None:
     with scratch_db() as conn:
         for profile in ("batch-variant", "main"):
             req = ConcurrencyRequest(
-                "seed_tts_en", f"simulator:{profile}", (1, 8), limit=args.clips, voices=3
+                "seed_tts_en",
+                f"simulator:{profile}",
+                (1, 8),
+                limit=args.clips,
+                options={"voices": 3},
             )
             started = time.perf_counter()
             result = run_concurrency(conn, req, policy)

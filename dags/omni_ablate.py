@@ -13,4 +13,4 @@ from __future__ import annotations
 from omni_tasks.dag_support import params, tasks
 from omni_tasks.dag_support.one_series import one_series_dag
 
-one_series_dag("omni_ablate", __doc__, ["ablate"], params.ablate_params(), tasks.ablate)
+one_series_dag("omni_ablate", __doc__, ["ablate"], params.ablate_params(), tasks.ablate)()

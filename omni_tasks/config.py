@@ -64,7 +64,13 @@ class Settings(BaseSettings):
         description="Where the embedded DB, audio and the local Slack outbox live",
     )
     baseline_branch: str = "main"
-    benchmark: str = "seed_tts_en"
+    benchmark: str = Field(
+        default="seed_tts_en",
+        description="The benchmark meant where none is named (commands, the Airflow plugin's "
+        "links, a fleet-wide task's INFRA alert); a deployment config's series name their own "
+        "(`benchmark`, or `defaults.benchmark`). The default is the series every row stored "
+        "before series existed belongs to",
+    )
     gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
     gate_references: Path | None = Field(
         default=None, description="Accuracy references YAML (gates/references.py) override"

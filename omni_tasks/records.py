@@ -6,8 +6,9 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust.names import check_name
 
@@ -23,6 +24,34 @@ Trigger = Literal[
 ]
 
 
+# `run`'s JSON columns are written as these dicts are (`dataclasses.asdict`, Jsonb) and read back
+# as plain dicts, so their stored spelling and every content hash stay as they were: a TypedDict
+# types the keys without changing the value. total=False: a key is absent where its producer
+# does not know it (an import, a run against a URL), and absent is stored as absent.
+
+
+class LineageFlags(TypedDict, total=False):
+    """Where a run's commit stood against its branch that night; None where unknown
+    (synthesis/provenance.py's `Lineage` and the nightly's recorded head)."""
+
+    differs_from_recorded_head: bool | None  # not the branch head recorded that night
+    reachable_from_baseline_head: bool | None  # really a baseline commit
+    reconstructed_head: bool  # the nightly rebuilt the head from history
+
+
+class Execution(TypedDict, total=False):
+    """How the run's requests were made (what `execution_fingerprint` hashes)."""
+
+    gpu_class: str | None
+    client_concurrency: int
+    server_max_num_seqs: int | None
+    request_template: str
+    audio_cap_s: float
+    client_retry: str
+    seed_sent: bool
+    stage_settings: str | None  # the stage settings' fingerprint, the seed left out
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything that identifies and describes one synthesis run (the `run` row)."""
@@ -36,11 +65,13 @@ class RunSpec:
     commit_sha: str | None = None
     commit_time: dt.datetime | None = None
     observed_head: str | None = None
-    lineage: dict[str, Any] = field(default_factory=dict)
+    lineage: LineageFlags = field(default_factory=LineageFlags)
     variant: str = "default"
-    config: dict[str, Any] = field(default_factory=dict)
-    stack: dict[str, Any] = field(default_factory=dict)
-    execution: dict[str, Any] = field(default_factory=dict)
+    config: JsonObject = field(default_factory=dict)
+    # What served it: versions the serving interpreter reports, the GPU, the launched server's
+    # log and deploy, an image and pod, or the simulator: open-ended, kept as reported.
+    stack: JsonObject = field(default_factory=dict)
+    execution: Execution = field(default_factory=Execution)
     execution_fingerprint: str | None = None
     dataset_fingerprint: str | None = None
     prompt_fingerprint: str | None = None
@@ -48,8 +79,8 @@ class RunSpec:
     seed: int | None = None
     airflow_dag_id: str | None = None
     airflow_run_id: str | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    source: dict[str, Any] = field(default_factory=dict)
+    summary: JsonObject = field(default_factory=dict)  # an imported artifact's own figures
+    source: JsonObject = field(default_factory=dict)  # where an imported artifact came from
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
 
@@ -112,7 +143,7 @@ class ClipGrade:
 @dataclass(frozen=True)
 class Grader:
     grader_id: str
-    description: dict[str, Any] = field(default_factory=dict)
+    description: JsonObject = field(default_factory=dict)  # its GraderSpec, as JSON
 
 
 @dataclass(frozen=True)

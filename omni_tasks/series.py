@@ -70,6 +70,14 @@ class Series:
         return {"benchmark": self.benchmark, "model": self.model, "lane": self.lane}
 
     @classmethod
+    def parse(cls, key: str) -> Series:
+        """The series of its key (`benchmark|model|lane`, as `key` spells it)."""
+        parts = key.split("|")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"series {key[:200]!r}: expected BENCHMARK|MODEL|LANE")
+        return cls(*parts)
+
+    @classmethod
     def of(cls, row: Mapping[str, object]) -> Series:
         """The series of a stored run or decision row."""
         return cls(

@@ -16,7 +16,9 @@ from airflow.sdk import BaseOperatorLink
 from omni_tasks.dag_support.submit import SubmitCheck
 
 
-def grafana_url(benchmark: str = "seed_tts_en") -> str:
+def grafana_url(benchmark: str | None = None) -> str:
+    """The trend dashboard of `benchmark`, else of the default benchmark (OMNI_BENCHMARK)."""
+    from omni_tasks.config import get_settings
     from omni_tasks.evidence.links import dashboard_path
 
     # The browser's Grafana: the public URL when the API server reaches another one.
@@ -24,14 +26,16 @@ def grafana_url(benchmark: str = "seed_tts_en") -> str:
         "OMNI_GRAFANA_URL", "http://localhost:3000"
     )
     base = base.rstrip("/")
+    benchmark = benchmark or get_settings().benchmark
     return f"{base}{dashboard_path([('var-benchmark', benchmark)])}"
 
 
-def report_url(nightly: str, benchmark: str = "seed_tts_en") -> str:
+def report_url(nightly: str, benchmark: str | None = None) -> str:
     """The night's report as the evidence app serves it ("" without OMNI_PUBLIC_URL)."""
+    from omni_tasks.config import get_settings
     from omni_tasks.evidence.links import report_url as served
 
-    return served(benchmark, nightly) or ""
+    return served(benchmark or get_settings().benchmark, nightly) or ""
 
 
 def _ours(ti_key) -> bool:  # type: ignore[no-untyped-def]

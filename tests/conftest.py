@@ -16,6 +16,11 @@ from omni_tasks.store.db import connect
 from omni_tasks.store.migrate import migrate
 
 SYSTEM_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+# One thread per library (torch, CTranslate2), in the tests and every process they start (read
+# when the library loads, later than this): `make test` runs two workers on two cores, and each
+# library's per-core spinning threads oversubscribe them (resemblyzer labelling 12 clips beside
+# another worker: 27 s with its default threads, 1.1 s with one).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _admin_dsn() -> str:

@@ -187,7 +187,7 @@ def airflow_trigger(conf: JsonObject, key: str) -> str:
 
 def airflow_allow_forks() -> bool:
     """The deployment config's `ab.allow_forks` (false when unset or unreadable)."""
-    from omni_tasks.deployment import ab_allows_forks
+    from omni_tasks.ab.config import ab_allows_forks
 
     try:
         from airflow.models import Variable

@@ -6,7 +6,6 @@ Everything user-controlled (transcripts, references, branch names) is escaped fo
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
@@ -25,6 +24,7 @@ from slack_sdk.models.blocks import (
 
 from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
+from omni_tasks.trust.redact import code, entities, escape
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
@@ -91,37 +91,6 @@ class AlertContext:
     @property
     def broken(self) -> str:
         return self.broken_label or f"WER > {self.tau:g}"
-
-
-# mrkdwn has no escape for its formatting characters: data that could start bold, strike or
-# code is shown with look-alikes (an underscore inside a word cannot start italics: kept).
-_FORMATTING = str.maketrans({"*": "∗", "~": "∼", "`": "ˋ"})
-_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# Bidi controls reorder what a reader sees (RLO turns `gpj.exe` around): dropped.
-_BIDI = dict.fromkeys(
-    map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-)
-# Slack links bare URLs and domain names by itself: the scheme's colon and a host's dots get
-# look-alikes, so a transcript or branch name cannot carry a link.
-_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)|\b(mailto|tel|slack):")
-_HOST_DOT = re.compile(r"(?<=[A-Za-z0-9-])\.(?=[A-Za-z][A-Za-z0-9-]*\b)")
-
-
-def entities(text: object) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def escape(text: object) -> str:
-    """Data (names, transcripts) for mrkdwn: no mentions, links, formatting or reordering can
-    come from it."""
-    text = entities(text).translate(_FORMATTING).translate(_BIDI)
-    text = _HOST_DOT.sub("․", _SCHEME.sub(lambda m: (m.group(1) or m.group(2)) + "∶", text))
-    return _LOOSE_UNDERSCORE.sub("＿", text)
-
-
-def code(text: object) -> str:
-    """Data as an mrkdwn code span that the data cannot close (its backticks are look-alikes)."""
-    return "`" + entities(text).translate(_BIDI).replace("`", "ˋ") + "`"
 
 
 def plain(text: object) -> str:

@@ -175,7 +175,8 @@ def settings_secret() -> str:
 def settings_allowed() -> Allows:
     """The deployment config's `slack_actions:` (the Airflow Variable, else
     OMNI_NIGHTLY_CONFIG); unreadable or absent: an empty list, refusing every click."""
-    from omni_tasks.deployment import VARIABLE, SlackActions, slack_actions
+    from omni_tasks.deployment.reading import VARIABLE
+    from omni_tasks.deployment.retention import SlackActions, slack_actions
 
     try:
         from airflow.models import Variable

@@ -29,9 +29,10 @@ from typing import Any
 import psycopg
 
 from omni_tasks.alerts import groups
-from omni_tasks.alerts.blocks import Message, context, entities, escape, parse_blocks, section
+from omni_tasks.alerts.blocks import Message, context, parse_blocks, section
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
+from omni_tasks.trust.redact import entities, escape
 
 ACTIONS = {
     "ack": "acknowledged",

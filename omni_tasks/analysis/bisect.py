@@ -175,9 +175,20 @@ def bisect(
 
     def ended(why: str, check: EndpointCheck | None = None) -> BisectResult:
         return BisectResult(
-            None, None, [], d, chosen.regressed, chosen.improved, evaluations, clips_run,
-            n_all, selection, check, max(cap, 0), [*notes, why],
-        )  # fmt: skip
+            first_bad=None,
+            last_good=None,
+            steps=[],
+            discriminating=d,
+            regressed=chosen.regressed,
+            improved=chosen.improved,
+            evaluations=evaluations,
+            clips_run=clips_run,
+            n_clips=n_all,
+            selection=selection,
+            endpoints=check,
+            repeat_cap=max(cap, 0),
+            notes=[*notes, why],
+        )
 
     if not chosen.regressed:
         return ended(
@@ -242,9 +253,20 @@ def bisect(
         else:
             lo = mid
     return BisectResult(
-        history[hi], history[lo], steps, d, chosen.regressed, chosen.improved, evaluations,
-        clips_run, n_all, selection, check, cap, notes,
-    )  # fmt: skip
+        first_bad=history[hi],
+        last_good=history[lo],
+        steps=steps,
+        discriminating=d,
+        regressed=chosen.regressed,
+        improved=chosen.improved,
+        evaluations=evaluations,
+        clips_run=clips_run,
+        n_clips=n_all,
+        selection=selection,
+        endpoints=check,
+        repeat_cap=cap,
+        notes=notes,
+    )
 
 
 def fitted(clips: tuple[str, ...], regressed: set[str], size: int, key: str) -> tuple[str, ...]:

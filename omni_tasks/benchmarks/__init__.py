@@ -1,7 +1,9 @@
 """The benchmarks omni-tasks knows, by id. Everything outside a benchmark's own module reaches
 it through :func:`get` or :func:`detect`; a new family registers its instances here, or, from
 a package of its own, through an entry point in the `omni_tasks.benchmarks` group that names
-a `Benchmark` instance (installed code: the same trust as this package)."""
+a `Benchmark` instance (installed code: the same trust as this package). The group is loaded
+on the first lookup, not at import, so a family package may import `omni_tasks.benchmarks.base`
+at its top without an import cycle."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from omni_tasks.benchmarks.artifact import ArtifactError, Document, ParsedArtifact, read_document
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
 from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.multiple_choice.daily_omni import DAILY_OMNI
@@ -24,6 +26,7 @@ ENTRY_POINTS = "omni_tasks.benchmarks"
 __all__ = ["Benchmark", "ImportOptions", "UnknownBenchmark", "detect", "get", "import_artifact"]
 
 _REGISTRY: dict[str, Benchmark] = {}
+_entry_points_loaded = False
 
 
 class UnknownBenchmark(ValueError):
@@ -41,36 +44,59 @@ def unregister(benchmark_id: str) -> None:
     _REGISTRY.pop(benchmark_id, None)
 
 
+def _registry() -> dict[str, Benchmark]:
+    """Every benchmark, the installed families' entry points loaded on the first call."""
+    global _entry_points_loaded
+    if not _entry_points_loaded:
+        # Set first: a family's module that looks a benchmark up while it is being loaded
+        # sees the built-ins rather than recursing.
+        _entry_points_loaded = True
+        try:
+            _load_entry_points()
+        except BaseException:
+            _entry_points_loaded = False  # the next lookup fails loudly again
+            raise
+    return _REGISTRY
+
+
 def all_benchmarks() -> list[Benchmark]:
-    return list(_REGISTRY.values())
+    return list(_registry().values())
 
 
 def answerers() -> tuple[Answerer, ...]:
     """How the simulator answers every registered item-suite family (`simulator serve`)."""
-    return tuple(b.suite.simulate for b in _REGISTRY.values() if b.suite is not None)
+    return tuple(b.suite.simulate for b in _registry().values() if b.suite is not None)
+
+
+def form_options() -> dict[str, RunOption]:
+    """The run options configs and forms may give, of every family, by name (the name is the
+    config key and the form field)."""
+    return {n: o for b in _REGISTRY.values() for n, o in b.options.items() if o.form}
 
 
 def ids() -> list[str]:
-    return list(_REGISTRY)
+    return list(_registry())
 
 
 def get(benchmark_id: str) -> Benchmark:
+    registry = _registry()
     try:
-        return _REGISTRY[benchmark_id]
+        return registry[benchmark_id]
     except KeyError:
         raise UnknownBenchmark(
-            f"unknown benchmark {benchmark_id!r} (known: {', '.join(_REGISTRY)})"
+            f"unknown benchmark {benchmark_id!r} (known: {', '.join(registry)})"
         ) from None
 
 
 def detect(document: Document) -> Benchmark:
     """The benchmark whose results the document holds (the first registered that claims it)."""
-    for b in _REGISTRY.values():
+    registry = _registry()
+    for b in registry.values():
         if b.claims(document.doc):
             return b
     raise ArtifactError(
         f"{document.path}: not a results file of any known benchmark "
-        f"({', '.join(_REGISTRY)}); pass --benchmark to name one"
+        f"({', '.join(registry)}); pass --benchmark to name one"
     )
 
 
@@ -87,18 +113,6 @@ def import_artifact(
     return benchmark.parse(document, options)
 
 
-for _b in (
-    SeedTts("en"),
-    SeedTts("zh"),
-    DAILY_OMNI,
-    VIDEOMME,
-    LibriSpeech(),
-    DUPLEX_EVAL,
-    VOICE_ISOLATION,
-):
-    register(_b)
-
-
 def _load_entry_points() -> None:
     for ep in entry_points(group=ENTRY_POINTS):
         found = ep.load()
@@ -109,4 +123,13 @@ def _load_entry_points() -> None:
         register(found)
 
 
-_load_entry_points()
+for _b in (
+    SeedTts("en"),
+    SeedTts("zh"),
+    DAILY_OMNI,
+    VIDEOMME,
+    LibriSpeech(),
+    DUPLEX_EVAL,
+    VOICE_ISOLATION,
+):
+    register(_b)

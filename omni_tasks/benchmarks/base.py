@@ -7,12 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
+from omni_tasks.benchmarks.request import BenchError
 from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
 
 Judged = Literal["wer", "incorrect"]
+# What every family with an item suite can be asked, through the shared item runner.
+SUITE_CAPABILITIES = frozenset({"ab", "bisect", "concurrency"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,25 @@ class MissingCapability(ValueError):
     """A caller asked a family for what it cannot do (bisect a summary-only series, …)."""
 
 
+@dataclass(frozen=True)
+class RunOption:
+    """One of a family's own run options. Its name is a deployment config key, a trigger form
+    field and (hyphenated) a command-line flag; `schema` is its value's JSON schema, as the
+    forms check it (trust/forms.py); `form`: offered by configs and forms (else a flag only)."""
+
+    default: bool | int | float | str
+    schema: Mapping[str, object]
+    title: str
+    description: str
+    examples: tuple[str, ...] = ()
+    form: bool = True
+
+    def check(self, name: str, value: object) -> None:
+        kind = type(self.default)
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            raise BenchError(f"run option {name}: a {kind.__name__}, got {value!r}")
+
+
 class Benchmark(ABC):
     id: str
     family: str
@@ -85,13 +108,54 @@ class Benchmark(ABC):
     # A family whose artifacts never have per-item rows (judge means): its nights are figures,
     # trended and shown, never paired-gated.
     summary_only_family: bool = False
-    # What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
-    # discriminating items, through `run`), "bisect" (repeats of `run` on chosen items: every
-    # runnable family), "ablate" (deploy overrides per stage: a family whose request carries
-    # stage settings, seed-TTS), "concurrency" (the same items alone and co-batched, through
-    # `run`: every runnable family). Every caller asks (`require`) before planning, never on a
-    # GPU task.
-    capabilities: frozenset[str] = frozenset()
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What a caller may ask of the family beyond importing it: "ab" (a paired A/B on the
+        discriminating items, through `run`), "bisect" (repeats of `run` on chosen items),
+        "concurrency" (the same items alone and co-batched, through `run`) and "ablate"
+        (deploy overrides per stage: a family whose request carries stage settings, seed-TTS).
+        A family with a `suite` has the first three; one without has none. A family opts out,
+        or in (seed-TTS runs its own way), by declaring `capabilities` itself. Every caller
+        asks (`require`) before planning, never on a GPU task."""
+        return SUITE_CAPABILITIES if self.suite is not None else frozenset()
+
+    # The family's own run options by name (seed-TTS: its transcript mode, prompt template…):
+    # the generic request knows none of them; `request` reads them.
+    options: Mapping[str, RunOption] = MappingProxyType({})
+
+    def request(self, generic: RunRequest, options: Mapping[str, object]) -> RunRequest:
+        """The family's request for `generic`, with its own `options` (checked). A family with
+        options returns its own subclass of RunRequest."""
+        self.check_options(options)
+        return generic
+
+    def check_options(self, options: Mapping[str, object]) -> None:
+        """Refuse an option the family does not have, or a value of the wrong type, naming it."""
+        for name, value in options.items():
+            if name not in self.options:
+                has = ", ".join(self.options) or "none"
+                raise BenchError(f"{self.id} has no run option {name!r} (its options: {has})")
+            self.options[name].check(name, value)
+
+    def graded_by_asr(self, options: Mapping[str, object]) -> bool:
+        """Whether a run with these options is graded by the configured ASR grader (its
+        `grader` fields are then checked before the night)."""
+        return False
+
+    def reproduce_args(self, config: JsonObject) -> list[str]:
+        """The family's own flags that ask `bench` again for a stored run (from its config)."""
+        return []
+
+    def thinker_texts(self, req: RunRequest) -> dict[str, str | None]:
+        """Each chosen item's thinker text alone (the talker skipped) at `req.target`: what an
+        ablation's stage isolation compares."""
+        raise MissingCapability(f"{self.id} has no thinker text to isolate")
+
+    def reference_voices(self, req: RunRequest) -> tuple[dict[str, str], dict[str, Path]]:
+        """The reference voices `req` mixed over its items: each item's voice and each
+        voice's reference audio (none for a family without speech out)."""
+        return {}, {}
 
     def require(self, capability: str, doing: str) -> None:
         """Refuse `doing` on this benchmark when its family lacks `capability`."""

@@ -183,7 +183,6 @@ class LibriSpeech(Benchmark):
     judged = "wer"
     runnable = True
     suite = LibriSpeechSuite()
-    capabilities = frozenset({"ab", "bisect", "concurrency"})
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"
     figures = ("asr_corpus_wer", "asr_evaluated", "asr_request_failed")
 

@@ -1,16 +1,19 @@
 """What every family's run is asked for (`RunRequest`): the target, the series and branch, the
 items (dataset, limit or a chosen subset), the seed, concurrency and deadline, and who
-triggered it. A family extends it with its own fields (seed-TTS: prompt template, deploy
-overrides, audio cap; seed_tts/run.py BenchRequest). Checked before any request is sent: names
-become keys and paths, and a bad value must not cost a GPU run first."""
+triggered it, and what serves the target (its deploy config and overrides, and a launched
+server's provenance: jobs/nightly.py `served`). A family with run options of its own builds
+its subclass from it (`Benchmark.request`). Checked before any request is sent: names become
+keys and paths, and a bad value must not cost a GPU run first."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from omni_tasks.harness import UnknownHarness, client_rules, harness_window
-from omni_tasks.records import Trigger
+from omni_tasks.records import LineageFlags, Trigger
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.trust.names import InvalidName, check_name, check_run_key
 
@@ -44,6 +47,15 @@ class RunRequest:
     # simulator:commit-history — main's behaviour before `first_bad` in `history`, rebase's from it
     history: tuple[str, ...] = ()
     first_bad: str | None = None
+    # What serves the target: its deploy config (a launched server's effective one) and the
+    # deploy overrides; a launched server's stack and GPU, and where its commit came from.
+    deploy_config: Path | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    stack: dict[str, Any] = field(default_factory=dict)
+    gpu_class: str | None = None
+    commit_time: dt.datetime | None = None
+    observed_head: str | None = None
+    lineage: LineageFlags = field(default_factory=LineageFlags)
 
     def __post_init__(self) -> None:
         try:

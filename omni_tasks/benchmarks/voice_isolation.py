@@ -115,8 +115,8 @@ class VoiceIsolation(Benchmark):
             require(isinstance(out, dict), path, f"{where} must be an object")
             idx, voice, label = out.get("idx"), out.get("voice"), out.get("label")
             require(isinstance(idx, int) and 0 <= idx < MAX_OUTPUTS, path, f"{where}: 'idx'")
-            require(isinstance(voice, str) and NAME.fullmatch(voice) is not None, path,
-                    f"{where}: 'voice' must be a plain name")  # fmt: skip
+            plain = isinstance(voice, str) and NAME.fullmatch(voice) is not None
+            require(plain, path, f"{where}: 'voice' must be a plain name")
             require(label in LABELS, path, f"{where}: 'label' must be one of {', '.join(LABELS)}")
             for key in ("wrong_voice",):
                 check_item_text(out, key, path, where)
@@ -183,10 +183,10 @@ def _name(doc: JsonObject, key: str, path: Path) -> str:
     return str(value)
 
 
-def _matrix(value: Any, path: Path) -> dict[str, list[list[float]]]:
+def _matrix(value: Any, path: Path) -> JsonObject:
     """The reference voices' similarity matrix per embedder: small, square, numbers only."""
     require(isinstance(value, dict) and len(value) <= 8, path, "'reference_matrix': an object")
-    out = {}
+    out: JsonObject = {}
     for name, rows in value.items():
         ok = (
             NAME.fullmatch(name) is not None

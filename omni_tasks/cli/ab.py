@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
+    BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -17,6 +20,7 @@ from omni_tasks.cli.common import (
     json_out,
     load_policy_or_fail,
     open_db,
+    run_options,
 )
 
 VERDICTS = ("regressed", "improved", "unknown", "infra")
@@ -28,10 +32,12 @@ def ab_cmd(
     head_target: Annotated[str, typer.Option(help="The head commit's server: URL or simulator:P")],
     base_sha: Annotated[str, typer.Option(help="The base commit (full 40-character SHA)")],
     head_sha: Annotated[str, typer.Option(help="The head commit (full SHA): the check's commit")],
-    benchmark: Annotated[str, typer.Option(help="The series' benchmark")] = "seed_tts_en",
+    benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    dataset: Annotated[str, typer.Option(help="demo or the benchmark's dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the benchmark's dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     budget: Annotated[
         int, typer.Option(help="Clips the A/B may spend, both sides, all rounds")
@@ -43,9 +49,7 @@ def ab_cmd(
     details_url: Annotated[
         str | None, typer.Option(help="Where the check run's 'Details' link points")
     ] = None,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(help="Exit 3 on these verdicts (regressed, improved, unknown, infra)"),
@@ -57,6 +61,7 @@ def ab_cmd(
     what it spent and why it stopped, and post it as a GitHub check run with --github-repo.
     Exit codes: 0 decided (whatever the verdict, unless --fail-on), 1 an error, 3 --fail-on."""
     from omni_tasks.ab.checks import CheckRunError
+    from omni_tasks.config import get_settings
     from omni_tasks.jobs.ab import ABError, ABRequest, run_ab
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 
@@ -65,7 +70,7 @@ def ab_cmd(
         fail(f"--fail-on: {', '.join(bad)} (choose from {', '.join(VERDICTS)})", code=2)
     try:
         req = ABRequest(
-            benchmark=benchmark,
+            benchmark=benchmark or get_settings().benchmark,
             base_target=base_target,
             head_target=head_target,
             base_sha=base_sha,
@@ -77,7 +82,7 @@ def ab_cmd(
             budget=budget,
             dataset=dataset,
             limit=limit,
-            transcript_mode=transcript_mode,
+            options=run_options({TRANSCRIPT: transcript}),
         )
     except ABError as exc:
         fail(str(exc), code=2)

@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -19,25 +21,30 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
 )
 
 
 @app.command("ablate")
 def ablate_cmd(
-    nightly: Annotated[str, typer.Option(help="The confirmed night (YYYY-MM-DD) to ablate")],
+    nightly: Annotated[
+        str, typer.Option(metavar="DATE", help="The confirmed night (YYYY-MM-DD) to ablate")
+    ],
     candidate_target: Annotated[
         str, typer.Option(help="The candidate stack: vllm-serve, URL or simulator:PROFILE")
     ],
     baseline_target: Annotated[
         str, typer.Option(help="The baseline stack: vllm-serve, URL or simulator:PROFILE")
     ],
-    branch: Annotated[str, typer.Option(help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(help="The baseline branch")] = "main",
+    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
+    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    dataset: Annotated[str, typer.Option(help="demo or the night's dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the night's dataset root")
+    ] = "demo",
     ablations: Annotated[
         Path | None,
         typer.Option(
@@ -56,9 +63,7 @@ def ablate_cmd(
             "always runs"
         ),
     ] = 1.0,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     alert_id: Annotated[
         int | None, typer.Option(help="Reply in this alert's thread (default: the key's open one)")
     ] = None,
@@ -89,7 +94,7 @@ def ablate_cmd(
         "seed": seed,
         "control": control,
         "budget": budget,
-        "transcript_mode": transcript_mode,
+        **run_options({TRANSCRIPT: transcript}),
         "alert_id": alert_id,
     }
     if model:

@@ -19,9 +19,9 @@ from omni_tasks.cli.common import (
     fail,
     json_out,
     open_db,
-    print_table,
 )
 from omni_tasks.config import get_settings
+from omni_tasks.reports.tables import print_table
 
 
 # ---------------------------------------------------------------- alerts
@@ -74,67 +74,66 @@ def _triage(
 
 
 AlertArg = Annotated[int, typer.Argument(help="Alert id (see `alerts list`)")]
-NoteOpt = Annotated[str | None, typer.Option(help="Why (shown in Slack and on the dashboard)")]
-LinkOpt = Annotated[str | None, typer.Option(help="A bug or PR URL to link")]
-ByOpt = Annotated[str | None, typer.Option(help="Who acts (default: the login name)")]
-
-
-@alerts_app.command("ack")
-def alerts_ack(
-    alert: AlertArg,
-    note: NoteOpt = None,
-    link: LinkOpt = None,
-    by: ByOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Acknowledge an open alert: someone owns it; nightly updates continue."""
-    _triage("ack", alert, note, link, by, as_json)
-
-
-@alerts_app.command("invalid")
-def alerts_invalid(
-    alert: AlertArg,
-    note: NoteOpt = None,
-    link: LinkOpt = None,
-    by: ByOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Mark an open alert invalid: it closes, and later nights of its key open a new alert
-    only when the candidate runs a commit the invalid alert never covered."""
-    _triage("invalid", alert, note, link, by, as_json)
-
-
+NoteOpt = Annotated[
+    str | None, typer.Option(metavar="TEXT", help="Why (shown in Slack and on the dashboard)")
+]
+LinkOpt = Annotated[str | None, typer.Option(metavar="URL", help="A bug or PR URL to link")]
+ByOpt = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Who acts (default: the login name)")
+]
 OfOpt = Annotated[int, typer.Option("--of", help="The alert that owns this regression")]
 
 
-@alerts_app.command("duplicate")
-def alerts_duplicate(
-    alert: AlertArg,
-    of: OfOpt,
-    note: NoteOpt = None,
-    link: LinkOpt = None,
-    by: ByOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Mark an open alert a duplicate of another (the same regression seen twice): it closes,
-    and its key stays quiet until a new commit."""
-    _triage("duplicate", alert, note, link, by, as_json, of)
+def _triage_command(action: str, help: str) -> None:
+    """`alerts <action>`: the alert, why, a link, who, --json."""
+
+    def command(
+        alert: AlertArg,
+        note: NoteOpt = None,
+        link: LinkOpt = None,
+        by: ByOpt = None,
+        as_json: JsonFlag = False,
+    ) -> None:
+        _triage(action, alert, note, link, by, as_json)
+
+    alerts_app.command(action, help=help)(command)
 
 
-@alerts_app.command("downstream")
-def alerts_downstream(
-    alert: AlertArg,
-    of: OfOpt,
-    note: NoteOpt = None,
-    link: LinkOpt = None,
-    by: ByOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Mark an open alert downstream of another (caused by that alert's regression): it closes,
-    and its key stays quiet until a new commit."""
-    _triage("downstream", alert, note, link, by, as_json, of)
+def _triage_of_command(action: str, help: str) -> None:
+    """`alerts <action> --of <owner>`: as `_triage_command`, with the alert that owns it."""
+
+    def command(
+        alert: AlertArg,
+        of: OfOpt,
+        note: NoteOpt = None,
+        link: LinkOpt = None,
+        by: ByOpt = None,
+        as_json: JsonFlag = False,
+    ) -> None:
+        _triage(action, alert, note, link, by, as_json, of)
+
+    alerts_app.command(action, help=help)(command)
 
 
+_triage_command("ack", "Acknowledge an open alert: someone owns it; nightly updates continue.")
+_triage_command(
+    "invalid",
+    "Mark an open alert invalid: it closes, and later nights of its key open a new alert only "
+    "when the candidate runs a commit the invalid alert never covered.",
+)
+_triage_of_command(
+    "duplicate",
+    "Mark an open alert a duplicate of another (the same regression seen twice): it closes, and "
+    "its key stays quiet until a new commit.",
+)
+_triage_of_command(
+    "downstream",
+    "Mark an open alert downstream of another (caused by that alert's regression): it closes, "
+    "and its key stays quiet until a new commit.",
+)
+
+
+# Ignore takes no link, and link's is the required --issue: their own signatures.
 @alerts_app.command("ignore")
 def alerts_ignore(
     alert: AlertArg,
@@ -159,25 +158,26 @@ def alerts_link(
     _triage("link", alert, note, issue, by, as_json)
 
 
-@alerts_app.command("reopen")
-def alerts_reopen(
-    alert: AlertArg,
-    note: NoteOpt = None,
-    link: LinkOpt = None,
-    by: ByOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Reopen an alert a person closed (invalid, duplicate, downstream or ignored)."""
-    _triage("reopen", alert, note, link, by, as_json)
+_triage_command(
+    "reopen", "Reopen an alert a person closed (invalid, duplicate, downstream or ignored)."
+)
 
 
 @alerts_app.command("list")
 def alerts_list(
     status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
-    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark's alerts")] = None,
-    model: Annotated[str | None, typer.Option(help="Only this model's alerts")] = None,
-    lane: Annotated[str | None, typer.Option(help="Only this hardware lane's alerts")] = None,
-    branch: Annotated[str | None, typer.Option(help="Only alerts on this candidate branch")] = None,
+    benchmark: Annotated[
+        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark's alerts")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="MODEL", help="Only this model's alerts")
+    ] = None,
+    lane: Annotated[
+        str | None, typer.Option(metavar="LANE", help="Only this hardware lane's alerts")
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option(metavar="BRANCH", help="Only alerts on this candidate branch")
+    ] = None,
     since: Annotated[
         datetime.datetime | None,
         typer.Option(formats=["%Y-%m-%d"], help="Only alerts seen on or after this night"),
@@ -215,6 +215,7 @@ def alerts_list(
         for cell in cells:
             cell[at] = keys.short(cell[at])
     print_table(
+        console,
         headers,
         cells,
         keep="id",

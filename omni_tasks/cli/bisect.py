@@ -9,10 +9,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -20,6 +22,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
 )
 
 
@@ -35,10 +38,12 @@ def bisect_cmd(
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    branch: Annotated[str, typer.Option(help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(help="The baseline branch")] = "main",
+    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
+    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
-    dataset: Annotated[str, typer.Option(help="demo or the series' dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     first_bad: Annotated[
         str | None, typer.Option(help="simulator:commit-history only: the planted first bad")
@@ -49,11 +54,10 @@ def bisect_cmd(
         float, typer.Option(help="GPU it may use, in full-run equivalents (items run / items)")
     ] = 4.0,
     control: Annotated[int, typer.Option(help="Control items (fine at both ends)")] = 50,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     nightly: Annotated[
-        str | None, typer.Option(help="The night its runs are stored under (default: today)")
+        str | None,
+        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
     ] = None,
     alert_id: Annotated[int | None, typer.Option(help="Reply in this alert's thread")] = None,
     as_json: JsonFlag = False,
@@ -82,7 +86,7 @@ def bisect_cmd(
         "alpha": alpha,
         "budget": budget,
         "control": control,
-        "transcript_mode": transcript_mode,
+        **run_options({TRANSCRIPT: transcript}),
         "alert_id": alert_id,
     }
     if model:

@@ -7,17 +7,21 @@ import datetime as dt
 import json
 import math
 import sys
-from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Final, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from omni_tasks.contracts import Contract
 from omni_tasks.harness import HARNESS
 
+# Help is Markdown: a docstring's paragraphs are rewrapped to the terminal (Rich mode keeps a
+# docstring's line breaks after its first paragraph, so sentences break mid-line at 80 columns).
+HELP_MARKUP: Final = "markdown"
+
 app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     help="Nightly accuracy-regression tracking for omni (speech-out) models served by "
     "vLLM-Omni: seed-TTS, Daily-Omni, Video-MME, LibriSpeech and more, per item, per series.",
     no_args_is_help=True,
@@ -46,26 +50,46 @@ def _options(
 
 
 db_app = typer.Typer(
-    help="The results database (embedded Postgres unless OMNI_DATABASE_URL).", no_args_is_help=True
+    rich_markup_mode=HELP_MARKUP,
+    help="The results database (embedded Postgres unless OMNI_DATABASE_URL).",
+    no_args_is_help=True,
 )
-import_app = typer.Typer(help="Import results produced elsewhere.", no_args_is_help=True)
-runs_app = typer.Typer(help="Inspect stored runs.", no_args_is_help=True)
+import_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Import results produced elsewhere.", no_args_is_help=True
+)
+runs_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Inspect stored runs.", no_args_is_help=True
+)
 simulator_app = typer.Typer(
-    help="The local vLLM-Omni stand-in (piper voice, planted failures).", no_args_is_help=True
+    rich_markup_mode=HELP_MARKUP,
+    help="The local vLLM-Omni stand-in (piper voice, planted failures).",
+    no_args_is_help=True,
 )
 app.add_typer(simulator_app, name="simulator")
-dashboards_app = typer.Typer(help="Grafana dashboards as code.", no_args_is_help=True)
+dashboards_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Grafana dashboards as code.", no_args_is_help=True
+)
 app.add_typer(dashboards_app, name="dashboards")
-alerts_app = typer.Typer(help="Slack alerts: the outbox and its delivery.", no_args_is_help=True)
+alerts_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
+    help="Slack alerts: the outbox and its delivery.",
+    no_args_is_help=True,
+)
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 app.add_typer(runs_app, name="runs")
-benchmarks_app = typer.Typer(help="The benchmarks omni-tasks tracks.", no_args_is_help=True)
-audio_app = typer.Typer(help="Stored clip audio: retention.", no_args_is_help=True)
+benchmarks_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="The benchmarks omni-tasks tracks.", no_args_is_help=True
+)
+audio_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Stored clip audio: retention.", no_args_is_help=True
+)
 app.add_typer(audio_app, name="audio")
 app.add_typer(benchmarks_app, name="benchmarks")
-doctor_app = typer.Typer(help="Check this host's setup.", no_args_is_help=True)
+doctor_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Check this host's setup.", no_args_is_help=True
+)
 app.add_typer(doctor_app, name="doctor")
 
 Result = TypeVar("Result", bound=Contract)
@@ -73,6 +97,20 @@ TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 
 # Options shared by several commands.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+# A benchmark family's run option is the flag of its name, hyphenated (Benchmark.options):
+# `--transcript-mode` gives seed-TTS's option TRANSCRIPT.
+TRANSCRIPT_FLAG = "--transcript-mode"
+TRANSCRIPT = TRANSCRIPT_FLAG[2:].replace("-", "_")
+TranscriptOpt = Annotated[
+    bool, typer.Option(TRANSCRIPT_FLAG, help="Simulator only: what would be heard, no audio (fast)")
+]
+
+
+def run_options(given: Mapping[str, object]) -> dict[str, object]:
+    """The family run options of the flags that were set (one left unset gives none)."""
+    return {name: v for name, v in given.items() if v not in (None, False)}
+
+
 TailThreshold = Annotated[
     float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
 ]
@@ -88,7 +126,10 @@ BackendOpt = Annotated[
 ]
 ModelOpt = Annotated[
     str | None,
-    typer.Option(help="Model: a local path, a hub id, or tiny.en (offline package; default)"),
+    typer.Option(
+        metavar="MODEL",
+        help="Model: a local path, a hub id, or tiny.en (offline package; default)",
+    ),
 ]
 PrecisionOpt = Annotated[
     str | None, typer.Option(help="int8/float32 (faster-whisper), fp32/fp16/bf16 (transformers)")
@@ -125,12 +166,20 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 WideFlag = Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal")]
-BenchmarkOpt = Annotated[str | None, typer.Option(help="Benchmark (default: OMNI_BENCHMARK)")]
+BenchmarkOpt = Annotated[
+    str | None, typer.Option(metavar="BENCHMARK", help="Benchmark (default: OMNI_BENCHMARK)")
+]
 ServedModelOpt = Annotated[
     str | None,
-    typer.Option("--model", help="The series' model (default: Qwen/Qwen3-Omni-30B-A3B-Instruct)"),
+    typer.Option(
+        "--model",
+        metavar="MODEL",
+        help="The series' model (default: Qwen/Qwen3-Omni-30B-A3B-Instruct)",
+    ),
 ]
-LaneOpt = Annotated[str | None, typer.Option(help="The series' hardware lane (default: `default`)")]
+LaneOpt = Annotated[
+    str | None, typer.Option(metavar="LANE", help="The series' hardware lane (default: `default`)")
+]
 
 
 def series_of(benchmark: str | None, model: str | None, lane: str | None) -> Any:
@@ -144,36 +193,6 @@ def series_of(benchmark: str | None, model: str | None, lane: str | None) -> Any
         )
     except ValueError as exc:
         fail(str(exc), code=2)
-
-
-def print_table(
-    headers: list[str],
-    rows: list[list[str]],
-    *,
-    keep: str,
-    drop_first: list[str],
-    wide: bool = False,
-) -> None:
-    """Print a table that fits the terminal: the `keep` column (what commands take) is never
-    cut, and the `drop_first` columns go, in that order, until the rest fits; the caption
-    names what was left out. `wide`: every column, as wide as it needs (lines may be long)."""
-    widths = {h: max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)}
-    shown = list(headers)
-    for name in [] if wide else drop_first:
-        if sum(widths[h] + 3 for h in shown) + 1 <= console.width:
-            break
-        shown.remove(name)
-    left_out = [h for h in headers if h not in shown]
-    caption = f"not shown at this width: {', '.join(left_out)} (--wide)" if left_out else None
-    table = Table(caption=caption)
-    for h in shown:
-        table.add_column(h, no_wrap=h == keep, min_width=widths[h] if h == keep else None)
-    for r in rows:
-        table.add_row(*(r[headers.index(h)] for h in shown))
-    needed = sum(widths[h] + 3 for h in shown) + 1
-    # Rich clamps any table to its console's width: a wide one gets a console of its own.
-    out = Console(width=needed) if wide and needed > console.width else console
-    out.print(table)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

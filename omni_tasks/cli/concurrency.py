@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    TRANSCRIPT,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
     ServedModelOpt,
+    TranscriptOpt,
     app,
     console,
     err,
@@ -19,6 +21,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    run_options,
     series_of,
 )
 
@@ -32,10 +35,16 @@ def concurrency_cmd(
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
-    branch: Annotated[str, typer.Option(help="The branch the target serves")] = "main",
-    commit: Annotated[str | None, typer.Option(help="The commit the target serves")] = None,
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="The branch the target serves")
+    ] = "main",
+    commit: Annotated[
+        str | None, typer.Option(metavar="SHA", help="The commit the target serves")
+    ] = None,
     seed: Annotated[int, typer.Option(help="The seed every level sends")] = 42,
-    dataset: Annotated[str, typer.Option(help="demo or the series' dataset root")] = "demo",
+    dataset: Annotated[
+        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
+    ] = "demo",
     limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
     control: Annotated[
         bool, typer.Option(help="Also rerun c = 1: is the server deterministic at all?")
@@ -47,11 +56,10 @@ def concurrency_cmd(
             "output's voice (a proxy embedder)"
         ),
     ] = 1,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Simulator only: what would be heard, no audio (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
     nightly: Annotated[
-        str | None, typer.Option(help="The night its runs are stored under (default: today)")
+        str | None,
+        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
     ] = None,
     show: Annotated[int, typer.Option(help="Changed items shown, both sides of each")] = 10,
     as_json: JsonFlag = False,
@@ -83,11 +91,10 @@ def concurrency_cmd(
             seed=seed,
             dataset=dataset,
             limit=limit,
-            transcript_mode=transcript_mode,
+            options=run_options({TRANSCRIPT: transcript, "voices": voices if voices > 1 else None}),
             model=series.model,
             lane=series.lane,
             control=control,
-            voices=voices,
             nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
         )
     except (ConcurrencyError, MissingCapability, InvalidName) as exc:

@@ -18,10 +18,11 @@ def db_url(
     show_password: Annotated[bool, typer.Option(help="Print the password instead of ***")] = False,
 ) -> None:
     """Print the results DB DSN on one line (starts the embedded server if needed)."""
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     dsn = resolve_dsn()
-    sys.stdout.write((dsn if show_password else redact(dsn)) + "\n")
+    sys.stdout.write((dsn if show_password else redact_dsn(dsn)) + "\n")
 
 
 @db_app.command("migrate")
@@ -87,11 +88,12 @@ def db_restore(
     backup fails with the live schema untouched. Views, functions and triggers come from the
     migrations, never from the backup. Needs CREATEROLE and CREATEDB (or a superuser)."""
     from omni_tasks.store.backup import BackupError, restore
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     dsn = resolve_dsn()
     if not yes:
-        fail(f"this replaces the results schema of {redact(dsn)}: add --yes")
+        fail(f"this replaces the results schema of {redact_dsn(dsn)}: add --yes")
     conn = open_db(migrate=False)
     with conn:
         try:
@@ -116,13 +118,16 @@ def db_restore(
 @db_app.command("start")
 def db_start() -> None:
     """Start the embedded Postgres (no-op when OMNI_DATABASE_URL is set or it runs)."""
-    from omni_tasks.store.db import embedded_dsn, redact
+    from omni_tasks.store.db import embedded_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     settings = get_settings()
     if settings.database_url:
         console.print("OMNI_DATABASE_URL is set; the embedded server is not used")
         return
-    console.print(f"embedded Postgres running: {redact(embedded_dsn(settings.embedded_pgdata))}")
+    console.print(
+        f"embedded Postgres running: {redact_dsn(embedded_dsn(settings.embedded_pgdata))}"
+    )
 
 
 @db_app.command("stop")

@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from omni_tasks.cli.common import app, console, fail, open_db, parse_date
+from omni_tasks.cli.common import (
+    TRANSCRIPT,
+    TranscriptOpt,
+    app,
+    console,
+    fail,
+    open_db,
+    parse_date,
+    run_options,
+)
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import pct_ci, pts_ci
 from omni_tasks.series import Series
@@ -21,9 +30,7 @@ def demo_cmd(
     nights: Annotated[
         int, typer.Option(min=1, max=30, help="Consecutive nightly dates (new seed each)")
     ] = 1,
-    transcript_mode: Annotated[
-        bool, typer.Option(help="Skip audio: the simulator returns what would be heard (fast)")
-    ] = False,
+    transcript: TranscriptOpt = False,
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
@@ -31,7 +38,8 @@ def demo_cmd(
     from omni_tasks.jobs.demo import BASELINE, CANDIDATE, night_summary, run_nights
     from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
     settings = get_settings()
     console.rule("omni-tasks demo — SIMULATED targets, real pipeline")
@@ -49,11 +57,10 @@ def demo_cmd(
         highlight=False,
     )
     dsn = resolve_dsn()
-    console.print(f"results DB: {redact(dsn)}", highlight=False)
+    console.print(f"results DB: {redact_dsn(dsn)}", highlight=False)
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
-    runs = run_nights(
-        nights, last, transcript_mode, dsn, lambda line: console.print(line, highlight=False)
-    )
+    options = run_options({TRANSCRIPT: transcript})
+    runs = run_nights(nights, last, options, dsn, lambda line: console.print(line, highlight=False))
     failed = [r for r in runs if r.returncode != 0]
     if failed:
         fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
@@ -134,24 +141,24 @@ def nightly_cmd(
         ),
     ],
     nightly: Annotated[
-        str | None, typer.Option(help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)")
+        str | None,
+        typer.Option(metavar="DATE", help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)"),
     ] = None,
-    transcript_mode: Annotated[
-        bool,
-        typer.Option(help="Simulator targets only: skip audio and ASR (the form's override)"),
-    ] = False,
+    transcript: TranscriptOpt = False,
 ) -> None:
     """Run one night of the nightly DAG on a deployment config, by Airflow in-process
     (`airflow dags test`, as `demo` does on its own config): every series on every branch,
     each decided against its own baseline; then each series' verdicts.
 
     Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed."""
-    from omni_tasks.deployment import ConfigError, resolve_night
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.jobs.demo import run_night
     from omni_tasks.store import views
-    from omni_tasks.store.db import redact, resolve_dsn
+    from omni_tasks.store.db import resolve_dsn
+    from omni_tasks.trust.redact import redact_dsn
 
-    conf: dict[str, object] = {"transcript_mode": True} if transcript_mode else {}
+    conf = run_options({TRANSCRIPT: transcript})  # the form's fields: the options' names
     try:
         fleet = resolve_night(conf, str(config.resolve()))
     except ConfigError as exc:
@@ -159,7 +166,7 @@ def nightly_cmd(
     night = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date() - dt.timedelta(1)
     dsn = resolve_dsn()
     console.print(
-        f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact(dsn)}",
+        f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact_dsn(dsn)}",
         highlight=False,
     )
     done = run_night(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from omni_tasks.cli.common import (
+    HELP_MARKUP,
     BenchmarkOpt,
     JsonFlag,
     LaneOpt,
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     from omni_tasks.gates.references import Reference
     from omni_tasks.series import Series
 
-gates_app = typer.Typer(help="Upstream's fixed accuracy gates, judged from history.")
+gates_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Upstream's fixed accuracy gates, judged from history."
+)
 app.add_typer(gates_app, name="gates")
 
 
@@ -41,11 +44,14 @@ def advise_cmd(
         typer.Option(help="The series as BENCHMARK|MODEL|LANE (instead of the three options)"),
     ] = None,
     branch: Annotated[
-        str | None, typer.Option(help="Branch whose nights to read (default: the baseline)")
+        str | None,
+        typer.Option(metavar="BRANCH", help="Branch whose nights to read (default: the baseline)"),
     ] = None,
     commit: Annotated[
         str | None,
-        typer.Option(help="Use the nights of this commit (default: the one with most nights)"),
+        typer.Option(
+            metavar="SHA", help="Use the nights of this commit (default: the one with most nights)"
+        ),
     ] = None,
     figure: Annotated[
         str | None,
@@ -97,10 +103,10 @@ def advise_cmd(
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
     if series is not None:
-        parts = series.split("|")
-        if len(parts) != 3 or not all(parts):
-            fail(f"--series {series!r}: expected BENCHMARK|MODEL|LANE", code=2)
-        chosen = Series(*parts)
+        try:
+            chosen = Series.parse(series)
+        except ValueError as exc:
+            fail(f"--series: {exc}", code=2)
     else:
         chosen = series_of(benchmark, model, lane)
     try:
@@ -109,7 +115,8 @@ def advise_cmd(
         fail(str(exc), code=2)
     configured = None
     if config is not None:
-        from omni_tasks.deployment import ConfigError, resolve_night
+        from omni_tasks.deployment.night import resolve_night
+        from omni_tasks.deployment.reading import ConfigError
 
         try:
             night = resolve_night({}, str(config.resolve()))
@@ -231,7 +238,7 @@ def mean_cmd(
         float | None, typer.Option(help="The figure's reference (e.g. a healthy mean)")
     ] = None,
     direction: Annotated[
-        str, typer.Option(help=">= (must stay above: accuracy) or <= (must stay below: WER)")
+        str, typer.Option(help="Which way: >= (must stay above: accuracy) or <= (below: WER)")
     ] = ">=",
     as_json: JsonFlag = False,
 ) -> None:

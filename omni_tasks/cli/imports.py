@@ -12,6 +12,8 @@ import typer
 from omni_tasks.cli.common import (
     ArtifactHarnessOpt,
     JsonFlag,
+    LaneOpt,
+    ServedModelOpt,
     console,
     err,
     fail,
@@ -19,6 +21,7 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
+    series_of,
 )
 from omni_tasks.config import read_secret
 
@@ -30,15 +33,23 @@ def import_vllm_omni(
         list[Path],
         typer.Argument(help="Results JSON files of `vllm bench serve` (seed-TTS, Daily-Omni...)"),
     ],
-    branch: Annotated[str, typer.Option(help="Branch the artifact was produced on")],
-    commit: Annotated[str | None, typer.Option(help="Commit SHA benchmarked")] = None,
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="Branch the artifact was produced on")
+    ],
+    commit: Annotated[
+        str | None, typer.Option(metavar="SHA", help="Commit SHA benchmarked")
+    ] = None,
     nightly: Annotated[
-        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the artifact's date)")
+        str | None,
+        typer.Option(metavar="DATE", help="Nightly date YYYY-MM-DD (default: the artifact's date)"),
     ] = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (one file only)")] = None,
     benchmark: Annotated[
         str | None,
-        typer.Option(help="Benchmark id (see `benchmarks list`); default: detected from each file"),
+        typer.Option(
+            metavar="BENCHMARK",
+            help="Benchmark id (see `benchmarks list`); default: detected from each file",
+        ),
     ] = None,
     replace: Annotated[
         bool, typer.Option(help="Overwrite a run key holding other content")
@@ -53,14 +64,18 @@ def import_vllm_omni(
     dataset: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="The seed-tts-eval locale dir the run used: fills the reference text of failure "
-            "items (upstream writes none for them)"
+            "items (upstream writes none for them)",
         ),
     ] = None,
     harness_version: ArtifactHarnessOpt = None,
+    model: ServedModelOpt = None,
+    lane: LaneOpt = None,
 ) -> None:
     """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
-    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys."""
+    (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys; --model and
+    --lane name the series the runs belong to (an artifact does not say)."""
     from omni_tasks import benchmarks
     from omni_tasks.benchmarks.seed_tts.family import ArtifactError, adopt_audio
     from omni_tasks.evidence.audio import AudioUnavailable, audio_roots
@@ -68,6 +83,8 @@ def import_vllm_omni(
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
+    if model is not None or lane is not None:
+        series_of(benchmark, model, lane)  # a bad model or lane name is bad usage (exit 2)
     from omni_tasks.trust.commits import check_commit
     from omni_tasks.trust.names import InvalidName, check_run_key
 
@@ -103,6 +120,10 @@ def import_vllm_omni(
     for f in files:
         try:
             art = benchmarks.import_artifact(f, options, benchmark)
+            spec = dataclasses.replace(
+                art.spec, model=model or art.spec.model, lane=lane or art.spec.lane
+            )
+            art = dataclasses.replace(art, spec=spec)
             parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
         except (ArtifactError, AudioUnavailable) as exc:
             fail(str(exc))
@@ -129,7 +150,9 @@ def import_buildkite(
     pipeline: Annotated[
         list[str], typer.Option(help="Pipeline slug (repeat for several: vllm-omni, ...)")
     ],
-    branch: Annotated[str | None, typer.Option(help="Only builds of this branch")] = None,
+    branch: Annotated[
+        str | None, typer.Option(metavar="BRANCH", help="Only builds of this branch")
+    ] = None,
     since: Annotated[
         str | None, typer.Option(help="Only builds created on/after YYYY-MM-DD")
     ] = None,

@@ -62,15 +62,18 @@ def dashboards_push() -> None:
 @app.command("report")
 def report_cmd(
     out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
-    nightly: Annotated[str | None, typer.Option(help="Nightly date (default: the latest)")] = None,
+    nightly: Annotated[
+        str | None, typer.Option(metavar="DATE", help="Nightly date (default: the latest)")
+    ] = None,
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
     lane: LaneOpt = None,
     tail_threshold: TailThreshold = None,
 ) -> None:
-    """One self-contained HTML report of a series' nightly: verdicts, trend, failure modes,
-    per-clip plots and the regressed clips with their audio (for where no Grafana runs)."""
-    from omni_tasks.reports.html import nightly_report
+    """One HTML report of a series' nightly: verdicts, trend, failure modes, per-clip plots
+    and the regressed clips with their audio (for where no Grafana runs). Plotly's script is
+    written once beside it (plotly.min.js): copy both to move the report."""
+    from omni_tasks.reports.html import PLOTLY_JS, nightly_report, write_page
 
     bench = series_of(benchmark, model, lane)
     tau = tau_or_default(load_policy_or_fail(), tail_threshold)
@@ -78,6 +81,8 @@ def report_cmd(
         missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
         night = night_of(conn, nightly, bench, True, missing)
         page = nightly_report(conn, bench, night, tau)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
-    console.print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained)", highlight=False)
+    write_page(out, page)
+    console.print(
+        f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB; charts load {PLOTLY_JS} beside it)",
+        highlight=False,
+    )

@@ -14,19 +14,25 @@ from omni_tasks.cli.common import (
     json_out,
     open_db,
     parse_date,
-    print_table,
     run_keys_of,
     runs_app,
 )
+from omni_tasks.reports.tables import print_table
 
 
 @runs_app.command("list")
 def runs_list(
-    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark")] = None,
-    model: Annotated[str | None, typer.Option(help="Only this model")] = None,
-    lane: Annotated[str | None, typer.Option(help="Only this hardware lane")] = None,
-    branch: Annotated[str | None, typer.Option(help="Only this branch")] = None,
-    nightly: Annotated[str | None, typer.Option(help="Only this nightly date")] = None,
+    benchmark: Annotated[
+        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark")
+    ] = None,
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help="Only this model")] = None,
+    lane: Annotated[
+        str | None, typer.Option(metavar="LANE", help="Only this hardware lane")
+    ] = None,
+    branch: Annotated[str | None, typer.Option(metavar="BRANCH", help="Only this branch")] = None,
+    nightly: Annotated[
+        str | None, typer.Option(metavar="DATE", help="Only this nightly date")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
     wide: WideFlag = False,
     as_json: JsonFlag = False,
@@ -80,6 +86,7 @@ def runs_list(
     # Keys are what commands take: never cut, so they can be copied (any unique prefix works);
     # nightly, branch, commit and variant are inside the key, so they go first when narrow.
     print_table(
+        console,
         headers,
         cells,
         keep="run key",

@@ -15,6 +15,7 @@ from omni_tasks.cli.common import (
     LaneOpt,
     ServedModelOpt,
     TailThreshold,
+    WideFlag,
     app,
     compute_and_show,
     console,
@@ -54,8 +55,12 @@ def stats_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    baseline: Annotated[str, typer.Option(help="Baseline run key (or a unique prefix)")],
-    candidate: Annotated[str, typer.Option(help="Candidate run key (or a unique prefix)")],
+    baseline: Annotated[
+        str, typer.Option(metavar="RUN_KEY", help="Baseline run key (or a unique prefix)")
+    ],
+    candidate: Annotated[
+        str, typer.Option(metavar="RUN_KEY", help="Candidate run key (or a unique prefix)")
+    ],
     tail_threshold: TailThreshold = None,
     force: Annotated[
         bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
@@ -98,14 +103,18 @@ def compare_cmd(
 @app.command("gate")
 def gate_cmd(
     nightly: Annotated[
-        str | None, typer.Option(help="Nightly date YYYY-MM-DD (default: the latest stored)")
+        str | None,
+        typer.Option(metavar="DATE", help="Nightly date YYYY-MM-DD (default: the latest stored)"),
     ] = None,
     expect: Annotated[
         list[str] | None,
         typer.Option(help="A branch that must have a run (missing = INFRA); repeatable"),
     ] = None,
     baseline: Annotated[
-        str | None, typer.Option(help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)")
+        str | None,
+        typer.Option(
+            metavar="BRANCH", help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)"
+        ),
     ] = None,
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,
@@ -117,6 +126,7 @@ def gate_cmd(
             "(regressed, infra, unknown, improved, same)"
         ),
     ] = None,
+    wide: WideFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Gate one nightly: the baseline branch against every other branch and variant, and
@@ -162,7 +172,7 @@ def gate_cmd(
     else:
         from omni_tasks.reports.text import print_gate
 
-        print_gate(console, night, decisions)
+        print_gate(console, night, decisions, wide)
         if outcome.messages_enqueued:
             console.print(
                 f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
@@ -228,7 +238,9 @@ def noise_cmd(
 
 @app.command("trend")
 def trend_cmd(
-    branch: Annotated[str, typer.Option(help="Branch whose nightly series to read")],
+    branch: Annotated[
+        str, typer.Option(metavar="BRANCH", help="Branch whose nightly series to read")
+    ],
     variant: Annotated[str, typer.Option(help="Variant")] = "default",
     metric: Annotated[
         str,
@@ -239,7 +251,7 @@ def trend_cmd(
         ),
     ] = "tail_fraction",
     baseline: Annotated[
-        str, typer.Option(help="The baseline branch of --metric paired_delta")
+        str, typer.Option(metavar="BRANCH", help="The baseline branch of --metric paired_delta")
     ] = "main",
     benchmark: BenchmarkOpt = None,
     model: ServedModelOpt = None,

@@ -32,8 +32,7 @@ def series_of_task(context: Context) -> Series:
 
     plan = (getattr(context.get("task"), "op_kwargs", None) or {}).get("plan")
     if isinstance(plan, dict) and isinstance(plan.get("series"), str):
-        benchmark, model, lane = [*plan["series"].split("|"), "", ""][:3]
-        return Series(benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE)
+        return Series.parse(plan["series"])
     params = context.get("params") or {}
     server = params["server"] if isinstance(params.get("server"), dict) else {}
     return Series(

@@ -1,6 +1,7 @@
 """The shape of a one-series manual DAG (bisect, ablate): one GPU task that runs the job on
 the form's series, the alert dispatch after it, and the watcher that fails the run when either
-failed. The DAG files name the job, its form and their words."""
+failed. The DAG files name the job, its form and their words, and build the DAG (the
+function returned, as `@dag` returns it)."""
 
 from __future__ import annotations
 
@@ -63,4 +64,4 @@ def one_series_dag(
         result >> alerts
         [result, alerts] >> watcher()
 
-    return one_series()
+    return one_series

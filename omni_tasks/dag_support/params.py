@@ -23,7 +23,7 @@ def form_param(kind: str, field: str, default: Any = None, **words: Any) -> Para
 
 
 def nightly_params() -> dict[str, Param]:
-    """The trigger form of seed_tts_nightly, in sections. Every field is empty by default: the
+    """The trigger form of omni_nightly, in sections. Every field is empty by default: the
     deployment config (omni_tasks.deployment) supplies the run; a non-empty field overrides it
     once. Choices are offered as proposals (`examples`), never as a select showing `null`; the
     first task checks every value against the config before any other work."""
@@ -51,9 +51,10 @@ def nightly_params() -> dict[str, Param]:
         "limit": field("limit", what, "Only the first N items", "Unset: all"),
         "seeds": field("seeds", what, "Seeds", "Several form a run group, e.g. [1, 2, 3]"),
         "variant": field("variant", what, "Variant name", "Names a deploy-override variant"),
-        "transcript_mode": field(
-            "transcript_mode", what, "Transcript mode", "Simulator targets only: no audio (fast)"
-        ),
+        **{
+            name: field(name, what, o.title, o.description, **_examples(o.examples))
+            for name, o in benchmarks.form_options().items()
+        },
         "targets": field(
             "targets",
             where,
@@ -97,14 +98,11 @@ def nightly_params() -> dict[str, Param]:
             'e.g. {"backend": "faster-whisper", "harness_version": "0.30.0"} (the model is the '
             "config's)",
         ),
-        "prompt_template": field(
-            "prompt_template",
-            how,
-            "Prompt template",
-            "seed-tts-default (the harness's) or read-aloud",
-            examples=["seed-tts-default", "read-aloud"],
-        ),
     }
+
+
+def _examples(values: tuple[str, ...]) -> dict[str, list[str]]:
+    return {"examples": list(values)} if values else {}
 
 
 def _serving_params(kind: str) -> dict[str, Param]:
@@ -169,14 +167,12 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param
             section=where,
             description="Empty: the series' configured dataset",
         ),
-        "transcript_mode": form_param(
-            kind,
-            "transcript_mode",
-            False,
-            title="Transcript mode",
-            section=where,
-            description="Simulator",
-        ),
+        **{
+            name: form_param(
+                kind, name, o.default, title=o.title, section=where, description=o.description
+            )
+            for name, o in benchmarks.form_options().items()
+        },
     }
 
 

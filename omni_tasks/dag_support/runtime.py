@@ -123,7 +123,8 @@ def night_of(context: Context) -> Any:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import VARIABLE, ConfigError
 
     run_type = str(getattr(context["dag_run"], "run_type", "")).lower()
     try:
@@ -218,7 +219,7 @@ delivers_after_sigterm = _stoppable(runs_after_stop=True)
 
 def units() -> list[Any]:
     """The series the nightly has task chains for (deployment.dag_units: read when parsed)."""
-    from omni_tasks.deployment import dag_units
+    from omni_tasks.deployment.night import dag_units
 
     return dag_units()
 

@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from omni_tasks.dag_support.renamed import RENAMED
+
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1 << 20  # a trigger body is a form: a few KiB
@@ -65,14 +67,14 @@ class Refusal:
 # Each form-taking DAG: its Params (their defaults are under the conf in the task's params) and
 # the check its first task runs on the form (dag_support/tasks.py).
 def _nightly(form: Form, variable: str | None) -> None:
-    from omni_tasks.deployment import resolve_night
+    from omni_tasks.deployment.night import resolve_night
 
     resolve_night(form, variable)  # tasks.record_heads → runtime.night_of
 
 
 def _one_series(kind: str) -> Check:
     def check(form: Form, variable: str | None) -> None:
-        from omni_tasks.deployment import one_series_form
+        from omni_tasks.deployment.one_series import one_series_form
 
         one_series_form(kind, form, variable)  # tasks.bisect / tasks.ablate
 
@@ -80,7 +82,7 @@ def _one_series(kind: str) -> Check:
 
 
 def _ab(form: Form, variable: str | None) -> None:
-    from omni_tasks.deployment import resolve_ab
+    from omni_tasks.ab.config import resolve_ab
 
     resolve_ab({k: v for k, v in form.items() if v not in (None, "")}, variable)  # tasks.ab
 
@@ -92,12 +94,14 @@ def _regrade(form: Form, variable: str | None) -> None:
 
 
 FORMS: dict[str, tuple[str, Check]] = {
-    "seed_tts_nightly": ("nightly_params", _nightly),
-    "seed_tts_bisect": ("bisect_params", _one_series("bisect")),
+    "omni_nightly": ("nightly_params", _nightly),
+    "omni_bisect": ("bisect_params", _one_series("bisect")),
     "omni_ablate": ("ablate_params", _one_series("ablate")),
     "omni_ab": ("ab_params", _ab),
-    "seed_tts_regrade": ("regrade_params", _regrade),
+    "omni_regrade": ("regrade_params", _regrade),
 }
+# A renamed DAG's alias (for one release) takes its new DAG's form and check.
+FORMS.update({old: FORMS[new] for new, old in RENAMED.items()})
 
 
 @functools.cache
@@ -135,7 +139,7 @@ def airflow_variable() -> str | None:
     """The Variable `omni_nightly_config`, as the tasks read it (None when unset)."""
     from airflow.models import Variable
 
-    from omni_tasks.deployment import VARIABLE
+    from omni_tasks.deployment.reading import VARIABLE
 
     value = Variable.get(VARIABLE, default_var=None)
     return None if value is None else str(value)

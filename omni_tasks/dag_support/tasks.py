@@ -65,9 +65,9 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 def run_branch(context: Context, plan: JsonObject) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.benchmarks.seed_tts.run import BenchError
+    from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.contracts import BranchPlan
-    from omni_tasks.deployment import ConfigError
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.jobs import nightly
 
     branch = BranchPlan.from_json(plan)
@@ -224,7 +224,8 @@ def bisect(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, one_series_form
+    from omni_tasks.deployment.one_series import one_series_form
+    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
     variable = Variable.get(VARIABLE, default=None)
@@ -251,7 +252,8 @@ def ablate(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, one_series_form
+    from omni_tasks.deployment.one_series import one_series_form
+    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
     variable = Variable.get(VARIABLE, default=None)
@@ -280,7 +282,7 @@ def regrade(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE
+    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.regrade import RegradeFormError
     from omni_tasks.jobs.regrade import regrade as run
     from omni_tasks.store.runs import RunNotFoundError
@@ -300,7 +302,8 @@ def check_freshness(context: Context) -> list[str]:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_night
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import VARIABLE, ConfigError
     from omni_tasks.jobs.freshness import check_decided
     from omni_tasks.jobs.freshness import check_freshness as check
 
@@ -346,7 +349,8 @@ def ab(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment import VARIABLE, ConfigError, resolve_ab
+    from omni_tasks.ab.config import resolve_ab
+    from omni_tasks.deployment.reading import VARIABLE, ConfigError
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ab import run_ab
 
@@ -375,8 +379,8 @@ def buildkite_sync(context: Context) -> JsonObject:
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-    from omni_tasks.deployment import VARIABLE, ConfigError
-    from omni_tasks.deployment import buildkite_sync as sync_config
+    from omni_tasks.deployment.buildkite import buildkite_sync as sync_config
+    from omni_tasks.deployment.reading import VARIABLE, ConfigError
     from omni_tasks.importers.buildkite import (
         BuildkiteError,
         BuildkiteSource,

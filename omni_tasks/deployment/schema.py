@@ -10,8 +10,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
+from omni_tasks.deployment.server import (
+    Environment,
+    ExistingEnvironment,
+    ServerConfig,
+    VenvEnvironment,
+)
 from omni_tasks.gates.table import Threshold, UpstreamGate
-from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.series import DEFAULT_LANE, Series
 from omni_tasks.trust.commits import full_commit
 from omni_tasks.trust.names import (
     check_branch,
@@ -65,16 +72,36 @@ class Serving(BaseModel):
 
     repo: str | None = Field(default=None, description="git repo to read branch heads from")
     overrides: dict[str, Any] = Field(default_factory=dict)
-    environment: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {strategy: venv|existing, repo, root, "
-        "requirements, python, vllm (a vLLM version or commit, installed last), vllm_index}",
-    )
-    server: dict[str, Any] = Field(
-        default_factory=dict,
-        description="For vllm-serve targets: {model, deploy_config, gpus (2), startup_timeout_s}",
-    )
+    environment: Environment = Field(default_factory=ExistingEnvironment)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
+    # The benchmark family's own run options (Benchmark.options), each given as a field of its
+    # own name, as configs and forms always gave them.
+    options: JsonObject = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_options(cls, data: Any) -> Any:
+        from omni_tasks import benchmarks
+
+        if not isinstance(data, dict):
+            return data
+        named = benchmarks.form_options()
+        given = {k: v for k, v in data.items() if k in named}
+        rest = {k: v for k, v in data.items() if k not in named}
+        return {**rest, "options": {**(data.get("options") or {}), **given}}
+
+    @model_validator(mode="after")
+    def _own_options(self) -> Serving:
+        """The series' family keeps its own (a fleet's defaults and form apply to all)."""
+        from omni_tasks import benchmarks
+
+        if self.bench in benchmarks.ids():
+            family, others = benchmarks.get(self.bench), benchmarks.form_options()
+            mine = {k: v for k, v in self.options.items() if k in family.options or k not in others}
+            family.check_options(mine)
+            self.options = mine
+        return self
 
     @property
     def bench(self) -> str:
@@ -82,30 +109,29 @@ class Serving(BaseModel):
 
     @property
     def series(self) -> Series:
-        """Model × benchmark × lane: the model is the one the server serves (`server.model`),
-        else the default (Qwen3-Omni)."""
-        return Series(self.bench, str(self.server.get("model") or DEFAULT_MODEL), self.lane)
+        """Model × benchmark × lane: the model is the one the server serves (`server.model`)."""
+        return Series(self.bench, self.server.model, self.lane)
 
     @property
     def commit_repo(self) -> str | None:
         """Where a short SHA from the form is resolved (the heads repo, else the env's)."""
-        return self.repo or self.environment.get("repo")
+        env = self.environment
+        return self.repo or (env.repo if isinstance(env, VenvEnvironment) else None)
 
     def check_serving(self) -> None:
         """What names a process on the GPU worker: the model is a name or a trusted path,
-        never an option; the server's environment is NAME=text."""
-        model = self.server.get("model")
-        if model is not None:
-            check_model(str(model))
-        env = self.server.get("env") or {}
-        if not isinstance(env, dict):
-            raise ValueError("server.env: a mapping of NAME: value")
-        for key, value in env.items():
-            check_env_name(str(key), "server.env")
-            check_text(str(value), f"server.env.{key}", max_len=4096)
-        for what, value in self.serving_paths().items():
-            if value is not None:
-                require_trusted(str(value), what)
+        never an option; the server's environment is NAME=text; the environment says what
+        its strategy needs."""
+        check_model(self.server.model)
+        for key, value in self.server.env.items():
+            check_env_name(key, "server.env")
+            check_text(value, f"server.env.{key}", max_len=4096)
+        paths = {"repo": self.repo, "server.deploy_config": self.server.deploy_config}
+        for what, path in {**paths, **self.environment.paths()}.items():
+            if path is not None:
+                require_trusted(str(path), what)
+        if (missing := self.environment.missing()) is not None:
+            raise ValueError("{}: {}".format(*missing))
 
     def check_run_fields(self, branches: Sequence[str], variant: str, dataset: str) -> None:
         """A form's branches, variant and dataset (they become keys and paths), its serving
@@ -117,23 +143,6 @@ class Serving(BaseModel):
             require_trusted(dataset, "dataset")
         self.check_serving()
         self.series  # noqa: B018 (a property that checks benchmark, model and lane)
-
-    def serving_paths(self) -> dict[str, object]:
-        paths = {"repo": self.repo, "server.deploy_config": self.server.get("deploy_config")}
-        for key in ("repo", "root"):
-            paths[f"environment.{key}"] = self.environment.get(key)
-        index = self.environment.get("vllm_index")
-        if index is not None and not str(index).startswith(("https://", "http://")):
-            paths["environment.vllm_index"] = index
-        for i, req in enumerate(self.environment.get("requirements") or ()):
-            if str(req).startswith("-"):
-                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
-            if "/" in str(req) or str(req).startswith("."):
-                paths[f"environment.requirements[{i}]"] = req
-        python = self.environment.get("python")
-        if python not in (None, "python", "python3"):
-            paths["environment.python"] = python
-        return paths
 
 
 class NightlyParams(Serving):
@@ -148,9 +157,7 @@ class NightlyParams(Serving):
         default_factory=dict,
         description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
     )
-    transcript_mode: bool = False
     variant: str = "default"
-    prompt_template: str = "seed-tts-default"
     seeds: list[int] = Field(default_factory=lambda: [42])
     limit: int | None = None
     dataset: str = "demo"

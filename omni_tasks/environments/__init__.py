@@ -8,7 +8,9 @@ Strategies (one interface, `Strategy.prepare(commit) -> Environment`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from omni_tasks.contracts import JsonObject
 
 
 @dataclass(frozen=True)
@@ -17,7 +19,7 @@ class Environment:
     strategy: str
     python: str | None = None  # the interpreter that runs the server (venv, existing)
     lock: str | None = None  # what is installed (pip freeze), recorded on the run
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)  # how the strategy built it
 
 
 class Strategy(Protocol):

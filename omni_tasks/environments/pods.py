@@ -25,19 +25,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import httpx
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
 from omni_tasks.trust.redact import SECRET_NAME
 
 # An image reference as the config gives it, `{commit}` filled in with the run's SHA.
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
-_RESOURCE = re.compile(r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$")
-PORT = 8091
 NON_ROOT_UID = 1000
 SERVICE_ACCOUNT = "omni-server"  # deploy/k8s/server-sandbox.yaml: no token automounted
 # What the NetworkPolicies select (deploy/k8s/server-sandbox.yaml): a server pod, by this label.
@@ -58,23 +56,30 @@ class PodStartError(RuntimeError):
 class PodSpec:
     image: str  # the image reference, `{commit}` already filled in
     model: str
-    namespace: str = "default"
-    gpu_resource: str = "nvidia.com/gpu"
-    gpus: int = 2
-    env: dict[str, str] = field(default_factory=dict)
+    namespace: str
+    gpu_resource: str
+    gpus: int
+    env: dict[str, str]
+    startup_timeout_s: float
+    port: int
     extra_args: tuple[str, ...] = ()
-    startup_timeout_s: float = 1200.0
-    port: int = PORT
 
     @classmethod
-    def of(cls, template: str, commit: str, **kw: Any) -> PodSpec:
-        image = template.replace("{commit}", commit)
+    def of(cls, env: ImageEnvironment, server: ServerConfig, commit: str) -> PodSpec:
+        """The pod of a commit's image, as the deployment config's environment and server say."""
+        image = env.image.replace("{commit}", commit)
         if not _IMAGE.match(image) or "{" in image:
             raise ValueError(f"environment.image: {image[:80]!r} is not an image reference")
-        spec = cls(image=image, **kw)
-        if not _RESOURCE.match(spec.gpu_resource):
-            raise ValueError(f"lane gpu_resource {spec.gpu_resource!r} is not a resource name")
-        return spec
+        return cls(
+            image=image,
+            model=server.model,
+            namespace=env.namespace,
+            gpu_resource=server.gpu_resource,
+            gpus=server.gpus,
+            env=server.env,
+            startup_timeout_s=server.startup_timeout_s,
+            port=server.port,
+        )
 
 
 def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:

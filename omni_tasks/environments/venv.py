@@ -107,7 +107,7 @@ class VenvStrategy:
             details={
                 "path": str(env_dir),
                 "repo": self.repo,
-                "requirements": self.requirements,
+                "requirements": [*self.requirements],
                 "vllm_build": self.vllm,
             },
         )

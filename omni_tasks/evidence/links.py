@@ -8,21 +8,26 @@ import datetime as dt
 from urllib.parse import quote, urlencode
 
 from omni_tasks.config import get_settings
+from omni_tasks.dag_support.renamed import RENAMED
 from omni_tasks.trust.names import path_component
 
 DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
 PREFIX = "/omni"  # the plugin app's mount point on the API server
+# Plotly's script, written once beside a folder's reports (reports.html.write_page) and loaded
+# by each page by this relative name; the evidence app serves it from the reports folder.
+PLOTLY_JS = "plotly.min.js"
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
 DAG_IDS = frozenset(
     {
-        "seed_tts_nightly",
-        "seed_tts_bisect",
-        "seed_tts_regrade",
+        "omni_nightly",
+        "omni_bisect",
+        "omni_regrade",
         "omni_freshness",
         "omni_ab",
         "omni_buildkite_sync",
         "omni_ablate",
         "omni_upstream_watch",
+        *RENAMED.values(),  # the aliases of one release: their runs keep their links
     }
 )
 

@@ -21,6 +21,7 @@ from fastapi.responses import Response
 
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
+from omni_tasks.evidence.links import PLOTLY_JS
 from omni_tasks.trust.names import InvalidName, path_component
 
 
@@ -114,11 +115,16 @@ def evidence_app(auth: Any = None) -> FastAPI:
     @app.get("/reports/{name}")
     def report(name: str) -> Response:
         _component(name)
+        reports = get_settings().home / "reports"
+        if name == PLOTLY_JS:  # the one script the reports load, beside them (write_page)
+            return Response(
+                _report_bytes(reports / name),
+                media_type="text/javascript; charset=utf-8",
+                headers={"X-Content-Type-Options": "nosniff"},
+            )
         if not name.endswith(".html"):
             raise HTTPException(status_code=404, detail="no such report")
-        return Response(
-            _report_bytes(get_settings().home / "reports" / name), media_type="text/html"
-        )
+        return Response(_report_bytes(reports / name), media_type="text/html")
 
     @app.get("/server-logs/{name}")
     def server_log(name: str) -> Response:

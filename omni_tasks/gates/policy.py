@@ -1,5 +1,6 @@
-"""The gate policy in force: the shipped `gate_policy.yaml`, or the file OMNI_GATE_POLICY
-names, validated as analysis/policy.py's GatePolicy."""
+"""The nightly gate's policy in force (the rule is analysis/gate.py; the rest of gates/ is
+upstream's gates): the shipped `gate_policy.yaml`, or the file OMNI_GATE_POLICY names,
+validated as analysis/policy.py's GatePolicy."""
 
 from __future__ import annotations
 

@@ -605,7 +605,7 @@ def trend_dashboard() -> JsonObject:
             {
                 "title": "Airflow: the nightly",
                 "type": "link",
-                "url": "${evidence}/dags/seed_tts_nightly",
+                "url": "${evidence}/dags/omni_nightly",
                 "targetBlank": True,
             },
         ],

@@ -667,7 +667,7 @@ def _import_one(
         protocol_pin=benchmarks.get(spec.benchmark).protocol_pin,
         switches=job.eval_switches or None,
     )
-    source = {
+    source: JsonObject = {
         **parsed.spec.source,
         "buildkite": {
             "org": src.org,
@@ -682,8 +682,8 @@ def _import_one(
             "retry": retry,
             **job.to_json(),
         },
-        "upstream_gates": verdicts,
-        "validity": problems,
+        "upstream_gates": [*verdicts],
+        "validity": [*problems],
     }
     spec = dataclasses.replace(spec, source=source)
     grading = (parsed.grader, parsed.grades) if parsed.clips else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +50,7 @@ class ABRequest:
     budget: int = 6000  # clips, both sides, every look
     dataset: str = "demo"
     limit: int | None = None
-    transcript_mode: bool = False
+    options: Mapping[str, object] = field(default_factory=dict)  # the family's run options
     grader: dict[str, Any] = field(default_factory=dict)
     # A config series' serving fields (environment, server): what a `vllm-serve` target
     # launches at each side's commit, as the nightly does.
@@ -76,7 +76,7 @@ class ABRequest:
         if not 0 < self.budget <= 10**7:
             raise ABError("budget: a positive number of clips")
         try:
-            benchmarks.get(self.benchmark)
+            benchmarks.get(self.benchmark).check_options(self.options)
             Series(self.benchmark, self.model, self.lane)
         except (benchmarks.UnknownBenchmark, ValueError) as exc:
             raise ABError(str(exc)) from None
@@ -238,17 +238,16 @@ def _run(
     seed: int,
     only: tuple[str, ...] | None,
 ) -> str:
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
 
     bench = benchmarks.get(req.benchmark)
-    r = BenchRequest(
+    generic = RunRequest(
         target=req.base_target if side == "base" else req.head_target,
         branch=req.branch(side),
         dataset=req.dataset,
         commit=req.base_sha if side == "base" else req.head_sha,
         seed=seed,
         limit=req.limit,
-        transcript_mode=req.transcript_mode,
         nightly=dt.datetime.now(dt.UTC).date(),
         trigger="ab",
         benchmark=req.benchmark,
@@ -256,8 +255,9 @@ def _run(
         lane=req.lane,
         only=only,
     )
+    r = bench.request(generic, req.options)
 
-    def run(request: BenchRequest) -> str:
+    def run(request: RunRequest) -> str:
         return bench.run(conn, request, req.grader)
 
     if r.target == "vllm-serve":  # the side's commit gets its own server (environment, GPUs)

@@ -101,7 +101,6 @@ class AblateParams(Serving):
     candidate_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
     baseline_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
     ablations: list[Ablation] = Field(default_factory=default_ablations)
-    transcript_mode: bool = False
     dataset: str = "demo"
     seed: int = Field(default=3000, ge=0, description="the first fresh seed (rounds count up)")
     budget: float = Field(
@@ -218,13 +217,10 @@ def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcom
 
 
 def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark, target_url
-    from omni_tasks.dataset import load_dataset
-    from omni_tasks.grading.asr import GraderSpec
-    from omni_tasks.grading.backends import load_grader
-    from omni_tasks.synthesis import protocol
-    from omni_tasks.synthesis.thinker import thinker_texts
+    from omni_tasks import benchmarks
+    from omni_tasks.benchmarks.request import RunRequest
 
+    family = benchmarks.get(p.bench)
     policy = load_policy().for_benchmark(p.bench)
     tau = policy.primary_tau
     night = _night_runs(conn, p)
@@ -240,12 +236,8 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             f"the night's runs ({night['candidate_key']} against {night['baseline_key']}) have "
             "no regressed clip: nothing to ablate"
         )
-    grader = None if p.transcript_mode else load_grader(GraderSpec.from_params(p.grader))
     keys_of: dict[str, list[str]] = {}
     thinker: dict[str, dict[str, str | None]] = {}
-    ds = load_dataset(p.dataset)
-    wanted = set(chosen.clips)
-    utterances = [u for u in ds.utterances if u.utt_id in wanted]
     by_name = {a.name: a for a in p.ablations}
 
     def evaluate(label: str, seed: int) -> Outcomes:
@@ -253,7 +245,7 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
         target = p.baseline_target if label == "baseline" else p.candidate_target
         commit = night[f"{label}_commit"] if a is None else a.commit or night["candidate_commit"]
         overrides = p.overrides_for(a)
-        req = BenchRequest(
+        generic = RunRequest(
             target=target,
             branch=p.baseline if label == "baseline" else p.branch,
             dataset=p.dataset,
@@ -263,7 +255,6 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             nightly=p.nightly,
             trigger="ablate",
             variant=p.variant,
-            transcript_mode=p.transcript_mode,
             benchmark=p.bench,
             model=p.series.model,
             lane=p.lane,
@@ -271,27 +262,25 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             run_key=f"ablate:{p.ablate_id}:{label}:seed{seed}",
         )
 
-        def run(r: BenchRequest) -> Any:
-            outcome = run_benchmark(conn, r, grader)
+        def run(r: RunRequest) -> str:
+            key = family.run(conn, r, p.grader)
             # The thinker alone, on the same server, once per stack.
             if p.stage_isolation and a is None and seed == p.seed:
-                with target_url(r) as url:
-                    thinker[label] = thinker_texts(
-                        url, utterances, protocol.prompt_template(r.prompt_template), model=r.model
-                    )
-            return outcome
+                thinker[label] = family.thinker_texts(r)
+            return key
 
         env = p.environment
         if a is not None and a.vllm:  # vLLM taken back, vllm-omni the candidate's
-            env = {**env, "vllm": a.vllm}
+            env = env.model_copy(update={"vllm": a.vllm})
         elif a is not None and a.commit:  # vllm-omni taken back, vLLM the candidate's build
             stack = night["candidate_stack"] or {}
-            env = {**env, "vllm": stack.get("vllm_build") or stack.get("vllm")}
+            env = env.model_copy(update={"vllm": stack.get("vllm_build") or stack.get("vllm")})
         serving = p.model_copy(update={"overrides": overrides, "environment": env})
-        outcome = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
+        req = family.request(generic, p.options)
+        key = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
         conn.commit()
-        keys_of.setdefault(label, []).append(outcome.run_key)
-        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, outcome.grading_id)}
+        keys_of.setdefault(label, []).append(key)
+        return _outcomes(conn, key, tau)
 
     ablated = ablate(
         list(by_name),

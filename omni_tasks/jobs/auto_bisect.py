@@ -1,4 +1,4 @@
-"""Auto-bisect: after the gate, plan one `seed_tts_bisect` run per confirmed regression.
+"""Auto-bisect: after the gate, plan one `omni_bisect` run per confirmed regression.
 
 For each open regression alert without a bisect yet, the range is the candidate branch's head
 on the nights around where a single step fits the series (the change point's confidence set
@@ -31,7 +31,7 @@ from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.store import alerts as store
 from omni_tasks.store import decisions
 
-BISECT_DAG = "seed_tts_bisect"
+BISECT_DAG = "omni_bisect"
 ABLATE_DAG = "omni_ablate"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
@@ -168,7 +168,8 @@ def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
     """What a triggered bisect or ablation takes from the series and the alert: choices within
     the forms' allow-list (the series' serving fields are the config's, found again there by
     benchmark, lane and model)."""
-    model = params.server.get("model")
+    # The model only where the config names it (the config's own value is what the form offers).
+    named = "model" in params.server.model_fields_set
     return {
         "branch": alert.candidate_branch,
         "baseline": alert.baseline_branch,
@@ -176,8 +177,8 @@ def _run_conf(params: NightlyParams, alert: store.OpenRegression) -> JsonObject:
         "benchmark": params.bench,
         "lane": params.lane,
         "dataset": params.dataset,
-        "transcript_mode": params.transcript_mode,
-        **({"server": {"model": model}} if model else {}),
+        **params.options,  # the family's run options, by their form names
+        **({"server": {"model": params.server.model}} if named else {}),
         "alert_id": alert.alert_id,
     }
 

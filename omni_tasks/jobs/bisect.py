@@ -19,6 +19,7 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.deployment.schema import Serving
+from omni_tasks.deployment.server import VenvEnvironment
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import served
 from omni_tasks.store import alerts as store
@@ -47,7 +48,6 @@ class BisectParams(Serving):
     baseline: str = "main"
     variant: str = "default"
     first_bad: str | None = Field(default=None, description="simulator:commit-history only")
-    transcript_mode: bool = False
     dataset: str = "demo"
     limit: int | None = None
     seed: int = 1000
@@ -71,7 +71,10 @@ class BisectParams(Serving):
             raise ValueError("history: at least two commits (good first, bad last)")
         if self.axis == "vllm":
             # vLLM commits are not in the vllm-omni repo: full SHAs, each a wheel directory.
-            if self.target != "vllm-serve" or not self.environment.get("vllm_index"):
+            env = self.environment
+            if self.target != "vllm-serve" or not (
+                isinstance(env, VenvEnvironment) and env.vllm_index
+            ):
                 raise ValueError("axis vllm: target vllm-serve with environment.vllm_index")
             for i, c in enumerate([*self.history, self.omni_commit]):
                 if c is None or not is_full_sha(c):
@@ -116,7 +119,7 @@ def stored_endpoints(
 def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -> BisectResult:
     """Bisect `p.history` on the series' family: each evaluation is one run of the family
     (`Benchmark.run`) on the chosen items, at one seed."""
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
 
     family = benchmarks.get(p.bench)
     family.require("bisect", "bisected")
@@ -128,7 +131,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             if clips is None
             else "d" + hashlib.sha256(",".join(clips).encode()).hexdigest()[:6]
         )
-        req = BenchRequest(
+        generic = RunRequest(
             target=p.target,
             branch=p.branch,
             dataset=p.dataset,
@@ -139,7 +142,6 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             nightly=today,
             trigger="bisect",
             variant=p.variant,
-            transcript_mode=p.transcript_mode,
             benchmark=p.bench,
             model=p.series.model,
             lane=p.lane,
@@ -148,14 +150,15 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )
+        req = family.request(generic, p.options)
 
-        def run(r: BenchRequest) -> str:
+        def run(r: RunRequest) -> str:
             return family.run(conn, r, p.grader)
 
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
         # vllm-omni fixed, this vLLM commit's wheel installed).
         serving = (
-            p.model_copy(update={"environment": {**p.environment, "vllm": commit}})
+            p.model_copy(update={"environment": p.environment.model_copy(update={"vllm": commit})})
             if p.axis == "vllm"
             else p
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from omni_tasks.analysis.concurrency import (
     voice_check,
 )
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.benchmarks.request import BenchError, RunRequest
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.statistics import load_graded_run
 from omni_tasks.records import ClipRecord
@@ -45,11 +46,12 @@ class ConcurrencyRequest:
     seed: int = 42
     dataset: str = "demo"
     limit: int | None = None
-    transcript_mode: bool = False
+    # The family's run options (seed-TTS's `voices`: reference voices mixed round-robin over
+    # the items, each output's voice labelled by a proxy embedder).
+    options: Mapping[str, object] = field(default_factory=dict)
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
     control: bool = False  # rerun the alone level: is the server deterministic at all?
-    voices: int = 1  # speech out: reference voices mixed round-robin (labelled by a proxy)
     grader: dict[str, Any] = field(default_factory=dict)
     nightly: dt.date = field(default_factory=lambda: dt.datetime.now(dt.UTC).date())
     experiment_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -71,16 +73,35 @@ class ConcurrencyRequest:
         # Asked before any request is sent: a family without the capability never runs.
         bench = benchmarks.get(self.benchmark)
         bench.require("concurrency", "tested for concurrency invariance")
-        if self.voices > 1 and (bench.family != "seed_tts" or self.transcript_mode):
-            raise ConcurrencyError(
-                f"voices: {self.benchmark} ({bench.family}"
-                + (", transcript mode" if self.transcript_mode else "")
-                + ") has no speech output to label; voices apply to seed-TTS audio runs"
-            )
+        try:
+            self.request(1, "c1")
+        except BenchError as exc:
+            raise ConcurrencyError(str(exc)) from None
 
     @property
     def series(self) -> Series:
         return Series(self.benchmark, self.model, self.lane)
+
+    def request(self, level: int, variant: str) -> RunRequest:
+        """One level's run, as the family builds it."""
+        generic = RunRequest(
+            target=self.target,
+            branch=self.branch,
+            dataset=self.dataset,
+            commit=self.commit,
+            seed=self.seed,
+            limit=self.limit,
+            nightly=self.nightly,
+            trigger="concurrency",
+            variant=variant,
+            concurrency=level,
+            benchmark=self.benchmark,
+            model=self.model,
+            lane=self.lane,
+            run_key=f"{self.series.slug}:{self.nightly}:{self.branch}:conc-{self.experiment_id}:"
+            + variant,
+        )
+        return benchmarks.get(self.benchmark).request(generic, self.options)
 
 
 def run_concurrency(
@@ -135,20 +156,13 @@ def voice_labels(
 ) -> dict[str, dict[str, VoiceLabel]]:
     """Each level's outputs labelled with the reference voice they sound like (none unless
     the request mixed voices)."""
-    if req.voices == 1:
+    own, voices = benchmarks.get(req.benchmark).reference_voices(req.request(1, "c1"))
+    if not voices:
         return {}
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest, dataset_of
     from omni_tasks.evidence.audio import AudioError, decode_wav, load_audio_bytes
     from omni_tasks.grading import speaker
 
-    ds = dataset_of(
-        BenchRequest(target=req.target, branch=req.branch, dataset=req.dataset, voices=req.voices)
-    )
-    own = {u.utt_id: u.prompt_wav.stem for u in ds.utterances}
-    references = {
-        u.prompt_wav.stem: speaker.embed(*decode_wav(u.prompt_wav.read_bytes()))
-        for u in ds.utterances[: req.voices]
-    }
+    references = {v: speaker.embed(*decode_wav(wav.read_bytes())) for v, wav in voices.items()}
     out: dict[str, dict[str, VoiceLabel]] = {}
     for level, clips in levels.items():
         say(f"{level}: labelling voices ({speaker.PROXY})")
@@ -167,27 +181,7 @@ def voice_labels(
 
 
 def _run(conn: psycopg.Connection[Any], req: ConcurrencyRequest, level: int, variant: str) -> str:
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
-
-    r = BenchRequest(
-        target=req.target,
-        branch=req.branch,
-        dataset=req.dataset,
-        commit=req.commit,
-        seed=req.seed,
-        limit=req.limit,
-        transcript_mode=req.transcript_mode,
-        nightly=req.nightly,
-        trigger="concurrency",
-        variant=variant,
-        concurrency=level,
-        benchmark=req.benchmark,
-        model=req.model,
-        lane=req.lane,
-        run_key=f"{req.series.slug}:{req.nightly}:{req.branch}:conc-{req.experiment_id}:{variant}",
-        voices=req.voices,
-    )
-    key = benchmarks.get(req.benchmark).run(conn, r, req.grader)
+    key = benchmarks.get(req.benchmark).run(conn, req.request(level, variant), req.grader)
     conn.commit()
     return key
 
@@ -211,7 +205,8 @@ def nightly_concurrency(
     for params in series:
         if not params.concurrency:
             continue
-        s = params.series
+        s, n = params.series, params.concurrency_voices
+        voices = {"voices": n} if n > 1 else {}  # an option of speech-out families only
         for branch in params.branches:
             target = params.target_url(branch)
             req = ConcurrencyRequest(
@@ -223,10 +218,9 @@ def nightly_concurrency(
                 seed=params.seeds[0],
                 dataset=params.dataset,
                 limit=params.limit,
-                transcript_mode=params.transcript_mode,
+                options={**params.options, **voices},
                 model=s.model,
                 lane=s.lane,
-                voices=params.concurrency_voices,
                 grader=params.grader,
                 nightly=nightly,
                 experiment_id=_night_id(s, params.variant, branch, nightly, airflow_run),

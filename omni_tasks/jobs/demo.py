@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from omni_tasks.config import get_settings
-from omni_tasks.deployment import ENV
+from omni_tasks.deployment.reading import ENV
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
@@ -50,14 +50,15 @@ def airflow_env(home: Path, dsn: str) -> dict[str, str]:
     return env
 
 
-def write_config(path: Path, transcript_mode: bool) -> Path:
-    """The demo's deployment config: what a production config names, on the simulator."""
+def write_config(path: Path, options: Mapping[str, object]) -> Path:
+    """The demo's deployment config: what a production config names, on the simulator (with
+    the benchmark family's run options, by name)."""
     config = {
         "version": 1,
         "branches": [BASELINE, CANDIDATE],
         "baseline": BASELINE,
         "targets": PROFILES,
-        "transcript_mode": transcript_mode,
+        **options,
         "dataset": "demo",
         "grader": {"backend": "faster-whisper"},
     }
@@ -73,7 +74,7 @@ def _airflow() -> list[str]:
 def run_nights(
     nights: int,
     last_night: dt.date,
-    transcript_mode: bool,
+    options: Mapping[str, object],
     dsn: str,
     on_line: Callable[[str], None],
 ) -> list[DemoNight]:
@@ -82,7 +83,7 @@ def run_nights(
     nights whatever day it runs."""
     home = get_settings().home
     (home / "demo").mkdir(parents=True, exist_ok=True)
-    config = write_config(home / "demo" / "nightly.yaml", transcript_mode)
+    config = write_config(home / "demo" / "nightly.yaml", options)
     out = []
     for i in range(nights):
         night = last_night - dt.timedelta(days=nights - 1 - i)
@@ -119,7 +120,7 @@ def run_night(
         subprocess.run([*_airflow(), "db", "migrate"], env=env, check=True, capture_output=True)
     env[ENV] = str(config)
     log = home / "demo" / f"airflow_{night}.log"
-    on_line(f"nightly {night}: airflow dags test seed_tts_nightly (log: {log})")
+    on_line(f"nightly {night}: airflow dags test omni_nightly (log: {log})")
     labels = _plan_labels(config, conf)
     with log.open("w") as fh:
         proc = subprocess.Popen(
@@ -127,7 +128,7 @@ def run_night(
                 *_airflow(),
                 "dags",
                 "test",
-                "seed_tts_nightly",
+                "omni_nightly",
                 night.isoformat(),
                 "-c",
                 json.dumps(conf),
@@ -153,7 +154,8 @@ def run_night(
 
 def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str], str]:
     """(GPU task id, map index) → what it runs, in the order record_heads plans it."""
-    from omni_tasks.deployment import ConfigError, dag_units, resolve_night
+    from omni_tasks.deployment.night import dag_units, resolve_night
+    from omni_tasks.deployment.reading import ConfigError
 
     try:
         night = resolve_night(conf, str(config))

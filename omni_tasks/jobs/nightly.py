@@ -1,4 +1,4 @@
-"""The nightly, step by step: what each task of `seed_tts_nightly` calls.
+"""The nightly, step by step: what each task of `omni_nightly` calls.
 
     record_heads → (prepare environment +) run_branch per series × branch × seed, on its
     lane → summarize_night → decide_fleet (per series: compare, gate, plan alerts)
@@ -32,8 +32,10 @@ from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import BranchPlan, Decision
 from omni_tasks.deployment.schema import NightlyParams, Serving
+from omni_tasks.deployment.server import ImageEnvironment, ServerConfig, VenvEnvironment
 from omni_tasks.jobs.statistics import compute_stats_for_key, gate_nightly
-from omni_tasks.series import DEFAULT_MODEL, Series
+from omni_tasks.records import LineageFlags
+from omni_tasks.series import Series
 from omni_tasks.store import heads, results
 from omni_tasks.trust.names import (
     check_branch,
@@ -42,7 +44,7 @@ from omni_tasks.trust.names import (
 from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+    from omni_tasks.benchmarks.request import RunRequest
     from omni_tasks.synthesis.stages import LaneDeploy
 
 
@@ -193,9 +195,8 @@ def run_branch(
     show_progress: bool = False,
 ) -> str:
     """Run, judge and store one series × branch × seed of the night (the series' benchmark
-    does both: Benchmark.run); returns its run key."""
-    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
-    from omni_tasks.synthesis.stages import StageDefaults
+    builds its request and does both: Benchmark.request, Benchmark.run); returns its run key."""
+    from omni_tasks.benchmarks.request import RunRequest
 
     if plan.branch not in params.targets:
         raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
@@ -203,21 +204,19 @@ def run_branch(
     deploy = params.target_deploy_config(plan.branch)
     nightly = dt.date.fromisoformat(plan.nightly)
     recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
-    lineage = {
+    lineage: LineageFlags = {
         "differs_from_recorded_head": None
         if recorded is None
         else recorded.commit_sha != plan.commit,
         "reconstructed_head": plan.reconstructed,
     }
-    req = BenchRequest(
+    generic = RunRequest(
         target=target,
         branch=plan.branch,
         dataset=params.dataset,
         commit=plan.commit,
         seed=plan.seed,
         limit=params.limit,
-        prompt_template=params.prompt_template,
-        transcript_mode=params.transcript_mode,
         nightly=nightly,
         trigger=trigger,  # type: ignore[arg-type]
         variant=params.variant,
@@ -230,11 +229,12 @@ def run_branch(
         airflow_dag_id=airflow_ids[0],
         airflow_run_id=airflow_ids[1],
         harness_version=params.grader.get("harness_version"),
-        stage_defaults=StageDefaults.load(Path(deploy)) if deploy else None,
+        deploy_config=Path(deploy) if deploy else None,
     )
     bench = benchmarks.get(params.bench)
+    req = bench.request(generic, params.options)
 
-    def run(r: BenchRequest) -> str:  # the benchmark runs and judges its own items
+    def run(r: RunRequest) -> str:  # the benchmark runs and judges its own items
         return bench.run(conn, r, params.grader, show_progress=show_progress)
 
     key = served(conn, params, req, run) if target == "vllm-serve" else run(req)
@@ -248,11 +248,11 @@ R = TypeVar("R")
 def served(
     conn: psycopg.Connection[Any],
     params: Serving,
-    req: BenchRequest,
-    run: Callable[[BenchRequest], R],
+    req: RunRequest,
+    run: Callable[[RunRequest], R],
 ) -> R:
     """Launch the commit's own server (its environment, its GPUs, a free port), `run` the
-    request against it with the server's provenance on the run, stop it."""
+    request (any family's) against it with the server's provenance on the run, stop it."""
     import dataclasses
 
     from omni_tasks.environments.existing import ExistingStrategy
@@ -264,21 +264,21 @@ def served(
         launched,
         provenance,
     )
-    from omni_tasks.synthesis.stages import StageDefaults, lane_deploy
+    from omni_tasks.synthesis.stages import lane_deploy
 
     env_cfg, srv = params.environment, params.server
-    if env_cfg.get("strategy") == "image":
-        return _served_from_image(params, req, run)
+    if isinstance(env_cfg, ImageEnvironment):
+        return _served_from_image(env_cfg, srv, req, run)
     strategy = (
         VenvStrategy(
-            env_cfg["repo"],
-            Path(env_cfg.get("root", get_settings().home / "envs")),
-            env_cfg.get("requirements", ()),
-            vllm=env_cfg.get("vllm"),
-            vllm_index=env_cfg.get("vllm_index"),
+            str(env_cfg.repo),
+            Path(env_cfg.root) if env_cfg.root else get_settings().home / "envs",
+            env_cfg.requirements,
+            vllm=env_cfg.vllm,
+            vllm_index=env_cfg.vllm_index,
         )
-        if env_cfg.get("strategy", "existing") == "venv"
-        else ExistingStrategy(env_cfg.get("python", "python3"))
+        if isinstance(env_cfg, VenvEnvironment)
+        else ExistingStrategy(env_cfg.python)
     )
     env = strategy.prepare(str(req.commit))
     log = (
@@ -286,24 +286,25 @@ def served(
         / "server-logs"
         / f"{path_component(f'{req.branch}_{req.nightly}_{str(req.commit)[:12]}')}.log"
     )
-    deploy = Path(srv["deploy_config"]) if srv.get("deploy_config") else None
+    deploy = Path(srv.deploy_config) if srv.deploy_config else None
     # The Qwen3-Omni deploy as upstream's accuracy test serves it on the lane's platform.
-    lane = lane_deploy(deploy, srv.get("gpu_resource"), params.overrides)
-    with gpu_lease(int(srv.get("gpus", 2))) as gpus:
+    lane = lane_deploy(deploy, srv.gpu_resource, params.overrides)
+    with gpu_lease(srv.gpus) as gpus:
         spec = ServerSpec(
             python=str(env.python),
-            model=srv.get("model", DEFAULT_MODEL),
+            model=srv.model,
             log_path=log,
             deploy_config=deploy,
             deploy_overrides=lane.overrides,
             gpus=tuple(int(g) for g in gpus),
-            env={str(k): str(v) for k, v in srv.get("env", {}).items()},
-            startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
+            env=srv.env,
+            startup_timeout_s=srv.startup_timeout_s,
         )
-        # The stage defaults the server will run with, read before it starts: a deploy config
-        # without the three stages is an error before any GPU time or request.
+        # The deploy config the server will run with, read into the request before it starts:
+        # one a family cannot use (seed-TTS: without the three stages) is an error before any
+        # GPU time or request.
         deployed = effective_deploy_config(spec)
-        stages = StageDefaults.load(deployed) if deployed is not None else None
+        req = dataclasses.replace(req, deploy_config=deployed)
         prov = provenance(
             spec,
             repo=Path(params.repo) if params.repo else None,
@@ -324,7 +325,6 @@ def served(
                 gpu_class=prov.gpu_class,
                 lineage={**req.lineage, **prov.lineage.flags()},
                 commit_time=prov.commit_time,
-                stage_defaults=stages,
             )
             return run(served)
 
@@ -343,25 +343,16 @@ def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, object]
     }
 
 
-def _served_from_image(params: Serving, req: BenchRequest, run: Callable[[BenchRequest], R]) -> R:
+def _served_from_image(
+    env: ImageEnvironment, server: ServerConfig, req: RunRequest, run: Callable[[RunRequest], R]
+) -> R:
     """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
     the run records the image and pod it ran against."""
     import dataclasses
 
-    from omni_tasks.environments.pods import PORT, PodSpec, launched_pod
+    from omni_tasks.environments.pods import PodSpec, launched_pod
 
-    env_cfg, srv = params.environment, params.server
-    spec = PodSpec.of(
-        str(env_cfg["image"]),
-        str(req.commit),
-        model=str(srv.get("model", DEFAULT_MODEL)),
-        namespace=str(env_cfg.get("namespace", "default")),
-        gpu_resource=str(srv.get("gpu_resource", "nvidia.com/gpu")),
-        gpus=int(srv.get("gpus", 2)),
-        env={str(k): str(v) for k, v in srv.get("env", {}).items()},
-        startup_timeout_s=float(srv.get("startup_timeout_s", 1200)),
-        port=int(srv.get("port", PORT)),
-    )
+    spec = PodSpec.of(env, server, str(req.commit))
     with launched_pod(spec) as pod:
         return run(
             dataclasses.replace(
@@ -398,14 +389,9 @@ def summarize_night(
 
 def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau: float) -> Path:
     """A series' HTML report of the night, written whole (a reader never sees half of one)."""
-    from omni_tasks.reports.html import nightly_report, report_path
+    from omni_tasks.reports.html import nightly_report, report_path, write_page
 
-    path = report_path(s.slug, nightly)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(nightly_report(conn, s, nightly, tau), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_page(report_path(s.slug, nightly), nightly_report(conn, s, nightly, tau))
 
 
 @dataclass(frozen=True)

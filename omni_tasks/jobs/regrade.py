@@ -1,4 +1,4 @@
-"""Re-grading (what `seed_tts_regrade` calls): a stored run's audio graded again by the grader
+"""Re-grading (what `omni_regrade` calls): a stored run's audio graded again by the grader
 the trigger form names, into a grading of its own (never a new run). The form is an allow-list:
 it picks a backend, window, precision and device; the model is the backend's pinned default
 (a form never names a model path or one the grader would fetch). A field left empty is the
@@ -14,7 +14,8 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks import deployment
+from omni_tasks.deployment.one_series import series_config
+from omni_tasks.deployment.reading import ConfigError
 from omni_tasks.grading.asr import GraderSpec
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import GradingOutcome, grade_run
@@ -57,11 +58,11 @@ def grader_spec(
     check_form(form)
     run = get_run(conn, str(form["run_key"]))
     try:
-        config = deployment.series_config(variable, run.benchmark, run.lane, run.model)
+        config = series_config(variable, run.benchmark, run.lane, run.model)
         configured = config.get("grader") or {}
         if not isinstance(configured, dict):
-            raise deployment.ConfigError("grader: a mapping of grader fields")
-    except deployment.ConfigError as exc:
+            raise ConfigError("grader: a mapping of grader fields")
+    except ConfigError as exc:
         raise RegradeFormError(f"deployment config: {exc}") from None
     return GraderSpec.from_params(
         {k: form[k] if form.get(k) is not None else configured.get(k) for k in GRADER_FIELDS}

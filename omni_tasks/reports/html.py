@@ -1,10 +1,11 @@
-"""`omni-tasks report`: one self-contained HTML file for where no Grafana runs.
+"""`omni-tasks report`: one HTML file per night for where no Grafana runs.
 
 Rendered from `templates/report.html` by Jinja2 with autoescaping: every value is data; only
 the charts and audio players built here are markup. The same pictures as the dashboard —
 tail-fraction trend with intervals, failure modes, the night's verdicts — plus per-clip
 baseline-vs-candidate WER and, for every regressed clip, the reference, both transcripts and an
-audio player (audio embedded, so the file travels alone).
+audio player (audio embedded). Plotly's JavaScript (4.6 MB) is one `plotly.min.js` beside the
+reports, shared by every report of the folder (`write_page`) and served with them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import datetime as dt
 import hashlib
 import html
 import json
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from plotly.offline import get_plotlyjs
 from omni_tasks.alerts import groups
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
+from omni_tasks.evidence.links import PLOTLY_JS
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 from omni_tasks.series import PROTOCOLS, Series
@@ -39,6 +43,7 @@ from omni_tasks.trust.redact import redact
 
 MAX_AUDIO_CLIPS = 30
 TREND_DAYS = 90
+DAY_MS = 24 * 3600 * 1000
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -63,6 +68,34 @@ def _t(x: object) -> str:
     """Data in a chart's text (titles, legend, axis labels, hover): plotly reads `<a href>`,
     `<b>` and `<br>` there, so it gets entities, which plotly shows as the characters."""
     return html.escape(str(x), quote=False)
+
+
+def write_page(path: Path, page: str) -> Path:
+    """Write a report whole (a reader never sees half of one), with the folder's one copy of
+    plotly's JavaScript beside it: written when missing or from another plotly version."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    js = get_plotlyjs().encode()
+    shared = path.parent / PLOTLY_JS
+    if not shared.is_file() or shared.read_bytes() != js:
+        _replace(shared, js)
+    _replace(path, page.encode())
+    return path
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def night_axis(nights: Iterable[dt.date]) -> dict[str, str | int]:
+    """An x axis of nights that reads as dates: ticks on whole days, at most about eight; one
+    night is one labelled category (a date axis would spread it over the hours around it)."""
+    days = sorted(set(nights))
+    if len(days) < 2:
+        return {"type": "category"}
+    step = max(1, math.ceil((days[-1] - days[0]).days / 8))
+    return {"type": "date", "tickformat": "%Y-%m-%d", "dtick": step * DAY_MS}
 
 
 def _fig(fig: go.Figure, div_id: str) -> Markup:
@@ -95,19 +128,28 @@ def trend_figure(rows: list[views.TrendRow]) -> go.Figure:
         )
     fig.update_layout(
         title="Tail fraction per branch (95 % Wilson interval)",
+        xaxis=night_axis(p.nightly for pts in series.values() for p in pts),
         yaxis={"tickformat": ".0%", "rangemode": "tozero"},
     )
     return fig
 
 
-def modes_figure(rows: list[ModeCount]) -> go.Figure:
+def modes_figure(rows: list[ModeCount], baselines: set[str]) -> go.Figure:
+    """Broken clips per side and failure mode, the baseline's bars first (`branch / variant`
+    whose branch is a baseline of the night), then the candidates in the order stored."""
+    sides = list(dict.fromkeys(r.branch for r in rows))
+    sides.sort(key=lambda side: side.split(" / ")[0] not in baselines)  # stable: keeps order
     fig = go.Figure()
     for mode in sorted({r.mode for r in rows}):
         pts = [r for r in rows if r.mode == mode]
         fig.add_trace(
             go.Bar(x=[_t(p.branch) for p in pts], y=[p.clips for p in pts], name=_t(mode))
         )
-    fig.update_layout(barmode="stack", title="Broken clips by failure mode")
+    fig.update_layout(
+        barmode="stack",
+        title="Broken clips by failure mode",
+        xaxis={"categoryorder": "array", "categoryarray": [_t(side) for side in sides]},
+    )
     return fig
 
 
@@ -269,7 +311,10 @@ def published_figure(
         )
     for value, label in lines:
         fig.add_hline(y=value, line_dash="dash", line_color="#888", annotation_text=_t(label))
-    fig.update_layout(title=_t(f"{unit_label} against the published figure (same protocol)"))
+    fig.update_layout(
+        title=_t(f"{unit_label} against the published figure (same protocol)"),
+        xaxis=night_axis(d for d, _, _ in points),
+    )
     return fig
 
 
@@ -464,7 +509,7 @@ def nightly_report(
     return TEMPLATES.get_template("report.html").render(
         title=f"{benchmark.name} nightly {nightly}",
         css=Markup(CSS),
-        plotlyjs=Markup(get_plotlyjs()),
+        plotly_js=PLOTLY_JS,
         simulated=views.night_simulated(conn, benchmark, nightly),
         decisions=_verdicts(decisions),
         official=_official(views.official(conn, benchmark, nightly)),
@@ -478,7 +523,13 @@ def nightly_report(
         trend=_fig(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
         ),
-        modes=_fig(modes_figure(views.failure_modes(conn, benchmark, tau, nightly)), "modes"),
+        modes=_fig(
+            modes_figure(
+                views.failure_modes(conn, benchmark, tau, nightly),
+                {d.baseline_branch for d in decisions if d.nightly == nightly},
+            ),
+            "modes",
+        ),
         reproduce=[
             {
                 "name": f"{r.branch} / {r.variant}",

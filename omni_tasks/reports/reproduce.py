@@ -65,13 +65,11 @@ def reproduce_command(run: Reproducible, grader: JsonObject | None = None) -> st
     if run.stack.get("server_log"):  # a server the nightly launched and stopped
         target = f"http://SERVER-AT-{str(run.commit_sha or 'COMMIT')[:12]}:8091"
     args = ["omni-tasks", "bench", "--target", target, "--branch", run.branch]
-    option = _bench_option(run.benchmark)
-    if option != "seed_tts":
-        args += ["--benchmark", option]
+    family = _family(run.benchmark)
+    if family.bench_option != "seed_tts":
+        args += ["--benchmark", family.bench_option]
     args += ["--dataset", str(config.get("dataset", "demo")), "--nightly", run.nightly]
-    args += ["--variant", run.variant or "default"]
-    if option == "seed_tts":
-        args += ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
+    args += ["--variant", run.variant or "default", *family.reproduce_args(config)]
     if run.commit_sha:
         args += ["--commit", run.commit_sha]
     # A seed that was asked for but never sent still names the run (its key): ask for it again.
@@ -82,10 +80,8 @@ def reproduce_command(run: Reproducible, grader: JsonObject | None = None) -> st
     subset = fingerprint.rpartition(":first")[2]
     if ":first" in fingerprint and subset.isdigit():
         args += ["--limit", subset]
-    if config.get("transcript_mode"):
-        args.append("--transcript-mode")
     # Only seed-TTS is graded by an ASR the flags choose; other families judge by their rule.
-    described = (grader or {}) if option == "seed_tts" else {}
+    described = (grader or {}) if family.bench_option == "seed_tts" else {}
     for field, flag in _GRADER_FLAGS:
         value = described.get(field) or (config.get(field) if field == "harness_version" else None)
         if value:
@@ -99,8 +95,8 @@ def reproduce_described(run: RunDescription) -> str:
     return reproduce_command(Reproducible.of_description(run), newest)
 
 
-def _bench_option(benchmark_id: str) -> str:
+def _family(benchmark_id: str) -> benchmarks.Benchmark:
     try:
-        return benchmarks.get(benchmark_id).bench_option
+        return benchmarks.get(benchmark_id)
     except benchmarks.UnknownBenchmark:
-        return "seed_tts"  # a benchmark no longer registered: the platform's default
+        return benchmarks.get("seed_tts_en")  # no longer registered: the platform's default

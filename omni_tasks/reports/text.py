@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from omni_tasks import benchmarks
 from omni_tasks.contracts import Comparison, Decision, LabelCell, RunStats, SummaryOnlyStats
 from omni_tasks.formatting import pct, pct_ci, pts_ci
+from omni_tasks.reports.tables import print_table
 
 VERDICT_STYLE = {
     "REGRESSED": "bold red",
@@ -117,19 +120,20 @@ def print_stats(console: Console, stats: RunStats | SummaryOnlyStats) -> None:
             highlight=False,
         )
         return
-    table = Table("statistic", stats.run_key or "", title=f"{stats.branch} · {stats.grader_id}")
+    # The key on a line of its own, never in a column that could cut it (it is copied).
+    console.print(f"run {stats.run_key}", soft_wrap=True, highlight=False, markup=False)
+    table = Table("statistic", "value", title=f"{stats.branch} · {stats.grader_id}")
     _stats_rows(table, [stats])
     console.print(table)
 
 
 def print_comparison(console: Console, res: Comparison) -> None:
     b, c = res.baseline, res.candidate
-    table = Table(
-        "statistic",
-        f"baseline {b.branch}",
-        f"candidate {c.branch}",
-        title=f"{b.run_key}  vs  {c.run_key}",
-    )
+    for side, s in (("baseline ", b), ("candidate", c)):  # whole keys, on lines of their own
+        console.print(f"{side} {s.run_key}", soft_wrap=True, highlight=False, markup=False)
+    table = Table("statistic")
+    for header in (f"baseline {b.branch}", f"candidate {c.branch}"):
+        table.add_column(header, min_width=max(cell_len(w) for w in header.split()))  # no fold
     _stats_rows(table, [b, c])
     console.print(table)
     console.print(
@@ -152,47 +156,63 @@ def print_comparison(console: Console, res: Comparison) -> None:
     for w in res.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     if res.top_regressed and res.candidate.accuracy is not None:
-        top = Table(
-            "question", "gold", "answered (candidate)", "baseline answered", title="regressed"
-        )
+        top = Table(title="regressed")
+        top.add_column("question", no_wrap=True)  # the item's id: never cut
+        for header in ("gold", "answered (candidate)", "baseline answered"):
+            top.add_column(header)
         for q in res.top_regressed:
             top.add_row(q.utt_id, q.reference, q.heard or "—", q.baseline_heard or "—")
         console.print(top)
     elif res.top_regressed:
-        top = Table("clip", "reference", "heard (candidate)", "WER", title="worst regressed clips")
+        top = Table(title="worst regressed clips")
+        top.add_column("clip", no_wrap=True)  # the clip's id: never cut
+        top.add_column("reference")
+        top.add_column("heard (candidate)")
+        top.add_column("WER", no_wrap=True)
         for item in res.top_regressed:
             top.add_row(item.utt_id, item.reference, (item.heard or "")[:160], f"{item.wer:.2f}")
         console.print(top)
 
 
-def print_gate(console: Console, nightly: dt.date, decisions: list[Decision]) -> None:
-    table = Table(title=f"gate · nightly {nightly}")
-    # What a reader acts on is never cut (a terminal or a log of 80 columns once printed
-    # `candid…`, `REGRES…`, `confir…`): the names, verdict and state keep their width; the
-    # figures wrap.
-    longest = max([len(d.candidate_branch) for d in decisions] + [9])
-    table.add_column("candidate", no_wrap=True, min_width=min(longest, 24))
-    table.add_column("baseline", no_wrap=True)
-    table.add_column("variant", overflow="fold")
-    table.add_column("verdict", no_wrap=True, min_width=9)
-    table.add_column("state", no_wrap=True, min_width=11)
-    table.add_column("Δ tail [95 %]", overflow="fold")
-    table.add_column("reg:imp", overflow="fold")
-    table.add_column("p (Holm)", overflow="fold")
-    for d in decisions:
-        style = VERDICT_STYLE.get(d.verdict, "")
-        infra = d.verdict == "INFRA"
-        table.add_row(
+def print_gate(
+    console: Console, nightly: dt.date, decisions: list[Decision], wide: bool = False
+) -> None:
+    """The night's decisions by the table rule (reports/tables.py): what a reader acts on
+    (candidate, verdict, state) stays; the figures go first when narrow, as each decision's
+    reasons below repeat them."""
+    cells = [
+        [
             d.candidate_branch,
             d.baseline_branch,
             d.variant,
-            f"[{style}]{d.verdict}[/]",
+            Text(d.verdict, style=VERDICT_STYLE.get(d.verdict, "")),
             "confirmed" if d.confirmed else "unconfirmed",
-            "—" if infra else pts_ci(d.delta_tail_fraction, d.delta_tail_fraction_ci),
-            "—" if infra else f"{d.regressed}:{d.improved}",
+            "—"
+            if d.verdict == "INFRA"
+            else pts_ci(d.delta_tail_fraction, d.delta_tail_fraction_ci),
+            "—" if d.verdict == "INFRA" else f"{d.regressed}:{d.improved}",
             _f(d.mcnemar_p_holm, ".2g"),
-        )
-    console.print(table)
+        ]
+        for d in decisions
+    ]
+    print_table(
+        console,
+        [
+            "candidate",
+            "baseline",
+            "variant",
+            "verdict",
+            "state",
+            "Δ tail [95 %]",
+            "reg:imp",
+            "p (Holm)",
+        ],
+        cells,
+        keep="candidate",
+        drop_first=["p (Holm)", "variant", "reg:imp", "Δ tail [95 %]", "baseline", "state"],
+        wide=wide,
+        title=f"gate · nightly {nightly}",
+    )
     for d in decisions:
         for r in d.reasons:
             console.print(f"  {d.candidate_branch}/{d.variant}: {r}", highlight=False)

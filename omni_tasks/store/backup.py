@@ -31,9 +31,9 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.store.db import redact
 from omni_tasks.store.migrate import DATA_STEPS, Migration, discover
 from omni_tasks.store.queries import sql
+from omni_tasks.trust.redact import redact_dsn
 
 PG_BIN = Path(pgserver.__file__).resolve().parent / "pginstall" / "bin"
 SCHEMA = "omni"
@@ -93,12 +93,34 @@ def manifest_path(dump: Path) -> Path:
     return dump.with_name(dump.name + ".manifest.json")
 
 
-def _tool(name: str, args: list[str], what: str, dsn: str) -> None:
-    out = subprocess.run(
-        [str(PG_BIN / name), *args], capture_output=True, text=True, timeout=6 * 3600, check=False
+def _pg(
+    name: str, args: list[str], timeout: int = 6 * 3600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one of the Postgres client tools, its output captured."""
+    return subprocess.run(
+        [str(PG_BIN / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
     )
+
+
+def _tool(name: str, args: list[str], what: str, dsn: str) -> None:
+    out = _pg(name, args)
     if out.returncode != 0:
-        raise BackupError(f"{what} failed: {redact(out.stderr.strip()[-800:], dsn)}")
+        raise BackupError(f"{what} failed: {redact_dsn(out.stderr.strip()[-800:], dsn)}")
+
+
+def _pg_dump(dsn: str, what: str, *, source: str, schema: str, file: Path, grants: bool) -> None:
+    """Dump `schema` of the database at `source` in pg_dump's custom format, without owners
+    (and without grants unless `grants`); `dsn`'s secrets are kept out of any error."""
+    args = ["--format=custom", f"--schema={schema}", "--no-owner", f"--file={file}"]
+    args.append(f"--dbname={source}")
+    if not grants:
+        args.append("--no-privileges")
+    _tool("pg_dump", args, what, dsn)
 
 
 def audio_manifest(root: str) -> tuple[AudioFile, ...]:
@@ -115,13 +137,7 @@ def backup(conn: psycopg.Connection[Any], dsn: str, dump: Path, audio_root: str)
     """Dump the results schema to `dump` and write its manifest (migrations, run count, the
     audio root's files) beside it."""
     dump.parent.mkdir(parents=True, exist_ok=True)
-    _tool(
-        "pg_dump",
-        ["--format=custom", f"--schema={SCHEMA}", "--no-owner", "--no-privileges",
-         f"--file={dump}", f"--dbname={dsn}"],
-        "pg_dump",
-        dsn,
-    )  # fmt: skip
+    _pg_dump(dsn, "pg_dump", source=dsn, schema=SCHEMA, file=dump, grants=False)
     migrations = conn.cursor(row_factory=tuple_row).execute(sql("migration_records")).fetchall()
     manifest = Manifest(
         runs=_runs(conn),
@@ -167,13 +183,9 @@ def restore(
         )
         _apply_migrations(ref_dsn, migrations)
         ref_dump = ws.tmp / "reference.dump"
-        _tool(
-            "pg_dump",
-            ["--format=custom", f"--schema={SCHEMA}", "--no-owner", f"--file={ref_dump}",
-             f"--dbname={ref_dsn}"],
-            "pg_dump of the migrations' schema",
-            dsn,
-        )  # fmt: skip
+        # Its grants kept: the swap takes the migrations' grants from this dump.
+        what = "pg_dump of the migrations' schema"
+        _pg_dump(dsn, what, source=ref_dsn, schema=SCHEMA, file=ref_dump, grants=True)
         ref_entries = _toc(ref_dump, dsn)
         known = {e.key for e in ref_entries if e.desc in _CODE}
         _refuse(
@@ -192,13 +204,8 @@ def restore(
         with psycopg.connect(scratch_dsn, autocommit=True) as scratch:
             scratch.execute(_q("restore_rename_schema", old=SCHEMA, new=staged))
         staged_dump = ws.tmp / "staged.dump"
-        _tool(
-            "pg_dump",
-            ["--format=custom", f"--schema={staged}", "--no-owner", "--no-privileges",
-             f"--file={staged_dump}", f"--dbname={scratch_dsn}"],
-            "pg_dump of the vetted scratch database",
-            dsn,
-        )  # fmt: skip
+        what = "pg_dump of the vetted scratch database"
+        _pg_dump(dsn, what, source=scratch_dsn, schema=staged, file=staged_dump, grants=False)
         ws.grant_live()
         _restore_as(ws, ws.live_dsn(), [str(staged_dump)], dsn)
         code = _script(ref_dump, ref_entries, ws.tmp, dsn)
@@ -222,10 +229,23 @@ def restore(
 
 # What an archive of the results schema may hold. Data-bearing objects are restored from it…
 _DATA = frozenset(
-    {"SCHEMA", "TABLE", "TABLE DATA", "TABLE ATTACH", "SEQUENCE", "SEQUENCE SET",
-     "SEQUENCE OWNED BY", "DEFAULT", "CONSTRAINT", "CHECK CONSTRAINT", "FK CONSTRAINT",
-     "INDEX", "INDEX ATTACH", "COMMENT"}
-)  # fmt: skip
+    {
+        "SCHEMA",
+        "TABLE",
+        "TABLE DATA",
+        "TABLE ATTACH",
+        "SEQUENCE",
+        "SEQUENCE SET",
+        "SEQUENCE OWNED BY",
+        "DEFAULT",
+        "CONSTRAINT",
+        "CHECK CONSTRAINT",
+        "FK CONSTRAINT",
+        "INDEX",
+        "INDEX ATTACH",
+        "COMMENT",
+    }
+)
 # …objects holding code only when the migrations create one of that name, and then never from
 # the archive (the swap recreates the migrations' own).
 _CODE = frozenset({"VIEW", "MATERIALIZED VIEW", "MATERIALIZED VIEW DATA", "FUNCTION", "TRIGGER"})
@@ -256,14 +276,11 @@ class _Entry:
 
 
 def _toc(dump: Path, dsn: str) -> list[_Entry]:
-    out = subprocess.run(
-        [str(PG_BIN / "pg_restore"), "--list", str(dump)],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    out = _pg("pg_restore", ["--list", str(dump)], timeout=600)
     if out.returncode != 0:
         raise BackupError(
             f"{dump} is not a readable pg_dump archive: "
-            f"{redact(out.stderr.strip()[-400:], dsn) or 'pg_restore --list failed'}; "
+            f"{redact_dsn(out.stderr.strip()[-400:], dsn) or 'pg_restore --list failed'}; "
             "nothing was restored"
         )
     entries = []
@@ -394,22 +411,31 @@ def _script(ref_dump: Path, ref_entries: list[_Entry], tmp: Path, dsn: str) -> b
         ["--no-owner", "--use-list", str(listing), f"--file={script}", str(ref_dump)],
         "pg_restore of the migrations' views and functions",
         dsn,
-    )  # fmt: skip
+    )
     lines = script.read_text(encoding="utf-8").splitlines()
     return "\n".join(x for x in lines if not x.startswith("\\")).encode()  # psql meta-commands
 
 
+# Everything an archive could carry beyond tables and their data is left out; one transaction,
+# stopped at the first error.
+_RESTORE_FLAGS = (
+    "--no-owner",
+    "--no-privileges",
+    "--no-tablespaces",
+    "--no-publications",
+    "--no-subscriptions",
+    "--no-security-labels",
+    "--single-transaction",
+    "--exit-on-error",
+)
+
+
 def _restore_as(ws: _Workspace, target: str, args: list[str], dsn: str) -> None:
-    out = subprocess.run(
-        [str(PG_BIN / "pg_restore"), "--no-owner", "--no-privileges", "--no-tablespaces",
-         "--no-publications", "--no-subscriptions", "--no-security-labels",
-         "--single-transaction", "--exit-on-error", f"--dbname={target}", *args],
-        capture_output=True, text=True, timeout=6 * 3600, check=False,
-        env={**os.environ, "PGPASSWORD": ws.password},
-    )  # fmt: skip
+    env = {**os.environ, "PGPASSWORD": ws.password}
+    out = _pg("pg_restore", [*_RESTORE_FLAGS, f"--dbname={target}", *args], env=env)
     if out.returncode != 0:
         raise BackupError(
-            f"pg_restore failed (as role {ws.role}): {redact(out.stderr.strip()[-800:], dsn)}; "
+            f"pg_restore failed (as role {ws.role}): {redact_dsn(out.stderr.strip()[-800:], dsn)}; "
             "nothing was restored"
         )
 
@@ -455,7 +481,7 @@ class _Workspace:
             self.close()
             raise BackupError(
                 f"restore needs to create a role (CREATEROLE) and scratch databases (CREATEDB): "
-                f"{redact(str(exc).strip(), self.dsn)}"
+                f"{redact_dsn(str(exc).strip(), self.dsn)}"
             ) from None
         return self
 
@@ -472,7 +498,7 @@ class _Workspace:
                 self.admin.execute(_q("restore_grant_database", db=name, role=self.role))
         except psycopg.Error as exc:
             raise BackupError(
-                f"cannot create a scratch database: {redact(str(exc).strip(), self.dsn)}"
+                f"cannot create a scratch database: {redact_dsn(str(exc).strip(), self.dsn)}"
             ) from None
         return self._dsn(name, as_role=grant)
 

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from omni_tasks.config import get_settings
-from omni_tasks.trust.redact import password_fields
+from omni_tasks.trust.redact import redact_dsn
 
 log = logging.getLogger(__name__)
 
@@ -75,44 +73,24 @@ def resolve_dsn() -> str:
     return embedded_dsn(settings.embedded_pgdata)
 
 
-def redact(text: str, dsn: str | None = None) -> str:
-    """`text` (a DSN, or a message that may quote one) with the password of `dsn` (default:
-    `text` itself) hidden, whatever the DSN's form: URL (also with '@' or ':' in the password,
-    or a ?password= parameter), key=value (quoted or not). The password is taken from the
-    parsed DSN and every occurrence replaced, percent-encoded forms included."""
-    dsn = text if dsn is None else dsn
-    secrets = set(password_fields(dsn))
-    try:
-        parsed = conninfo_to_dict(dsn).get("password")
-        if parsed:
-            secrets.add(str(parsed))
-    except psycopg.ProgrammingError:
-        pass
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            for form in {secret, quote(secret, safe=""), quote(secret)}:
-                text = text.replace(form, "***")
-    return text
-
-
 def connect(dsn: str | None = None) -> psycopg.Connection[Any]:
     target = dsn or resolve_dsn()
     userinfo = re.match(r"^[a-z]+://([^/?#]*)", target)
     if userinfo and userinfo.group(1).count("@") > 1:
         # libpq would split the password at an '@' and quote the rest as the host name.
         raise DatabaseError(
-            f"results DB URL {redact(target)} has an '@' in its user or password: "
+            f"results DB URL {redact_dsn(target)} has an '@' in its user or password: "
             "percent-encode it as %40"
         )
     try:
         return psycopg.connect(target, row_factory=dict_row)
     except psycopg.OperationalError as exc:
         raise DatabaseError(
-            f"cannot connect to results DB {redact(target)}: {redact(str(exc), target)}"
+            f"cannot connect to results DB {redact_dsn(target)}: {redact_dsn(str(exc), target)}"
         ) from exc
     except psycopg.ProgrammingError as exc:  # a DSN psycopg cannot parse
         raise DatabaseError(
-            f"invalid results DB DSN {redact(target)}: {redact(str(exc), target)}"
+            f"invalid results DB DSN {redact_dsn(target)}: {redact_dsn(str(exc), target)}"
         ) from exc
 
 

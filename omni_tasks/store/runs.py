@@ -20,7 +20,15 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
+from omni_tasks.records import (
+    ClipAudio,
+    ClipGrade,
+    ClipRecord,
+    Execution,
+    Grader,
+    LineageFlags,
+    RunSpec,
+)
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -485,7 +493,7 @@ class GradingInfo:
     grader_id: str
     n_grades: int
     status: str
-    grader: dict[str, Any]  # how it grades (backend, model, window…): what reproduces it
+    grader: JsonObject  # how it grades (backend, model, window…): what reproduces it
 
 
 @dataclass(frozen=True)
@@ -507,14 +515,14 @@ class RunDescription:
     n_clips: int
     clips_by_status: dict[str, int]
     gradings: list[GradingInfo]
-    config: dict[str, Any]
-    lineage: dict[str, Any]
-    stack: dict[str, Any]
-    execution: dict[str, Any]
+    config: JsonObject
+    lineage: LineageFlags
+    stack: JsonObject
+    execution: Execution
     dataset_fingerprint: str | None
     prompt_fingerprint: str | None
-    summary: dict[str, Any]
-    source: dict[str, Any]
+    summary: JsonObject
+    source: JsonObject
 
 
 def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:

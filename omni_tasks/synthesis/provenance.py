@@ -11,9 +11,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from omni_tasks.contracts import JsonObject
+from omni_tasks.records import LineageFlags
 from omni_tasks.trust import sandbox
 from omni_tasks.trust.child_env import child_env
 
@@ -39,7 +39,7 @@ class Lineage:
     reachable_from_baseline_head: bool | None = None
     differs_from_recorded_head: bool | None = None
 
-    def flags(self) -> dict[str, bool | None]:
+    def flags(self) -> LineageFlags:
         return {
             "reachable_from_baseline_head": self.reachable_from_baseline_head,
             "differs_from_recorded_head": self.differs_from_recorded_head,
@@ -52,7 +52,7 @@ class Lineage:
 
 @dataclass(frozen=True)
 class Provenance:
-    stack: dict[str, Any] = field(default_factory=dict)
+    stack: JsonObject = field(default_factory=dict)
     gpus: list[dict[str, str]] = field(default_factory=list)
     commit: str | None = None
     commit_time: dt.datetime | None = None

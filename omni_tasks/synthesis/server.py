@@ -21,6 +21,7 @@ import httpx
 import tenacity
 import yaml
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.links import server_log_url
 from omni_tasks.synthesis.provenance import (
     Provenance,
@@ -29,7 +30,7 @@ from omni_tasks.synthesis.provenance import (
     lineage,
     stack_versions,
 )
-from omni_tasks.synthesis.stages import merge_deploy
+from omni_tasks.synthesis.stages import MAX_BASE_DEPTH, merge_deploy
 from omni_tasks.trust import sandbox
 from omni_tasks.trust.child_env import child_env
 
@@ -43,13 +44,13 @@ class ServerSpec:
     python: str  # the environment's interpreter; its bin dir is searched for `vllm` first
     model: str
     log_path: Path
+    startup_timeout_s: float  # the deployment config's server.startup_timeout_s
     deploy_config: Path | None = None
-    deploy_overrides: dict[str, Any] = field(default_factory=dict)  # merged into the yaml
+    deploy_overrides: JsonObject = field(default_factory=dict)  # merged into the yaml
     extra_args: tuple[str, ...] = ()
     gpus: tuple[int, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     entrypoint: str = "vllm"  # or "module": python -m vllm_omni.entrypoints.cli.main
-    startup_timeout_s: float = 1200.0
 
 
 @dataclass(frozen=True)
@@ -74,17 +75,38 @@ def free_port() -> int:
 
 
 def effective_deploy_config(spec: ServerSpec) -> Path | None:
-    """The deploy yaml with the variant's overrides merged in, written beside the log."""
+    """The deploy yaml with the variant's overrides merged in, written in a folder beside the
+    log together with the files its `base_config` chain names, at the same relative places:
+    vLLM-Omni (and `stages.read_deploy`) read a base next to the file that names it."""
     if spec.deploy_config is None and not spec.deploy_overrides:
         return None
+    folder = spec.log_path.with_suffix(".deploy")
+    folder.mkdir(parents=True, exist_ok=True)
     base: dict[str, Any] = {}
+    name = "deploy.yaml"
     if spec.deploy_config is not None:
         base = yaml.safe_load(spec.deploy_config.read_text(encoding="utf-8")) or {}
-    merged = merge_deploy(base, spec.deploy_overrides)
-    path = spec.log_path.with_suffix(".deploy.yaml")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
+        name = spec.deploy_config.name
+        _copy_bases(spec.deploy_config, base, folder)
+    path = folder / name
+    path.write_text(yaml.safe_dump(merge_deploy(base, spec.deploy_overrides), sort_keys=False))
     return path
+
+
+def _copy_bases(config: Path, doc: Any, folder: Path) -> None:
+    """Copy the base files `config` names, each at its place relative to `config`; a base
+    outside `config`'s folder is left for the reader to refuse (stages.read_deploy)."""
+    here = Path()
+    for _ in range(MAX_BASE_DEPTH):
+        named = doc.get("base_config") if isinstance(doc, dict) else None
+        if not isinstance(named, str):
+            return
+        here = Path(os.path.normpath(here.parent / named))
+        if here.is_absolute() or here.parts[:1] == ("..",):
+            return
+        (folder / here).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(config.parent / here, folder / here)
+        doc = yaml.safe_load((folder / here).read_text(encoding="utf-8"))
 
 
 def command(spec: ServerSpec, port: int) -> list[str]:
@@ -135,8 +157,8 @@ def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
         Path(spec.model),
         *sandbox.named_paths(spec.env),
     ]
-    if "--deploy-config" in argv:
-        readable.append(Path(argv[argv.index("--deploy-config") + 1]))
+    if "--deploy-config" in argv:  # its folder: the file and its bases
+        readable.append(Path(argv[argv.index("--deploy-config") + 1]).parent)
     return sandbox.Paths(readable=tuple(readable), writable=(scratch,))
 
 

@@ -59,7 +59,7 @@ class UnreadableRequest(ValueError):
 @dataclass(frozen=True)
 class SimulatorConfig:
     profile: str = "main"
-    transcript_mode: bool = False
+    transcript: bool = False  # answer with what would be heard, no audio (fast)
     chunk_seconds: float = CHUNK_SECONDS
     # The deploy it pretends to run: a request's sampling_params_list is applied against these
     # by the server's rule (stages.effective), so a partial list truncates here as it does there.
@@ -74,7 +74,7 @@ class SimulatorConfig:
 
     @property
     def model_name(self) -> str:
-        return f"simulator:{self.profile}" + ("+transcript" if self.transcript_mode else "")
+        return f"simulator:{self.profile}" + ("+transcript" if self.transcript else "")
 
 
 # How many tokens each stage spends (Qwen3-Omni: ~1.3 text tokens a word; the talker's codec
@@ -148,7 +148,7 @@ def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[JsonObject]:
 async def _content(
     b: Behaviour, cfg: SimulatorConfig, w: protocol.StreamWriter, voice: float
 ) -> AsyncIterator[bytes]:
-    if cfg.transcript_mode:
+    if cfg.transcript:
         for chunk in _transcript_chunks(b, cfg):
             yield protocol.sse(chunk)
         return
@@ -293,7 +293,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             if thinker_only:
                 yield w.done()
                 return
-            if not cfg.transcript_mode:
+            if not cfg.transcript:
                 yield w.role("audio")
             sent = 0
             async for chunk in _content(behaviour, cfg, w, voice):

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from omni_tasks import benchmarks
 from omni_tasks.series import DEFAULT_LANE
 
 
@@ -227,6 +228,10 @@ _SERVING: dict[str, Schema] = {
     "grader": GRADER_SCHEMA,
     "overrides": OVERRIDE_SCHEMA,
 }
+# The benchmark families' own run options, by name (Benchmark.options): each family's schema.
+_OPTIONS: dict[str, Schema] = {
+    name: dict(option.schema) for name, option in benchmarks.form_options().items()
+}
 _ONE_SERIES: dict[str, Schema] = {
     "benchmark": nullable(text(60)),
     "lane": LANE,
@@ -234,7 +239,7 @@ _ONE_SERIES: dict[str, Schema] = {
     "baseline": NAME,
     "variant": NAME,
     "dataset": nullable(text(4096)),
-    "transcript_mode": {"type": "boolean"},
+    **_OPTIONS,
     "seed": SEED,
     "control": number(0, 10_000, integer=True),
     "budget": BUDGET,
@@ -250,8 +255,7 @@ FIELDS: dict[str, dict[str, Schema]] = {
         "limit": nullable(LIMIT),
         "seeds": {"type": ["null", "array"], "maxItems": MAX_LIST, "items": SEED},
         "variant": nullable(NAME),
-        "transcript_mode": {"type": ["null", "boolean"]},
-        "prompt_template": nullable(text(60)),
+        **{k: nullable(v) for k, v in _OPTIONS.items()},
         "targets": {
             "type": ["null", "object"],
             "maxProperties": 64,

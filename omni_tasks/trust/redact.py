@@ -4,10 +4,10 @@ Text from an untrusted source (a server's log, a build's output, an artifact's f
 title) may quote a secret, or carry markup that the sink would render. `outbound(text, sink)`
 removes every secret value the worker holds (the environment's secret-named variables, the
 settings' tokens, the results DB password, values registered at run time) and the known token
-shapes (Slack, GitHub, Buildkite, a DSN's password), then escapes for the sink: GitHub
-markdown, HTML, or plain text for logs and stored rows. Slack's mrkdwn escape is its sender's
-(`alerts.blocks.escape` over `outbound(text)`): the trust floor knows no sink's message shape
-beyond these."""
+shapes (Slack, GitHub, Buildkite, a DSN's password), then escapes for the sink: Slack mrkdwn,
+GitHub markdown, HTML, or plain text for logs and stored rows. `redact_dsn` hides one DSN's
+password (as ***) where a database URL is shown or quoted in an error.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from collections.abc import Iterable
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
-Sink = Literal["plain", "github", "html"]
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
+
+Sink = Literal["plain", "slack", "github", "html"]
 
 # Names of worker settings that hold a secret (tokens, passwords, keys, connections, DSNs).
 SECRET_NAME = re.compile(
@@ -94,10 +97,30 @@ def _settings_secrets() -> list[str]:
 
 
 def _dsn_passwords(dsn: str) -> list[str]:
-    return [p for p in password_fields(dsn) if p]
+    return [p for p in _password_fields(dsn) if p]
 
 
-def password_fields(dsn: str) -> list[str]:
+def redact_dsn(text: str, dsn: str | None = None) -> str:
+    """`text` (a DSN, or a message that may quote one) with the password of `dsn` (default:
+    `text` itself) hidden, whatever the DSN's form: URL (also with '@' or ':' in the password,
+    or a ?password= parameter), key=value (quoted or not). The password is taken from the
+    parsed DSN and every occurrence replaced, percent-encoded forms included."""
+    dsn = text if dsn is None else dsn
+    secrets = set(_password_fields(dsn))
+    try:
+        parsed = conninfo_to_dict(dsn).get("password")
+        if parsed:
+            secrets.add(str(parsed))
+    except ProgrammingError:
+        pass
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            for form in {secret, quote(secret, safe=""), quote(secret)}:
+                text = text.replace(form, "***")
+    return text
+
+
+def _password_fields(dsn: str) -> list[str]:
     """Password candidates even from a DSN that does not parse (the text after the userinfo
     colon up to the last '@', password= values with or without quotes, whatever the key's case
     or percent-encoding: libpq reads `?%70assword=` and `PASSWORD=` alike)."""
@@ -140,9 +163,42 @@ def github_markdown(text: str) -> str:
     return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)", r"\1∶", text).replace("www.", "www․")
 
 
+# mrkdwn has no escape for its formatting characters: data that could start bold, strike or
+# code is shown with look-alikes (an underscore inside a word cannot start italics: kept).
+_FORMATTING = str.maketrans({"*": "∗", "~": "∼", "`": "ˋ"})
+_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# Bidi controls reorder what a reader sees (RLO turns `gpj.exe` around): dropped.
+_BIDI = dict.fromkeys(
+    map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+)
+# Slack links bare URLs and domain names by itself: the scheme's colon and a host's dots get
+# look-alikes, so a transcript or branch name cannot carry a link.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)|\b(mailto|tel|slack):")
+_HOST_DOT = re.compile(r"(?<=[A-Za-z0-9-])\.(?=[A-Za-z][A-Za-z0-9-]*\b)")
+
+
+def entities(text: object) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape(text: object) -> str:
+    """Data (names, transcripts) for mrkdwn: no mentions, links, formatting or reordering can
+    come from it."""
+    text = entities(text).translate(_FORMATTING).translate(_BIDI)
+    text = _HOST_DOT.sub("․", _SCHEME.sub(lambda m: (m.group(1) or m.group(2)) + "∶", text))
+    return _LOOSE_UNDERSCORE.sub("＿", text)
+
+
+def code(text: object) -> str:
+    """Data as an mrkdwn code span that the data cannot close (its backticks are look-alikes)."""
+    return "`" + entities(text).translate(_BIDI).replace("`", "ˋ") + "`"
+
+
 def outbound(text: object, sink: Sink = "plain") -> str:
     """The one gate: redacted, then escaped for `sink`."""
     clean = redact(text)
+    if sink == "slack":
+        return escape(clean)
     if sink == "github":
         return github_markdown(clean)
     if sink == "html":

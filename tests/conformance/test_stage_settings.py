@@ -167,19 +167,7 @@ def test_a_the_shipped_overlay_is_the_nightlys_deploy(upstream: Upstream, tmp_pa
     deploy.mkdir()
     shutil.copy(upstream.root / "vllm_omni" / "deploy" / "qwen3_omni_moe.yaml", deploy)
     overlay = Path(shutil.copy(stages.CI_OVERLAY, deploy))
-    # OmegaConf (not installed here) only reads the YAML: plain PyYAML stands in for it, and
-    # the inheritance and merge rules are upstream's.
-    readers = {
-        "vllm_omni.config.yaml_util.load_yaml_config": lambda p: yaml.safe_load(
-            Path(p).read_text(encoding="utf-8")
-        ),
-        "vllm_omni.config.yaml_util.to_dict": lambda doc, **_: doc,
-    }
-    own = Upstream(upstream.version, {**upstream.standins, **readers})
-    resolve = own.load("vllm_omni.config.stage_config", ["resolve_deploy_yaml"])[
-        "resolve_deploy_yaml"
-    ]
-    theirs = resolve(overlay)
+    theirs = _resolve_deploy_yaml(upstream)(overlay)
     sp = upstream.standins["vllm.sampling_params.SamplingParams"]
     applied = [sp(**s["default_sampling_params"]) for s in theirs["stages"]]
     nightly = [sp(**s) for s in stages.NIGHTLY_STAGE_DEFAULTS]
@@ -198,3 +186,51 @@ def test_a_the_shipped_overlay_is_the_nightlys_deploy(upstream: Upstream, tmp_pa
     block = readme.split("# nightly.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     example = yaml.safe_load(block)
     assert example["server"]["deploy_config"].endswith("vllm_omni/deploy/qwen3_omni_moe_ci.yaml")
+
+
+def _resolve_deploy_yaml(upstream: Upstream) -> Any:
+    """Upstream's `resolve_deploy_yaml`. OmegaConf (not installed here) only reads the YAML:
+    plain PyYAML stands in for it, and the inheritance and merge rules are upstream's."""
+    import yaml
+
+    readers = {
+        "vllm_omni.config.yaml_util.load_yaml_config": lambda p: yaml.safe_load(
+            Path(p).read_text(encoding="utf-8")
+        ),
+        "vllm_omni.config.yaml_util.to_dict": lambda doc, **_: doc,
+    }
+    own = Upstream(upstream.version, {**upstream.standins, **readers})
+    return own.load("vllm_omni.config.stage_config", ["resolve_deploy_yaml"])["resolve_deploy_yaml"]
+
+
+def test_the_served_deploy_beside_the_log_resolves_its_base(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """The effective deploy a launched server is given lies beside its log, away from the
+    overlay's `base_config`: upstream's reader and ours still find the base, and the served
+    file resolves to the overlay's own settings with the variant's override on top."""
+    import shutil
+
+    from omni_tasks.synthesis.server import ServerSpec, effective_deploy_config, sandbox_paths
+
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    shutil.copy(upstream.root / "vllm_omni" / "deploy" / "qwen3_omni_moe.yaml", deploy)
+    overlay = Path(shutil.copy(stages.CI_OVERLAY, deploy))
+    spec = ServerSpec(
+        python="/usr/bin/python3",
+        model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        log_path=tmp_path / "logs" / "server.log",
+        deploy_config=overlay,
+        deploy_overrides={"async_chunk": False},
+    )
+    served = effective_deploy_config(spec)
+    assert served is not None and served.parent != overlay.parent
+    resolve = _resolve_deploy_yaml(upstream)
+    theirs, original = resolve(served), resolve(overlay)
+    assert theirs["stages"] == original["stages"]
+    assert theirs["async_chunk"] is False
+    assert stages.StageDefaults.load(served).stages == stages.StageDefaults.load(overlay).stages
+    argv = ["/usr/bin/vllm", "serve", "--deploy-config", str(served)]
+    readable = sandbox_paths(spec, argv).readable
+    assert all(any(f.is_relative_to(r) for r in readable) for f in served.parent.rglob("*"))

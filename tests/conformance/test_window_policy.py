@@ -15,9 +15,9 @@ from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 from omni_tasks.grading.backends import load_grader
-from omni_tasks.grading.synthetic_models import build_transformers_whisper
 from omni_tasks.harness import harness_window
 from tests.conformance.upstream import Upstream
+from tests.fakes.synthetic_models import build_transformers_whisper
 
 EVAL = "vllm_omni.benchmarks.data_modules.seed_tts_eval"
 SECONDS = (4, 12, 0, 45, 70)  # two short, an empty one, two over 30 s

@@ -44,7 +44,7 @@ def kube_app(state: KubeState) -> Starlette:
             stack.enter_context(
                 running_simulator(
                     SimulatorConfig(
-                        state.profile, transcript_mode=True, answerers=benchmarks.answerers()
+                        state.profile, transcript=True, answerers=benchmarks.answerers()
                     ),
                     port,
                 )

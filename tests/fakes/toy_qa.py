@@ -83,7 +83,6 @@ class ShortAnswer(Benchmark):
     judged = "incorrect"
     runnable = True
     suite = ShortAnswerSuite()
-    capabilities = frozenset({"ab", "bisect"})
     figures = ("toy_qa_accuracy",)
 
     def claims(self, doc: dict[str, Any]) -> bool:

@@ -20,7 +20,7 @@ if "{mode}" == "hang":  # loads forever: never healthy
     time.sleep(3600)
 from omni_tasks import benchmarks
 from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
-config = SimulatorConfig("clean", transcript_mode=True, answerers=benchmarks.answerers())
+config = SimulatorConfig("clean", transcript=True, answerers=benchmarks.answerers())
 serve_forever(config, int(args[args.index("--port") + 1]))
 """
 

@@ -100,7 +100,9 @@ def test_a_budget_too_small_ends_neutral_naming_the_clips_needed(db, github: Git
     assert done["conclusion"] == "neutral" and "more clips" in done["output"]["summary"]
 
 
-def test_an_ab_request_is_checked_before_anything_runs(db, github: GitHubState) -> None:
+def test_an_ab_request_is_checked_before_anything_runs(
+    db, github: GitHubState, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = runner.invoke(
         app,
         [
@@ -118,6 +120,12 @@ def test_an_ab_request_is_checked_before_anything_runs(db, github: GitHubState) 
     assert out.exit_code == 2 and "head_target" in out.output
     out = ab("simulator:main", "--github-repo", "../evil")
     assert out.exit_code == 2 and "OWNER/NAME" in out.output
+    # No --benchmark: the configured default (OMNI_BENCHMARK), here one that does not exist.
+    monkeypatch.setenv("OMNI_BENCHMARK", "no_such_benchmark")
+    reset_settings()
+    sides = ["--base-target", "simulator:main", "--head-target", "simulator:main"]
+    out = runner.invoke(app, ["ab", *sides, "--base-sha", BASE, "--head-sha", HEAD])
+    assert out.exit_code == 2 and "unknown benchmark 'no_such_benchmark'" in out.output
     assert (
         github.calls == [] and db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
     )
@@ -195,7 +203,7 @@ def test_vllm_serve_sides_each_get_their_commits_own_server(
         base_sha=BASE,
         head_sha=HEAD,
         limit=10,
-        transcript_mode=True,
+        options={"transcript_mode": True},
         serving=serving,
     )
     result = run_ab(db, req, load_policy())

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.deployment import ConfigError, resolve_ab
+from omni_tasks.ab.config import resolve_ab
+from omni_tasks.deployment.reading import ConfigError
 from tests.airflow_env import REPO, airflow_env, migrate
 
 SECRET = b"s3cret"

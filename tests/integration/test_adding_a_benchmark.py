@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -208,17 +209,50 @@ def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(
     assert [r["benchmark"] for r in rows] == ["toy_qa"]
 
 
+def install_family(site: Path) -> dict[str, str]:
+    """What `pip install` of the family's own package leaves on the path: the package, which
+    imports the product's base class first as any family module does, and its dist-info with
+    one entry point (`omni_tasks.benchmarks`). The environment a process needs to see it."""
+    package = site / "toy_family_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from omni_tasks.benchmarks.base import Benchmark\n"
+        "from tests.fakes.toy_qa import ShortAnswer\n\n"
+        "TOY: Benchmark = ShortAnswer()\n"
+    )
+    dist = site / "toy_family_pkg-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-family-pkg\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[omni_tasks.benchmarks]\ntoy_qa = toy_family_pkg:TOY\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
+    return env
+
+
+def test_an_installed_family_package_imports_cleanly_and_is_then_registered(tmp_path) -> None:
+    """A fresh interpreter imports the family's package first: its `omni_tasks.benchmarks.base`
+    import must not load the entry points (that would import the half-imported package); the
+    first lookup does, and finds it with the capabilities a suite brings."""
+    env = install_family(tmp_path / "site")
+    probe = (
+        "import toy_family_pkg\n"
+        "from omni_tasks import benchmarks\n"
+        "found = benchmarks.get('toy_qa')\n"
+        "assert found is toy_family_pkg.TOY, found\n"
+        "print(found.family, *sorted(found.capabilities))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["short_answer", "ab", "bisect", "concurrency"]
+
+
 def test_an_installed_family_runs_through_the_version_2_nightly(db, results_dsn, tmp_path) -> None:
     """The same family from a package of its own: one entry point (`omni_tasks.benchmarks`),
     no line in the product. `omni-tasks nightly` on a version 2 config runs its series under
     Airflow (`airflow dags test`, other processes) and decides it against its own baseline."""
-    site = tmp_path / "site"  # what `pip install` of the family's package leaves on the path
-    dist = site / "toy_qa_family-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-qa-family\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[omni_tasks.benchmarks]\ntoy_qa = tests.fakes.toy_qa:TOY_QA\n"
-    )
+    env = install_family(tmp_path / "site")
     home = tmp_path / "home"
     root = write_dataset(home / "toy_qa", n=60)
     config = tmp_path / "fleet.yaml"
@@ -228,12 +262,7 @@ def test_an_installed_family_runs_through_the_version_2_nightly(db, results_dsn,
         "     targets: {main: 'simulator:main', rebase: 'simulator:rebase'},\n"
         f"     dataset: '{root}', seeds: [42]}}\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
-    env.update(
-        OMNI_DATABASE_URL=results_dsn,
-        OMNI_HOME=str(home),
-        PYTHONPATH=os.pathsep.join([str(site), str(REPO)]),
-    )
+    env.update(OMNI_DATABASE_URL=results_dsn, OMNI_HOME=str(home))
     out = subprocess.run(
         [str(REPO / ".venv/bin/omni-tasks"), "nightly", "--config", str(config),
          "--nightly", "2026-11-29"],

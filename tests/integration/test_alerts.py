@@ -418,20 +418,20 @@ def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None
     run_id = "scheduled__2026-11-30T02:00:00+00:00"
     lane = Series("daily_omni", "openbmb/MiniCPM-o-4_5", "rocm-mi300")
     for index in (0, 1):  # two mapped tries that failed alike are two messages
-        task_failed(db, lane, "seed_tts_nightly", "run_branch", run_id, 3, "boom", index)
+        task_failed(db, lane, "omni_nightly", "run_branch", run_id, 3, "boom", index)
     reset_settings()
     # Keyed by the failing task's series: another lane's failure is another alert.
     keys = {
         r["idempotency_key"] for r in db.execute("SELECT idempotency_key FROM omni.alert_outbox")
     }
-    assert all(k.startswith(f"{lane.key}|task|seed_tts_nightly.run_branch|") for k in keys), keys
+    assert all(k.startswith(f"{lane.key}|task|omni_nightly.run_branch|") for k in keys), keys
     rows = db.execute("SELECT payload FROM omni.alert_outbox ORDER BY message_id").fetchall()
     assert len(rows) == 2
     text = json.dumps(rows[1]["payload"])
     assert f"`{run_id}`" in text and "map index `1`" in text
     assert lane.label in json.loads(text)["text"] + str(json.loads(text)["blocks"])
     assert (
-        "https://airflow.example/dags/seed_tts_nightly/runs/scheduled__2026-11-30T02%3A00%3A00"
+        "https://airflow.example/dags/omni_nightly/runs/scheduled__2026-11-30T02%3A00%3A00"
         "%2B00%3A00/tasks/run_branch/mapped/1?try_number=3|Task log" in text
     )
 

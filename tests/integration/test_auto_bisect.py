@@ -48,7 +48,7 @@ def test_a_multi_commit_regression_is_bisected_once(db, tmp_path: Path, slack) -
 
     (trigger,) = plan_bisects(db, params, night)
     assert trigger["trigger_run_id"] == "auto_bisect__alert1"
-    assert trigger["trigger_dag_id"] == "seed_tts_bisect"
+    assert trigger["trigger_dag_id"] == "omni_bisect"
     assert trigger["conf"]["history"] == commits[1:6]
     assert trigger["conf"]["target"] == "vllm-serve" and trigger["conf"]["alert_id"] == 1
     assert BisectParams(**trigger["conf"]).history == commits[1:6]  # what the bisect DAG reads

@@ -19,7 +19,7 @@ def _bench(*args: str) -> dict:
 
 def test_100_demo_clips_with_real_speech_and_grading(db) -> None:
     result = _bench("--target", "simulator:rebase", "--branch", "rebase", "--seed", "3")
-    assert result["n_expected"] == 100 and result["simulated"] and result["synthesized"]
+    assert result["n_expected"] == 100 and result["simulated"]
     assert result["grader_id"].startswith("faster-whisper/tiny.en@")
     rows = db.execute(
         "SELECT a.synth_status, a.audio_uri, a.thinker_text, g.grade_status, g.wer "
@@ -45,8 +45,10 @@ def test_transcript_mode_is_fast_idempotent_and_labelled(db) -> None:
     first = _bench(*args)
     assert first["grader_id"].startswith("simulator-transcript/")
     snapshot = db.execute("SELECT count(*) AS n FROM omni.clip_grade").fetchone()["n"]
+    stored = db.execute("SELECT created_at FROM omni.run").fetchone()
     again = _bench(*args)
-    assert again["synthesized"] is False and again["run_key"] == first["run_key"]
+    assert again["run_key"] == first["run_key"]
+    assert db.execute("SELECT created_at FROM omni.run").fetchone() == stored  # not run again
     assert db.execute("SELECT count(*) AS n FROM omni.clip_grade").fetchone()["n"] == snapshot
     text = runner.invoke(app, ["bench", *args, "--nightly", "2026-11-28"])
     assert "[SIMULATED target]" in text.output
@@ -64,10 +66,6 @@ def test_bench_input_errors_are_clear(db) -> None:
             "All connection attempts failed",
         ),
         (
-            ["--target", "simulator:main", "--branch", "b", "--dataset", "/nowhere"],
-            "no such dataset",
-        ),
-        (
             [
                 "--target",
                 "simulator:main",
@@ -83,6 +81,10 @@ def test_bench_input_errors_are_clear(db) -> None:
     for args, message in cases:
         out = runner.invoke(app, ["bench", *args])
         assert out.exit_code == 1 and message in out.output, (args, out.output)
+    out = runner.invoke(
+        app, ["bench", "--target", "simulator:main", "--branch", "b", "--dataset", "/x"]
+    )
+    assert out.exit_code == 2 and "/x has no meta.lst" in out.output, out.output
     # A server that answers but is no simulator cannot speak transcripts.
     from starlette.applications import Starlette
 
@@ -116,7 +118,7 @@ def test_the_reproduce_command_recreates_the_same_run(db) -> None:
     again = runner.invoke(app, [*command[1:], "--json"])
     assert again.exit_code == 0, again.output
     result = json.loads(again.output)
-    assert result["run_key"] == first["run_key"] and result["synthesized"] is False
+    assert result["run_key"] == first["run_key"]
     text = runner.invoke(app, ["runs", "show", first["run_key"][:30]])
     assert "reproduce" in text.output and "omni-tasks bench --target simulator:main" in text.output
 
@@ -127,7 +129,7 @@ def test_a_rerun_with_other_inputs_under_the_same_key_is_an_error_naming_them(db
     base = ["--branch", "b", "--transcript-mode", "--limit", "5"]
     first = _bench("--target", "simulator:main", *base)
     again = _bench("--target", "simulator:main", *base)
-    assert again["run_key"] == first["run_key"] and not again["synthesized"]
+    assert again["run_key"] == first["run_key"]
     for args, named in (
         (["--target", "simulator:rebase", *base], "target: stored 'simulator:main'"),
         (["--target", "simulator:main", *base[:-1], "6"], ":first5, asked "),
@@ -147,7 +149,7 @@ def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
     seed it was asked for), so runs asked for seeds 7 and 42 do not pose as two samplings."""
     from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 
-    with running_simulator(SimulatorConfig("main", transcript_mode=True)) as url:
+    with running_simulator(SimulatorConfig("main", transcript=True)) as url:
         base = ("--target", url, "--branch", "main", "--transcript-mode", "--limit", "5")
         asked = [_bench(*base, "--seed", seed) for seed in ("7", "42")]
     assert [a["run_key"].split(":")[-2] for a in asked] == ["seed7-unsent", "seed42-unsent"]

@@ -17,7 +17,10 @@ runner = CliRunner()
 NIGHT = "2026-11-30"
 
 
-def ask(profile: str, branch: str, *extra: str, benchmark: str = "daily_omni") -> str:
+def ask(
+    profile: str, branch: str, *extra: str, benchmark: str = "daily_omni", code: int = 0
+) -> str:
+    """The run key `bench` prints (a run whose every item failed is stored, and exits 1)."""
     out = runner.invoke(
         app,
         [
@@ -35,7 +38,7 @@ def ask(profile: str, branch: str, *extra: str, benchmark: str = "daily_omni") -
             *extra,
         ],
     )
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == code, out.output
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -85,7 +88,7 @@ def test_the_demo_set_regresses_on_the_rebase_profile_by_counted_answers(db, tmp
 
 
 def test_a_server_that_is_down_stores_every_question_as_a_failed_request(db) -> None:
-    key = ask("http://127.0.0.1:9", "down", "--limit", "5", "--timeout", "2")
+    key = ask("http://127.0.0.1:9", "down", "--limit", "5", "--timeout", "2", code=1)
     rows = db.execute(
         "SELECT synth_status, error_detail FROM omni.clip_audio a JOIN omni.run r "
         "USING (run_id) WHERE r.run_key = %s",
@@ -162,7 +165,7 @@ def test_a_damaged_videomme_root_names_its_file_and_row(db, tmp_path) -> None:
     out = bench_videomme(str(root))
     assert out.exit_code == 1 and "row 1: question_id" in " ".join(out.output.split())
     pq.write_table(pa.Table.from_pylist([row]), root / "videomme/test-00000-of-00001.parquet")
-    key = ask("simulator:clean", "main", "--dataset", str(root), benchmark="videomme")
+    key = ask("simulator:clean", "main", "--dataset", str(root), benchmark="videomme", code=1)
     stored = db.execute(  # a video that cannot be decoded: its question is a stored failure
         "SELECT a.synth_status, a.error_detail, r.status FROM omni.clip_audio a "
         "JOIN omni.run r USING (run_id) WHERE r.run_key = %s",

@@ -142,7 +142,7 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
     services = compose["services"]
     assert {*AIRFLOW_SERVICES, "postgres", "redis", "grafana"} <= set(services)
     env = services["airflow-scheduler"]["environment"]
-    from omni_tasks.deployment import ENV as CONFIG_ENV
+    from omni_tasks.deployment.reading import ENV as CONFIG_ENV
 
     known = {f"OMNI_{name.upper()}" for name in Settings.model_fields} | {CONFIG_ENV}
     omni_vars = {k for k in env if k.startswith("OMNI_")}
@@ -165,9 +165,9 @@ def test_compose_matches_settings_provisioning_and_dags() -> None:
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
     # The nightly's GPU tasks go to their series' lane's queue (test_dags.py reads it off the
     # parsed DAG, per lane); a one-series config's lane is the default, whose queue is `gpu`.
-    from omni_tasks.deployment import DEFAULT_LANES
+    from omni_tasks.deployment.night import Lane
 
-    assert {lane.queue for lane in DEFAULT_LANES.values()} == {"gpu"}
+    assert Lane().queue == "gpu"
     # Grafana gets every variable its datasource provisioning interpolates.
     datasource = (REPO / "dashboards/provisioning/datasources/omni-results.yaml").read_text()
     needed = set(re.findall(r"\$\{(\w+)\}", datasource))
@@ -259,9 +259,9 @@ def test_compose_shuts_down_as_airflow_does() -> None:
     assert gpu["init"] is True
     # Compose's 10 s default would kill run_branch mid-clip; the grace covers the default
     # lane's task, by default and as .env.example sets it.
-    from omni_tasks.deployment import DEFAULT_LANES
+    from omni_tasks.deployment.night import Lane
 
-    longest = max(lane.execution_timeout_s for lane in DEFAULT_LANES.values())
+    longest = Lane().execution_timeout_s
     grace = re.fullmatch(r"\$\{OMNI_GPU_STOP_GRACE_PERIOD:-([^}]+)\}", gpu["stop_grace_period"])
     assert grace, gpu["stop_grace_period"]
     example = re.search(

@@ -51,7 +51,9 @@ def test_a_batch_variant_server_flips_the_planted_multiple_choice_answers(db) ->
 
 
 def test_co_batched_speech_cut_short_is_a_content_regression(db) -> None:
-    req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), transcript_mode=True)
+    req = ConcurrencyRequest(
+        "seed_tts_en", "simulator:batch-variant", (1, 8), options={"transcript_mode": True}
+    )
     (c8,) = run_concurrency(db, req, load_policy()).comparisons
     assert c8.verdict == "BATCH-VARIANT" and c8.flipped
     for f in c8.flipped:  # what was heard co-batched is the start of what was heard alone
@@ -105,7 +107,9 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
     # labelled by the offline speaker embedder; the simulator leaks a planted share of
     # co-batched outputs into another request's reference voice.
     n = 32
-    req = ConcurrencyRequest("seed_tts_en", "simulator:batch-variant", (1, 8), limit=n, voices=3)
+    req = ConcurrencyRequest(
+        "seed_tts_en", "simulator:batch-variant", (1, 8), limit=n, options={"voices": 3}
+    )
     result = run_concurrency(db, req, load_policy())
     (c8,) = result.comparisons
     assert c8.verdict == "BATCH-VARIANT" and c8.voice is not None
@@ -124,7 +128,9 @@ def test_speech_in_another_requests_voice_is_labelled_by_the_speaker_proxy(db) -
 
 
 def test_a_clean_server_leaks_no_voice(db) -> None:
-    req = ConcurrencyRequest("seed_tts_en", "simulator:main", (1, 8), limit=12, voices=3)
+    req = ConcurrencyRequest(
+        "seed_tts_en", "simulator:main", (1, 8), limit=12, options={"voices": 3}
+    )
     (c8,) = run_concurrency(db, req, load_policy()).comparisons
     assert c8.voice is not None and c8.voice.n == 12
     assert c8.voice.leaks == () and c8.voice.wrong_batched == 0
@@ -136,7 +142,7 @@ def test_voices_are_refused_where_there_is_no_speech_to_label(db) -> None:
         app,
         ["concurrency", "--target", "simulator:main", "--benchmark", "daily_omni", "--voices", "3"],
     )
-    assert out.exit_code == 2 and "no speech output to label" in out.output
+    assert out.exit_code == 2 and "has no run option 'voices'" in out.output
 
 
 def test_a_night_s_check_posts_a_batch_variant_branch_with_its_rerun_command(db) -> None:

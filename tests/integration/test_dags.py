@@ -17,12 +17,13 @@ import pytest
 import yaml
 
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.airflow_env import airflow_env, dags_test, migrate
+from tests.airflow_env import REPO, airflow_env, dags_test, migrate
 from tests.factories import git_repo, seed_tts_corpus, simulated_night
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.fakes.vllm_env import fake_vllm_env
 
 TAGS = {"omni", "seed-tts", "nightly", "bisect", "regrade", "watchdog", "ab", "import", "ablate"}
+TAGS |= {"deprecated"}  # the renamed DAGs' aliases, for one release
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +49,18 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
 
     assert set(bag.dags) == DAG_IDS  # the plugin's links appear on exactly these
     assert set(bag.dags) == {
-        "seed_tts_nightly",
-        "seed_tts_bisect",
-        "seed_tts_regrade",
+        "omni_nightly",
+        "omni_bisect",
+        "omni_regrade",
         "omni_freshness",
         "omni_ab",
         "omni_buildkite_sync",
         "omni_ablate",
         "omni_upstream_watch",
+        # Aliases of the renamed DAGs, for one release: the same DAG, never scheduled.
+        "seed_tts_nightly",
+        "seed_tts_bisect",
+        "seed_tts_regrade",
     }
     for dag in bag.dags.values():
         assert set(dag.tags) <= TAGS and "omni" in dag.tags, dag.dag_id
@@ -65,7 +70,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
             # No task runs unbounded; a GPU task of a bisection may take a day, none longer.
             assert t.execution_timeout is not None, (dag.dag_id, t.task_id)
             assert t.execution_timeout <= dt.timedelta(days=1), (dag.dag_id, t.task_id)
-    nightly = bag.dags["seed_tts_nightly"]
+    nightly = bag.dags["omni_nightly"]
     for name in nightly.params:  # a form in sections, in words, with no select showing `null`
         schema = nightly.params.get_param(name).schema
         assert schema.get("title") and schema.get("section"), name
@@ -85,7 +90,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "dispatch_late",
         "watcher",
     ]
-    for dag in (nightly, bag.dags["seed_tts_bisect"]):
+    for dag in (nightly, bag.dags["omni_bisect"]):
         watcher = dag.get_task("watcher")
         assert watcher.trigger_rule == "one_failed"
         assert not watcher.on_failure_callback  # the failure it reports raised its own alert
@@ -101,6 +106,109 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "skip_when_already_exists": True
     }  # each planned trigger names its DAG
     assert nightly.catchup is False
+    assert nightly.timetable.can_be_scheduled and not nightly.is_paused_upon_creation
+
+
+def test_each_renamed_dag_keeps_its_old_id_as_an_unscheduled_alias() -> None:
+    """For one release the old ids are the same DAGs (tasks, dependencies, form, defaults),
+    never scheduled (an upgraded install's old nightly, unpaused, runs no second night), paused
+    when first created, tagged and documented as deprecated in favour of the new id."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    renamed = [
+        ("seed_tts_nightly", "omni_nightly"),
+        ("seed_tts_bisect", "omni_bisect"),
+        ("seed_tts_regrade", "omni_regrade"),
+    ]
+    for old, new in renamed:
+        alias, dag = bag.dags[old], bag.dags[new]
+        assert Path(alias.fileloc).name == f"{new}.py"  # the old files are gone
+        shape = {t.task_id: t.upstream_task_ids for t in dag.tasks}
+        assert {t.task_id: t.upstream_task_ids for t in alias.tasks} == shape, old
+        assert alias.params.dump() == dag.params.dump(), old
+        assert alias.default_args == dag.default_args, old
+        assert not alias.timetable.can_be_scheduled, old
+        assert alias.is_paused_upon_creation is True, old
+        assert set(alias.tags) == {*dag.tags, "deprecated"}, old
+        assert f"renamed `{new}`" in alias.doc_md, old
+
+
+# The previous release's nightly as Airflow's metadata DB knew it: its id, its schedule, its
+# first task, unpaused.
+PREVIOUS_NIGHTLY = """
+import pendulum
+from airflow.sdk import dag, task
+
+
+@dag(
+    dag_id="seed_tts_nightly",
+    schedule="0 2 * * *",
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    is_paused_upon_creation=False,
+)
+def seed_tts_nightly():
+    @task
+    def record_heads():
+        return []
+
+    record_heads()
+
+
+seed_tts_nightly()
+"""
+
+
+def test_an_upgraded_airflow_keeps_the_old_nightlys_history_and_never_schedules_it(
+    tmp_path: Path, results_dsn: str
+) -> None:
+    """The upgrade of docs/operators/upgrade.md on a real Airflow metadata DB: the previous
+    release's nightly, unpaused, with a run; then this release's DAG files in its DAG folder.
+    The old id keeps its run and stays listed (not stale), now from omni_nightly.py, and the
+    scheduler has no next run to create for it; omni_nightly is scheduled and waits, paused,
+    for the operator."""
+    import sqlite3
+
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "seed_tts_nightly.py").write_text(PREVIOUS_NIGHTLY)
+    env = airflow_env(tmp_path / "home", results_dsn, tmp_path / "omni-home")
+    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(folder)
+    migrate(env)
+
+    def airflow(*args: str) -> None:
+        out = subprocess.run(
+            [str(REPO / ".venv/bin/airflow"), *args],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, (args, out.stderr[-3000:])
+
+    def dags() -> dict[str, tuple]:
+        with sqlite3.connect(tmp_path / "home" / "airflow.db") as db:
+            rows = db.execute(
+                "SELECT dag_id, is_paused, is_stale, next_dagrun_create_after, relative_fileloc "
+                "FROM dag"
+            )
+            return {r[0]: r[1:] for r in rows}
+
+    airflow("dags", "reserialize")
+    airflow("dags", "trigger", "seed_tts_nightly", "--run-id", "before-upgrade")
+    paused, stale, next_run, file = dags()["seed_tts_nightly"]
+    assert (paused, stale, file) == (0, 0, "seed_tts_nightly.py") and next_run is not None
+
+    (folder / "seed_tts_nightly.py").unlink()
+    for path in (REPO / "dags").glob("*.py"):
+        (folder / path.name).write_text(path.read_text())
+    airflow("dags", "reserialize")
+
+    after = dags()
+    assert after["seed_tts_nightly"] == (0, 0, None, "omni_nightly.py")
+    paused, stale, next_run, file = after["omni_nightly"]
+    assert (paused, stale, file) == (1, 0, "omni_nightly.py") and next_run is not None
+    with sqlite3.connect(tmp_path / "home" / "airflow.db") as db:
+        runs = db.execute("SELECT dag_id, run_id FROM dag_run").fetchall()
+    assert runs == [("seed_tts_nightly", "before-upgrade")]
 
 
 def _checksum(db: psycopg.Connection) -> dict[str, str]:
@@ -136,7 +244,7 @@ def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
             "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
         }
     )
-    first = dags_test(af, "seed_tts_nightly", "2026-11-20", conf)
+    first = dags_test(af, "omni_nightly", "2026-11-20", conf)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     runs = db.execute("SELECT branch, status, trigger, n_expected FROM omni.run ORDER BY branch")
     assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
@@ -151,7 +259,7 @@ def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
     assert report.is_file()
     before = _checksum(db)
     db.commit()
-    second = dags_test(af, "seed_tts_nightly", "2026-11-20", conf)
+    second = dags_test(af, "omni_nightly", "2026-11-20", conf)
     assert second.returncode == 0, second.stdout[-3000:]
     assert _checksum(db) == before
 
@@ -169,7 +277,7 @@ def test_bisect_finds_the_planted_first_bad_commit(af, db, tmp_path: Path) -> No
         }
     )
     env = {**af, "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp_path)])}  # the form names a dataset
-    out = dags_test(env, "seed_tts_bisect", "2026-11-21", conf)
+    out = dags_test(env, "omni_bisect", "2026-11-21", conf)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'").fetchone()
     assert result["details"]["first_bad"] == first_bad
@@ -211,7 +319,7 @@ def test_a_bad_bisect_form_fails_the_run_at_once_naming_the_field(af, tmp_path: 
             "dataset": str(tmp_path / "elsewhere"),
         }
     )
-    out = dags_test(af, "seed_tts_bisect", "2026-11-22", conf)
+    out = dags_test(af, "omni_bisect", "2026-11-22", conf)
     assert out.returncode != 0  # the watcher fails the run; dispatch_alerts alone would not
     assert (
         "dataset" in out.stdout + out.stderr
@@ -253,7 +361,7 @@ def test_a_production_shaped_config_runs_the_nightly(af, db, tmp_path: Path) -> 
         OMNI_GPUS="0,1",
         OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix]),
     )
-    out = dags_test(env, "seed_tts_nightly", "2026-11-23", "{}")
+    out = dags_test(env, "omni_nightly", "2026-11-23", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     runs = db.execute(
         "SELECT branch, status, n_expected, stack, config FROM omni.run ORDER BY branch"
@@ -277,7 +385,7 @@ def test_a_multiple_choice_nightly_runs_under_airflow(af, db, tmp_path: Path) ->
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
         "transcript_mode": True,
     }
-    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-24", "{}")
+    out = dags_test(_with_config(af, tmp_path, config), "omni_nightly", "2026-11-24", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     runs = db.execute(
         "SELECT benchmark, branch, status, n_expected FROM omni.run ORDER BY branch"
@@ -296,7 +404,7 @@ def test_a_config_typo_fails_at_once_naming_the_field(af, db, tmp_path: Path) ->
         "branches": ["main", "rebse"],
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
     }
-    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-24", "{}")
+    out = dags_test(_with_config(af, tmp_path, config), "omni_nightly", "2026-11-24", "{}")
     log = out.stdout + out.stderr
     assert out.returncode != 0
     assert "targets: branch 'rebse' has no target (targets: main, rebase)" in log
@@ -343,7 +451,7 @@ def test_connections_go_through_provider_hooks_and_a_refused_token_keeps_the_out
                 }
             ),
         }
-        refused = dags_test(env, "seed_tts_nightly", "2026-11-25", conf)
+        refused = dags_test(env, "omni_nightly", "2026-11-25", conf)
         log = refused.stdout + refused.stderr
         assert refused.returncode != 0
         assert "missing_scope: the token lacks a scope it needs (needed: chat:write)" in log
@@ -353,7 +461,7 @@ def test_connections_go_through_provider_hooks_and_a_refused_token_keeps_the_out
         assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 2
         db.commit()
         slack.refuse_with = None
-        fixed = dags_test(env, "seed_tts_nightly", "2026-11-25", conf)
+        fixed = dags_test(env, "omni_nightly", "2026-11-25", conf)
     assert fixed.returncode == 0, fixed.stdout[-3000:]
     assert "delivered to slack" in fixed.stdout + fixed.stderr
     states = db.execute("SELECT DISTINCT state FROM omni.alert_outbox").fetchall()
@@ -383,14 +491,14 @@ def test_the_docs_take_a_newcomer_to_dags_list(tmp_path: Path) -> None:
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    for dag_id in ("seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade", "omni_freshness"):
+    for dag_id in ("omni_nightly", "omni_bisect", "omni_regrade", "omni_freshness"):
         assert re.search(rf"^{dag_id}\s*\|", out.stdout, re.M), out.stdout[-2000:]
     assert re.search(r"^gpu\s*\|\s*4\s*\|", out.stdout, re.M)
 
 
 def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> None:
     """A SAME night on a good commit, then a confirmed REGRESSED night four commits later: the
-    nightly's auto_bisect task triggers seed_tts_bisect over that range, and a re-run of the
+    nightly's auto_bisect task triggers omni_bisect over that range, and a re-run of the
     night triggers nothing new (the run id is fixed per alert)."""
     repo = tmp_path / "repo"
     commits = git_repo(repo, 5, "main")
@@ -412,7 +520,7 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
     }
     bad = {"commits": {"main": commits[0], "rebase": commits[4]}}
     for night, conf in (("2026-11-27", good), ("2026-11-28", bad), ("2026-11-28", bad)):
-        out = dags_test(env, "seed_tts_nightly", night, json.dumps(conf))
+        out = dags_test(env, "omni_nightly", night, json.dumps(conf))
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         db.commit()
     verdicts = [
@@ -424,7 +532,7 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
             str(Path(sys.executable).with_name("airflow")),
             "dags",
             "list-runs",
-            "seed_tts_bisect",
+            "omni_bisect",
             "-o",
             "json",
         ],
@@ -450,7 +558,7 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
         "targets": {"main": "simulator:main", "rebase": "http://127.0.0.1:1"},
         "limit": 5,
     }
-    out = dags_test(_with_config(af, tmp_path, config), "seed_tts_nightly", "2026-11-26", "{}")
+    out = dags_test(_with_config(af, tmp_path, config), "omni_nightly", "2026-11-26", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     runs = db.execute("SELECT branch, status FROM omni.run ORDER BY branch").fetchall()
     assert [tuple(r.values()) for r in runs] == [("main", "complete"), ("rebase", "failed")]
@@ -458,7 +566,7 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
     messages = db.execute("SELECT state, payload::text AS p FROM omni.alert_outbox").fetchall()
     infra = [m for m in messages if "INFRA" in m["p"]]
     assert len(infra) == 1 and infra[0]["state"] == "sent"
-    from omni_tasks.alerts.blocks import escape  # data in mrkdwn: a URL cannot become a link
+    from omni_tasks.trust.redact import escape  # data in mrkdwn: a URL cannot become a link
 
     text = json.loads(infra[0]["p"])["blocks"][1]["text"]["text"]
     assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text
@@ -470,8 +578,6 @@ def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_
     import signal
     import time
 
-    from tests.airflow_env import REPO
-
     config = {
         "branches": ["main", "rebase"],
         "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
@@ -480,7 +586,7 @@ def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_
     log = tmp_path / "dags-test.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [str(REPO / ".venv/bin/airflow"), "dags", "test", "seed_tts_nightly", "2026-11-27"],
+            [str(REPO / ".venv/bin/airflow"), "dags", "test", "omni_nightly", "2026-11-27"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -519,9 +625,9 @@ def test_each_series_chain_waits_on_its_own_gpu_tasks_only(monkeypatch, tmp_path
     from airflow.dag_processing.dagbag import DagBag
 
     dags = Path(__file__).resolve().parents[2] / "dags"
-    bag = DagBag(dag_folder=str(dags / "seed_tts_nightly.py"))
+    bag = DagBag(dag_folder=str(dags / "omni_nightly.py"))
     assert bag.import_errors == {}
-    nightly = bag.dags["seed_tts_nightly"]
+    nightly = bag.dags["omni_nightly"]
     suffixes = {
         "seed_tts_en.Qwen3-Omni-30B-A3B-Instruct.cuda-h100x2": "gpu",
         "daily_omni.MiniCPM-o-4_5.rocm-mi300": "gpu-rocm",

@@ -351,5 +351,5 @@ def test_the_json_imports_into_any_grafana_and_links_to_the_evidence() -> None:
     assert set(sources) == {"${datasource}"}
     assert {link["url"] for link in d["links"]} == {
         "${evidence}/omni/",
-        "${evidence}/dags/seed_tts_nightly",
+        "${evidence}/dags/omni_nightly",
     }

@@ -1,11 +1,15 @@
 """The docs as a newcomer meets them: a README of at most 150 lines that points into docs/,
-every page in mkdocs' nav, and every `omni-tasks` command a page shows in a bash block run as
+every page in mkdocs' nav, the strict build failing on a broken link or anchor, the command
+reference as the CLI is now, and every `omni-tasks` command a page shows in a bash block run as
 written (paths under /backups become a temporary directory), each exiting 0."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -60,3 +64,44 @@ def test_every_command_the_docs_show_runs_as_written(tmp_path: Path, monkeypatch
             out = runner.invoke(app, args)
             assert out.exit_code == 0, (page.name, line, out.output[-2000:])
         reset_settings()
+
+
+def _mkdocs(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_strict_build_passes_and_fails_on_a_broken_anchor(tmp_path: Path) -> None:
+    built = _mkdocs(REPO, tmp_path / "site")
+    assert built.returncode == 0, built.stderr[-3000:]
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "docs", copy / "docs")
+    shutil.copy(REPO / "mkdocs.yml", copy / "mkdocs.yml")
+    page = copy / "docs" / "users" / "commands.md"
+    page.write_text(page.read_text() + "\n[gate](cli-reference.md#omni-tasks-no-such-command)\n")
+    broken = _mkdocs(copy, tmp_path / "site2")
+    assert broken.returncode != 0 and "#omni-tasks-no-such-command" in broken.stderr
+
+
+def test_the_command_reference_is_the_cli_as_it_is() -> None:
+    """Every command and group has its section, with every option it takes; the page on disk
+    is what the generator writes now (else `make docs` fails the same way)."""
+    import typer
+
+    from omni_tasks.cli.reference import main, walk
+
+    page = (REPO / "docs" / "users" / "cli-reference.md").read_text(encoding="utf-8")
+    for path, cmd in walk(typer.main.get_command(app)):
+        section = page.split(f"## `{' '.join(('omni-tasks', *path))}`\n", 1)
+        assert len(section) == 2, path
+        body = section[1].split("\n## ", 1)[0]
+        for param in cmd.params:
+            assert all(f"`{o}`" in body for o in param.opts if o.startswith("-")), (path, param)
+    assert "| `--nightly` | DATE |" in page.split("## `omni-tasks gate`")[1].split("\n## ")[0]
+    assert main([str(REPO / "docs" / "users" / "cli-reference.md"), "--check"]) == 0

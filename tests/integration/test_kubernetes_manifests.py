@@ -22,6 +22,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
 from omni_tasks.environments import pods
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.kube_api import KubeState, kube_app
@@ -95,8 +96,9 @@ def _of_kind(kind: str) -> list[Any]:
     return [_model(d) for d in _all_docs() if d["kind"] == kind]
 
 
-def _built(**kw: Any) -> k8s.V1Pod:
-    spec = pods.PodSpec.of("registry.example.com/vllm-omni:{commit}", "0" * 40, model=MODEL, **kw)
+def _built(**server: Any) -> k8s.V1Pod:
+    image = ImageEnvironment(strategy="image", image="registry.example.com/vllm-omni:{commit}")
+    spec = pods.PodSpec.of(image, ServerConfig(model=MODEL, **server), "0" * 40)
     return pods.pod_manifest(spec, "omni-server-COMMIT")
 
 
@@ -307,12 +309,11 @@ def test_the_workers_role_allows_exactly_the_calls_pods_py_makes(
     namespace = _servers_namespace()
     # A pod that becomes ready, and one that ends first: every path pods.py has.
     spec = pods.PodSpec.of(
-        "registry.example/vllm-omni:{commit}",
+        ImageEnvironment(
+            strategy="image", image="registry.example/vllm-omni:{commit}", namespace=namespace
+        ),
+        ServerConfig(model="m", port=_free_port(), startup_timeout_s=20),
         "a" * 40,
-        model="m",
-        namespace=namespace,
-        port=_free_port(),
-        startup_timeout_s=20,
     )
     with pods.launched_pod(spec, api) as running:
         assert running.namespace == namespace
@@ -379,7 +380,7 @@ def test_network_policies_fence_the_server_pods() -> None:
     assert ingress
     for rule in ingress:
         assert rule._from and rule.ports, "an ingress rule without peers or ports admits all"
-        assert [(x.protocol, x.port) for x in rule.ports] == [("TCP", pods.PORT)]
+        assert [(x.protocol, x.port) for x in rule.ports] == [("TCP", ServerConfig().port)]
         for peer in rule._from:
             assert peer.ip_block is None
             (ns,) = peer.namespace_selector.match_labels.items()
@@ -463,9 +464,9 @@ def _nightly_longest_timeout() -> dt.timedelta:
     from airflow.dag_processing.dagbag import DagBag
 
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-    bag = DagBag(dag_folder=str(REPO / "dags" / "seed_tts_nightly.py"))
+    bag = DagBag(dag_folder=str(REPO / "dags" / "omni_nightly.py"))
     assert bag.import_errors == {}
-    nightly = bag.dags["seed_tts_nightly"]
+    nightly = bag.dags["omni_nightly"]
     return max(t.execution_timeout for t in nightly.tasks if t.execution_timeout)
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from omni_tasks.cli import app
 from omni_tasks.evidence.audio import write_audio
+from omni_tasks.synthesis.artifacts import ABShape
 from tests.factories import REGRESS, SAME, store_night
 from tests.fakes.buildkite_fleet import fleet_api, sync
 
@@ -47,6 +48,13 @@ def _screenshot(
         timeout=120,
         check=False,
     )
+
+
+def x_ticks(dom: str, div_id: str) -> list[str]:
+    """The x-axis tick labels Chromium drew in the chart `div_id`."""
+    chart = dom.split(f'id="{div_id}"')[1].split('class="plotly-graph-div"')[0]
+    axis = chart.split('class="xaxislayer-above"')[1].split("</g></g>")[0]
+    return re.findall(r"<text[^>]*>([^<]+)</text>", axis)
 
 
 def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Path) -> None:
@@ -87,8 +95,40 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
     assert console == [], console
     dom = run.stdout
     assert len(re.findall(r'class="main-svg"', dom)) >= 3  # plotly drew trend, modes, scatter
+    assert x_ticks(dom, "trend") == ["2026-11-01", "2026-11-02"]  # whole days, no hours
     assert dom.count("<audio") == 6
     assert shot.is_file() and shot.stat().st_size > 20_000
+
+
+def test_a_100_clip_report_is_lean_and_loads_plotly_from_beside_it(db, tmp_path: Path) -> None:
+    """One stored night of 100 clips, no audio: the page is at most 1 MB because plotly's
+    script is one shared `plotly.min.js` beside the reports (written once, not per page); the
+    page still draws its charts from it, the night's trend reads as its one date, and the
+    failure-mode bars put the baseline first."""
+    store_night(db, tmp_path, 0, ABShape(n=100, stable_broken=8, regressed=7, improved=1))
+    reports = tmp_path / "reports"
+    out = reports / "seed_tts_en_2026-11-01.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-01"])
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size <= 1_000_000, out.stat().st_size
+    assert '<script src="plotly.min.js"></script>' in out.read_text()
+    shared = reports / "plotly.min.js"
+    assert shared.stat().st_size > 3_000_000  # plotly's full bundle, once for the folder
+    written = shared.stat().st_mtime_ns
+    again = reports / "seed_tts_en_2026-11-01-again.html"
+    assert CliRunner().invoke(app, ["report", "--out", str(again)]).exit_code == 0
+    assert shared.stat().st_mtime_ns == written and sorted(p.name for p in reports.iterdir()) == [
+        "plotly.min.js",
+        "seed_tts_en_2026-11-01-again.html",
+        "seed_tts_en_2026-11-01.html",
+    ]
+
+    run = _screenshot(out, tmp_path / "lean.png")
+    assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
+    dom = run.stdout
+    assert len(re.findall(r'class="main-svg"', dom)) >= 3  # trend, modes, scatter drawn
+    assert x_ticks(dom, "trend") == ["2026-11-01"]  # one night: one date, not hours around it
+    assert x_ticks(dom, "modes")[0].startswith("main / ")  # the baseline's bars first
 
 
 def test_report_without_decisions_is_a_clear_error(db, tmp_path: Path) -> None:

@@ -368,3 +368,37 @@ def test_a_series_without_runs_that_night_names_the_series_that_have_them(
         ],
     )
     assert expected.exit_code == 0, expected.output
+
+
+def test_import_names_the_series_model_and_lane(db: psycopg.Connection, tmp_path: Path) -> None:
+    """An artifact does not say which model or lane produced it: --model and --lane put the
+    run in that series (stats, runs list and the gate read it there); a bad name is refused
+    before anything is stored."""
+    path = write_json(tmp_path / "a.json", small_artifact(3))
+    out = invoke(
+        "import", "vllm-omni", str(path), "--branch", "main",
+        "--model", "openbmb/MiniCPM-o-4_5", "--lane", "cuda-h100",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    key = out.stdout.strip()
+    (row,) = db.execute("SELECT run_key, model, lane FROM omni.run").fetchall()
+    assert (row["run_key"], row["model"], row["lane"]) == (
+        key,
+        "openbmb/MiniCPM-o-4_5",
+        "cuda-h100",
+    )
+    listed = json.loads(invoke("runs", "list", "--model", "openbmb/MiniCPM-o-4_5", "--json").stdout)
+    assert [r["run_key"] for r in listed] == [key]
+    gate = invoke("gate", "--model", "openbmb/MiniCPM-o-4_5", "--lane", "cuda-h100", "--json")
+    assert gate.exit_code == 0, gate.output  # the night is found in that series…
+    assert runner.invoke(app, ["gate", "--json"]).exit_code == 1  # …and not in the default one
+
+    bad = runner.invoke(
+        app, ["import", "vllm-omni", str(path), "--branch", "main", "--lane", "a|b"]
+    )
+    assert bad.exit_code == 2 and "'|'" in bad.output
+    bad_model = runner.invoke(
+        app, ["import", "vllm-omni", str(path), "--branch", "main", "--model", "org/../etc"]
+    )
+    assert bad_model.exit_code == 2 and "not a model id" in bad_model.output
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 1

@@ -49,7 +49,7 @@ def _evidence_is_served_behind_airflow_auth(c, home: Path) -> None:  # type: ign
     # The task's "Nightly report" link comes from the refresh task's XCom (the report it wrote),
     # as the served URL: the run id's own date (today) would name another night.
     links = httpx.get(
-        f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/rest-1/taskInstances/decide/links",
+        f"{c.api}/api/v2/dags/omni_nightly/dagRuns/rest-1/taskInstances/decide/links",
         headers=auth,
         timeout=30,
     )
@@ -81,8 +81,8 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
         workers=["default", "gpu"],
         extra_env=extra,
     ) as c:
-        c.trigger("seed_tts_nightly", "rest-1", "2026-11-20T02:00:00Z", CONF)
-        assert c.wait_for_run("seed_tts_nightly", "rest-1", timeout=600) == "success"
+        c.trigger("omni_nightly", "rest-1", "2026-11-20T02:00:00Z", CONF)
+        assert c.wait_for_run("omni_nightly", "rest-1", timeout=600) == "success"
         runs = db.execute(
             "SELECT branch, status, n_expected, airflow_run_id FROM omni.run "
             "WHERE nightly = '2026-11-20' ORDER BY branch"
@@ -108,7 +108,7 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
             "backfill",
             "create",
             "--dag-id",
-            "seed_tts_nightly",
+            "omni_nightly",
             "--from-date",
             "2026-11-10",
             "--to-date",

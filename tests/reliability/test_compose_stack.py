@@ -226,22 +226,20 @@ def _dotenv(tmp: Path, **extra: str) -> dict[str, str]:
 def _trigger(stack: Stack, headers: dict[str, str]) -> str:
     deadline = time.monotonic() + 240
     while (
-        httpx.get(
-            f"{stack.api}/api/v2/dags/seed_tts_nightly", headers=headers, timeout=60
-        ).status_code
+        httpx.get(f"{stack.api}/api/v2/dags/omni_nightly", headers=headers, timeout=60).status_code
         != 200
     ):
         assert time.monotonic() < deadline, "the nightly was not parsed"
         time.sleep(2)
     r = httpx.patch(
-        f"{stack.api}/api/v2/dags/seed_tts_nightly",
+        f"{stack.api}/api/v2/dags/omni_nightly",
         json={"is_paused": False},
         headers=headers,
         timeout=60,
     )
     assert r.status_code == 200, r.text[:500]
     r = httpx.post(
-        f"{stack.api}/api/v2/dags/seed_tts_nightly/dagRuns",
+        f"{stack.api}/api/v2/dags/omni_nightly/dagRuns",
         json={"dag_run_id": "compose1", "logical_date": "2026-11-20T02:00:00Z", "conf": {}},
         headers=headers,
         timeout=60,
@@ -291,7 +289,7 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
             while time.monotonic() < deadline:
                 try:  # a stack of six services on two cores answers slowly at times
                     r = httpx.get(
-                        f"{stack.api}/api/v2/dags/seed_tts_nightly/dagRuns/{run_id}",
+                        f"{stack.api}/api/v2/dags/omni_nightly/dagRuns/{run_id}",
                         headers=headers,
                         timeout=60,
                     )
@@ -314,7 +312,7 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
             # the GPU worker's container is gone.
             gpu_logs = list(
                 stack.task_logs.glob(
-                    f"dag_id=seed_tts_nightly/run_id={run_id}/task_id=run_branch*/**/*.log"
+                    f"dag_id=omni_nightly/run_id={run_id}/task_id=run_branch*/**/*.log"
                 )
             )
             assert gpu_logs, sorted(p.name for p in stack.task_logs.rglob("*"))[:50]
@@ -339,7 +337,7 @@ def test_without_the_shared_jwt_secret_no_task_can_run(tmp_path: Path) -> None:
                 states = [
                     r[0]
                     for r in meta.execute(
-                        "SELECT state FROM task_instance WHERE dag_id = 'seed_tts_nightly'"
+                        "SELECT state FROM task_instance WHERE dag_id = 'omni_nightly'"
                     )
                 ]
             if any(s in ("up_for_retry", "failed", "success") for s in states):

@@ -29,7 +29,7 @@ class Switchable:
     the first `healthy_first` get what a dead or stalled server gives."""
 
     def __init__(self, fault: str | None, healthy_first: int = 0) -> None:
-        self.inner = create_app(SimulatorConfig("main", transcript_mode=True))
+        self.inner = create_app(SimulatorConfig("main", transcript=True))
         self.fault = fault
         self.healthy_first = healthy_first
         self.seen = 0

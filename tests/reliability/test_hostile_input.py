@@ -18,7 +18,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from typer.testing import CliRunner
 
-from omni_tasks.alerts.blocks import escape
 from omni_tasks.alerts.lifecycle import enqueue, links_for
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.cli import app
@@ -26,9 +25,10 @@ from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.evidence.audio import AudioError, decode_wav, wav_bytes, write_audio
 from omni_tasks.jobs.nightly import _git_head
-from omni_tasks.store.db import DatabaseError, connect, redact
+from omni_tasks.store.db import DatabaseError, connect
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.trust.names import InvalidName, check_branch, path_component
+from omni_tasks.trust.redact import escape, redact_dsn
 from tests.factories import ab_files, small_artifact, stored_decision, write_json
 from tests.fakes.slack_api import SlackState, slack_app
 
@@ -259,9 +259,9 @@ def test_trigger_form_paths_must_lie_under_a_trusted_root(tmp_path: Path, monkey
             {"repo": "/etc"},
             {"dataset": "/etc/passwd"},
             {"environment": {"python": "/bin/sh"}},
-            {"environment": {"requirements": ["-r", "/etc/shadow"]}},
+            {"environment": {"strategy": "venv", "requirements": ["-r", "/etc/shadow"]}},
             {"server": {"deploy_config": "/proc/self/environ"}},
-            {"environment": {"root": str(tmp_path / "home" / ".." / "elsewhere")}},
+            {"environment": {"strategy": "venv", "root": str(tmp_path / "home/../elsewhere")}},
         ):
             with pytest.raises(ValueError, match=r"trusted root|pip options"):
                 NightlyParams(**field)  # type: ignore[arg-type]
@@ -360,7 +360,7 @@ def test_dsn_passwords_never_appear_in_errors(dsn: str) -> None:
     secret = PASSWORD.replace("pw", "@") if "%40" in dsn else PASSWORD
     assert PASSWORD not in message and secret not in message
     assert PASSWORD.replace("pw", "%40") not in message
-    assert PASSWORD not in redact(dsn)
+    assert PASSWORD not in redact_dsn(dsn)
 
 
 def test_buildkite_token_goes_only_to_the_api_host(db) -> None:  # type: ignore[no-untyped-def]
@@ -644,7 +644,7 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
     }
     logs = []
     for i, (field, conf) in enumerate(hostile.items()):
-        out = dags_test(env, "seed_tts_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
+        out = dags_test(env, "omni_nightly", f"2026-11-{i + 1:02d}", json.dumps(conf))
         log = out.stdout + out.stderr
         logs.append(log)
         assert out.returncode != 0, field
@@ -660,7 +660,7 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
         ("server", {**bisect, "history": commits, "server": {"env": {"LD_PRELOAD": "x"}}}),
         ("repo", {**bisect, "history": commits, "repo": str(victim)}),  # the config's only
     ):
-        out = dags_test(env, "seed_tts_bisect", "2026-11-20", json.dumps(conf))
+        out = dags_test(env, "omni_bisect", "2026-11-20", json.dumps(conf))
         logs.append(out.stdout + out.stderr)
         assert out.returncode != 0 and field in logs[-1], field
     assert (victim / "precious.txt").read_text() == "keep me"
@@ -675,7 +675,12 @@ def test_a_trigger_form_cannot_delete_overwrite_or_execute_on_the_worker(
 def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import yaml
 
-    from omni_tasks.deployment import ConfigError, resolve
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
+
+    def resolve(form: dict, text: str) -> NightlyParams:
+        (params,) = resolve_night(form, text).series
+        return params
 
     config = {
         "version": 1,
@@ -686,8 +691,8 @@ def test_the_config_may_offer_the_form_a_choice_of_models(tmp_path: Path, monkey
     }
     text = yaml.safe_dump(config)
     chosen = resolve({"server": {"model": "openbmb/MiniCPM-o-4_5"}}, text)
-    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}  # merged, not replaced
-    assert resolve({"seeds": [1]}, text).server["model"].startswith("Qwen/")
+    assert (chosen.server.model, chosen.server.gpus) == ("openbmb/MiniCPM-o-4_5", 2)  # merged
+    assert resolve({"seeds": [1]}, text).server.model.startswith("Qwen/")
     with pytest.raises(ConfigError, match=r"server\.gpus: set by the deployment config only"):
         resolve({"server": {"gpus": 1}}, text)
     with pytest.raises(ConfigError, match=r"server.model: set by the deployment config only"):
@@ -721,7 +726,9 @@ def test_the_provenance_probe_and_git_take_no_orders_from_data(tmp_path: Path, m
     monkeypatch.setenv("PYTHONWARNINGS", "ignore::antigravity.x")
     monkeypatch.setenv("BROWSER", f"touch {marker} %s")
     monkeypatch.setenv("OMNI_SLACK_TOKEN", TOKEN)
-    spec = ServerSpec(python=sys.executable, model="m", log_path=tmp_path / "log")
+    spec = ServerSpec(
+        python=sys.executable, model="m", log_path=tmp_path / "log", startup_timeout_s=60
+    )
     assert provenance(spec).stack["python"]  # the probe ran…
     assert not marker.exists()  # …and nothing else did
     assert "OMNI_SLACK_TOKEN" not in server_env(spec)  # a server under test gets no secrets
@@ -861,9 +868,9 @@ def test_an_artifact_date_past_the_calendar_is_refused_at_import(db, tmp_path: P
 
 
 def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_path: Path) -> None:
-    from omni_tasks.alerts.blocks import code
     from omni_tasks.reports.html import modes_figure, scatter_figure, trend_figure
     from omni_tasks.store.views import ModeCount, TrendRow
+    from omni_tasks.trust.redact import code
 
     branch = '<a href="javascript:alert(1)">x</a>'
     night = TrendRow(
@@ -1029,7 +1036,12 @@ def test_a_form_chooses_only_among_what_the_config_offers(tmp_path: Path) -> Non
     the field; what the config offers (a model, a vLLM build, a named override) is accepted."""
     import yaml
 
-    from omni_tasks.deployment import ConfigError, resolve
+    from omni_tasks.deployment.night import resolve_night
+    from omni_tasks.deployment.reading import ConfigError
+
+    def resolve(form: dict, text: str) -> NightlyParams:
+        (params,) = resolve_night(form, text).series
+        return params
 
     config = {
         "version": 1,
@@ -1078,8 +1090,8 @@ def test_a_form_chooses_only_among_what_the_config_offers(tmp_path: Path) -> Non
         },
         text,
     )
-    assert chosen.server == {"model": "openbmb/MiniCPM-o-4_5", "gpus": 2}
-    assert chosen.environment == {"strategy": "existing", "vllm": "0.27.0"}
+    assert (chosen.server.model, chosen.server.gpus) == ("openbmb/MiniCPM-o-4_5", 2)
+    assert (chosen.environment.strategy, chosen.environment.vllm) == ("existing", "0.27.0")
     assert chosen.overrides == {"stages": [{"stage_id": 0, "enforce_eager": True}]}
     free = {"stages": [{"stage_id": 1, "default_sampling_params": {"temperature": 0.0}}]}
     assert resolve({"overrides": free}, text).overrides == free
@@ -1107,9 +1119,9 @@ def test_a_poisoned_index_in_a_form_is_never_fetched(af, db, tmp_path: Path) -> 
     with serve_in_thread(index.app()) as url:
         poisoned = {"vllm_index": f"{url}/simple/", "vllm": "0.27.0"}
         runs = (
-            ("seed_tts_nightly", {"environment": poisoned}),
+            ("omni_nightly", {"environment": poisoned}),
             (
-                "seed_tts_bisect",
+                "omni_bisect",
                 {"history": commits, "target": "vllm-serve", "environment": poisoned},
             ),
             (
@@ -1163,7 +1175,7 @@ def test_a_launched_server_finds_no_secret_in_its_parents_environ(af, db, tmp_pa
     }
     env = _planted_env(_deployment(af, tmp_path, config))
     env.update(PATH=fake["PATH"], OMNI_GPUS="0,1")
-    out = dags_test(env, "seed_tts_nightly", "2026-11-14", "{}")
+    out = dags_test(env, "omni_nightly", "2026-11-14", "{}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     seen = _seen(dump, Path(env["OMNI_HOME"]))  # in the server's log
     # In the sandbox no process of the worker's is visible (tests/reliability/test_sandbox.py
@@ -1210,7 +1222,7 @@ serving = NightlyParams(
     limit=4,
 )
 req = ABRequest(benchmark="seed_tts_en", base_target="vllm-serve", head_target="vllm-serve",
-                base_sha=base, head_sha=head, repo="o/r", pr=3, limit=4, transcript_mode=True,
+                base_sha=base, head_sha=head, repo="o/r", pr=3, limit=4, options={"transcript_mode": True},
                 serving=serving)
 conn = connect()
 try:
@@ -1384,7 +1396,7 @@ def test_every_outbound_text_passes_one_gate(monkeypatch: pytest.MonkeyPatch) ->
     github = outbound(markup, "github")
     assert "](" not in github.replace("\\](", "") and "<img" not in github
     assert "http://" not in github and "\\|" in github
-    slack = escape(outbound(markup))  # what the Slack sender sends
+    slack = outbound(markup, "slack")
     assert "<!channel>" not in slack and "http://" not in slack
     assert outbound("<script>alert(1)</script>", "html") == "&lt;script&gt;alert(1)&lt;/script&gt;"
 
@@ -1399,8 +1411,8 @@ def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> 
     from tests.conftest import ADMIN_DSN
 
     with airflow_cluster(ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor") as c:
-        c.wait_for_dag("seed_tts_nightly")
-        c.wait_for_dag("seed_tts_bisect")
+        c.wait_for_dag("omni_nightly")
+        c.wait_for_dag("omni_bisect")
         headers = {"Authorization": f"Bearer {c.token()}"}
 
         def trigger(dag_id: str, conf: dict) -> httpx.Response:  # type: ignore[type-arg]
@@ -1412,23 +1424,21 @@ def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> 
             )
 
         refused = {
-            "environment": ("seed_tts_nightly", {"environment": {"vllm_index": "http://evil/"}}),
-            "server": ("seed_tts_nightly", {"server": {"gpus": 64}}),
+            "environment": ("omni_nightly", {"environment": {"vllm_index": "http://evil/"}}),
+            "server": ("omni_nightly", {"server": {"gpus": 64}}),
             "overrides": (
-                "seed_tts_nightly",
+                "omni_nightly",
                 {"overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.W"}]}},
             ),
-            "grader": ("seed_tts_nightly", {"grader": {"model": "/etc/passwd"}}),
-            "targets": ("seed_tts_nightly", {"targets": {"main": "file:///etc/passwd"}}),
-            "budget": ("seed_tts_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
+            "grader": ("omni_nightly", {"grader": {"model": "/etc/passwd"}}),
+            "targets": ("omni_nightly", {"targets": {"main": "file:///etc/passwd"}}),
+            "budget": ("omni_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
         }
         for param, (dag_id, conf) in refused.items():
             r = trigger(dag_id, conf)
             assert r.status_code == 400, (param, r.status_code, r.text[:500])
             assert param in r.text, (param, r.text[:500])
-        ok = trigger(
-            "seed_tts_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]}
-        )
+        ok = trigger("omni_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]})
         assert ok.status_code == 200, ok.text[:500]
 
 
@@ -1438,9 +1448,11 @@ def test_a_server_pod_holds_no_token_and_no_privilege() -> None:
     name them: test_a_form_chooses_only_among_what_the_config_offers)."""
     from kubernetes import client as k8s
 
+    from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
     from omni_tasks.environments.pods import PodSpec, pod_manifest
 
-    spec = PodSpec.of("registry.example/vllm-omni:{commit}", "a" * 40, model="m", gpus=2)
+    image = ImageEnvironment(strategy="image", image="registry.example/vllm-omni:{commit}")
+    spec = PodSpec.of(image, ServerConfig(model="m", gpus=2), "a" * 40)
     pod = pod_manifest(spec, "omni-server-1")
     body = k8s.ApiClient().sanitize_for_serialization(pod)
     assert body["spec"]["automountServiceAccountToken"] is False

@@ -22,86 +22,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.planted import leaks
-
-SECRETS = {
-    "OMNI_SLACK_TOKEN": "xoxb-PLANTED-slack-5a9d0c1e",
-    "OMNI_GITHUB_TOKEN": "ghp_PLANTEDgithubToken5a9d0c1e77",
-    "AIRFLOW__CELERY__BROKER_URL": "redis://:PLANTEDbrokerPass5a9d@redis:6379/0",
-    "OMNI_DATABASE_URL": "postgresql://omni:PLANTEDdbPass5a9d@db/omni",
-}
-VALUES = (
-    "xoxb-PLANTED-slack-5a9d0c1e",
-    "ghp_PLANTEDgithubToken5a9d0c1e77",
-    "PLANTEDbrokerPass5a9d",
-    "PLANTEDdbPass5a9d",
+from tests.fakes.hostile import (
+    HEAP_MARKER,
+    SECRETS,
+    VALUES,
+    attack_targets,
+    cmdline,
+    daemon_tag,
+    hostile_vllm,
+    nightly_config,
+    payload,
 )
-HEAP_MARKER = "PLANTED-execution-api-token-5a9d0c1e"  # the supervisor's heap, not its environ
-
-# The hostile payload: stdlib only, self-contained (it runs wherever it was launched).
-HOSTILE = r"""
-import base64, json, os, subprocess, sys, time
-WANTED = json.loads(os.environ.get("HOSTILE_WANTED", "[]")) or WANTED_DEFAULT
-found, wrote = [], []
-for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
-    for name in ("environ", "cmdline"):
-        try:
-            data = open(f"/proc/{pid}/{name}", "rb").read().decode(errors="replace")
-        except OSError:
-            continue
-        found += [w for w in WANTED if w in data]
-    try:
-        maps = open(f"/proc/{pid}/maps").read().splitlines()
-        with open(f"/proc/{pid}/mem", "rb") as mem:
-            for line in maps:
-                if line.endswith("[heap]"):
-                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-                    mem.seek(lo)
-                    heap = mem.read(min(hi - lo, 256 << 20))
-                    found += [w for w in WANTED if w.encode() in heap]
-    except (OSError, ValueError):
-        pass
-for target in TARGETS:
-    try:
-        with open(target, "a") as f:
-            f.write("# planted by hostile code\n")
-        wrote.append(target)
-    except OSError:
-        pass
-daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", DAEMON_TAG],
-                          start_new_session=True, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-report = json.dumps({"found": sorted(set(found)), "wrote": wrote, "daemon": daemon.pid})
-print("HOSTILE " + base64.b64encode(report.encode()).decode(), flush=True)
-print("HOSTILE-HEX " + report.encode().hex(), flush=True)
-sys.stderr.write(report + "\n")
-"""
-
-
-def _payload(tmp: Path, targets: list[Path]) -> str:
-    return (
-        f"WANTED_DEFAULT = {json.dumps([*VALUES, HEAP_MARKER])}\n"
-        f"TARGETS = {json.dumps([str(t) for t in targets])}\n"
-        f"DAEMON_TAG = {json.dumps(_daemon_tag(tmp))}\n" + HOSTILE
-    )
-
-
-def _daemon_tag(tmp: Path) -> str:
-    return f"hostile-daemon-{tmp.name}"
-
-
-def _hostile_vllm(tmp: Path, targets: list[Path], serve: bool = False) -> Path:
-    """A `vllm` that attacks, then dies (exit 3) or, with `serve`, serves the simulator as if
-    nothing happened (the subtler attacker: the night completes)."""
-    from tests.fakes.vllm_env import FAKE_VLLM
-
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "vllm"
-    then = FAKE_VLLM.format(python=sys.executable, mode="serve") if serve else "sys.exit(3)\n"
-    exe.write_text(f"#!{sys.executable}\n{_payload(tmp, targets)}\n{then}")
-    exe.chmod(0o755)
-    return bin_dir
+from tests.fakes.planted import leaks
+from tests.reliability.conftest import CeleryNight
 
 
 def _hostile_repo(tmp: Path, targets: list[Path]) -> tuple[Path, str]:
@@ -114,7 +47,7 @@ def _hostile_repo(tmp: Path, targets: list[Path]) -> tuple[Path, str]:
     )
     (repo / "backend.py").write_text(
         "def _attack():\n"
-        + textwrap.indent(_payload(tmp, targets) + "\nraise SystemExit('build failed')\n", "    ")
+        + textwrap.indent(payload(tmp, targets) + "\nraise SystemExit('build failed')\n", "    ")
         + "\ndef get_requires_for_build_wheel(config_settings=None):\n    _attack()\n"
         "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
         "    _attack()\n"
@@ -175,22 +108,6 @@ def _leaks(text: str) -> list[str]:
     return leaks(text, [*VALUES, HEAP_MARKER])
 
 
-def _proc(proc: Path, name: str) -> str:
-    """/proc/PID/NAME as text ("" when it is gone or unreadable)."""
-    try:
-        return (proc / name).read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _environ(proc: Path) -> str:
-    return _proc(proc, "environ")
-
-
-def _cmdline(proc: Path) -> str:
-    return _proc(proc, "cmdline")
-
-
 def _attack(tmp: Path, sandbox: str) -> tuple[list[dict[str, object]], list[str], list[Path]]:
     """Run the process shape once; returns the hostile reports, the errors the product raised,
     and the targets it tried to write."""
@@ -200,7 +117,7 @@ def _attack(tmp: Path, sandbox: str) -> tuple[list[dict[str, object]], list[str]
     config.parent.mkdir()
     config.write_text("version: 2\n")
     targets = [worker_pth, config]
-    bin_dir = _hostile_vllm(tmp, targets)
+    bin_dir = hostile_vllm(tmp, targets)
     repo, head = _hostile_repo(tmp, targets)
     (tmp / "task.py").write_text(TASK)
     env = {
@@ -230,7 +147,7 @@ def _attack(tmp: Path, sandbox: str) -> tuple[list[dict[str, object]], list[str]
         alive = [
             int(p.name)
             for p in Path("/proc").iterdir()
-            if p.name.isdigit() and _daemon_tag(tmp) in _cmdline(p)
+            if p.name.isdigit() and daemon_tag(tmp) in cmdline(p)
         ]
         for pid in alive:
             os.kill(pid, 9)
@@ -327,39 +244,6 @@ def test_doctor_says_what_is_missing(tmp_path: Path) -> None:
     assert broken.returncode != 0 and "cannot create its namespaces" in broken.stderr
 
 
-def _nightly_config(tmp: Path, targets: list[Path]) -> tuple[Path, dict[str, str]]:
-    """A deployment whose main branch is served by the hostile `vllm` (rebase: the simulator),
-    and the unsealed worker environment that holds every planted secret."""
-    import yaml
-
-    bin_dir = _hostile_vllm(tmp, targets, serve=True)
-    config = tmp / "srv-omni" / "nightly.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "version": 1,
-                "branches": ["main", "rebase"],
-                "baseline": "main",
-                "targets": {"main": "vllm-serve", "rebase": "simulator:rebase"},
-                "environment": {"strategy": "existing", "python": sys.executable},
-                "server": {"model": "m", "gpus": 2, "startup_timeout_s": 60},
-                "transcript_mode": True,
-                "limit": 3,
-            }
-        )
-    )
-    planted = {
-        **{k: v for k, v in SECRETS.items() if k != "OMNI_DATABASE_URL"},
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "OMNI_NIGHTLY_CONFIG": str(config),
-        "OMNI_TRUSTED_ROOTS": json.dumps([str(tmp), sys.prefix]),
-        "OMNI_GPUS": "0,1",
-        "AIRFLOW_EXECUTION_API_TOKEN": HEAP_MARKER,
-        "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "1",  # the dead server's retries, at once  # the supervisor's token stand-in, in every ancestor
-    }
-    return config, planted
-
-
 def _runs_of(dsn: str, nightly: str) -> str:
     import psycopg
 
@@ -407,20 +291,11 @@ def _assert_contained(tmp: Path, targets: list[Path], outputs: str) -> None:
     assert "planted" not in targets[1].read_text(), "the trusted config was edited"
     assert not any(t.name.endswith(".pth") and t.exists() for t in targets)
     alive = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
-    assert [p for p in alive if _daemon_tag(tmp) in _cmdline(p)] == []
+    assert [p for p in alive if daemon_tag(tmp) in cmdline(p)] == []
     found = _reports(outputs)
     assert found, "the attack ran and its words were kept somewhere"
     assert all(f["found"] == [] and f["wrote"] == [] for f in found), found
     assert _leaks(outputs) == []
-
-
-def _targets(tmp: Path) -> list[Path]:
-    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    (tmp / "srv-omni").mkdir()
-    return [
-        site / "site-packages" / f"omni-hostile-{tmp.name}.pth",
-        tmp / "srv-omni" / "nightly.yaml",
-    ]
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
@@ -433,8 +308,8 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     sandbox the same night hands it the secrets (so the test can fail)."""
     from tests.airflow_env import REPO, airflow_env, migrate
 
-    targets = _targets(tmp_path)
-    _, planted = _nightly_config(tmp_path, targets)
+    targets = attack_targets(tmp_path)
+    _, planted = nightly_config(tmp_path, targets)
     env = airflow_env(tmp_path / "airflow", results_dsn, tmp_path / "omni-home")
     migrate(env)
     env.update(planted, OMNI_DATABASE_URL=f"{results_dsn} password={VALUES[3]}")
@@ -443,7 +318,7 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     try:
         out = subprocess.run(
             [sys.executable, "-c", wrapper, str(REPO / ".venv/bin/airflow"), "dags", "test",
-             "seed_tts_nightly", "2026-11-21", "-c", "{}"],
+             "omni_nightly", "2026-11-21", "-c", "{}"],
             env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
     finally:
@@ -465,53 +340,25 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     _assert_contained(tmp_path, targets, outputs)
 
 
+@pytest.mark.xdist_group("celery_night")
 def test_on_the_real_celery_worker_a_hostile_server_finds_nothing(
-    results_dsn: str, tmp_path: Path
+    celery_night: CeleryNight,
 ) -> None:
     """The same night on the real scheduler: `airflow celery worker` exec'd with the planted
     secrets (the shape the audit attacked), its prefork pool process, Airflow's supervisor and
-    the task runner above the hostile `vllm`. Triggered through the REST API."""
-    from tests.airflow_cluster import REPO, airflow_cluster
-    from tests.conftest import ADMIN_DSN
-
-    targets = _targets(tmp_path)
-    _, planted = _nightly_config(tmp_path, targets)
-    planted.pop("AIRFLOW__CELERY__BROKER_URL")  # the cluster's own broker (no password here)
-    extra = {
-        **planted,
-        "OMNI_DATABASE_URL": f"{results_dsn} password={VALUES[3]}",
-        "OMNI_HOME": str(tmp_path / "omni-home"),
-        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
-    }
-    try:
-        with airflow_cluster(
-            ADMIN_DSN,
-            REPO / "dags",
-            tmp_path / "cluster",
-            executor="CeleryExecutor",
-            workers=["default", "gpu"],
-            extra_env=extra,
-        ) as c:
-            c.trigger("seed_tts_nightly", "hostile", "2026-11-21T02:00:00Z", {})
-            assert c.wait_for_run("seed_tts_nightly", "hostile", timeout=600) == "success"
-            # The second layer: the Celery main and its pool processes sealed themselves
-            # (celery_config.py), so even their own environ blocks hold no planted value.
-            workers = [
-                p
-                for p in Path("/proc").iterdir()
-                if p.name.isdigit() and "celery" in _cmdline(p) and str(tmp_path) in _environ(p)
-            ]
-            assert len(workers) >= 2, "the Celery main and its pool processes"
-            assert {
-                _cmdline(p)[:80]: _leaks(_environ(p)) for p in workers if _leaks(_environ(p))
-            } == {}
-    finally:
-        targets[0].unlink(missing_ok=True)
-    assert "2 complete" in _runs_of(results_dsn, "2026-11-21")
+    the task runner above the hostile `vllm`. Triggered through the REST API (the night and its
+    cluster: tests/reliability/conftest.py)."""
+    night = celery_night
+    assert night.state == "success"
+    # The second layer: the Celery main and its pool processes sealed themselves
+    # (celery_config.py), so even their own environ blocks hold no planted value.
+    assert len(night.celery) >= 2, "the Celery main and its pool processes"
+    assert {cmd[:80]: _leaks(env) for cmd, env in night.celery.items() if _leaks(env)} == {}
+    assert "2 complete" in _runs_of(night.results_dsn, "2026-11-21")
     outputs = "\n".join(
-        [_everything_stored(results_dsn), _files_text(tmp_path / "omni-home", tmp_path / "cluster")]
+        [_everything_stored(night.results_dsn), _files_text(night.tmp / "omni-home", night.cluster)]
     )
-    _assert_contained(tmp_path, targets, outputs)
+    _assert_contained(night.tmp, night.targets, outputs)
 
 
 def test_a_root_worker_runs_code_under_test_as_another_uid(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def test_planted_secrets_never_leave_their_headers(db, results_dsn, tmp_path: Pa
             "transcript_mode": True,
             "targets": {"main": "simulator:main", "rebase": "simulator:rebase-demo"},
         }
-        out = dags_test(env, "seed_tts_nightly", "2026-11-22", json.dumps(conf))
+        out = dags_test(env, "omni_nightly", "2026-11-22", json.dumps(conf))
     assert out.returncode == 0, out.stdout[-2000:]
     assert f"Bearer {SLACK_SECRET}" in slack.tokens  # it was used, in the header only
     assert f"Bearer {GRAFANA_SECRET}" in grafana.auth

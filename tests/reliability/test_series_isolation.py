@@ -68,11 +68,11 @@ def test_a_series_whose_server_never_starts_delays_no_other_series_alert(
     with airflow_cluster(
         ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor", extra_env=extra
     ) as c:
-        c.wait_for_dag("seed_tts_nightly")
-        assert c.airflow("dags", "unpause", "seed_tts_nightly").returncode == 0
+        c.wait_for_dag("omni_nightly")
+        assert c.airflow("dags", "unpause", "omni_nightly").returncode == 0
         auth = {"Authorization": f"Bearer {c.token()}"}
         r = httpx.post(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns",
+            f"{c.api}/api/v2/dags/omni_nightly/dagRuns",
             headers=auth,
             timeout=30,
             json={"dag_run_id": "fleet-1", "logical_date": "2026-11-20T02:00:00Z"},
@@ -91,7 +91,7 @@ def test_a_series_whose_server_never_starts_delays_no_other_series_alert(
         assert sent, "the healthy series' confirmed regression was never delivered"
         # At that moment the failing series' candidate task is still within its retries.
         tis = httpx.get(
-            f"{c.api}/api/v2/dags/seed_tts_nightly/dagRuns/fleet-1/taskInstances",
+            f"{c.api}/api/v2/dags/omni_nightly/dagRuns/fleet-1/taskInstances",
             headers=auth,
             params={"limit": 100},
             timeout=30,

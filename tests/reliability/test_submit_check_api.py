@@ -15,7 +15,7 @@ from tests.conftest import ADMIN_DSN
 from tests.unit.test_submit_check import BASE, CONFIG, HEAD
 
 OFFERED = "http://gpu-box.internal:8000"
-DAGS = ("seed_tts_nightly", "seed_tts_bisect", "omni_ablate", "omni_ab", "seed_tts_regrade")
+DAGS = ("omni_nightly", "omni_bisect", "omni_ablate", "omni_ab", "omni_regrade")
 
 
 def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) -> None:
@@ -51,21 +51,21 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
             f'"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": "{BASE}", "head_sha": "{HEAD}"'
         )
         refused = [
-            ("seed_tts_nightly", '{"gpu_hours": 1}', "gpu_hours"),
-            ("seed_tts_nightly", '{"lane": "cuda"}', "lane"),
-            ("seed_tts_nightly", '{"extra_index": NaN}', "extra_index"),
-            ("seed_tts_nightly", '{"limit": NaN}', "limit"),
+            ("omni_nightly", '{"gpu_hours": 1}', "gpu_hours"),
+            ("omni_nightly", '{"lane": "cuda"}', "lane"),
+            ("omni_nightly", '{"extra_index": NaN}', "extra_index"),
+            ("omni_nightly", '{"limit": NaN}', "limit"),
             (
-                "seed_tts_nightly",
+                "omni_nightly",
                 '{"targets": {"main": "http://evil.example/", "rebase": "simulator:rebase"}}',
                 "targets.main",
             ),
-            ("seed_tts_bisect", f'{{{history}, "lane": "rocm-mi300"}}', "lane"),
-            ("seed_tts_bisect", f'{{{history}, "target": "http://evil.example/"}}', "target"),
+            ("omni_bisect", f'{{{history}, "lane": "rocm-mi300"}}', "lane"),
+            ("omni_bisect", f'{{{history}, "target": "http://evil.example/"}}', "target"),
             ("omni_ablate", '{"candidate_target": "http://evil.example/"}', "candidate_target"),
             ("omni_ab", f"{{{ab.replace('vllm-project/vllm-omni', 'someone/else')}}}", "repo"),
             ("omni_ab", f'{{{ab}, "target": "file:///etc/passwd"}}', "target"),
-            ("seed_tts_regrade", '{"run_key": "r1", "model": "/etc/passwd"}', "model"),
+            ("omni_regrade", '{"run_key": "r1", "model": "/etc/passwd"}', "model"),
         ]
         for dag_id, conf, field in refused:
             r = trigger(dag_id, conf)
@@ -74,7 +74,7 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
         # A backfill's conf is the same form.
         r = post(
             "backfills",
-            '{"dag_id": "seed_tts_nightly", "from_date": "2026-11-01T00:00:00Z", '
+            '{"dag_id": "omni_nightly", "from_date": "2026-11-01T00:00:00Z", '
             '"to_date": "2026-11-02T00:00:00Z", "dag_run_conf": {"lane": "cuda"}}',
         )
         assert r.status_code == 400 and "lane" in r.text, r.text[:500]
@@ -82,16 +82,16 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
         hostile = '{"targets": {"main": "http://evil.example/"}}'
         # (The harness makes every caller an admin: a forged token is the caller it refuses.)
         forged = {"Authorization": "Bearer " + c.token()[:-8] + "AAAAAAAA"}
-        r = trigger("seed_tts_nightly", hostile, forged)
+        r = trigger("omni_nightly", hostile, forged)
         assert r.status_code in (401, 403) and OFFERED not in r.text, r.text[:500]
         assert {d: runs(d) for d in DAGS} == dict.fromkeys(DAGS, 0)
 
         accepted = [
             (
-                "seed_tts_nightly",
+                "omni_nightly",
                 f'{{"targets": {{"main": "{OFFERED}", "rebase": "simulator:rebase"}}}}',
             ),
-            ("seed_tts_bisect", f'{{{history}, "target": "{OFFERED}"}}'),
+            ("omni_bisect", f'{{{history}, "target": "{OFFERED}"}}'),
             ("omni_ab", f"{{{ab}}}"),
         ]
         for dag_id, conf in accepted:

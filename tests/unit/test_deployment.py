@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omni_tasks.deployment import ENV, ConfigError, resolve
+from omni_tasks.deployment.night import resolve_night
+from omni_tasks.deployment.reading import ENV, ConfigError
+from omni_tasks.deployment.schema import NightlyParams
 
 BASE = {
     "version": 1,
@@ -17,6 +19,12 @@ BASE = {
     "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
     "transcript_mode": True,
 }
+
+
+def resolve(form: dict, variable: str | None, *, scheduled: bool = False) -> NightlyParams:
+    """A version 1 config's (or a complete form's) one series."""
+    (params,) = resolve_night(form, variable, scheduled=scheduled).series
+    return params
 
 
 def _yaml(**changes: object) -> str:
@@ -171,8 +179,6 @@ FLEET = {
 
 
 def test_a_fleet_config_is_its_series_each_with_the_defaults_and_its_lane() -> None:
-    from omni_tasks.deployment import resolve_night
-
     night = resolve_night({"limit": 5}, yaml.safe_dump(FLEET))
     assert [p.series.label for p in night.series] == [
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
@@ -181,11 +187,11 @@ def test_a_fleet_config_is_its_series_each_with_the_defaults_and_its_lane() -> N
     qwen, minicpm = night.series
     assert (qwen.seeds, minicpm.seeds) == ([42], [1, 2])  # a series' own fields win
     assert qwen.limit == minicpm.limit == 5  # the form applies to every series
-    assert minicpm.server == {
-        "model": "openbmb/MiniCPM-o-4_5",
-        "gpus": 2,
-        "gpu_resource": "amd.com/gpu",
-    }
+    assert (minicpm.server.model, minicpm.server.gpus, minicpm.server.gpu_resource) == (
+        "openbmb/MiniCPM-o-4_5",
+        2,
+        "amd.com/gpu",
+    )
     assert night.lanes["rocm-mi300"].queue == "gpu-rocm"
     assert resolve({}, yaml.safe_dump(BASE)).series.lane == "default"  # version 1: one series
 
@@ -209,8 +215,6 @@ def test_a_fleet_config_is_its_series_each_with_the_defaults_and_its_lane() -> N
 def test_a_fleet_config_or_form_that_cannot_run_names_the_field(
     form: dict, changes: dict, message: str
 ) -> None:
-    from omni_tasks.deployment import resolve_night
-
     with pytest.raises(ConfigError) as caught:
         resolve_night(form, yaml.safe_dump({**FLEET, **changes}))
     assert message in str(caught.value)
@@ -248,7 +252,7 @@ def test_a_bisect_or_ablation_form_left_empty_runs_the_configured_series_targets
     configured series' candidate branch on its own target and dataset; an ablation's two
     targets are its candidate's and baseline's; what the form names wins; with no config the
     simulator is only what the form names."""
-    from omni_tasks.deployment import one_series_form
+    from omni_tasks.deployment.one_series import one_series_form
 
     config = _yaml(
         targets={"main": "http://serve-main:8000", "rebase": "http://serve-rebase:8000"},
@@ -279,7 +283,7 @@ def test_a_family_that_cannot_be_bisected_is_refused_with_the_form() -> None:
     from airflow.sdk.definitions.param import ParamValidationError
 
     from omni_tasks.dag_support.params import ablate_params, bisect_params
-    from omni_tasks.deployment import one_series_form
+    from omni_tasks.deployment.one_series import one_series_form
 
     form = {"history": ["a" * 40, "b" * 40], "target": "simulator:commit-history"}
     with pytest.raises(ConfigError, match=r"benchmark: duplex_eval \(duplex_eval\) cannot be"):

@@ -1,5 +1,5 @@
 """`omni-tasks gate` in an 80-column terminal or log: every candidate's name, verdict and state
-are whole (the figures wrap instead)."""
+are whole (the figures' columns go instead, whole, and the caption names them)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,4 @@ def test_names_verdicts_and_states_are_whole_at_80_columns() -> None:
     for word in ("rebase-compiled-talker", "REGRESSED", "confirmed", "IMPROVED", "unconfirmed"):
         assert word in text, text
     assert "…" not in text
+    assert "not shown at this width: variant, Δ tail [95 %], reg:imp, p" in text

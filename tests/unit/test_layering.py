@@ -84,9 +84,9 @@ FLOORS = (
     "store",
     "grading",
     "synthesis",
-    "environments",
     "benchmarks",
     "deployment",
+    "environments",
     "alerts",
     "reports",
     "grafana",
@@ -105,10 +105,12 @@ FLOORS = (
 PENDING_UPWARD = {
     ("ab", "jobs"),  # ab/summary.py names ABRequest/ABResult of jobs/ab.py (→ ab/request.py)
     ("alerts", "reports"),  # alerts/lifecycle.py → reports.reproduce (lifecycle is going)
-    ("deployment", "ab"),  # deployment/__init__.py → ab.checks (A/B config → ab/config.py)
-    ("deployment", "jobs"),  # deployment/__init__.py → jobs.ab (likewise)
     ("reports", "jobs"),  # reports/html.py → jobs.statistics (html.py is being rewritten)
     ("trust", "series"),  # trust/forms.py → series.DEFAULT_LANE (the form check is above series)
+    ("trust", "benchmarks"),  # trust/forms.py → benchmarks (likewise: forms belong with params)
+    # evidence/links.py → dag_support.renamed: the DAG aliases of one release, deleted with
+    # renamed.py in the next (docs/operators/upgrade.md).
+    ("evidence", "dag_support"),
 }
 ARCHITECTURE = PACKAGE.parent / "docs" / "contributors" / "architecture.md"
 
@@ -236,6 +238,39 @@ def _loose_aliases(trees: list[ast.Module]) -> set[str]:
         for t in node.targets
         if isinstance(t, ast.Name)
     }
+
+
+# Issue 44 aimed below 15 (33 before). A stored JSON column is contracts.JsonObject, or a
+# TypedDict where its keys are known (records.LineageFlags, Execution): its stored spelling stays.
+# What is left: an artifact's document before its parser's checks, the deployment form's
+# free-form sections, and fields of modules being rewritten (seed_tts, jobs, contracts).
+LOOSE_FIELDS = 12
+_TYPED_BASES = ("BaseModel", "TypedDict")
+
+
+def _is_typed_record(node: ast.ClassDef) -> bool:
+    """A dataclass (any spelling of the decorator), a pydantic model or a TypedDict."""
+    decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+    return any(ast.unparse(d).split(".")[-1] == "dataclass" for d in decorators) or any(
+        ast.unparse(b).split(".")[-1] in _TYPED_BASES for b in node.bases
+    )
+
+
+def test_loose_dicts_in_record_fields_do_not_grow() -> None:
+    """`dict[str, Any]` (or an alias of it) in a dataclass's, model's or TypedDict's fields
+    (`list[dict[str, Any]]` and `dict[str, Any] | None` too): the count only goes down."""
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in _modules().items()}
+    alias = re.compile(r"\b(?:" + "|".join(sorted(_loose_aliases(list(trees.values())))) + r")\b")
+    found: list[str] = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and _is_typed_record(node):
+                for field in node.body:
+                    if isinstance(field, ast.AnnAssign):
+                        text = ast.unparse(field.annotation)
+                        n = text.count(LOOSE) + len(alias.findall(text))
+                        found += [f"{name}.{node.name}.{ast.unparse(field.target)}"] * n
+    assert len(found) <= LOOSE_FIELDS, "\n".join(found)
 
 
 def test_loose_dicts_in_signatures_do_not_grow() -> None:

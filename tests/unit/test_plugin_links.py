@@ -24,11 +24,13 @@ def test_links_and_macros(monkeypatch) -> None:
     monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example/")
     reset_settings()
     m = _plugin()
-    key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00", dag_id="seed_tts_nightly")
+    key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00", dag_id="omni_nightly")
     grafana, report = m.OmniLinksPlugin.global_operator_extra_links
     assert grafana.get_link(None, ti_key=key) == (
         "https://grafana.example/d/omni-seed-tts-trend?var-benchmark=seed_tts_en"
     )
+    renamed = SimpleNamespace(run_id=key.run_id, dag_id="seed_tts_nightly")  # its alias's runs
+    assert grafana.get_link(None, ti_key=renamed) == grafana.get_link(None, ti_key=key)
     other = SimpleNamespace(run_id=key.run_id, dag_id="someone_elses_etl")
     assert grafana.get_link(None, ti_key=other) == report.get_link(None, ti_key=other) == ""
     assert report.name == "Nightly report"  # read from the refresh task's XCom: the cluster test
@@ -36,6 +38,10 @@ def test_links_and_macros(monkeypatch) -> None:
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-28.html"
     )
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
+    monkeypatch.setenv("OMNI_BENCHMARK", "daily_omni")  # the default benchmark, configured
+    reset_settings()
+    assert grafana.get_link(None, ti_key=key).endswith("?var-benchmark=daily_omni")
+    assert m.report_url("2026-11-28").endswith("/omni/reports/daily_omni_2026-11-28.html")
     evidence, webhook, slack = m.OmniLinksPlugin.fastapi_apps
     assert evidence["url_prefix"] == "/omni"
     assert webhook["url_prefix"] == "/omni-github"  # GitHub's PR webhook, HMAC-checked

@@ -22,7 +22,7 @@ class Clock:
 def test_a_line_every_n_items_or_every_minute_and_at_the_end(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "seed_tts_nightly")  # inside a task: its log
+    monkeypatch.setenv("AIRFLOW_CTX_DAG_ID", "omni_nightly")  # inside a task: its log
     clock = Clock()
     log = ProgressLog(every=100, interval_s=60.0, clock=clock)
     with caplog.at_level(logging.INFO, logger="omni_tasks.progress"):

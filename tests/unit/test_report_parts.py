@@ -1,11 +1,11 @@
 """The report's per-clip scatter: clips on the same capped WER spread out (by a fixed nudge
 from their id, so the same clip sits in the same place), with the diagonal drawn; reproduce
-commands wrap."""
+commands wrap; the failure-mode bars put the baseline first."""
 
 from __future__ import annotations
 
-from omni_tasks.reports.html import CSS, jitter, scatter_figure
-from omni_tasks.store.views import PairedWer
+from omni_tasks.reports.html import CSS, jitter, modes_figure, scatter_figure
+from omni_tasks.store.views import ModeCount, PairedWer
 
 
 def clip(utt: str, base: float | None, cand: float | None) -> PairedWer:
@@ -35,3 +35,18 @@ def test_jitter_is_bounded_and_fixed() -> None:
 
 def test_reproduce_commands_wrap() -> None:
     assert "pre{white-space:pre-wrap;overflow-wrap:anywhere" in CSS
+
+
+def test_failure_mode_bars_put_the_baseline_first() -> None:
+    rows = [
+        ModeCount("a-rebase / default", "garbled", 7),
+        ModeCount("main / default", "garbled", 2),
+        ModeCount("b-rebase / default", "silence", 1),
+        ModeCount("main / default", "silence", 1),
+    ]
+    fig = modes_figure(rows, {"main"})
+    assert list(fig.layout.xaxis.categoryarray) == [
+        "main / default",
+        "a-rebase / default",
+        "b-rebase / default",
+    ]

@@ -61,6 +61,7 @@ def test_reports_and_audio_are_served_to_authenticated_callers(client) -> None: 
         "/audio/..%2F..%2F/secret.wav",
         "/audio/run1/missing.wav",
         "/reports/x.json",
+        "/reports/other.js",  # the reports' one script only
         "/reports/planted.html",  # a link planted in reports/ is not a report
         "/reports/fifo.html",  # nor a FIFO (and reading it does not hang)
     ],
@@ -84,6 +85,20 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-20.html"
     )
     reset_settings()
+
+
+def test_the_reports_shared_plotly_script_is_served_as_javascript(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A report written by `write_page` loads `plotly.min.js` from its own folder: the app
+    serves that one file, as JavaScript a browser does not sniff as anything else."""
+    from omni_tasks.reports.html import write_page
+
+    page = tmp_path / "home" / "reports" / "seed_tts_en_2026-11-21.html"
+    write_page(page, '<html><script src="plotly.min.js"></script></html>')
+    assert client.get("/reports/plotly.min.js").status_code == 401
+    r = client.get("/reports/plotly.min.js", headers={"Authorization": "Bearer good"})
+    assert r.status_code == 200 and r.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert len(r.content) > 1_000_000 and b"plotly" in r.content[:2000].lower()
 
 
 @pytest.mark.parametrize("path", ["/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"])

@@ -18,10 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from omni_tasks.ab.config import resolve_ab
 from omni_tasks.dag_support.submit import FORMS, MAX_BODY, SubmitCheck, check
-from omni_tasks.deployment import ConfigError, resolve_ab
+from omni_tasks.deployment.reading import ConfigError
 
 BASE, HEAD = "1" * 40, "2" * 40
+ALIASES = {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade"}  # renamed, one release
 CONFIG = """
 version: 2
 lanes:
@@ -37,28 +39,30 @@ ab: {repos: [vllm-project/vllm-omni], series: 'seed_tts_en|Qwen/Qwen3-Omni-30B-A
 GOOD_AB = {"repo": "vllm-project/vllm-omni", "pr": 7, "base_sha": BASE, "head_sha": HEAD}
 # (dag id, conf, the field named): each a form the DAG's first task refuses.
 HOSTILE = [
-    ("seed_tts_nightly", {"gpu_hours": 1}, "gpu_hours"),
-    ("seed_tts_nightly", {"lane": "cuda"}, "lane"),
-    ("seed_tts_nightly", {"targets": {"main": "http://evil.example/"}}, "targets.main"),
-    ("seed_tts_nightly", {"limit": float("nan")}, "limit"),
+    ("omni_nightly", {"gpu_hours": 1}, "gpu_hours"),
+    ("seed_tts_nightly", {"gpu_hours": 1}, "gpu_hours"),  # an alias is checked as its DAG is
     ("seed_tts_bisect", {"history": [BASE, HEAD], "lane": "rocm-mi300"}, "lane"),
-    ("seed_tts_bisect", {"history": [BASE, HEAD], "target": "http://evil.example/"}, "target"),
+    ("omni_nightly", {"lane": "cuda"}, "lane"),
+    ("omni_nightly", {"targets": {"main": "http://evil.example/"}}, "targets.main"),
+    ("omni_nightly", {"limit": float("nan")}, "limit"),
+    ("omni_bisect", {"history": [BASE, HEAD], "lane": "rocm-mi300"}, "lane"),
+    ("omni_bisect", {"history": [BASE, HEAD], "target": "http://evil.example/"}, "target"),
     ("omni_ablate", {"baseline_target": "http://evil.example/"}, "baseline_target"),
     ("omni_ab", {**GOOD_AB, "repo": "someone/else"}, "repo"),
     ("omni_ab", {**GOOD_AB, "target": "file:///etc/passwd"}, "target"),
     ("omni_ab", {**GOOD_AB, "pr": 2**40}, "pr"),
-    ("seed_tts_regrade", {"run_key": "r1", "model": "/etc/passwd"}, "model"),
+    ("omni_regrade", {"run_key": "r1", "model": "/etc/passwd"}, "model"),
 ]
 GOOD = [
-    ("seed_tts_nightly", {}),
+    ("omni_nightly", {}),
     (
-        "seed_tts_nightly",
+        "omni_nightly",
         {"targets": {"main": "http://gpu-box.internal:8000", "rebase": "simulator:rebase"}},
     ),
-    ("seed_tts_bisect", {"history": [BASE, HEAD], "target": "http://gpu-box.internal:8000"}),
+    ("omni_bisect", {"history": [BASE, HEAD], "target": "http://gpu-box.internal:8000"}),
     ("omni_ablate", {"nightly": "2026-11-20"}),
     ("omni_ab", GOOD_AB),
-    ("seed_tts_regrade", {"run_key": "r1", "backend": "whisper"}),
+    ("omni_regrade", {"run_key": "r1", "backend": "whisper"}),
 ]
 
 
@@ -105,16 +109,17 @@ def trigger(c: TestClient, dag_id: str, conf: object) -> Any:  # the test client
 
 def test_every_form_taking_dag_is_checked() -> None:
     assert set(FORMS) == {
-        "seed_tts_nightly",
-        "seed_tts_bisect",
+        "omni_nightly",
+        "omni_bisect",
         "omni_ablate",
         "omni_ab",
-        "seed_tts_regrade",
+        "omni_regrade",
+        *ALIASES,
     }
     # Each of them has a form (Params), the others none: a new form-taking DAG must be listed.
     dags = Path(__file__).resolve().parents[2] / "dags"
     with_params = {p.stem for p in dags.glob("*.py") if "params." in p.read_text()}
-    assert with_params == set(FORMS)
+    assert with_params == set(FORMS) - ALIASES
 
 
 @pytest.mark.parametrize(("dag_id", "conf", "field"), HOSTILE)
@@ -141,7 +146,7 @@ def test_a_good_form_reaches_the_api_unchanged(config: Path, dag_id: str, conf: 
 def test_a_backfills_conf_is_the_same_form(config: Path) -> None:
     api = Api()
     c = client(api)
-    body = {"dag_id": "seed_tts_nightly", "from_date": "2026-11-01T00:00:00Z"}
+    body = {"dag_id": "omni_nightly", "from_date": "2026-11-01T00:00:00Z"}
     r = c.post("/api/v2/backfills", json={**body, "dag_run_conf": {"lane": "cuda"}})
     assert (r.status_code, r.json()["field"]) == (400, "lane")
     assert c.post("/api/v2/backfills", json={**body, "dag_run_conf": {}}).status_code == 200
@@ -155,7 +160,7 @@ def test_the_check_reads_the_variable_first(config: Path) -> None:
     api = Api()
     yaml = CONFIG.replace("http://gpu-box.internal:8000", "http://other-box.internal:8000")
     conf = {"history": [BASE, HEAD], "target": "http://gpu-box.internal:8000"}
-    r = trigger(client(api, variable=lambda: yaml), "seed_tts_bisect", conf)
+    r = trigger(client(api, variable=lambda: yaml), "omni_bisect", conf)
     assert (r.status_code, r.json()["field"]) == (400, "target")
 
 
@@ -164,9 +169,9 @@ def test_what_the_check_does_not_own_passes_untouched(config: Path) -> None:
     c = client(api, max_body=1000)
     big = b"x" * 5000  # beyond the bound: not ours, so never read
     assert c.post("/api/v2/dags/omni_freshness/dagRuns", content=big).status_code == 200
-    assert c.post("/api/v2/dags/seed_tts_nightly/dagRuns/list", content=big).status_code == 200
+    assert c.post("/api/v2/dags/omni_nightly/dagRuns/list", content=big).status_code == 200
     assert c.post("/omni-github/webhook", content=big).status_code == 200
-    assert c.get("/api/v2/dags/seed_tts_nightly/dagRuns").status_code == 200
+    assert c.get("/api/v2/dags/omni_nightly/dagRuns").status_code == 200
     assert api.bodies == [big, big, big, b""]
 
 
@@ -174,7 +179,7 @@ def test_a_body_is_read_to_a_bound(config: Path) -> None:
     api = Api()
     c = client(api, max_body=1000)
     padded = json.dumps({"logical_date": None, "conf": {"lane": "cuda", "pad": "x" * 2000}})
-    r = c.post("/api/v2/dags/seed_tts_nightly/dagRuns", content=padded)
+    r = c.post("/api/v2/dags/omni_nightly/dagRuns", content=padded)
     assert r.status_code == 413
 
     def chunks() -> Iterator[bytes]:  # no content-length: streamed
@@ -182,7 +187,7 @@ def test_a_body_is_read_to_a_bound(config: Path) -> None:
         for _ in range(100):
             yield b"x" * 100
 
-    r = c.post("/api/v2/dags/seed_tts_nightly/dagRuns", content=chunks())
+    r = c.post("/api/v2/dags/omni_nightly/dagRuns", content=chunks())
     assert r.status_code == 413
     assert api.bodies == []
 
@@ -191,7 +196,7 @@ def test_a_caller_airflow_would_refuse_gets_airflows_answer(config: Path) -> Non
     """The check answers only a caller who may trigger the DAG: its refusal names what the
     config offers, so anyone else gets Airflow's own 401/403."""
     api = Api()
-    r = trigger(client(api, allowed=False), "seed_tts_nightly", {"targets": {"main": "x"}})
+    r = trigger(client(api, allowed=False), "omni_nightly", {"targets": {"main": "x"}})
     assert r.status_code == 200 and len(api.bodies) == 1
 
 
@@ -200,7 +205,7 @@ def test_a_config_problem_blocks_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     Airflow unchanged (the task reports the config); so does a body Airflow will refuse."""
     api = Api()
     monkeypatch.setenv("OMNI_NIGHTLY_CONFIG", str(tmp_path / "missing.yaml"))
-    assert trigger(client(api), "seed_tts_bisect", {"lane": "x"}).status_code == 200
+    assert trigger(client(api), "omni_bisect", {"lane": "x"}).status_code == 200
     (tmp_path / "broken.yaml").write_text("version: 2\nseries: {")
     monkeypatch.setenv("OMNI_NIGHTLY_CONFIG", str(tmp_path / "broken.yaml"))
     assert trigger(client(api), "omni_ab", {"repo": "x/y"}).status_code == 200
@@ -208,10 +213,10 @@ def test_a_config_problem_blocks_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     def down() -> str:
         raise OSError("metadata DB unreachable")
 
-    assert trigger(client(api, variable=down), "seed_tts_nightly", {"x": 1}).status_code == 200
+    assert trigger(client(api, variable=down), "omni_nightly", {"x": 1}).status_code == 200
     c = client(api)
-    assert c.post("/api/v2/dags/seed_tts_nightly/dagRuns", content=b"{not json").status_code == 200
-    assert trigger(c, "seed_tts_nightly", ["not", "a", "mapping"]).status_code == 200
+    assert c.post("/api/v2/dags/omni_nightly/dagRuns", content=b"{not json").status_code == 200
+    assert trigger(c, "omni_nightly", ["not", "a", "mapping"]).status_code == 200
     assert len(api.bodies) == 5
 
 

@@ -38,6 +38,7 @@ from omni_tasks.records import (
     ClipAudio,
     ClipGrade,
     ClipRecord,
+    Execution,
     Grader,
     RunSpec,
     records_of,
@@ -161,9 +162,6 @@ class MultipleChoice(Benchmark):
         self.description = description
         self.suite = suite  # how to run it here (None: its results arrive as artifacts)
         self.runnable = suite is not None
-        self.capabilities = (
-            frozenset({"ab", "bisect", "concurrency"}) if self.runnable else frozenset()
-        )
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
         self.grader = Grader(
@@ -283,7 +281,7 @@ class MultipleChoice(Benchmark):
             evaluated = doc.get(f"{self.prefix}_evaluated")
             n_expected = int(evaluated) if finite_number(evaluated) and evaluated >= 0 else 0
             status = "summary_only"
-        execution = {}
+        execution: Execution = {}
         if finite_number(doc.get("max_concurrency")):
             execution["client_concurrency"] = doc["max_concurrency"]
         try:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -41,7 +42,7 @@ from omni_tasks.benchmarks.artifact import (
     summary_figures,
     summary_mismatch,
 )
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading import flags
@@ -52,6 +53,7 @@ from omni_tasks.records import (
     ClipAudio,
     ClipGrade,
     ClipRecord,
+    Execution,
     Grader,
     RunSpec,
     SynthStatus,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
     from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 
 
@@ -212,7 +215,7 @@ def parse_artifact(
         counts = [doc.get(k) for k in SUMMARY_KEYS]
         n_expected = int(sum(c for c in counts if finite_number(c)))
         status = "summary_only"
-    execution = {}
+    execution: Execution = {}
     if finite_number(doc.get("max_concurrency")):
         execution["client_concurrency"] = doc["max_concurrency"]
     try:
@@ -275,7 +278,7 @@ def adopt_audio(art: ParsedArtifact, import_root: str) -> ParsedArtifact:
     from omni_tasks.evidence.audio import load_audio_bytes
 
     root = get_settings().audio_root_url
-    folder = f"{root}/.imports/{art.spec.source.get('sha256', 'artifact')[:16]}"
+    folder = f"{root}/.imports/{str(art.spec.source.get('sha256', 'artifact'))[:16]}"
     clips = []
     for c in art.clips:
         if c.audio_uri is not None and not under(c.audio_uri, root):
@@ -441,6 +444,29 @@ def _secondary(item: JsonObject, key: str, path: Path, where: str) -> float | No
     return bounded_number(value, *SECONDARY_RANGES[key], path, f"{where}: {key!r}")
 
 
+# Seed-TTS's run options (its BenchRequest's fields): what a config, a form or a flag sets.
+OPTIONS = MappingProxyType(
+    {
+        "transcript_mode": RunOption(
+            False, {"type": "boolean"}, "Transcript mode", "Simulator targets only: no audio (fast)"
+        ),
+        "prompt_template": RunOption(
+            "seed-tts-default",
+            {"type": "string", "maxLength": 60},
+            "Prompt template",
+            "seed-tts-default (the harness's) or read-aloud",
+            examples=("seed-tts-default", "read-aloud"),
+        ),
+        "audio_cap_s": RunOption(
+            60.0, {"type": "number"}, "Audio cap", "Audio read per clip (s)", form=False
+        ),
+        "voices": RunOption(
+            1, {"type": "integer"}, "Voices", "Reference voices mixed round-robin", form=False
+        ),
+    }
+)
+
+
 class SeedTts(Benchmark):
     family = "seed_tts"
     metric = "wer"
@@ -452,6 +478,7 @@ class SeedTts(Benchmark):
     gate_figure = ("seed_tts_content_error_mean", "<=")
     dataset_file = "meta.lst"  # a seed-tts-eval locale dir
     diagnoses = frozenset({"failure_modes", "questions"})
+    options = OPTIONS
 
     def __init__(self, locale: str) -> None:
         self.locale = locale
@@ -465,6 +492,19 @@ class SeedTts(Benchmark):
     def bench_option(self) -> str:
         return "seed_tts"  # the locale follows the dataset
 
+    def request(self, generic: RunRequest, options: Mapping[str, object]) -> RunRequest:
+        from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+
+        self.check_options(options)
+        return BenchRequest.of(generic, **options)
+
+    def graded_by_asr(self, options: Mapping[str, object]) -> bool:
+        return not options.get("transcript_mode")
+
+    def reproduce_args(self, config: JsonObject) -> list[str]:
+        args = ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
+        return args + (["--transcript-mode"] if config.get("transcript_mode") else [])
+
     def run(
         self,
         conn: psycopg.Connection[Any],
@@ -473,14 +513,36 @@ class SeedTts(Benchmark):
         *,
         show_progress: bool = False,
     ) -> str:
-        """Synthesize every utterance (benchmark.run_benchmark: the harness's request,
-        streamed), grade with Whisper (none in transcript mode), store per clip."""
-        from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
+        """Synthesize every utterance (run.run_benchmark: the harness's request, streamed),
+        grade with Whisper (none in transcript mode), store per clip."""
+        from omni_tasks.benchmarks.seed_tts.run import run_benchmark
         from omni_tasks.grading.asr import GraderSpec
 
-        bench = BenchRequest.of(req)
+        bench = _bench(req)
         loaded = None if bench.transcript_mode else _grader(GraderSpec.from_params(grader))
         return run_benchmark(conn, bench, loaded, show_progress=show_progress).run_key
+
+    def thinker_texts(self, req: RunRequest) -> dict[str, str | None]:
+        """The thinker alone (the talker skipped) on each chosen utterance, on the same target."""
+        from omni_tasks.benchmarks.seed_tts.run import dataset_of, target_url, utterances_of
+        from omni_tasks.synthesis import protocol
+        from omni_tasks.synthesis.thinker import thinker_texts
+
+        bench = _bench(req)
+        utterances = utterances_of(bench, dataset_of(bench))
+        template = protocol.prompt_template(bench.prompt_template)
+        with target_url(bench) as url:
+            return thinker_texts(url, list(utterances), template, model=bench.model)
+
+    def reference_voices(self, req: RunRequest) -> tuple[dict[str, str], dict[str, Path]]:
+        from omni_tasks.benchmarks.seed_tts.run import dataset_of
+
+        bench = _bench(req)
+        if bench.voices == 1:
+            return {}, {}
+        ds = dataset_of(bench)
+        own = {u.utt_id: u.prompt_wav.stem for u in ds.utterances}
+        return own, {u.prompt_wav.stem: u.prompt_wav for u in ds.utterances[: bench.voices]}
 
     def subset_fingerprint(self, dataset: str, limit: int | None) -> str:
         from omni_tasks.benchmarks.seed_tts.run import subset_fingerprint
@@ -535,6 +597,13 @@ class SeedTts(Benchmark):
             harness_version=options.harness_version,
             built=options.built,
         )
+
+
+def _bench(req: RunRequest) -> BenchRequest:
+    """A request as seed-TTS's (a generic one with every option at its default)."""
+    from omni_tasks.benchmarks.seed_tts.run import BenchRequest
+
+    return req if isinstance(req, BenchRequest) else BenchRequest.of(req)
 
 
 @functools.lru_cache(maxsize=1)

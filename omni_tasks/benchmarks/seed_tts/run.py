@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterator
@@ -19,19 +18,18 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.benchmarks import identity
+from omni_tasks.benchmarks.outcome import RunOutcome, run_outcome
 from omni_tasks.benchmarks.request import BenchError, RunRequest
 from omni_tasks.benchmarks.seed_tts.pipeline import clip_audio, run_pipelined, run_status
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
-from omni_tasks.formatting import pct
 from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.harness import client_rules
 from omni_tasks.progress import progress_bar
-from omni_tasks.records import RunSpec, commonest_failure
+from omni_tasks.records import Execution, RunSpec
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
@@ -53,24 +51,18 @@ from omni_tasks.synthesis.voices import MAX_VOICES, voice_mix
 
 @dataclass(frozen=True)
 class BenchRequest(RunRequest):
-    """A seed-TTS run: the generic request, with the harness's prompt template, the deploy
-    overrides, the audio cap and where the commit came from."""
+    """A seed-TTS run: the generic request, with the harness's prompt template, transcript
+    mode (the simulator says what would be heard, no audio), the audio cap and the voices."""
 
     prompt_template: str = "seed-tts-default"
     transcript_mode: bool = False
-    overrides: dict[str, Any] = field(default_factory=dict)
     audio_cap_s: float = 60.0
-    commit_time: dt.datetime | None = None
-    observed_head: str | None = None
-    lineage: dict[str, Any] = field(default_factory=dict)
-    stack: dict[str, Any] = field(default_factory=dict)
-    gpu_class: str | None = None
-    # The target's stage defaults (its deploy config): needed to send the run seed to every
-    # stage; unknown for a URL target without a deploy config (then no seed is sent).
-    stage_defaults: StageDefaults | None = None
     # Reference voices mixed round-robin over the items (synthesis/voices.py): 1, each item's
     # own prompt; k > 1, the first k prompts re-voiced (the concurrency experiment's voice check).
     voices: int = 1
+    # The target's stage defaults, read from its deploy config: needed to send the run seed to
+    # every stage; unknown for a target without one (then no seed is sent).
+    stage_defaults: StageDefaults | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -78,13 +70,19 @@ class BenchRequest(RunRequest):
             raise BenchError("the audio cap must be a positive number of seconds")
         if not 1 <= self.voices <= MAX_VOICES:
             raise BenchError(f"voices must be from 1 to {MAX_VOICES}, got {self.voices}")
+        if self.voices > 1 and self.transcript_mode:
+            raise BenchError("voices: transcript mode has no speech output to label")
+        try:
+            stages = StageDefaults.load(self.deploy_config) if self.deploy_config else None
+        except DeployConfigError as exc:
+            raise BenchError(str(exc)) from None
+        object.__setattr__(self, "stage_defaults", stages)
 
     @classmethod
-    def of(cls, req: RunRequest) -> BenchRequest:
-        """A generic request as seed-TTS's (its own fields at their defaults)."""
-        if isinstance(req, BenchRequest):
-            return req
-        return cls(**{f.name: getattr(req, f.name) for f in dataclasses.fields(RunRequest)})
+    def of(cls, req: RunRequest, **options: Any) -> BenchRequest:
+        """A generic request as seed-TTS's, with its own options (the rest at their defaults)."""
+        generic = {f.name: getattr(req, f.name) for f in dataclasses.fields(RunRequest)}
+        return cls(**generic, **options)
 
     @property
     def audio_cap(self) -> float:
@@ -121,29 +119,8 @@ class BenchRequest(RunRequest):
 
 
 @dataclass(frozen=True)
-class BenchOutcome:
-    run_key: str
-    run_status: str
-    synthesized: bool
-    statuses: dict[str, int]
-    grader_id: str
-    grading_id: int
-    tail_fraction: float | None
-    mean_wer: float | None
-    n_expected: int
-    simulated: bool
-    failure: str | None = None  # the most common reason of the clips that failed to synthesize
-
-    def summary(self) -> str:
-        tail = pct(self.tail_fraction)
-        mean = "n/a" if self.mean_wer is None else f"{self.mean_wer:.3f}"
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
-        label = " [SIMULATED target]" if self.simulated else ""
-        why = f"; failed: {self.failure}" if self.failure else ""
-        return (
-            f"{self.run_key}: {self.run_status}, {self.n_expected} clips ({counts}); "
-            f"tail fraction {tail}, mean WER {mean}, grader {self.grader_id}{label}{why}"
-        )
+class BenchOutcome(RunOutcome):
+    synthesized: bool = True  # False: the run was stored already (and is not synthesized again)
 
 
 @contextmanager
@@ -152,7 +129,7 @@ def target_url(req: BenchRequest) -> Iterator[str]:
     if profile is not None:
         sim = SimulatorConfig(
             profile,
-            req.transcript_mode,
+            transcript=req.transcript_mode,
             stage_defaults=req.stages or StageDefaults.nightly(),
             engine_args=engine_args(req.simulated_deploy),
         )
@@ -229,7 +206,7 @@ def _stage_fingerprint(settings: JsonObject) -> str | None:
 def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
     template = protocol.prompt_template(req.prompt_template)
     stages = stage_settings(req)
-    execution = {
+    execution: Execution = {
         "gpu_class": req.gpu_class or ("simulator" if req.simulator_profile else None),
         "client_concurrency": req.concurrency,
         "server_max_num_seqs": req.overrides.get("max_num_seqs"),
@@ -342,15 +319,15 @@ def _pipelined(
     spec: RunSpec,
     grader: LoadedGrader,
     show_progress: bool,
-) -> int:
-    """Synthesize and grade at once (seed_tts/pipeline.py); returns the grading id."""
+) -> None:
+    """Synthesize and grade at once (seed_tts/pipeline.py)."""
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         tasks = {
             "synthesized": bar.add_task(f"synthesizing {req.branch}", total=len(utterances)),
             "graded": bar.add_task(f"grading {req.branch}", total=None),
         }
-        out = run_pipelined(
+        run_pipelined(
             conn,
             key,
             spec,
@@ -359,7 +336,6 @@ def _pipelined(
             grader,
             on_clip=lambda what: bar.advance(tasks[what]),
         )
-    return out.grading_id
 
 
 def dataset_of(req: BenchRequest) -> Dataset:
@@ -386,7 +362,7 @@ def run_benchmark(
     n = len(utterances_of(req, ds))
     spec = run_spec(req, ds, n)
     key = req.run_key or runs.derive_run_key(spec)
-    existing = identity.stored_status(conn, key, spec)
+    existing = identity.stored_status(conn, key, spec, {"transcript mode": "transcript_mode"})
     # A complete run is never synthesized again; a partial or failed one (server died, infra
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
@@ -402,48 +378,12 @@ def run_benchmark(
             grading = (TRANSCRIPT_GRADER, grades)
             runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
         grader_id = TRANSCRIPT_GRADER.grader_id
-        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key).run_id, key, grader_id)
     else:
         assert grader is not None
         grader_id = grader.grader_id
         if synthesized:
-            grading_id = _pipelined(conn, req, ds, key, spec, grader, show_progress)
+            _pipelined(conn, req, ds, key, spec, grader, show_progress)
         else:
-            grading_id = grade_run(conn, key, grader, show_progress=show_progress).grading_id
-    return _outcome(
-        conn, key, grader_id, grading_id, synthesized, req.simulator_profile is not None
-    )
-
-
-def _outcome(
-    conn: psycopg.Connection[Any],
-    key: str,
-    grader_id: str,
-    grading_id: int,
-    synthesized: bool,
-    simulated: bool,
-) -> BenchOutcome:
-    from omni_tasks.gates.policy import load_policy
-
-    run = runs.get_run(conn, key)
-    statuses = runs.clips_by_status(conn, run.run_id)
-    clips = runs.clip_records(conn, grading_id)
-    stats = run_stats(clips, load_policy().primary_tau, run.n_expected)
-    commonest = commonest_failure(clips)
-    failure = None
-    if commonest:
-        reason, n = commonest
-        failure = f"{n} of {len(clips)} clips: {reason}"
-    return BenchOutcome(
-        key,
-        run.status,
-        synthesized,
-        statuses,
-        grader_id,
-        grading_id,
-        stats.tail_fraction,
-        stats.mean_wer,
-        run.n_expected,
-        simulated,
-        failure,
-    )
+            grade_run(conn, key, grader, show_progress=show_progress)
+    outcome = run_outcome(conn, key, grader_id)
+    return BenchOutcome(**dataclasses.asdict(outcome), synthesized=synthesized)

@@ -154,7 +154,7 @@ def test_too_many_blocks_are_cut_with_a_note() -> None:
 def test_infra_ids_can_be_pasted_into_airflow() -> None:
     run_id = "manual__2026-11-30T02:00:00+00:00"
     msg = blocks.infra(
-        "INFRA task failed: seed_tts_nightly.refresh",
+        "INFRA task failed: omni_nightly.refresh",
         ["Grafana answered 502"],
         ids={"run": run_id, "evil": "x`<!channel>`"},
     )

@@ -85,6 +85,27 @@ def test_unknown_ids_and_double_registration_are_refused() -> None:
         benchmarks.register(clone)
 
 
+def test_a_suite_family_can_be_ab_tested_bisected_and_co_batched_unless_it_opts_out() -> None:
+    capabilities = {b.id: sorted(b.capabilities) for b in benchmarks.all_benchmarks()}
+    suite_default = ["ab", "bisect", "concurrency"]
+    assert capabilities["librispeech"] == capabilities["daily_omni"] == suite_default
+    assert capabilities["seed_tts_en"] == ["ab", "ablate", "bisect", "concurrency"]  # declared
+    assert capabilities["duplex_eval"] == []  # no suite: its results arrive as artifacts
+
+    daily = benchmarks.get("daily_omni")
+    opted_out = type("NoCoBatching", (type(daily),), {"capabilities": frozenset({"ab"})})(
+        id="no_co_batching",
+        prefix="no_co_batching",
+        breakdown_fields={},
+        key_fields=("video_id",),
+        description="a suite family that declares its own capabilities",
+        suite=daily.suite,
+    )
+    assert opted_out.capabilities == {"ab"}
+    with pytest.raises(ValueError, match="no 'concurrency' capability"):
+        opted_out.require("concurrency", "co-batched")
+
+
 def _daily(items: list[dict]) -> dict:
     return {"date": "20261129-000000", "daily_omni_accuracy": 0.5, "daily_omni_eval_items": items}
 

@@ -8,14 +8,14 @@ series whose config sets `concurrency: [1, 8]` also gets check_concurrency after
 same items alone and co-batched, jobs/concurrency.py), off its alert's path. A
 chain waits on its own GPU tasks and their retries only: one series whose server never comes
 up delays no other series' decision or alert. After every chain: plan_bisects → auto_bisect
-(triggers seed_tts_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
+(triggers omni_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
 upstream gate on a bounded window of history) → refresh (HTML reports, Grafana) →
 dispatch_late, which delivers what refresh's failure raised and, once the alert groups'
 triage delay has passed, their held posts. `watcher` then fails the
 DAG run when any task failed (otherwise the always-run leaves would mark a failed night
 successful); its own failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
-`airflow backfill create --dag-id seed_tts_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
+`airflow backfill create --dag-id omni_nightly --from-date 2026-11-01 --to-date 2026-11-07`.
 """
 
 from __future__ import annotations
@@ -24,21 +24,21 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks.dag_support import callbacks, params, runtime, tasks
+from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
 
 
 @dag(
-    dag_id="seed_tts_nightly",
+    dag_id="omni_nightly",
     schedule="0 2 * * *",
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
-    tags=["omni", "seed-tts", "nightly"],
+    tags=["omni", "nightly"],
     params=params.nightly_params(),
     default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
-def seed_tts_nightly() -> None:
+def omni_nightly() -> None:
     units = runtime.units()
 
     @task
@@ -112,7 +112,7 @@ def seed_tts_nightly() -> None:
     decided >> advise_gates() >> done
     planned = plan_bisects()
     decided >> planned
-    # Each planned trigger names its DAG: seed_tts_bisect, or omni_ablate's two-repository A/B
+    # Each planned trigger names its DAG: omni_bisect, or omni_ablate's two-repository A/B
     # when both repositories changed.
     bisects = TriggerDagRunOperator.partial(
         task_id="auto_bisect", skip_when_already_exists=True
@@ -124,4 +124,4 @@ def seed_tts_nightly() -> None:
     [*chains, done, planned, bisects, alerts, late] >> watcher()
 
 
-seed_tts_nightly()
+renamed.with_alias(omni_nightly)  # and, for one release, seed_tts_nightly

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from omni_tasks.dag_support import callbacks, params, runtime, tasks
+from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
 
 
 @dag(
-    dag_id="seed_tts_regrade",
+    dag_id="omni_regrade",
     schedule=None,
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
@@ -22,7 +22,7 @@ from omni_tasks.dag_support import callbacks, params, runtime, tasks
     default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
     doc_md=__doc__,
 )
-def seed_tts_regrade() -> None:
+def omni_regrade() -> None:
     @task(
         queue="gpu", pool=runtime.GPU_POOL, pool_slots=1, execution_timeout=runtime.REGRADE_TIMEOUT
     )
@@ -32,4 +32,4 @@ def seed_tts_regrade() -> None:
     regrade()
 
 
-seed_tts_regrade()
+renamed.with_alias(omni_regrade)  # and, for one release, seed_tts_regrade

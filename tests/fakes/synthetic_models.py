@@ -1,9 +1,8 @@
 """Randomly initialised Whisper models of a given shape, built offline.
 
-Real checkpoints need a model hub; these stand in wherever only plumbing or speed matters:
-the backend tests (tiny shapes) and the GPU throughput benchmark (the large-v3 shape). They
-use Whisper's real tokenizer from the offline tiny.en package, so prompts and decoding are the
-real ones; their transcripts are noise.
+Real checkpoints need a model hub; these stand in where only plumbing matters (the backend
+and window-policy tests, tiny shapes). They use Whisper's real tokenizer from the offline
+tiny.en package, so prompts and decoding are the real ones; their transcripts are noise.
 """
 
 from __future__ import annotations

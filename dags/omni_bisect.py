@@ -11,7 +11,10 @@ its shape is dag_support/one_series.py's.
 
 from __future__ import annotations
 
-from omni_tasks.dag_support import params, tasks
+from omni_tasks.dag_support import params, renamed, tasks
 from omni_tasks.dag_support.one_series import one_series_dag
 
-one_series_dag("seed_tts_bisect", __doc__, ["bisect"], params.bisect_params(), tasks.bisect)
+omni_bisect = one_series_dag(
+    "omni_bisect", __doc__, ["bisect"], params.bisect_params(), tasks.bisect
+)
+renamed.with_alias(omni_bisect)  # and, for one release, seed_tts_bisect

@@ -1,0 +1,44 @@
+"""The config's `retention:` (how long clip audio is kept) and `slack_actions:` (who may use
+the alerts' buttons) sections."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from omni_tasks.deployment.reading import config_section, read
+
+SlackId = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9]{2,24}$")]
+
+
+class Retention(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    audio_days: int = Field(default=90, ge=1, le=3650)
+
+
+def retention(variable: str | None = None) -> Retention:
+    """The configured retention (the defaults without a config or a `retention:` section)."""
+    return config_section(read(variable), "retention", Retention)
+
+
+class SlackActions(BaseModel):
+    """Who may use the alerts' Acknowledge and Ignore buttons (alerts/interactions.py). A click
+    is taken only from a Slack user id in `users` (when listed) made in a channel id in
+    `channels` (when listed); with neither listed, or no section, every click is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    users: list[SlackId] = Field(default_factory=list, max_length=1000)  # U…/W… ids
+    channels: list[SlackId] = Field(default_factory=list, max_length=1000)  # C…/G… ids
+
+    def permits(self, user_id: str, channel_id: str | None) -> bool:
+        if not (self.users or self.channels):
+            return False
+        return (not self.users or user_id in self.users) and (
+            not self.channels or channel_id in self.channels
+        )
+
+
+def slack_actions(variable: str | None = None) -> SlackActions:
+    """The configured `slack_actions:` allow-list (empty, refusing every click, without one)."""
+    return config_section(read(variable), "slack_actions", SlackActions)
