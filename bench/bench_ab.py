@@ -1,5 +1,5 @@
 """The on-demand A/B's repeat rule (omni_tasks/ab/sequential.py), simulated over the real
-decision code on the two-class clip model (analysis/simulation.py): how often an A/A pair
+decision code on the two-class clip model (bench/simlib.py): how often an A/A pair
 ends `failure` (REGRESSED), how often a real step does within the budget, the clips spent.
 The baseline, on the same simulated pairs, is the nightly's one-night paired rule at α (what
 a single full A/B run decided by `gate` would say); rates are printed beside it.
@@ -14,13 +14,13 @@ import datetime as dt
 import json
 
 import numpy as np
-
-from omni_tasks.analysis.simulation import (
+from simlib import (
     aa_probabilities,
     ab_rates,
     paired_point,
     step_probabilities,
 )
+
 from omni_tasks.gates.policy import load_policy
 
 

@@ -1,6 +1,6 @@
 """What ablations cost and how often they decide (issue 45 #10): the ablate job's own
 sequential code (analysis/ablation.py) on simulated confirmed nights at 1,088 clips, each
-arm's runs drawn at its clips' failure probabilities (analysis/simulation.py: the `SEED_TTS`
+arm's runs drawn at its clips' failure probabilities (bench/simlib.py: the `SEED_TTS`
 model, a step's lifted clips from `step_probabilities`).
 
     .venv/bin/python bench/bench_ablation.py [--nights 2000]
@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 
 from scipy.stats import beta
+from simlib import ONE_KNOB, WITH_PARTIAL, AblationCosts, ablation_costs
 
-from omni_tasks.analysis.simulation import ONE_KNOB, WITH_PARTIAL, AblationCosts, ablation_costs
 from omni_tasks.gates.policy import load_policy
 
 RESULTS = Path(__file__).parent / "results" / "ablation.json"

@@ -26,7 +26,7 @@ from omni_tasks.evidence.audio import WHISPER_RATE
 from omni_tasks.grading.asr import GraderSpec
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.wer import score
-from omni_tasks.synthesis.voice import speak
+from omni_tasks.voice import speak
 
 
 def clips_of_demo(n: int) -> tuple[list[str], list[np.ndarray]]:

@@ -166,7 +166,7 @@ def stand_in_cases(args: argparse.Namespace) -> dict[str, Any]:
     from omni_tasks.grading.asr import GraderSpec
     from omni_tasks.grading.backends import load_grader
     from omni_tasks.synthesis.simulator import serve_in_thread
-    from omni_tasks.synthesis.voice import speak
+    from omni_tasks.voice import speak
 
     utts = list(load_dataset("demo").utterances)
     utts = [

@@ -4,7 +4,7 @@ simulation over the real decision code, at full size (issues 18, 32 and 45).
     .venv/bin/python bench/bench_statistics_sim.py [--nights 4000000] [--histories 3000]
         [--group-nights 200000] [--series 1000]
 
-Every rate is simulated on a named clip model (omni_tasks/analysis/simulation.py: `SEED_TTS`,
+Every rate is simulated on a named clip model (bench/simlib.py: `SEED_TTS`,
 ψ ≈ .063, and `MULTIPLE_CHOICE`, ψ ≈ .17), with its 95 % Monte-Carlo bound where it is rare.
 
 - A/A false confirmation after a paired or a run-group night, and per (family, n, ψ) over the
@@ -32,8 +32,7 @@ import time
 from pathlib import Path
 
 from scipy.stats import beta
-
-from omni_tasks.analysis.simulation import (
+from simlib import (
     HELD_OUT,
     MULTIPLE_CHOICE,
     SEED_TTS,
@@ -47,6 +46,7 @@ from omni_tasks.analysis.simulation import (
     pooled_power,
     range_misses,
 )
+
 from omni_tasks.gates.policy import load_policy
 
 RESULTS = Path(__file__).parent / "results" / "statistics_sim.json"

@@ -1,7 +1,17 @@
-"""Settings read from the environment (``OMNI_*``), with defaults for a laptop."""
+"""Settings read from the environment (``OMNI_*``), with defaults for a laptop, and secrets
+read from files.
+
+Secrets are read from files at the point of use, never from or into `os.environ`: the
+`*_FILE` convention of Docker/compose secrets and Kubernetes Secret volumes (`NAME_FILE` names
+a file holding the value of `NAME`). A worker whose secrets are all files has nothing secret in
+its environment block, the block every child inherits and /proc shows. `NAME` itself still
+works (a laptop, a test) and is scrubbed by `trust.child_env.seal`.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -10,10 +20,26 @@ import platformdirs
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from omni_tasks.trust.secrets import read_secret
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = Path(__file__).resolve().parent / "sql"  # a link to the repository's sql/ (shipped)
+
+
+class SecretFileError(RuntimeError):
+    """A `NAME_FILE` that names no readable file: a deployment error, said loudly."""
+
+
+def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of secret `name`: the file `NAME_FILE` names (one trailing newline dropped),
+    else the variable `NAME`, else None (an empty value is none)."""
+    env = os.environ if environ is None else environ
+    path = env.get(f"{name}_FILE")
+    if path:
+        try:
+            value = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SecretFileError(f"{name}_FILE={path}: {exc.strerror or exc}") from None
+        return (value[:-1] if value.endswith("\n") else value) or None
+    return env.get(name) or None
 
 
 # Read from OMNI_<NAME>_FILE when set (Docker/Kubernetes secrets), else OMNI_<NAME>.
@@ -168,7 +194,7 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _secret_files(cls, data: object) -> object:
-        """Each secret from its file when OMNI_<NAME>_FILE names one (trust/secrets.py)."""
+        """Each secret from its file when OMNI_<NAME>_FILE names one (`read_secret`)."""
         if not isinstance(data, dict):
             return data
         for name in SECRET_FIELDS:

@@ -22,6 +22,7 @@ import soundfile as sf
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import STORE_RATE, write_audio
 from omni_tasks.trust.names import InvalidName, check_text
+from omni_tasks.voice import speak
 
 DEMO_META = Path(__file__).parent / "datasets" / "demo" / "meta.lst"
 
@@ -139,8 +140,6 @@ def _check_wav(meta: Path, line: int, wav: Path) -> str:
 
 def ensure_demo() -> Path:
     """The demo corpus in the cache dir, its prompt wavs spoken by piper on first use."""
-    from omni_tasks.synthesis.voice import speak
-
     root = get_settings().cache_dir / "datasets" / "demo"
     meta = root / "meta.lst"
     if not meta.is_file() or meta.read_bytes() != DEMO_META.read_bytes():

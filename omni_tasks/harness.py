@@ -1,5 +1,6 @@
 """The reference harness by vllm-omni version: what each release's seed-TTS benchmark does that
-decides a clip's outcome — the window its Whisper hears, and its client's rules: when it tries a
+decides a clip's outcome — the window its Whisper hears (and so which gradings pair), and its
+client's rules: when it tries a
 request again, what counts as output already seen, whether an in-stream error chunk fails the
 request, which audio chunks it keeps, and how long it waits.
 
@@ -78,7 +79,7 @@ OUR_CLIENT = ClientRules(OURS)
 
 @dataclass(frozen=True)
 class Harness:
-    window: str  # grading/windows.py: truncate30 | whole-timestamps
+    window: str  # one of WINDOWS: truncate30 | whole-timestamps
     client: ClientRules
 
 
@@ -104,3 +105,36 @@ def harness(version: str) -> Harness:
 def client_rules(version: str | None) -> ClientRules:
     """The client's rules for a run on harness `version` (ours when it names none)."""
     return OUR_CLIENT if version is None else harness(version).client
+
+
+# Window policies: which part of a clip a grader hears. Up to vllm-omni 0.28.0 the reference
+# harness hears one padded 30 s window (`truncate30`); from 0.30.0 it transcribes clips over
+# 30 s whole, with timestamps (`whole-timestamps`). `longform` is a backend's own long-form
+# decoding, matching no harness version. A grader id names its policy, so two gradings under
+# different policies are never paired by accident.
+WINDOWS: tuple[str, ...] = ("truncate30", "whole-timestamps", "longform")
+HARNESS_WINDOW: dict[str, str] = {version: h.window for version, h in HARNESS.items()}
+
+
+def harness_window(version: str) -> str:
+    """The window policy of a reference-harness version."""
+    return harness(version).window
+
+
+# The seed-TTS artifact's grader before its harness version is known: a WER grader whose
+# window policy nobody can tell (the other graders either name theirs or score no audio).
+BARE_ARTIFACT_GRADER = "artifact:vllm-omni-seed-tts"
+
+
+def window_unknown(grader_id: str) -> bool:
+    return grader_id == BARE_ARTIFACT_GRADER
+
+
+def window_of(grader_id: str) -> str | None:
+    """The window policy a grader id names, or None (an artifact of unknown harness version)."""
+    return next((part for part in grader_id.split("/") if part in WINDOWS), None)
+
+
+def harnesses_of(window: str) -> list[str]:
+    """The harness versions that grade under a window policy."""
+    return [v for v, w in HARNESS_WINDOW.items() if w == window]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from omni_tasks.trust.names import check_model, check_name, path_component
 
@@ -14,8 +15,12 @@ from omni_tasks.trust.names import check_model, check_name, path_component
 # then benchmarked (migration 0009 fills these in).
 DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 DEFAULT_LANE = "default"
+# How a series' server is spoken to (a run's variant names it when it is not chat): an imported
+# artifact's own fields say which (importers/identity.py), a published reference holds for one.
+Protocol = Literal["chat", "realtime", "reference-as-input"]
+PROTOCOLS: tuple[Protocol, ...] = ("chat", "realtime", "reference-as-input")
 
-__all__ = ["DEFAULT_LANE", "DEFAULT_MODEL", "Series"]
+__all__ = ["DEFAULT_LANE", "DEFAULT_MODEL", "PROTOCOLS", "Protocol", "Series"]
 
 
 @dataclass(frozen=True)

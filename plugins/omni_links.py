@@ -3,7 +3,8 @@ macros with the same URLs for templates, the evidence app (reports and clip audi
 under /omni on the API server, authenticated by Airflow's own token check), GitHub's PR
 webhook and the Slack buttons' endpoint (each checks its sender's signature), and the submit
 check: a trigger form of our DAGs posted to the REST API (the UI's trigger included) is refused
-there, naming its field, when the DAG's first task would refuse it (omni_tasks.trust.submit)."""
+there, naming its field, when the DAG's first task would refuse it
+(omni_tasks.dag_support.submit)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseOperatorLink
 
-from omni_tasks.trust.submit import SubmitCheck
+from omni_tasks.dag_support.submit import SubmitCheck
 
 
 def grafana_url(benchmark: str | None = None) -> str:

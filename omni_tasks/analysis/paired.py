@@ -13,7 +13,7 @@ from omni_tasks.analysis.accounting import count_of, error_of, is_broken, is_wer
 from omni_tasks.analysis.failure_modes import diagnose
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.contracts import PairedFigures
-from omni_tasks.grading.windows import harnesses_of, window_of, window_unknown
+from omni_tasks.harness import harnesses_of, window_of, window_unknown
 from omni_tasks.records import ClipRecord
 
 FINGERPRINTS = ("dataset_fingerprint", "prompt_fingerprint", "execution_fingerprint", "grader_id")

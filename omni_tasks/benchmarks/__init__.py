@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from omni_tasks.benchmarks.artifact import ArtifactError, Document, ParsedArtifact, read_document
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
 from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
@@ -17,7 +18,6 @@ from omni_tasks.benchmarks.multiple_choice.daily_omni import DAILY_OMNI
 from omni_tasks.benchmarks.multiple_choice.videomme import VIDEOMME
 from omni_tasks.benchmarks.seed_tts.family import SeedTts
 from omni_tasks.benchmarks.voice_isolation import VOICE_ISOLATION
-from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact, read_document
 
 if TYPE_CHECKING:
     from omni_tasks.synthesis.simulator import Answerer

@@ -13,10 +13,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
 from omni_tasks.benchmarks.request import BenchError
 from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
 from omni_tasks.contracts import JsonObject
-from omni_tasks.importers.artifact import Document, ParsedArtifact
 from omni_tasks.records import ClipRecord
 
 if TYPE_CHECKING:

@@ -11,9 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.contracts import JsonObject
-from omni_tasks.importers.artifact import (
+from omni_tasks.benchmarks.artifact import (
     ArtifactError,
     Document,
     ParsedArtifact,
@@ -22,6 +20,8 @@ from omni_tasks.importers.artifact import (
     nightly_of,
     require,
 )
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord, Grader, RunSpec
 from omni_tasks.trust.names import InvalidName, check_name, printable
 

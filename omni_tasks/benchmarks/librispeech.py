@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from omni_tasks.benchmarks.artifact import ArtifactError, Document, ParsedArtifact
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import NORMALIZER_VERSION, score
-from omni_tasks.importers.artifact import ArtifactError, Document, ParsedArtifact
 from omni_tasks.records import ClipGrade, ClipRecord, Grader, GradeStatus
 from omni_tasks.trust.names import check_name, check_text, printable
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omni_tasks.grading.windows import UnknownHarness, harness_window
-from omni_tasks.harness import client_rules
+from omni_tasks.harness import UnknownHarness, client_rules, harness_window
 from omni_tasks.records import LineageFlags, Trigger
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.trust.names import InvalidName, check_name, check_run_key

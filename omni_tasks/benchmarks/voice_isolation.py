@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.contracts import JsonObject
-from omni_tasks.importers.artifact import (
+from omni_tasks.benchmarks.artifact import (
     MAX_UTT_ID,
     ArtifactError,
     Document,
@@ -35,6 +33,8 @@ from omni_tasks.importers.artifact import (
     nightly_of,
     require,
 )
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from omni_tasks.trust.names import InvalidName, check_name
 

@@ -184,7 +184,7 @@ def _registered(
         ReferenceError,
         reference_for,
     )
-    from omni_tasks.importers.identity import PROTOCOLS
+    from omni_tasks.series import PROTOCOLS
 
     if protocol not in PROTOCOLS:
         fail(f"--protocol {protocol!r}: one of {', '.join(PROTOCOLS)}", code=2)

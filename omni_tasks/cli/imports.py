@@ -23,7 +23,7 @@ from omni_tasks.cli.common import (
     parse_date,
     series_of,
 )
-from omni_tasks.trust.secrets import read_secret
+from omni_tasks.config import read_secret
 
 
 # ---------------------------------------------------------------- import

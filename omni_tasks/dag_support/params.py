@@ -300,7 +300,7 @@ def regrade_params() -> dict[str, Param]:
     from airflow.sdk import Param
 
     from omni_tasks.grading.asr import BACKENDS
-    from omni_tasks.grading.windows import HARNESS_WINDOW, WINDOWS
+    from omni_tasks.harness import HARNESS_WINDOW, WINDOWS
 
     which, how = "Which run", "How it is graded (empty: the config's grader for its series)"
 

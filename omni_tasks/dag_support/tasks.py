@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from omni_tasks.config import read_secret
 from omni_tasks.dag_support.runtime import (
     BUILDKITE_CONN,
     deadline,
@@ -19,7 +20,6 @@ from omni_tasks.dag_support.runtime import (
     slack_sink,
     stops_on_sigterm,
 )
-from omni_tasks.trust.secrets import read_secret
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

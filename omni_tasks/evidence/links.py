@@ -13,6 +13,9 @@ from omni_tasks.trust.names import path_component
 
 DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
 PREFIX = "/omni"  # the plugin app's mount point on the API server
+# Plotly's script, written once beside a folder's reports (reports.html.write_page) and loaded
+# by each page by this relative name; the evidence app serves it from the reports folder.
+PLOTLY_JS = "plotly.min.js"
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
 DAG_IDS = frozenset(
     {

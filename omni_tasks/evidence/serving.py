@@ -21,7 +21,7 @@ from fastapi.responses import Response
 
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
-from omni_tasks.reports import PLOTLY_JS
+from omni_tasks.evidence.links import PLOTLY_JS
 from omni_tasks.trust.names import InvalidName, path_component
 
 

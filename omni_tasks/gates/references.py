@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 
 from omni_tasks.gates.design import MeanGate, mean_gate
-from omni_tasks.importers.identity import PROTOCOLS
+from omni_tasks.series import PROTOCOLS
 from omni_tasks.trust.names import InvalidName, check_model, check_name
 
 TABLE = Path(__file__).resolve().parent / "references.yaml"

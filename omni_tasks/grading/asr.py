@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import NORMALIZER_VERSION
-from omni_tasks.grading.windows import WINDOWS, UnknownHarness, harness_window, harnesses_of
+from omni_tasks.harness import WINDOWS, UnknownHarness, harness_window, harnesses_of
 
 if TYPE_CHECKING:
     import numpy as np

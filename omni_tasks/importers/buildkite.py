@@ -49,16 +49,16 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from omni_tasks import benchmarks
 from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.validity import run_validity
+from omni_tasks.benchmarks.artifact import ParsedArtifact
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
 from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import Threshold, gates_on
-from omni_tasks.importers.artifact import ParsedArtifact
 from omni_tasks.importers.hardware import sku_of
-from omni_tasks.importers.identity import Protocol, identity_problem
+from omni_tasks.importers.identity import identity_problem
 from omni_tasks.records import records_of
-from omni_tasks.series import Series
+from omni_tasks.series import Protocol, Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 from omni_tasks.synthesis.bounded import (
     MAX_JSON_BODY,

@@ -7,10 +7,9 @@ rule's series is never relabelled: the next rule is tried, and with none left it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-Protocol = Literal["chat", "realtime", "reference-as-input"]
-PROTOCOLS: tuple[Protocol, ...] = ("chat", "realtime", "reference-as-input")
+from omni_tasks.series import Protocol
 
 
 def protocol_of(summary: Mapping[str, Any]) -> Protocol | None:

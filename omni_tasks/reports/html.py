@@ -31,11 +31,10 @@ from plotly.offline import get_plotlyjs
 from omni_tasks.alerts import groups
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
+from omni_tasks.evidence.links import PLOTLY_JS
 from omni_tasks.formatting import MISSING, pts_ci
-from omni_tasks.importers.identity import PROTOCOLS
-from omni_tasks.reports import PLOTLY_JS
 from omni_tasks.reports.reproduce import Reproducible, reproduce_command
-from omni_tasks.series import Series
+from omni_tasks.series import PROTOCOLS, Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import NightRun, runs_of_night
 from omni_tasks.store.views import ModeCount, PairedWer

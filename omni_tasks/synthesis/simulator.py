@@ -42,8 +42,8 @@ from omni_tasks.synthesis.profiles import (
     uniform,
 )
 from omni_tasks.synthesis.stages import InvalidStageSettings, StageDefaults, effective
-from omni_tasks.synthesis.voice import speak
 from omni_tasks.synthesis.voices import cloned_factor, revoice
+from omni_tasks.voice import speak
 
 CHUNK_SECONDS = 1.0
 # How a benchmark family's items are answered (ItemSuite.simulate): the text answer to a

@@ -9,4 +9,8 @@ answers. Three allow-lists stand between them:
                 allow-list, and the worker's own secrets are not readable through /proc
   redact.py     every outbound text (Slack, check runs, annotations, stored errors, logs)
                 passes one redaction-and-escape gate
+
+The trust room sits low (settings below it, nothing else of ours): the form's check as the API
+server runs it is `dag_support/submit.py`, and a sink's own escape is its sender's (Slack's
+mrkdwn escape is `alerts.blocks.escape`).
 """

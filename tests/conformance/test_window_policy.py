@@ -15,7 +15,7 @@ from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 from omni_tasks.grading.backends import load_grader
-from omni_tasks.grading.windows import harness_window
+from omni_tasks.harness import harness_window
 from tests.conformance.upstream import Upstream
 from tests.fakes.synthetic_models import build_transformers_whisper
 

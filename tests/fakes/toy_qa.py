@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.request import RunRequest
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
-from omni_tasks.importers.artifact import Document, ParsedArtifact
 from omni_tasks.records import ClipGrade, ClipRecord, Grader
 from omni_tasks.synthesis.profiles import Profile, uniform
 

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from omni_tasks import benchmarks
+from omni_tasks.benchmarks.artifact import Document, ParsedArtifact, nightly_of, require
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.cli import app
-from omni_tasks.importers.artifact import Document, ParsedArtifact, nightly_of, require
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from tests.airflow_env import REPO
 from tests.factories import write_json

@@ -13,7 +13,7 @@ from omni_tasks.evidence.audio import WHISPER_RATE
 from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.wer import score
-from omni_tasks.synthesis.voice import speak
+from omni_tasks.voice import speak
 from tests.fakes.synthetic_models import build_openai_whisper, build_transformers_whisper
 
 SENTENCES = [

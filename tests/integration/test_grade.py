@@ -16,7 +16,7 @@ from omni_tasks.grading.backends import load_grader
 from omni_tasks.grading.grade import grade_run
 from omni_tasks.records import ClipAudio, RunSpec
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.voice import speak
+from omni_tasks.voice import speak
 
 SAID = {
     "u0": "The quick brown fox jumps over the lazy dog.",

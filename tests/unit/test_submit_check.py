@@ -19,8 +19,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from omni_tasks.ab.config import resolve_ab
+from omni_tasks.dag_support.submit import FORMS, MAX_BODY, SubmitCheck, check
 from omni_tasks.deployment.reading import ConfigError
-from omni_tasks.trust.submit import FORMS, MAX_BODY, SubmitCheck, check
 
 BASE, HEAD = "1" * 40, "2" * 40
 ALIASES = {"seed_tts_nightly", "seed_tts_bisect", "seed_tts_regrade"}  # renamed, one release

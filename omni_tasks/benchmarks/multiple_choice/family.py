@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import JsonValue
 
 from omni_tasks.analysis.official import disagreements
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
-from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
-from omni_tasks.contracts import JsonObject
-from omni_tasks.importers.artifact import (
+from omni_tasks.benchmarks.artifact import (
     MAX_UTT_ID,
     ArtifactError,
     Document,
@@ -33,6 +30,9 @@ from omni_tasks.importers.artifact import (
     summary_figures,
     summary_mismatch,
 )
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
+from omni_tasks.contracts import JsonObject
 from omni_tasks.records import (
     INFRA_STATUSES,
     ClipAudio,

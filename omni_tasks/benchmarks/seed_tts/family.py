@@ -26,13 +26,7 @@ from omni_tasks.analysis.official import (
     disagreements,
     official_summary,
 )
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
-from omni_tasks.config import get_settings
-from omni_tasks.contracts import JsonObject
-from omni_tasks.grading import flags
-from omni_tasks.grading.wer import NORMALIZER_VERSION, score
-from omni_tasks.grading.windows import BARE_ARTIFACT_GRADER, UnknownHarness, harness_window
-from omni_tasks.importers.artifact import (
+from omni_tasks.benchmarks.artifact import (
     MAX_UTT_ID,
     MAX_WER,
     ArtifactError,
@@ -48,6 +42,12 @@ from omni_tasks.importers.artifact import (
     summary_figures,
     summary_mismatch,
 )
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
+from omni_tasks.config import get_settings
+from omni_tasks.contracts import JsonObject
+from omni_tasks.grading import flags
+from omni_tasks.grading.wer import NORMALIZER_VERSION, score
+from omni_tasks.harness import BARE_ARTIFACT_GRADER, UnknownHarness, harness_window
 from omni_tasks.prompts import prompt_fingerprint
 from omni_tasks.records import (
     ClipAudio,

@@ -27,7 +27,6 @@ from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Dataset, Utterance, load_dataset
 from omni_tasks.grading.asr import LoadedGrader
 from omni_tasks.grading.grade import grade_run
-from omni_tasks.grading.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.harness import client_rules
 from omni_tasks.progress import progress_bar
 from omni_tasks.records import Execution, RunSpec
@@ -44,6 +43,7 @@ from omni_tasks.synthesis.stages import (
     merge_deploy,
     nightly_deploy,
 )
+from omni_tasks.synthesis.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.synthesis.voices import MAX_VOICES, voice_mix
 
 # Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.

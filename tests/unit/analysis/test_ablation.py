@@ -3,8 +3,8 @@ over the rounds the budget could afford, and the result says what the budget bou
 
 from __future__ import annotations
 
+from bench.simlib import ONE_KNOB, ablation_costs
 from omni_tasks.analysis.ablation import AblationBudget, ablate
-from omni_tasks.analysis.simulation import ONE_KNOB, ablation_costs
 from omni_tasks.gates.policy import load_policy
 
 REGRESSED = [f"c{i}" for i in range(10)]

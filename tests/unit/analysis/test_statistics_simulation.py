@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from omni_tasks.analysis.simulation import aa_false_confirmation, aa_probabilities, bisect_errors
+from bench.simlib import aa_false_confirmation, aa_probabilities, bisect_errors
 from omni_tasks.gates.policy import load_policy
 
 POLICY = load_policy()
@@ -25,7 +25,7 @@ def test_run_group_nights_with_run_level_noise_do_not_confirm_alone() -> None:
     """Each run's hard-set rate ± 3 points: the exact group test, which takes seeds as
     independent, falsely regresses about 1e-3 of such nights, and each of them used to confirm
     alone (p far below confirm_p); now a second REGRESSED night is needed."""
-    from omni_tasks.analysis.simulation import group_false_confirmation
+    from bench.simlib import group_false_confirmation
 
     regressed, confirmed = group_false_confirmation(POLICY, 6000, seed=3, run_sd=0.03)
     assert regressed >= 1  # ≈ 1e-3 of nights; each of them confirmed under the old rule
@@ -81,7 +81,7 @@ def test_the_auto_bisect_range_keeps_a_small_step_s_culprit() -> None:
     SAME night after the culprit (a fifth of them) does not start it (the audit measured
     35.8 % of ranges leaving the culprit out under the newest-SAME-night rule); the bench
     measures 0.5 % at 1,000 series."""
-    from omni_tasks.analysis.simulation import range_misses
+    from bench.simlib import range_misses
 
     r = range_misses(0.101, 200, seed=9, policy=POLICY)
     assert r.opened >= 190
@@ -93,7 +93,7 @@ def test_the_ab_repeat_rule_fails_an_aa_pair_no_more_than_the_nightly_and_finds_
     """A small version of bench/bench_ab.py: A/A pairs rarely end `failure` (the nightly's
     one-night rule falsely regresses 0.46 % of nights; the bench measures the A/B's rate at
     20,000 pairs), and an 8 → 14 % step ends `failure` within the budget."""
-    from omni_tasks.analysis.simulation import aa_probabilities, ab_rates, step_probabilities
+    from bench.simlib import aa_probabilities, ab_rates, step_probabilities
 
     policy = load_policy()
     aa = aa_probabilities()
@@ -111,7 +111,7 @@ def test_an_alert_on_a_persisting_small_step_does_not_flap() -> None:
     step rarely resolves its alert in 30 nights (the audit measured 97.8 % under the old "two
     non-REGRESSED nights" rule), while an A/A pair's alert still resolves within three nights
     (bench/bench_statistics_sim.py prints the full-size figures)."""
-    from omni_tasks.analysis.simulation import alert_resolutions
+    from bench.simlib import alert_resolutions
 
     policy = load_policy()
     assert alert_resolutions(0.101, 80, 30, seed=7, policy=policy) <= 0.10
@@ -124,7 +124,7 @@ def test_a_false_multiple_choice_alert_resolves_within_three_nights() -> None:
     can call REGRESSED (≈ 5.5 points) on two nights at 95 % resolves 95 % within three (the
     full-size figure is bench_statistics_sim's), while a 1,197-question series still holds a
     real 5-point drop open."""
-    from omni_tasks.analysis.simulation import MULTIPLE_CHOICE, alert_resolutions
+    from bench.simlib import MULTIPLE_CHOICE, alert_resolutions
 
     policy = load_policy().for_benchmark("daily_omni")
     mc = MULTIPLE_CHOICE

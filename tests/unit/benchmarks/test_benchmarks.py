@@ -9,7 +9,7 @@ import pytest
 
 from omni_tasks import benchmarks
 from omni_tasks.benchmarks import ImportOptions, UnknownBenchmark
-from omni_tasks.importers.artifact import ArtifactError, read_document
+from omni_tasks.benchmarks.artifact import ArtifactError, read_document
 from tests.factories import small_artifact, write_json
 
 

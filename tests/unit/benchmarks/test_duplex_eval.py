@@ -12,9 +12,9 @@ import pytest
 
 from omni_tasks import benchmarks
 from omni_tasks.analysis.validity import run_validity
+from omni_tasks.benchmarks.artifact import ArtifactError
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
-from omni_tasks.importers.artifact import ArtifactError
 
 BUILT = dt.date(2026, 11, 28)
 

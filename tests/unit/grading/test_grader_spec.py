@@ -6,7 +6,7 @@ import pytest
 
 from omni_tasks.grading.asr import GraderConfigError, GraderSpec, window
 from omni_tasks.grading.wer import NORMALIZER_VERSION
-from omni_tasks.grading.windows import window_of
+from omni_tasks.harness import window_of
 
 
 def _id(**kw: object) -> str:

@@ -1,6 +1,7 @@
 """Seeded simulations of the gate and the bisection over the real decision code: the
 evidence for their error rates (tests assert them; `bench/bench_statistics_sim.py` reports
-them at full size).
+them at full size). Research code beside the benches, not the product: nothing in omni_tasks
+runs it (scripts here import it as `simlib`, tests as `bench.simlib`).
 
 Clips follow a two-class model fitted to the seed-TTS tail (REFERENCE.md §3-4): a hard set that
 usually fails and a large set that rarely does, 8 % broken on average, A/A discordance ψ ≈ 6 %.
