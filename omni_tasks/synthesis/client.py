@@ -3,7 +3,9 @@
 Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
 `over_long` instead of waits), retries by the run's harness version (`harness.RetryRule`: which
 dropped connections and which 503s are tried again), SSE parsing of thinker text and WAV
-chunks. Every utterance ends with exactly one status:
+chunks. A harness run reads the bytes as that release's client does (`harness.Reading`: lenient
+base64, on past `[DONE]`, a line bound that admits a whole clip in one chunk). Every utterance
+ends with exactly one status:
 
     ok                 audio received, stream finished
     over_long          the audio cap was reached; reading stopped (what came is kept)

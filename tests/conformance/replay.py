@@ -201,6 +201,28 @@ def differences(mine: Outcome, their: Outcome) -> list[str]:
     return out
 
 
+class Replay:
+    """The cases against one harness row's rules: our outcomes are computed once (they do not
+    depend on which upstream client they are compared with)."""
+
+    def __init__(self, rules: ClientRules, prompt_wav: Path, cases: Sequence[Case]) -> None:
+        self.rules, self.prompt_wav, self.cases = rules, prompt_wav, cases
+        self._ours: dict[str, Outcome] = {}
+
+    def disagreeing(self, upstream: Upstream, first_only: bool = False) -> list[str]:
+        """The names of the cases `upstream`'s client ends otherwise than ours; with
+        `first_only`, stops at the first."""
+        out = []
+        for case in self.cases:
+            if case.name not in self._ours:
+                self._ours[case.name] = ours(case, self.rules, self.prompt_wav)
+            if differences(self._ours[case.name], theirs(case, upstream, self.prompt_wav)):
+                out.append(case.name)
+                if first_only:
+                    break
+        return out
+
+
 def verdict(version: str, disagreeing: Sequence[str]) -> str:
     """What a replay of every case says about `version`, in the terms a maintainer acts on:
     a missing row is not a changed rule."""
