@@ -13,6 +13,7 @@ in `tests/conformance/upstream.py`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -48,6 +49,42 @@ BEFORE_OUTPUT = RetryRule("vllm-omni ≥0.32", retries=3, delay_s=0.1, unavailab
 OURS = RetryRule("omni-tasks", retries=3, delay_s=1.0, incrementing=True)
 
 
+# The audio a harness run keeps at most (BenchRequest.audio_cap: the deadline's worth, up to 15
+# min); a longer answer is kept as that much.
+LONGEST_CLIP_S = 900.0
+
+
+def wav_chunk_bytes(seconds: float, rate: int = 24_000) -> int:
+    """The size of one SSE event carrying `seconds` of 16-bit mono WAV in base64, with room
+    for the chunk's JSON around it: what a line bound must admit for a server that sends a
+    clip in one chunk (900 s: about 58 MB)."""
+    wav = 44 + 2 * math.ceil(seconds * rate)
+    return 4 * math.ceil(wav / 3) + 64 * 1024
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the client reads the stream's bytes.
+
+    `lenient_base64`: audio is decoded as Python's `b64decode(data)` decodes it (characters
+    outside the alphabet skipped) and a chunk that still does not decode fails the request;
+    else strict decoding, and such a chunk is dropped. `past_done`: `data: [DONE]` is skipped
+    and reading goes on to the end of the body; else it ends the stream. `chunk_s`: the
+    longest clip one audio chunk may carry, which sets the line bound (`wav_chunk_bytes`);
+    upstream's client reads an event of any length."""
+
+    lenient_base64: bool = False
+    past_done: bool = False
+    chunk_s: float = 60.0
+
+
+# vLLM's StreamedResponseHandler and the omni chat client, every pinned release: `[DONE]` is
+# skipped (`if chunk != "[DONE]"`) and the body read to its end; `base64.b64decode(content)`
+# sits outside the chunk's try, so a decoding error ends in `except Exception`: failed, never
+# retried; no bound on an event's length. Ours is bounded at a whole clip in one chunk.
+UPSTREAM_READING = Reading(lenient_base64=True, past_done=True, chunk_s=LONGEST_CLIP_S)
+
+
 @dataclass(frozen=True)
 class ClientRules:
     """How a release's client turns one response into a clip's outcome."""
@@ -65,14 +102,21 @@ class ClientRules:
     # dropped; else float WAV is decoded and only the rate is compared.
     strict_wav: bool = False
     timeout_s: float = 900.0  # the whole request's deadline
+    reading: Reading = Reading()
 
 
 # 0.28: a 6 h aiohttp total timeout (vLLM's session default), in-stream errors not read.
-CLIENT_028 = ClientRules(DROPS_ANYWHERE, error_chunks=False, strict_wav=True, timeout_s=6 * 3600)
+CLIENT_028 = ClientRules(
+    DROPS_ANYWHERE,
+    error_chunks=False,
+    strict_wav=True,
+    timeout_s=6 * 3600,
+    reading=UPSTREAM_READING,
+)
 # 0.30 / 0.31: error chunks fail the request; `_omni_request_timeout_s`: 900 s.
-CLIENT_030 = ClientRules(DROPS_ANYWHERE, strict_wav=True)
+CLIENT_030 = ClientRules(DROPS_ANYWHERE, strict_wav=True, reading=UPSTREAM_READING)
 # 0.32.0rc1: retries only before any visible choice (`response_output_received`).
-CLIENT_032 = ClientRules(BEFORE_OUTPUT, any_visible=True, strict_wav=True)
+CLIENT_032 = ClientRules(BEFORE_OUTPUT, any_visible=True, strict_wav=True, reading=UPSTREAM_READING)
 # A run that names no harness version.
 OUR_CLIENT = ClientRules(OURS)
 

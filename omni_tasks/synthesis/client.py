@@ -3,7 +3,9 @@
 Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
 `over_long` instead of waits), retries by the run's harness version (`harness.RetryRule`: which
 dropped connections and which 503s are tried again), SSE parsing of thinker text and WAV
-chunks. Every utterance ends with exactly one status:
+chunks. A harness run reads the bytes as that release's client does (`harness.Reading`: lenient
+base64, on past `[DONE]`, a line bound that admits a whole clip in one chunk). Every utterance
+ends with exactly one status:
 
     ok                 audio received, stream finished
     over_long          the audio cap was reached; reading stopped (what came is kept)
@@ -33,11 +35,13 @@ import tenacity
 from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Utterance
 from omni_tasks.evidence.audio import STORE_RATE, AudioError, decode_wav, resample
-from omni_tasks.harness import OUR_CLIENT, ClientRules
+from omni_tasks.harness import OUR_CLIENT, ClientRules, wav_chunk_bytes
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
+    MAX_LINE,
+    MAX_STREAM_BYTES,
     ResponseRefused,
     parse_json,
     read_body,
@@ -169,8 +173,20 @@ class _Stream:
         import base64
         import binascii
 
+        if self.rules.reading.lenient_base64:
+            # As the harness decodes: stray characters skipped, and outside the chunk's try,
+            # so a chunk that still does not decode fails the request (never retried).
+            try:
+                raw = base64.b64decode(data)
+            except binascii.Error as exc:
+                raise Malformed(f"an audio chunk that is not base64 ({exc})") from None
+        else:
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except binascii.Error:
+                self.dropped += 1
+                return
         try:
-            raw = base64.b64decode(data, validate=True)
             if self.rules.strict_wav:  # read as the harness reads it: Python's wave, PCM only
                 with wave.open(io.BytesIO(raw), "rb") as w:
                     params = (w.getnchannels(), w.getsampwidth(), w.getframerate())
@@ -180,7 +196,7 @@ class _Stream:
                     self.dropped += 1
                     return
             samples, rate = decode_wav(raw, "audio chunk")
-        except (AudioError, binascii.Error, ValueError, EOFError, wave.Error):
+        except (AudioError, ValueError, EOFError, wave.Error):
             self.dropped += 1
             return
         if self.rate is None:
@@ -345,11 +361,17 @@ async def _read(
                 unavailable = isinstance(doc, dict) and _retryable_503(doc.get("error"))
             text = said.decode("utf-8", "replace")[:300]
             raise _HTTPError(f"HTTP {r.status_code}: {text}", unavailable)
-        async for line in sse_lines(r):
+        reading = cfg.rules.reading
+        line_bound = max(MAX_LINE, wav_chunk_bytes(reading.chunk_s))
+        # The audio up to the cap, one chunk past it, and the rest (text, metadata).
+        stream_bound = max(MAX_STREAM_BYTES, 2 * line_bound + MAX_STREAM_BYTES // 8)
+        async for line in sse_lines(r, max_line=line_bound, max_bytes=stream_bound):
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
+                if reading.past_done:  # the harness skips it and reads on to the body's end
+                    continue
                 return "ok"
             if not s.feed(parse_json(data, "stream chunk")):
                 return "over_long"

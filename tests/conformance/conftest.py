@@ -19,7 +19,9 @@ import aiohttp
 import numpy as np
 import pytest
 import yaml
+from packaging.version import Version
 
+from omni_tasks.harness import HARNESS
 from omni_tasks.synthesis.stages import StageDefaults
 from tests.conformance.upstream import WHEELS, Upstream
 from tests.conformance.vllm_facts import CI_OVERLAY_MAX_TOKENS, settings, standins
@@ -105,6 +107,22 @@ def nightly_deploy(u: Upstream) -> dict[str, Any]:
 @pytest.fixture(scope="session", params=sorted(WHEELS))
 def upstream(request: pytest.FixtureRequest) -> Upstream:
     return Upstream(request.param, standins(request.param))
+
+
+def nearest_row(version: str) -> str:
+    """The harness row the suite replays `version` against: its own, else the newest row
+    older than it (the oldest row for a version older than every row). A release without a
+    row then reads as "no row; rules agree with the nearest", not as rule failures."""
+    if version in HARNESS:
+        return version
+    older = [v for v in HARNESS if Version(v) < Version(version)]
+    return max(older, key=Version) if older else min(HARNESS, key=Version)
+
+
+@pytest.fixture(scope="session")
+def row(upstream: Upstream) -> str:
+    """The harness row `upstream`'s release is held to (`nearest_row`)."""
+    return nearest_row(upstream.version)
 
 
 @pytest.fixture(scope="session")
@@ -205,8 +223,6 @@ def _vllm_audio_module() -> Iterator[None]:
 
 @pytest.fixture
 def prompt_wav(tmp_path: Path) -> Path:
-    from omni_tasks.evidence.audio import write_audio
+    from tests.conformance.replay import write_prompt
 
-    path = tmp_path / "prompt.wav"
-    write_audio(str(path), np.full(2400, 0.05, np.float32), 24_000)
-    return path
+    return write_prompt(tmp_path)

@@ -192,10 +192,18 @@ def sampling_params_class(version: str) -> type:
 class Upstream:
     """One release's source: `load(module, names)` gives upstream's own function objects."""
 
-    def __init__(self, version: str, standins: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        version: str,
+        standins: dict[str, Any],
+        root: Path | None = None,
+        vllm: Path | None = None,
+    ) -> None:
+        """`root` / `vllm`: an unpacked source tree to read instead of the pinned wheel's /
+        sdist's (a scratch copy with an edit planted, or a new version string)."""
         self.version = version
-        self.root = wheel_root(version)
-        self.vllm = vllm_root(version)
+        self.root = root or wheel_root(version)
+        self.vllm = vllm or vllm_root(version)
         self.standins = standins
         self._trees: dict[str, ast.Module] = {}
         self._spaces: dict[str, dict[str, Any]] = {}
@@ -308,6 +316,15 @@ class Upstream:
                 return self.load(f"{source}.__init__", [alias.name])[alias.name]
             raise KeyError(f"{module} needs {key}: give it a stand-in (vllm_facts.py)")
         return getattr(importlib.import_module(source), alias.name)
+
+
+def source_version(root: Path) -> str:
+    """The version an unpacked vllm-omni tree says it is (`vllm_omni/_version.py`)."""
+    text = (root / "vllm_omni" / "_version.py").read_text(encoding="utf-8")
+    match = re.search(r"^__version__ = version = '([^']+)'", text, re.M)
+    if match is None:
+        raise ValueError(f"{root}: no __version__ in vllm_omni/_version.py")
+    return match.group(1)
 
 
 class _LazyModule:
