@@ -223,6 +223,7 @@ def test_the_served_deploy_beside_the_log_resolves_its_base(
         log_path=tmp_path / "logs" / "server.log",
         deploy_config=overlay,
         deploy_overrides={"async_chunk": False},
+        startup_timeout_s=60.0,
     )
     served = effective_deploy_config(spec)
     assert served is not None and served.parent != overlay.parent
