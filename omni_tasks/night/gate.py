@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -267,6 +268,9 @@ def evidence(
         res, columns = comparison(
             b, c, stats.of(b, tau, policy), stats.of(c, tau, policy), tau, policy
         )
+        # A figure JSON cannot hold (a WER near the float limit makes an infinite mean) would
+        # fail the night's one write: it is this pair's INFRA instead (ValueError, below).
+        json.dumps(res.to_json(), allow_nan=False)
         infra = tuple(res.reasons) if res.verdict == "INFRA" else ()
         return rules.Evidence(
             notes=notes,

@@ -20,9 +20,6 @@ from collections.abc import Iterable
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
-from psycopg import ProgrammingError
-from psycopg.conninfo import conninfo_to_dict
-
 Sink = Literal["plain", "slack", "github", "html"]
 
 # Names of worker settings that hold a secret (tokens, passwords, keys, connections, DSNs).
@@ -105,6 +102,11 @@ def redact_dsn(text: str, dsn: str | None = None) -> str:
     `text` itself) hidden, whatever the DSN's form: URL (also with '@' or ':' in the password,
     or a ?password= parameter), key=value (quoted or not). The password is taken from the
     parsed DSN and every occurrence replaced, percent-encoded forms included."""
+    # psycopg here, not at import: seal() (child_env) imports this module under a bare
+    # interpreter with no third-party packages (tests/reliability/test_sandbox.py).
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
     dsn = text if dsn is None else dsn
     secrets = set(_password_fields(dsn))
     try:

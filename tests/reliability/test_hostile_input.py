@@ -895,7 +895,7 @@ def test_chart_texts_and_slack_text_carry_no_markup_links_or_reordering(db, tmp_
     )
     figures = [
         scatter_figure([], "main", branch),
-        modes_figure([ModeCount(branch, "<b>m</b>", 1)]),
+        modes_figure([ModeCount(branch, "<b>m</b>", 1)], set()),
         trend_figure([night]),
     ]
     for fig in figures:
