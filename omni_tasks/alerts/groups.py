@@ -4,6 +4,7 @@ been closed by a person: a person's close is handled here."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -66,16 +67,5 @@ def _view(conn: psycopg.Connection[Any], group_id: int) -> GroupView:
 def _event(
     conn: psycopg.Connection[Any], group_id: int, key: str, night: dt.date, kind: str, text: str
 ) -> None:
-    _, candidate, _baseline, _ = key.split("|")
-    store.insert_event(
-        conn,
-        time=dt.datetime.combine(night, dt.time(12), dt.UTC),
-        kind=kind,
-        benchmark=None,
-        branch=candidate,
-        variant=None,
-        text=text,
-        tags=["alert_group", kind, candidate],
-        details={"alert_key": key, "group_id": group_id},
-        dedup_key=f"{kind}|{group_id}|{night}",
-    )
+    event = messages.group_event(group_id, key, night, kind, text)
+    store.insert_event(conn, **dataclasses.asdict(event))

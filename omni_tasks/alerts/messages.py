@@ -6,6 +6,7 @@ them."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -17,7 +18,7 @@ from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView, Message
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision, TriageEntry
-from omni_tasks.contracts.night import GroupMemberRow
+from omni_tasks.contracts.night import Event, GroupMemberRow
 from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.formatting import pts_ci
 from omni_tasks.reports.reproduce import Reproducible, reproduce_command
@@ -211,3 +212,19 @@ def group_next_steps(
 
 def group_payload(view: GroupView) -> JsonObject:
     return {"op": "post", **blocks.group_parent(view).to_payload()}
+
+
+def group_event(group_id: int, key: str, night: dt.date, kind: str, text: str) -> Event:
+    """An alert group's annotation (formed, reopened, resolved), once per group and night."""
+    _, candidate, _baseline, _ = key.split("|")
+    return Event(
+        time=dt.datetime.combine(night, dt.time(12), dt.UTC),
+        kind=kind,
+        benchmark=None,
+        branch=candidate,
+        variant=None,
+        text=text,
+        tags=["alert_group", kind, candidate],
+        details={"alert_key": key, "group_id": group_id},
+        dedup_key=f"{kind}|{group_id}|{night}",
+    )

@@ -14,7 +14,7 @@ import datetime as dt
 from omni_tasks.alerts import blocks, keys, messages
 from omni_tasks.alerts.blocks import AlertContext
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision
-from omni_tasks.contracts.night import AlertOp, Event, PostRewrite
+from omni_tasks.contracts.night import AlertOp, PostRewrite
 from omni_tasks.night.book import Book, Group
 
 
@@ -224,17 +224,4 @@ def member_closed(book: Book, alert_id: int, night: dt.date) -> None:
 
 
 def _group_event(book: Book, group_id: int, key: str, night: dt.date, kind: str, text: str) -> None:
-    _, candidate, _baseline, _ = key.split("|")
-    book.events.append(
-        Event(
-            time=dt.datetime.combine(night, dt.time(12), dt.UTC),
-            kind=kind,
-            benchmark=None,
-            branch=candidate,
-            variant=None,
-            text=text,
-            tags=["alert_group", kind, candidate],
-            details={"alert_key": key, "group_id": group_id},
-            dedup_key=f"{kind}|{group_id}|{night}",
-        )
-    )
+    book.events.append(messages.group_event(group_id, key, night, kind, text))

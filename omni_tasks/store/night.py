@@ -326,18 +326,7 @@ def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
     for r in outcome.rewrites:
         alerts.replace_pending_post(conn, r.alert_id, r.payload)
     for e in outcome.events:
-        alerts.insert_event(
-            conn,
-            time=e.time,
-            kind=e.kind,
-            benchmark=e.benchmark,
-            branch=e.branch,
-            variant=e.variant,
-            text=e.text,
-            tags=e.tags,
-            details=e.details,
-            dedup_key=e.dedup_key,
-        )
+        alerts.insert_event(conn, **dataclasses.asdict(e))
     return queued
 
 
