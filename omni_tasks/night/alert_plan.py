@@ -78,6 +78,16 @@ def _commit_range(book: Book, d: KeyNight, opened: dt.date) -> blocks.CommitRang
     )
 
 
+def _of_alert(
+    book: Book, d: KeyNight, ctx: AlertContext, alert_id: int, opened: dt.date
+) -> AlertContext:
+    """A decision's context as its alert's messages show it: the commit range, what to run."""
+    commits = _commit_range(book, d, opened)
+    return dataclasses.replace(
+        ctx, commits=commits, alert_id=alert_id, next_steps=messages.next_steps(d, alert_id)
+    )
+
+
 def _withdraw(book: Book, d: KeyNight, tau: float) -> None:
     """Resolve, with a note, an open alert whose opening night is no longer a confirmed
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
@@ -113,10 +123,8 @@ def _withdraw(book: Book, d: KeyNight, tau: float) -> None:
 def _regression(book: Book, d: KeyNight, tau: float, policy: GatePolicy) -> None:
     key = keys.of_regression(d, tau)
     alert = book.open_alert(key)
-    candidate = book.run(d.candidate_run_id)
-    if candidate is not None and candidate.nightly != d.nightly:
-        candidate = None
-    commit = None if candidate is None else candidate.commit_sha
+    run = book.run(d.candidate_run_id)
+    commit = run.commit_sha if run is not None and run.nightly == d.nightly else None
     ctx = messages.context(d, tau)
     if alert is None:
         if d.verdict == "REGRESSED" and d.confirmed:  # unconfirmed: dashboards only
@@ -153,12 +161,7 @@ def _open(
     book.members[alert_id] = GroupMemberRow(
         book.alerts[alert_id], d.series, d.candidate_branch, d.baseline_branch
     )
-    ctx = dataclasses.replace(
-        ctx,
-        commits=_commit_range(book, d, night),
-        alert_id=alert_id,
-        next_steps=messages.next_steps(d, alert_id),
-    )
+    ctx = _of_alert(book, d, ctx, alert_id, night)
     confirm_p = policy.for_benchmark(d.benchmark).confirm_p
     ctx = dataclasses.replace(ctx, group_id=groups.join(book, alert_id, d, ctx, confirm_p))
     message = blocks.regression_opened(ctx)
@@ -212,12 +215,7 @@ def _still_regressed(
     commits = {c for c in [*alert.details.commits, commit] if c is not None}
     book.touch(alert.alert_id, night, sorted(commits))
     opened = str(alert.opened_nightly)
-    ctx = dataclasses.replace(
-        ctx,
-        commits=_commit_range(book, d, alert.opened_nightly),
-        alert_id=alert.alert_id,
-        next_steps=messages.next_steps(d, alert.alert_id),
-    )
+    ctx = _of_alert(book, d, ctx, alert.alert_id, alert.opened_nightly)
     parent = messages.msg(blocks.regression_parent(ctx, opened, nights), "update")
     update = messages.with_status(parent, alert.details)
     book.enqueue(f"{key}|{night}|update", alert.alert_id, "update", update)

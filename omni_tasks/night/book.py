@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from omni_tasks.alerts import blocks
-from omni_tasks.alerts.messages import msg
+from omni_tasks.alerts.messages import msg, noon
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert
 from omni_tasks.contracts.night import (
     AlertOp,
@@ -53,17 +53,14 @@ class Book:
         for a in inputs.open_alerts.values():
             book.alerts[a.alert_id] = a
             book.open_by_key[a.alert_key] = a.alert_id
-        for m in inputs.lone:
-            book.alerts.setdefault(m.alert.alert_id, m.alert)
-            book.members[m.alert.alert_id] = m
         for g in inputs.groups:
             book.alerts[g.group.alert_id] = g.group
             book.groups[g.group.alert_id] = [m.alert.alert_id for m in g.members]
             if g.pending_post:
                 book.pending_posts.add(g.group.alert_id)
-            for m in g.members:
-                book.alerts[m.alert.alert_id] = book.alerts.get(m.alert.alert_id, m.alert)
-                book.members[m.alert.alert_id] = m
+        for m in [*inputs.lone, *(m for g in inputs.groups for m in g.members)]:
+            book.alerts.setdefault(m.alert.alert_id, m.alert)  # an open alert's row as loaded
+            book.members[m.alert.alert_id] = m
         return book
 
     # -------------------------------------------------------------- alert rows
@@ -131,7 +128,7 @@ class Book:
     def event(self, kind: str, d: KeyNight, text: str, key: str) -> None:
         self.events.append(
             Event(
-                time=dt.datetime.combine(d.nightly, dt.time(12), dt.UTC),
+                time=noon(d.nightly),
                 kind=kind,
                 benchmark=d.benchmark,
                 branch=d.candidate_branch,

@@ -66,10 +66,9 @@ def join(
         last = max(range_to, other.range_to)
         key = keys.group(cand, base, str(last))
         group_id = book.insert(key, "group", night, AlertDetails())
-        book.update(group_id, range_from=min(range_from, other.range_from), range_to=last)
-        book.ops[-1] = dataclasses.replace(
-            book.ops[-1], range_from=min(range_from, other.range_from), range_to=last
-        )
+        first = min(range_from, other.range_from)
+        book.update(group_id, range_from=first, range_to=last)
+        book.ops[-1] = dataclasses.replace(book.ops[-1], range_from=first, range_to=last)
         book.groups[group_id] = []
         _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to, delay)
         _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
