@@ -214,11 +214,16 @@ def group_payload(view: GroupView) -> JsonObject:
     return {"op": "post", **blocks.group_parent(view).to_payload()}
 
 
+def noon(night: dt.date) -> dt.datetime:
+    """When a night's events are annotated (so a night planned twice dedups them)."""
+    return dt.datetime.combine(night, dt.time(12), dt.UTC)
+
+
 def group_event(group_id: int, key: str, night: dt.date, kind: str, text: str) -> Event:
     """An alert group's annotation (formed, reopened, resolved), once per group and night."""
     _, candidate, _baseline, _ = key.split("|")
     return Event(
-        time=dt.datetime.combine(night, dt.time(12), dt.UTC),
+        time=noon(night),
         kind=kind,
         benchmark=None,
         branch=candidate,
