@@ -51,6 +51,21 @@ def panel(
     return out
 
 
+def fixed(
+    name: str, label: str, kind: str, query: str, current: str, **extra: JsonValue
+) -> JsonObject:
+    """A variable that is not a query (a datasource, a text box, a custom list), set to
+    `current`."""
+    return {
+        "name": name,
+        "label": label,
+        "type": kind,
+        "query": query,
+        "current": {"text": current, "value": current},
+        **extra,
+    }
+
+
 def table(
     pid: int,
     title: str,

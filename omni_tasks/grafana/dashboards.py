@@ -8,19 +8,19 @@ committed files equal to this code's output. Panels read the views of
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from omni_tasks.config import REPO_ROOT
-from omni_tasks.contracts import JsonObject, json_objects
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.links import DASHBOARD_UID
 from omni_tasks.formatting import pct
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.grafana.builders import (
     DATASOURCE,
     coloured,
+    fixed,
     line,
     link,
     linked,
@@ -46,8 +46,6 @@ KEY_FILTERS = SERIES_FILTER + " AND branch IN ($branch) AND variant IN ($variant
 FILTERS = KEY_FILTERS + " AND tau = $tau"
 # Counts per category and night, stacked (failure modes, origins).
 STACKED_BARS: JsonObject = {"drawStyle": "bars", "stacking": {"mode": "normal"}, "fillOpacity": 80}
-
-
 VERDICT_COLOURS = {
     "REGRESSED": "red",
     "IMPROVED": "green",
@@ -358,20 +356,20 @@ def _context_panels() -> list[JsonValue]:
 def _templating() -> list[JsonValue]:
     """The dashboard's variables: the datasource, the evidence server, then the series."""
     return [
-        {
-            "name": "datasource",
-            "label": "results DB",
-            "type": "datasource",
-            "query": "grafana-postgresql-datasource",
-            "current": {"text": PROVISIONED_UID, "value": PROVISIONED_UID},
-        },
-        {
-            "name": "evidence",
-            "label": "evidence server (OMNI_PUBLIC_URL)",
-            "type": "textbox",
-            "query": EVIDENCE_DEFAULT,
-            "current": {"text": EVIDENCE_DEFAULT, "value": EVIDENCE_DEFAULT},
-        },
+        fixed(
+            "datasource",
+            "results DB",
+            "datasource",
+            "grafana-postgresql-datasource",
+            PROVISIONED_UID,
+        ),
+        fixed(
+            "evidence",
+            "evidence server (OMNI_PUBLIC_URL)",
+            "textbox",
+            EVIDENCE_DEFAULT,
+            EVIDENCE_DEFAULT,
+        ),
         variable("benchmark", "SELECT DISTINCT benchmark FROM omni.run ORDER BY 1"),
         variable(
             "model",
@@ -393,15 +391,7 @@ def _templating() -> list[JsonValue]:
             f"SELECT DISTINCT variant FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
             multi=True,
         ),
-        {
-            "name": "tau",
-            "label": "τ",
-            "type": "custom",
-            "query": "0.5,1",
-            "current": {"text": "0.5", "value": "0.5"},
-            "multi": False,
-            "includeAll": False,
-        },
+        fixed("tau", "τ", "custom", "0.5,1", "0.5", multi=False, includeAll=False),
         variable(
             "comparison",
             f"SELECT comparison_id FROM omni.v_latest_paired WHERE {SERIES_FILTER} "
@@ -463,41 +453,3 @@ def write_all(out_dir: Path = DASHBOARD_DIR) -> list[Path]:
         path.write_text(render(d), encoding="utf-8")
         written.append(path)
     return written
-
-
-def panel_queries(d: JsonObject) -> dict[str, str]:
-    """Every SQL a dashboard runs, by 'panel title/refId' (variables and annotations too)."""
-    out = {
-        f"{p['title']}/{t['refId']}": str(t["rawSql"])
-        for p in _objects(d, "panels")
-        for t in _objects(p, "targets")
-    }
-    for v in _objects(d.get("templating"), "list"):
-        if v["type"] == "query":
-            out[f"variable {v['name']}"] = str(v["query"])
-    for a in _objects(d.get("annotations"), "list"):
-        query = a["target"]
-        if isinstance(query, dict):
-            out[f"annotation {a['name']}"] = str(query["rawSql"])
-    return out
-
-
-def _objects(doc: JsonValue, key: str) -> list[JsonObject]:
-    """The JSON objects listed under `key` of `doc` (none when it lists none)."""
-    return json_objects(doc.get(key)) if isinstance(doc, dict) else []
-
-
-def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:
-    """Expand Grafana's macros and variables the way its Postgres datasource does (for tests
-    and for reading a panel's query outside Grafana)."""
-    sql = re.sub(
-        r"\$__timeFilter\((\w+)\)",
-        lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'",
-        sql,
-    )
-    sql = sql.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
-    for name in sorted(variables, key=len, reverse=True):
-        value = variables[name]
-        rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)
-        sql = sql.replace("${" + name + "}", rendered).replace("$" + name, rendered)
-    return sql
