@@ -1,8 +1,8 @@
 """Import the fleet's nightlies from the CI that runs them (Buildkite).
 
 Lists a pipeline's builds through the Buildkite REST API (buildkite_api.py); each build's
-artifacts are matched against the artifact rules (buildkite_rules.py: pipeline, step, path glob
-→ benchmark, model, lane); a matched artifact is downloaded and imported as that night's run of
+artifacts are matched against the artifact rules (identity.py: pipeline, step, path glob →
+benchmark, model, lane); a matched artifact is downloaded and imported as that night's run of
 its series, with the build's number, commit, branch, step and agent in its provenance, and
 upstream's own gate verdict (pass / fail / not evaluated) beside it; a JSON artifact no rule
 matches is listed, never guessed. Idempotent: an artifact already imported (by its Buildkite
@@ -49,10 +49,9 @@ from omni_tasks.importers.buildkite_api import (
     BuildkiteSource,
     checked_build,
 )
-from omni_tasks.importers.buildkite_rules import ArtifactRule, BuildkiteError, load_rules
 from omni_tasks.importers.hardware import sku_of
-from omni_tasks.importers.identity import identity_problem
-from omni_tasks.records import records_of
+from omni_tasks.importers.identity import ArtifactRule, BuildkiteError, identity_problem, load_rules
+from omni_tasks.records import RunSpec, records_of
 from omni_tasks.series import Series
 from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 from omni_tasks.trust.commits import check_commit
@@ -293,22 +292,35 @@ def _import_one(
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
     if problems:  # "easy to miss in a nightly log": an invalid night is INFRA, not a pass
         report.invalid.append(f"{result.run_key}: {'; '.join(problems)}")
-        protocol = "" if rule.protocol == "chat" else f" ({rule.protocol})"
-        step = "blocking" if rule.blocking else "non-blocking (NonBlocking / soft_fail upstream)"
-        raise_infra(
-            conn,
-            f"run-validity|{spec.series.key}" + (f"|{variant}" if protocol else ""),
-            f"INFRA night not valid: {spec.series.label}{protocol}",
-            [
-                *problems,
-                f"build {build.number} of {src.pipeline}",
-                f"upstream step {job.step or '?'} on {job.sku or 'unknown hardware'}, {step}",
-            ],
-            dedup=str(spec.nightly),
-            links=build_link(build),
-        )
-        conn.commit()
+        _alert_invalid(conn, src.pipeline, build, rule, job, spec, problems)
     report.warnings += [f"build {build.number}: {w}" for w in parsed.warnings]
+
+
+def _alert_invalid(
+    conn: psycopg.Connection[Any],
+    pipeline: str,
+    build: Build,
+    rule: ArtifactRule,
+    job: JobProvenance,
+    spec: RunSpec,
+    problems: list[str],
+) -> None:
+    """The INFRA alert of a night that is not valid, naming the upstream step that ran it."""
+    protocol = "" if rule.protocol == "chat" else f" ({rule.protocol})"
+    step = "blocking" if rule.blocking else "non-blocking (NonBlocking / soft_fail upstream)"
+    raise_infra(
+        conn,
+        f"run-validity|{spec.series.key}" + (f"|{spec.variant}" if protocol else ""),
+        f"INFRA night not valid: {spec.series.label}{protocol}",
+        [
+            *problems,
+            f"build {build.number} of {pipeline}",
+            f"upstream step {job.step or '?'} on {job.sku or 'unknown hardware'}, {step}",
+        ],
+        dedup=str(spec.nightly),
+        links=build_link(build),
+    )
+    conn.commit()
 
 
 def _shown(art: JsonObject) -> str:

@@ -26,7 +26,7 @@ from pydantic import JsonValue
 
 from omni_tasks.benchmarks.artifact import MAX_ARTIFACT_BYTES
 from omni_tasks.contracts import JsonObject, json_objects
-from omni_tasks.importers.buildkite_rules import ArtifactRule, BuildkiteError
+from omni_tasks.importers.identity import ArtifactRule, BuildkiteError
 from omni_tasks.synthesis.bounded import MAX_JSON_BODY, ResponseRefused, parse_json, read_body_sync
 from omni_tasks.trust.names import printable
 
@@ -57,10 +57,6 @@ class _Deadline:
 
     def left(self) -> float:
         return self._until - time.monotonic()
-
-    def timeout(self, cap: float) -> float:
-        """An attempt's httpx timeout: never past the deadline."""
-        return max(0.001, min(cap, self.left()))
 
     def passed(self, arriving: bool = True) -> str:
         what = "response body still arriving" if arriving else "no answer"
@@ -187,6 +183,7 @@ class PinnedTransport(httpx.BaseTransport):
 class BuildkiteClient:
     def __init__(self, src: BuildkiteSource) -> None:
         self.src = src
+        self.builds_path = f"organizations/{src.org}/pipelines/{src.pipeline}/builds"
         base = src.base_url.rstrip("/") + "/"
         api = httpx.URL(base)
         allowed = tuple(h.lower().strip(".") for h in src.artifact_hosts)
@@ -228,7 +225,7 @@ class BuildkiteClient:
     def _get_once(
         self, url: str, params: Query | None, cap: int, deadline: _Deadline
     ) -> tuple[httpx.Response, bytes]:
-        timeout = deadline.timeout(REQUEST_TIMEOUT_S)
+        timeout = max(0.001, min(REQUEST_TIMEOUT_S, deadline.left()))  # never past the deadline
         try:
             with self.http.stream("GET", url, params=params, timeout=timeout) as r:
                 if r.status_code == 429:
@@ -260,7 +257,7 @@ class BuildkiteClient:
             params["branch"] = self.src.branch
         if self.src.since:
             params["created_from"] = f"{self.src.since.isoformat()}T00:00:00Z"
-        url: str | None = f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds"
+        url: str | None = self.builds_path
         query: Query | None = params
         while url:
             r, page = self._json(url, query)
@@ -271,10 +268,7 @@ class BuildkiteClient:
             query = None  # the next link carries the query (an empty dict would replace it)
 
     def artifacts(self, build: int) -> list[JsonObject]:
-        path = (
-            f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds/{build}/artifacts"
-        )
-        _, arts = self._json(path, {"per_page": 100})
+        _, arts = self._json(f"{self.builds_path}/{build}/artifacts", {"per_page": 100})
         if not isinstance(arts, list):
             raise BuildkiteError(f"Buildkite: an artifact list that is not a list (build {build})")
         return json_objects(arts)
