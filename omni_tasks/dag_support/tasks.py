@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from omni_tasks.config import read_secret
 from omni_tasks.dag_support.runtime import (
@@ -23,10 +23,12 @@ from omni_tasks.dag_support.runtime import (
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+    from pydantic import BaseModel
 
     from omni_tasks.contracts import JsonObject
 
 log = logging.getLogger(__name__)
+Params = TypeVar("Params", bound="BaseModel")
 
 
 @stops_on_sigterm
@@ -219,22 +221,27 @@ def dispatch_alerts(context: Context, *, last: bool = False) -> str:
     return report.summary
 
 
-@stops_on_sigterm
-def bisect(context: Context) -> JsonObject:
+def _one_series_params(job: str, params: type[Params], context: Context) -> Params:
+    """The trigger form of a one-series job (`bisect`, `ablate`) over the deployment config,
+    validated as its parameters; a bad form fails the task without retries."""
     from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.deployment.one_series import one_series_form
     from omni_tasks.deployment.reading import VARIABLE
-    from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
     variable = Variable.get(VARIABLE, default=None)
     try:
-        p = BisectParams.model_validate(
-            one_series_form("bisect", dict(context["params"]), variable)
-        )
+        return params.model_validate(one_series_form(job, dict(context["params"]), variable))
     except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
-        raise AirflowFailException(f"bisect parameters: {exc}") from None
+        raise AirflowFailException(f"{job} parameters: {exc}") from None
+
+
+@stops_on_sigterm
+def bisect(context: Context) -> JsonObject:
+    from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
+
+    p = _one_series_params("bisect", BisectParams, context)
     with results_db() as conn:
         result = run_bisect(conn, p, nightly_of(context))
     log.info("%s", summary(p, result))
@@ -249,20 +256,11 @@ def bisect(context: Context) -> JsonObject:
 
 @stops_on_sigterm
 def ablate(context: Context) -> JsonObject:
-    from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
-    from omni_tasks.deployment.one_series import one_series_form
-    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
-    variable = Variable.get(VARIABLE, default=None)
-    try:
-        p = AblateParams.model_validate(
-            one_series_form("ablate", dict(context["params"]), variable)
-        )
-    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
-        raise AirflowFailException(f"ablate parameters: {exc}") from None
+    p = _one_series_params("ablate", AblateParams, context)
     with results_db() as conn:
         try:
             result = run_ablations(conn, p, nightly_of(context))
