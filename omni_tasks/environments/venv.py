@@ -12,7 +12,6 @@ environments unused for longer than a given age.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
