@@ -309,7 +309,6 @@ FREE = {
     kind: frozenset(FIELDS[kind]) - set(TARGET_FIELDS[kind]) - _OFFERS
     for kind in ("nightly", "bisect", "ablate")
 }
-RUN_CHOICES = FREE["nightly"]
 
 
 def field_schema(kind: str, field: str) -> Schema:
