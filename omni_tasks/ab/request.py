@@ -1,6 +1,5 @@
-"""What an on-demand A/B is asked (ABRequest, checked field by field) and what it found
-(ABLook, ABResult): the types the config's `ab:` section, the markdown and the runner
-(jobs/ab.py) share."""
+"""What an on-demand A/B is asked (ABRequest, checked field by field) and what it found (ABLook,
+ABResult): the types the `ab:` section, the markdown and the runner (jobs/ab.py) share."""
 
 from __future__ import annotations
 
@@ -14,9 +13,9 @@ from omni_tasks.ab import checks
 from omni_tasks.ab.sequential import Look
 from omni_tasks.contracts import Contract
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
+from omni_tasks.trust.commits import is_full_sha
 from omni_tasks.trust.names import check_name
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _TARGET = re.compile(r"^(simulator:[A-Za-z0-9_-]{1,40}|https?://[^\s]{1,200}|vllm-serve)$")
 
 
@@ -46,7 +45,7 @@ class ABRequest:
 
     def __post_init__(self) -> None:
         for name in ("base_sha", "head_sha"):
-            if not _SHA.match(getattr(self, name)):
+            if not is_full_sha(getattr(self, name)):
                 raise ABError(f"{name}: a full 40-character lowercase commit SHA")
         for name in ("base_target", "head_target"):
             target = getattr(self, name)

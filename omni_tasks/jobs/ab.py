@@ -64,22 +64,23 @@ def run_ab(
 def _decide(
     conn: psycopg.Connection[Any], req: ABRequest, policy: GatePolicy, say: Callable[[str], None]
 ) -> tuple[ABResult, int | None]:
-    runs: dict[str, list[str]] = {"base": [], "head": []}
     tau = policy.primary_tau
-    keys = {side: _run(conn, req, side, FIRST_SEED, None) for side in ("base", "head")}
-    for side, key in keys.items():
-        runs[side].append(key)
-    base_g, head_g = load_graded_run(conn, keys["base"]), load_graded_run(conn, keys["head"])
+    runs = {side: [_run(conn, req, side, FIRST_SEED, None)] for side in ("base", "head")}
+    base_g, head_g = (load_graded_run(conn, runs[side][0]) for side in ("base", "head"))
     paired = compare(conn, base_g, head_g, tau, policy)
     spent = 2 * len(base_g.clips)
+    looks: list[ABLook] = []
+
+    def result(verdict: str, stopped: str, more: int | None = None) -> tuple[ABResult, int | None]:
+        """The A/B as it stands: the looks so far and the clips spent on them."""
+        ab = ABResult(req.ab_id, verdict, looks, spent, req.budget, stopped, more, runs)
+        return ab, paired.comparison_id
+
     if paired.verdict == "INFRA":
-        reasons = "; ".join(paired.reasons)
-        return ABResult(
-            req.ab_id, "INFRA", [], spent, req.budget, f"INFRA: {reasons}", None, runs
-        ), paired.comparison_id
+        return result("INFRA", "INFRA: " + "; ".join(paired.reasons))
     ids, base, head = _flags([base_g.clips, head_g.clips], tau)
     look = first_look(base[:, 0], head[:, 0], policy)
-    looks = [ABLook.of(look, spent)]
+    looks.append(ABLook.of(look, spent))
     say(f"round 0: {look.verdict} ({look.reasons[0]})")
     stopped, more = "decided on the full paired round", None
     if look.verdict == "UNKNOWN":
@@ -93,20 +94,12 @@ def _decide(
                 runs[side].append(got[side])
             loaded = [load_graded_run(conn, got[s]).clips for s in ("base", "head")]
             kept, b, h = _flags(loaded, tau, order=subset)
+            spent += 2 * len(subset)
             if len(kept) < len(subset):
                 lost = len(subset) - len(kept)
-                return ABResult(
-                    req.ab_id,
-                    "INFRA",
-                    looks,
-                    spent + 2 * len(subset),
-                    req.budget,
-                    f"INFRA: repeat {k} lost {lost} of {len(subset)} items to failed requests",
-                    None,
-                    runs,
-                ), paired.comparison_id
+                why = f"repeat {k} lost {lost} of {len(subset)} items to failed requests"
+                return result("INFRA", f"INFRA: {why}")
             rb, rh = np.column_stack([rb, b[:, 0]]), np.column_stack([rh, h[:, 0]])
-            spent += 2 * len(subset)
             look = repeat_look(rb, rh, len(ids), plan, policy)
             looks.append(ABLook.of(look, spent))
             say(f"repeat {k} on {len(subset)} discriminating items: {look.verdict}")
@@ -119,9 +112,7 @@ def _decide(
                 f"budget: {spent} of {req.budget} clips spent; another decision needs about "
                 f"{more} more clips"
             )
-    return ABResult(
-        req.ab_id, look.verdict, looks, spent, req.budget, stopped, more, runs
-    ), paired.comparison_id
+    return result(look.verdict, stopped, more)
 
 
 def _run(

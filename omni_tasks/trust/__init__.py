@@ -9,9 +9,8 @@ answers. Three allow-lists stand between them, two of them here:
   redact.py     every outbound text (Slack, check runs, annotations, stored errors, logs)
                 passes one redaction-and-escape gate
 
-The third, a trigger form's strict schema of choices, is `deployment/forms.py`: the config's
-offers and the families' run options are above this room. The trust room sits low (settings
-below it, nothing else of ours): the form's check as the API server runs it is
-`dag_support/submit.py`, and a sink's own escape is its sender's (Slack's mrkdwn escape is
-`alerts.blocks.escape`).
+The third, a trigger form's schema of choices, is `deployment/forms.py` (it names the config's
+offers and the families' options). The trust room sits low (settings below it, nothing else of
+ours): the API server's form check is `dag_support/submit.py`, and a sink's own escape is its
+sender's (Slack's mrkdwn escape is `alerts.blocks.escape`).
 """
