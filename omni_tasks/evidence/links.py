@@ -15,13 +15,8 @@ PREFIX = "/omni"  # the plugin app's mount point on the API server
 # Plotly's script, written once beside a folder's reports (reports.html.write_page) and loaded
 # by each page by this relative name; the evidence app serves it from the reports folder.
 PLOTLY_JS = "plotly.min.js"
-# The DAGs renamed in 0.2.0, new dag_id -> the old one it replaces: for one release each old
-# id is an alias (dag_support/renamed.py builds them; the next release deletes both).
-RENAMED = {
-    "omni_nightly": "seed_tts_nightly",
-    "omni_bisect": "seed_tts_bisect",
-    "omni_regrade": "seed_tts_regrade",
-}
+# The DAGs renamed in 0.2.0, new id -> old: aliases for one release (dag_support/renamed.py).
+RENAMED = {f"omni_{dag}": f"seed_tts_{dag}" for dag in ("nightly", "bisect", "regrade")}
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
 DAG_IDS = frozenset(
     {
