@@ -61,8 +61,9 @@ def ab_cmd(
     what it spent and why it stopped, and post it as a GitHub check run with --github-repo.
     Exit codes: 0 decided (whatever the verdict, unless --fail-on), 1 an error, 3 --fail-on."""
     from omni_tasks.ab.checks import CheckRunError
+    from omni_tasks.ab.request import ABError, ABRequest
     from omni_tasks.config import get_settings
-    from omni_tasks.jobs.ab import ABError, ABRequest, run_ab
+    from omni_tasks.jobs.ab import run_ab
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 
     wanted = [v.lower() for v in fail_on or []]

@@ -138,7 +138,7 @@ def runs_show(
     reproduces it."""
     import dataclasses
 
-    from omni_tasks.reports.reproduce import reproduce_described
+    from omni_tasks.benchmarks.reproduce import reproduce_described
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
     (run_key,) = run_keys_of(run_key)
