@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import audio_app, console, fail, open_db
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import audio_app, console, fail
 from omni_tasks.config import get_settings
 
 
@@ -33,7 +34,7 @@ def audio_prune(
         except ConfigError as exc:
             fail(str(exc))
     cutoff = dt.date.today() - dt.timedelta(days=older_than)
-    conn = open_db()
+    conn = opt.open_db()
     with conn:
         pruned = prune_audio(conn, get_settings().audio_root_url, cutoff, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import console, db_app, fail, open_db
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, db_app, fail
 from omni_tasks.config import get_settings
 
 
@@ -35,7 +36,7 @@ def db_migrate(
     new version would apply."""
     from omni_tasks.store.migrate import migrate, pending
 
-    conn = open_db(migrate=False)
+    conn = opt.open_db(migrate=False)
     with conn:
         try:
             todo = pending(conn) if plan else migrate(conn)
@@ -58,7 +59,7 @@ def db_backup(
     from omni_tasks.store.backup import BackupError, backup
     from omni_tasks.store.db import resolve_dsn
 
-    conn = open_db()
+    conn = opt.open_db()
     with conn:
         try:
             r = backup(conn, resolve_dsn(), file, get_settings().audio_root_url)
@@ -94,7 +95,7 @@ def db_restore(
     dsn = resolve_dsn()
     if not yes:
         fail(f"this replaces the results schema of {redact_dsn(dsn)}: add --yes")
-    conn = open_db(migrate=False)
+    conn = opt.open_db(migrate=False)
     with conn:
         try:
             r = restore(

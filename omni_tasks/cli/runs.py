@@ -6,17 +6,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    JsonFlag,
-    WideFlag,
-    console,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_keys_of,
-    runs_app,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, fail, json_out, parse_date, runs_app
 from omni_tasks.reports.tables import print_table
 
 
@@ -34,13 +25,13 @@ def runs_list(
         str | None, typer.Option(metavar="DATE", help="Only this nightly date")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
-    wide: WideFlag = False,
-    as_json: JsonFlag = False,
+    wide: opt.WideFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """List stored runs, newest nightly first, with their series (benchmark, model, lane)."""
     from omni_tasks.store.runs import list_runs
 
-    conn = open_db()
+    conn = opt.open_db()
     with conn:
         rows = list_runs(
             conn,
@@ -115,8 +106,8 @@ def runs_delete(
     decisions that used it keep their verdicts (their link to the run is cleared)."""
     from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
 
-    (key,) = run_keys_of(run_key)
-    conn = open_db()
+    (key,) = opt.run_keys_of(run_key)
+    conn = opt.open_db()
     with conn:
         info = describe_run(conn, key)
         what = f"{key} ({info.branch}, {info.nightly}, {info.n_clips} clips)"
@@ -132,7 +123,7 @@ def runs_delete(
 @runs_app.command("show")
 def runs_show(
     run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Show one run: provenance, clips by status, gradings, and the command that
     reproduces it."""
@@ -141,8 +132,8 @@ def runs_show(
     from omni_tasks.reports.reproduce import reproduce_described
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
-    (run_key,) = run_keys_of(run_key)
-    conn = open_db()
+    (run_key,) = opt.run_keys_of(run_key)
+    conn = opt.open_db()
     with conn:
         try:
             described = describe_run(conn, run_key)

@@ -9,28 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    TRANSCRIPT_FLAG,
-    BackendOpt,
-    BatchOpt,
-    DeviceOpt,
-    HarnessOpt,
-    JsonFlag,
-    ModelOpt,
-    PrecisionOpt,
-    TranscriptOpt,
-    WideFlag,
-    WindowOpt,
-    app,
-    console,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_options,
-    simulator_app,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, json_out, parse_date, simulator_app
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.base import Benchmark
@@ -73,7 +53,7 @@ def bench_cmd(
         str | None,
         typer.Option(help="seed-TTS: seed-tts-default (the harness's, the default) or read-aloud"),
     ] = None,
-    transcript: TranscriptOpt = False,
+    transcript: opt.TranscriptOpt = False,
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Nightly date (default today, UTC)")
     ] = None,
@@ -99,14 +79,14 @@ def bench_cmd(
             "harness version reads up to --timeout, as the harness does"
         ),
     ] = None,
-    backend: BackendOpt = "faster-whisper",
-    model: ModelOpt = None,
-    precision: PrecisionOpt = None,
-    window: WindowOpt = None,
-    harness_version: HarnessOpt = None,
-    batch_size: BatchOpt = 8,
-    device: DeviceOpt = "cpu",
-    as_json: JsonFlag = False,
+    backend: opt.BackendOpt = "faster-whisper",
+    model: opt.ModelOpt = None,
+    precision: opt.PrecisionOpt = None,
+    window: opt.WindowOpt = None,
+    harness_version: opt.HarnessOpt = None,
+    batch_size: opt.BatchOpt = 8,
+    device: opt.DeviceOpt = "cpu",
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Run a benchmark against a target through its family (seed-TTS: synthesize and grade
     every clip; another: ask and judge every item), store every item; print the run key."""
@@ -118,7 +98,11 @@ def bench_cmd(
     family = _family(benchmark)
     if problem := family.check_dataset(dataset):
         fail(f"--dataset: {problem}", code=2)
-    options = {TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap}
+    options = {
+        opt.TRANSCRIPT: transcript,
+        "prompt_template": prompt_template,
+        "audio_cap_s": audio_cap,
+    }
     try:
         generic = RunRequest(
             target=target,
@@ -137,7 +121,7 @@ def bench_cmd(
             # seed_tts names the family: the dataset's locale names the benchmark.
             benchmark=family.id if family.id == benchmark else None,
         )
-        req = family.request(generic, run_options(options))
+        req = family.request(generic, opt.run_options(options))
     except BenchError as exc:
         fail(str(exc))
     grader: JsonObject = {
@@ -149,7 +133,7 @@ def bench_cmd(
         "device": device,
         "harness_version": harness_version,
     }
-    conn = open_db()
+    conn = opt.open_db()
     with conn:
         try:
             key = family.run(conn, req, grader, show_progress=not as_json)
@@ -184,7 +168,7 @@ def simulator_serve(
     profile: Annotated[str, typer.Option(help="main, rebase or clean (profiles.yaml)")] = "main",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free one)")] = 8091,
     transcript: Annotated[
-        bool, typer.Option(TRANSCRIPT_FLAG, help="Return what would be heard instead of audio")
+        bool, typer.Option(opt.TRANSCRIPT_FLAG, help="Return what would be heard instead of audio")
     ] = False,
 ) -> None:
     """Serve the simulator in the foreground on loopback (Ctrl-C stops it). It answers seed-TTS
@@ -202,7 +186,7 @@ def simulator_serve(
 
 
 @simulator_app.command("profiles")
-def simulator_profiles(wide: WideFlag = False) -> None:
+def simulator_profiles(wide: opt.WideFlag = False) -> None:
     """List the simulator's failure profiles and their per-clip rates."""
     from omni_tasks.reports.tables import print_table
     from omni_tasks.synthesis.profiles import EVENTS, load_profile, profile_names
