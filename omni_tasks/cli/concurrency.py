@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 @app.command("concurrency")
 def concurrency_cmd(
-    target: Annotated[str, typer.Option(help="A serving vLLM-Omni's URL, or simulator:PROFILE")],
+    target: opt.TargetOpt,
     levels: Annotated[
         str, typer.Option(help="Concurrency levels, 1 first: each is paired with it")
     ] = "1,8",
@@ -25,9 +25,7 @@ def concurrency_cmd(
     branch: Annotated[
         str, typer.Option(metavar="BRANCH", help="The branch the target serves")
     ] = "main",
-    commit: Annotated[
-        str | None, typer.Option(metavar="SHA", help="The commit the target serves")
-    ] = None,
+    commit: opt.CommitOpt = None,
     seed: Annotated[int, typer.Option(help="The seed every level sends")] = 42,
     dataset: opt.DatasetOpt = "demo",
     limit: opt.LimitOpt = None,

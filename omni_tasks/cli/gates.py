@@ -88,17 +88,10 @@ def advise_cmd(
     from omni_tasks.config import get_settings
     from omni_tasks.gates.text import lines, pr_description
     from omni_tasks.jobs.gate_advice import NoHistory, advise_series
-    from omni_tasks.series import Series
 
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
-    if series is not None:
-        try:
-            chosen = Series.parse(series)
-        except ValueError as exc:
-            fail(f"--series: {exc}", code=2)
-    else:
-        chosen = opt.series_of(benchmark, model, lane)
+    chosen = opt.series_of(benchmark, model, lane, named=series)
     try:
         judged = benchmarks.get(chosen.benchmark).judged
     except benchmarks.UnknownBenchmark as exc:
@@ -132,8 +125,7 @@ def advise_cmd(
         for a in advice:
             for line in lines(a, what):
                 console.print(line, highlight=False, soft_wrap=True)
-            if sku is not None and a.reference is None:
-                _print_entry(chosen, sku, protocol, a)
+            _print_entry(chosen, sku, protocol, a)
 
 
 def _gates(
@@ -199,12 +191,13 @@ def _registered(
     return {ref.figure: ref} if ref.figure in figures else {}
 
 
-def _print_entry(series: Series, sku: str, protocol: str, a: GateAdvice) -> None:
+def _print_entry(series: Series, sku: str | None, protocol: str, a: GateAdvice) -> None:
+    """With --sku and no reference registered for it, the entry this history would register."""
     import datetime as dt
 
     from omni_tasks.gates.references import entry_yaml
 
-    if a.design is None:
+    if sku is None or a.reference is not None or a.design is None:
         return
     console.print(
         f"  no reference registered for {series.benchmark} · {series.model} on {sku} over "

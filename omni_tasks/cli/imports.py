@@ -232,20 +232,25 @@ def import_buildkite(
         json_out({slug: dataclasses.asdict(r) for slug, r in reports.items()})
         return
     for slug, report in reports.items():
-        for line in (
-            *(f"[yellow]warning:[/] {slug} {w}" for w in report.warnings),
-            *(f"[red]error:[/] {slug} {e}" for e in report.errors),
-            *(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}" for u in report.unknown),
-            *(f"[red]night not valid:[/] {n}" for n in report.invalid),
-            *(f"[yellow]build {b}[/]" for b in report.skipped_builds),
-            *(f"[yellow]refused:[/] {slug} {r}" for r in report.refused),
-        ):
-            err.print(line, highlight=False)
-        console.print(
-            f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
-            f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
-            f"{len(report.builds_without_artifact)} build(s) without a known artifact",
-            highlight=False,
-        )
-        for key in report.imported:
-            print(key)
+        _print_report(slug, report)
+
+
+def _print_report(slug: str, report: ImportReport) -> None:
+    """What a pipeline's import did: its problems on stderr, the counts, each run key."""
+    for line in (
+        *(f"[yellow]warning:[/] {slug} {w}" for w in report.warnings),
+        *(f"[red]error:[/] {slug} {e}" for e in report.errors),
+        *(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}" for u in report.unknown),
+        *(f"[red]night not valid:[/] {n}" for n in report.invalid),
+        *(f"[yellow]build {b}[/]" for b in report.skipped_builds),
+        *(f"[yellow]refused:[/] {slug} {r}" for r in report.refused),
+    ):
+        err.print(line, highlight=False)
+    console.print(
+        f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
+        f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
+        f"{len(report.builds_without_artifact)} build(s) without a known artifact",
+        highlight=False,
+    )
+    for key in report.imported:
+        print(key)

@@ -36,6 +36,10 @@ ServedModelOpt = Annotated[
 LaneOpt = Annotated[
     str | None, typer.Option(metavar="LANE", help="The series' hardware lane (default: `default`)")
 ]
+TargetOpt = Annotated[
+    str, typer.Option(help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE")
+]
+CommitOpt = Annotated[str | None, typer.Option(metavar="SHA", help="The commit the target serves")]
 CandidateOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")]
 BaselineOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")]
 VariantOpt = Annotated[str, typer.Option(help="Variant")]
@@ -121,17 +125,22 @@ def run_options(given: Mapping[str, object]) -> dict[str, object]:
     return {name: v for name, v in given.items() if v not in (None, False)}
 
 
-def series_of(benchmark: str | None, model: str | None, lane: str | None) -> Any:
-    """The series a command reads (model × benchmark × lane), each part defaulted."""
+def series_of(
+    benchmark: str | None, model: str | None, lane: str | None, *, named: str | None = None
+) -> Any:
+    """The series a command reads (model × benchmark × lane), each part defaulted, or the one
+    --series names as BENCHMARK|MODEL|LANE."""
     from omni_tasks.config import get_settings
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
     try:
+        if named is not None:
+            return Series.parse(named)
         return Series(
             benchmark or get_settings().benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE
         )
     except ValueError as exc:
-        fail(str(exc), code=2)
+        fail(f"--series: {exc}" if named is not None else str(exc), code=2)
 
 
 def series_fields(
