@@ -49,13 +49,11 @@ def _triage(
 
     from omni_tasks.alerts.triage import TriageError, triage
 
-    conn = opt.open_db()
-    with conn:
-        try:
-            who = by or getpass.getuser()
-            done = triage(conn, alert_id, action, by=who, note=note, link=link, of=of)
-        except TriageError as exc:
-            fail(str(exc))
+    who = by or getpass.getuser()
+    done = opt.on_db(
+        lambda conn: triage(conn, alert_id, action, by=who, note=note, link=link, of=of),
+        TriageError,
+    )
     if as_json:
         json_out(dataclasses.asdict(done))
         return
@@ -159,15 +157,9 @@ _triage_command(
 @alerts_app.command("list")
 def alerts_list(
     status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
-    benchmark: Annotated[
-        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark's alerts")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(metavar="MODEL", help="Only this model's alerts")
-    ] = None,
-    lane: Annotated[
-        str | None, typer.Option(metavar="LANE", help="Only this hardware lane's alerts")
-    ] = None,
+    benchmark: opt.OnlyBenchmark = None,
+    model: opt.OnlyModel = None,
+    lane: opt.OnlyLane = None,
     branch: Annotated[
         str | None, typer.Option(metavar="BRANCH", help="Only alerts on this candidate branch")
     ] = None,
@@ -185,9 +177,8 @@ def alerts_list(
 
     if status not in (None, "open", "resolved"):
         fail(f"--status: {status!r} is not open or resolved")
-    conn = opt.open_db()
-    with conn:
-        rows = alert_store.overview(
+    rows = opt.on_db(
+        lambda conn: alert_store.overview(
             conn,
             state=status,
             benchmark=benchmark,
@@ -196,6 +187,7 @@ def alerts_list(
             branch=branch,
             since=None if since is None else since.date(),
         )
+    )
     if as_json:
         json_out(rows)
         return

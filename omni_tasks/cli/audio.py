@@ -34,9 +34,8 @@ def audio_prune(
         except ConfigError as exc:
             fail(str(exc))
     cutoff = dt.date.today() - dt.timedelta(days=older_than)
-    conn = opt.open_db()
-    with conn:
-        pruned = prune_audio(conn, get_settings().audio_root_url, cutoff, dry_run=dry_run)
+    root = get_settings().audio_root_url
+    pruned = opt.on_db(lambda conn: prune_audio(conn, root, cutoff, dry_run=dry_run))
     verb = "would remove" if dry_run else "removed"
     for p in pruned:
         console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)", highlight=False)

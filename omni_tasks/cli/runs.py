@@ -13,14 +13,10 @@ from omni_tasks.reports.tables import print_table
 
 @runs_app.command("list")
 def runs_list(
-    benchmark: Annotated[
-        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark")
-    ] = None,
-    model: Annotated[str | None, typer.Option(metavar="MODEL", help="Only this model")] = None,
-    lane: Annotated[
-        str | None, typer.Option(metavar="LANE", help="Only this hardware lane")
-    ] = None,
-    branch: Annotated[str | None, typer.Option(metavar="BRANCH", help="Only this branch")] = None,
+    benchmark: opt.OnlyBenchmark = None,
+    model: opt.OnlyModel = None,
+    lane: opt.OnlyLane = None,
+    branch: opt.OnlyBranch = None,
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Only this nightly date")
     ] = None,
@@ -31,9 +27,8 @@ def runs_list(
     """List stored runs, newest nightly first, with their series (benchmark, model, lane)."""
     from omni_tasks.store.runs import list_runs
 
-    conn = opt.open_db()
-    with conn:
-        rows = list_runs(
+    rows = opt.on_db(
+        lambda conn: list_runs(
             conn,
             benchmark=benchmark,
             model=model,
@@ -42,6 +37,7 @@ def runs_list(
             nightly=parse_date(nightly) if nightly else None,
             limit=limit,
         )
+    )
     if as_json:
         json_out(rows)
         return
@@ -99,7 +95,7 @@ def runs_list(
 
 @runs_app.command("delete")
 def runs_delete(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    run_key: opt.RunKeyArg,
     yes: Annotated[bool, typer.Option("--yes", help="Really delete (there is no undo)")] = False,
 ) -> None:
     """Delete a run: its clips, gradings, statistics, comparisons and stored audio. Gate
@@ -122,7 +118,7 @@ def runs_delete(
 
 @runs_app.command("show")
 def runs_show(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    run_key: opt.RunKeyArg,
     as_json: opt.JsonFlag = False,
 ) -> None:
     """Show one run: provenance, clips by status, gradings, and the command that
@@ -133,12 +129,7 @@ def runs_show(
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
     (run_key,) = opt.run_keys_of(run_key)
-    conn = opt.open_db()
-    with conn:
-        try:
-            described = describe_run(conn, run_key)
-        except RunNotFoundError as exc:
-            fail(str(exc))
+    described = opt.on_db(lambda conn: describe_run(conn, run_key), RunNotFoundError)
     info = {**dataclasses.asdict(described), "reproduce": reproduce_described(described)}
     if as_json:
         json_out(info)

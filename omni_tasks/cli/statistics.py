@@ -14,7 +14,7 @@ from omni_tasks.config import get_settings
 
 @app.command("stats")
 def stats_cmd(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    run_key: opt.RunKeyArg,
     tail_threshold: opt.TailThreshold = None,
     grader: opt.GraderOpt = None,
     as_json: opt.JsonFlag = False,
@@ -187,12 +187,9 @@ def noise_cmd(
     tau = opt.tau_or_default(policy, tail_threshold)
     from omni_tasks.store.runs import RunNotFoundError
 
-    conn = opt.open_db()
-    with conn:
-        try:
-            runs = [load_graded_run(conn, k).clips for k in run_keys]
-        except RunNotFoundError as exc:
-            fail(str(exc))
+    runs = opt.on_db(
+        lambda conn: [load_graded_run(conn, k).clips for k in run_keys], RunNotFoundError
+    )
     try:
         cal = calibrate(runs, tau, policy.alpha, comparisons)
     except ValueError as exc:
@@ -229,7 +226,7 @@ def trend_cmd(
     branch: Annotated[
         str, typer.Option(metavar="BRANCH", help="Branch whose nightly series to read")
     ],
-    variant: Annotated[str, typer.Option(help="Variant")] = "default",
+    variant: opt.VariantOpt = "default",
     metric: Annotated[
         str,
         typer.Option(
