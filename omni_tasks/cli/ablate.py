@@ -56,7 +56,6 @@ def ablate_cmd(
     the baseline at the same seeds, adding a seed per round until each ablation is decided
     (regression gone, partial or unchanged) or the budget's rounds are spent; say what was
     decided, with the budget's arithmetic. Exit 1 on an error."""
-    import dataclasses
 
     import yaml
 
@@ -91,8 +90,8 @@ def ablate_cmd(
             {
                 "ablate_id": p.ablate_id,
                 "clips": len(result.selection.clips),
-                "reference": dataclasses.asdict(result.reference),
-                "ablations": [dataclasses.asdict(v) for v in result.verdicts],
+                "reference": result.reference,
+                "ablations": result.verdicts,
                 "seeds": list(result.ablated.seeds),
                 "budget": result.ablated.arithmetic,
                 "full_runs": result.full_runs,

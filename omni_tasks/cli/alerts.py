@@ -55,7 +55,7 @@ def _triage(
         TriageError,
     )
     if as_json:
-        json_out(dataclasses.asdict(done))
+        json_out(done)
         return
     console.print(
         f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at the "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from omni_tasks.cli import options as opt
 from omni_tasks.cli.common import benchmarks_app, console, json_out
 from omni_tasks.reports.tables import print_table
@@ -18,7 +16,7 @@ def benchmarks_list(wide: opt.WideFlag = False, as_json: opt.JsonFlag = False) -
 
     rows = [b.describe() for b in benchmarks.all_benchmarks()]
     if as_json:
-        json_out([dataclasses.asdict(r) for r in rows])
+        json_out(rows)
         return
     cells = [
         [

@@ -3,6 +3,7 @@ preamble commands share are in `options`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -46,48 +47,22 @@ def _options(
     """Nightly accuracy-regression tracking for omni (speech-out) models served by vLLM-Omni."""
 
 
-db_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP,
-    help="The results database (embedded Postgres unless OMNI_DATABASE_URL).",
-    no_args_is_help=True,
-)
-import_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Import results produced elsewhere.", no_args_is_help=True
-)
-runs_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Inspect stored runs.", no_args_is_help=True
-)
-simulator_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP,
-    help="The local vLLM-Omni stand-in (piper voice, planted failures).",
-    no_args_is_help=True,
-)
-app.add_typer(simulator_app, name="simulator")
-dashboards_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Grafana dashboards as code.", no_args_is_help=True
-)
-app.add_typer(dashboards_app, name="dashboards")
-alerts_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP,
-    help="Slack alerts: the outbox and its delivery.",
-    no_args_is_help=True,
-)
-app.add_typer(alerts_app, name="alerts")
-app.add_typer(db_app, name="db")
-app.add_typer(import_app, name="import")
-app.add_typer(runs_app, name="runs")
-benchmarks_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="The benchmarks omni-tasks tracks.", no_args_is_help=True
-)
-audio_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Stored clip audio: retention.", no_args_is_help=True
-)
-app.add_typer(audio_app, name="audio")
-app.add_typer(benchmarks_app, name="benchmarks")
-doctor_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Check this host's setup.", no_args_is_help=True
-)
-app.add_typer(doctor_app, name="doctor")
+def group(name: str, help: str) -> typer.Typer:
+    """The command group `omni-tasks NAME` (its help is Markdown; given nothing, it shows it)."""
+    commands = typer.Typer(rich_markup_mode=HELP_MARKUP, help=help, no_args_is_help=True)
+    app.add_typer(commands, name=name)
+    return commands
+
+
+simulator_app = group("simulator", "The local vLLM-Omni stand-in (piper voice, planted failures).")
+dashboards_app = group("dashboards", "Grafana dashboards as code.")
+alerts_app = group("alerts", "Slack alerts: the outbox and its delivery.")
+db_app = group("db", "The results database (embedded Postgres unless OMNI_DATABASE_URL).")
+import_app = group("import", "Import results produced elsewhere.")
+runs_app = group("runs", "Inspect stored runs.")
+audio_app = group("audio", "Stored clip audio: retention.")
+benchmarks_app = group("benchmarks", "The benchmarks omni-tasks tracks.")
+doctor_app = group("doctor", "Check this host's setup.")
 
 Result = TypeVar("Result", bound=Contract)
 TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
@@ -102,7 +77,13 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def json_out(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+    """`value` as JSON on stdout: a dataclass as its fields, what else JSON lacks as its str."""
+    sys.stdout.write(json.dumps(value, indent=2, default=_plain) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    is_record = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return dataclasses.asdict(value) if is_record else str(value)
 
 
 def say(line: str) -> None:

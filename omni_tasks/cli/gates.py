@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -117,7 +116,7 @@ def advise_cmd(
     )
     what = "broken items" if judged == "wer" else "wrong answers"
     if as_json:
-        json_out([dataclasses.asdict(a) for a in advice])
+        json_out(advice)
     elif markdown:
         for g, a in zip(gates, advice, strict=True):
             print(pr_description(a, chosen.label, g.constant, what))
@@ -318,9 +317,5 @@ def _design(design: Callable[[], T], as_json: bool) -> T | None:
         fail(str(exc), code=2)
     if not as_json:
         return made
-    json_out(
-        [dataclasses.asdict(d) for d in made]
-        if isinstance(made, list)
-        else dataclasses.asdict(made)
-    )
+    json_out(made)
     return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any
 
 import typer
@@ -119,7 +118,7 @@ def grade_cmd(
         RunNotFoundError,
     )
     if as_json:
-        json_out(dataclasses.asdict(outcome))
+        json_out(outcome)
         return
     verb = "graded" if outcome.created else "already graded (use --replace to grade again)"
     console.print(f"{outcome.run_key}: {verb} by [bold]{outcome.grader_id}[/]")

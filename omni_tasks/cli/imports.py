@@ -229,7 +229,7 @@ def import_buildkite(
 
     reports = opt.on_db(run, BuildkiteError)
     if as_json:
-        json_out({slug: dataclasses.asdict(r) for slug, r in reports.items()})
+        json_out(reports)
         return
     for slug, report in reports.items():
         _print_report(slug, report)

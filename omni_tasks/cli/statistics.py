@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 import typer
@@ -195,7 +194,7 @@ def noise_cmd(
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        json_out(dataclasses.asdict(cal))
+        json_out(cal)
         return
     console.print(
         f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
@@ -267,7 +266,7 @@ def trend_cmd(
         except ValueError as exc:
             fail(str(exc))
     if as_json:
-        json_out({"series": series, "change_points": [dataclasses.asdict(p) for p in points]})
+        json_out({"series": series, "change_points": points})
         return
     summary_only = sum(bool(r.get("summary_only")) for r in series)
     at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -140,7 +139,7 @@ def _run(family: Benchmark, req: RunRequest, grader: JsonObject, as_json: bool) 
         OSError,
     )
     if as_json:
-        json_out(dataclasses.asdict(outcome))
+        json_out(outcome)
     else:
         console.print(outcome.summary(), soft_wrap=True)
         print(outcome.run_key)
