@@ -1,16 +1,24 @@
-"""Plain data passed between layers: what a run, a clip and a clip's grade are."""
+"""Plain data passed between layers: what a run (as specified, and as stored), a clip and a
+clip's grade are, and what a JSON document is."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
-from omni_tasks.contracts import JsonObject
+from pydantic import JsonValue
+
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust.names import check_name
+
+# A JSON document as it is sent or received (a Slack payload, a Grafana dashboard, an untrusted
+# API's answer): pydantic's recursive JSON type, so a reader narrows a value before it indexes
+# it, where `Any` would let a wrong shape through unchecked.
+JsonObject = dict[str, JsonValue]
 
 SynthStatus = Literal[
     "ok", "over_long", "no_audio", "timeout_partial", "timeout_no_output", "request_failed"
@@ -93,6 +101,52 @@ class RunSpec:
         Series(self.benchmark, self.model, self.lane)  # checks the three names
         check_name(self.branch, "branch")
         check_name(self.variant, "variant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredRun(RunSpec):
+    """A run as stored: its spec, and the identity and hashes the store gave it."""
+
+    run_id: int
+    run_key: str
+    config_hash: str
+    content_hash: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None = None
+
+    @property
+    def spec(self) -> RunSpec:
+        """The spec alone (what its content hash covers)."""
+        return RunSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSpec)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightRun(StoredRun):
+    """A night's run with its newest grading's grader (what reproduces it; None: ungraded)."""
+
+    grader: JsonObject | None = None
+
+
+@dataclass(frozen=True)
+class NightlyRun:
+    """A run of the night as the gate pairs it, with its latest complete grading (if any)."""
+
+    run_id: int
+    run_key: str
+    benchmark: str
+    model: str
+    lane: str
+    branch: str
+    variant: str
+    seed: int | None
+    status: str
+    n_expected: int
+    dataset_fingerprint: str | None
+    prompt_fingerprint: str | None
+    execution_fingerprint: str | None
+    lineage: JsonObject
+    grading_id: int | None
+    grader_id: str | None
 
 
 @dataclass(frozen=True)

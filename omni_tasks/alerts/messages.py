@@ -24,7 +24,7 @@ from omni_tasks.formatting import pts_ci
 from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 
 if TYPE_CHECKING:
-    from omni_tasks.store.runs import NightRun
+    from omni_tasks.records import NightRun
 
 STATUS_BLOCK = "triage"
 

@@ -12,16 +12,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
-from pydantic import JsonValue
-
+from omni_tasks.records import JsonObject
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
 T = TypeVar("T")
-
-# A JSON document as it is sent or received (a Slack payload, a Grafana dashboard, an untrusted
-# API's answer): pydantic's recursive JSON type, so a reader narrows a value before it indexes
-# it, where `Any` would let a wrong shape through unchecked.
-JsonObject = dict[str, JsonValue]
 
 
 def json_objects(value: object) -> list[JsonObject]:

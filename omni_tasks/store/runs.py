@@ -27,7 +27,9 @@ from omni_tasks.records import (
     Execution,
     Grader,
     LineageFlags,
+    NightRun,
     RunSpec,
+    StoredRun,
 )
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
@@ -391,30 +393,6 @@ def grading_of(
 def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
     found = grading_of(conn, run_id, grader_id)
     return None if found is None else found[0]
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredRun(RunSpec):
-    """A run as stored: its spec, and the identity and hashes the store gave it."""
-
-    run_id: int
-    run_key: str
-    config_hash: str
-    content_hash: str
-    created_at: dt.datetime
-    finished_at: dt.datetime | None = None
-
-    @property
-    def spec(self) -> RunSpec:
-        """The spec alone (what its content hash covers)."""
-        return RunSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSpec)})
-
-
-@dataclass(frozen=True, kw_only=True)
-class NightRun(StoredRun):
-    """A night's run with its newest grading's grader (what reproduces it; None: ungraded)."""
-
-    grader: JsonObject | None = None
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> StoredRun:

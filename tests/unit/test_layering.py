@@ -74,8 +74,8 @@ FLOORS = (
     "config",
     "trust",
     "series",
-    "contracts",
     "records",
+    "contracts",
     "evidence",
     "voice",
     "dataset",
@@ -108,9 +108,6 @@ PENDING_UPWARD = {
     # alerts/messages.py → reports.reproduce: the reproduce command belongs with the families
     ("alerts", "reports"),
     ("reports", "jobs"),  # reports/html.py → jobs.statistics.load_graded_run
-    # contracts/night.py names the store's row types (NightRun, StoredRun): they move down
-    ("contracts", "store"),
-    ("contracts", "records"),
     ("trust", "series"),  # trust/forms.py → series.DEFAULT_LANE (the form check is above series)
     ("trust", "benchmarks"),  # trust/forms.py → benchmarks (likewise: forms belong with params)
     # evidence/links.py → dag_support.renamed: the DAG aliases of one release, deleted with
