@@ -224,6 +224,14 @@ class ClipRecord:
     utmos: float | None = None
 
 
+# A clip record's fields read from its grade, under the grade's own names.
+_GRADED = tuple(
+    f.name
+    for f in dataclasses.fields(ClipRecord)
+    if f.name != "utt_id" and f.name in {g.name for g in dataclasses.fields(ClipGrade)}
+)
+
+
 def records_of(clips: Sequence[ClipAudio], grades: Sequence[ClipGrade]) -> list[ClipRecord]:
     """Clips joined with their grades as the statistics see them: what `clip_records.sql`
     reads back once they are stored (an import checks its artifact's own summary with it)."""
@@ -231,26 +239,16 @@ def records_of(clips: Sequence[ClipAudio], grades: Sequence[ClipGrade]) -> list[
     out = []
     for c in clips:
         g = by_id.get(c.utt_id)
+        graded = {k: getattr(g, k) for k in _GRADED} if g else {"grade_status": None, "wer": None}
         out.append(
             ClipRecord(
                 utt_id=c.utt_id,
                 reference_text=c.reference_text,
                 synth_status=c.synth_status,
-                grade_status=g.grade_status if g else None,
-                wer=g.wer if g else None,
-                ref_words=g.ref_words if g else None,
-                hyp_words=g.hyp_words if g else None,
-                hypothesis=g.hypothesis if g else None,
-                thinker_wer=g.thinker_wer if g else None,
-                task_leak=g.task_leak if g else False,
-                is_question=g.is_question if g else False,
                 audio_seconds=c.audio_seconds,
                 audio_uri=c.audio_uri,
                 synth_detail=c.error_detail,
-                incorrect=g.incorrect if g else None,
-                breakdown=g.breakdown if g else None,
-                sim=g.sim if g else None,
-                utmos=g.utmos if g else None,
+                **graded,  # an ungraded clip: no grade status or WER, the rest at defaults
             )
         )
     return out
