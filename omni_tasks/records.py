@@ -1,16 +1,24 @@
-"""Plain data passed between layers: what a run, a clip and a clip's grade are."""
+"""Plain data passed between layers: what a run (as specified, and as stored), a clip and a
+clip's grade are, and what a JSON document is."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
-from omni_tasks.contracts import JsonObject
+from pydantic import JsonValue
+
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust.names import check_name
+
+# A JSON document as it is sent or received (a Slack payload, a Grafana dashboard, an untrusted
+# API's answer): pydantic's recursive JSON type, so a reader narrows a value before it indexes
+# it, where `Any` would let a wrong shape through unchecked.
+JsonObject = dict[str, JsonValue]
 
 SynthStatus = Literal[
     "ok", "over_long", "no_audio", "timeout_partial", "timeout_no_output", "request_failed"
@@ -95,6 +103,52 @@ class RunSpec:
         check_name(self.variant, "variant")
 
 
+@dataclass(frozen=True, kw_only=True)
+class StoredRun(RunSpec):
+    """A run as stored: its spec, and the identity and hashes the store gave it."""
+
+    run_id: int
+    run_key: str
+    config_hash: str
+    content_hash: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None = None
+
+    @property
+    def spec(self) -> RunSpec:
+        """The spec alone (what its content hash covers)."""
+        return RunSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSpec)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightRun(StoredRun):
+    """A night's run with its newest grading's grader (what reproduces it; None: ungraded)."""
+
+    grader: JsonObject | None = None
+
+
+@dataclass(frozen=True)
+class NightlyRun:
+    """A run of the night as the gate pairs it, with its latest complete grading (if any)."""
+
+    run_id: int
+    run_key: str
+    benchmark: str
+    model: str
+    lane: str
+    branch: str
+    variant: str
+    seed: int | None
+    status: str
+    n_expected: int
+    dataset_fingerprint: str | None
+    prompt_fingerprint: str | None
+    execution_fingerprint: str | None
+    lineage: JsonObject
+    grading_id: int | None
+    grader_id: str | None
+
+
 @dataclass(frozen=True)
 class ClipAudio:
     """Synthesis outcome of one utterance. A failed request is a row with a status."""
@@ -170,6 +224,14 @@ class ClipRecord:
     utmos: float | None = None
 
 
+# A clip record's fields read from its grade, under the grade's own names.
+_GRADED = tuple(
+    f.name
+    for f in dataclasses.fields(ClipRecord)
+    if f.name != "utt_id" and f.name in {g.name for g in dataclasses.fields(ClipGrade)}
+)
+
+
 def records_of(clips: Sequence[ClipAudio], grades: Sequence[ClipGrade]) -> list[ClipRecord]:
     """Clips joined with their grades as the statistics see them: what `clip_records.sql`
     reads back once they are stored (an import checks its artifact's own summary with it)."""
@@ -177,26 +239,16 @@ def records_of(clips: Sequence[ClipAudio], grades: Sequence[ClipGrade]) -> list[
     out = []
     for c in clips:
         g = by_id.get(c.utt_id)
+        graded = {k: getattr(g, k) for k in _GRADED} if g else {"grade_status": None, "wer": None}
         out.append(
             ClipRecord(
                 utt_id=c.utt_id,
                 reference_text=c.reference_text,
                 synth_status=c.synth_status,
-                grade_status=g.grade_status if g else None,
-                wer=g.wer if g else None,
-                ref_words=g.ref_words if g else None,
-                hyp_words=g.hyp_words if g else None,
-                hypothesis=g.hypothesis if g else None,
-                thinker_wer=g.thinker_wer if g else None,
-                task_leak=g.task_leak if g else False,
-                is_question=g.is_question if g else False,
                 audio_seconds=c.audio_seconds,
                 audio_uri=c.audio_uri,
                 synth_detail=c.error_detail,
-                incorrect=g.incorrect if g else None,
-                breakdown=g.breakdown if g else None,
-                sim=g.sim if g else None,
-                utmos=g.utmos if g else None,
+                **graded,  # an ungraded clip: no grade status or WER, the rest at defaults
             )
         )
     return out

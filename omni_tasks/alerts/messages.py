@@ -24,7 +24,7 @@ from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.formatting import pts_ci
 
 if TYPE_CHECKING:
-    from omni_tasks.store.runs import NightRun
+    from omni_tasks.records import NightRun
 
 STATUS_BLOCK = "triage"
 

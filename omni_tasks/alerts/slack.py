@@ -281,7 +281,8 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     ts = None
                     log.warning("could not look up %s: %s", key, redact(str(exc)))
                 if ts is not None:
-                    _mark_sent(conn, m, ts, channel, route.into_group)
+                    store.mark_sent(conn, m, ts, channel, route.into_group)
+                    conn.commit()
                     recovered += 1
                     continue
             store.mark_sending(conn, m.message_id)
@@ -311,7 +312,8 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                 log.warning("delivery of %s failed (%s): %s", key, state, error)
                 failed += 1
                 continue
-            _mark_sent(conn, m, ts, channel, route.into_group)
+            store.mark_sent(conn, m, ts, channel, route.into_group)
+            conn.commit()
             log.info("%s %s: delivered to %s (%s)", op, key, sink.name, ts or channel)
             sent += 1
     finally:
@@ -394,14 +396,3 @@ def _send(sink: Sink, m: OutboxMessage, route: Route) -> str | None:
         sink.update(route.parent, payload)
         return route.parent
     raise DeliveryError(f"{key}: unknown outbox operation {op!r}")
-
-
-def _mark_sent(
-    conn: psycopg.Connection[Any],
-    m: OutboxMessage,
-    ts: str | None,
-    channel: str,
-    thread: str | None = None,
-) -> None:
-    store.mark_sent(conn, m, ts, channel, thread)
-    conn.commit()

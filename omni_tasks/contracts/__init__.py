@@ -9,19 +9,14 @@ import dataclasses
 import datetime as dt
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
-from pydantic import JsonValue
-
+from omni_tasks.records import JsonObject
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
 T = TypeVar("T")
-
-# A JSON document as it is sent or received (a Slack payload, a Grafana dashboard, an untrusted
-# API's answer): pydantic's recursive JSON type, so a reader narrows a value before it indexes
-# it, where `Any` would let a wrong shape through unchecked.
-JsonObject = dict[str, JsonValue]
 
 
 def json_objects(value: object) -> list[JsonObject]:
@@ -280,31 +275,25 @@ class DecisionKey:
         }
 
 
-@dataclass(frozen=True)
-class StoredDecision:
-    """A night's decision as the store keeps it, under gate_decision's column names, with its
-    comparison and candidate run (store/decisions.py): what the alert lifecycle reads."""
+@dataclass(frozen=True, kw_only=True)
+class DecisionRow:
+    """A night's decision under gate_decision's column names: its key, its verdict and the
+    statistics' tau and candidate run it read (what every stored reading of it shares)."""
 
     decision_id: int
     benchmark: str
     model: str
     lane: str
-    nightly: dt.date
     candidate_branch: str
     baseline_branch: str
     variant: str
+    policy_version: str
+    nightly: dt.date
     verdict: str
     confirmed: bool
     mcnemar_p_holm: float | None
-    reasons: list[str]
-    policy_version: str
-    comparison: Comparison | None
     tau: float | None
-    candidate_run_id: int | None
     candidate_run_key: str | None
-    baseline_run_id: int | None
-    airflow_dag_id: str | None
-    airflow_run_id: str | None
 
     @property
     def series(self) -> Series:
@@ -320,21 +309,22 @@ class StoredDecision:
             self.policy_version,
         )
 
+
+@dataclass(frozen=True, kw_only=True)
+class StoredDecision(DecisionRow):
+    """A night's decision as the store keeps it, with its comparison and candidate run
+    (store/decisions.py): what the alert lifecycle reads."""
+
+    reasons: list[str]
+    comparison: Comparison | None
+    candidate_run_id: int | None
+    baseline_run_id: int | None
+    airflow_dag_id: str | None
+    airflow_run_id: str | None
+
     def branch(self, side: str) -> str:
         """The candidate's or the baseline's branch."""
         return self.candidate_branch if side == "candidate" else self.baseline_branch
-
-
-@dataclass(frozen=True)
-class NightVerdict:
-    """One night of a decision series: its verdict and, for a paired night, its table
-    (stable broken, regressed, improved, stable fine; None for a run group's night)."""
-
-    nightly: dt.date
-    verdict: str
-    confirmed: bool = False
-    reasons: list[str] = field(default_factory=list)
-    table: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -415,3 +405,10 @@ class StoredAlert:
     range_to: dt.date | None
     hold_until: dt.datetime | None
     thread_ts: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> StoredAlert:
+        """An omni.alert row, its details read (other columns a query joins in are left out)."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"details"}
+        doc = {k: v for k, v in row.items() if k in names}
+        return cls(**doc, details=AlertDetails.from_json(row["details"] or {}))

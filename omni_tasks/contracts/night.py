@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from omni_tasks.contracts import (
     AlertDetails,
@@ -18,12 +17,8 @@ from omni_tasks.contracts import (
     StoredAlert,
     StoredDecision,
 )
-from omni_tasks.records import ClipRecord
+from omni_tasks.records import ClipRecord, NightlyRun, NightRun, StoredRun
 from omni_tasks.series import Series
-
-if TYPE_CHECKING:  # store rows, typed here without importing the store (it imports us)
-    from omni_tasks.store.results import NightlyRun
-    from omni_tasks.store.runs import NightRun, StoredRun
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from omni_tasks.analysis.trend import ChangePoint, change_points
 from omni_tasks.contracts import Comparison, RunStats, SummaryOnlyStats
 from omni_tasks.contracts.night import GradedRun
 from omni_tasks.night.gate import SUMMARY_ONLY_REASON, comparison, run_statistics
+from omni_tasks.records import StoredRun
 from omni_tasks.series import Series
 from omni_tasks.store import results
-from omni_tasks.store.runs import StoredRun, clip_records, get_run, latest_grading
+from omni_tasks.store.runs import clip_records, get_run, latest_grading
 
 
 def load_graded_run(

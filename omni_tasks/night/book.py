@@ -25,7 +25,7 @@ from omni_tasks.contracts.night import (
 )
 
 if TYPE_CHECKING:
-    from omni_tasks.store.runs import NightRun
+    from omni_tasks.records import NightRun
 
 
 @dataclass

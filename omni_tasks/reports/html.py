@@ -34,9 +34,10 @@ from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.evidence.links import PLOTLY_JS, report_name
 from omni_tasks.formatting import MISSING, pts_ci
+from omni_tasks.records import NightRun
 from omni_tasks.series import PROTOCOLS, Series
 from omni_tasks.store import alerts, results, views
-from omni_tasks.store.runs import NightRun, clip_records, latest_grading, runs_of_night
+from omni_tasks.store.runs import clip_records, latest_grading, runs_of_night
 from omni_tasks.store.views import ModeCount, PairedWer
 from omni_tasks.trust.redact import redact
 

@@ -3,7 +3,6 @@ triage and the Slack dispatcher run (they plan and deliver; this module reads an
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from psycopg.types.json import Jsonb
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
 from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
+from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
@@ -48,23 +48,6 @@ class AlertRoute:
 
 
 GROUP_FIELDS = ("summary", "last_good", "first_bad")  # AlertDetails' fields a member sets
-ALERT_COLUMNS = [
-    f.name for f in dataclasses.fields(StoredAlert)
-]  # AlertDetails' fields a member sets
-
-
-def _alert(row: Row | None) -> Row | None:
-    """A joined alert row with its details read into AlertDetails."""
-    if row is None:
-        return None
-    return {**row, "details": AlertDetails.from_json(row.get("details") or {})}
-
-
-def _stored(row: Row | None) -> StoredAlert | None:
-    """An omni.alert row (`SELECT *`)."""
-    if row is None:
-        return None
-    return StoredAlert(**{**row, "details": AlertDetails.from_json(row["details"] or {})})
 
 
 # ---------------------------------------------------------------- alerts
@@ -77,13 +60,9 @@ def insert_alert(
     nightly: dt.date,
     details: AlertDetails | None = None,
 ) -> int:
-    doc = (details or AlertDetails()).to_json()
-    row = conn.execute(
-        sql("insert_alert"),
-        {"alert_key": key, "kind": kind, "nightly": nightly, "details": Jsonb(doc)},
-    ).fetchone()
-    assert row is not None
-    return int(row["alert_id"])
+    doc = Jsonb((details or AlertDetails()).to_json())
+    args = {"alert_key": key, "kind": kind, "nightly": nightly, "details": doc}
+    return int(one(conn.execute(sql("insert_alert"), args))["alert_id"])
 
 
 def touch_alert(
@@ -104,7 +83,8 @@ def resolve_alert(conn: psycopg.Connection[Any], alert_id: int, nightly: dt.date
 
 
 def alert_for_update(conn: psycopg.Connection[Any], alert_id: int) -> StoredAlert | None:
-    return _stored(conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone())
+    row = conn.execute(sql("alert_for_update"), {"alert_id": alert_id}).fetchone()
+    return None if row is None else StoredAlert.of(row)
 
 
 def update_triage(
@@ -146,12 +126,8 @@ def insert_group(
     range_from: dt.date,
     range_to: dt.date,
 ) -> int:
-    row = conn.execute(
-        sql("insert_group"),
-        {"alert_key": key, "nightly": nightly, "range_from": range_from, "range_to": range_to},
-    ).fetchone()
-    assert row is not None
-    return int(row["alert_id"])
+    args = {"alert_key": key, "nightly": nightly, "range_from": range_from, "range_to": range_to}
+    return int(one(conn.execute(sql("insert_group"), args))["alert_id"])
 
 
 def set_member_range(
@@ -193,19 +169,19 @@ def join_group(
 
 def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
     rows = conn.execute(sql("group_members"), {"group_id": group_id})
-    return [r for r in (_alert(row) for row in rows) if r is not None]
+    return [{**r, "details": AlertDetails.from_json(r["details"] or {})} for r in rows]
 
 
 def group_member_rows(conn: psycopg.Connection[Any], group_id: int) -> list[GroupMemberRow]:
     """A group's members, oldest first, with the series of the decision that opened each."""
     return [
         GroupMemberRow(
-            StoredAlert(**{k: r[k] for k in ALERT_COLUMNS}),
+            StoredAlert.of(r),
             Series.of(r) if r["benchmark"] else None,
             r["candidate_branch"],
             r["baseline_branch"],
         )
-        for r in group_members(conn, group_id)
+        for r in conn.execute(sql("group_members"), {"group_id": group_id})
     ]
 
 
@@ -311,9 +287,7 @@ def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
 
 
 def undelivered_count(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute(sql("outbox_undelivered_count")).fetchone()
-    assert row is not None
-    return int(row["n"])
+    return int(one(conn.execute(sql("outbox_undelivered_count")))["n"])
 
 
 def try_dispatch_lock(conn: psycopg.Connection[Any]) -> bool:

@@ -11,44 +11,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from omni_tasks.analysis.bisect import NightEvidence
-from omni_tasks.contracts import Comparison, DecisionKey, StoredDecision
-from omni_tasks.series import Series
+from omni_tasks.contracts import DecisionKey
 from omni_tasks.store.queries import sql
-
-Row = dict[str, Any]
-
-
-def _stored(row: Row) -> StoredDecision:
-    comparison = row.pop("comparison")
-    return StoredDecision(
-        **row,
-        comparison=None if comparison is None else Comparison.from_json(comparison),
-    )
-
-
-def decisions_of_nights(
-    conn: psycopg.Connection[Any],
-    series: Series,
-    first: dt.date,
-    last: dt.date,
-    policy_version: str,
-    key: DecisionKey | None = None,
-) -> list[StoredDecision]:
-    """Decisions from `first` to `last`, all of them or one key's (candidate, baseline,
-    variant)."""
-    rows = conn.execute(
-        sql("decisions_of_night"),
-        {
-            **series.args(),
-            "nightly": first,
-            "until": last,
-            "policy_version": policy_version,
-            "candidate_branch": key and key.candidate_branch,
-            "baseline_branch": key and key.baseline_branch,
-            "variant": key and key.variant,
-        },
-    ).fetchall()
-    return [_stored(r) for r in rows]
 
 
 def range_evidence(

@@ -26,11 +26,11 @@ from omni_tasks.contracts.night import (
     NightOutcome,
     night_key,
 )
-from omni_tasks.records import ClipRecord
+from omni_tasks.records import ClipRecord, NightRun, StoredRun
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, decisions, results
 from omni_tasks.store.queries import sql
-from omni_tasks.store.runs import NightRun, StoredRun, clip_records
+from omni_tasks.store.runs import clip_records
 
 # How many nights of the baseline's per-item history the night reads (the evidence rules to
 # come read it; a policy field once GatePolicy moves, so the stored policy stays as it is).

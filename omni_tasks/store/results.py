@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import JsonObject, RunStats
 from omni_tasks.gates.advice import GateAdvice
+from omni_tasks.records import NightlyRun
 from omni_tasks.series import Series
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
@@ -63,28 +64,6 @@ def upsert_comparison(
     """The comparison row (its columns, and the whole result kept as JSON); its id."""
     row = one(conn.execute(sql("upsert_comparison"), {**columns, "result": Jsonb(result)}))
     return int(row["comparison_id"])
-
-
-@dataclasses.dataclass(frozen=True)
-class NightlyRun:
-    """A run of the night as the gate pairs it, with its latest complete grading (if any)."""
-
-    run_id: int
-    run_key: str
-    benchmark: str
-    model: str
-    lane: str
-    branch: str
-    variant: str
-    seed: int | None
-    status: str
-    n_expected: int
-    dataset_fingerprint: str | None
-    prompt_fingerprint: str | None
-    execution_fingerprint: str | None
-    lineage: JsonObject
-    grading_id: int | None
-    grader_id: str | None
 
 
 def nightly_runs(

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,18 +24,17 @@ from omni_tasks.records import (
     Execution,
     Grader,
     LineageFlags,
+    NightRun,
     RunSpec,
+    StoredRun,
 )
 from omni_tasks.series import Series
+from omni_tasks.store.content import RunContent, content_of, describe_difference, stable_hash
 from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.names import check_run_key, path_component
 from omni_tasks.trust.redact import redact, secret_values
 
-# Fields that say where/when a write happened, not what was measured.
-_AUDIT_FIELDS = {"airflow_dag_id", "airflow_run_id"}
-# Added with series: left out at their defaults, so a run stored before them keeps its hash.
-_SERIES_FIELDS = {"model", "lane"}
 _JSON_FIELDS = {"lineage", "config", "stack", "execution", "summary", "source"}
 
 
@@ -56,11 +52,6 @@ class SaveResult:
     run_id: int
     outcome: Literal["created", "unchanged", "replaced"]
     grading_id: int | None = None
-
-
-def stable_hash(value: Any) -> str:
-    blob = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def derive_run_key(spec: RunSpec) -> str:
@@ -82,95 +73,6 @@ def derive_run_key(spec: RunSpec) -> str:
             f"p{prompt}",
         ]
     )
-
-
-def _canonical_spec(spec: RunSpec) -> JsonObject:
-    out: JsonObject = {}
-    for f in dataclasses.fields(spec):
-        v = getattr(spec, f.name)
-        if f.name in _AUDIT_FIELDS or (f.name in _SERIES_FIELDS and v == f.default):
-            continue
-        if isinstance(v, dt.datetime):
-            v = v.astimezone(dt.UTC).isoformat()
-        elif isinstance(v, dt.date):
-            v = v.isoformat()
-        out[f.name] = v
-    return out
-
-
-# Grade fields added after content hashes were first stored: left out while unset, so a run
-# stored before them keeps its hash.
-# Fields added after runs were stored: left out of the content hash while unset, so a run
-# stored before them hashes as it always did.
-_LATER_FIELDS = frozenset({"incorrect", "breakdown", "sim", "utmos", "finish_reason"})
-
-
-def _canonical_rows(rows: Sequence[ClipAudio | ClipGrade]) -> dict[str, JsonObject]:
-    # Clip rows are flat (scalars, and a str → str breakdown): a shallow read of their fields
-    # hashes as `dataclasses.asdict` did, without its deep copy of every value.
-    if not rows:
-        return {}
-    names = [f.name for f in dataclasses.fields(rows[0])]
-    return {
-        r.utt_id: {k: v for k in names if not ((v := getattr(r, k)) is None and k in _LATER_FIELDS)}
-        for r in rows
-    }
-
-
-@dataclass(frozen=True)
-class RunContent:
-    """What a run's content hash covers: its spec (canonical), its clips by utterance, and the
-    grader's id and grades when it is graded."""
-
-    run: JsonObject
-    clips: dict[str, JsonObject]
-    grading: tuple[str, dict[str, JsonObject]] | None = None
-
-    def to_json(self) -> JsonObject:
-        """The document hashed (its layout is every stored hash's: never change it)."""
-        doc: JsonObject = {"run": self.run, "clips": {u: c for u, c in self.clips.items()}}
-        if self.grading is not None:
-            grader_id, grades = self.grading
-            doc["grading"] = {"grader_id": grader_id, "clips": {u: g for u, g in grades.items()}}
-        return doc
-
-    @property
-    def digest(self) -> str:
-        return stable_hash(self.to_json())
-
-
-def content_of(
-    spec: RunSpec, clips: list[ClipAudio], grading: tuple[Grader, list[ClipGrade]] | None
-) -> RunContent:
-    graded = None if grading is None else (grading[0].grader_id, _canonical_rows(grading[1]))
-    return RunContent(_canonical_spec(spec), _canonical_rows(clips), graded)
-
-
-def _describe_difference(old: RunContent, new: RunContent) -> str:
-    parts = []
-    for key in sorted(set(old.run) | set(new.run)):
-        if old.run.get(key) != new.run.get(key):
-            parts.append(f"{key}: {old.run.get(key)!r} -> {new.run.get(key)!r}")
-    old_id, old_grades = old.grading or (None, {})
-    new_id, new_grades = new.grading or (None, {})
-    if old_id != new_id:
-        parts.append(f"grader_id: {old_id!r} -> {new_id!r}")
-    for label, o, n in (("clips", old.clips, new.clips), ("grades", old_grades, new_grades)):
-        if o != n:
-            missing = sorted(set(o) - set(n))
-            added = sorted(set(n) - set(o))
-            changed = sorted(u for u in set(o) & set(n) if o[u] != n[u])
-            detail = []
-            if added:
-                detail.append(f"{len(added)} new (e.g. {added[0]})")
-            if missing:
-                detail.append(f"{len(missing)} missing (e.g. {missing[0]})")
-            if changed:
-                u = changed[0]
-                fields = [k for k in n[u] if o[u].get(k) != n[u].get(k)]
-                detail.append(f"{len(changed)} changed (e.g. {u}: {', '.join(fields)})")
-            parts.append(f"{label}: " + "; ".join(detail))
-    return "; ".join(parts) or "content hash differs"
 
 
 def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, object]:
@@ -200,21 +102,19 @@ def save_run(
     content = content_of(spec, clips, grading)
     digest = content.digest
     with conn.transaction():
-        # Serialize writers of one key so two retries cannot both insert.
-        conn.execute(sql("lock_run_key"), {"run_key": key})
-        row = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
+        row = _locked_key(conn, key)
         outcome: Literal["created", "unchanged", "replaced"] = "created"
         if row is not None:
-            if row["content_hash"] == digest:
-                gid = grading_id_of(conn, row["run_id"], grading[0].grader_id) if grading else None
-                return SaveResult(key, row["run_id"], "unchanged", gid)
+            if row.content_hash == digest:
+                gid = grading_id_of(conn, row.run_id, grading[0].grader_id) if grading else None
+                return SaveResult(key, row.run_id, "unchanged", gid)
             if not replace:
                 old = load_content(conn, key, grading[0].grader_id if grading else None)
                 raise RunConflictError(
                     f"run {key} already exists with different content "
-                    f"({_describe_difference(old, content)}); use --replace to overwrite it"
+                    f"({describe_difference(old, content)}); use --replace to overwrite it"
                 )
-            conn.execute(sql("delete_run_by_id"), {"run_id": row["run_id"]})
+            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
             outcome = "replaced"
         run_id = one(conn.execute(sql("insert_run"), _run_params(key, spec, digest)))["run_id"]
         copy_clip_audio(conn, run_id, clips)
@@ -222,6 +122,13 @@ def save_run(
         if grading is not None:
             grading_id = insert_grading(conn, run_id, *grading)
     return SaveResult(key, run_id, outcome, grading_id)
+
+
+def _locked_key(conn: psycopg.Connection[Any], key: str) -> StoredKey | None:
+    """What a run key holds, its writers serialized until the transaction ends (two retries
+    cannot both insert)."""
+    conn.execute(sql("lock_run_key"), {"run_key": key})
+    return run_key_status(conn, key)
 
 
 def _redacted(text: str | None, secrets: list[str]) -> str | None:
@@ -253,36 +160,31 @@ def redacted_grades(grades: list[ClipGrade]) -> list[ClipGrade]:
     return out
 
 
+def _copy_row(head: int, row: ClipAudio | ClipGrade) -> tuple[object, ...]:
+    """A COPY row: the run's or grading's id, then the clip row's fields in declaration order,
+    the column order of copy_clip_audio.sql and copy_clip_grade.sql (a dict field, a grade's
+    breakdown, as JSON)."""
+    values = (getattr(row, f.name) for f in dataclasses.fields(row))
+    return (head, *(Jsonb(v) if isinstance(v, dict) else v for v in values))
+
+
 def copy_clip_audio(conn: psycopg.Connection[Any], run_id: int, clips: list[ClipAudio]) -> None:
     """Clip rows as given (save_run redacts them first, before their content hash)."""
     with conn.cursor() as cur, cur.copy(sql("copy_clip_audio")) as cp:
         for c in clips:
-            cp.write_row(
-                (
-                    run_id,
-                    c.utt_id,
-                    c.ordinal,
-                    c.reference_text,
-                    c.synth_status,
-                    c.audio_uri,
-                    c.audio_seconds,
-                    c.latency_s,
-                    c.thinker_text,
-                    c.error_detail,
-                    c.finish_reason,
-                )
-            )
+            cp.write_row(_copy_row(run_id, c))
+
+
+def _grading_args(run_id: int, grader: Grader) -> dict[str, object]:
+    return {"run_id": run_id, "grader_id": grader.grader_id, "grader": Jsonb(grader.description)}
 
 
 def insert_grading(
     conn: psycopg.Connection[Any], run_id: int, grader: Grader, grades: list[ClipGrade]
 ) -> int:
-    grading_id: int = one(
-        conn.execute(
-            sql("insert_grading"),
-            {"run_id": run_id, "grader_id": grader.grader_id, "grader": Jsonb(grader.description)},
-        )
-    )["grading_id"]
+    grading_id = int(
+        one(conn.execute(sql("insert_grading"), _grading_args(run_id, grader)))["grading_id"]
+    )
     copy_clip_grades(conn, grading_id, grades)
     return grading_id
 
@@ -292,30 +194,7 @@ def copy_clip_grades(
 ) -> None:
     with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
         for g in redacted_grades(grades):
-            cp.write_row(
-                (
-                    grading_id,
-                    g.utt_id,
-                    g.grade_status,
-                    g.hypothesis,
-                    g.hypothesis_norm,
-                    g.ref_words,
-                    g.hyp_words,
-                    g.substitutions,
-                    g.deletions,
-                    g.insertions,
-                    g.hits,
-                    g.wer,
-                    g.thinker_wer,
-                    g.task_leak,
-                    g.is_question,
-                    g.error_detail,
-                    g.incorrect,
-                    None if g.breakdown is None else Jsonb(g.breakdown),
-                    g.sim,
-                    g.utmos,
-                )
-            )
+            cp.write_row(_copy_row(grading_id, g))
 
 
 def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tuple[int, bool]:
@@ -324,12 +203,11 @@ def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tup
     replaced; the content hash is set when the last clip is stored (finish_run)."""
     key = check_run_key(run_key)
     with conn.transaction():
-        conn.execute(sql("lock_run_key"), {"run_key": key})
-        row = conn.execute(sql("run_key_status"), {"run_key": key}).fetchone()
-        if row is not None and row["status"] == "running":
-            return int(row["run_id"]), True
+        row = _locked_key(conn, key)
+        if row is not None and row.status == "running":
+            return row.run_id, True
         if row is not None:
-            conn.execute(sql("delete_run_by_id"), {"run_id": row["run_id"]})
+            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
         running = dataclasses.replace(spec, status="running")
         run_id = one(conn.execute(sql("insert_run"), _run_params(key, running, "pending")))
     return int(run_id["run_id"]), False
@@ -357,16 +235,7 @@ def finish_run(
 
 def open_grading(conn: psycopg.Connection[Any], run_id: int, grader: Grader) -> tuple[int, str]:
     """(grading_id, status): a new `running` grading, or the existing one of that grader."""
-    row = one(
-        conn.execute(
-            sql("open_grading"),
-            {
-                "run_id": run_id,
-                "grader_id": grader.grader_id,
-                "grader": Jsonb(grader.description),
-            },
-        )
-    )
+    row = one(conn.execute(sql("open_grading"), _grading_args(run_id, grader)))
     return int(row["grading_id"]), str(row["status"])
 
 
@@ -391,30 +260,6 @@ def grading_of(
 def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) -> int | None:
     found = grading_of(conn, run_id, grader_id)
     return None if found is None else found[0]
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredRun(RunSpec):
-    """A run as stored: its spec, and the identity and hashes the store gave it."""
-
-    run_id: int
-    run_key: str
-    config_hash: str
-    content_hash: str
-    created_at: dt.datetime
-    finished_at: dt.datetime | None = None
-
-    @property
-    def spec(self) -> RunSpec:
-        """The spec alone (what its content hash covers)."""
-        return RunSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunSpec)})
-
-
-@dataclass(frozen=True, kw_only=True)
-class NightRun(StoredRun):
-    """A night's run with its newest grading's grader (what reproduces it; None: ungraded)."""
-
-    grader: JsonObject | None = None
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> StoredRun:
@@ -451,19 +296,12 @@ def delete_run(conn: psycopg.Connection[Any], run_key: str) -> None:
 
 def load_content(conn: psycopg.Connection[Any], run_key: str, grader_id: str | None) -> RunContent:
     row = get_run(conn, run_key)
-    clips = [
-        ClipAudio(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipAudio))})
-        for r in conn.execute(sql("clip_audio_rows"), {"run_id": row.run_id})
-    ]
     grading = None
     gid = grading_id_of(conn, row.run_id, grader_id) if grader_id else None
     if gid is not None and grader_id is not None:
-        grades = [
-            ClipGrade(**{k: r[k] for k in (f.name for f in dataclasses.fields(ClipGrade))})
-            for r in conn.execute(sql("clip_grade_rows"), {"grading_id": gid})
-        ]
-        grading = (Grader(grader_id), grades)
-    return content_of(row.spec, clips, grading)
+        rows = conn.execute(sql("clip_grade_rows"), {"grading_id": gid})
+        grading = (Grader(grader_id), [ClipGrade(**r) for r in rows])
+    return content_of(row.spec, stored_clips(conn, row.run_id), grading)
 
 
 def list_runs(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import class_row
 
+from omni_tasks.contracts import DecisionRow
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 
@@ -18,26 +19,13 @@ Row = dict[str, Any]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class GateRow:
-    """One stored decision of a night (v_gate_history)."""
+@dataclass(frozen=True, kw_only=True)
+class GateRow(DecisionRow):
+    """One stored decision of a night with its paired table (v_gate_history)."""
 
     time: dt.datetime
-    decision_id: int
-    benchmark: str
-    model: str
-    lane: str
-    nightly: dt.date
-    candidate_branch: str
-    baseline_branch: str
-    variant: str
-    verdict: str
-    confirmed: bool
     mcnemar_p: float | None
-    mcnemar_p_holm: float | None
-    policy_version: str
     comparison_id: int | None
-    tau: float | None
     n_paired: int | None
     stable_broken: int | None
     regressed: int | None
@@ -47,7 +35,6 @@ class GateRow:
     delta_tail_ci_low: float | None
     delta_tail_ci_high: float | None
     delta_capped_mean_wer: float | None
-    candidate_run_key: str | None
     baseline_run_key: str | None
     reasons: list[str] | None
 
@@ -180,8 +167,7 @@ def failure_modes(
     conn: psycopg.Connection[Any], series: Series, tau: float, nightly: dt.date
 ) -> list[ModeCount]:
     args = {**series.args(), "tau": tau, "nightly": nightly}
-    cur = conn.cursor(row_factory=class_row(ModeCount))
-    return cur.execute(sql("failure_modes_of_night"), args).fetchall()
+    return _typed(conn, ModeCount, "failure_modes_of_night", **args)
 
 
 def night_simulated(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> bool:
@@ -206,8 +192,7 @@ def comparison_regressed_clips(
 
 
 def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[PairedWer]:
-    cur = conn.cursor(row_factory=class_row(PairedWer))
-    return cur.execute(sql("paired_clip_wers"), {"comparison_id": comparison_id}).fetchall()
+    return _typed(conn, PairedWer, "paired_clip_wers", comparison_id=comparison_id)
 
 
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:

@@ -11,8 +11,8 @@ import pytest
 
 from omni_tasks.config import reset_settings
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
+from omni_tasks.store.content import content_of
 from omni_tasks.store.runs import (
-    content_of,
     insert_clip_audio,
     redacted_clips,
     save_run,

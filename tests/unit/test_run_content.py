@@ -3,10 +3,13 @@ its document's spelling never changes, whatever types the spec's JSON fields are
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import re
 
-from omni_tasks.records import ClipAudio, RunSpec
-from omni_tasks.store.runs import content_of
+from omni_tasks.records import ClipAudio, ClipGrade, RunSpec
+from omni_tasks.store.content import content_of
+from omni_tasks.store.queries import sql
 
 # Computed by the store before the spec's JSON fields were typed (LineageFlags, Execution,
 # JsonObject): a run stored then, saved again with the same content, must still match.
@@ -39,3 +42,15 @@ def test_typed_json_fields_hash_as_stored_runs_did() -> None:
     )
     clip = ClipAudio("u1", 0, "hello", "ok", audio_seconds=1.5)
     assert content_of(spec, [clip], None).digest == STORED_DIGEST
+
+
+def test_copy_statements_list_the_clip_rows_fields_in_order() -> None:
+    """store.runs writes a COPY row as the id, then the row's fields in declaration order."""
+    for name, cls, head in (
+        ("copy_clip_audio", ClipAudio, "run_id"),
+        ("copy_clip_grade", ClipGrade, "grading_id"),
+    ):
+        listed = re.search(r"\(([^)]*)\)", sql(name))
+        assert listed is not None
+        columns = [c.strip() for c in listed.group(1).split(",")]
+        assert columns == [head, *(f.name for f in dataclasses.fields(cls))]

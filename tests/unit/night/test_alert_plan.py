@@ -13,8 +13,8 @@ from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
 from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.night import alert_plan
+from omni_tasks.records import NightRun
 from omni_tasks.series import Series
-from omni_tasks.store.runs import NightRun
 from tests.factories import D0
 
 SERIES = Series("seed_tts_en")
