@@ -40,6 +40,31 @@ def _admin_dsn() -> str:
 
 
 ADMIN_DSN = _admin_dsn()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` as pytest-xdist means it, on pytest 9.2 too: each xdist worker names a
+    test of an `xdist_group` "NODEID@GROUP", and the scheduler keeps a group on one worker.
+    xdist 3.8 writes that name to `item._nodeid`, which pytest 9.2 no longer reads (it keeps a
+    structured id: pytest-dev/pytest-xdist#1386), so every group was split over the workers and
+    each worker built the group's fixture (a Celery night) again."""
+    if not config.getoption("loadgroup", False):
+        return
+    for item in items:
+        groups = sorted(
+            {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in item.iter_markers("xdist_group")
+            }
+        )
+        named = f"@{'_'.join(groups)}"
+        if groups and not item.nodeid.endswith(named):  # xdist's own name did not take
+            from _pytest.nodeid import NodeId  # pytest >= 9.2
+
+            item._id = NodeId.parse(item.nodeid + named)
+
+
 # Every table no foreign key ties to a run (TRUNCATE ... CASCADE empties the others).
 _ROOT_TABLES = (
     "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice"

@@ -9,14 +9,21 @@ planted secret, the main branch served by the hostile `vllm`, and the GPU worker
 log folder (its pod's disk) with the API secret key as deploy/k8s/gpu-workers.yaml mounts it.
 What can be seen only while it runs (the Celery processes' environ blocks, the task instances,
 their logs through the API) is read before it stops, so it does not sit parsing DAGs through
-the rest of the session."""
+the rest of the session.
+
+Also one LocalExecutor cluster (`local_cluster`) for the tests that only need a real scheduler
+and api-server with our DAGs and no deployment config: test_gpu_pool.py's probe DAG, the trigger
+forms of test_submit_check_api.py and test_hostile_input.py. They carry the `local_cluster`
+xdist group, so it starts once; it stops after the last of them, not at the session's end."""
 
 from __future__ import annotations
 
 import re
 import secrets
+import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -25,7 +32,7 @@ import yaml
 
 from omni_tasks.store.db import connect
 from omni_tasks.store.migrate import migrate
-from tests.airflow_cluster import REPO, _port, airflow_cluster
+from tests.airflow_cluster import REPO, Cluster, _port, airflow_cluster
 from tests.conftest import ADMIN_DSN, scratch_database
 from tests.fakes.hostile import VALUES, attack_targets, cmdline, environ, nightly_config
 
@@ -131,3 +138,70 @@ def celery_night(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CeleryNig
         finally:
             targets[0].unlink(missing_ok=True)  # never leave a .pth in the test's own venv
         yield CeleryNight(tmp, cluster, dsn, targets, state, celery, tis["task_instances"], logs)
+
+
+# test_gpu_pool.py's DAG: two mapped tasks asking for 2 slots each of the `gpu` pool.
+POOL_DAG = textwrap.dedent("""
+    import time
+    import pendulum
+    from airflow.sdk import dag, task
+
+    @dag(dag_id="gpu_pool_probe", schedule=None, start_date=pendulum.datetime(2026, 1, 1),
+         catchup=False, tags=["omni"])
+    def gpu_pool_probe():
+        @task(pool="gpu", pool_slots=2)
+        def hold(i: int) -> int:
+            time.sleep(4)  # a "server" holding both GPUs
+            return i
+
+        hold.expand(i=[0, 1])
+
+    gpu_pool_probe()
+""")
+
+
+@dataclass
+class _Shared:
+    """A cluster started for the first test that asks for it, stopped after the last one."""
+
+    users: set[str]  # the node ids of this session's tests that ask for it, not yet finished
+    stack: ExitStack = field(default_factory=ExitStack)
+    cluster: Cluster | None = None
+
+
+@pytest.fixture(scope="session")
+def _local_cluster(request: pytest.FixtureRequest) -> Iterator[_Shared]:
+    items = request.session.items
+    shared = _Shared({i.nodeid for i in items if "local_cluster" in i.fixturenames})
+    with shared.stack:
+        yield shared
+
+
+@pytest.fixture
+def local_cluster(
+    _local_cluster: _Shared, request: pytest.FixtureRequest, tmp_path_factory
+) -> Iterator[Cluster]:
+    """A LocalExecutor cluster with our DAGs (links to dags/*.py, so one folder also holds the
+    probe DAG) and no deployment config; PARALLELISM 4."""
+    shared = _local_cluster
+    if shared.cluster is None:
+        tmp = tmp_path_factory.mktemp("local-cluster")
+        dags = tmp / "dags"
+        dags.mkdir()
+        for dag_file in (REPO / "dags").glob("*.py"):
+            (dags / dag_file.name).symlink_to(dag_file)
+        (dags / "gpu_pool_probe.py").write_text(POOL_DAG)
+        shared.cluster = shared.stack.enter_context(
+            airflow_cluster(
+                ADMIN_DSN,
+                dags,
+                tmp,
+                executor="LocalExecutor",
+                extra_env={"AIRFLOW__CORE__PARALLELISM": "4"},
+            )
+        )
+    yield shared.cluster
+    shared.users.discard(request.node.nodeid)
+    if not shared.users:  # its last user on this worker: it stops parsing DAGs now
+        shared.stack.close()
+        shared.cluster = None

@@ -30,6 +30,7 @@ from omni_tasks.store.db import DatabaseError, connect
 from omni_tasks.synthesis.simulator import serve_in_thread
 from omni_tasks.trust.names import InvalidName, check_branch, path_component
 from omni_tasks.trust.redact import escape, redact_dsn
+from tests.airflow_cluster import Cluster
 from tests.factories import ab_files, small_artifact, stored_decision, write_json
 from tests.fakes.slack_api import SlackState, slack_app
 
@@ -1402,45 +1403,44 @@ def test_every_outbound_text_passes_one_gate(monkeypatch: pytest.MonkeyPatch) ->
     assert outbound("<script>alert(1)</script>", "html") == "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
-def test_hostile_forms_are_refused_at_submit_by_the_rest_api(tmp_path: Path) -> None:
-    """A real `airflow api-server`: a dag run whose form names a package index, engine
-    arguments, a namespace or an unknown grader field is refused (400) when it is submitted,
-    naming the param; a form within the allow-list is accepted."""
+@pytest.mark.xdist_group("local_cluster")
+def test_hostile_forms_are_refused_at_submit_by_the_rest_api(local_cluster: Cluster) -> None:
+    """A real `airflow api-server` (no deployment config: tests/reliability/conftest.py): a dag
+    run whose form names a package index, engine arguments, a namespace or an unknown grader
+    field is refused (400) when it is submitted, naming the param; a form within the allow-list
+    is accepted."""
     import httpx
 
-    from tests.airflow_cluster import REPO, airflow_cluster
-    from tests.conftest import ADMIN_DSN
+    c = local_cluster
+    c.wait_for_dag("omni_nightly")
+    c.wait_for_dag("omni_bisect")
+    headers = {"Authorization": f"Bearer {c.token()}"}
 
-    with airflow_cluster(ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor") as c:
-        c.wait_for_dag("omni_nightly")
-        c.wait_for_dag("omni_bisect")
-        headers = {"Authorization": f"Bearer {c.token()}"}
+    def trigger(dag_id: str, conf: dict) -> httpx.Response:  # type: ignore[type-arg]
+        return httpx.post(
+            f"{c.api}/api/v2/dags/{dag_id}/dagRuns",
+            json={"logical_date": None, "conf": conf},
+            headers=headers,
+            timeout=60,
+        )
 
-        def trigger(dag_id: str, conf: dict) -> httpx.Response:  # type: ignore[type-arg]
-            return httpx.post(
-                f"{c.api}/api/v2/dags/{dag_id}/dagRuns",
-                json={"logical_date": None, "conf": conf},
-                headers=headers,
-                timeout=60,
-            )
-
-        refused = {
-            "environment": ("omni_nightly", {"environment": {"vllm_index": "http://evil/"}}),
-            "server": ("omni_nightly", {"server": {"gpus": 64}}),
-            "overrides": (
-                "omni_nightly",
-                {"overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.W"}]}},
-            ),
-            "grader": ("omni_nightly", {"grader": {"model": "/etc/passwd"}}),
-            "targets": ("omni_nightly", {"targets": {"main": "file:///etc/passwd"}}),
-            "budget": ("omni_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
-        }
-        for param, (dag_id, conf) in refused.items():
-            r = trigger(dag_id, conf)
-            assert r.status_code == 400, (param, r.status_code, r.text[:500])
-            assert param in r.text, (param, r.text[:500])
-        ok = trigger("omni_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]})
-        assert ok.status_code == 200, ok.text[:500]
+    refused = {
+        "environment": ("omni_nightly", {"environment": {"vllm_index": "http://evil/"}}),
+        "server": ("omni_nightly", {"server": {"gpus": 64}}),
+        "overrides": (
+            "omni_nightly",
+            {"overrides": {"stages": [{"stage_id": 0, "worker_cls": "evil.W"}]}},
+        ),
+        "grader": ("omni_nightly", {"grader": {"model": "/etc/passwd"}}),
+        "targets": ("omni_nightly", {"targets": {"main": "file:///etc/passwd"}}),
+        "budget": ("omni_bisect", {"history": ["a" * 40, "b" * 40], "budget": 10**6}),
+    }
+    for param, (dag_id, conf) in refused.items():
+        r = trigger(dag_id, conf)
+        assert r.status_code == 400, (param, r.status_code, r.text[:500])
+        assert param in r.text, (param, r.text[:500])
+    ok = trigger("omni_nightly", {"server": {"model": "openbmb/MiniCPM-o-4_5"}, "seeds": [1]})
+    assert ok.status_code == 200, ok.text[:500]
 
 
 def test_a_server_pod_holds_no_token_and_no_privilege() -> None:

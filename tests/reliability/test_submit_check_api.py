@@ -2,29 +2,43 @@
 the DAG's first task would refuse (a field no form has, a lane on the nightly, a target URL or
 a lane the config does not offer, a repository outside ab.repos, NaN) is refused when it is
 posted, 400 naming the field, and no DAG run is created; a good form is accepted. Airflow alone
-merges unknown conf keys into the run's params unchecked, and no Param knows the config."""
+merges unknown conf keys into the run's params unchecked, and no Param knows the config. (The
+cluster, shared with other tests: tests/reliability/conftest.py.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
+import pytest
 
-from tests.airflow_cluster import REPO, airflow_cluster
-from tests.conftest import ADMIN_DSN
+from omni_tasks.deployment.reading import VARIABLE
+from tests.airflow_cluster import Cluster
 from tests.unit.test_submit_check import BASE, CONFIG, HEAD
 
 OFFERED = "http://gpu-box.internal:8000"
 DAGS = ("omni_nightly", "omni_bisect", "omni_ablate", "omni_ab", "omni_regrade")
 
 
-def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) -> None:
-    config = tmp_path / "fleet.yaml"
-    config.write_text(CONFIG)
-    extra = {"OMNI_NIGHTLY_CONFIG": str(config)}
-    with airflow_cluster(
-        ADMIN_DSN, REPO / "dags", tmp_path, executor="LocalExecutor", extra_env=extra
-    ) as c:
+@contextmanager
+def config_variable(c: Cluster, config: str) -> Iterator[None]:
+    """The deployment config as the Airflow Variable (read before OMNI_NIGHTLY_CONFIG, by the
+    check as by the tasks), while the block runs: the cluster is shared with tests that need
+    no config."""
+    url, auth = f"{c.api}/api/v2/variables", {"Authorization": f"Bearer {c.token()}"}
+    r = httpx.post(url, json={"key": VARIABLE, "value": config}, headers=auth, timeout=30)
+    assert r.status_code in (200, 201), r.text
+    try:
+        yield
+    finally:
+        httpx.delete(f"{url}/{VARIABLE}", headers=auth, timeout=30).raise_for_status()
+
+
+@pytest.mark.xdist_group("local_cluster")
+def test_a_form_the_task_refuses_is_refused_by_the_api_server(local_cluster: Cluster) -> None:
+    c = local_cluster
+    with config_variable(c, CONFIG):
         for dag_id in DAGS:
             c.wait_for_dag(dag_id)
         headers = {"Authorization": f"Bearer {c.token()}"}
@@ -45,6 +59,8 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
             r = httpx.get(f"{c.api}/api/v2/dags/{dag_id}/dagRuns", headers=headers, timeout=30)
             r.raise_for_status()
             return int(r.json()["total_entries"])
+
+        before = {d: runs(d) for d in DAGS}  # the shared cluster's other tests' runs
 
         history = f'"history": ["{BASE}", "{HEAD}"]'
         ab = (
@@ -84,7 +100,7 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
         forged = {"Authorization": "Bearer " + c.token()[:-8] + "AAAAAAAA"}
         r = trigger("omni_nightly", hostile, forged)
         assert r.status_code in (401, 403) and OFFERED not in r.text, r.text[:500]
-        assert {d: runs(d) for d in DAGS} == dict.fromkeys(DAGS, 0)
+        assert {d: runs(d) for d in DAGS} == before  # not one run created
 
         accepted = [
             (
@@ -97,4 +113,4 @@ def test_a_form_the_task_refuses_is_refused_by_the_api_server(tmp_path: Path) ->
         for dag_id, conf in accepted:
             r = trigger(dag_id, conf)
             assert r.status_code in (200, 201), (dag_id, r.status_code, r.text[:500])
-        assert [runs(d) for d, _ in accepted] == [1, 1, 1]
+        assert [runs(d) - before[d] for d, _ in accepted] == [1, 1, 1]
