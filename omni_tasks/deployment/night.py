@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,17 +24,16 @@ from omni_tasks.config import get_settings
 from omni_tasks.deployment.checks import check_choices, check_complete, check_form, form_fields
 from omni_tasks.deployment.reading import (
     ENV,
-    MERGED,
+    OFFERS,
     VARIABLE,
     ConfigError,
     Doc,
     as_fleet,
     field_errors,
     fleet_series,
+    merged,
     names,
-    parse,
     read,
-    read_file,
     section,
 )
 from omni_tasks.deployment.schema import NightlyParams
@@ -58,10 +55,6 @@ class Lane(BaseModel):
     # Airflow's execution_timeout for the lane's GPU tasks: above a series' own
     # gpu_task_timeout_s (6 h by default), so the task's deadline stops it first and cleanly.
     execution_timeout_s: float = Field(default=6.5 * 3600, gt=0, le=48 * 3600)
-
-    @property
-    def execution_timeout(self) -> dt.timedelta:
-        return dt.timedelta(seconds=self.execution_timeout_s)
 
 
 # A lane names Airflow tasks (`run_branch__LANE`), queues and pools: a plain name.
@@ -96,7 +89,7 @@ def resolve_night(form: Doc, variable: str | None = None, *, scheduled: bool = F
     where, doc = found or ("trigger form", as_fleet({"version": 1}))
     check_choices(doc, where)
     lanes = _lanes(where, doc.get("lanes"))
-    offers = {k: doc.get(k) for k in ("form_choices", "named_overrides")}
+    offers = {k: doc.get(k) for k in OFFERS}
     out: list[NightlyParams] = []
     seen: set[tuple[str, str]] = set()
     for i, config in enumerate(fleet_series(where, doc)):
@@ -123,14 +116,9 @@ def resolve_night(form: Doc, variable: str | None = None, *, scheduled: bool = F
 def _series_params(config: Doc, given: Doc, where: str) -> NightlyParams:
     """One series' parameters: its config, then the form's given fields (allow-list checked)."""
     given = check_form("nightly", given, config)
-    config = {k: v for k, v in config.items() if k not in ("form_choices", "named_overrides")}
-    merged = {**config, **given}
-    for key in MERGED:
-        ours, theirs = config.get(key), given.get(key)
-        if isinstance(ours, dict) and isinstance(theirs, dict):
-            merged[key] = {**ours, **theirs}
+    config = {k: v for k, v in config.items() if k not in OFFERS}
     try:
-        params = NightlyParams.model_validate(merged)
+        params = NightlyParams.model_validate(merged(config, given))
     except ValidationError as exc:
         raise ConfigError(f"{where}: {field_errors(exc)}") from None
     except ValueError as exc:  # a check of ours outside pydantic's field errors
@@ -177,7 +165,7 @@ class DagUnit:
             "queue": lane.queue,
             "pool": lane.pool,
             "pool_slots": lane.gpus_per_server,
-            "execution_timeout": lane.execution_timeout,
+            "execution_timeout": dt.timedelta(seconds=lane.execution_timeout_s),
         }
 
 
@@ -195,12 +183,12 @@ def dag_units(path: str | None = None) -> list[DagUnit]:
     when it is defined, so series and their lanes are the DAG's shape. Anything unreadable here
     is one default unit; the run itself then fails naming the problem."""
     default = DagUnit("", None, DEFAULT_LANE, Lane())
-    path = path or os.environ.get(ENV)
-    if not path:
-        return [default]
     try:
-        doc = as_fleet(parse(*read_file(Path(path), ENV)))
-        lanes, series = _lanes(path, doc.get("lanes")), fleet_series(path, doc)
+        found = read(path)
+        if found is None:
+            return [default]
+        where, doc = found
+        lanes, series = _lanes(where, doc.get("lanes")), fleet_series(where, doc)
     except ConfigError:
         return [default]
     if doc["version"] == 1:

@@ -25,8 +25,10 @@ MAX_NODES = 100_000
 # Sections merged key by key (defaults into a series, a form into its series): a form's
 # `server: {model: B}` keeps the config's gpus.
 MERGED = ("server", "environment")
+# What the config offers a trigger form (omni_tasks.trust.forms).
+OFFERS = ("form_choices", "named_overrides")
 # A version 1 config's keys that are the config's, not its series'.
-CONFIG_WIDE = ("form_choices", "named_overrides", "retention", "slack_actions")
+CONFIG_WIDE = (*OFFERS, "retention", "slack_actions")
 FLEET_KEYS = ("version", "lanes", "defaults", "series", *CONFIG_WIDE, "ab", "buildkite")
 
 
@@ -139,14 +141,21 @@ def fleet_series(where: str, doc: Doc) -> list[Doc]:
     for i, entry in enumerate(series):
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: series[{i}]: a mapping of series fields")
-        merged = {**defaults, **entry}
-        for key in MERGED:
-            if isinstance(defaults.get(key), dict) and isinstance(entry.get(key), dict):
-                merged[key] = {**defaults[key], **entry[key]}
-        model = merged.pop("model", None)
+        fields = merged(defaults, entry)
+        model = fields.pop("model", None)
         if model is not None:
-            merged["server"] = {**(merged.get("server") or {}), "model": model}
-        out.append(merged)
+            fields["server"] = {**(fields.get("server") or {}), "model": model}
+        out.append(fields)
+    return out
+
+
+def merged(base: Doc, over: Doc, keys: tuple[str, ...] = MERGED) -> Doc:
+    """`over`'s fields over `base`'s, the `keys` sections (both mappings) merged key by key."""
+    out = {**base, **over}
+    for key in keys:
+        ours, theirs = base.get(key), over.get(key)
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            out[key] = {**ours, **theirs}
     return out
 
 

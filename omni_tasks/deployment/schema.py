@@ -135,7 +135,7 @@ class Serving(BaseModel):
 
     def check_run_fields(self, branches: Sequence[str], variant: str, dataset: str) -> None:
         """A form's branches, variant and dataset (they become keys and paths), its serving
-        fields, and its series (a bisect's, an ablation's)."""
+        fields, and its series (a nightly's, a bisect's, an ablation's)."""
         for branch in branches:
             check_branch(branch)
         check_name(variant, "variant")
@@ -221,13 +221,10 @@ class NightlyParams(Serving):
     def _checked(self) -> NightlyParams:
         """Trigger-form values are data: branch names must be git branch names, and paths must
         lie under a trusted root (see Serving)."""
-        for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
-            check_branch(branch)
-        check_name(self.variant, "variant")
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
+        branches = {*self.branches, self.baseline, *self.commits, *self.targets}
+        self.check_run_fields(sorted(branches), self.variant, self.dataset)
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        self.check_serving()
         if self.concurrency is not None:
             levels = self.concurrency
             if len(levels) < 2 or levels[0] != 1 or len(set(levels)) != len(levels):
@@ -243,12 +240,7 @@ class NightlyParams(Serving):
                 )
         repo = self.commit_repo
         self.commits = {b: full_commit(repo, c, f"commits.{b}") for b, c in self.commits.items()}
-        paths: dict[str, Any] = {}
         for branch in self.targets:
-            paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
-        if "/" in self.dataset or self.dataset.startswith("."):
-            paths["dataset"] = self.dataset
-        for what, value in paths.items():
-            if value is not None:
-                require_trusted(str(value), what)
+            if (deploy := self.target_deploy_config(branch)) is not None:
+                require_trusted(deploy, f"targets.{branch}.deploy_config")
         return self
