@@ -196,26 +196,22 @@ def _clips(ctx: AlertContext) -> list[Block]:
     noun = "questions" if ctx.multiple_choice else "clips"
     blocks: list[Block] = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
     for t in top:
+        said = f"`{escape(clip(t.utt_id, 80))}`"
         if ctx.multiple_choice:
-            blocks.append(
-                section(
-                    f"`{escape(clip(t.utt_id, 80))}` answered "
-                    f"{escape(clip(t.heard or '(none)', 16))}, gold "
-                    f"{escape(clip(t.reference, 16))} (baseline answered "
-                    f"{escape(clip(t.baseline_heard or '(none)', 16))})"
-                )
+            said += (
+                f" answered {escape(clip(t.heard or '(none)', 16))}, gold "
+                f"{escape(clip(t.reference, 16))} (baseline answered "
+                f"{escape(clip(t.baseline_heard or '(none)', 16))})"
             )
-            continue
-        blocks.append(
-            section(
-                f"`{escape(clip(t.utt_id, 80))}` WER {_wer(t.wer)}\n"
-                f"> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
+        else:
+            said += (
+                f" WER {_wer(t.wer)}\n> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
                 f"> {escape(ctx.candidate)} heard: "
                 f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
                 f"> {escape(ctx.baseline)} heard: "
                 f"{escape(clip(t.baseline_heard or '(nothing)', CLIP_TEXT))}"
             )
-        )
+        blocks.append(section(said))
     return blocks
 
 

@@ -35,8 +35,7 @@ log = logging.getLogger(__name__)
 ACTIONS = {"omni_ack": "ack", "omni_ignore": "ignore"}  # button action_id → triage verb
 MAX_BODY = 64 * 1024  # a block_actions payload is a few kB
 MAX_ACTIONS = 5
-_ID = re.compile(r"^[0-9]{1,12}$")
-_TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
+_ID = re.compile(r"^[0-9]{1,12}$")  # an alert id, a request timestamp
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,24}$")  # a user (U…, W…) or channel (C…, G…, D…) id
 _USER = re.compile(r"^[A-Za-z0-9._-]{1,80}$")  # a username, kept as a label
 # Where Slack's response_url points (its own hooks host).
@@ -138,7 +137,7 @@ def interactions_app(
         ts = request.headers.get("x-slack-request-timestamp", "")
         valid = (
             bool(secret)
-            and _TIMESTAMP.match(ts) is not None
+            and _ID.match(ts) is not None
             and SignatureVerifier(secret).is_valid(
                 body, ts, request.headers.get("x-slack-signature", "")
             )
@@ -176,7 +175,7 @@ def settings_allowed() -> Allows:
     """The deployment config's `slack_actions:` (the Airflow Variable, else
     OMNI_NIGHTLY_CONFIG); unreadable or absent: an empty list, refusing every click."""
     from omni_tasks.deployment.reading import VARIABLE
-    from omni_tasks.deployment.retention import SlackActions, slack_actions
+    from omni_tasks.deployment.sections import SlackActions, slack_actions
 
     try:
         from airflow.models import Variable

@@ -7,7 +7,8 @@ allow-list (omni_tasks.trust.forms): a form chooses among what the config offers
 (`form_choices`, `named_overrides`, its targets) and never names a process, package,
 environment, resource or URL (docs/operators/security.md). Every error names its field; the
 DAG turns it into a failure that is not retried. A scheduled run without a config fails: it
-would otherwise benchmark nothing real.
+would otherwise benchmark nothing real. A series is checked complete enough to run
+(check_complete) before its first request.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from omni_tasks import benchmarks
 from omni_tasks.config import get_settings
-from omni_tasks.deployment.checks import check_choices, check_complete, check_form, form_fields
 from omni_tasks.deployment.reading import (
     ENV,
     OFFERS,
@@ -36,9 +38,9 @@ from omni_tasks.deployment.reading import (
     read,
     section,
 )
-from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.deployment.server import GPU_RESOURCE, ServerConfig
+from omni_tasks.deployment.schema import GPU_RESOURCE, NightlyParams, ServerConfig
 from omni_tasks.series import DEFAULT_LANE, Series
+from omni_tasks.trust import forms
 
 _SERVER = ServerConfig()  # a lane's servers default to the server config's
 
@@ -141,6 +143,92 @@ def _lanes(where: str, raw: object) -> dict[str, Lane]:
     return out
 
 
+# What `form_choices` may offer the form: models, vLLM builds and targets.
+CHOICE_KEYS = ("server.model", "environment.vllm", "targets")
+
+
+def form_fields(form: Doc) -> Doc:
+    """A trigger form's given fields (the empty defaults dropped)."""
+    return {k: v for k, v in form.items() if v not in (None, "", [], {})}
+
+
+def check_form(kind: str, given: Doc, config: Doc) -> Doc:
+    """The form's fields through its allow-list (omni_tasks.trust.forms), against `config`
+    (the series' fields with the config's form_choices and named_overrides)."""
+    try:
+        return forms.check_form(kind, given, config)
+    except forms.FormError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def check_choices(doc: Doc, where: str) -> None:
+    """The config's `form_choices`: a list of values for each field a form may choose."""
+    choices = doc.get("form_choices")
+    if choices is None:
+        return
+    if not isinstance(choices, dict) or not all(isinstance(v, list) for v in choices.values()):
+        raise ConfigError(f"{where}: form_choices: a mapping of field → list of values")
+    for key in choices:
+        if key not in CHOICE_KEYS:
+            raise ConfigError(
+                f"{where}: form_choices.{key}: only {names(CHOICE_KEYS)} are offered this way "
+                "(other fields are the config's alone)"
+            )
+
+
+def check_complete(p: NightlyParams, where: str) -> None:
+    """What a run needs before its first request: a target per branch, known names, a dataset
+    that exists, a grader that can be built."""
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec
+    from omni_tasks.synthesis.profiles import profile_names
+
+    def fail(field: str, message: str) -> None:
+        raise ConfigError(f"{where}: {field}: {message}")
+
+    if not p.branches:
+        fail("branches", "no branch to benchmark")
+    for branch in p.branches:
+        if branch not in p.targets:
+            fail("targets", f"branch {branch!r} has no target (targets: {names(p.targets)})")
+    for branch in p.targets:
+        if branch not in p.branches:
+            fail(f"targets.{branch}", f"not one of the branches ({names(p.branches)})")
+        deploy = p.target_deploy_config(branch)
+        if deploy is not None and not Path(deploy).is_file():
+            fail(f"targets.{branch}.deploy_config", f"{deploy} does not exist")
+        url = p.target_url(branch)
+        if url.startswith("simulator:"):
+            profile = url.split(":", 1)[1]
+            if profile not in profile_names():
+                fail(
+                    f"targets.{branch}",
+                    f"unknown simulator profile {profile!r} (known: {names(profile_names())})",
+                )
+        elif url != "vllm-serve" and not url.startswith(("http://", "https://")):
+            fail(
+                f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or vllm-serve"
+            )
+    if p.baseline not in p.branches:
+        fail("baseline", f"{p.baseline!r} is not one of the branches ({names(p.branches)})")
+    runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
+    if p.benchmark is not None and p.benchmark not in runnable:
+        fail("benchmark", f"unknown benchmark {p.benchmark!r} (known: {names(runnable)})")
+    if not p.seeds:
+        fail("seeds", "at least one seed")
+    why = benchmarks.get(p.bench).check_dataset(p.dataset)
+    if why is not None:
+        fail("dataset", why)
+    if p.auto_bisect.enabled and not p.repo:
+        fail("auto_bisect.enabled", "auto-bisect lists the commits of a range: set repo")
+    if benchmarks.get(p.bench).graded_by_asr(p.options):
+        try:
+            GraderSpec.from_params(p.grader).resolved()
+        except TypeError as exc:
+            fail("grader", str(exc).replace("GraderSpec.__init__() ", ""))
+        except GraderConfigError as exc:
+            fail("grader", str(exc))
+
+
 @dataclass(frozen=True)
 class DagUnit:
     """One series' chain of nightly tasks (heads, GPU runs, statistics, decision, delivery):
@@ -193,19 +281,17 @@ def dag_units(path: str | None = None) -> list[DagUnit]:
         return [default]
     if doc["version"] == 1:
         return [dataclasses.replace(default, concurrency=bool(series[0].get("concurrency")))]
-    units: list[DagUnit] = []
+    units: dict[str, DagUnit] = {}
     for config in series:
         lane = str(config.get("lane") or DEFAULT_LANE)
         model = section(config, "server").get("model") or _SERVER.model
         s = Series(str(config.get("benchmark") or get_settings().benchmark), str(model), lane)
         checked = bool(config.get("concurrency"))
-        same = [i for i, u in enumerate(units) if u.key == s.key]
-        if same and checked:  # a variant of a listed series asks for the check
-            units[same[0]] = dataclasses.replace(units[same[0]], concurrency=True)
-        if lane not in lanes or same:
-            continue  # a variant of a listed series is decided in its unit
-        units.append(DagUnit(unit_suffix(s), s.key, lane, lanes[lane], checked))
-    return units or [default]
+        if (unit := units.get(s.key)) is not None:  # a variant: decided in its series' unit
+            units[s.key] = dataclasses.replace(unit, concurrency=unit.concurrency or checked)
+        elif lane in lanes:
+            units[s.key] = DagUnit(unit_suffix(s), s.key, lane, lanes[lane], checked)
+    return list(units.values()) or [default]
 
 
 def unit_suffix(series: Series) -> str:

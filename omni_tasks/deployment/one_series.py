@@ -7,7 +7,7 @@ from __future__ import annotations
 from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import MissingCapability
 from omni_tasks.config import get_settings
-from omni_tasks.deployment.checks import check_choices, check_form, form_fields
+from omni_tasks.deployment.night import check_choices, check_form, form_fields
 from omni_tasks.deployment.reading import (
     MERGED,
     OFFERS,

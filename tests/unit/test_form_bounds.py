@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omni_tasks.deployment.checks import form_fields
+from omni_tasks.deployment.night import form_fields
 from omni_tasks.deployment.one_series import one_series_form
 from omni_tasks.deployment.reading import ConfigError
 from omni_tasks.trust import forms
