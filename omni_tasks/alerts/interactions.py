@@ -79,28 +79,29 @@ def _dig(value: Any, *keys: str) -> Any:
     return value
 
 
+def _matched(value: Any, pattern: re.Pattern[str]) -> str | None:
+    return value if isinstance(value, str) and pattern.match(value) else None
+
+
 def clicked(payload: Any) -> Click:
     """Who clicked and the (alert id, verb) pairs a `block_actions` payload asks for; none for
     anything else. Raises ValueError for a payload without a Slack user id."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return Click()
-    user_id = _dig(payload, "user", "id")
-    if not isinstance(user_id, str) or not _SLACK_ID.match(user_id):
+    user_id = _matched(_dig(payload, "user", "id"), _SLACK_ID)
+    if user_id is None:
         raise ValueError("no Slack user id in the payload")
-    username = _dig(payload, "user", "username")
-    channel = _dig(payload, "channel", "id")
-    response_url = payload.get("response_url")
     asked = []
     actions = payload.get("actions")
     for action in actions[:MAX_ACTIONS] if isinstance(actions, list) else []:
         verb = ACTIONS.get(_dig(action, "action_id"))
-        value = _dig(action, "value")
-        if verb is not None and isinstance(value, str) and _ID.match(value):
+        if verb is not None and (value := _matched(_dig(action, "value"), _ID)):
             asked.append((int(value), verb))
+    response_url = payload.get("response_url")
     return Click(
         user_id,
-        username if isinstance(username, str) and _USER.match(username) else None,
-        channel if isinstance(channel, str) and _SLACK_ID.match(channel) else None,
+        _matched(_dig(payload, "user", "username"), _USER),
+        _matched(_dig(payload, "channel", "id"), _SLACK_ID),
         response_url if isinstance(response_url, str) else None,
         asked,
     )

@@ -96,31 +96,27 @@ def safe_load(text: str) -> Any:
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
-        if node is None:
-            return None
-        sizes: dict[int, int] = {}
-
-        def size(n: yaml.Node) -> int:
-            if id(n) not in sizes:
-                children: list[Any] = []
-                if isinstance(n, yaml.SequenceNode):
-                    children = list(n.value)
-                elif isinstance(n, yaml.MappingNode):
-                    children = [part for pair in n.value for part in pair]
-                sizes[id(n)] = 1 + sum(size(c) for c in children)
-                if sizes[id(n)] > MAX_NODES:
-                    raise ConfigError(
-                        f"the YAML expands to more than {MAX_NODES} values (aliases of aliases)"
-                    )
-            return sizes[id(n)]
-
         try:
-            size(node)
+            if node is not None and _size(node, {}) > MAX_NODES:
+                raise ConfigError(
+                    f"the YAML expands to more than {MAX_NODES} values (aliases of aliases)"
+                )
         except RecursionError:
             raise ConfigError("the YAML is nested too deeply") from None
-        return loader.construct_document(node)
+        return None if node is None else loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def _size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """The values `node` expands to, every alias counted in full (`sizes`: by node id, so a
+    shared node is walked once)."""
+    if id(node) not in sizes:
+        parts = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            parts = [part for pair in node.value for part in pair]
+        sizes[id(node)] = 1 + sum(_size(part, sizes) for part in parts)
+    return sizes[id(node)]
 
 
 def fleet_series(where: str, doc: Doc) -> list[Doc]:

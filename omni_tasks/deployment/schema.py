@@ -46,7 +46,7 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     model: str = DEFAULT_MODEL
     deploy_config: str | None = None
-    gpus: int = Field(default=2, ge=0, le=64, description="GPUs one server takes")
+    gpus: int = Field(default=2, ge=0, le=64)  # GPUs one server takes
     # The accelerator a server pod asks for (environment.strategy image); its vendor names the
     # platform a deploy is served for (synthesis/stages.py).
     gpu_resource: str = Field(default="nvidia.com/gpu", pattern=GPU_RESOURCE)
@@ -58,9 +58,7 @@ class ServerConfig(BaseModel):
 
 class _Environment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    vllm: str | None = Field(
-        default=None, description="A vLLM build (a version or a commit), installed last (venv)"
-    )
+    vllm: str | None = None  # a vLLM build (a version or a commit), installed last (venv)
 
     def paths(self) -> dict[str, object]:
         """What names a file on the GPU worker (each must lie under a trusted root)."""
@@ -86,7 +84,7 @@ class VenvEnvironment(_Environment):
 
     strategy: Literal["venv"]
     repo: str | None = None
-    root: str | None = Field(default=None, description="Where environments live (OMNI_HOME/envs)")
+    root: str | None = None  # where environments live (OMNI_HOME/envs)
     requirements: tuple[str, ...] = ()
     vllm_index: str | None = None
 
@@ -111,7 +109,7 @@ class ImageEnvironment(_Environment):
     """The commit's image as a Kubernetes pod (environments/pods.py)."""
 
     strategy: Literal["image"]
-    image: str = Field(default="", description="The image reference, {commit} for the SHA")
+    image: str = ""  # the image reference, {commit} for the SHA
     namespace: str = "default"
 
     def missing(self) -> tuple[str, str] | None:
@@ -164,12 +162,8 @@ class AutoBisect(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = False
-    budget: float = Field(
-        default=4.0,
-        gt=0,
-        le=100,
-        description="GPU one bisection may use, in full-run equivalents (clips run / clips)",
-    )
+    # GPU one bisection may use, in full-run equivalents (clips run / clips)
+    budget: float = Field(default=4.0, gt=0, le=100)
 
 
 class Serving(BaseModel):
@@ -178,11 +172,11 @@ class Serving(BaseModel):
     names a path or an executable run on the GPU worker must lie under a trusted root
     (OMNI_TRUSTED_ROOTS), so a trigger form cannot point the worker at any file."""
 
-    repo: str | None = Field(default=None, description="git repo to read branch heads from")
+    repo: str | None = None  # the git repo to read branch heads from
     overrides: dict[str, Any] = Field(default_factory=dict)
     environment: Environment = Field(default_factory=ExistingEnvironment)
     server: ServerConfig = Field(default_factory=ServerConfig)
-    lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
+    lane: str = DEFAULT_LANE  # the hardware lane the runs are on
     # The benchmark family's own run options (Benchmark.options), each given as a field of its
     # own name, as configs and forms always gave them.
     options: JsonObject = Field(default_factory=dict)
@@ -260,43 +254,28 @@ class NightlyParams(Serving):
     model_config = ConfigDict(extra="forbid")
     branches: list[str] = Field(default_factory=lambda: ["main", "rebase"])
     baseline: str = "main"
-    commits: dict[str, str] = Field(default_factory=dict, description="branch → explicit commit")
-    targets: dict[str, str | UrlTarget] = Field(
-        default_factory=dict,
-        description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
-    )
+    commits: dict[str, str] = Field(default_factory=dict)  # branch → explicit commit
+    # branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE
+    targets: dict[str, str | UrlTarget] = Field(default_factory=dict)
     variant: str = "default"
     seeds: list[int] = Field(default_factory=lambda: [42])
-    limit: int | None = None
+    limit: int | None = Field(default=None, ge=1)  # unset: every item
     dataset: str = "demo"
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
-    gpu_task_timeout_s: float = Field(
-        default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
-    )
+    # A GPU task (one branch × seed) stops after this.
+    gpu_task_timeout_s: float = Field(default=6 * 3600, gt=0)
     auto_bisect: AutoBisect = Field(default_factory=AutoBisect)
-    sim_margin: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
-        "for series whose upstream gate gates it",
-    )
-    concurrency: list[int] | None = Field(
-        default=None,
-        description="Concurrency invariance each night: levels, 1 first (e.g. [1, 8]); each "
-        "branch's items are sent alone and co-batched and paired (omni-tasks concurrency)",
-    )
-    concurrency_voices: int = Field(
-        default=1,
-        ge=1,
-        le=5,
-        description="seed-TTS audio series: reference voices mixed in the concurrency check",
-    )
-    upstream_gate: list[GateOverride] | Literal["none"] | None = Field(
-        default=None,
-        description="The series' upstream gates instead of the gate table's (`none`: it has none)",
-    )
+    # Gate speaker similarity too (a paired per-clip test beyond this margin), for series
+    # whose upstream gate gates it.
+    sim_margin: float | None = Field(default=None, gt=0, lt=1)
+    # Concurrency invariance each night: levels, 1 first (e.g. [1, 8]); each branch's items
+    # are sent alone and co-batched and paired (omni-tasks concurrency).
+    concurrency: list[int] | None = None
+    # seed-TTS audio series: reference voices mixed in the concurrency check.
+    concurrency_voices: int = Field(default=1, ge=1, le=5)
+    # The series' upstream gates instead of the gate table's (`none`: it has none).
+    upstream_gate: list[GateOverride] | Literal["none"] | None = None
 
     def upstream_gates(self) -> list[UpstreamGate] | None:
         """The configured gates (an empty list for `none`), or None to use the gate table."""
@@ -331,8 +310,6 @@ class NightlyParams(Serving):
         lie under a trusted root (see Serving)."""
         branches = {*self.branches, self.baseline, *self.commits, *self.targets}
         self.check_run_fields(sorted(branches), self.variant, self.dataset)
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
         if self.concurrency is not None:
             levels = self.concurrency
             if len(levels) < 2 or levels[0] != 1 or len(set(levels)) != len(levels):
