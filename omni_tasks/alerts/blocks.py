@@ -112,6 +112,11 @@ def _header(text: str) -> HeaderBlock:
     return HeaderBlock(text=PlainTextObject(text=clip(plain(text), MAX_HEADER)))
 
 
+def _titled(title: str, *blocks: Block) -> Message:
+    """A message under a header of `title` (its notification text too)."""
+    return Message(clip(escape(title), MAX_FALLBACK), fit([_header(title), *blocks]))
+
+
 def context(text: str, block_id: str | None = None) -> ContextBlock:
     return ContextBlock(block_id=block_id, elements=[MarkdownTextObject(text=clip(text, MAX_TEXT))])
 
@@ -155,11 +160,8 @@ def _figures(ctx: AlertContext) -> list[Block]:
         f"{c.improved}, stable-broken {c.stable_broken}; exact McNemar "
         f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
-    out: list[Block] = [section(tail), section(paired)]
     shifts = _shifts(c.mode_shift)
-    if shifts:
-        out.append(section("\n".join(shifts)))
-    return out
+    return [section(tail), section(paired), *([section("\n".join(shifts))] if shifts else [])]
 
 
 _SHIFT_TITLES = {"mode": "Failure modes", "origin": "Origin"}
@@ -194,41 +196,33 @@ def _clips(ctx: AlertContext) -> list[Block]:
     noun = "questions" if ctx.multiple_choice else "clips"
     blocks: list[Block] = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
     for t in top:
+        said = f"`{escape(clip(t.utt_id, 80))}`"
         if ctx.multiple_choice:
-            blocks.append(
-                section(
-                    f"`{escape(clip(t.utt_id, 80))}` answered "
-                    f"{escape(clip(t.heard or '(none)', 16))}, gold "
-                    f"{escape(clip(t.reference, 16))} (baseline answered "
-                    f"{escape(clip(t.baseline_heard or '(none)', 16))})"
-                )
+            said += (
+                f" answered {escape(clip(t.heard or '(none)', 16))}, gold "
+                f"{escape(clip(t.reference, 16))} (baseline answered "
+                f"{escape(clip(t.baseline_heard or '(none)', 16))})"
             )
-            continue
-        wer = t.wer
-        blocks.append(
-            section(
-                f"`{escape(clip(t.utt_id, 80))}` WER {_wer(wer)}\n"
-                f"> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
+        else:
+            said += (
+                f" WER {_wer(t.wer)}\n> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
                 f"> {escape(ctx.candidate)} heard: "
                 f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
                 f"> {escape(ctx.baseline)} heard: "
                 f"{escape(clip(t.baseline_heard or '(nothing)', CLIP_TEXT))}"
             )
-        )
+        blocks.append(section(said))
     return blocks
+
+
+def _link(url: str, name: str) -> str:
+    return f"<{entities(url).replace('|', '%7C')}|{name}>"
 
 
 def _links(links: dict[str, str]) -> list[Block]:
     if not links:
         return []
-    return [
-        context(
-            " · ".join(
-                f"<{entities(url).replace('|', '%7C')}|{escape(name)}>"
-                for name, url in links.items()
-            )
-        )
-    ]
+    return [context(" · ".join(_link(url, escape(name)) for name, url in links.items()))]
 
 
 def fit(blocks: list[Block]) -> list[Block]:
@@ -239,9 +233,10 @@ def fit(blocks: list[Block]) -> list[Block]:
     return [*kept, context(f"… {len(blocks) - len(kept)} more blocks left out")]
 
 
-def note(text: str) -> Message:
-    """A plain thread reply (bisect results, auto-bisect notes); `text` is escaped here."""
-    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
+def note(text: str, *more: Block) -> Message:
+    """A plain thread reply (bisect results, auto-bisect notes), then `more`; `text` is
+    escaped here."""
+    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *more])
 
 
 def _commits(ctx: AlertContext) -> list[Block]:
@@ -260,7 +255,7 @@ def _commits(ctx: AlertContext) -> list[Block]:
     if r.last_good == r.first_bad:
         text += " (the same commit: the change is not in this repository's code)"
     if r.compare_url:
-        text += f" · <{entities(r.compare_url).replace('|', '%7C')}|compare>"
+        text += f" · {_link(r.compare_url, 'compare')}"
     return [section(text)]
 
 
@@ -355,8 +350,8 @@ def group_parent(g: GroupView) -> Message:
         for m in g.members
     ]
     steps = [f"*Group {g.group_id}*", *(code(step) for step in g.next_steps)]
-    blocks = [
-        _header(g.title),
+    return _titled(
+        g.title,
         section("Next: " + " · ".join(steps)),
         *([buttons(g.group_id)] if g.buttons and g.open else []),
         section(
@@ -365,35 +360,25 @@ def group_parent(g: GroupView) -> Message:
             "are in the thread"
         ),
         section("\n".join(lines)),
-    ]
-    return Message(clip(escape(g.title), MAX_FALLBACK), fit(blocks))
+    )
 
 
-def regression_opened(ctx: AlertContext) -> Message:
-    title = f":rotating_light: {headline(ctx)}"
-    blocks = [
-        _header(title),
+def regression_opened(ctx: AlertContext, since: str = "") -> Message:
+    """An alert's parent message: what regressed, where, what to run next (`since`: how long
+    it has been open, after later REGRESSED nights)."""
+    return _titled(
+        f":rotating_light: {headline(ctx)}{since}",
         *_next(ctx),
         *_commits(ctx),
         *_figures(ctx),
         *_clips(ctx),
         *_links(ctx.links),
-    ]
-    return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
+    )
 
 
 def regression_parent(ctx: AlertContext, opened: str, nights: int) -> Message:
     """The parent message after later REGRESSED nights (chat.update)."""
-    title = f":rotating_light: {headline(ctx)} (open since {opened}, {nights} nights)"
-    blocks = [
-        _header(title),
-        *_next(ctx),
-        *_commits(ctx),
-        *_figures(ctx),
-        *_clips(ctx),
-        *_links(ctx.links),
-    ]
-    return Message(clip(escape(title), MAX_FALLBACK), fit(blocks))
+    return regression_opened(ctx, f" (open since {opened}, {nights} nights)")
 
 
 def regression_still(ctx: AlertContext) -> Message:
@@ -403,7 +388,7 @@ def regression_still(ctx: AlertContext) -> Message:
         f"regressed {c.regressed if c else 'n/a'} : improved {c.improved if c else 'n/a'}, "
         f"p={_p(c.mcnemar_p if c else None)}"
     )
-    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
+    return note(text, *_links(ctx.links))
 
 
 def regression_held(
@@ -417,7 +402,7 @@ def regression_held(
         f"{pts(floor)} or more (the policy's min_effect, or what one night of this series can "
         f"detect if that is larger){bound}"
     )
-    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text)), *_links(ctx.links)])
+    return note(text, *_links(ctx.links))
 
 
 def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
@@ -425,7 +410,7 @@ def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
         f":white_check_mark: resolved {ctx.nightly}: {ctx.benchmark} {ctx.candidate} vs "
         f"{ctx.baseline} ({ctx.variant}) — regressed from {opened}"
     )
-    return Message(clip(escape(title), MAX_FALLBACK), [_header(title), *_links(ctx.links)])
+    return _titled(title, *_links(ctx.links))
 
 
 def regression_resolved_reply(
@@ -436,7 +421,7 @@ def regression_resolved_reply(
         f"{ctx.nightly}: {ctx.verdict} — {quiet} nights in a row without a regression rule out "
         f"one of {pts(floor)} or more{bound}; alert resolved."
     )
-    return Message(escape(text), [section(escape(text))])
+    return note(text)
 
 
 def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
@@ -444,7 +429,7 @@ def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
         f":grey_question: withdrawn: {ctx.benchmark} {ctx.candidate} vs {ctx.baseline} "
         f"({ctx.variant}) — the {opened} regression is no longer confirmed"
     )
-    return Message(clip(escape(title), MAX_FALLBACK), [_header(title), *_links(ctx.links)])
+    return _titled(title, *_links(ctx.links))
 
 
 def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Message:
@@ -453,7 +438,7 @@ def regression_withdrawn_reply(ctx: AlertContext, opened: str, why: str) -> Mess
         "streak, or a later run of that night joined its comparisons and the Holm adjustment), "
         "so this alert is resolved; a new one opens if the regression is confirmed again."
     )
-    return Message(escape(text), [section(escape(text))])
+    return note(text)
 
 
 def infra(
@@ -464,15 +449,17 @@ def infra(
 ) -> Message:
     """`ids` (run id, task, …) are shown as code spans, exactly as written, so they can be
     pasted into `airflow` (escaping would turn their underscores into look-alikes)."""
-    body = "\n".join(f"• {escape(clip(r, 500))}" for r in reasons[:20]) or "(no reason given)"
+    body = _bullets(reasons, 20) or "(no reason given)"
     if len(reasons) > 20:
         body += f"\n… and {len(reasons) - 20} more"
-    head = f":warning: {title}"
     named = (
         [context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
     )
-    blocks = [_header(head), section(body), *named, *_links(links or {})]
-    return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
+    return _titled(f":warning: {title}", section(body), *named, *_links(links or {}))
+
+
+def _bullets(lines: list[str], most: int) -> str:
+    return "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:most])
 
 
 def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
@@ -485,14 +472,11 @@ def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str,
         "UNKNOWN": ":grey_question:",
     }
     head = f"{icon.get(verdict, ':large_green_circle:')} {verdict} · {title}"
-    body = "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:10])
-    blocks = [_header(head), section(body or "(no figures)"), *_links(links)]
-    return Message(clip(escape(head), MAX_FALLBACK), fit(blocks))
+    return _titled(head, section(_bullets(lines, 10) or "(no figures)"), *_links(links))
 
 
 def infra_resolved(title: str) -> Message:
-    text = f":white_check_mark: {title}"
-    return Message(clip(escape(text), MAX_FALLBACK), [section(escape(text))])
+    return note(f":white_check_mark: {title}")
 
 
 def render_text(payload: JsonObject) -> str:

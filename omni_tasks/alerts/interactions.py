@@ -35,8 +35,7 @@ log = logging.getLogger(__name__)
 ACTIONS = {"omni_ack": "ack", "omni_ignore": "ignore"}  # button action_id → triage verb
 MAX_BODY = 64 * 1024  # a block_actions payload is a few kB
 MAX_ACTIONS = 5
-_ID = re.compile(r"^[0-9]{1,12}$")
-_TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
+_ID = re.compile(r"^[0-9]{1,12}$")  # an alert id, a request timestamp
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,24}$")  # a user (U…, W…) or channel (C…, G…, D…) id
 _USER = re.compile(r"^[A-Za-z0-9._-]{1,80}$")  # a username, kept as a label
 # Where Slack's response_url points (its own hooks host).
@@ -80,28 +79,29 @@ def _dig(value: Any, *keys: str) -> Any:
     return value
 
 
+def _matched(value: Any, pattern: re.Pattern[str]) -> str | None:
+    return value if isinstance(value, str) and pattern.match(value) else None
+
+
 def clicked(payload: Any) -> Click:
     """Who clicked and the (alert id, verb) pairs a `block_actions` payload asks for; none for
     anything else. Raises ValueError for a payload without a Slack user id."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return Click()
-    user_id = _dig(payload, "user", "id")
-    if not isinstance(user_id, str) or not _SLACK_ID.match(user_id):
+    user_id = _matched(_dig(payload, "user", "id"), _SLACK_ID)
+    if user_id is None:
         raise ValueError("no Slack user id in the payload")
-    username = _dig(payload, "user", "username")
-    channel = _dig(payload, "channel", "id")
-    response_url = payload.get("response_url")
     asked = []
     actions = payload.get("actions")
     for action in actions[:MAX_ACTIONS] if isinstance(actions, list) else []:
         verb = ACTIONS.get(_dig(action, "action_id"))
-        value = _dig(action, "value")
-        if verb is not None and isinstance(value, str) and _ID.match(value):
+        if verb is not None and (value := _matched(_dig(action, "value"), _ID)):
             asked.append((int(value), verb))
+    response_url = payload.get("response_url")
     return Click(
         user_id,
-        username if isinstance(username, str) and _USER.match(username) else None,
-        channel if isinstance(channel, str) and _SLACK_ID.match(channel) else None,
+        _matched(_dig(payload, "user", "username"), _USER),
+        _matched(_dig(payload, "channel", "id"), _SLACK_ID),
         response_url if isinstance(response_url, str) else None,
         asked,
     )
@@ -138,7 +138,7 @@ def interactions_app(
         ts = request.headers.get("x-slack-request-timestamp", "")
         valid = (
             bool(secret)
-            and _TIMESTAMP.match(ts) is not None
+            and _ID.match(ts) is not None
             and SignatureVerifier(secret).is_valid(
                 body, ts, request.headers.get("x-slack-signature", "")
             )
@@ -176,7 +176,7 @@ def settings_allowed() -> Allows:
     """The deployment config's `slack_actions:` (the Airflow Variable, else
     OMNI_NIGHTLY_CONFIG); unreadable or absent: an empty list, refusing every click."""
     from omni_tasks.deployment.reading import VARIABLE
-    from omni_tasks.deployment.retention import SlackActions, slack_actions
+    from omni_tasks.deployment.sections import SlackActions, slack_actions
 
     try:
         from airflow.models import Variable

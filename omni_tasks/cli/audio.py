@@ -25,7 +25,7 @@ def audio_prune(
     """Remove the audio of nights older than the retention window (clip rows stay; audio an
     open alert cites is kept). About 39 MB per 200 clips of speech."""
     from omni_tasks.deployment.reading import ConfigError
-    from omni_tasks.deployment.retention import retention
+    from omni_tasks.deployment.sections import retention
     from omni_tasks.store.retention import prune_audio
 
     if older_than is None:

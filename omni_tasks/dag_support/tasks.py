@@ -360,8 +360,8 @@ def buildkite_sync(context: Context) -> JsonObject:
     backfills never import an artifact twice."""
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-    from omni_tasks.deployment.buildkite import buildkite_sync as sync_config
     from omni_tasks.deployment.reading import ConfigError
+    from omni_tasks.deployment.sections import buildkite_sync as sync_config
     from omni_tasks.importers.buildkite import (
         BuildkiteError,
         BuildkiteSource,

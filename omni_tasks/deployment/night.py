@@ -7,14 +7,14 @@ allow-list (deployment/forms.py): a form chooses among what the config offers
 (`form_choices`, `named_overrides`, its targets) and never names a process, package,
 environment, resource or URL (docs/operators/security.md). Every error names its field; the
 DAG turns it into a failure that is not retried. A scheduled run without a config fails: it
-would otherwise benchmark nothing real.
+would otherwise benchmark nothing real. A series is checked complete enough to run
+(check_complete) before its first request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,25 +22,24 @@ from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from omni_tasks import benchmarks
 from omni_tasks.config import get_settings
-from omni_tasks.deployment.checks import check_choices, check_complete, check_form, form_fields
+from omni_tasks.deployment import forms
 from omni_tasks.deployment.reading import (
     ENV,
-    MERGED,
+    OFFERS,
     VARIABLE,
     ConfigError,
     Doc,
     as_fleet,
     field_errors,
     fleet_series,
+    merged,
     names,
-    parse,
     read,
-    read_file,
     section,
 )
-from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.deployment.server import GPU_RESOURCE, ServerConfig
+from omni_tasks.deployment.schema import GPU_RESOURCE, NightlyParams, ServerConfig
 from omni_tasks.series import DEFAULT_LANE, Series
 
 _SERVER = ServerConfig()  # a lane's servers default to the server config's
@@ -58,10 +57,6 @@ class Lane(BaseModel):
     # Airflow's execution_timeout for the lane's GPU tasks: above a series' own
     # gpu_task_timeout_s (6 h by default), so the task's deadline stops it first and cleanly.
     execution_timeout_s: float = Field(default=6.5 * 3600, gt=0, le=48 * 3600)
-
-    @property
-    def execution_timeout(self) -> dt.timedelta:
-        return dt.timedelta(seconds=self.execution_timeout_s)
 
 
 # A lane names Airflow tasks (`run_branch__LANE`), queues and pools: a plain name.
@@ -96,7 +91,7 @@ def resolve_night(form: Doc, variable: str | None = None, *, scheduled: bool = F
     where, doc = found or ("trigger form", as_fleet({"version": 1}))
     check_choices(doc, where)
     lanes = _lanes(where, doc.get("lanes"))
-    offers = {k: doc.get(k) for k in ("form_choices", "named_overrides")}
+    offers = {k: doc.get(k) for k in OFFERS}
     out: list[NightlyParams] = []
     seen: set[tuple[str, str]] = set()
     for i, config in enumerate(fleet_series(where, doc)):
@@ -123,14 +118,9 @@ def resolve_night(form: Doc, variable: str | None = None, *, scheduled: bool = F
 def _series_params(config: Doc, given: Doc, where: str) -> NightlyParams:
     """One series' parameters: its config, then the form's given fields (allow-list checked)."""
     given = check_form("nightly", given, config)
-    config = {k: v for k, v in config.items() if k not in ("form_choices", "named_overrides")}
-    merged = {**config, **given}
-    for key in MERGED:
-        ours, theirs = config.get(key), given.get(key)
-        if isinstance(ours, dict) and isinstance(theirs, dict):
-            merged[key] = {**ours, **theirs}
+    config = {k: v for k, v in config.items() if k not in OFFERS}
     try:
-        params = NightlyParams.model_validate(merged)
+        params = NightlyParams.model_validate(merged(config, given))
     except ValidationError as exc:
         raise ConfigError(f"{where}: {field_errors(exc)}") from None
     except ValueError as exc:  # a check of ours outside pydantic's field errors
@@ -151,6 +141,92 @@ def _lanes(where: str, raw: object) -> dict[str, Lane]:
         except ValidationError as exc:
             raise ConfigError(f"{where}: lanes.{name}: {field_errors(exc)}") from None
     return out
+
+
+# What `form_choices` may offer the form: models, vLLM builds and targets.
+CHOICE_KEYS = ("server.model", "environment.vllm", "targets")
+
+
+def form_fields(form: Doc) -> Doc:
+    """A trigger form's given fields (the empty defaults dropped)."""
+    return {k: v for k, v in form.items() if v not in (None, "", [], {})}
+
+
+def check_form(kind: str, given: Doc, config: Doc) -> Doc:
+    """The form's fields through its allow-list (deployment/forms.py), against `config`
+    (the series' fields with the config's form_choices and named_overrides)."""
+    try:
+        return forms.check_form(kind, given, config)
+    except forms.FormError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def check_choices(doc: Doc, where: str) -> None:
+    """The config's `form_choices`: a list of values for each field a form may choose."""
+    choices = doc.get("form_choices")
+    if choices is None:
+        return
+    if not isinstance(choices, dict) or not all(isinstance(v, list) for v in choices.values()):
+        raise ConfigError(f"{where}: form_choices: a mapping of field → list of values")
+    for key in choices:
+        if key not in CHOICE_KEYS:
+            raise ConfigError(
+                f"{where}: form_choices.{key}: only {names(CHOICE_KEYS)} are offered this way "
+                "(other fields are the config's alone)"
+            )
+
+
+def check_complete(p: NightlyParams, where: str) -> None:
+    """What a run needs before its first request: a target per branch, known names, a dataset
+    that exists, a grader that can be built."""
+    from omni_tasks.grading.asr import GraderConfigError, GraderSpec
+    from omni_tasks.synthesis.profiles import profile_names
+
+    def fail(field: str, message: str) -> None:
+        raise ConfigError(f"{where}: {field}: {message}")
+
+    if not p.branches:
+        fail("branches", "no branch to benchmark")
+    for branch in p.branches:
+        if branch not in p.targets:
+            fail("targets", f"branch {branch!r} has no target (targets: {names(p.targets)})")
+    for branch in p.targets:
+        if branch not in p.branches:
+            fail(f"targets.{branch}", f"not one of the branches ({names(p.branches)})")
+        deploy = p.target_deploy_config(branch)
+        if deploy is not None and not Path(deploy).is_file():
+            fail(f"targets.{branch}.deploy_config", f"{deploy} does not exist")
+        url = p.target_url(branch)
+        if url.startswith("simulator:"):
+            profile = url.split(":", 1)[1]
+            if profile not in profile_names():
+                fail(
+                    f"targets.{branch}",
+                    f"unknown simulator profile {profile!r} (known: {names(profile_names())})",
+                )
+        elif url != "vllm-serve" and not url.startswith(("http://", "https://")):
+            fail(
+                f"targets.{branch}", f"{url!r} is not http(s)://…, simulator:PROFILE or vllm-serve"
+            )
+    if p.baseline not in p.branches:
+        fail("baseline", f"{p.baseline!r} is not one of the branches ({names(p.branches)})")
+    runnable = [b.id for b in benchmarks.all_benchmarks() if b.runnable]
+    if p.benchmark is not None and p.benchmark not in runnable:
+        fail("benchmark", f"unknown benchmark {p.benchmark!r} (known: {names(runnable)})")
+    if not p.seeds:
+        fail("seeds", "at least one seed")
+    why = benchmarks.get(p.bench).check_dataset(p.dataset)
+    if why is not None:
+        fail("dataset", why)
+    if p.auto_bisect.enabled and not p.repo:
+        fail("auto_bisect.enabled", "auto-bisect lists the commits of a range: set repo")
+    if benchmarks.get(p.bench).graded_by_asr(p.options):
+        try:
+            GraderSpec.from_params(p.grader).resolved()
+        except TypeError as exc:
+            fail("grader", str(exc).replace("GraderSpec.__init__() ", ""))
+        except GraderConfigError as exc:
+            fail("grader", str(exc))
 
 
 @dataclass(frozen=True)
@@ -177,7 +253,7 @@ class DagUnit:
             "queue": lane.queue,
             "pool": lane.pool,
             "pool_slots": lane.gpus_per_server,
-            "execution_timeout": lane.execution_timeout,
+            "execution_timeout": dt.timedelta(seconds=lane.execution_timeout_s),
         }
 
 
@@ -195,29 +271,27 @@ def dag_units(path: str | None = None) -> list[DagUnit]:
     when it is defined, so series and their lanes are the DAG's shape. Anything unreadable here
     is one default unit; the run itself then fails naming the problem."""
     default = DagUnit("", None, DEFAULT_LANE, Lane())
-    path = path or os.environ.get(ENV)
-    if not path:
-        return [default]
     try:
-        doc = as_fleet(parse(*read_file(Path(path), ENV)))
-        lanes, series = _lanes(path, doc.get("lanes")), fleet_series(path, doc)
+        found = read(path)
+        if found is None:
+            return [default]
+        where, doc = found
+        lanes, series = _lanes(where, doc.get("lanes")), fleet_series(where, doc)
     except ConfigError:
         return [default]
     if doc["version"] == 1:
         return [dataclasses.replace(default, concurrency=bool(series[0].get("concurrency")))]
-    units: list[DagUnit] = []
+    units: dict[str, DagUnit] = {}
     for config in series:
         lane = str(config.get("lane") or DEFAULT_LANE)
         model = section(config, "server").get("model") or _SERVER.model
         s = Series(str(config.get("benchmark") or get_settings().benchmark), str(model), lane)
         checked = bool(config.get("concurrency"))
-        same = [i for i, u in enumerate(units) if u.key == s.key]
-        if same and checked:  # a variant of a listed series asks for the check
-            units[same[0]] = dataclasses.replace(units[same[0]], concurrency=True)
-        if lane not in lanes or same:
-            continue  # a variant of a listed series is decided in its unit
-        units.append(DagUnit(unit_suffix(s), s.key, lane, lanes[lane], checked))
-    return units or [default]
+        if (unit := units.get(s.key)) is not None:  # a variant: decided in its series' unit
+            units[s.key] = dataclasses.replace(unit, concurrency=unit.concurrency or checked)
+        elif lane in lanes:
+            units[s.key] = DagUnit(unit_suffix(s), s.key, lane, lanes[lane], checked)
+    return list(units.values()) or [default]
 
 
 def unit_suffix(series: Series) -> str:

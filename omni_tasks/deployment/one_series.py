@@ -5,8 +5,19 @@ runs on the worker (repo, environment, server, overrides, grader) is the config'
 from __future__ import annotations
 
 from omni_tasks import benchmarks
-from omni_tasks.deployment.checks import check_choices, check_form, form_fields
-from omni_tasks.deployment.reading import MERGED, ConfigError, Doc, fleet_series, read, section
+from omni_tasks.benchmarks.base import MissingCapability
+from omni_tasks.config import get_settings
+from omni_tasks.deployment.night import check_choices, check_form, form_fields
+from omni_tasks.deployment.reading import (
+    MERGED,
+    OFFERS,
+    ConfigError,
+    Doc,
+    fleet_series,
+    merged,
+    read,
+    section,
+)
 
 SERVING = ("repo", "environment", "server", "overrides", "grader")
 # Which branch each target field of a one-series form serves.
@@ -40,8 +51,7 @@ def series_config(
             break
     else:
         config = series[0]
-    extra: Doc = {k: doc[k] for k in ("form_choices", "named_overrides") if k in doc}
-    return {**config, **extra}
+    return {**config, **{k: doc[k] for k in OFFERS if k in doc}}
 
 
 def one_series_form(kind: str, form: Doc, variable: str | None) -> Doc:
@@ -69,9 +79,6 @@ def _text(value: object) -> str | None:
 def require_capability(kind: str, benchmark: str | None) -> None:
     """A bisect or an ablation of a family that cannot do it is refused with the form, naming
     the benchmark and what its family lacks (never on a GPU task)."""
-    from omni_tasks.benchmarks.base import MissingCapability
-    from omni_tasks.config import get_settings
-
     doing = {"bisect": "bisected", "ablate": "ablated"}.get(kind)
     if doing is None:
         return
@@ -101,13 +108,9 @@ def with_serving(form: Doc, config: Doc) -> Doc:
     key by key): what runs on the worker is the config's."""
     from omni_tasks.synthesis.stages import merge_deploy
 
-    out = {k: config[k] for k in SERVING if config.get(k) not in (None, {}, "")}
-    for key, value in form.items():
-        current = out.get(key)
-        if key in (*MERGED, "grader") and isinstance(current, dict) and isinstance(value, dict):
-            out[key] = {**current, **value}
-        elif key == "overrides" and isinstance(current, dict) and isinstance(value, dict):
-            out[key] = merge_deploy(current, value, new_stages=True)
-        else:
-            out[key] = value
+    serving = {k: config[k] for k in SERVING if config.get(k) not in (None, {}, "")}
+    out = merged(serving, form, (*MERGED, "grader"))
+    ours, theirs = serving.get("overrides"), form.get("overrides")
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        out["overrides"] = merge_deploy(ours, theirs, new_stages=True)
     return out

@@ -25,8 +25,10 @@ MAX_NODES = 100_000
 # Sections merged key by key (defaults into a series, a form into its series): a form's
 # `server: {model: B}` keeps the config's gpus.
 MERGED = ("server", "environment")
+# What the config offers a trigger form (deployment/forms.py).
+OFFERS = ("form_choices", "named_overrides")
 # A version 1 config's keys that are the config's, not its series'.
-CONFIG_WIDE = ("form_choices", "named_overrides", "retention", "slack_actions")
+CONFIG_WIDE = (*OFFERS, "retention", "slack_actions")
 FLEET_KEYS = ("version", "lanes", "defaults", "series", *CONFIG_WIDE, "ab", "buildkite")
 
 
@@ -94,31 +96,27 @@ def safe_load(text: str) -> Any:
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
-        if node is None:
-            return None
-        sizes: dict[int, int] = {}
-
-        def size(n: yaml.Node) -> int:
-            if id(n) not in sizes:
-                children: list[Any] = []
-                if isinstance(n, yaml.SequenceNode):
-                    children = list(n.value)
-                elif isinstance(n, yaml.MappingNode):
-                    children = [part for pair in n.value for part in pair]
-                sizes[id(n)] = 1 + sum(size(c) for c in children)
-                if sizes[id(n)] > MAX_NODES:
-                    raise ConfigError(
-                        f"the YAML expands to more than {MAX_NODES} values (aliases of aliases)"
-                    )
-            return sizes[id(n)]
-
         try:
-            size(node)
+            if node is not None and _size(node, {}) > MAX_NODES:
+                raise ConfigError(
+                    f"the YAML expands to more than {MAX_NODES} values (aliases of aliases)"
+                )
         except RecursionError:
             raise ConfigError("the YAML is nested too deeply") from None
-        return loader.construct_document(node)
+        return None if node is None else loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def _size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """The values `node` expands to, every alias counted in full (`sizes`: by node id, so a
+    shared node is walked once)."""
+    if id(node) not in sizes:
+        parts = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            parts = [part for pair in node.value for part in pair]
+        sizes[id(node)] = 1 + sum(_size(part, sizes) for part in parts)
+    return sizes[id(node)]
 
 
 def fleet_series(where: str, doc: Doc) -> list[Doc]:
@@ -139,14 +137,21 @@ def fleet_series(where: str, doc: Doc) -> list[Doc]:
     for i, entry in enumerate(series):
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: series[{i}]: a mapping of series fields")
-        merged = {**defaults, **entry}
-        for key in MERGED:
-            if isinstance(defaults.get(key), dict) and isinstance(entry.get(key), dict):
-                merged[key] = {**defaults[key], **entry[key]}
-        model = merged.pop("model", None)
+        fields = merged(defaults, entry)
+        model = fields.pop("model", None)
         if model is not None:
-            merged["server"] = {**(merged.get("server") or {}), "model": model}
-        out.append(merged)
+            fields["server"] = {**(fields.get("server") or {}), "model": model}
+        out.append(fields)
+    return out
+
+
+def merged(base: Doc, over: Doc, keys: tuple[str, ...] = MERGED) -> Doc:
+    """`over`'s fields over `base`'s, the `keys` sections (both mappings) merged key by key."""
+    out = {**base, **over}
+    for key in keys:
+        ours, theirs = base.get(key), over.get(key)
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            out[key] = {**ours, **theirs}
     return out
 
 

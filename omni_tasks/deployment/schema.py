@@ -1,24 +1,28 @@
 """The deployment config's schema: one series' fields (NightlyParams), how a `vllm-serve`
-target is launched (Serving), and the parts they hold. Light to import: the DAG files read it
-when they are parsed."""
+target is launched (Serving) with its `server:` (ServerConfig) and `environment:` (one of three
+strategies, by `strategy`), and the parts they hold. Every default of a launched server is a
+field default here; the launchers (environments/, synthesis/server.py) take values, never
+defaults of their own. Light to import: the DAG files read it when they are parsed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
-from omni_tasks.deployment.server import (
-    Environment,
-    ExistingEnvironment,
-    ServerConfig,
-    VenvEnvironment,
-)
 from omni_tasks.gates.table import Threshold, UpstreamGate
-from omni_tasks.series import DEFAULT_LANE, Series
+from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust.commits import full_commit
 from omni_tasks.trust.names import (
     check_branch,
@@ -28,6 +32,108 @@ from omni_tasks.trust.names import (
     check_text,
     require_trusted,
 )
+
+# A server's environment variable: YAML may spell a value as a number; the process gets text.
+EnvValue = Annotated[str, BeforeValidator(str)]
+# A device plugin's resource name: nvidia.com/gpu, amd.com/gpu, huawei.com/Ascend910.
+GPU_RESOURCE = r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$"
+
+
+class ServerConfig(BaseModel):
+    """The config's `server:` section (a lane supplies gpus and gpu_resource when the series
+    names none)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str = DEFAULT_MODEL
+    deploy_config: str | None = None
+    gpus: int = Field(default=2, ge=0, le=64)  # GPUs one server takes
+    # The accelerator a server pod asks for (environment.strategy image); its vendor names the
+    # platform a deploy is served for (synthesis/stages.py).
+    gpu_resource: str = Field(default="nvidia.com/gpu", pattern=GPU_RESOURCE)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    startup_timeout_s: float = Field(default=1200.0, gt=0)
+    # The image strategy's pod port: the one deploy/k8s/server-sandbox.yaml's policies allow.
+    port: int = Field(default=8091, ge=1, le=65535)
+
+
+class _Environment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    vllm: str | None = None  # a vLLM build (a version or a commit), installed last (venv)
+
+    def paths(self) -> dict[str, object]:
+        """What names a file on the GPU worker (each must lie under a trusted root)."""
+        return {}
+
+    def missing(self) -> tuple[str, str] | None:
+        """(field, why) when no server can be launched from this environment as given."""
+        return None
+
+
+class ExistingEnvironment(_Environment):
+    """An interpreter someone else manages (environments/existing.py)."""
+
+    strategy: Literal["existing"] = "existing"
+    python: str = "python3"
+
+    def paths(self) -> dict[str, object]:
+        return {} if self.python in ("python", "python3") else {"environment.python": self.python}
+
+
+class VenvEnvironment(_Environment):
+    """A virtualenv per commit from a checkout of `repo` (environments/venv.py)."""
+
+    strategy: Literal["venv"]
+    repo: str | None = None
+    root: str | None = None  # where environments live (OMNI_HOME/envs)
+    requirements: tuple[str, ...] = ()
+    vllm_index: str | None = None
+
+    def paths(self) -> dict[str, object]:
+        paths: dict[str, object] = {"environment.repo": self.repo, "environment.root": self.root}
+        if self.vllm_index is not None and not self.vllm_index.startswith(("https://", "http://")):
+            paths["environment.vllm_index"] = self.vllm_index
+        for i, req in enumerate(self.requirements):
+            if req.startswith("-"):
+                raise ValueError(f"environment.requirements[{i}]: pip options are not accepted")
+            if "/" in req or req.startswith("."):
+                paths[f"environment.requirements[{i}]"] = req
+        return paths
+
+    def missing(self) -> tuple[str, str] | None:
+        if self.repo:
+            return None
+        return "environment.repo", "the venv strategy needs the repo to install from"
+
+
+class ImageEnvironment(_Environment):
+    """The commit's image as a Kubernetes pod (environments/pods.py)."""
+
+    strategy: Literal["image"]
+    image: str = ""  # the image reference, {commit} for the SHA
+    namespace: str = "default"
+
+    def missing(self) -> tuple[str, str] | None:
+        if "{commit}" in self.image:
+            return None
+        return "environment.image", (
+            "the image strategy needs the image reference, with {commit} for the SHA "
+            '(e.g. "registry/vllm-omni:{commit}")'
+        )
+
+
+def strategy(value: object) -> object:
+    """An environment's strategy: `existing` when the config names none."""
+    if isinstance(value, dict):
+        return value.get("strategy", "existing")
+    return getattr(value, "strategy", None)
+
+
+Environment = Annotated[
+    Annotated[ExistingEnvironment, Tag("existing")]
+    | Annotated[VenvEnvironment, Tag("venv")]
+    | Annotated[ImageEnvironment, Tag("image")],
+    Discriminator(strategy),
+]
 
 
 class GateOverride(BaseModel):
@@ -56,12 +162,8 @@ class AutoBisect(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = False
-    budget: float = Field(
-        default=4.0,
-        gt=0,
-        le=100,
-        description="GPU one bisection may use, in full-run equivalents (clips run / clips)",
-    )
+    # GPU one bisection may use, in full-run equivalents (clips run / clips)
+    budget: float = Field(default=4.0, gt=0, le=100)
 
 
 class Serving(BaseModel):
@@ -70,11 +172,11 @@ class Serving(BaseModel):
     names a path or an executable run on the GPU worker must lie under a trusted root
     (OMNI_TRUSTED_ROOTS), so a trigger form cannot point the worker at any file."""
 
-    repo: str | None = Field(default=None, description="git repo to read branch heads from")
+    repo: str | None = None  # the git repo to read branch heads from
     overrides: dict[str, Any] = Field(default_factory=dict)
     environment: Environment = Field(default_factory=ExistingEnvironment)
     server: ServerConfig = Field(default_factory=ServerConfig)
-    lane: str = Field(default=DEFAULT_LANE, description="The hardware lane the runs are on")
+    lane: str = DEFAULT_LANE  # the hardware lane the runs are on
     # The benchmark family's own run options (Benchmark.options), each given as a field of its
     # own name, as configs and forms always gave them.
     options: JsonObject = Field(default_factory=dict)
@@ -135,7 +237,7 @@ class Serving(BaseModel):
 
     def check_run_fields(self, branches: Sequence[str], variant: str, dataset: str) -> None:
         """A form's branches, variant and dataset (they become keys and paths), its serving
-        fields, and its series (a bisect's, an ablation's)."""
+        fields, and its series (a nightly's, a bisect's, an ablation's)."""
         for branch in branches:
             check_branch(branch)
         check_name(variant, "variant")
@@ -152,43 +254,28 @@ class NightlyParams(Serving):
     model_config = ConfigDict(extra="forbid")
     branches: list[str] = Field(default_factory=lambda: ["main", "rebase"])
     baseline: str = "main"
-    commits: dict[str, str] = Field(default_factory=dict, description="branch → explicit commit")
-    targets: dict[str, str | UrlTarget] = Field(
-        default_factory=dict,
-        description="branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE",
-    )
+    commits: dict[str, str] = Field(default_factory=dict)  # branch → explicit commit
+    # branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE
+    targets: dict[str, str | UrlTarget] = Field(default_factory=dict)
     variant: str = "default"
     seeds: list[int] = Field(default_factory=lambda: [42])
-    limit: int | None = None
+    limit: int | None = Field(default=None, ge=1)  # unset: every item
     dataset: str = "demo"
     benchmark: str | None = None
     grader: dict[str, Any] = Field(default_factory=dict)
-    gpu_task_timeout_s: float = Field(
-        default=6 * 3600, gt=0, description="A GPU task (one branch × seed) stops after this"
-    )
+    # A GPU task (one branch × seed) stops after this.
+    gpu_task_timeout_s: float = Field(default=6 * 3600, gt=0)
     auto_bisect: AutoBisect = Field(default_factory=AutoBisect)
-    sim_margin: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="Gate speaker similarity too (a paired per-clip test beyond this margin), "
-        "for series whose upstream gate gates it",
-    )
-    concurrency: list[int] | None = Field(
-        default=None,
-        description="Concurrency invariance each night: levels, 1 first (e.g. [1, 8]); each "
-        "branch's items are sent alone and co-batched and paired (omni-tasks concurrency)",
-    )
-    concurrency_voices: int = Field(
-        default=1,
-        ge=1,
-        le=5,
-        description="seed-TTS audio series: reference voices mixed in the concurrency check",
-    )
-    upstream_gate: list[GateOverride] | Literal["none"] | None = Field(
-        default=None,
-        description="The series' upstream gates instead of the gate table's (`none`: it has none)",
-    )
+    # Gate speaker similarity too (a paired per-clip test beyond this margin), for series
+    # whose upstream gate gates it.
+    sim_margin: float | None = Field(default=None, gt=0, lt=1)
+    # Concurrency invariance each night: levels, 1 first (e.g. [1, 8]); each branch's items
+    # are sent alone and co-batched and paired (omni-tasks concurrency).
+    concurrency: list[int] | None = None
+    # seed-TTS audio series: reference voices mixed in the concurrency check.
+    concurrency_voices: int = Field(default=1, ge=1, le=5)
+    # The series' upstream gates instead of the gate table's (`none`: it has none).
+    upstream_gate: list[GateOverride] | Literal["none"] | None = None
 
     def upstream_gates(self) -> list[UpstreamGate] | None:
         """The configured gates (an empty list for `none`), or None to use the gate table."""
@@ -221,13 +308,8 @@ class NightlyParams(Serving):
     def _checked(self) -> NightlyParams:
         """Trigger-form values are data: branch names must be git branch names, and paths must
         lie under a trusted root (see Serving)."""
-        for branch in {*self.branches, self.baseline, *self.commits, *self.targets}:
-            check_branch(branch)
-        check_name(self.variant, "variant")
-        self.series  # noqa: B018 (a property that checks benchmark, model and lane)
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be at least 1 (or unset for all), got {self.limit}")
-        self.check_serving()
+        branches = {*self.branches, self.baseline, *self.commits, *self.targets}
+        self.check_run_fields(sorted(branches), self.variant, self.dataset)
         if self.concurrency is not None:
             levels = self.concurrency
             if len(levels) < 2 or levels[0] != 1 or len(set(levels)) != len(levels):
@@ -243,12 +325,7 @@ class NightlyParams(Serving):
                 )
         repo = self.commit_repo
         self.commits = {b: full_commit(repo, c, f"commits.{b}") for b, c in self.commits.items()}
-        paths: dict[str, Any] = {}
         for branch in self.targets:
-            paths[f"targets.{branch}.deploy_config"] = self.target_deploy_config(branch)
-        if "/" in self.dataset or self.dataset.startswith("."):
-            paths["dataset"] = self.dataset
-        for what, value in paths.items():
-            if value is not None:
-                require_trusted(str(value), what)
+            if (deploy := self.target_deploy_config(branch)) is not None:
+                require_trusted(deploy, f"targets.{branch}.deploy_config")
         return self

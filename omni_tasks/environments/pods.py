@@ -31,7 +31,7 @@ import httpx
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
+from omni_tasks.deployment.schema import ImageEnvironment, ServerConfig
 from omni_tasks.trust.redact import SECRET_NAME
 
 # An image reference as the config gives it, `{commit}` filled in with the run's SHA.

@@ -18,8 +18,7 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
-from omni_tasks.deployment.schema import Serving
-from omni_tasks.deployment.server import VenvEnvironment
+from omni_tasks.deployment.schema import Serving, VenvEnvironment
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import served
 from omni_tasks.store import alerts as store

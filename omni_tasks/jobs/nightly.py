@@ -31,8 +31,13 @@ from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import BranchPlan
-from omni_tasks.deployment.schema import NightlyParams, Serving
-from omni_tasks.deployment.server import ImageEnvironment, ServerConfig, VenvEnvironment
+from omni_tasks.deployment.schema import (
+    ImageEnvironment,
+    NightlyParams,
+    ServerConfig,
+    Serving,
+    VenvEnvironment,
+)
 from omni_tasks.jobs.statistics import compute_stats_for_key
 from omni_tasks.records import LineageFlags
 from omni_tasks.series import Series

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
+from omni_tasks.deployment.schema import ImageEnvironment, ServerConfig
 from omni_tasks.environments import pods
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.kube_api import KubeState, kube_app

@@ -22,7 +22,7 @@ from omni_tasks.alerts.interactions import interactions_app
 from omni_tasks.alerts.triage import triage
 from omni_tasks.config import reset_settings
 from omni_tasks.deployment.reading import ConfigError
-from omni_tasks.deployment.retention import SlackActions, slack_actions
+from omni_tasks.deployment.sections import SlackActions, slack_actions
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import REGRESS, store_night
 

@@ -18,7 +18,7 @@ from omni_tasks.alerts.interactions import interactions_app
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.alerts.triage import TriageError, triage
 from omni_tasks.config import reset_settings
-from omni_tasks.deployment.retention import SlackActions
+from omni_tasks.deployment.sections import SlackActions
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import REGRESS, store_night
 from tests.fakes.slack_api import SlackState, slack_app

@@ -1449,7 +1449,7 @@ def test_a_server_pod_holds_no_token_and_no_privilege() -> None:
     name them: test_a_form_chooses_only_among_what_the_config_offers)."""
     from kubernetes import client as k8s
 
-    from omni_tasks.deployment.server import ImageEnvironment, ServerConfig
+    from omni_tasks.deployment.schema import ImageEnvironment, ServerConfig
     from omni_tasks.environments.pods import PodSpec, pod_manifest
 
     image = ImageEnvironment(strategy="image", image="registry.example/vllm-omni:{commit}")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from omni_tasks.deployment import forms
-from omni_tasks.deployment.checks import form_fields
+from omni_tasks.deployment.night import form_fields
 from omni_tasks.deployment.one_series import one_series_form
 from omni_tasks.deployment.reading import ConfigError
 

@@ -1,5 +1,6 @@
-"""The config's `retention:` (how long clip audio is kept) and `slack_actions:` (who may use
-the alerts' buttons) sections."""
+"""The config-wide sections of the deployment config: `retention:` (how long clip audio is
+kept), `slack_actions:` (who may use the alerts' buttons) and `buildkite:` (the pipelines the
+hourly Buildkite sync imports)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,24 @@ class SlackActions(BaseModel):
 def slack_actions(variable: str | None = None) -> SlackActions:
     """The configured `slack_actions:` allow-list (empty, refusing every click, without one)."""
     return config_section(read(variable), "slack_actions", SlackActions)
+
+
+class BuildkiteSync(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    org: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    pipelines: list[str] = Field(min_length=1)
+    base_url: str = Field(default="https://api.buildkite.com/v2", pattern=r"^https?://\S+$")
+    rules: str | None = None  # an artifact rules file (trusted)
+    lookback_days: int = Field(default=2, ge=1, le=400)
+    # Hosts (and their subdomains) artifact downloads may be fetched from, beside the API's
+    # own; a host listed by name may be a private address.
+    artifact_hosts: list[str] = ["buildkiteartifacts.com", "s3.amazonaws.com"]
+    download_deadline_s: float = Field(default=300.0, gt=0, le=3600)
+    # A git checkout of vllm-omni on the worker (trusted): gate thresholds are read from its
+    # test files at each build's commit.
+    upstream_checkout: str | None = None
+
+
+def buildkite_sync(variable: str | None = None) -> BuildkiteSync:
+    """The `buildkite:` section of the deployment config (version 2)."""
+    return config_section(read(variable), "buildkite", BuildkiteSync, missing="nothing to sync")
