@@ -77,7 +77,7 @@ def import_vllm_omni(
     (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys; --model and
     --lane name the series the runs belong to (an artifact does not say)."""
     from omni_tasks import benchmarks
-    from omni_tasks.benchmarks.seed_tts.family import ArtifactError, adopt_audio
+    from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, adopt_audio
     from omni_tasks.evidence.audio import AudioUnavailable, audio_roots
     from omni_tasks.store.runs import RunConflictError, save_run
 

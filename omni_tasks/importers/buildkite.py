@@ -51,7 +51,7 @@ from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.validity import run_validity
 from omni_tasks.benchmarks.artifact import ParsedArtifact
 from omni_tasks.benchmarks.base import ImportOptions
-from omni_tasks.benchmarks.seed_tts.family import ArtifactError, artifact_grader
+from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, artifact_grader
 from omni_tasks.contracts import JsonObject, json_objects
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import Threshold, gates_on

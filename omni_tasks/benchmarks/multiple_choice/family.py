@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -23,8 +23,11 @@ from omni_tasks.benchmarks.artifact import (
     ArtifactError,
     Document,
     ParsedArtifact,
+    artifact_judge,
     check_item_text,
     finite_number,
+    harness_setup,
+    imported_spec,
     nightly_of,
     require,
     summary_figures,
@@ -33,17 +36,7 @@ from omni_tasks.benchmarks.artifact import (
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import (
-    INFRA_STATUSES,
-    ClipAudio,
-    ClipGrade,
-    ClipRecord,
-    Execution,
-    Grader,
-    RunSpec,
-    records_of,
-)
-from omni_tasks.trust.names import InvalidName, check_name
+from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, records_of
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
@@ -57,15 +50,6 @@ MAX_DETAIL = 500  # upstream keeps the first 500 characters of an error; so does
 
 class QuestionSetError(ValueError):
     """A question set that cannot be run; the message names the file and the row."""
-
-
-class ChoiceItem(Protocol):
-    @property
-    def key(self) -> str: ...
-    @property
-    def answer(self) -> str: ...
-    @property
-    def breakdown(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -164,12 +148,9 @@ class MultipleChoice(Benchmark):
         self.runnable = suite is not None
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
-        self.grader = Grader(
-            grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",
-            description={
-                "backend": "artifact",
-                "source": f"vLLM-Omni {id} scorer (answer letter extracted by upstream's rules)",
-            },
+        self.grader = artifact_judge(
+            f"artifact:vllm-omni-{prefix.replace('_', '-')}",
+            f"vLLM-Omni {id} scorer (answer letter extracted by upstream's rules)",
         )
 
     def claims(self, doc: JsonObject) -> bool:
@@ -281,26 +262,17 @@ class MultipleChoice(Benchmark):
             evaluated = doc.get(f"{self.prefix}_evaluated")
             n_expected = int(evaluated) if finite_number(evaluated) and evaluated >= 0 else 0
             status = "summary_only"
-        execution: Execution = {}
-        if finite_number(doc.get("max_concurrency")):
-            execution["client_concurrency"] = doc["max_concurrency"]
-        try:
-            check_name(options.branch, "branch")
-        except InvalidName as exc:
-            raise ArtifactError(f"{path}: {exc}") from None
-        source = document.source(f"vllm-omni-{self.prefix.replace('_', '-')}")
-        spec = RunSpec(
-            benchmark=self.id,
+        spec = imported_spec(
+            path,
+            self.id,
+            options.branch,
             nightly=nightly,
-            branch=options.branch,
-            trigger="import",
-            status=status,  # type: ignore[arg-type]
+            status=status,
             n_expected=n_expected,
             commit_sha=options.commit,
-            config={"model": doc["model_id"]} if isinstance(doc.get("model_id"), str) else {},
-            execution=execution,
+            **harness_setup(doc),
             summary=summary_figures(doc, f"{self.prefix}_", self.items_key),
-            source=source,
+            source=document.source(f"vllm-omni-{self.prefix.replace('_', '-')}"),
         )
         return ParsedArtifact(spec, clips, grades, self.grader, warnings)
 
