@@ -72,7 +72,7 @@ def imported_spec(path: Path, benchmark: str, branch: str, **fields: Any) -> Run
     return RunSpec(benchmark=benchmark, branch=branch, trigger="import", **fields)
 
 
-def harness_setup(doc: JsonObject) -> dict[str, Any]:
+def harness_setup(doc: dict[str, Any]) -> dict[str, Any]:
     """What a vLLM-Omni harness file says of how it ran: the model (the run's config) and the
     client concurrency (its execution)."""
     model = doc.get("model_id")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def parse_artifact(
 
 
 def _clips(
-    doc: JsonObject,
+    doc: dict[str, Any],
     path: Path,
     system_prompt: str,
     audio_roots: list[str] | None,
@@ -345,49 +346,45 @@ def _clip_from_item(
     path: Path,
     where: str,
 ) -> tuple[ClipAudio, ClipGrade | None]:
+    """The item's clip and its grade: the artifact's WER of its transcript, or what its error
+    code says of it (nothing graded, an empty transcript, or the grader failing)."""
     audio = item.get("audio_path")
-    audio_uri = audio if isinstance(audio, str) else None
     lang = _lang_of(item)
-    question = flags.is_question(ref)
-    thinker_wer = score(ref, thinker_text, lang).wer if thinker_text else None
+    grade = functools.partial(
+        ClipGrade,
+        utt,
+        thinker_wer=score(ref, thinker_text, lang).wer if thinker_text else None,
+        is_question=flags.is_question(ref),
+    )
+    synth: SynthStatus = "ok"
+    status: str | None = "graded"
+    detail = None
+    code = item.get("error")
     if "error" in item:
-        code = item["error"]
         require(
             isinstance(code, str) and code in ERROR_CODES,
             path,
             f"{where} ({utt}): unknown error code {code!r} "
             f"(expected one of {', '.join(ERROR_CODES)})",
         )
-        synth, grade_status = ERROR_CODES[str(code)]
-        detail = item.get("detail")
-        clip = ClipAudio(
-            utt,
-            ordinal,
-            ref,
-            synth,
-            audio_uri=audio_uri,
-            thinker_text=thinker_text,
-            error_detail=f"{code}: {detail if isinstance(detail, str) else ''}".strip(),
-        )
-        if grade_status is None:
-            return clip, None
-        if grade_status == "empty_transcript":
-            empty = ClipGrade(
-                utt,
-                "empty_transcript",
-                hypothesis="",
-                wer=1.0,
-                thinker_wer=thinker_wer,
-                is_question=question,
-            )
-            return clip, score(ref, "", lang).onto(empty)
-        return clip, ClipGrade(
-            utt,
-            "grader_error",
-            thinker_wer=thinker_wer,
-            is_question=question,
-            error_detail=str(code),
-        )
+        synth, status = ERROR_CODES[str(code)]
+        said = item.get("detail")
+        detail = f"{code}: {said if isinstance(said, str) else ''}".strip()
+    clip = ClipAudio(
+        utt,
+        ordinal,
+        ref,
+        synth,
+        audio_uri=audio if isinstance(audio, str) else None,
+        thinker_text=thinker_text,
+        error_detail=detail,
+    )
+    if status is None:
+        return clip, None
+    if status == "grader_error":
+        return clip, grade("grader_error", error_detail=str(code))
+    if status == "empty_transcript":
+        return clip, score(ref, "", lang).onto(grade("empty_transcript", hypothesis="", wer=1.0))
     wer = item.get("wer")
     require(
         finite_number(wer, MAX_WER) and wer >= 0,
@@ -398,15 +395,11 @@ def _clip_from_item(
     raw = item.get("asr_raw", "")
     require(isinstance(raw, str), path, f"{where} ({utt}): 'asr_raw' must be a string")
     hyp = str(raw)
-    clip = ClipAudio(utt, ordinal, ref, "ok", audio_uri=audio_uri, thinker_text=thinker_text)
-    graded = ClipGrade(
-        utt,
+    graded = grade(
         "graded",
         hypothesis=hyp,
         wer=float(wer),  # type: ignore[arg-type]
-        thinker_wer=thinker_wer,
         task_leak=flags.task_leak(ref, hyp, system_prompt),
-        is_question=question,
         sim=_secondary(item, "sim", path, f"{where} ({utt})"),
         utmos=_secondary(item, "utmos", path, f"{where} ({utt})"),
     )
