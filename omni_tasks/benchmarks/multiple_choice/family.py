@@ -10,7 +10,8 @@ question instead (Video-MME: `question_id`; Daily-Omni has none, so video and ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import io
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ from omni_tasks.contracts import JsonObject
 from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, records_of
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from omni_tasks.benchmarks.request import RunRequest
     from omni_tasks.synthesis.profiles import Profile
 
@@ -101,6 +104,21 @@ class ChoiceSuite(ItemSuite):
 def is_correct(predicted: str | None, gold: str) -> bool:
     """Upstream's scorers: a strict letter match after strip/upper (no letter: wrong)."""
     return bool(predicted) and predicted.strip().upper() == gold.strip().upper()  # type: ignore[union-attr]
+
+
+def demo_mp4(frames: Iterable[np.ndarray], fps: int, size: int) -> bytes:
+    """A demo set's video: an MP4 (MPEG-4 part 2, PyAV's bundled encoder) of RGB frames."""
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        stream = out.add_stream("mpeg4", rate=fps)
+        stream.width = stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+    return buf.getvalue()
 
 
 def omni_chat_body(
