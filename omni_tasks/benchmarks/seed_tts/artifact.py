@@ -5,7 +5,6 @@ grader is "from artifact"."""
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import functools
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from omni_tasks.benchmarks.artifact import (
     MAX_UTT_ID,
     MAX_WER,
     ArtifactError,
+    Document,
     ParsedArtifact,
     artifact_judge,
     bounded_number,
@@ -31,6 +31,7 @@ from omni_tasks.benchmarks.artifact import (
     summary_figures,
     summary_mismatch,
 )
+from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading import flags
@@ -86,29 +87,24 @@ SUMMARY_KEYS = (
 )
 
 
-def parse_artifact(
-    path: Path,
-    *,
-    branch: str,
-    benchmark: str = "seed_tts_en",
-    commit: str | None = None,
-    nightly: dt.date | None = None,
-    system_prompt: str = flags.DEFAULT_SYSTEM_PROMPT,
-    audio_roots: list[str] | None = None,
-    references: dict[str, str] | None = None,
-    harness_version: str | None = None,
-    built: dt.date | None = None,
+def parse_artifact(path: Path, **options: Any) -> ParsedArtifact:
+    """A results file as seed_tts_en's; `options`: its ImportOptions' fields (branch, …)."""
+    return parse_document(read_document(path), ImportOptions(**options))
+
+
+def parse_document(
+    document: Document, options: ImportOptions, benchmark: str = "seed_tts_en"
 ) -> ParsedArtifact:
-    """`audio_roots`: where the items' `audio_path`s may lie (default: the audio root); a path
-    elsewhere is stored as "audio unavailable (reason)" and the import goes on. `references`:
-    utt id → target text (the dataset's), for the failure items that carry none."""
-    grader = artifact_grader(harness_version)
-    read = read_document(path)
-    doc = read.doc
+    """`options.audio_roots`: where the items' `audio_path`s may lie (default: the audio root);
+    a path elsewhere is stored as "audio unavailable (reason)" and the import goes on.
+    `options.references`: utt id → target text (the dataset's), for the failure items that
+    carry none."""
+    grader = artifact_grader(options.harness_version)
+    path, doc = document.path, document.doc
     require(is_seed_tts(doc), path, "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file")
     warnings: list[str] = []
-    nightly = nightly_of(doc, path, nightly, built)
-    clips, grades = _clips(doc, path, system_prompt, audio_roots, references or {}, warnings)
+    nightly = nightly_of(doc, path, options.nightly, options.built)
+    clips, grades = _clips(doc, path, options.audio_roots, options.references or {}, warnings)
     summary = _summary(doc, path, warnings)
     if clips:
         n_expected, status = len(clips), "complete"
@@ -124,16 +120,16 @@ def parse_artifact(
     spec = imported_spec(
         path,
         benchmark,
-        branch,
+        options.branch,
         nightly=nightly,
         status=status,
         n_expected=n_expected,
-        commit_sha=commit,
+        commit_sha=options.commit,
         **harness_setup(doc),
-        prompt_fingerprint=prompt_fingerprint(system_prompt),
-        system_prompt=system_prompt,
+        prompt_fingerprint=prompt_fingerprint(flags.DEFAULT_SYSTEM_PROMPT),
+        system_prompt=flags.DEFAULT_SYSTEM_PROMPT,
         summary=summary,
-        source=read.source("vllm-omni-seed-tts"),
+        source=document.source("vllm-omni-seed-tts"),
     )
     return ParsedArtifact(spec, clips, grades, grader, warnings)
 
@@ -141,7 +137,6 @@ def parse_artifact(
 def _clips(
     doc: dict[str, Any],
     path: Path,
-    system_prompt: str,
     audio_roots: list[str] | None,
     references: dict[str, str],
     warnings: list[str],
@@ -166,7 +161,7 @@ def _clips(
             ref = references.get(utt, "")
             no_reference += utt not in references
         text = thinker[i] if thinker else None
-        clip, grade = _clip_from_item(item, i, utt, ref, text, system_prompt, path, where)
+        clip, grade = _clip_from_item(item, i, utt, ref, text, path, where)
         clip = dataclasses.replace(clip, finish_reason=_finish_reason(item, path, where))
         clips.append(_checked_audio(clip, audio_roots, unavailable))
         if grade is not None:
@@ -229,12 +224,12 @@ def is_seed_tts(doc: JsonObject) -> bool:
 def locale_of(doc: JsonObject) -> str:
     """`zh` when every item that names a locale names a Chinese one, else `en`."""
     items = doc.get(ITEMS)
-    locales = [
-        i.get("locale").lower()  # type: ignore[union-attr]
+    langs = [
+        _lang_of(i)
         for i in (items if isinstance(items, list) else [])
         if isinstance(i, dict) and isinstance(i.get("locale"), str)
     ]
-    return "zh" if locales and all(x.startswith("zh") for x in locales) else "en"
+    return "zh" if langs and all(x == "zh" for x in langs) else "en"
 
 
 def _checked_audio(clip: ClipAudio, roots: list[str] | None, refused: list[str]) -> ClipAudio:
@@ -296,27 +291,28 @@ def _lang_of(item: JsonObject) -> str:
 def _finish_reason(item: JsonObject, path: Path, where: str) -> str | None:
     """The item's finish reason (upstream main: `finish_reason`, and `length_capped` when the
     token cap cut it short, which is the reason `length`)."""
-    reason = item.get("finish_reason")
+    reason, capped = item.get("finish_reason"), item.get("length_capped")
     require(
-        reason is None
-        or (isinstance(reason, str) and 0 < len(reason) <= 40 and reason.isprintable()),
+        reason is None or _short_reason(reason),
         path,
         f"{where}: 'finish_reason' must be a short reason (stop, length, ...)",
     )
-    capped = item.get("length_capped")
     require(
         capped is None or isinstance(capped, bool),
         path,
         f"{where}: 'length_capped' must be true or false",
     )
-    if capped and reason is None:
-        return "length"
     require(
-        not (capped and reason != "length"),
+        not capped or reason in (None, "length"),
         path,
         f"{where}: length_capped with finish_reason {reason!r}",
     )
-    return reason if isinstance(reason, str) else None
+    return "length" if capped else reason if isinstance(reason, str) else None
+
+
+def _short_reason(value: Any) -> bool:
+    """A finish reason as upstream writes one (stop, length, ...)."""
+    return isinstance(value, str) and 0 < len(value) <= 40 and value.isprintable()
 
 
 def _reason_counts(value: Any) -> bool:
@@ -325,12 +321,7 @@ def _reason_counts(value: Any) -> bool:
         isinstance(value, dict)
         and len(value) <= 20
         and all(
-            isinstance(k, str)
-            and 0 < len(k) <= 40
-            and k.isprintable()
-            and isinstance(v, int)
-            and not isinstance(v, bool)
-            and 0 <= v <= 10**7
+            _short_reason(k) and isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**7
             for k, v in value.items()
         )
     )
@@ -342,7 +333,6 @@ def _clip_from_item(
     utt: str,
     ref: str,
     thinker_text: str | None,
-    system_prompt: str,
     path: Path,
     where: str,
 ) -> tuple[ClipAudio, ClipGrade | None]:
@@ -399,7 +389,7 @@ def _clip_from_item(
         "graded",
         hypothesis=hyp,
         wer=float(wer),  # type: ignore[arg-type]
-        task_leak=flags.task_leak(ref, hyp, system_prompt),
+        task_leak=flags.task_leak(ref, hyp, flags.DEFAULT_SYSTEM_PROMPT),
         sim=_secondary(item, "sim", path, f"{where} ({utt})"),
         utmos=_secondary(item, "utmos", path, f"{where} ({utt})"),
     )

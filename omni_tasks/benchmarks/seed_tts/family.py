@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from omni_tasks.analysis.official import FAILED_REQUEST, FIGURES, official_summary
 from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
-from omni_tasks.benchmarks.seed_tts.artifact import is_seed_tts, locale_of, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import is_seed_tts, locale_of, parse_document
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord
 
@@ -171,17 +171,7 @@ class SeedTts(Benchmark):
         return super().figure_values(figure, clips)
 
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
-        return parse_artifact(
-            document.path,
-            branch=options.branch,
-            benchmark=self.id,
-            commit=options.commit,
-            nightly=options.nightly,
-            audio_roots=options.audio_roots,
-            references=options.references,
-            harness_version=options.harness_version,
-            built=options.built,
-        )
+        return parse_document(document, options, self.id)
 
 
 def _bench(req: RunRequest) -> BenchRequest:
