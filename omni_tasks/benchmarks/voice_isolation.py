@@ -100,12 +100,7 @@ class VoiceIsolation(Benchmark):
             require(isinstance(r, dict), path, f"requests[{i}] must be an object")
             check_item_text(r, "text", path, f"requests[{i}]")
             texts[r.get("idx")] = r.get("text")
-        test = doc.get("test")
-        require(
-            test is None or (isinstance(test, str) and NAME.fullmatch(test) is not None),
-            path,
-            "'test' must be a plain name",
-        )
+        test = None if doc.get("test") is None else _name(doc, "test", path)
         clips, grades = [], []
         for i, out in enumerate(full):
             where = f"full[{i}]"
@@ -115,8 +110,7 @@ class VoiceIsolation(Benchmark):
             plain = isinstance(voice, str) and NAME.fullmatch(voice) is not None
             require(plain, path, f"{where}: 'voice' must be a plain name")
             require(label in LABELS, path, f"{where}: 'label' must be one of {', '.join(LABELS)}")
-            for key in ("wrong_voice",):
-                check_item_text(out, key, path, where)
+            check_item_text(out, "wrong_voice", path, where)
             window = first[i] if first else {}
             first_label = window.get("label") if isinstance(window, dict) else None
             require(first_label in (*LABELS, None), path, f"first_window[{i}]: 'label'")

@@ -46,8 +46,6 @@ from omni_tasks.synthesis.stages import (
 from omni_tasks.synthesis.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.synthesis.voices import MAX_VOICES, voice_mix
 
-# Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
-
 
 @dataclass(frozen=True)
 class BenchRequest(RunRequest):
