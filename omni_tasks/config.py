@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
+import yaml
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,6 +43,20 @@ def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | No
     return env.get(name) or None
 
 
+def configured_benchmark(config: str | None) -> str:
+    """The default benchmark of the deployment config at path `config`: a version 2 config's
+    `defaults.benchmark`, a version 1 config's `benchmark`; else seed_tts_en. A config that
+    cannot be read names none here (`deployment.reading` says what is wrong with it)."""
+    try:
+        doc = yaml.safe_load(Path(config).read_text(encoding="utf-8")) if config else None
+    except (OSError, yaml.YAMLError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("version") != 1:
+        doc = doc.get("defaults")
+    named = doc.get("benchmark") if isinstance(doc, dict) else None
+    return named if isinstance(named, str) and named else "seed_tts_en"
+
+
 # Read from OMNI_<NAME>_FILE when set (Docker/Kubernetes secrets), else OMNI_<NAME>.
 SECRET_FIELDS = (
     "database_url",
@@ -65,11 +80,12 @@ class Settings(BaseSettings):
     )
     baseline_branch: str = "main"
     benchmark: str = Field(
-        default="seed_tts_en",
+        default_factory=lambda: configured_benchmark(os.environ.get("OMNI_NIGHTLY_CONFIG")),
         description="The benchmark meant where none is named (commands, the Airflow plugin's "
         "links, a fleet-wide task's INFRA alert); a deployment config's series name their own "
-        "(`benchmark`, or `defaults.benchmark`). The default is the series every row stored "
-        "before series existed belongs to",
+        "(`benchmark`, or `defaults.benchmark`). Default: the deployment config's "
+        "(OMNI_NIGHTLY_CONFIG) `defaults.benchmark`, else seed_tts_en, the series every row "
+        "stored before series existed belongs to",
     )
     gate_policy: Path | None = Field(default=None, description="Gate policy YAML override")
     gate_references: Path | None = Field(

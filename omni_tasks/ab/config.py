@@ -6,10 +6,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from omni_tasks.ab.checks import check_repo
+from omni_tasks.ab.request import ABError, ABRequest
+from omni_tasks.deployment import forms
 from omni_tasks.deployment.night import resolve_night
 from omni_tasks.deployment.reading import ConfigError, Doc, config_section, read, section
-from omni_tasks.jobs.ab import ABError, ABRequest
-from omni_tasks.trust import forms
 
 
 class ABConfig(BaseModel):

@@ -10,7 +10,7 @@ from omni_tasks.formatting import pts, pts_ci
 from omni_tasks.trust.redact import outbound, redact
 
 if TYPE_CHECKING:
-    from omni_tasks.jobs.ab import ABRequest, ABResult
+    from omni_tasks.ab.request import ABRequest, ABResult
     from omni_tasks.store.views import RegressedClip
 
 WORST = 10

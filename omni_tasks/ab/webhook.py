@@ -22,10 +22,10 @@ from fastapi.responses import JSONResponse
 
 from omni_tasks.contracts import JsonObject
 from omni_tasks.trust.bodies import bounded_body
+from omni_tasks.trust.commits import is_full_sha
 
 LABEL = "omni-ab"
 MAX_BODY = 1024 * 1024  # GitHub caps payloads at 25 MB; a PR event is a few kB
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _DELIVERY = re.compile(r"^[A-Za-z0-9-]{1,64}$")  # GitHub's X-GitHub-Delivery is a GUID
 
 
@@ -60,18 +60,13 @@ class Fork(Exception):
     """A pull request whose head lives in another repository (a fork)."""
 
 
-def ab_conf(event: str, payload: Any, allow_forks: bool = False) -> JsonObject | None:
-    """The omni_ab form for a `pull_request` event that labels a PR `omni-ab`; None for every
-    other event (it is acknowledged and ignored). A fork's PR raises Fork unless the config
-    allows forks: its head is anyone's code, and the label is then the trust decision."""
-    found = labelled(event, payload, allow_forks)
-    return None if found is None else found[0]
-
-
 def labelled(event: str, payload: Any, allow_forks: bool = False) -> tuple[JsonObject, str] | None:
-    """ab_conf's form with the event's dedupe key: repository, PR, head SHA, action and label.
-    GitHub's delivery id is not the key: the same signed body re-sent under fresh delivery ids
-    (a redelivery, or a replay by anyone who saw it) is the same request."""
+    """The omni_ab form for a `pull_request` event that labels a PR `omni-ab`, with the event's
+    dedupe key (repository, PR, head SHA, action and label); None for every other event (it is
+    acknowledged and ignored). GitHub's delivery id is not the key: the same signed body re-sent
+    under fresh delivery ids (a redelivery, or a replay by anyone who saw it) is the same
+    request. A fork's PR raises Fork unless the config allows forks: its head is anyone's code,
+    and the label is then the trust decision."""
     if event != "pull_request" or not isinstance(payload, dict):
         return None
     if payload.get("action") != "labeled" or _dig(payload, "label", "name") != LABEL:
@@ -81,9 +76,7 @@ def labelled(event: str, payload: Any, allow_forks: bool = False) -> tuple[JsonO
         return None
     base, head = _dig(pr, "base", "sha"), _dig(pr, "head", "sha")
     number = pr.get("number")
-    if not (
-        isinstance(base, str) and _SHA.match(base) and isinstance(head, str) and _SHA.match(head)
-    ):
+    if not all(isinstance(sha, str) and is_full_sha(sha) for sha in (base, head)):
         return None
     if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
         return None

@@ -37,11 +37,7 @@ def of_regression(d: StoredDecision, tau: float) -> str:
 
 
 def of_infra(d: StoredDecision) -> str:
-    return infra(d.series.key, d.candidate_branch, d.baseline_branch, d.variant)
-
-
-def infra(series: str, candidate: str, baseline: str, variant: str) -> str:
-    return "|".join([series, candidate, baseline, variant, "infra"])
+    return "|".join([d.series.key, d.candidate_branch, d.baseline_branch, d.variant, "infra"])
 
 
 def group(candidate: str, baseline: str, first_bad_night: str) -> str:

@@ -16,12 +16,12 @@ from slack_sdk.models.blocks import ContextBlock
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView, Message
+from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision, TriageEntry
 from omni_tasks.contracts.night import Event, GroupMemberRow
 from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.formatting import pts_ci
-from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 
 if TYPE_CHECKING:
     from omni_tasks.store.runs import NightRun
@@ -214,11 +214,16 @@ def group_payload(view: GroupView) -> JsonObject:
     return {"op": "post", **blocks.group_parent(view).to_payload()}
 
 
+def noon(night: dt.date) -> dt.datetime:
+    """When a night's events are annotated (so a night planned twice dedups them)."""
+    return dt.datetime.combine(night, dt.time(12), dt.UTC)
+
+
 def group_event(group_id: int, key: str, night: dt.date, kind: str, text: str) -> Event:
     """An alert group's annotation (formed, reopened, resolved), once per group and night."""
     _, candidate, _baseline, _ = key.split("|")
     return Event(
-        time=dt.datetime.combine(night, dt.time(12), dt.UTC),
+        time=noon(night),
         kind=kind,
         benchmark=None,
         branch=candidate,

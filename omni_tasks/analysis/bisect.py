@@ -34,10 +34,10 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from omni_tasks.analysis.change_point import step_nights
-from omni_tasks.analysis.discriminating import Outcomes, choose_clips
+from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.intervals import mcnemar_exact
 
 Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # commit, seed, clips
@@ -123,6 +123,83 @@ def repeat_cap(budget: float, n_clips: int, n_chosen: int, spent: int, n_commits
     return min(MAX_REPEATS, int((budget * n_clips - spent) // per_seed))
 
 
+@dataclass
+class _Runs:
+    """The benchmark runs a bisection spends, counted, and the endpoints' runs on the chosen
+    clips per fresh seed, which the check and every step share."""
+
+    evaluate: Evaluate
+    history: Sequence[str]
+    clips: tuple[str, ...] = ()
+    evaluations: int = 0
+    clips_run: int = 0
+    endpoint: dict[int, tuple[Outcomes, Outcomes]] = field(default_factory=dict)
+
+    def run(self, commit: str, s: int, clips: tuple[str, ...] | None) -> Outcomes:
+        out = self.evaluate(commit, s, clips)
+        self.evaluations += 1
+        self.clips_run += len(out)
+        return out
+
+    def ends_at(self, s: int) -> tuple[int, int]:
+        if s not in self.endpoint:
+            good, bad = self.history[0], self.history[-1]
+            self.endpoint[s] = (self.run(good, s, self.clips), self.run(bad, s, self.clips))
+        g, b = self.endpoint[s]
+        return sum(g.values()), sum(b.values())
+
+    def step(self, mid: int, seeds: list[int], upper: float, lower: float) -> BisectStep:
+        """The midpoint `mid` judged by the sequential test, one seed at a time, until the log
+        likelihood ratio crosses a bound or the seeds run out (forced)."""
+        d = self.clips
+        llr, used, counts = 0.0, [], []
+        for s in seeds:  # never a seed that chose the clips
+            self.ends_at(s)
+            k = sum(self.run(self.history[mid], s, d).values())
+            # The endpoints' rates over every seed they ran (the check's too): the test's error
+            # rates assume the true rates, and one seed's counts are noisy stand-ins for them.
+            g_all = sum(sum(g.values()) for g, _ in self.endpoint.values())
+            b_all = sum(sum(b.values()) for _, b in self.endpoint.values())
+            size = len(d) * len(self.endpoint)
+            llr += _llr(k, len(d), b_all / size, g_all / size)
+            used.append(s)
+            counts.append(k)
+            if llr >= upper or llr <= lower:
+                break
+        decision = "bad" if llr > 0 else "good"
+        forced = lower < llr < upper
+        return BisectStep(
+            self.history[mid], mid, tuple(used), tuple(counts), len(d), llr, decision, forced
+        )
+
+
+def _fit_to_budget(
+    chosen: Selection,
+    outcomes: tuple[Outcomes, Outcomes],
+    key: str,
+    budget: float,
+    spent: int,
+    n_commits: int,
+) -> tuple[tuple[str, ...], int, list[str]]:
+    """The clips to bisect, the repeat cap and a note when they were sampled: a wide regression
+    (most clips) or a small suite gets fewer clips at more seeds, never no bisection. The sample
+    keeps regressed clips first; the rest stay its controls."""
+    d, n_all = chosen.clips, chosen.n_common
+    cap = repeat_cap(budget, n_all, len(d), spent, n_commits)
+    if cap >= 1 or not chosen.regressed:
+        return d, cap, []
+    fit = int((budget * n_all - spent) // ((2 + steps_needed(n_commits)) * MIN_REPEATS))
+    if fit < MIN_CLIPS:
+        return d, cap, []
+    good, bad = outcomes
+    d = fitted(d, {u for u in d if bad[u] and not good[u]}, fit, key)
+    note = (
+        f"{len(d)} of the {len(chosen.clips)} chosen clips, sampled to fit "
+        f"{MIN_REPEATS} seeds a step into the budget"
+    )
+    return d, repeat_cap(budget, n_all, len(d), spent, n_commits), [note]
+
+
 def bisect(
     history: Sequence[str],
     evaluate: Evaluate,
@@ -141,132 +218,69 @@ def bisect(
     (a check at the seed that chose the clips replays the selection, and confirms it)."""
     if len(history) < 2:
         raise ValueError("bisect needs at least a good and a bad commit")
-    evaluations = clips_run = 0
-
-    def run(commit: str, s: int, clips: tuple[str, ...] | None) -> Outcomes:
-        nonlocal evaluations, clips_run
-        out = evaluate(commit, s, clips)
-        evaluations += 1
-        clips_run += len(out)
-        return out
-
+    runs = _Runs(evaluate, history)
     if stored is not None:
-        good_all, bad_all = stored
-        selection = "stored runs"
+        outcomes, selection = stored, "stored runs"
     else:
-        good_all, bad_all = run(history[0], seed, None), run(history[-1], seed, None)
+        outcomes = (runs.run(history[0], seed, None), runs.run(history[-1], seed, None))
         selection = "fresh runs"
     key = f"bisect|{history[0]}|{history[-1]}|{seed}"
-    chosen = choose_clips(good_all, bad_all, key, control)
-    d, n_all = chosen.clips, chosen.n_common
-    cap = repeat_cap(budget, n_all, len(d), clips_run, len(history))
-    notes: list[str] = []
-    if cap < 1 and chosen.regressed:
-        # A wide regression (most clips) or a small suite: fewer clips at more seeds, never no
-        # bisection. The sample keeps regressed clips first; the rest stay its controls.
-        fit = int((budget * n_all - clips_run) // ((2 + steps_needed(len(history))) * MIN_REPEATS))
-        if fit >= MIN_CLIPS:
-            d = fitted(d, {u for u in d if bad_all[u] and not good_all[u]}, fit, key)
-            cap = repeat_cap(budget, n_all, len(d), clips_run, len(history))
-            notes.append(
-                f"{len(d)} of the {len(chosen.clips)} chosen clips, sampled to fit "
-                f"{MIN_REPEATS} seeds a step into the budget"
-            )
+    chosen = choose_clips(*outcomes, key, control)
+    runs.clips, cap, notes = _fit_to_budget(
+        chosen, outcomes, key, budget, runs.clips_run, len(history)
+    )
 
-    def ended(why: str, check: EndpointCheck | None = None) -> BisectResult:
+    def ended(check: EndpointCheck | None, *why: str) -> BisectResult:
         return BisectResult(
             first_bad=None,
             last_good=None,
             steps=[],
-            discriminating=d,
+            discriminating=runs.clips,
             regressed=chosen.regressed,
             improved=chosen.improved,
-            evaluations=evaluations,
-            clips_run=clips_run,
-            n_clips=n_all,
+            evaluations=runs.evaluations,
+            clips_run=runs.clips_run,
+            n_clips=chosen.n_common,
             selection=selection,
             endpoints=check,
             repeat_cap=max(cap, 0),
-            notes=[*notes, why],
+            notes=[*notes, *why],
         )
 
     if not chosen.regressed:
         return ended(
+            None,
             f"no regression between these endpoints: their {selection} differ on no clip "
-            "the bad one breaks"
+            "the bad one breaks",
         )
     if cap < 1:
         return ended(
+            None,
             f"the budget of {budget:g} full runs does not cover one seed of the endpoint check "
-            f"and {steps_needed(len(history))} steps on {len(d)} clips"
+            f"and {steps_needed(len(history))} steps on {len(runs.clips)} clips",
         )
-
-    endpoint: dict[int, tuple[Outcomes, Outcomes]] = {}  # fresh seed -> (good, bad) on d
-
-    def ends_at(s: int) -> tuple[int, int]:
-        if s not in endpoint:
-            endpoint[s] = (run(history[0], s, d), run(history[-1], s, d))
-        g, b = endpoint[s]
-        return sum(g.values()), sum(b.values())
-
     fresh = list(
         itertools.islice((s for s in itertools.count(seed + 1) if s not in used_seeds), cap)
     )
-    check = _check_endpoints(ends_at, endpoint, fresh, alpha)
+    check = _check_endpoints(runs, fresh, alpha)
     if not check.verified:
         return ended(
+            check,
             "no regression between these endpoints: fresh runs on the chosen clips do not show "
             "the bad endpoint worse than the good one, so no commit is named",
-            check,
         )
-
     a_step = alpha / steps_needed(len(history))
     upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
     lo, hi = 0, len(history) - 1
     steps: list[BisectStep] = []
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        llr, seeds, counts = 0.0, [], []
-        for r in range(cap):
-            s = fresh[r]  # never a seed that chose the clips
-            ends_at(s)
-            k = sum(run(history[mid], s, d).values())
-            # The endpoints' rates over every seed they ran (the check's too): the test's error
-            # rates assume the true rates, and one seed's counts are noisy stand-ins for them.
-            g_all = sum(sum(g.values()) for g, _ in endpoint.values())
-            b_all = sum(sum(b.values()) for _, b in endpoint.values())
-            size = len(d) * len(endpoint)
-            llr += _llr(k, len(d), b_all / size, g_all / size)
-            seeds.append(s)
-            counts.append(k)
-            if llr >= upper or llr <= lower:
-                break
-        forced = lower < llr < upper
-        decision = "bad" if llr > 0 else "good"
-        steps.append(
-            BisectStep(
-                history[mid], mid, tuple(seeds), tuple(counts), len(d), llr, decision, forced
-            )
-        )
-        if decision == "bad":
+        steps.append(runs.step(mid, fresh, upper, lower))
+        if steps[-1].decision == "bad":
             hi = mid
         else:
             lo = mid
-    return BisectResult(
-        first_bad=history[hi],
-        last_good=history[lo],
-        steps=steps,
-        discriminating=d,
-        regressed=chosen.regressed,
-        improved=chosen.improved,
-        evaluations=evaluations,
-        clips_run=clips_run,
-        n_clips=n_all,
-        selection=selection,
-        endpoints=check,
-        repeat_cap=cap,
-        notes=notes,
-    )
+    return replace(ended(check), first_bad=history[hi], last_good=history[lo], steps=steps)
 
 
 def fitted(clips: tuple[str, ...], regressed: set[str], size: int, key: str) -> tuple[str, ...]:
@@ -280,32 +294,21 @@ def fitted(clips: tuple[str, ...], regressed: set[str], size: int, key: str) -> 
     return tuple(sorted(picked))
 
 
-def _check_endpoints(
-    ends_at: Callable[[int], tuple[int, int]],
-    runs: dict[int, tuple[Outcomes, Outcomes]],
-    seeds: list[int],
-    alpha: float,
-) -> EndpointCheck:
+def _check_endpoints(runs: _Runs, seeds: list[int], alpha: float) -> EndpointCheck:
     a_look = alpha / len(seeds)
     worse = better = 0
-    looked: list[int] = []
-    goods: list[int] = []
-    bads: list[int] = []
+    counts: dict[int, tuple[int, int]] = {}  # seed -> broken chosen clips (good, bad)
     p = 1.0
     for s in seeds:
-        g_k, b_k = ends_at(s)
-        g, b = runs[s]
+        counts[s] = runs.ends_at(s)
+        g, b = runs.endpoint[s]
         worse += sum(b[u] and not g[u] for u in g)
         better += sum(g[u] and not b[u] for u in g)
-        looked.append(s)
-        goods.append(g_k)
-        bads.append(b_k)
         p = mcnemar_exact(worse, better)[0]
         if p < a_look:
             break
-    return EndpointCheck(
-        tuple(looked), tuple(goods), tuple(bads), worse, better, p, a_look, p < a_look
-    )
+    goods, bads = zip(*counts.values(), strict=True)
+    return EndpointCheck(tuple(counts), goods, bads, worse, better, p, a_look, p < a_look)
 
 
 RANGE_WINDOW_DAYS = 42  # how far before the alert's night the step is looked for: at 300

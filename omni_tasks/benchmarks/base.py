@@ -65,7 +65,7 @@ class MissingCapability(ValueError):
 class RunOption:
     """One of a family's own run options. Its name is a deployment config key, a trigger form
     field and (hyphenated) a command-line flag; `schema` is its value's JSON schema, as the
-    forms check it (trust/forms.py); `form`: offered by configs and forms (else a flag only)."""
+    forms check it (deployment/forms.py); `form`: offered by configs and forms (else a flag)."""
 
     default: bool | int | float | str
     schema: Mapping[str, object]

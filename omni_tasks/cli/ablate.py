@@ -7,22 +7,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    BenchmarkOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    TranscriptOpt,
-    app,
-    console,
-    err,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_options,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, json_out, parse_date, say
 
 
 @app.command("ablate")
@@ -36,15 +22,13 @@ def ablate_cmd(
     baseline_target: Annotated[
         str, typer.Option(help="The baseline stack: vllm-serve, URL or simulator:PROFILE")
     ],
-    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
-    variant: Annotated[str, typer.Option(help="Variant")] = "default",
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
-    dataset: Annotated[
-        str, typer.Option(metavar="DIR", help="demo or the night's dataset root")
-    ] = "demo",
+    branch: opt.CandidateOpt = "rebase",
+    baseline: opt.BaselineOpt = "main",
+    variant: opt.VariantOpt = "default",
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
+    dataset: opt.DatasetOpt = "demo",
     ablations: Annotated[
         Path | None,
         typer.Option(
@@ -63,71 +47,51 @@ def ablate_cmd(
             "always runs"
         ),
     ] = 1.0,
-    transcript: TranscriptOpt = False,
-    alert_id: Annotated[
-        int | None, typer.Option(help="Reply in this alert's thread (default: the key's open one)")
-    ] = None,
-    as_json: JsonFlag = False,
+    transcript: opt.TranscriptOpt = False,
+    alert_id: opt.AlertThreadOpt = None,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Run the candidate stack with each ablation (one deploy override, merged by stage_id) on
     the confirmed night's regressed and control clips, beside fresh runs of the candidate and
     the baseline at the same seeds, adding a seed per round until each ablation is decided
     (regression gone, partial or unchanged) or the budget's rounds are spent; say what was
     decided, with the budget's arithmetic. Exit 1 on an error."""
-    import dataclasses
 
     import yaml
-    from pydantic import ValidationError
 
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
-    fields: dict[str, object] = {
-        "nightly": parse_date(nightly),
-        "candidate_target": candidate_target,
-        "baseline_target": baseline_target,
-        "branch": branch,
-        "baseline": baseline,
-        "variant": variant,
-        "benchmark": benchmark,
-        "lane": lane or "default",
-        "dataset": dataset,
-        "seed": seed,
-        "control": control,
-        "budget": budget,
-        **run_options({TRANSCRIPT: transcript}),
-        "alert_id": alert_id,
-    }
-    if model:
-        fields["server"] = {"model": model}
+    listed = {}
     if ablations is not None:
         try:
-            fields["ablations"] = yaml.safe_load(ablations.read_text(encoding="utf-8"))
+            listed["ablations"] = yaml.safe_load(ablations.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             fail(f"{ablations}: cannot read the ablations: {exc}", code=2)
-    try:
-        p = AblateParams.model_validate(fields)
-    except (ValidationError, ValueError) as exc:
-        fail(f"ablate: {exc}", code=2)
-    conn = open_db()
-    with conn:
-        try:
-            result = run_ablations(conn, p, p.nightly)
-        except AblateError as exc:
-            fail(str(exc))
-        import contextlib
-        import sys
-
-        from omni_tasks.alerts.slack import default_sink, dispatch
-
-        with contextlib.redirect_stdout(sys.stderr):  # the local outbox prints what it keeps
-            dispatch(conn, default_sink())
+    p = opt.validated(
+        AblateParams,
+        "ablate",
+        nightly=parse_date(nightly),
+        candidate_target=candidate_target,
+        baseline_target=baseline_target,
+        branch=branch,
+        baseline=baseline,
+        variant=variant,
+        dataset=dataset,
+        seed=seed,
+        control=control,
+        budget=budget,
+        alert_id=alert_id,
+        **opt.series_fields(benchmark, model, lane, transcript),
+        **listed,
+    )
+    result = opt.on_db(lambda conn: run_ablations(conn, p, p.nightly), AblateError, dispatch=True)
     if as_json:
         json_out(
             {
                 "ablate_id": p.ablate_id,
                 "clips": len(result.selection.clips),
-                "reference": dataclasses.asdict(result.reference),
-                "ablations": [dataclasses.asdict(v) for v in result.verdicts],
+                "reference": result.reference,
+                "ablations": result.verdicts,
                 "seeds": list(result.ablated.seeds),
                 "budget": result.ablated.arithmetic,
                 "full_runs": result.full_runs,
@@ -135,5 +99,5 @@ def ablate_cmd(
             }
         )
         return
-    err.print(f"ablate {p.ablate_id}: {len(result.run_keys)} runs stored", highlight=False)
+    say(f"ablate {p.ablate_id}: {len(result.run_keys)} runs stored")
     console.print(summary(p, result), highlight=False, soft_wrap=True)

@@ -11,28 +11,21 @@ from typing import Annotated
 import typer
 
 from omni_tasks.alerts import keys
-from omni_tasks.cli.common import (
-    JsonFlag,
-    WideFlag,
-    alerts_app,
-    console,
-    fail,
-    json_out,
-    open_db,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import alerts_app, console, fail, json_out
 from omni_tasks.config import get_settings
 from omni_tasks.reports.tables import print_table
 
 
 # ---------------------------------------------------------------- alerts
 @alerts_app.command("dispatch")
-def alerts_dispatch(as_json: JsonFlag = False) -> None:
+def alerts_dispatch(as_json: opt.JsonFlag = False) -> None:
     """Deliver queued alert messages: to Slack when OMNI_SLACK_TOKEN and OMNI_SLACK_CHANNEL are
     set, otherwise as Block Kit JSON files under $OMNI_HOME/outbox (printed readably)."""
     from omni_tasks.alerts.slack import default_sink, dispatch
 
     sink = default_sink()
-    conn = open_db()
+    conn = opt.open_db()
     # With --json, stdout carries only the JSON: the local outbox's readable echo goes to stderr.
     with conn, contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
         report = dispatch(conn, sink)
@@ -56,15 +49,13 @@ def _triage(
 
     from omni_tasks.alerts.triage import TriageError, triage
 
-    conn = open_db()
-    with conn:
-        try:
-            who = by or getpass.getuser()
-            done = triage(conn, alert_id, action, by=who, note=note, link=link, of=of)
-        except TriageError as exc:
-            fail(str(exc))
+    who = by or getpass.getuser()
+    done = opt.on_db(
+        lambda conn: triage(conn, alert_id, action, by=who, note=note, link=link, of=of),
+        TriageError,
+    )
     if as_json:
-        json_out(dataclasses.asdict(done))
+        json_out(done)
         return
     console.print(
         f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at the "
@@ -92,7 +83,7 @@ def _triage_command(action: str, help: str) -> None:
         note: NoteOpt = None,
         link: LinkOpt = None,
         by: ByOpt = None,
-        as_json: JsonFlag = False,
+        as_json: opt.JsonFlag = False,
     ) -> None:
         _triage(action, alert, note, link, by, as_json)
 
@@ -108,7 +99,7 @@ def _triage_of_command(action: str, help: str) -> None:
         note: NoteOpt = None,
         link: LinkOpt = None,
         by: ByOpt = None,
-        as_json: JsonFlag = False,
+        as_json: opt.JsonFlag = False,
     ) -> None:
         _triage(action, alert, note, link, by, as_json, of)
 
@@ -139,7 +130,7 @@ def alerts_ignore(
     alert: AlertArg,
     note: NoteOpt = None,
     by: ByOpt = None,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Ignore an open alert (looked at, nothing to do): it closes, and its key stays quiet
     until a new commit."""
@@ -152,7 +143,7 @@ def alerts_link(
     issue: Annotated[str, typer.Option(help="The issue's URL (https://…)")],
     note: NoteOpt = None,
     by: ByOpt = None,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Link an existing issue to an open alert: it stays open, its message links the issue."""
     _triage("link", alert, note, issue, by, as_json)
@@ -166,15 +157,9 @@ _triage_command(
 @alerts_app.command("list")
 def alerts_list(
     status: Annotated[str | None, typer.Option(help="open or resolved (default: both)")] = None,
-    benchmark: Annotated[
-        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark's alerts")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(metavar="MODEL", help="Only this model's alerts")
-    ] = None,
-    lane: Annotated[
-        str | None, typer.Option(metavar="LANE", help="Only this hardware lane's alerts")
-    ] = None,
+    benchmark: opt.OnlyBenchmark = None,
+    model: opt.OnlyModel = None,
+    lane: opt.OnlyLane = None,
     branch: Annotated[
         str | None, typer.Option(metavar="BRANCH", help="Only alerts on this candidate branch")
     ] = None,
@@ -182,8 +167,8 @@ def alerts_list(
         datetime.datetime | None,
         typer.Option(formats=["%Y-%m-%d"], help="Only alerts seen on or after this night"),
     ] = None,
-    wide: WideFlag = False,
-    as_json: JsonFlag = False,
+    wide: opt.WideFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Alerts (open first), the group each belongs to, and the state of their messages,
     optionally filtered (a group is listed when one of its members matches). A group's id
@@ -192,9 +177,8 @@ def alerts_list(
 
     if status not in (None, "open", "resolved"):
         fail(f"--status: {status!r} is not open or resolved")
-    conn = open_db()
-    with conn:
-        rows = alert_store.overview(
+    rows = opt.on_db(
+        lambda conn: alert_store.overview(
             conn,
             state=status,
             benchmark=benchmark,
@@ -203,6 +187,7 @@ def alerts_list(
             branch=branch,
             since=None if since is None else since.date(),
         )
+    )
     if as_json:
         json_out(rows)
         return

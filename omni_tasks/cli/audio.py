@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import audio_app, console, fail, open_db
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import audio_app, console, fail
 from omni_tasks.config import get_settings
 
 
@@ -33,9 +34,8 @@ def audio_prune(
         except ConfigError as exc:
             fail(str(exc))
     cutoff = dt.date.today() - dt.timedelta(days=older_than)
-    conn = open_db()
-    with conn:
-        pruned = prune_audio(conn, get_settings().audio_root_url, cutoff, dry_run=dry_run)
+    root = get_settings().audio_root_url
+    pruned = opt.on_db(lambda conn: prune_audio(conn, root, cutoff, dry_run=dry_run))
     verb = "would remove" if dry_run else "removed"
     for p in pruned:
         console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)", highlight=False)

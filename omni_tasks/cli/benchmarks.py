@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from omni_tasks.cli.common import JsonFlag, WideFlag, benchmarks_app, console, json_out
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import benchmarks_app, console, json_out
 from omni_tasks.reports.tables import print_table
 
 
 # ---------------------------------------------------------------- benchmarks
 @benchmarks_app.command("list")
-def benchmarks_list(wide: WideFlag = False, as_json: JsonFlag = False) -> None:
+def benchmarks_list(wide: opt.WideFlag = False, as_json: opt.JsonFlag = False) -> None:
     """Each benchmark: its id, family, per-item metric, what makes an item broken, the labels
     its items are broken down by, and what can be asked of it."""
     from omni_tasks import benchmarks
 
     rows = [b.describe() for b in benchmarks.all_benchmarks()]
     if as_json:
-        json_out([dataclasses.asdict(r) for r in rows])
+        json_out(rows)
         return
     cells = [
         [

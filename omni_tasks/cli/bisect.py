@@ -3,27 +3,12 @@ form runs the same job)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    BenchmarkOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    TranscriptOpt,
-    app,
-    console,
-    err,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_options,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, json_out, say
 
 
 @app.command("bisect")
@@ -35,16 +20,14 @@ def bisect_cmd(
         str,
         typer.Option(help="vllm-serve (each commit's own server), a URL, or simulator:PROFILE"),
     ],
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
-    branch: Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")] = "rebase",
-    baseline: Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")] = "main",
-    variant: Annotated[str, typer.Option(help="Variant")] = "default",
-    dataset: Annotated[
-        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
-    ] = "demo",
-    limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
+    branch: opt.CandidateOpt = "rebase",
+    baseline: opt.BaselineOpt = "main",
+    variant: opt.VariantOpt = "default",
+    dataset: opt.DatasetOpt = "demo",
+    limit: opt.LimitOpt = None,
     first_bad: Annotated[
         str | None, typer.Option(help="simulator:commit-history only: the planted first bad")
     ] = None,
@@ -54,54 +37,38 @@ def bisect_cmd(
         float, typer.Option(help="GPU it may use, in full-run equivalents (items run / items)")
     ] = 4.0,
     control: Annotated[int, typer.Option(help="Control items (fine at both ends)")] = 50,
-    transcript: TranscriptOpt = False,
-    nightly: Annotated[
-        str | None,
-        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
-    ] = None,
-    alert_id: Annotated[int | None, typer.Option(help="Reply in this alert's thread")] = None,
-    as_json: JsonFlag = False,
+    transcript: opt.TranscriptOpt = False,
+    nightly: opt.NightlyOpt = None,
+    alert_id: opt.AlertThreadOpt = None,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Find the first bad commit of a regression: the endpoints choose the items that
     discriminate (their stored nightly runs, else fresh runs), then each midpoint is run on
     those items at repeated seeds until a sequential test decides good or bad. Any family with
     the bisect capability (`benchmarks list`). Exit 1 when it cannot run."""
-    from pydantic import ValidationError
-
     from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
-    fields: dict[str, object] = {
-        "history": history,
-        "target": target,
-        "benchmark": benchmark,
-        "lane": lane or "default",
-        "branch": branch,
-        "baseline": baseline,
-        "variant": variant,
-        "dataset": dataset,
-        "limit": limit,
-        "first_bad": first_bad,
-        "seed": seed,
-        "alpha": alpha,
-        "budget": budget,
-        "control": control,
-        **run_options({TRANSCRIPT: transcript}),
-        "alert_id": alert_id,
-    }
-    if model:
-        fields["server"] = {"model": model}
-    try:
-        p = BisectParams.model_validate(fields)
-    except (ValidationError, ValueError) as exc:
-        fail(f"bisect: {exc}", code=2)
-    day = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date()
-    conn = open_db()
-    with conn:
-        try:
-            result = run_bisect(conn, p, day)
-        except BenchError as exc:
-            fail(str(exc))
+    p = opt.validated(
+        BisectParams,
+        "bisect",
+        history=history,
+        target=target,
+        branch=branch,
+        baseline=baseline,
+        variant=variant,
+        dataset=dataset,
+        limit=limit,
+        first_bad=first_bad,
+        seed=seed,
+        alpha=alpha,
+        budget=budget,
+        control=control,
+        alert_id=alert_id,
+        **opt.series_fields(benchmark, model, lane, transcript),
+    )
+    day = opt.night_or_today(nightly)
+    result = opt.on_db(lambda conn: run_bisect(conn, p, day), BenchError)
     if as_json:
         json_out(
             {
@@ -114,5 +81,5 @@ def bisect_cmd(
             }
         )
         return
-    err.print(f"bisect {p.bisect_id}: {result.evaluations} runs stored", highlight=False)
+    say(f"bisect {p.bisect_id}: {result.evaluations} runs stored")
     console.print(summary(p, result), highlight=False, soft_wrap=True)

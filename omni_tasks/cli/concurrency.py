@@ -2,50 +2,33 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    BenchmarkOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    TranscriptOpt,
-    app,
-    console,
-    err,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_options,
-    series_of,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, json_out, say
+
+if TYPE_CHECKING:
+    from omni_tasks.analysis.concurrency import ConcurrencyResult
 
 
 @app.command("concurrency")
 def concurrency_cmd(
-    target: Annotated[str, typer.Option(help="A serving vLLM-Omni's URL, or simulator:PROFILE")],
+    target: opt.TargetOpt,
     levels: Annotated[
         str, typer.Option(help="Concurrency levels, 1 first: each is paired with it")
     ] = "1,8",
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
     branch: Annotated[
         str, typer.Option(metavar="BRANCH", help="The branch the target serves")
     ] = "main",
-    commit: Annotated[
-        str | None, typer.Option(metavar="SHA", help="The commit the target serves")
-    ] = None,
+    commit: opt.CommitOpt = None,
     seed: Annotated[int, typer.Option(help="The seed every level sends")] = 42,
-    dataset: Annotated[
-        str, typer.Option(metavar="DIR", help="demo or the series' dataset root")
-    ] = "demo",
-    limit: Annotated[int | None, typer.Option(help="Only the first N items")] = None,
+    dataset: opt.DatasetOpt = "demo",
+    limit: opt.LimitOpt = None,
     control: Annotated[
         bool, typer.Option(help="Also rerun c = 1: is the server deterministic at all?")
     ] = False,
@@ -56,57 +39,46 @@ def concurrency_cmd(
             "output's voice (a proxy embedder)"
         ),
     ] = 1,
-    transcript: TranscriptOpt = False,
-    nightly: Annotated[
-        str | None,
-        typer.Option(metavar="DATE", help="The night its runs are stored under (default: today)"),
-    ] = None,
+    transcript: opt.TranscriptOpt = False,
+    nightly: opt.NightlyOpt = None,
     show: Annotated[int, typer.Option(help="Changed items shown, both sides of each")] = 10,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Does an answer depend on who else is in the batch? Send the same items, seeds and order
     at each level (one run per level, trigger `concurrency`), pair each item with itself sent
     alone, and say BATCH-VARIANT (outputs that changed, content regressed by exact McNemar) or
     SAME (with the bound on the change rate it rules out). Any family with the concurrency
     capability (`benchmarks list`). Exit 1 when it cannot run."""
-    from omni_tasks.benchmarks.base import MissingCapability
     from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.gates.policy import load_policy
-    from omni_tasks.jobs.concurrency import ConcurrencyError, ConcurrencyRequest, run_concurrency
+    from omni_tasks.jobs.concurrency import ConcurrencyRequest, run_concurrency
     from omni_tasks.reports.concurrency import write_report
-    from omni_tasks.trust.names import InvalidName
 
-    series = series_of(benchmark, model, lane)
+    series = opt.series_of(benchmark, model, lane)
     try:
         asked = tuple(int(x) for x in levels.split(","))
     except ValueError:
         fail(f"--levels: {levels!r} is not a comma-separated list of integers", code=2)
-    try:
-        req = ConcurrencyRequest(
-            benchmark=series.benchmark,
-            target=target,
-            levels=asked,
-            branch=branch,
-            commit=commit,
-            seed=seed,
-            dataset=dataset,
-            limit=limit,
-            options=run_options({TRANSCRIPT: transcript, "voices": voices if voices > 1 else None}),
-            model=series.model,
-            lane=series.lane,
-            control=control,
-            nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
-        )
-    except (ConcurrencyError, MissingCapability, InvalidName) as exc:
-        fail(f"concurrency: {exc}", code=2)
-    conn = open_db()
-    with conn:
-        try:
-            result = run_concurrency(
-                conn, req, load_policy(), say=lambda line: err.print(line, highlight=False)
-            )
-        except BenchError as exc:
-            fail(str(exc))
+    req = opt.validated(
+        ConcurrencyRequest,
+        "concurrency",
+        benchmark=series.benchmark,
+        target=target,
+        levels=asked,
+        branch=branch,
+        commit=commit,
+        seed=seed,
+        dataset=dataset,
+        limit=limit,
+        options=opt.run_options(
+            {opt.TRANSCRIPT: transcript, "voices": voices if voices > 1 else None}
+        ),
+        model=series.model,
+        lane=series.lane,
+        control=control,
+        nightly=opt.night_or_today(nightly),
+    )
+    result = opt.on_db(lambda conn: run_concurrency(conn, req, load_policy(), say=say), BenchError)
     page = write_report(
         result, f"Concurrency: {series.label} on {target}", target.startswith("simulator:")
     )
@@ -114,6 +86,13 @@ def concurrency_cmd(
         json_out(result.to_json() | {"report": str(page)})
         return
     console.print(f"{series.label}: {result.verdict}", highlight=False)
+    _print_changes(result, show)
+    console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result.runs.items()), soft_wrap=True)
+    console.print(f"report: {page}", soft_wrap=True, highlight=False)
+
+
+def _print_changes(result: ConcurrencyResult, show: int) -> None:
+    """Each level's comparison, with up to `show` changed items and voice leaks."""
     for c in result.comparisons:
         console.print(c.summary, highlight=False, soft_wrap=True)
         for item in c.flipped[:show]:
@@ -133,5 +112,3 @@ def concurrency_cmd(
                 highlight=False,
                 soft_wrap=True,
             )
-    console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result.runs.items()), soft_wrap=True)
-    console.print(f"report: {page}", soft_wrap=True, highlight=False)

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import console, db_app, fail, open_db
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, db_app, fail
 from omni_tasks.config import get_settings
 
 
@@ -35,12 +36,9 @@ def db_migrate(
     new version would apply."""
     from omni_tasks.store.migrate import migrate, pending
 
-    conn = open_db(migrate=False)
-    with conn:
-        try:
-            todo = pending(conn) if plan else migrate(conn)
-        except RuntimeError as exc:
-            fail(str(exc))
+    todo = opt.on_db(
+        lambda conn: pending(conn) if plan else migrate(conn), RuntimeError, migrate=False
+    )
     verb = "pending" if plan else "applied"
     for m in todo:
         console.print(f"{verb} {m.version:04d}_{m.name}", highlight=False)
@@ -58,12 +56,9 @@ def db_backup(
     from omni_tasks.store.backup import BackupError, backup
     from omni_tasks.store.db import resolve_dsn
 
-    conn = open_db()
-    with conn:
-        try:
-            r = backup(conn, resolve_dsn(), file, get_settings().audio_root_url)
-        except BackupError as exc:
-            fail(str(exc))
+    r = opt.on_db(
+        lambda conn: backup(conn, resolve_dsn(), file, get_settings().audio_root_url), BackupError
+    )
     console.print(
         f"backed up {r.runs} run(s) to {r.dump}; manifest {r.manifest} lists "
         f"{r.audio_files} audio file(s), {r.audio_bytes / 1e6:.1f} MB",
@@ -94,18 +89,17 @@ def db_restore(
     dsn = resolve_dsn()
     if not yes:
         fail(f"this replaces the results schema of {redact_dsn(dsn)}: add --yes")
-    conn = open_db(migrate=False)
-    with conn:
-        try:
-            r = restore(
-                conn,
-                dsn,
-                file,
-                get_settings().audio_root_url,
-                progress=lambda step: console.print(f"{step}…", highlight=False),
-            )
-        except BackupError as exc:
-            fail(str(exc))
+    r = opt.on_db(
+        lambda conn: restore(
+            conn,
+            dsn,
+            file,
+            get_settings().audio_root_url,
+            progress=lambda step: console.print(f"{step}…", highlight=False),
+        ),
+        BackupError,
+        migrate=False,
+    )
     console.print(
         f"restored {r.runs} run(s) and {r.migrations} migration record(s); audio: "
         f"{r.audio_checked - r.audio_missing} of {r.audio_checked} file(s) in place",

@@ -9,16 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    TranscriptOpt,
-    app,
-    console,
-    fail,
-    open_db,
-    parse_date,
-    run_options,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, parse_date
 from omni_tasks.config import get_settings
 from omni_tasks.formatting import pct_ci, pts_ci
 from omni_tasks.series import Series
@@ -30,7 +22,7 @@ def demo_cmd(
     nights: Annotated[
         int, typer.Option(min=1, max=30, help="Consecutive nightly dates (new seed each)")
     ] = 1,
-    transcript: TranscriptOpt = False,
+    transcript: opt.TranscriptOpt = False,
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
@@ -59,12 +51,12 @@ def demo_cmd(
     dsn = resolve_dsn()
     console.print(f"results DB: {redact_dsn(dsn)}", highlight=False)
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
-    options = run_options({TRANSCRIPT: transcript})
+    options = opt.run_options({opt.TRANSCRIPT: transcript})
     runs = run_nights(nights, last, options, dsn, lambda line: console.print(line, highlight=False))
     failed = [r for r in runs if r.returncode != 0]
     if failed:
         fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
-    with open_db() as conn:
+    with opt.open_db() as conn:
         for r in runs:
             s = night_summary(conn, Series(settings.benchmark), r.nightly)
             table = Table(
@@ -144,7 +136,7 @@ def nightly_cmd(
         str | None,
         typer.Option(metavar="DATE", help="Nightly date, YYYY-MM-DD (default: yesterday, UTC)"),
     ] = None,
-    transcript: TranscriptOpt = False,
+    transcript: opt.TranscriptOpt = False,
 ) -> None:
     """Run one night of the nightly DAG on a deployment config, by Airflow in-process
     (`airflow dags test`, as `demo` does on its own config): every series on every branch,
@@ -158,7 +150,7 @@ def nightly_cmd(
     from omni_tasks.store.db import resolve_dsn
     from omni_tasks.trust.redact import redact_dsn
 
-    conf = run_options({TRANSCRIPT: transcript})  # the form's fields: the options' names
+    conf = opt.run_options({opt.TRANSCRIPT: transcript})  # the form's fields: the options' names
     try:
         fleet = resolve_night(conf, str(config.resolve()))
     except ConfigError as exc:
@@ -173,7 +165,7 @@ def nightly_cmd(
         config.resolve(), night, conf, dsn, lambda line: console.print(line, highlight=False)
     )
     table = Table("series", "candidate vs baseline", "verdict", "reg:imp", title=f"nightly {night}")
-    with open_db() as conn:
+    with opt.open_db() as conn:
         for p in fleet.series:
             decided = [
                 d for d in views.gate_history(conn, p.series, night) if d.variant == p.variant

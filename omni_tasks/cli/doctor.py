@@ -9,7 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 
-from omni_tasks.cli.common import JsonFlag, console, doctor_app, fail
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, doctor_app, fail
 
 # Run inside the sandbox: what it can see of processes, and where it can write.
 _PROBE = """
@@ -29,7 +30,7 @@ print(json.dumps({"pids": len(pids), "uid": os.getuid(),
 
 
 @doctor_app.command("sandbox")
-def doctor_sandbox(as_json: JsonFlag = False) -> None:
+def doctor_sandbox(as_json: opt.JsonFlag = False) -> None:
     """Print the sandbox code under test runs in (tool, version, namespaces, uid, what is
     read-only and writable, GPU nodes), after starting one and checking it: its own PID
     namespace, the product's code read-only, its scratch writable. Exits non-zero naming the

@@ -2,43 +2,33 @@
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from omni_tasks.cli.common import (
-    HELP_MARKUP,
-    BenchmarkOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    app,
-    console,
-    fail,
-    json_out,
-    load_policy_or_fail,
-    open_db,
-    series_of,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import HELP_MARKUP, app, console, fail, json_out
 
 if TYPE_CHECKING:
     from omni_tasks.gates.advice import GateAdvice
     from omni_tasks.gates.references import Reference
+    from omni_tasks.gates.table import UpstreamGate
     from omni_tasks.series import Series
 
 gates_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP, help="Upstream's fixed accuracy gates, judged from history."
 )
 app.add_typer(gates_app, name="gates")
+T = TypeVar("T")
 
 
 @gates_app.command("advise")
 def advise_cmd(
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
     series: Annotated[
         str | None,
         typer.Option(help="The series as BENCHMARK|MODEL|LANE (instead of the three options)"),
@@ -86,7 +76,7 @@ def advise_cmd(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A ready-to-paste PR description")
     ] = False,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """For the series' upstream gate (figure, comparator, threshold from the gate table, or
     --threshold): its chance of failing a night with nothing changed, the shift it catches,
@@ -95,24 +85,57 @@ def advise_cmd(
     in the references file (OMNI_GATE_REFERENCES), or the entry this history would register."""
     from omni_tasks import benchmarks
     from omni_tasks.config import get_settings
-    from omni_tasks.gates.table import gates_of
     from omni_tasks.gates.text import lines, pr_description
-    from omni_tasks.jobs.gate_advice import NoHistory, advise_series, default_gate
-    from omni_tasks.series import Series
+    from omni_tasks.jobs.gate_advice import NoHistory, advise_series
 
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
-    if series is not None:
-        try:
-            chosen = Series.parse(series)
-        except ValueError as exc:
-            fail(f"--series: {exc}", code=2)
-    else:
-        chosen = series_of(benchmark, model, lane)
+    chosen = opt.series_of(benchmark, model, lane, named=series)
     try:
         judged = benchmarks.get(chosen.benchmark).judged
     except benchmarks.UnknownBenchmark as exc:
         fail(str(exc), code=2)
+    gates = _gates(chosen, config, figure, threshold)
+    registered = _registered(chosen, sku, protocol, [g.figure for g in gates])
+    policy = opt.load_policy_or_fail()
+    advice = opt.on_db(
+        lambda conn: [
+            advise_series(
+                conn,
+                chosen,
+                branch or get_settings().baseline_branch,
+                g,
+                policy,
+                target=target_false_fail,
+                commit=commit,
+                reference=registered.get(g.figure),
+            )
+            for g in gates
+        ],
+        NoHistory,
+    )
+    what = "broken items" if judged == "wer" else "wrong answers"
+    if as_json:
+        json_out(advice)
+    elif markdown:
+        for g, a in zip(gates, advice, strict=True):
+            print(pr_description(a, chosen.label, g.constant, what))
+    else:
+        for a in advice:
+            for line in lines(a, what):
+                console.print(line, highlight=False, soft_wrap=True)
+            _print_entry(chosen, sku, protocol, a)
+
+
+def _gates(
+    chosen: Series, config: Path | None, figure: str | None, threshold: float | None
+) -> list[UpstreamGate]:
+    """The series' upstream gates to judge: the deployment config's (--config) or the gate
+    table's, on --figure, at --threshold; the benchmark's own figure when none is known and
+    --threshold is given."""
+    from omni_tasks.gates.table import gates_of
+    from omni_tasks.jobs.gate_advice import default_gate
+
     configured = None
     if config is not None:
         from omni_tasks.deployment.night import resolve_night
@@ -137,40 +160,7 @@ def advise_cmd(
                 code=2,
             )
         gates = [fallback]
-    if threshold is not None:
-        gates = [g.with_threshold(threshold) for g in gates]
-    registered = _registered(chosen, sku, protocol, [g.figure for g in gates])
-    policy = load_policy_or_fail()
-    conn = open_db()
-    with conn:
-        try:
-            advice = [
-                advise_series(
-                    conn,
-                    chosen,
-                    branch or get_settings().baseline_branch,
-                    g,
-                    policy,
-                    target=target_false_fail,
-                    commit=commit,
-                    reference=registered.get(g.figure),
-                )
-                for g in gates
-            ]
-        except NoHistory as exc:
-            fail(str(exc))
-    what = "broken items" if judged == "wer" else "wrong answers"
-    if as_json:
-        json_out([dataclasses.asdict(a) for a in advice])
-    elif markdown:
-        for g, a in zip(gates, advice, strict=True):
-            print(pr_description(a, chosen.label, g.constant, what))
-    else:
-        for a in advice:
-            for line in lines(a, what):
-                console.print(line, highlight=False, soft_wrap=True)
-            if sku is not None and a.reference is None:
-                _print_entry(chosen, sku, protocol, a)
+    return gates if threshold is None else [g.with_threshold(threshold) for g in gates]
 
 
 def _registered(
@@ -200,12 +190,13 @@ def _registered(
     return {ref.figure: ref} if ref.figure in figures else {}
 
 
-def _print_entry(series: Series, sku: str, protocol: str, a: GateAdvice) -> None:
+def _print_entry(series: Series, sku: str | None, protocol: str, a: GateAdvice) -> None:
+    """With --sku and no reference registered for it, the entry this history would register."""
     import datetime as dt
 
     from omni_tasks.gates.references import entry_yaml
 
-    if a.design is None:
+    if sku is None or a.reference is not None or a.design is None:
         return
     console.print(
         f"  no reference registered for {series.benchmark} · {series.model} on {sku} over "
@@ -240,7 +231,7 @@ def mean_cmd(
     direction: Annotated[
         str, typer.Option(help="Which way: >= (must stay above: accuracy) or <= (below: WER)")
     ] = ">=",
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """A mean gate as a hypothesis test (TensorRT-LLM's form): α, β, σ and n give the minimum
     detectable effect θ and, with a reference, the threshold."""
@@ -248,12 +239,8 @@ def mean_cmd(
 
     if direction not in (">=", "<="):
         fail("--direction: >= or <=", code=2)
-    try:
-        g = mean_gate(alpha, beta, sigma, n, reference, direction)  # type: ignore[arg-type]
-    except ValueError as exc:
-        fail(str(exc), code=2)
-    if as_json:
-        json_out(dataclasses.asdict(g))
+    g = _design(lambda: mean_gate(alpha, beta, sigma, n, reference, direction), as_json)  # type: ignore[arg-type]
+    if g is None:
         return
     line = f"n {n}, σ {sigma:g}: θ = {g.theta:.4g} detectable at α {alpha:g}, power {1 - beta:g}"
     if g.threshold is not None:
@@ -273,23 +260,23 @@ def k_of_n_cmd(
     ] = None,
     alpha: Annotated[float, typer.Option(help="False-fail chance allowed (α)")] = 0.01,
     beta: Annotated[float, typer.Option(help="Miss chance allowed at --degraded (β)")] = 0.2,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """A "≥ k of n" gate (upstream's form for flaky per-request checks: no retries, no early
     exit): its false-fail chance and its power, or the smallest n (and k) that meets α and β."""
     from omni_tasks.gates.design import k_for, k_of_n, n_for_k_of_n
 
-    try:
-        if n is None:
-            if degraded is None:
-                fail("--degraded is needed to find n", code=2)
-            g = n_for_k_of_n(healthy, degraded, alpha, beta)
-        else:
-            g = k_of_n(n, k if k is not None else k_for(n, healthy, alpha), healthy, degraded)
-    except ValueError as exc:
-        fail(str(exc), code=2)
-    if as_json:
-        json_out(dataclasses.asdict(g))
+    if n is None and degraded is None:
+        fail("--degraded is needed to find n", code=2)
+    g = _design(
+        lambda: (
+            n_for_k_of_n(healthy, degraded, alpha, beta)
+            if n is None
+            else k_of_n(n, k if k is not None else k_for(n, healthy, alpha), healthy, degraded)
+        ),
+        as_json,
+    )
+    if g is None:
         return
     line = f">= {g.k} of {g.n}: fails a healthy build ({healthy:g}) {g.false_fail:.2%} of the time"
     if g.power is not None:
@@ -302,23 +289,33 @@ def zero_cmd(
     rate: Annotated[list[float], typer.Option(help="Leak rate(s) to catch (per item)")],
     n: Annotated[int | None, typer.Option(help="Items checked (omit: the n for --power)")] = None,
     power: Annotated[float, typer.Option(help="Power wanted when n is omitted")] = 0.9,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """A zero-tolerance gate ("0 wrong of n", upstream's voice-isolation test): its chance to
     see a leak at each rate, or the n it needs for --power."""
     from omni_tasks.gates.design import n_for_zero_tolerance, zero_tolerance
 
-    try:
-        rows = [
+    rows = _design(
+        lambda: [
             zero_tolerance(n if n is not None else n_for_zero_tolerance(r, power), r) for r in rate
-        ]
-    except ValueError as exc:
-        fail(str(exc), code=2)
-    if as_json:
-        json_out([dataclasses.asdict(z) for z in rows])
-        return
-    for z in rows:
+        ],
+        as_json,
+    )
+    for z in rows or ():
         console.print(
             f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time",
             highlight=False,
         )
+
+
+def _design(design: Callable[[], T], as_json: bool) -> T | None:
+    """A gate's design from the options (a value it refuses is bad usage, exit 2); with
+    --json printed, and None (nothing more to print)."""
+    try:
+        made = design()
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    if not as_json:
+        return made
+    json_out(made)
+    return None

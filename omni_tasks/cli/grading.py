@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any
 
 import typer
 
-from omni_tasks.cli.common import (
-    BackendOpt,
-    BatchOpt,
-    BeamOpt,
-    DeviceOpt,
-    HarnessOpt,
-    JsonFlag,
-    ModelOpt,
-    PrecisionOpt,
-    TailThreshold,
-    WindowOpt,
-    app,
-    console,
-    fail,
-    json_out,
-    load_grader_or_fail,
-    load_policy_or_fail,
-    open_db,
-    run_keys_of,
-    tau_or_default,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, json_out
 
 
 # ---------------------------------------------------------------- wer
@@ -38,11 +18,11 @@ def wer_cmd(
     system_prompt: Annotated[
         str | None, typer.Option(help="System prompt for the task-leak flag (default: §1's)")
     ] = None,
-    tail_threshold: TailThreshold = None,
+    tail_threshold: opt.TailThreshold = None,
     lang: Annotated[
         str, typer.Option(help="en (words, lowercased) or zh (per character), as seed-tts-eval")
     ] = "en",
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Score one clip exactly as seed-tts-eval does, with its failure mode and flags."""
     from omni_tasks.analysis.failure_modes import diagnose
@@ -54,7 +34,7 @@ def wer_cmd(
         result = score(reference, hypothesis, lang)
     except ValueError as exc:
         fail(str(exc))
-    tau = tau_or_default(load_policy_or_fail(), tail_threshold)
+    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
     prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
     clip = ClipRecord(
         utt_id="-",
@@ -101,18 +81,18 @@ def grade_cmd(
     run_key: Annotated[
         str, typer.Argument(help="Run whose stored audio to grade (key or unique prefix)")
     ],
-    backend: BackendOpt = "faster-whisper",
-    model: ModelOpt = None,
-    precision: PrecisionOpt = None,
-    window: WindowOpt = None,
-    harness_version: HarnessOpt = None,
-    beam_size: BeamOpt = 1,
-    batch_size: BatchOpt = 8,
-    device: DeviceOpt = "cpu",
+    backend: opt.BackendOpt = "faster-whisper",
+    model: opt.ModelOpt = None,
+    precision: opt.PrecisionOpt = None,
+    window: opt.WindowOpt = None,
+    harness_version: opt.HarnessOpt = None,
+    beam_size: opt.BeamOpt = 1,
+    batch_size: opt.BatchOpt = 8,
+    device: opt.DeviceOpt = "cpu",
     replace: Annotated[
         bool, typer.Option(help="Grade again even if this grader already graded the run")
     ] = False,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Grade a run's stored audio into a new grading (re-grading never creates a run).
 
@@ -122,18 +102,23 @@ def grade_cmd(
     from omni_tasks.grading.grade import grade_run
     from omni_tasks.store.runs import RunNotFoundError
 
-    grader = load_grader_or_fail(
-        backend, model, precision, window, beam_size, batch_size, device, harness_version
+    grader = opt.load_grader_or_fail(
+        backend=backend,
+        model=model,
+        precision=precision,
+        window=window,
+        beam_size=beam_size,
+        batch_size=batch_size,
+        device=device,
+        harness_version=harness_version,
     )
-    (run_key,) = run_keys_of(run_key)
-    conn = open_db()
-    with conn:
-        try:
-            outcome = grade_run(conn, run_key, grader, replace=replace, show_progress=not as_json)
-        except RunNotFoundError as exc:
-            fail(str(exc))
+    (run_key,) = opt.run_keys_of(run_key)
+    outcome = opt.on_db(
+        lambda conn: grade_run(conn, run_key, grader, replace=replace, show_progress=not as_json),
+        RunNotFoundError,
+    )
     if as_json:
-        json_out(dataclasses.asdict(outcome))
+        json_out(outcome)
         return
     verb = "graded" if outcome.created else "already graded (use --replace to grade again)"
     console.print(f"{outcome.run_key}: {verb} by [bold]{outcome.grader_id}[/]")

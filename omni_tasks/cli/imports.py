@@ -5,25 +5,17 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from omni_tasks.cli.common import (
-    ArtifactHarnessOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    console,
-    err,
-    fail,
-    import_app,
-    json_out,
-    open_db,
-    parse_date,
-    series_of,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, err, fail, import_app, json_out, parse_date, say
 from omni_tasks.config import read_secret
+
+if TYPE_CHECKING:
+    from omni_tasks.benchmarks import ImportOptions
+    from omni_tasks.importers.buildkite import ImportReport
 
 
 # ---------------------------------------------------------------- import
@@ -69,53 +61,28 @@ def import_vllm_omni(
             "items (upstream writes none for them)",
         ),
     ] = None,
-    harness_version: ArtifactHarnessOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
+    harness_version: opt.ArtifactHarnessOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
 ) -> None:
     """Import vLLM-Omni results JSON files, one run each; prints each run key. The benchmark
     (seed_tts_en/zh, daily_omni, videomme) is detected from each file's keys; --model and
     --lane name the series the runs belong to (an artifact does not say)."""
     from omni_tasks import benchmarks
-    from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, adopt_audio
-    from omni_tasks.evidence.audio import AudioUnavailable, audio_roots
+    from omni_tasks.evidence.audio import AudioUnavailable
     from omni_tasks.store.runs import RunConflictError, save_run
+    from omni_tasks.trust.names import InvalidName, check_run_key
 
     if run_key and len(files) > 1:
         fail("--run-key names one run; import one file at a time with it")
     if model is not None or lane is not None:
-        series_of(benchmark, model, lane)  # a bad model or lane name is bad usage (exit 2)
-    from omni_tasks.trust.commits import check_commit
-    from omni_tasks.trust.names import InvalidName, check_run_key
-
+        opt.series_of(benchmark, model, lane)  # a bad model or lane name is bad usage (exit 2)
     try:
         if run_key is not None:
             check_run_key(run_key)
     except InvalidName as exc:
         fail(str(exc))
-    night = parse_date(nightly) if nightly else None
-    roots = audio_roots() + ([str(audio_root)] if audio_root else [])
-    references = None
-    if dataset is not None:
-        from omni_tasks.dataset import DatasetError, load_dataset
-
-        try:
-            references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
-        except DatasetError as exc:
-            fail(str(exc))
-    if commit is not None:
-        try:
-            commit = check_commit(commit, "--commit")
-        except InvalidName as exc:
-            fail(str(exc))
-    options = benchmarks.ImportOptions(
-        branch=branch,
-        commit=commit,
-        nightly=night,
-        audio_roots=roots,
-        references=references,
-        harness_version=harness_version,
-    )
+    options = _import_options(branch, commit, nightly, audio_root, dataset, harness_version)
     parsed = []
     for f in files:
         try:
@@ -124,24 +91,56 @@ def import_vllm_omni(
                 art.spec, model=model or art.spec.model, lane=lane or art.spec.lane
             )
             art = dataclasses.replace(art, spec=spec)
-            parsed.append(adopt_audio(art, str(audio_root)) if audio_root else art)
-        except (ArtifactError, AudioUnavailable) as exc:
+            parsed.append(benchmarks.adopt_audio(art, str(audio_root)) if audio_root else art)
+        except (benchmarks.ArtifactError, AudioUnavailable) as exc:
             fail(str(exc))
-    conn = open_db()
-    with conn:
+
+    def store(conn: Any) -> None:
         for art in parsed:
             for w in art.warnings:
                 err.print(f"[yellow]warning:[/] {w}", highlight=False)
             grading = (art.grader, art.grades) if art.has_clips else None
-            try:
-                res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
-            except RunConflictError as exc:
-                fail(str(exc))
-            err.print(
-                f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})",
-                highlight=False,
-            )
+            res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
+            say(f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})")
             sys.stdout.write(res.run_key + "\n")
+
+    opt.on_db(store, RunConflictError)
+
+
+def _import_options(
+    branch: str,
+    commit: str | None,
+    nightly: str | None,
+    audio_root: Path | None,
+    dataset: Path | None,
+    harness_version: str | None,
+) -> ImportOptions:
+    """What every file of an import is read with: its branch, checked commit, night, the
+    roots its audio may lie in, and the reference texts of --dataset."""
+    from omni_tasks.benchmarks import ImportOptions
+    from omni_tasks.evidence.audio import audio_roots
+    from omni_tasks.trust.commits import check_commit
+    from omni_tasks.trust.names import InvalidName
+
+    references = None
+    if dataset is not None:
+        from omni_tasks.dataset import DatasetError, load_dataset
+
+        try:
+            references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
+        except DatasetError as exc:
+            fail(str(exc))
+    try:
+        return ImportOptions(
+            branch=branch,
+            commit=None if commit is None else check_commit(commit, "--commit"),
+            nightly=parse_date(nightly) if nightly else None,
+            audio_roots=audio_roots() + ([str(audio_root)] if audio_root else []),
+            references=references,
+            harness_version=harness_version,
+        )
+    except InvalidName as exc:
+        fail(str(exc))
 
 
 @import_app.command("buildkite")
@@ -168,7 +167,7 @@ def import_buildkite(
     base_url: Annotated[str, typer.Option(help="API base (tests: a local server)")] = (
         "https://api.buildkite.com/v2"
     ),
-    harness_version: ArtifactHarnessOpt = None,
+    harness_version: opt.ArtifactHarnessOpt = None,
     upstream_checkout: Annotated[
         Path | None,
         typer.Option(
@@ -185,7 +184,7 @@ def import_buildkite(
             "Buildkite's S3 storage). A host named here may be a private address",
         ),
     ] = None,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Import the accuracy artifacts of Buildkite pipelines' builds (idempotent): each one the
     rules match is a run of its series, with upstream's own gate verdict beside it; JSON
@@ -208,47 +207,50 @@ def import_buildkite(
             "set BUILDKITE_API_TOKEN_FILE (or BUILDKITE_API_TOKEN): a Buildkite API token with "
             "read_builds, read_artifacts"
         )
-    reports = {}
-    with open_db() as conn:
-        try:
-            chosen = tuple(load_rules(rules)) if rules else ()
-            for slug in pipeline:
-                src = BuildkiteSource(
-                    org=org,
-                    pipeline=slug,
-                    token=token,
-                    base_url=base_url,
-                    branch=branch,
-                    since=parse_date(since) if since else None,
-                    harness_version=harness_version,
-                    rules=chosen,
-                    upstream_checkout=upstream_checkout,
-                    artifact_hosts=tuple(artifact_host) if artifact_host else ARTIFACT_HOSTS,
-                )
-                reports[slug] = import_pipeline(conn, src)
-        except BuildkiteError as exc:
-            fail(str(exc))
+
+    def run(conn: Any) -> dict[str, ImportReport]:
+        chosen = tuple(load_rules(rules)) if rules else ()
+        sources = (
+            BuildkiteSource(
+                org=org,
+                pipeline=slug,
+                token=token,
+                base_url=base_url,
+                branch=branch,
+                since=parse_date(since) if since else None,
+                harness_version=harness_version,
+                rules=chosen,
+                upstream_checkout=upstream_checkout,
+                artifact_hosts=tuple(artifact_host) if artifact_host else ARTIFACT_HOSTS,
+            )
+            for slug in pipeline
+        )
+        return {src.pipeline: import_pipeline(conn, src) for src in sources}
+
+    reports = opt.on_db(run, BuildkiteError)
     if as_json:
-        json_out({slug: dataclasses.asdict(r) for slug, r in reports.items()})
+        json_out(reports)
         return
     for slug, report in reports.items():
-        for w in report.warnings:
-            err.print(f"[yellow]warning:[/] {slug} {w}", highlight=False)
-        for e in report.errors:
-            err.print(f"[red]error:[/] {slug} {e}", highlight=False)
-        for u in report.unknown:
-            err.print(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}", highlight=False)
-        for n in report.invalid:
-            err.print(f"[red]night not valid:[/] {n}", highlight=False)
-        for b in report.skipped_builds:
-            err.print(f"[yellow]build {b}[/]", highlight=False)
-        for r in report.refused:
-            err.print(f"[yellow]refused:[/] {slug} {r}", highlight=False)
-        console.print(
-            f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
-            f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
-            f"{len(report.builds_without_artifact)} build(s) without a known artifact",
-            highlight=False,
-        )
-        for key in report.imported:
-            print(key)
+        _print_report(slug, report)
+
+
+def _print_report(slug: str, report: ImportReport) -> None:
+    """What a pipeline's import did: its problems on stderr, the counts, each run key."""
+    for line in (
+        *(f"[yellow]warning:[/] {slug} {w}" for w in report.warnings),
+        *(f"[red]error:[/] {slug} {e}" for e in report.errors),
+        *(f"[yellow]unknown artifact (no rule):[/] {slug} build {u}" for u in report.unknown),
+        *(f"[red]night not valid:[/] {n}" for n in report.invalid),
+        *(f"[yellow]build {b}[/]" for b in report.skipped_builds),
+        *(f"[yellow]refused:[/] {slug} {r}" for r in report.refused),
+    ):
+        err.print(line, highlight=False)
+    console.print(
+        f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
+        f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
+        f"{len(report.builds_without_artifact)} build(s) without a known artifact",
+        highlight=False,
+    )
+    for key in report.imported:
+        print(key)

@@ -7,21 +7,8 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    BenchmarkOpt,
-    LaneOpt,
-    ServedModelOpt,
-    TailThreshold,
-    app,
-    console,
-    dashboards_app,
-    fail,
-    load_policy_or_fail,
-    night_of,
-    open_db,
-    series_of,
-    tau_or_default,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, dashboards_app, fail
 from omni_tasks.contracts import JsonObject
 
 
@@ -55,7 +42,7 @@ def dashboards_push() -> None:
     """Push dashboards and new event annotations to Grafana (OMNI_GRAFANA_URL/_TOKEN)."""
     from omni_tasks.grafana.push import refresh
 
-    with open_db() as conn:
+    with opt.open_db() as conn:
         console.print(refresh(conn).summary, highlight=False)
 
 
@@ -65,21 +52,21 @@ def report_cmd(
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Nightly date (default: the latest)")
     ] = None,
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
-    tail_threshold: TailThreshold = None,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
+    tail_threshold: opt.TailThreshold = None,
 ) -> None:
     """One HTML report of a series' nightly: verdicts, trend, failure modes, per-clip plots
     and the regressed clips with their audio (for where no Grafana runs). Plotly's script is
     written once beside it (plotly.min.js): copy both to move the report."""
     from omni_tasks.reports.html import PLOTLY_JS, nightly_report, write_page
 
-    bench = series_of(benchmark, model, lane)
-    tau = tau_or_default(load_policy_or_fail(), tail_threshold)
-    with open_db() as conn:
+    bench = opt.series_of(benchmark, model, lane)
+    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
+    with opt.open_db() as conn:
         missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
-        night = night_of(conn, nightly, bench, True, missing)
+        night = opt.night_of(conn, nightly, bench, True, missing)
         page = nightly_report(conn, bench, night, tau)
     write_page(out, page)
     console.print(

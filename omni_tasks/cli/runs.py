@@ -6,43 +6,29 @@ from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    JsonFlag,
-    WideFlag,
-    console,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_keys_of,
-    runs_app,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import console, fail, json_out, parse_date, runs_app
 from omni_tasks.reports.tables import print_table
 
 
 @runs_app.command("list")
 def runs_list(
-    benchmark: Annotated[
-        str | None, typer.Option(metavar="BENCHMARK", help="Only this benchmark")
-    ] = None,
-    model: Annotated[str | None, typer.Option(metavar="MODEL", help="Only this model")] = None,
-    lane: Annotated[
-        str | None, typer.Option(metavar="LANE", help="Only this hardware lane")
-    ] = None,
-    branch: Annotated[str | None, typer.Option(metavar="BRANCH", help="Only this branch")] = None,
+    benchmark: opt.OnlyBenchmark = None,
+    model: opt.OnlyModel = None,
+    lane: opt.OnlyLane = None,
+    branch: opt.OnlyBranch = None,
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Only this nightly date")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 200,
-    wide: WideFlag = False,
-    as_json: JsonFlag = False,
+    wide: opt.WideFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """List stored runs, newest nightly first, with their series (benchmark, model, lane)."""
     from omni_tasks.store.runs import list_runs
 
-    conn = open_db()
-    with conn:
-        rows = list_runs(
+    rows = opt.on_db(
+        lambda conn: list_runs(
             conn,
             benchmark=benchmark,
             model=model,
@@ -51,6 +37,7 @@ def runs_list(
             nightly=parse_date(nightly) if nightly else None,
             limit=limit,
         )
+    )
     if as_json:
         json_out(rows)
         return
@@ -108,15 +95,15 @@ def runs_list(
 
 @runs_app.command("delete")
 def runs_delete(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
+    run_key: opt.RunKeyArg,
     yes: Annotated[bool, typer.Option("--yes", help="Really delete (there is no undo)")] = False,
 ) -> None:
     """Delete a run: its clips, gradings, statistics, comparisons and stored audio. Gate
     decisions that used it keep their verdicts (their link to the run is cleared)."""
     from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
 
-    (key,) = run_keys_of(run_key)
-    conn = open_db()
+    (key,) = opt.run_keys_of(run_key)
+    conn = opt.open_db()
     with conn:
         info = describe_run(conn, key)
         what = f"{key} ({info.branch}, {info.nightly}, {info.n_clips} clips)"
@@ -131,23 +118,18 @@ def runs_delete(
 
 @runs_app.command("show")
 def runs_show(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
-    as_json: JsonFlag = False,
+    run_key: opt.RunKeyArg,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Show one run: provenance, clips by status, gradings, and the command that
     reproduces it."""
     import dataclasses
 
-    from omni_tasks.reports.reproduce import reproduce_described
+    from omni_tasks.benchmarks.reproduce import reproduce_described
     from omni_tasks.store.runs import RunNotFoundError, describe_run
 
-    (run_key,) = run_keys_of(run_key)
-    conn = open_db()
-    with conn:
-        try:
-            described = describe_run(conn, run_key)
-        except RunNotFoundError as exc:
-            fail(str(exc))
+    (run_key,) = opt.run_keys_of(run_key)
+    described = opt.on_db(lambda conn: describe_run(conn, run_key), RunNotFoundError)
     info = {**dataclasses.asdict(described), "reproduce": reproduce_described(described)}
     if as_json:
         json_out(info)

@@ -2,51 +2,30 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 import typer
 
-from omni_tasks.cli.common import (
-    TREND_ROWS,
-    BenchmarkOpt,
-    GraderOpt,
-    JsonFlag,
-    LaneOpt,
-    ServedModelOpt,
-    TailThreshold,
-    WideFlag,
-    app,
-    compute_and_show,
-    console,
-    err,
-    fail,
-    json_out,
-    load_policy_or_fail,
-    night_of,
-    open_db,
-    run_keys_of,
-    series_of,
-    tau_or_default,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import TREND_ROWS, app, console, err, fail, json_out
 from omni_tasks.config import get_settings
 
 
 @app.command("stats")
 def stats_cmd(
-    run_key: Annotated[str, typer.Argument(help="Run key or a unique prefix (see `runs list`)")],
-    tail_threshold: TailThreshold = None,
-    grader: GraderOpt = None,
-    as_json: JsonFlag = False,
+    run_key: opt.RunKeyArg,
+    tail_threshold: opt.TailThreshold = None,
+    grader: opt.GraderOpt = None,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Gated statistics of one run (latest grading): tail fraction, capped mean, modes."""
     from omni_tasks.jobs.statistics import compute_stats_for_key
     from omni_tasks.reports.text import print_stats
 
-    policy = load_policy_or_fail()
-    tau = tau_or_default(policy, tail_threshold)
-    (run_key,) = run_keys_of(run_key)
-    compute_and_show(
+    policy = opt.load_policy_or_fail()
+    tau = opt.tau_or_default(policy, tail_threshold)
+    (run_key,) = opt.run_keys_of(run_key)
+    opt.compute_and_show(
         lambda conn: compute_stats_for_key(conn, run_key, tau, policy, grader),
         print_stats,
         as_json,
@@ -61,13 +40,13 @@ def compare_cmd(
     candidate: Annotated[
         str, typer.Option(metavar="RUN_KEY", help="Candidate run key (or a unique prefix)")
     ],
-    tail_threshold: TailThreshold = None,
+    tail_threshold: opt.TailThreshold = None,
     force: Annotated[
         bool, typer.Option(help="Compare even when fingerprints differ (not INFRA)")
     ] = False,
-    baseline_grader: GraderOpt = None,
-    candidate_grader: GraderOpt = None,
-    as_json: JsonFlag = False,
+    baseline_grader: opt.GraderOpt = None,
+    candidate_grader: opt.GraderOpt = None,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Paired per-clip A/B of two runs on the same prompts, with an exact McNemar test.
 
@@ -76,15 +55,15 @@ def compare_cmd(
     from omni_tasks.jobs.statistics import compare_keys
     from omni_tasks.reports.text import print_comparison
 
-    policy = load_policy_or_fail()
-    tau = tau_or_default(policy, tail_threshold)
-    baseline, candidate = run_keys_of(baseline, candidate)
+    policy = opt.load_policy_or_fail()
+    tau = opt.tau_or_default(policy, tail_threshold)
+    baseline, candidate = opt.run_keys_of(baseline, candidate)
     if baseline == candidate and baseline_grader == candidate_grader:
         fail(
             f"{baseline} compared with itself: nothing can differ (compare two runs, or one "
             "run's two gradings with --baseline-grader / --candidate-grader)"
         )
-    compute_and_show(
+    opt.compute_and_show(
         lambda conn: compare_keys(
             conn,
             baseline,
@@ -116,9 +95,9 @@ def gate_cmd(
             metavar="BRANCH", help="Baseline branch (default: OMNI_BASELINE_BRANCH, main)"
         ),
     ] = None,
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -126,8 +105,8 @@ def gate_cmd(
             "(regressed, infra, unknown, improved, same)"
         ),
     ] = None,
-    wide: WideFlag = False,
-    as_json: JsonFlag = False,
+    wide: opt.WideFlag = False,
+    as_json: opt.JsonFlag = False,
     whole: Annotated[
         bool,
         typer.Option(
@@ -153,11 +132,11 @@ def gate_cmd(
             code=2,
         )
     settings = get_settings()
-    policy = load_policy_or_fail()
-    bench = series_of(benchmark, model, lane)
-    conn = open_db()
+    policy = opt.load_policy_or_fail()
+    bench = opt.series_of(benchmark, model, lane)
+    conn = opt.open_db()
     with conn:
-        night = night_of(
+        night = opt.night_of(
             conn,
             nightly,
             bench,
@@ -194,31 +173,28 @@ def gate_cmd(
 @app.command("noise")
 def noise_cmd(
     run_keys: Annotated[list[str], typer.Argument(help="Runs of ONE commit, different seeds")],
-    tail_threshold: TailThreshold = None,
+    tail_threshold: opt.TailThreshold = None,
     comparisons: Annotated[int, typer.Option(help="Comparisons a night (m)")] = 1,
-    as_json: JsonFlag = False,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
 
     from omni_tasks.analysis.noise import calibrate
     from omni_tasks.jobs.statistics import load_graded_run
 
-    policy = load_policy_or_fail()
-    tau = tau_or_default(policy, tail_threshold)
+    policy = opt.load_policy_or_fail()
+    tau = opt.tau_or_default(policy, tail_threshold)
     from omni_tasks.store.runs import RunNotFoundError
 
-    conn = open_db()
-    with conn:
-        try:
-            runs = [load_graded_run(conn, k).clips for k in run_keys]
-        except RunNotFoundError as exc:
-            fail(str(exc))
+    runs = opt.on_db(
+        lambda conn: [load_graded_run(conn, k).clips for k in run_keys], RunNotFoundError
+    )
     try:
         cal = calibrate(runs, tau, policy.alpha, comparisons)
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        json_out(dataclasses.asdict(cal))
+        json_out(cal)
         return
     console.print(
         f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
@@ -249,7 +225,7 @@ def trend_cmd(
     branch: Annotated[
         str, typer.Option(metavar="BRANCH", help="Branch whose nightly series to read")
     ],
-    variant: Annotated[str, typer.Option(help="Variant")] = "default",
+    variant: opt.VariantOpt = "default",
     metric: Annotated[
         str,
         typer.Option(
@@ -261,22 +237,22 @@ def trend_cmd(
     baseline: Annotated[
         str, typer.Option(metavar="BRANCH", help="The baseline branch of --metric paired_delta")
     ] = "main",
-    benchmark: BenchmarkOpt = None,
-    model: ServedModelOpt = None,
-    lane: LaneOpt = None,
-    as_json: JsonFlag = False,
+    benchmark: opt.BenchmarkOpt = None,
+    model: opt.ServedModelOpt = None,
+    lane: opt.LaneOpt = None,
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Change points on a branch's nightly series (descriptive; not used by the gate).
     Reads statistics stored by `stats`, `compare` and `gate`."""
 
     from omni_tasks.jobs.statistics import trend
 
-    policy = load_policy_or_fail()
-    chosen = series_of(benchmark, model, lane)
-    conn = open_db()
+    policy = opt.load_policy_or_fail()
+    chosen = opt.series_of(benchmark, model, lane)
+    conn = opt.open_db()
     with conn:
         # A series with no runs at all is an error naming those that have runs.
-        night_of(conn, None, chosen, False, f"no runs stored for {chosen.label}")
+        opt.night_of(conn, None, chosen, False, f"no runs stored for {chosen.label}")
         try:
             series, points = trend(
                 conn,
@@ -290,7 +266,7 @@ def trend_cmd(
         except ValueError as exc:
             fail(str(exc))
     if as_json:
-        json_out({"series": series, "change_points": [dataclasses.asdict(p) for p in points]})
+        json_out({"series": series, "change_points": points})
         return
     summary_only = sum(bool(r.get("summary_only")) for r in series)
     at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"

@@ -2,46 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from omni_tasks.cli.common import (
-    TRANSCRIPT,
-    TRANSCRIPT_FLAG,
-    BackendOpt,
-    BatchOpt,
-    DeviceOpt,
-    HarnessOpt,
-    JsonFlag,
-    ModelOpt,
-    PrecisionOpt,
-    TranscriptOpt,
-    WideFlag,
-    WindowOpt,
-    app,
-    console,
-    fail,
-    json_out,
-    open_db,
-    parse_date,
-    run_options,
-    simulator_app,
-)
+from omni_tasks.cli import options as opt
+from omni_tasks.cli.common import app, console, fail, json_out, simulator_app
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.base import Benchmark
+    from omni_tasks.benchmarks.request import RunRequest
+    from omni_tasks.contracts import JsonObject
 
 
 # ---------------------------------------------------------------- synthesis
 @app.command("bench")
 def bench_cmd(
-    target: Annotated[
-        str, typer.Option(help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE")
-    ],
+    target: opt.TargetOpt,
     branch: Annotated[
         str, typer.Option(metavar="BRANCH", help="Branch the target runs (e.g. main, rebase)")
     ],
@@ -63,20 +41,16 @@ def bench_cmd(
             "(videomme/test-00000-of-00001.parquet, video/)",
         ),
     ] = "demo",
-    commit: Annotated[
-        str | None, typer.Option(metavar="SHA", help="Commit SHA the target runs")
-    ] = None,
+    commit: opt.CommitOpt = None,
     seed: Annotated[int, typer.Option(help="Run seed, sent to every stage")] = 42,
-    limit: Annotated[int | None, typer.Option(help="Only the first N utterances")] = None,
+    limit: opt.LimitOpt = None,
     run_key: Annotated[str | None, typer.Option(help="Explicit run key (default derived)")] = None,
     prompt_template: Annotated[
         str | None,
         typer.Option(help="seed-TTS: seed-tts-default (the harness's, the default) or read-aloud"),
     ] = None,
-    transcript: TranscriptOpt = False,
-    nightly: Annotated[
-        str | None, typer.Option(metavar="DATE", help="Nightly date (default today, UTC)")
-    ] = None,
+    transcript: opt.TranscriptOpt = False,
+    nightly: opt.NightlyOpt = None,
     variant: Annotated[str, typer.Option(help="Variant name (config overrides)")] = "default",
     concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 10,
     deploy_config: Annotated[
@@ -99,48 +73,38 @@ def bench_cmd(
             "harness version reads up to --timeout, as the harness does"
         ),
     ] = None,
-    backend: BackendOpt = "faster-whisper",
-    model: ModelOpt = None,
-    precision: PrecisionOpt = None,
-    window: WindowOpt = None,
-    harness_version: HarnessOpt = None,
-    batch_size: BatchOpt = 8,
-    device: DeviceOpt = "cpu",
-    as_json: JsonFlag = False,
+    backend: opt.BackendOpt = "faster-whisper",
+    model: opt.ModelOpt = None,
+    precision: opt.PrecisionOpt = None,
+    window: opt.WindowOpt = None,
+    harness_version: opt.HarnessOpt = None,
+    batch_size: opt.BatchOpt = 8,
+    device: opt.DeviceOpt = "cpu",
+    as_json: opt.JsonFlag = False,
 ) -> None:
     """Run a benchmark against a target through its family (seed-TTS: synthesize and grade
     every clip; another: ask and judge every item), store every item; print the run key."""
-    from omni_tasks.benchmarks.outcome import run_outcome
-    from omni_tasks.benchmarks.request import BenchError, RunRequest
-    from omni_tasks.contracts import JsonObject
-    from omni_tasks.offline_models import OfflineModelError
-
-    family = _family(benchmark)
-    if problem := family.check_dataset(dataset):
-        fail(f"--dataset: {problem}", code=2)
-    options = {TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap}
-    try:
-        generic = RunRequest(
-            target=target,
-            branch=branch,
-            dataset=dataset,
-            commit=commit,
-            seed=seed,
-            limit=limit,
-            run_key=run_key,
-            nightly=parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date(),
-            variant=variant,
-            concurrency=concurrency,
-            timeout_s=timeout,
-            harness_version=harness_version,
-            deploy_config=deploy_config,
-            # seed_tts names the family: the dataset's locale names the benchmark.
-            benchmark=family.id if family.id == benchmark else None,
-        )
-        req = family.request(generic, run_options(options))
-    except BenchError as exc:
-        fail(str(exc))
-    grader: JsonObject = {
+    family = _family(benchmark, dataset)
+    req = _request(
+        family,
+        {opt.TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap},
+        target=target,
+        branch=branch,
+        dataset=dataset,
+        commit=commit,
+        seed=seed,
+        limit=limit,
+        run_key=run_key,
+        nightly=opt.night_or_today(nightly),
+        variant=variant,
+        concurrency=concurrency,
+        timeout_s=timeout,
+        harness_version=harness_version,
+        deploy_config=deploy_config,
+        # seed_tts names the family: the dataset's locale names the benchmark.
+        benchmark=family.id if family.id == benchmark else None,
+    )
+    grader = {
         "backend": backend,
         "model": model,
         "precision": precision,
@@ -149,15 +113,33 @@ def bench_cmd(
         "device": device,
         "harness_version": harness_version,
     }
-    conn = open_db()
-    with conn:
-        try:
-            key = family.run(conn, req, grader, show_progress=not as_json)
-            outcome = run_outcome(conn, key)
-        except (ValueError, LookupError, OfflineModelError, OSError) as exc:  # a set, a grader…
-            fail(str(exc))
+    _run(family, req, grader, as_json)
+
+
+def _request(family: Benchmark, options: dict[str, object], **fields: Any) -> RunRequest:
+    """The family's run request of the generic fields and the run options that were set."""
+    from omni_tasks.benchmarks.request import BenchError, RunRequest
+
+    try:
+        return family.request(RunRequest(**fields), opt.run_options(options))
+    except BenchError as exc:
+        fail(str(exc))
+
+
+def _run(family: Benchmark, req: RunRequest, grader: JsonObject, as_json: bool) -> None:
+    """Run and store it; print its outcome (JSON, or the summary and the run key)."""
+    from omni_tasks.benchmarks.outcome import run_outcome
+    from omni_tasks.offline_models import OfflineModelError
+
+    outcome = opt.on_db(
+        lambda conn: run_outcome(conn, family.run(conn, req, grader, show_progress=not as_json)),
+        ValueError,  # a dataset, a grader, …
+        LookupError,
+        OfflineModelError,
+        OSError,
+    )
     if as_json:
-        json_out(dataclasses.asdict(outcome))
+        json_out(outcome)
     else:
         console.print(outcome.summary(), soft_wrap=True)
         print(outcome.run_key)
@@ -165,8 +147,9 @@ def bench_cmd(
         fail(f"run {outcome.run_key} failed: {outcome.failure}")
 
 
-def _family(option: str) -> Benchmark:
-    """The family `bench --benchmark` names: its bench option (seed_tts), or a benchmark."""
+def _family(option: str, dataset: str) -> Benchmark:
+    """The family `bench --benchmark` names (its bench option, seed_tts, or a benchmark), if it
+    can run here on --dataset."""
     from omni_tasks import benchmarks
 
     named = [b for b in benchmarks.all_benchmarks() if b.bench_option == option]
@@ -176,6 +159,8 @@ def _family(option: str) -> Benchmark:
         fail(str(exc), code=2)
     if not family.runnable:
         fail(f"--benchmark {option} cannot run here: it arrives by `omni-tasks import`", code=2)
+    if problem := family.check_dataset(dataset):
+        fail(f"--dataset: {problem}", code=2)
     return family
 
 
@@ -184,7 +169,7 @@ def simulator_serve(
     profile: Annotated[str, typer.Option(help="main, rebase or clean (profiles.yaml)")] = "main",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free one)")] = 8091,
     transcript: Annotated[
-        bool, typer.Option(TRANSCRIPT_FLAG, help="Return what would be heard instead of audio")
+        bool, typer.Option(opt.TRANSCRIPT_FLAG, help="Return what would be heard instead of audio")
     ] = False,
 ) -> None:
     """Serve the simulator in the foreground on loopback (Ctrl-C stops it). It answers seed-TTS
@@ -202,7 +187,7 @@ def simulator_serve(
 
 
 @simulator_app.command("profiles")
-def simulator_profiles(wide: WideFlag = False) -> None:
+def simulator_profiles(wide: opt.WideFlag = False) -> None:
     """List the simulator's failure profiles and their per-clip rates."""
     from omni_tasks.reports.tables import print_table
     from omni_tasks.synthesis.profiles import EVENTS, load_profile, profile_names

@@ -16,6 +16,7 @@ from omni_tasks.contracts import (
     JsonObject,
     RunStats,
     StoredAlert,
+    StoredDecision,
 )
 from omni_tasks.records import ClipRecord
 from omni_tasks.series import Series
@@ -41,35 +42,36 @@ class GradedRun:
         return {**dataclasses.asdict(self.run), "grader_id": self.grader_id}
 
 
-@dataclass(frozen=True)
-class KeyNight:
-    """One stored decision of the series within the loaded window, with what confirmation,
-    the alert lifecycle and the commit range read of it."""
+NightKey = tuple[dt.date, str, str, str]  # nightly, candidate branch, baseline branch, variant
 
-    decision_id: int
-    nightly: dt.date
-    candidate_branch: str
-    baseline_branch: str
-    variant: str
-    verdict: str
-    confirmed: bool
-    mcnemar_p_holm: float | None
-    reasons: list[str]
-    regressed: int
-    improved: int
-    n_paired: int
-    m: int
-    paired: bool  # a comparison is stored (a run-group night has none)
-    table: tuple[int, int, int, int] | None  # n11, n12, n21, n22
-    commit_sha: str | None  # the candidate run's
-    vllm: str | None  # its vLLM build, else version
+
+def night_key(d: Decision | StoredDecision) -> NightKey:
+    """A decision's night and key: what one stored decision row is unique by."""
+    return (d.nightly, d.candidate_branch, d.baseline_branch, d.variant)
+
+
+@dataclass(frozen=True)
+class KeyNight(StoredDecision):
+    """One stored decision of the series within the loaded window (tonight's as decided now),
+    with what confirmation and the commit range read of it besides the decision."""
+
+    # The decision's comparison (loaded for tonight and the nights after it only) and runs:
+    # none for a decision read only as an open alert's opener.
+    comparison: Comparison | None = None
     tau: float | None = None
-    comparison: Comparison | None = None  # loaded for tonight and the nights after it only
     candidate_run_id: int | None = None
     candidate_run_key: str | None = None
     baseline_run_id: int | None = None
     airflow_dag_id: str | None = None
     airflow_run_id: str | None = None
+    regressed: int = 0
+    improved: int = 0
+    n_paired: int = 0
+    m: int = 1
+    paired: bool = False  # a comparison is stored (a run-group night has none)
+    table: tuple[int, int, int, int] | None = None  # n11, n12, n21, n22
+    commit_sha: str | None = None  # the candidate run's
+    vllm: str | None = None  # its vLLM build, else version
 
     @property
     def pair(self) -> tuple[str, str, str]:
@@ -98,13 +100,6 @@ class GroupState:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The deployment's settings the messages read (links, buttons, the triage delay)."""
-
-    triage_delay_s: int = 0
-
-
-@dataclass(frozen=True)
 class NightInputs:
     """Everything one series' night is decided from, read by `store.night.load`."""
 
@@ -129,14 +124,13 @@ class NightInputs:
     # Per baseline item, broken-or-not over the last K nights (oldest first); read for the
     # evidence rules to come, unused by today's rule.
     baseline_items: dict[str, tuple[tuple[dt.date, bool], ...]] = field(default_factory=dict)
-    settings: Settings = Settings()
+    triage_delay_s: int = 0  # how long a group member's opening post waits for the others
 
 
 @dataclass(frozen=True)
 class StoredComparison:
-    """A comparison to store (its columns and result); `pair` indexes the decision it backs."""
+    """A comparison to store: its columns and result."""
 
-    pair: int
     columns: JsonObject
     result: JsonObject
 
@@ -146,7 +140,7 @@ class NightDecisionRow:
     """A decision to store: the contract and the columns only the store keeps."""
 
     decision: Decision
-    comparison: int | None  # index into NightOutcome.comparisons
+    comparison: StoredComparison | None  # the paired comparison it rests on
     candidate_run_id: int | None
     baseline_run_id: int | None
     reasons: list[str]
@@ -179,7 +173,7 @@ class AlertOp:
     range_to: dt.date | None = None
     delay_s: int = 0
     group_id: int | None = None
-    opener: tuple[dt.date, str, str, str] | None = None  # the decision the alert opened on
+    opener: NightKey | None = None  # the decision the alert opened on
 
 
 @dataclass(frozen=True)
@@ -235,7 +229,6 @@ class NightOutcome:
     nightly: dt.date
     series: Series
     stats: list[tuple[int, float, str, RunStats]]  # grading, τ, policy version: computed now
-    comparisons: list[StoredComparison]
     decisions: list[NightDecisionRow]
     confirmations: list[Confirmation]
     transitions: list[AlertTransition]
@@ -252,7 +245,11 @@ class NightOutcome:
             "nightly": self.nightly.isoformat(),
             "series": self.series.key,
             "decisions": [d.decision.to_json() for d in self.decisions],
-            "comparisons": [_to_json(c) for c in self.comparisons],
+            "comparisons": [
+                {"pair": i, **_to_json(d.comparison)}
+                for i, d in enumerate(self.decisions)
+                if d.comparison is not None
+            ],
             "confirmations": [_to_json(c) for c in self.confirmations],
             "transitions": [t.to_json() for t in self.transitions],
             "messages": [m.to_json() for m in self.messages],

@@ -1,5 +1,5 @@
 """The DAGs' trigger forms (Airflow Params, in sections): the nightly's, and the one-series
-forms of bisect, ablate, regrade and A/B, whose fields are allow-lists (trust/forms.py). Each
+forms of bisect, ablate, regrade and A/B, whose fields are allow-lists (deployment/forms.py). Each
 field's schema is forms.FIELDS' (the one definition the task checks again): a Param adds its
 default and words (title, section, description, proposals), and may only narrow it."""
 
@@ -17,7 +17,7 @@ def form_param(kind: str, field: str, default: Any = None, **words: Any) -> Para
     default and words (`pattern`, given here, narrows to a list of proposals)."""
     from airflow.sdk import Param
 
-    from omni_tasks.trust import forms
+    from omni_tasks.deployment import forms
 
     return Param(default, **{**forms.field_schema(kind, field), **words})
 

@@ -3,8 +3,9 @@ every benchmark family. Airflow keys run history, task instances, XComs and task
 and cannot rename one, so for one release each old id is an alias: the same tasks, form and
 defaults, never scheduled (an upgraded install, where the old DAG is unpaused, runs no second
 night), paused when first created, tagged `deprecated`. Its runs, logs and the links already
-sent keep working, and so does a script that triggers the old id. The next release deletes
-this module and its calls (docs/operators/upgrade.md)."""
+sent keep working, and so does a script that triggers the old id. The table is
+evidence.links.RENAMED (the links know the old ids too); the next release deletes it, this
+module and its calls (docs/operators/upgrade.md)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,10 @@ import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from omni_tasks.evidence.links import RENAMED
+
 if TYPE_CHECKING:
     from airflow.sdk import DAG
-
-# New dag_id -> the old one it replaces.
-RENAMED = {
-    "omni_nightly": "seed_tts_nightly",
-    "omni_bisect": "seed_tts_bisect",
-    "omni_regrade": "seed_tts_regrade",
-}
 
 
 def with_alias(factory: Callable[[], DAG]) -> DAG:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from omni_tasks.config import read_secret
 from omni_tasks.dag_support.runtime import (
@@ -23,10 +25,33 @@ from omni_tasks.dag_support.runtime import (
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+    from pydantic import BaseModel
 
     from omni_tasks.contracts import JsonObject
 
 log = logging.getLogger(__name__)
+Params = TypeVar("Params", bound="BaseModel")
+
+
+@contextmanager
+def _fails_at_once(*errors: type[Exception], what: str = "") -> Iterator[None]:
+    """`errors` fail the task without retries (a bad form or config, what cannot run: a
+    retry would fail the same way), their message prefixed with `what`."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    try:
+        yield
+    except errors as exc:
+        raise AirflowFailException(f"{what}: {exc}" if what else str(exc)) from None
+
+
+def _config_variable() -> str | None:
+    """The deployment config as the Airflow Variable gives it (None: OMNI_NIGHTLY_CONFIG)."""
+    from airflow.sdk import Variable
+
+    from omni_tasks.deployment.reading import VARIABLE
+
+    return cast("str | None", Variable.get(VARIABLE, default=None))
 
 
 @stops_on_sigterm
@@ -63,8 +88,6 @@ def unit_series(night: Any, unit: str | None) -> list[Any]:
 
 @stops_on_sigterm
 def run_branch(context: Context, plan: JsonObject) -> str:
-    from airflow.sdk.exceptions import AirflowFailException
-
     from omni_tasks.benchmarks.request import BenchError
     from omni_tasks.contracts import BranchPlan
     from omni_tasks.deployment.reading import ConfigError
@@ -76,23 +99,19 @@ def run_branch(context: Context, plan: JsonObject) -> str:
     cast("dict[str, Any]", context)["branch_label"] = label
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if is_backfill(context) else ("nightly" if scheduled else "manual")
-    try:
+    with _fails_at_once(ConfigError, what="deployment config changed during the night"):
         params = night_of(context).find(branch.series, branch.variant)
-    except ConfigError as exc:
-        raise AirflowFailException(f"deployment config changed during the night: {exc}") from None
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {label}")
-    with timeout, results_db() as conn:
-        try:
-            return nightly.run_branch(
-                conn,
-                params,
-                branch,
-                trigger=trigger,
-                airflow_ids=(context["dag"].dag_id, context["run_id"]),
-                show_progress=True,  # off a terminal: a progress line per 100 items or minute
-            )
-        except BenchError as exc:  # what was asked cannot run: a retry would fail the same way
-            raise AirflowFailException(f"{label}: {exc}") from None
+    # BenchError: what was asked cannot run.
+    with timeout, results_db() as conn, _fails_at_once(BenchError, what=label):
+        return nightly.run_branch(
+            conn,
+            params,
+            branch,
+            trigger=trigger,
+            airflow_ids=(context["dag"].dag_id, context["run_id"]),
+            show_progress=True,  # off a terminal: a progress line per 100 items or minute
+        )
 
 
 @stops_on_sigterm
@@ -204,37 +223,31 @@ def refresh(context: Context) -> JsonObject:
 def dispatch_alerts(context: Context, *, last: bool = False) -> str:
     """Deliver the outbox; `last` (the night's final delivery) also waits out the alert
     groups' triage delay and delivers what it held."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from omni_tasks.alerts.slack import SlackConfigError, dispatch, dispatch_all
 
     sink = slack_sink()
     log.info("alerts go to %s", getattr(sink, "channel", None) or f"the local outbox ({sink.name})")
-    with results_db() as conn:
-        try:
-            report = (dispatch_all if last else dispatch)(conn, sink)
-        except SlackConfigError as exc:
-            raise AirflowFailException(str(exc)) from None
+    with results_db() as conn, _fails_at_once(SlackConfigError):
+        report = (dispatch_all if last else dispatch)(conn, sink)
     log.info("alerts: %s", report.summary)
     return report.summary
 
 
+def _one_series_params(job: str, params: type[Params], context: Context) -> Params:
+    """The trigger form of a one-series job (`bisect`, `ablate`) over the deployment config,
+    validated as its parameters; a bad form fails the task without retries."""
+    from omni_tasks.deployment.one_series import one_series_form
+
+    with _fails_at_once(ValueError, what=f"{job} parameters"):  # ConfigError is a ValueError
+        form = one_series_form(job, dict(context["params"]), _config_variable())
+        return params.model_validate(form)
+
+
 @stops_on_sigterm
 def bisect(context: Context) -> JsonObject:
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from omni_tasks.deployment.one_series import one_series_form
-    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
-    variable = Variable.get(VARIABLE, default=None)
-    try:
-        p = BisectParams.model_validate(
-            one_series_form("bisect", dict(context["params"]), variable)
-        )
-    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
-        raise AirflowFailException(f"bisect parameters: {exc}") from None
+    p = _one_series_params("bisect", BisectParams, context)
     with results_db() as conn:
         result = run_bisect(conn, p, nightly_of(context))
     log.info("%s", summary(p, result))
@@ -249,25 +262,11 @@ def bisect(context: Context) -> JsonObject:
 
 @stops_on_sigterm
 def ablate(context: Context) -> JsonObject:
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from omni_tasks.deployment.one_series import one_series_form
-    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
-    variable = Variable.get(VARIABLE, default=None)
-    try:
-        p = AblateParams.model_validate(
-            one_series_form("ablate", dict(context["params"]), variable)
-        )
-    except ValueError as exc:  # a bad form is not retried (ConfigError is a ValueError)
-        raise AirflowFailException(f"ablate parameters: {exc}") from None
-    with results_db() as conn:
-        try:
-            result = run_ablations(conn, p, nightly_of(context))
-        except AblateError as exc:
-            raise AirflowFailException(str(exc)) from None
+    p = _one_series_params("ablate", AblateParams, context)
+    with results_db() as conn, _fails_at_once(AblateError):
+        result = run_ablations(conn, p, nightly_of(context))
     log.info("%s", summary(p, result))
     return {
         "ablate_id": p.ablate_id,
@@ -279,19 +278,13 @@ def ablate(context: Context) -> JsonObject:
 
 @stops_on_sigterm
 def regrade(context: Context) -> JsonObject:
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from omni_tasks.deployment.reading import VARIABLE
     from omni_tasks.jobs.regrade import RegradeFormError
     from omni_tasks.jobs.regrade import regrade as run
     from omni_tasks.store.runs import RunNotFoundError
 
-    with results_db() as conn:
-        try:  # checks the form first; empty fields are the config's grader for the run
-            out = run(conn, context["params"], Variable.get(VARIABLE, default=None))
-        except (RegradeFormError, RunNotFoundError) as exc:  # a bad form is not retried
-            raise AirflowFailException(str(exc)) from None
+    with results_db() as conn, _fails_at_once(RegradeFormError, RunNotFoundError):
+        # It checks the form first; empty fields are the config's grader for the run.
+        out = run(conn, context["params"], _config_variable())
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
 
 
@@ -299,18 +292,13 @@ def regrade(context: Context) -> JsonObject:
 def check_freshness(context: Context) -> list[str]:
     """Every series of the deployment config, every one of its branches (a scheduled check:
     the config is required)."""
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
     from omni_tasks.deployment.night import resolve_night
-    from omni_tasks.deployment.reading import VARIABLE, ConfigError
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.jobs.freshness import check_decided
     from omni_tasks.jobs.freshness import check_freshness as check
 
-    try:
-        fleet = resolve_night({}, Variable.get(VARIABLE, default=None), scheduled=True)
-    except ConfigError as exc:
-        raise AirflowFailException(f"deployment config: {exc}") from None
+    with _fails_at_once(ConfigError, what="deployment config"):
+        fleet = resolve_night({}, _config_variable(), scheduled=True)
     night = nightly_of(context)
     with results_db() as conn:
         missing = [
@@ -346,19 +334,14 @@ def watch_upstream(context: Context) -> list[str]:
 def ab(context: Context) -> JsonObject:
     """Run the A/B the form asks for (checked against the config's `ab:`), report it as a
     check run on the head commit; a config or form error fails at once, without retries."""
-    from airflow.sdk import Variable
-    from airflow.sdk.exceptions import AirflowFailException
-
     from omni_tasks.ab.config import resolve_ab
-    from omni_tasks.deployment.reading import VARIABLE, ConfigError
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ab import run_ab
 
     form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}
-    try:
-        req = resolve_ab(form, Variable.get(VARIABLE, default=None))
-    except ConfigError as exc:
-        raise AirflowFailException(f"A/B request: {exc}") from None
+    with _fails_at_once(ConfigError, what="A/B request"):
+        req = resolve_ab(form, _config_variable())
     with results_db() as conn:
         result = run_ab(conn, req, load_policy())
     dispatch_alerts(context)  # its one Slack message (the outbox when Slack is not set up)
@@ -375,12 +358,10 @@ def buildkite_sync(context: Context) -> JsonObject:
     """Import the configured pipelines' builds of the run's window (plus the config's
     lookback, so a build that finished late is still seen); idempotent, so hourly runs and
     backfills never import an artifact twice."""
-
-    from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
     from omni_tasks.deployment.buildkite import buildkite_sync as sync_config
-    from omni_tasks.deployment.reading import VARIABLE, ConfigError
+    from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.importers.buildkite import (
         BuildkiteError,
         BuildkiteSource,
@@ -388,10 +369,8 @@ def buildkite_sync(context: Context) -> JsonObject:
         load_rules,
     )
 
-    try:
-        cfg = sync_config(Variable.get(VARIABLE, default=None))
-    except ConfigError as exc:
-        raise AirflowFailException(f"deployment config: {exc}") from None
+    with _fails_at_once(ConfigError, what="deployment config"):
+        cfg = sync_config(_config_variable())
     token = read_secret("BUILDKITE_API_TOKEN")
     try:
         from airflow.sdk import BaseHook
@@ -405,37 +384,34 @@ def buildkite_sync(context: Context) -> JsonObject:
         )
     since = nightly_of(context) - dt.timedelta(days=cfg.lookback_days)
     out: JsonObject = {}
-    with results_db() as conn:
-        try:
-            rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
-            for pipeline in cfg.pipelines:
-                report = import_pipeline(
-                    conn,
-                    BuildkiteSource(
-                        cfg.org,
-                        pipeline,
-                        token,
-                        cfg.base_url,
-                        since=since,
-                        rules=rules,
-                        upstream_checkout=Path(cfg.upstream_checkout)
-                        if cfg.upstream_checkout
-                        else None,
-                        artifact_hosts=tuple(cfg.artifact_hosts),
-                        download_deadline_s=cfg.download_deadline_s,
-                    ),
-                )
-                out[pipeline] = {
-                    "imported": len(report.imported),
-                    "retries": len(report.retries),
-                    "skipped": report.skipped,
-                    "skipped_builds": [*report.skipped_builds],
-                    "refused": [*report.refused],
-                    "unknown": [*report.unknown],
-                    "invalid": [*report.invalid],
-                    "errors": [*report.errors],
-                }
-                log.info("buildkite %s: %s", pipeline, out[pipeline])
-        except BuildkiteError as exc:
-            raise AirflowFailException(str(exc)) from None
+    with results_db() as conn, _fails_at_once(BuildkiteError):
+        rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
+        for pipeline in cfg.pipelines:
+            report = import_pipeline(
+                conn,
+                BuildkiteSource(
+                    cfg.org,
+                    pipeline,
+                    token,
+                    cfg.base_url,
+                    since=since,
+                    rules=rules,
+                    upstream_checkout=Path(cfg.upstream_checkout)
+                    if cfg.upstream_checkout
+                    else None,
+                    artifact_hosts=tuple(cfg.artifact_hosts),
+                    download_deadline_s=cfg.download_deadline_s,
+                ),
+            )
+            out[pipeline] = {
+                "imported": len(report.imported),
+                "retries": len(report.retries),
+                "skipped": report.skipped,
+                "skipped_builds": [*report.skipped_builds],
+                "refused": [*report.refused],
+                "unknown": [*report.unknown],
+                "invalid": [*report.invalid],
+                "errors": [*report.errors],
+            }
+            log.info("buildkite %s: %s", pipeline, out[pipeline])
     return out

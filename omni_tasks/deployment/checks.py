@@ -1,5 +1,5 @@
 """Checks of a deployment config and a trigger form, each error naming its field: what the
-config offers a form (`form_choices`), a form through its allow-list (omni_tasks.trust.forms),
+config offers a form (`form_choices`), a form through its allow-list (deployment/forms.py),
 and a series complete enough to run (check_complete)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from omni_tasks import benchmarks
+from omni_tasks.deployment import forms
 from omni_tasks.deployment.reading import ConfigError, Doc, names
 from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.trust import forms
 
 # What `form_choices` may offer the form: models, vLLM builds and targets.
 CHOICE_KEYS = ("server.model", "environment.vllm", "targets")
@@ -21,7 +21,7 @@ def form_fields(form: Doc) -> Doc:
 
 
 def check_form(kind: str, given: Doc, config: Doc) -> Doc:
-    """The form's fields through its allow-list (omni_tasks.trust.forms), against `config`
+    """The form's fields through its allow-list (deployment/forms.py), against `config`
     (the series' fields with the config's form_choices and named_overrides)."""
     try:
         return forms.check_form(kind, given, config)

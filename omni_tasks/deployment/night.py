@@ -3,7 +3,7 @@
 placement (`dag_units`, when the DAG file is parsed).
 
 A manual run's non-empty form fields override every series for that run, within the form's
-allow-list (omni_tasks.trust.forms): a form chooses among what the config offers
+allow-list (deployment/forms.py): a form chooses among what the config offers
 (`form_choices`, `named_overrides`, its targets) and never names a process, package,
 environment, resource or URL (docs/operators/security.md). Every error names its field; the
 DAG turns it into a failure that is not retried. A scheduled run without a config fails: it

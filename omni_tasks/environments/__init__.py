@@ -1,6 +1,6 @@
 """Execution environments: "give me a Python + server command for commit X".
 
-Strategies (one interface, `Strategy.prepare(commit) -> Environment`):
+Strategies (each a `prepare(commit) -> Environment`):
   venv      a virtualenv built on a bare GPU host from a git checkout + pinned requirements
   existing  an interpreter someone manages themselves
 """
@@ -8,7 +8,6 @@ Strategies (one interface, `Strategy.prepare(commit) -> Environment`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from omni_tasks.contracts import JsonObject
 
@@ -20,12 +19,6 @@ class Environment:
     python: str | None = None  # the interpreter that runs the server (venv, existing)
     lock: str | None = None  # what is installed (pip freeze), recorded on the run
     details: JsonObject = field(default_factory=dict)  # how the strategy built it
-
-
-class Strategy(Protocol):
-    name: str
-
-    def prepare(self, commit: str) -> Environment: ...
 
 
 class EnvironmentBuildError(RuntimeError):

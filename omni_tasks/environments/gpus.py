@@ -9,8 +9,6 @@ CUDA_VISIBLE_DEVICES. Locks vanish with the process, so a killed task frees its 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,23 +16,15 @@ from pathlib import Path
 import tenacity
 from filelock import FileLock, Timeout
 
+from omni_tasks.synthesis.provenance import nvidia_smi
+
 
 def visible_gpus() -> list[str]:
     """GPU ids on this host: OMNI_GPUS ("0,1,2,3") or nvidia-smi's list."""
     configured = os.environ.get("OMNI_GPUS")
     if configured is not None:
         return [g.strip() for g in configured.split(",") if g.strip()]
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    out = subprocess.run(
-        [smi, "--query-gpu=index", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    return [index for (index,) in nvidia_smi("index")]
 
 
 class _Busy(Exception):

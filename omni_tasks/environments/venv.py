@@ -12,7 +12,6 @@ environments unused for longer than a given age.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -206,7 +205,3 @@ def _env_name(commit: str, vllm: str | None) -> str:
 def _is_env_name(name: str) -> bool:
     commit, _, build = name.partition(".vllm-")
     return is_full_sha(commit) and (not build or bool(_VLLM_BUILD.fullmatch(build)))
-
-
-def bin_dir(env: Environment) -> str | None:
-    return None if env.python is None else os.path.dirname(env.python)

@@ -8,7 +8,6 @@ import datetime as dt
 from urllib.parse import quote, urlencode
 
 from omni_tasks.config import get_settings
-from omni_tasks.dag_support.renamed import RENAMED
 from omni_tasks.trust.names import path_component
 
 DASHBOARD_UID = "omni-seed-tts-trend"  # the trend dashboard (grafana.dashboards builds it)
@@ -16,6 +15,8 @@ PREFIX = "/omni"  # the plugin app's mount point on the API server
 # Plotly's script, written once beside a folder's reports (reports.html.write_page) and loaded
 # by each page by this relative name; the evidence app serves it from the reports folder.
 PLOTLY_JS = "plotly.min.js"
+# The DAGs renamed in 0.2.0, new id -> old: aliases for one release (dag_support/renamed.py).
+RENAMED = {f"omni_{dag}": f"seed_tts_{dag}" for dag in ("nightly", "bisect", "regrade")}
 # This project's DAGs: the plugin's task links appear on these only (a test checks the list).
 DAG_IDS = frozenset(
     {

@@ -21,7 +21,7 @@ from fastapi.responses import Response
 
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
-from omni_tasks.evidence.links import PLOTLY_JS
+from omni_tasks.evidence.links import PLOTLY_JS, dashboard_path
 from omni_tasks.trust.names import InvalidName, path_component
 
 
@@ -55,8 +55,6 @@ def _report_bytes(path: Path) -> bytes:
 def index_page(reports: Path) -> str:
     """The evidence index: every night's report, newest first, by benchmark, with the trend
     dashboard's link (names are the nightly's own: `BENCHMARK_YYYY-MM-DD.html`)."""
-    from omni_tasks.evidence.links import dashboard_path
-
     nights: dict[str, list[tuple[str, str]]] = {}
     for path in sorted(reports.glob("*.html"), reverse=True) if reports.is_dir() else []:
         if path.is_symlink() or not path.is_file():

@@ -8,22 +8,34 @@ committed files equal to this code's output. Panels read the views of
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from omni_tasks.config import REPO_ROOT
-from omni_tasks.contracts import JsonObject, json_objects
+from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.links import DASHBOARD_UID
 from omni_tasks.formatting import pct
 from omni_tasks.gates.policy import load_policy
+from omni_tasks.grafana.builders import (
+    DATASOURCE,
+    coloured,
+    fixed,
+    line,
+    link,
+    linked,
+    override,
+    panel,
+    table,
+    target,
+    units,
+    variable,
+)
 
 DASHBOARD_DIR = REPO_ROOT / "dashboards"
 # Panels read the `datasource` variable, whose default is the provisioned datasource's uid: a
 # provisioned Grafana needs nothing, and the JSON imported into another Grafana asks for one.
 PROVISIONED_UID = "omni-results"
-DATASOURCE: JsonObject = {"type": "grafana-postgresql-datasource", "uid": "${datasource}"}
 # Where the evidence app (reports, audio) and the Airflow UI are reached: the API server.
 EVIDENCE_DEFAULT = "http://localhost:8080"
 TREND_UID = DASHBOARD_UID
@@ -33,47 +45,7 @@ SERIES_FILTER = "benchmark = '$benchmark' AND model = '$model' AND lane = '$lane
 KEY_FILTERS = SERIES_FILTER + " AND branch IN ($branch) AND variant IN ($variant)"
 FILTERS = KEY_FILTERS + " AND tau = $tau"
 # Counts per category and night, stacked (failure modes, origins).
-STACKED_BARS: JsonObject = {
-    "defaults": {
-        "custom": {"drawStyle": "bars", "stacking": {"mode": "normal"}, "fillOpacity": 80}
-    },
-    "overrides": [],
-}
-
-
-def _target(sql: str, ref: str = "A", fmt: str = "time_series") -> JsonObject:
-    return {
-        "refId": ref,
-        "datasource": DATASOURCE,
-        "rawQuery": True,
-        "editorMode": "code",
-        "format": fmt,
-        "rawSql": " ".join(sql.split()),
-    }
-
-
-def _panel(
-    pid: int,
-    title: str,
-    kind: str,
-    grid: tuple[int, int, int, int],
-    targets: list[JsonValue],
-    description: str,
-    **extra: JsonValue,
-) -> JsonObject:
-    x, y, w, h = grid
-    return {
-        "id": pid,
-        "type": kind,
-        "title": title,
-        "description": description,
-        "datasource": DATASOURCE,
-        "gridPos": {"x": x, "y": y, "w": w, "h": h},
-        "targets": targets,
-        **extra,
-    }
-
-
+STACKED_BARS: JsonObject = {"drawStyle": "bars", "stacking": {"mode": "normal"}, "fillOpacity": 80}
 VERDICT_COLOURS = {
     "REGRESSED": "red",
     "IMPROVED": "green",
@@ -82,53 +54,6 @@ VERDICT_COLOURS = {
     "INFRA": "purple",
 }
 UPSTREAM_COLOURS = {"fail": "red", "not evaluated": "purple", "pass": "blue"}  # as ours
-
-
-def _coloured(matcher: JsonObject, colours: dict[str, str]) -> JsonObject:
-    """A table column whose cells are coloured by their value (a verdict)."""
-    options: JsonObject = {value: {"color": colour} for value, colour in colours.items()}
-    return {
-        "matcher": matcher,
-        "properties": [
-            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
-            {"id": "mappings", "value": [{"type": "value", "options": options}]},
-        ],
-    }
-
-
-def _line(value: float, color: str) -> JsonObject:
-    return {
-        "mode": "absolute",
-        "steps": [{"color": "transparent", "value": None}, {"color": color, "value": value}],
-    }
-
-
-def _units(**columns: str) -> list[JsonValue]:
-    """Overrides giving table columns their unit (shares as percent, p-values in scientific
-    notation), so a cell reads 27 % or 5.6e-8, not 0.27 or 5.587935447692871e-08."""
-    return [
-        {
-            "matcher": {"id": "byName", "options": name},
-            "properties": [{"id": "unit", "value": unit}, {"id": "decimals", "value": 2}],
-        }
-        for name, unit in columns.items()
-    ]
-
-
-def _variable(name: str, sql: str, multi: bool, label: str) -> JsonObject:
-    return {
-        "name": name,
-        "label": label,
-        "type": "query",
-        "datasource": DATASOURCE,
-        "query": sql,
-        "definition": sql,
-        "refresh": 2,
-        "multi": multi,
-        "includeAll": multi,
-        "current": {},
-        "sort": 1,
-    }
 
 
 def published_sql() -> str:
@@ -158,430 +83,321 @@ TREND_FROM = "FROM omni.v_nightly_trend WHERE $__timeFilter(time) AND " + FILTER
 SCORES_FROM = "FROM omni.v_item_scores WHERE $__timeFilter(time) AND " + FILTERS
 
 
-def panels(slo_tail: float) -> list[JsonValue]:
-    """The trend dashboard's panels, top to bottom."""
+def _lines(source: str, *lines: tuple[str, str]) -> list[JsonValue]:
+    """One target per (name, column): each branch / variant's line of `column` from `source`,
+    named `branch / variant name` (no name: the branch / variant alone)."""
+    out: list[JsonValue] = []
+    for ref, (name, column) in zip("ABCD", lines, strict=False):
+        label = f" || ' {name}'" if name else ""
+        sql = f"SELECT time, branch || ' / ' || variant{label} AS metric, {column} {source} ORDER BY 1"
+        out.append(target(sql, ref))
+    return out
+
+
+def _split(view: str, by: str, column: str) -> list[JsonValue]:
+    """Each branch's line per value of `by` (a failure mode, an origin) of `column` in `view`."""
     return [
-        _tail_fraction_panel(slo_tail),
-        _capped_mean_panel(),
-        _failure_modes_panel(),
-        _origins_panel(),
-        _questions_panel(),
-        _verdict_history_panel(),
-        _latest_ab_panel(),
-        _regressed_clips_panel(),
-        _scores_panel(),
-        _fleet_overview_panel(),
-        _summary_only_panel(),
-        _gate_advice_panel(),
-        _platform_health_panel(),
+        target(
+            f"SELECT time, branch || ' ' || {by} AS metric, {column} FROM omni.{view} "
+            f"WHERE $__timeFilter(time) AND {FILTERS} ORDER BY 1"
+        )
     ]
 
 
-def _tail_fraction_panel(slo_tail: float) -> JsonObject:
-    return _panel(
-        1,
-        "Tail fraction (share of broken items: WER > τ, or a wrong answer)",
-        "timeseries",
-        (0, 0, 12, 9),
-        [
-            _target(
-                f"SELECT time, branch || ' / ' || variant AS metric, tail_fraction {TREND_FROM} ORDER BY 1",
-                "A",
+def panels(slo_tail: float) -> list[JsonValue]:
+    """The trend dashboard's panels, top to bottom."""
+    return [*_trend_panels(slo_tail), *_decision_panels(), *_context_panels()]
+
+
+def _trend_panels(slo_tail: float) -> list[JsonValue]:
+    """The series' nightly figures: the tail, the means, and what the broken items were."""
+    return [
+        panel(
+            1,
+            "Tail fraction (share of broken items: WER > τ, or a wrong answer)",
+            "timeseries",
+            (0, 0, 12, 9),
+            _lines(
+                TREND_FROM,
+                ("", "tail_fraction"),
+                ("95 % low", "tail_ci_low"),
+                ("95 % high", "tail_ci_high"),
             ),
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' 95 % low' AS metric, tail_ci_low {TREND_FROM} ORDER BY 1",
-                "B",
+            "Broken = WER > τ, no audio, or past the audio cap (seed-TTS); a wrong answer "
+            "(multiple choice: the panel is then the error rate). Seeds pooled. Dashed: Wilson "
+            f"95 % interval. Red line: the SLO ({pct(slo_tail, 0)}).",
+            override(
+                " 95 % (low|high)$",
+                {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}},
+                by="byRegexp",
             ),
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' 95 % high' AS metric, tail_ci_high {TREND_FROM} ORDER BY 1",
-                "C",
-            ),
-        ],
-        "Broken = WER > τ, no audio, or past the audio cap (seed-TTS); a wrong answer (multiple "
-        "choice: the panel is then the error rate). Seeds pooled. Dashed: Wilson 95 % "
-        f"interval. Red line: the SLO ({pct(slo_tail, 0)}).",
-        fieldConfig={
-            "defaults": {
-                "unit": "percentunit",
-                "min": 0,
-                "thresholds": _line(slo_tail, "red"),
-                "custom": {"thresholdsStyle": {"mode": "line"}},
-            },
-            "overrides": [
-                {
-                    "matcher": {"id": "byRegexp", "options": " 95 % (low|high)$"},
-                    "properties": [
-                        {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [4, 4]}}
-                    ],
-                }
-            ],
-        },
-    )
-
-
-def _capped_mean_panel() -> JsonObject:
-    return _panel(
-        2,
-        "Capped mean WER (and the legacy uncapped mean)",
-        "timeseries",
-        (12, 0, 12, 9),
-        [
-            _target(
-                f"SELECT time, branch || ' / ' || variant AS metric, capped_mean_wer {TREND_FROM} ORDER BY 1",
-                "A",
-            ),
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' legacy mean' AS metric, mean_wer {TREND_FROM} ORDER BY 1",
-                "B",
-            ),
-            _target(
-                "SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
-                "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
-                "FROM omni.v_official_trend WHERE $__timeFilter(time) AND "
-                + KEY_FILTERS
-                + " ORDER BY 1",
-                "C",
-            ),
-        ],
-        "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
-        f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' is "
-        "the harness's own mean (failures left out), also for summary-only imports, which "
-        "have no per-clip rows and so no other figure here.",
-        fieldConfig={
-            "defaults": {
-                "min": 0,
-                "thresholds": _line(LEGACY_GATE, "orange"),
-                "custom": {"thresholdsStyle": {"mode": "line"}},
-            },
-            "overrides": [],
-        },
-    )
-
-
-def _failure_modes_panel() -> JsonObject:
-    return _panel(
-        3,
-        "Failure modes of broken clips",
-        "timeseries",
-        (0, 9, 12, 8),
-        [
-            _target(
-                "SELECT time, branch || ' ' || mode AS metric, clips FROM omni.v_failure_modes "
-                "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-            ),
-        ],
-        "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled between; "
-        "no_output: no audio.",
-        fieldConfig=STACKED_BARS,
-    )
-
-
-def _origins_panel() -> JsonObject:
-    return _panel(
-        4,
-        "Origin of broken clips",
-        "timeseries",
-        (12, 9, 6, 8),
-        [
-            _target(
-                "SELECT time, branch || ' ' || origin AS metric, clips FROM omni.v_origin_mix "
-                "WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-            ),
-        ],
-        "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
-        "right, the speech was not.",
-        fieldConfig=STACKED_BARS,
-    )
-
-
-def _questions_panel() -> JsonObject:
-    return _panel(
-        5,
-        "Questions vs statements",
-        "timeseries",
-        (18, 9, 6, 8),
-        [
-            _target(
-                "SELECT time, branch || ' ' || kind AS metric, tail_fraction FROM "
-                "omni.v_question_split WHERE $__timeFilter(time) AND " + FILTERS + " ORDER BY 1"
-            ),
-        ],
-        "Tail fraction of questions and requests vs statements (answered questions are a "
-        "known failure).",
-        fieldConfig={"defaults": {"unit": "percentunit", "min": 0}, "overrides": []},
-    )
-
-
-def _verdict_history_panel() -> JsonObject:
-    return _panel(
-        6,
-        "Verdict history",
-        "table",
-        (0, 17, 12, 9),
-        [
-            _target(
-                "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
-                "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
-                f"WHERE $__timeFilter(time) AND {SERIES_FILTER} AND candidate_branch IN "
-                "($branch) AND variant IN ($variant) ORDER BY time DESC",
-                fmt="table",
-            ),
-        ],
-        "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
-        fieldConfig={
-            "defaults": {},
-            "overrides": [
-                *_units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
-                _coloured({"id": "byName", "options": "verdict"}, VERDICT_COLOURS),
-            ],
-        },
-    )
-
-
-def _latest_ab_panel() -> JsonObject:
-    return _panel(
-        7,
-        "Latest paired A/B",
-        "table",
-        (12, 17, 12, 9),
-        [
-            _target(
-                "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
-                "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
-                "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
-                f"WHERE {SERIES_FILTER} AND candidate_branch IN ($branch) AND variant IN "
-                "($variant) ORDER BY nightly DESC",
-                fmt="table",
-            ),
-        ],
-        "The newest decision per candidate: the paired table and exact McNemar p. Click a "
-        "comparison to list its regressed clips below.",
-        fieldConfig={
-            "defaults": {},
-            "overrides": [
-                *_units(
-                    mcnemar_p="sci",
-                    mcnemar_p_holm="sci",
-                    delta_tail_fraction="percentunit",
-                    delta_tail_ci_low="percentunit",
-                    delta_tail_ci_high="percentunit",
-                ),
-                {
-                    "matcher": {"id": "byName", "options": "comparison_id"},
-                    "properties": [
-                        {
-                            "id": "links",
-                            "value": [
-                                {
-                                    "title": "regressed clips",
-                                    "url": "/d/"
-                                    + TREND_UID
-                                    + "?${__url_time_range}&var-benchmark=$benchmark&var-model=$model&var-lane=$lane&var-comparison=${__value.raw}",
-                                }
-                            ],
-                        }
-                    ],
-                },
-            ],
-        },
-    )
-
-
-def _regressed_clips_panel() -> JsonObject:
-    return _panel(
-        8,
-        "Regressed clips of comparison $comparison",
-        "table",
-        (0, 26, 24, 10),
-        [
-            _target(
-                "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
-                "candidate_wer, candidate_status, CASE WHEN audio_uri LIKE '%/.imports/%' "
-                "THEN NULL ELSE substring(audio_uri from '([^/]+/[^/]+)$') END AS audio, "
-                "thinker_text FROM omni.v_regressed_clips WHERE comparison_id = $comparison "
-                "ORDER BY candidate_wer DESC NULLS LAST",
-                fmt="table",
-            ),
-        ],
-        "Clips fine in the baseline and broken in the candidate: what was said, what was heard, "
-        "and the audio (click it: the evidence app plays the candidate's clip).",
-        fieldConfig={
-            "defaults": {},
-            "overrides": [
-                {
-                    "matcher": {"id": "byName", "options": "audio"},
-                    "properties": [
-                        {
-                            "id": "links",
-                            "value": [
-                                {
-                                    "title": "play the candidate's clip",
-                                    "url": "${evidence}/omni/audio/${__value.raw}",
-                                    "targetBlank": True,
-                                }
-                            ],
-                        }
-                    ],
-                }
-            ],
-        },
-    )
-
-
-def _scores_panel() -> JsonObject:
-    return _panel(
-        9,
-        "Accuracy and secondary scores (never gated)",
-        "timeseries",
-        (0, 36, 24, 8),
-        [
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' accuracy' AS metric, accuracy {SCORES_FROM} ORDER BY 1",
-                "A",
-            ),
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' speaker sim' AS metric, sim_mean {SCORES_FROM} ORDER BY 1",
-                "B",
-            ),
-            _target(
-                f"SELECT time, branch || ' / ' || variant || ' UTMOS' AS metric, utmos_mean {SCORES_FROM} ORDER BY 1",
-                "C",
-            ),
-            _target(published_sql(), "D"),
-        ],
-        "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
-        "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
-        "them. Shown for context: no verdict reads them. A dashed 'published' line is the "
-        "model's own reported figure (gates/published.yaml), drawn only where it was "
-        "measured by the same protocol as this series' figure.",
-    )
-
-
-def _fleet_overview_panel() -> JsonObject:
-    return _panel(
-        11,
-        "Fleet overview: every series' latest verdict, ours and upstream's",
-        "table",
-        (0, 50, 24, 8),
-        [
-            _target(
-                "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
-                "regressed_14d, upstream_verdict, upstream_nightly, upstream_failing_14d, "
-                "upstream_fail_streak, CASE WHEN jsonb_array_length(validity) = 0 THEN "
-                "'valid' ELSE validity ->> 0 END AS validity FROM omni.v_fleet_latest "
-                "ORDER BY benchmark, model, lane, candidate_branch",
-                fmt="table",
-            ),
-        ],
-        "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
-        "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
-        "the newest imported run (Buildkite), the nights it failed in the last 14, its "
-        "consecutive failures, and whether that night was valid (the first problem when "
-        "not). Click a benchmark to open its series here.",
-        fieldConfig={
-            "defaults": {},
-            "overrides": [
-                {
-                    "matcher": {"id": "byName", "options": "benchmark"},
-                    "properties": [
-                        {
-                            "id": "links",
-                            "value": [
-                                {
-                                    "title": "open this series",
-                                    "url": "/d/"
-                                    + TREND_UID
-                                    + "?var-benchmark=${__data.fields.benchmark}"
-                                    "&var-model=${__data.fields.model}"
-                                    "&var-lane=${__data.fields.lane}",
-                                }
-                            ],
-                        }
-                    ],
-                },
-                _coloured(
-                    {"id": "byRegexp", "options": "^(verdict|upstream_verdict)$"},
-                    {**VERDICT_COLOURS, **UPSTREAM_COLOURS},
+            unit="percentunit",
+            min=0,
+            **line(slo_tail, "red"),
+        ),
+        panel(
+            2,
+            "Capped mean WER (and the legacy uncapped mean)",
+            "timeseries",
+            (12, 0, 12, 9),
+            [
+                *_lines(TREND_FROM, ("", "capped_mean_wer"), ("legacy mean", "mean_wer")),
+                target(
+                    "SELECT time, branch || ' / ' || variant || CASE WHEN summary_only THEN "
+                    "' official (summary-only)' ELSE ' official' END AS metric, official_mean "
+                    "FROM omni.v_official_trend WHERE $__timeFilter(time) AND "
+                    + KEY_FILTERS
+                    + " ORDER BY 1",
+                    "C",
                 ),
             ],
-        },
-    )
+            "Capped mean = mean of min(WER, 1): one runaway clip moves it by at most 1/n. The "
+            f"legacy uncapped mean is the old gate's figure (line at {LEGACY_GATE}). 'official' "
+            "is the harness's own mean (failures left out), also for summary-only imports, "
+            "which have no per-clip rows and so no other figure here.",
+            min=0,
+            **line(LEGACY_GATE, "orange"),
+        ),
+        panel(
+            3,
+            "Failure modes of broken clips",
+            "timeseries",
+            (0, 9, 12, 8),
+            _split("v_failure_modes", "mode", "clips"),
+            "over_generation: heard ≥ 2× the reference's words; truncated ≤ 0.5×; garbled "
+            "between; no_output: no audio.",
+            custom=STACKED_BARS,
+        ),
+        panel(
+            4,
+            "Origin of broken clips",
+            "timeseries",
+            (12, 9, 6, 8),
+            _split("v_origin_mix", "origin", "clips"),
+            "thinker: the model's own text was already wrong (WER > 0.1); talker: the text was "
+            "right, the speech was not.",
+            custom=STACKED_BARS,
+        ),
+        panel(
+            5,
+            "Questions vs statements",
+            "timeseries",
+            (18, 9, 6, 8),
+            _split("v_question_split", "kind", "tail_fraction"),
+            "Tail fraction of questions and requests vs statements (answered questions are a "
+            "known failure).",
+            unit="percentunit",
+            min=0,
+        ),
+    ]
 
 
-def _summary_only_panel() -> JsonObject:
-    return _panel(
-        12,
-        "Summary-only figures (judge means and summaries without items; never gated)",
-        "timeseries",
-        (0, 58, 24, 8),
-        [
-            _target(
-                "SELECT time, branch || ' ' || figure || coalesce(' @' || left(protocol_pin, "
-                "7), '') AS metric, value FROM omni.v_summary_figures WHERE "
-                f"$__timeFilter(time) AND {SERIES_FILTER} AND branch IN ($branch) AND "
-                "figure NOT LIKE '%.by_task.%' AND figure <> 'duplex_samples' ORDER BY 1",
-                "A",
+def _decision_panels() -> list[JsonValue]:
+    """The gate's decisions: their history, the newest paired A/B, its regressed clips."""
+    return [
+        table(
+            6,
+            "Verdict history",
+            (0, 17, 12, 9),
+            "SELECT time, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+            "mcnemar_p_holm, delta_tail_fraction, regressed, improved FROM omni.v_gate_history "
+            f"WHERE $__timeFilter(time) AND {SERIES_FILTER} AND candidate_branch IN "
+            "($branch) AND variant IN ($variant) ORDER BY time DESC",
+            "One row per gate decision. Alerts fire on confirmed REGRESSED only.",
+            *units(mcnemar_p_holm="sci", delta_tail_fraction="percentunit"),
+            coloured("verdict", VERDICT_COLOURS),
+        ),
+        table(
+            7,
+            "Latest paired A/B",
+            (12, 17, 12, 9),
+            "SELECT nightly, candidate_branch, baseline_branch, variant, verdict, confirmed, "
+            "stable_broken, regressed, improved, mcnemar_p, mcnemar_p_holm, delta_tail_fraction, "
+            "delta_tail_ci_low, delta_tail_ci_high, comparison_id FROM omni.v_latest_paired "
+            f"WHERE {SERIES_FILTER} AND candidate_branch IN ($branch) AND variant IN "
+            "($variant) ORDER BY nightly DESC",
+            "The newest decision per candidate: the paired table and exact McNemar p. Click a "
+            "comparison to list its regressed clips below.",
+            *units(
+                mcnemar_p="sci",
+                mcnemar_p_holm="sci",
+                delta_tail_fraction="percentunit",
+                delta_tail_ci_low="percentunit",
+                delta_tail_ci_high="percentunit",
             ),
-        ],
-        "A summary-only night's own figures as its artifact reported them: Omni-DuplexEval's "
-        "RTD content and temporal scores and PR success, or a seed-TTS / multiple-choice "
-        "summary without per-item rows. A protocol pin is part of the line's name, so "
-        "nights judged under another evaluator version never join the same line.",
-    )
-
-
-def _gate_advice_panel() -> JsonObject:
-    return _panel(
-        10,
-        "Upstream gate advice (its chance of failing a night with nothing changed)",
-        "table",
-        (0, 44, 24, 6),
-        [
-            _target(
-                "SELECT gate, p_fail, p_fail_low, p_fail_high, suggested, nights, nightly "
-                f"FROM omni.gate_advice WHERE {SERIES_FILTER} AND nightly = (SELECT "
-                f"max(nightly) FROM omni.gate_advice WHERE {SERIES_FILTER}) ORDER BY gate",
-                fmt="table",
+            linked(
+                "comparison_id",
+                "regressed clips",
+                "/d/"
+                + TREND_UID
+                + "?${__url_time_range}&var-benchmark=$benchmark&var-model=$model&var-lane=$lane&var-comparison=${__value.raw}",
             ),
-        ],
-        "For each of the series' upstream pytest gates (the gate table, or the series' "
-        "`upstream_gate`): the chance it fails a night with nothing changed (with its 95 % "
-        "interval) and the threshold that would fail 1 night in 50, from the stored nights "
-        "of the baseline (`omni-tasks gates advise` says what it catches and writes the PR "
-        "text).",
-        fieldConfig={
-            "defaults": {},
-            "overrides": [
-                {
-                    "matcher": {"id": "byRegexp", "options": "^p_fail"},
-                    "properties": [{"id": "unit", "value": "percentunit"}],
-                }
+        ),
+        table(
+            8,
+            "Regressed clips of comparison $comparison",
+            (0, 26, 24, 10),
+            "SELECT utt_id, reference, baseline_heard, baseline_wer, candidate_heard, "
+            "candidate_wer, candidate_status, CASE WHEN audio_uri LIKE '%/.imports/%' "
+            "THEN NULL ELSE substring(audio_uri from '([^/]+/[^/]+)$') END AS audio, "
+            "thinker_text FROM omni.v_regressed_clips WHERE comparison_id = $comparison "
+            "ORDER BY candidate_wer DESC NULLS LAST",
+            "Clips fine in the baseline and broken in the candidate: what was said, what was "
+            "heard, and the audio (click it: the evidence app plays the candidate's clip).",
+            linked(
+                "audio",
+                "play the candidate's clip",
+                "${evidence}/omni/audio/${__value.raw}",
+                targetBlank=True,
+            ),
+        ),
+    ]
+
+
+def _context_panels() -> list[JsonValue]:
+    """What no verdict reads: secondary scores, the fleet, summaries, gate advice, health."""
+    return [
+        panel(
+            9,
+            "Accuracy and secondary scores (never gated)",
+            "timeseries",
+            (0, 36, 24, 8),
+            [
+                *_lines(
+                    SCORES_FROM,
+                    ("accuracy", "accuracy"),
+                    ("speaker sim", "sim_mean"),
+                    ("UTMOS", "utmos_mean"),
+                ),
+                target(published_sql(), "D"),
             ],
-        },
-    )
-
-
-def _platform_health_panel() -> JsonObject:
-    return _panel(
-        13,
-        "Platform health: Slack outbox backlog and Buildkite sync staleness",
-        "table",
-        (0, 66, 24, 6),
-        [
-            _target(
-                "SELECT 'outbox' AS what, pending::text || ' pending, ' || failed::text || "
-                "' failed' AS state, oldest_pending_at AS since FROM omni.v_outbox_backlog "
-                "UNION ALL SELECT 'sync ' || pipeline, 'build ' || last_build::text || ', ' "
-                "|| hours_since::text || ' h ago', last_imported_at FROM "
-                "omni.v_sync_staleness ORDER BY 1",
-                fmt="table",
+            "A multiple-choice benchmark's accuracy (its gate reads wrong answers, above); the "
+            "speaker similarity and UTMOS means seed-TTS items carry when the harness computed "
+            "them. Shown for context: no verdict reads them. A dashed 'published' line is the "
+            "model's own reported figure (gates/published.yaml), drawn only where it was "
+            "measured by the same protocol as this series' figure.",
+        ),
+        table(
+            11,
+            "Fleet overview: every series' latest verdict, ours and upstream's",
+            (0, 50, 24, 8),
+            "SELECT benchmark, model, lane, candidate_branch, variant, nightly, verdict, "
+            "regressed_14d, upstream_verdict, upstream_nightly, upstream_failing_14d, "
+            "upstream_fail_streak, CASE WHEN jsonb_array_length(validity) = 0 THEN "
+            "'valid' ELSE validity ->> 0 END AS validity FROM omni.v_fleet_latest "
+            "ORDER BY benchmark, model, lane, candidate_branch",
+            "One row per series (model × benchmark × lane) and candidate: our latest verdict, "
+            "REGRESSED nights in the last 14, and the verdict upstream's own pytest gate gave "
+            "the newest imported run (Buildkite), the nights it failed in the last 14, its "
+            "consecutive failures, and whether that night was valid (the first problem when "
+            "not). Click a benchmark to open its series here.",
+            linked(
+                "benchmark",
+                "open this series",
+                "/d/" + TREND_UID + "?var-benchmark=${__data.fields.benchmark}"
+                "&var-model=${__data.fields.model}"
+                "&var-lane=${__data.fields.lane}",
             ),
-        ],
-        "The platform watching itself: messages not yet delivered to Slack (and the oldest "
-        "one's age), and each Buildkite pipeline's newest imported build and how long ago "
-        "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
-        "(omni_freshness).",
-    )
+            coloured(
+                "^(verdict|upstream_verdict)$",
+                {**VERDICT_COLOURS, **UPSTREAM_COLOURS},
+                by="byRegexp",
+            ),
+        ),
+        panel(
+            12,
+            "Summary-only figures (judge means and summaries without items; never gated)",
+            "timeseries",
+            (0, 58, 24, 8),
+            [
+                target(
+                    "SELECT time, branch || ' ' || figure || coalesce(' @' || left(protocol_pin, "
+                    "7), '') AS metric, value FROM omni.v_summary_figures WHERE "
+                    f"$__timeFilter(time) AND {SERIES_FILTER} AND branch IN ($branch) AND "
+                    "figure NOT LIKE '%.by_task.%' AND figure <> 'duplex_samples' ORDER BY 1",
+                ),
+            ],
+            "A summary-only night's own figures as its artifact reported them: Omni-DuplexEval's "
+            "RTD content and temporal scores and PR success, or a seed-TTS / multiple-choice "
+            "summary without per-item rows. A protocol pin is part of the line's name, so "
+            "nights judged under another evaluator version never join the same line.",
+        ),
+        table(
+            10,
+            "Upstream gate advice (its chance of failing a night with nothing changed)",
+            (0, 44, 24, 6),
+            "SELECT gate, p_fail, p_fail_low, p_fail_high, suggested, nights, nightly "
+            f"FROM omni.gate_advice WHERE {SERIES_FILTER} AND nightly = (SELECT "
+            f"max(nightly) FROM omni.gate_advice WHERE {SERIES_FILTER}) ORDER BY gate",
+            "For each of the series' upstream pytest gates (the gate table, or the series' "
+            "`upstream_gate`): the chance it fails a night with nothing changed (with its 95 % "
+            "interval) and the threshold that would fail 1 night in 50, from the stored nights "
+            "of the baseline (`omni-tasks gates advise` says what it catches and writes the PR "
+            "text).",
+            override("^p_fail", {"id": "unit", "value": "percentunit"}, by="byRegexp"),
+        ),
+        table(
+            13,
+            "Platform health: Slack outbox backlog and Buildkite sync staleness",
+            (0, 66, 24, 6),
+            "SELECT 'outbox' AS what, pending::text || ' pending, ' || failed::text || "
+            "' failed' AS state, oldest_pending_at AS since FROM omni.v_outbox_backlog "
+            "UNION ALL SELECT 'sync ' || pipeline, 'build ' || last_build::text || ', ' "
+            "|| hours_since::text || ' h ago', last_imported_at FROM "
+            "omni.v_sync_staleness ORDER BY 1",
+            "The platform watching itself: messages not yet delivered to Slack (and the oldest "
+            "one's age), and each Buildkite pipeline's newest imported build and how long ago "
+            "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
+            "(omni_freshness).",
+        ),
+    ]
+
+
+def _templating() -> list[JsonValue]:
+    """The dashboard's variables: the datasource, the evidence server, then the series."""
+    return [
+        fixed(
+            "datasource",
+            "results DB",
+            "datasource",
+            "grafana-postgresql-datasource",
+            PROVISIONED_UID,
+        ),
+        fixed(
+            "evidence",
+            "evidence server (OMNI_PUBLIC_URL)",
+            "textbox",
+            EVIDENCE_DEFAULT,
+            EVIDENCE_DEFAULT,
+        ),
+        variable("benchmark", "SELECT DISTINCT benchmark FROM omni.run ORDER BY 1"),
+        variable(
+            "model",
+            "SELECT DISTINCT model FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
+        ),
+        variable(
+            "lane",
+            "SELECT DISTINCT lane FROM omni.run WHERE benchmark = '$benchmark' AND "
+            "model = '$model' ORDER BY 1",
+            label="hardware lane",
+        ),
+        variable(
+            "branch",
+            f"SELECT DISTINCT branch FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
+            multi=True,
+        ),
+        variable(
+            "variant",
+            f"SELECT DISTINCT variant FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
+            multi=True,
+        ),
+        fixed("tau", "τ", "custom", "0.5,1", "0.5", multi=False, includeAll=False),
+        variable(
+            "comparison",
+            f"SELECT comparison_id FROM omni.v_latest_paired WHERE {SERIES_FILTER} "
+            "AND comparison_id IS NOT NULL ORDER BY nightly DESC",
+        ),
+    ]
 
 
 def trend_dashboard() -> JsonObject:
@@ -596,84 +412,10 @@ def trend_dashboard() -> JsonObject:
         "time": {"from": "now-90d", "to": "now"},
         "refresh": "",
         "links": [
-            {
-                "title": "Nightly reports",
-                "type": "link",
-                "url": "${evidence}/omni/",
-                "targetBlank": True,
-            },
-            {
-                "title": "Airflow: the nightly",
-                "type": "link",
-                "url": "${evidence}/dags/omni_nightly",
-                "targetBlank": True,
-            },
+            link("Nightly reports", "${evidence}/omni/"),
+            link("Airflow: the nightly", "${evidence}/dags/omni_nightly"),
         ],
-        "templating": {
-            "list": [
-                {
-                    "name": "datasource",
-                    "label": "results DB",
-                    "type": "datasource",
-                    "query": "grafana-postgresql-datasource",
-                    "current": {"text": PROVISIONED_UID, "value": PROVISIONED_UID},
-                },
-                {
-                    "name": "evidence",
-                    "label": "evidence server (OMNI_PUBLIC_URL)",
-                    "type": "textbox",
-                    "query": EVIDENCE_DEFAULT,
-                    "current": {"text": EVIDENCE_DEFAULT, "value": EVIDENCE_DEFAULT},
-                },
-                _variable(
-                    "benchmark",
-                    "SELECT DISTINCT benchmark FROM omni.run ORDER BY 1",
-                    False,
-                    "benchmark",
-                ),
-                _variable(
-                    "model",
-                    "SELECT DISTINCT model FROM omni.run WHERE benchmark = '$benchmark' ORDER BY 1",
-                    False,
-                    "model",
-                ),
-                _variable(
-                    "lane",
-                    "SELECT DISTINCT lane FROM omni.run WHERE benchmark = '$benchmark' AND "
-                    "model = '$model' ORDER BY 1",
-                    False,
-                    "hardware lane",
-                ),
-                _variable(
-                    "branch",
-                    f"SELECT DISTINCT branch FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
-                    True,
-                    "branch",
-                ),
-                _variable(
-                    "variant",
-                    f"SELECT DISTINCT variant FROM omni.run WHERE {SERIES_FILTER} ORDER BY 1",
-                    True,
-                    "variant",
-                ),
-                {
-                    "name": "tau",
-                    "label": "τ",
-                    "type": "custom",
-                    "query": "0.5,1",
-                    "current": {"text": "0.5", "value": "0.5"},
-                    "multi": False,
-                    "includeAll": False,
-                },
-                _variable(
-                    "comparison",
-                    f"SELECT comparison_id FROM omni.v_latest_paired WHERE {SERIES_FILTER} "
-                    "AND comparison_id IS NOT NULL ORDER BY nightly DESC",
-                    False,
-                    "comparison",
-                ),
-            ]
-        },
+        "templating": {"list": _templating()},
         "annotations": {
             "list": [
                 {
@@ -681,7 +423,7 @@ def trend_dashboard() -> JsonObject:
                     "enable": True,
                     "iconColor": "purple",
                     "datasource": DATASOURCE,
-                    "target": _target(
+                    "target": target(
                         "SELECT time, text, tags FROM omni.v_events WHERE $__timeFilter(time) "
                         "AND (benchmark = '$benchmark' OR benchmark IS NULL) AND "
                         "grafana_annotation_id IS NULL ORDER BY time",
@@ -711,41 +453,3 @@ def write_all(out_dir: Path = DASHBOARD_DIR) -> list[Path]:
         path.write_text(render(d), encoding="utf-8")
         written.append(path)
     return written
-
-
-def panel_queries(d: JsonObject) -> dict[str, str]:
-    """Every SQL a dashboard runs, by 'panel title/refId' (variables and annotations too)."""
-    out = {
-        f"{p['title']}/{t['refId']}": str(t["rawSql"])
-        for p in _objects(d, "panels")
-        for t in _objects(p, "targets")
-    }
-    for v in _objects(d.get("templating"), "list"):
-        if v["type"] == "query":
-            out[f"variable {v['name']}"] = str(v["query"])
-    for a in _objects(d.get("annotations"), "list"):
-        target = a["target"]
-        if isinstance(target, dict):
-            out[f"annotation {a['name']}"] = str(target["rawSql"])
-    return out
-
-
-def _objects(doc: JsonValue, key: str) -> list[JsonObject]:
-    """The JSON objects listed under `key` of `doc` (none when it lists none)."""
-    return json_objects(doc.get(key)) if isinstance(doc, dict) else []
-
-
-def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:
-    """Expand Grafana's macros and variables the way its Postgres datasource does (for tests
-    and for reading a panel's query outside Grafana)."""
-    sql = re.sub(
-        r"\$__timeFilter\((\w+)\)",
-        lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'",
-        sql,
-    )
-    sql = sql.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
-    for name in sorted(variables, key=len, reverse=True):
-        value = variables[name]
-        rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)
-        sql = sql.replace("${" + name + "}", rendered).replace("$" + name, rendered)
-    return sql

@@ -1,22 +1,17 @@
 """Import the fleet's nightlies from the CI that runs them (Buildkite).
 
-Lists a pipeline's builds through the Buildkite REST API; each build's artifacts are matched
-against the artifact rules (`buildkite_rules.yaml`: pipeline, path glob → benchmark, model,
-lane); a matched artifact is downloaded and imported as that night's run of its series, with
-the build's number, commit, branch, step and agent in its provenance, and upstream's own gate
-verdict (pass / fail / not evaluated) beside it; a JSON artifact no rule matches is listed,
-never guessed. Idempotent: an artifact already imported (by its Buildkite id) is skipped
-without downloading. A 429 waits for Retry-After; 5xx and connection errors are retried with
-backoff; 401/404 on the pipeline stop with a message that says what to fix.
+Lists a pipeline's builds through the Buildkite REST API (buildkite_api.py); each build's
+artifacts are matched against the artifact rules (identity.py: pipeline, step, path glob →
+benchmark, model, lane); a matched artifact is downloaded and imported as that night's run of
+its series, with the build's number, commit, branch, step and agent in its provenance, and
+upstream's own gate verdict (pass / fail / not evaluated) beside it; a JSON artifact no rule
+matches is listed, never guessed. Idempotent: an artifact already imported (by its Buildkite
+id) is skipped without downloading.
 
 Buildkite is untrusted: each build and each artifact is isolated (an expired artifact, a
 malformed build or a run that conflicts is listed as "skipped: reason" and newer builds are
 still imported); an attempt a retry superseded is skipped (the latest attempt is the night's
-run); every download has one total deadline, over all its attempts and the waits between
-them; and a download is fetched only from the API's own origin or an allowed artifact host
-(`artifact_hosts`), never from loopback, link-local or private addresses unless a host there is
-listed by name. The address a host was checked at is the one connected to (a second DNS
-answer cannot point the download elsewhere).
+run).
 
 A run's key names its pipeline and build (`…:PIPELINE:buildN`): two pipelines that feed one
 series (a rerun pipeline, a second CI) keep their runs apart. Runs imported before the
@@ -29,188 +24,38 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import fnmatch
-import ipaddress
 import re
-import socket
 import tempfile
-import time
-from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
-import tenacity
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import JsonValue
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.validity import run_validity
-from omni_tasks.benchmarks.artifact import ParsedArtifact
+from omni_tasks.benchmarks.artifact import ArtifactError, ParsedArtifact
 from omni_tasks.benchmarks.base import ImportOptions
-from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, artifact_grader
-from omni_tasks.contracts import JsonObject, json_objects
+from omni_tasks.contracts import JsonObject
 from omni_tasks.gates.history import threshold_at_commit
 from omni_tasks.gates.table import Threshold, gates_on
-from omni_tasks.importers.hardware import sku_of
-from omni_tasks.importers.identity import identity_problem
-from omni_tasks.records import records_of
-from omni_tasks.series import Protocol, Series
-from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
-from omni_tasks.synthesis.bounded import (
-    MAX_JSON_BODY,
-    ResponseRefused,
-    parse_json,
-    read_body_sync,
+from omni_tasks.harness import UnknownHarness, harness_window
+from omni_tasks.importers.buildkite_api import ARTIFACT_HOSTS as ARTIFACT_HOSTS
+from omni_tasks.importers.buildkite_api import (
+    Build,
+    BuildkiteClient,
+    BuildkiteSource,
+    checked_build,
 )
+from omni_tasks.importers.hardware import sku_of
+from omni_tasks.importers.identity import ArtifactRule, BuildkiteError, identity_problem, load_rules
+from omni_tasks.records import RunSpec, records_of
+from omni_tasks.series import Series
+from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
 from omni_tasks.trust.commits import check_commit
 from omni_tasks.trust.names import InvalidName, path_component, printable
-
-DEFAULT_API = "https://api.buildkite.com/v2"
-Query = dict[str, str | int]  # a request's query parameters
-RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
-
-
-class ArtifactRule(BaseModel):
-    """Artifacts of `pipeline` that a job of `step` uploaded under a path matching `artifact`
-    are runs of this series (its lane filled in with the job's hardware)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    pipeline: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
-    step: str = Field(min_length=1, max_length=300)  # the job's step key or label (fnmatch)
-    artifact: str = Field(min_length=1, max_length=300)
-    benchmark: str | None = None  # None: detected from the file
-    model: str
-    lane: str  # may hold `{sku}`: the job's hardware (importers/hardware.py), lower-cased
-    expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
-    protocol: Protocol = "chat"  # how the step's harness talks to the server
-    blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
-
-    def matches(self, pipeline: str, path: str, job: JsonObject | None) -> bool:
-        if pipeline != self.pipeline or not fnmatch.fnmatchcase(path, self.artifact):
-            return False
-        steps = (job or {}).get("step_key"), (job or {}).get("name"), (job or {}).get("label")
-        return any(isinstance(s, str) and fnmatch.fnmatchcase(s, self.step) for s in steps)
-
-    def lane_for(self, sku: str | None) -> str:
-        """The lane of a job on `sku`; a lane that needs the hardware refuses a job that does
-        not say it."""
-        if "{sku}" not in self.lane:
-            return self.lane
-        if sku is None:
-            raise BuildkiteError(
-                f"its job names no hardware the rule's lane {self.lane} needs (no agent queue, "
-                "pool or resource class that importers/hardware.py knows)"
-            )
-        return self.lane.replace("{sku}", sku.lower())
-
-
-def load_rules(path: Path = RULES) -> list[ArtifactRule]:
-    """The artifact rules of a rules file, each checked (its series must be a valid one)."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise BuildkiteError(f"{path}: cannot read artifact rules: {exc}") from None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("version") != 1
-        or not isinstance(doc.get("rules"), list)
-    ):
-        raise BuildkiteError(f"{path}: expected `version: 1` and a `rules` list")
-    out = []
-    for i, raw in enumerate(doc["rules"]):
-        try:
-            rule = ArtifactRule(**raw) if isinstance(raw, dict) else None
-            if rule is None:
-                raise ValueError("a mapping of rule fields")
-            if rule.benchmark is not None:
-                benchmarks.get(rule.benchmark)
-            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane_for("H100"))
-        except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
-            raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
-        out.append(rule)
-    return out
-
-
-class BuildkiteError(RuntimeError):
-    pass
-
-
-MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
-DOWNLOAD_DEADLINE_S = 300.0  # one artifact's download, over all its attempts
-REQUEST_TIMEOUT_S = 60.0  # connect / read / write / pool, per request
-# Where Buildkite's artifact downloads redirect (its own S3 storage); a host listed here matches
-# itself and its subdomains.
-ARTIFACT_HOSTS = ("buildkiteartifacts.com", "s3.amazonaws.com")
-
-
-class _Again(Exception):
-    """A response worth retrying; `final` is the error if it is the last attempt."""
-
-    def __init__(self, final: str, retry_after: float | None = None) -> None:
-        super().__init__(final)
-        self.final, self.retry_after = final, retry_after
-
-
-class _Deadline(tenacity.stop.stop_base):
-    """One total deadline over a request's attempts (a download's `download_deadline_s`); as
-    tenacity's stop, no attempt once the wait before it would reach the deadline."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._until = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return self._until - time.monotonic()
-
-    def timeout(self, cap: float) -> float:
-        """An attempt's httpx timeout: never past the deadline."""
-        return max(0.001, min(cap, self.left()))
-
-    def __call__(self, state: tenacity.RetryCallState) -> bool:
-        return (state.upcoming_sleep or 0.0) >= self.left()
-
-    def passed(self, arriving: bool = True) -> str:
-        what = "response body still arriving" if arriving else "no answer"
-        return f"{what} after {self.seconds:g} s (its total deadline, over every attempt)"
-
-
-def _refuse(r: httpx.Response, src: BuildkiteSource) -> None:
-    """An answer that retrying cannot fix, as an error that says what to do."""
-    if r.status_code == 401:
-        raise BuildkiteError(
-            "Buildkite rejected the API token (401): set BUILDKITE_API_TOKEN to a token "
-            "with read_builds and read_artifacts scopes"
-        )
-    if r.status_code == 404:
-        raise BuildkiteError(
-            f"Buildkite has no {src.org}/{src.pipeline} or no access to it "
-            f"(404 on {r.request.url.path})"
-        )
-    if r.status_code >= 400:
-        raise BuildkiteError(f"Buildkite answered {r.status_code} on {r.request.url.path}")
-
-
-@dataclass(frozen=True)
-class BuildkiteSource:
-    org: str
-    pipeline: str
-    token: str
-    base_url: str = DEFAULT_API
-    branch: str | None = None
-    since: dt.date | None = None
-    max_retries: int = 5
-    backoff_s: float = 1.0
-    harness_version: str | None = None  # the vllm-omni version the builds ran, when known
-    rules: tuple[ArtifactRule, ...] = ()  # empty: the shipped rules
-    # A git checkout of vllm-omni: each gate's threshold is read from its test file at the
-    # build's commit (None: the gate table's dated history).
-    upstream_checkout: Path | None = None
-    artifact_hosts: tuple[str, ...] = ARTIFACT_HOSTS
-    download_deadline_s: float = DOWNLOAD_DEADLINE_S
 
 
 @dataclass
@@ -218,9 +63,8 @@ class ImportReport:
     imported: list[str] = field(default_factory=list)  # run keys
     skipped: int = 0  # artifacts imported before
     builds_without_artifact: list[int] = field(default_factory=list)
-    unknown: list[str] = field(
-        default_factory=list
-    )  # "BUILD: PATH" of JSON artifacts no rule matches
+    # "BUILD: PATH" of JSON artifacts no rule matches
+    unknown: list[str] = field(default_factory=list)
     gates: list[JsonObject] = field(default_factory=list)  # upstream's verdict per run
     invalid: list[str] = field(default_factory=list)  # runs that are not valid, and why
     warnings: list[str] = field(default_factory=list)
@@ -230,215 +74,12 @@ class ImportReport:
     retries: list[str] = field(default_factory=list)  # run keys of attempts a retry superseded
 
 
-class ApiHostAuth(httpx.Auth):
-    """The bearer token on requests to the API's own origin only: an artifact's download_url,
-    a pagination link or a redirect to any other host gets no token (httpx also drops it on
-    cross-origin redirects)."""
-
-    def __init__(self, token: str, base_url: str) -> None:
-        self._token = token
-        self._origin = httpx.URL(base_url)
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        url = request.url
-        if (url.scheme, url.host, url.port) == (
-            self._origin.scheme,
-            self._origin.host,
-            self._origin.port,
-        ):
-            request.headers["Authorization"] = f"Bearer {self._token}"
-        yield request
-
-
-def check_host(url: httpx.URL, api: httpx.URL, allowed: tuple[str, ...]) -> str | None:
-    """A request (a download_url, a redirect, a pagination link) goes to the API's own origin or
-    to an allowed artifact host; a host matched only by its domain must not resolve to a
-    loopback, link-local or private address (a host listed by name is the operator's choice).
-    Returns the address that was checked, which the request must connect to (None: the API's
-    origin or a host listed by name, connected to as named)."""
-    if (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port):
-        return None
-    host = url.host.lower().rstrip(".")
-    if url.scheme not in ("https", "http") or not any(
-        host == h or host.endswith("." + h) for h in allowed
-    ):
-        raise BuildkiteError(
-            f"Buildkite pointed a download at {printable(host[:100])}, which is not the API "
-            f"host or an allowed artifact host ({', '.join(allowed) or 'none'})"
-        )
-    if host in allowed:
-        return None
-    try:
-        infos = socket.getaddrinfo(host, url.port or 443, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        raise BuildkiteError(f"artifact host {host}: {exc}") from None
-    if not infos:
-        raise BuildkiteError(f"artifact host {host} resolves to no address")
-    for info in infos:
-        ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-        if not ip.is_global:
-            raise BuildkiteError(f"artifact host {host} resolves to a non-public address {ip}")
-    return str(ipaddress.ip_address(str(infos[0][4][0]).split("%", 1)[0]))
-
-
-class PinnedTransport(httpx.BaseTransport):
-    """Every hop (a redirect too) checked by check_host, then connected to the address that
-    was checked, never to a second resolution of its name (DNS rebinding): the URL's host
-    becomes that address while the Host header and TLS's SNI (hence certificate checks) keep
-    the name."""
-
-    def __init__(self, api: httpx.URL, allowed: tuple[str, ...]) -> None:
-        self._api, self._allowed = api, allowed
-        self._inner = httpx.HTTPTransport()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        address = check_host(request.url, self._api, self._allowed)
-        if address is None:
-            return self._inner.handle_request(request)
-        extensions = dict(request.extensions)
-        if request.url.scheme == "https":
-            extensions["sni_hostname"] = request.url.host
-        pinned = httpx.Request(
-            request.method,
-            request.url.copy_with(host=address),
-            headers=request.headers,  # Host: the name, as httpx set it
-            stream=request.stream,
-            extensions=extensions,
-        )
-        return self._inner.handle_request(pinned)
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class BuildkiteClient:
-    def __init__(self, src: BuildkiteSource) -> None:
-        self.src = src
-        base = src.base_url.rstrip("/") + "/"
-        api = httpx.URL(base)
-        allowed = tuple(h.lower().strip(".") for h in src.artifact_hosts)
-        self.http = httpx.Client(
-            base_url=base,
-            auth=ApiHostAuth(src.token, base),
-            timeout=REQUEST_TIMEOUT_S,
-            follow_redirects=True,  # artifact downloads redirect to storage (auth is dropped)
-            transport=PinnedTransport(api, allowed),  # every hop, redirects included
-        )
-
-    def close(self) -> None:
-        self.http.close()
-
-    def _get(
-        self,
-        url: str,
-        params: Query | None = None,
-        cap: int = MAX_JSON_BODY,
-        deadline_s: float | None = None,
-    ) -> tuple[httpx.Response, bytes]:
-        """The response and its body (at most `cap` bytes, decompressed: Buildkite is not
-        trusted), retried with backoff on a dropped connection, 429 (its Retry-After) and 5xx.
-        `deadline_s` bounds the whole: every attempt and every wait between attempts."""
-        deadline = None if deadline_s is None else _Deadline(deadline_s)
-        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(self.src.max_retries + 1)
-        if deadline is not None:  # no attempt that could not start before the deadline
-            stop = tenacity.stop_any(stop, deadline)
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Again),
-            stop=stop,
-            wait=self._wait,
-            sleep=time.sleep,
-            reraise=True,
-        )
-        try:
-            return retrying(self._get_once, url, params, cap, deadline)
-        except _Again as exc:
-            raise BuildkiteError(exc.final) from exc.__cause__
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Again) and exc.retry_after is not None:
-            return exc.retry_after
-        return self.src.backoff_s * 2 ** (state.attempt_number - 1)
-
-    def _get_once(
-        self, url: str, params: Query | None, cap: int, deadline: _Deadline | None
-    ) -> tuple[httpx.Response, bytes]:
-        timeout = REQUEST_TIMEOUT_S if deadline is None else deadline.timeout(REQUEST_TIMEOUT_S)
-        try:
-            with self.http.stream("GET", url, params=params, timeout=timeout) as r:
-                if r.status_code == 429:
-                    after = min(float(r.headers.get("Retry-After", "5")), 60.0)
-                    raise _Again(f"Buildkite answered 429 on {r.request.url.path}", after)
-                if r.status_code >= 500:
-                    raise _Again(f"Buildkite answered {r.status_code} on {r.request.url.path}")
-                _refuse(r, self.src)
-                return r, read_body_sync(r, cap, None if deadline is None else deadline.left())
-        except httpx.TransportError as exc:
-            if deadline is not None and deadline.left() <= 0:
-                why = deadline.passed(arriving=False)
-                raise BuildkiteError(f"Buildkite: {why} on {httpx.URL(url).path}") from None
-            raise _Again(f"Buildkite unreachable: {exc}") from exc
-        except ResponseRefused as exc:
-            late = deadline is not None and deadline.left() <= 0
-            why = deadline.passed() if deadline is not None and late else str(exc)
-            raise BuildkiteError(f"Buildkite: {why} on {httpx.URL(url).path}") from None
-
-    def _json(self, url: str, params: Query | None = None) -> tuple[httpx.Response, JsonValue]:
-        r, body = self._get(url, params)
-        try:
-            return r, parse_json(body, f"Buildkite {r.request.url.path}")
-        except ResponseRefused as exc:
-            raise BuildkiteError(str(exc)) from None
-
-    def builds(self) -> Iterator[JsonObject]:
-        params: Query = {"per_page": 100}
-        if self.src.branch:
-            params["branch"] = self.src.branch
-        if self.src.since:
-            params["created_from"] = f"{self.src.since.isoformat()}T00:00:00Z"
-        url: str | None = f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds"
-        query: Query | None = params
-        while url:
-            r, page = self._json(url, query)
-            if not isinstance(page, list):
-                raise BuildkiteError(f"Buildkite: a builds page that is not a list ({url})")
-            yield from json_objects(page)
-            url = r.links.get("next", {}).get("url")
-            query = None  # the next link carries the query (an empty dict would replace it)
-
-    def artifacts(self, build: int) -> list[JsonObject]:
-        path = (
-            f"organizations/{self.src.org}/pipelines/{self.src.pipeline}/builds/{build}/artifacts"
-        )
-        _, arts = self._json(path, {"per_page": 100})
-        if not isinstance(arts, list):
-            raise BuildkiteError(f"Buildkite: an artifact list that is not a list (build {build})")
-        return json_objects(arts)
-
-    def download(self, artifact: JsonObject) -> bytes:
-        # An accuracy artifact is a few MB; `import` takes files up to the same bound.
-        url = artifact.get("download_url")
-        if not isinstance(url, str):
-            raise BuildkiteError("the artifact has no download_url")
-        try:
-            return self._get(url, cap=MAX_ARTIFACT_BYTES, deadline_s=self.src.download_deadline_s)[
-                1
-            ]
-        except BuildkiteError as exc:
-            if "404" in str(exc):
-                raise BuildkiteError("the artifact is gone (404: expired or deleted)") from None
-            raise
-
-
-def _already(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
-    return imported_buildkite_artifact(conn, artifact_id)
-
-
 def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> ImportReport:
-    try:
-        artifact_grader(src.harness_version)  # an unknown version stops before any download
-    except ArtifactError as exc:
-        raise BuildkiteError(str(exc)) from None
+    if src.harness_version is not None:  # an unknown version stops before any download
+        try:
+            harness_window(src.harness_version)
+        except UnknownHarness as exc:
+            raise BuildkiteError(str(exc)) from None
     rules = [r for r in (src.rules or tuple(load_rules())) if r.pipeline == src.pipeline]
     report = ImportReport()
     client = BuildkiteClient(src)
@@ -456,29 +97,6 @@ def import_pipeline(conn: psycopg.Connection[Any], src: BuildkiteSource) -> Impo
     finally:
         client.close()
     return report
-
-
-@dataclass(frozen=True)
-class Build:
-    """A build the API listed, its number and branch checked; the rest as the API gave it
-    (read field by field, each narrowed where it is used)."""
-
-    number: int
-    branch: str
-    doc: JsonObject
-
-    def jobs(self) -> list[JsonObject]:
-        return json_objects(self.doc.get("jobs"))
-
-
-def checked_build(doc: JsonObject) -> Build | str:
-    """A build from the API, or why it cannot be imported."""
-    number, branch = doc.get("number"), doc.get("branch")
-    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-        return "its number is not a build number"
-    if not isinstance(branch, str) or not branch:
-        return "it names no branch"
-    return Build(number, branch, doc)
 
 
 # What one artifact's import may raise that is about that artifact alone.
@@ -501,8 +119,7 @@ def _import_build(
     except BuildkiteError as exc:
         report.skipped_builds.append(f"{number}: skipped: {exc}")
         return
-    jobs = _jobs(build)
-    superseded = _superseded_jobs(build)
+    jobs, superseded = build.jobs(), build.superseded()
     matched = []
     for a in artifacts:
         path = str(a.get("path") or a.get("filename") or "")
@@ -520,30 +137,15 @@ def _import_build(
     matched.sort(key=lambda m: str(m[0].get("job_id")) in superseded)
     for art, candidates in matched:
         try:
-            if _already(conn, str(art["id"])):
+            if imported_buildkite_artifact(conn, str(art["id"])):
                 report.skipped += 1
                 continue
             retry = str(art.get("job_id")) in superseded
             _import_one(conn, client, src, build, art, candidates, report, retry)
         except _ARTIFACT_ERRORS as exc:
             conn.rollback()  # what this artifact wrote; earlier ones are committed
-            path = printable(str(art.get("path") or "")[:300])
-            report.skipped_builds.append(f"{number}: skipped {path}: {printable(str(exc))[:300]}")
-
-
-def _superseded_jobs(build: Build) -> set[str]:
-    """Jobs a retry replaced (Buildkite marks them `retried`, naming the new attempt in
-    `retried_in_job_id`): their artifacts are retries, not the night's run."""
-    return {
-        str(job.get("id"))
-        for job in build.jobs()
-        if job.get("retried") or job.get("retried_in_job_id")
-    }
-
-
-def _jobs(build: Build) -> dict[str, JsonObject]:
-    """The build's jobs by id (an artifact names the job that uploaded it)."""
-    return {str(job["id"]): job for job in build.jobs() if job.get("id") is not None}
+            why = printable(str(exc))[:300]
+            report.skipped_builds.append(f"{number}: skipped {_shown(art)}: {why}")
 
 
 @dataclass(frozen=True)
@@ -619,32 +221,20 @@ def _import_one(
     report: ImportReport,
     retry: bool = False,
 ) -> None:
+    """One artifact as a run of the first candidate rule's series that its own fields agree
+    with (else refused, never relabelled), upstream's verdicts and the night's validity beside
+    it; a night that is not valid raises an INFRA alert."""
     data = client.download(art)
-    said = build.doc.get("commit")
+    options = _options(build, src, report)
+    path = _shown(art)
+    job = _provenance(build, build.jobs().get(str(art.get("job_id")), {}))
     try:
-        commit = None if said is None else check_commit(str(said), "commit")
-    except InvalidName as exc:  # e.g. "HEAD" on a build started by hand
-        report.warnings.append(f"build {build.number}: {exc}; stored without a commit")
-        commit = None
-    options = ImportOptions(
-        branch=build.branch,
-        commit=commit,
-        harness_version=src.harness_version,
-        built=_built(build),
-    )
-    path = printable(str(art.get("path") or "")[:300])
-    found = _agreeing_rule(data, art, options, candidates)
-    if isinstance(found, str):
-        if found.startswith("!"):
-            report.errors.append(f"build {build.number}: {found[1:]}")
-        else:
-            report.refused.append(f"build {build.number}: {path}: {found}")
-        return
-    rule, parsed = found
-    job = _provenance(build, _jobs(build).get(str(art.get("job_id")), {}))
-    try:
+        rule, parsed = _agreeing_rule(data, art, options, candidates)
         lane = rule.lane_for(job.sku)
-    except BuildkiteError as exc:
+    except ArtifactError as exc:  # it does not parse
+        report.errors.append(f"build {build.number}: {exc}")
+        return
+    except BuildkiteError as exc:  # no rule's series agrees with it
         report.refused.append(f"build {build.number}: {path}: {exc}")
         return
     # The protocol keeps its own baseline: a realtime night is the series' `realtime`
@@ -702,22 +292,58 @@ def _import_one(
     report.gates += [{"run_key": result.run_key, **v} for v in verdicts]
     if problems:  # "easy to miss in a nightly log": an invalid night is INFRA, not a pass
         report.invalid.append(f"{result.run_key}: {'; '.join(problems)}")
-        protocol = "" if rule.protocol == "chat" else f" ({rule.protocol})"
-        step = "blocking" if rule.blocking else "non-blocking (NonBlocking / soft_fail upstream)"
-        raise_infra(
-            conn,
-            f"run-validity|{spec.series.key}" + (f"|{variant}" if protocol else ""),
-            f"INFRA night not valid: {spec.series.label}{protocol}",
-            [
-                *problems,
-                f"build {build.number} of {src.pipeline}",
-                f"upstream step {job.step or '?'} on {job.sku or 'unknown hardware'}, {step}",
-            ],
-            dedup=str(spec.nightly),
-            links=build_link(build),
-        )
-        conn.commit()
+        _alert_invalid(conn, src.pipeline, build, rule, job, spec, problems)
     report.warnings += [f"build {build.number}: {w}" for w in parsed.warnings]
+
+
+def _alert_invalid(
+    conn: psycopg.Connection[Any],
+    pipeline: str,
+    build: Build,
+    rule: ArtifactRule,
+    job: JobProvenance,
+    spec: RunSpec,
+    problems: list[str],
+) -> None:
+    """The INFRA alert of a night that is not valid, naming the upstream step that ran it."""
+    protocol = "" if rule.protocol == "chat" else f" ({rule.protocol})"
+    step = "blocking" if rule.blocking else "non-blocking (NonBlocking / soft_fail upstream)"
+    raise_infra(
+        conn,
+        f"run-validity|{spec.series.key}" + (f"|{spec.variant}" if protocol else ""),
+        f"INFRA night not valid: {spec.series.label}{protocol}",
+        [
+            *problems,
+            f"build {build.number} of {pipeline}",
+            f"upstream step {job.step or '?'} on {job.sku or 'unknown hardware'}, {step}",
+        ],
+        dedup=str(spec.nightly),
+        links=build_link(build),
+    )
+    conn.commit()
+
+
+def _shown(art: JsonObject) -> str:
+    """The artifact's path as a report or a run's source shows it."""
+    return printable(str(art.get("path") or "")[:300])
+
+
+def _options(build: Build, src: BuildkiteSource, report: ImportReport) -> ImportOptions:
+    """What the build says about its artifacts: its branch, commit and day (for an artifact
+    that carries no date of its own)."""
+    said = build.doc.get("commit")
+    try:
+        commit = None if said is None else check_commit(str(said), "commit")
+    except InvalidName as exc:  # e.g. "HEAD" on a build started by hand
+        report.warnings.append(f"build {build.number}: {exc}; stored without a commit")
+        commit = None
+    try:
+        built = dt.datetime.fromisoformat(str(build.doc.get("created_at") or "")).date()
+    except ValueError:
+        built = None
+    return ImportOptions(
+        branch=build.branch, commit=commit, harness_version=src.harness_version, built=built
+    )
 
 
 BUILDKITE_WEB = "https://buildkite.com/"
@@ -739,34 +365,24 @@ def build_link(build: Build) -> dict[str, str] | None:
 
 def _agreeing_rule(
     data: bytes, art: JsonObject, options: ImportOptions, candidates: list[ArtifactRule]
-) -> tuple[ArtifactRule, ParsedArtifact] | str:
+) -> tuple[ArtifactRule, ParsedArtifact]:
     """The first rule (in file order) whose series the artifact's own fields agree with, and
-    the artifact as that rule reads it; else why none does ("!" first: it did not parse)."""
+    the artifact as that rule reads it. Raises ArtifactError when it does not parse, and
+    BuildkiteError saying why when no rule agrees."""
     refusals = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(str(art.get("filename") or "artifact.json")).name
         path.write_bytes(data)
         read: dict[str | None, ParsedArtifact] = {}  # parsed once per benchmark
         for rule in candidates:
-            try:
-                if rule.benchmark not in read:
-                    read[rule.benchmark] = benchmarks.import_artifact(path, options, rule.benchmark)
-            except ArtifactError as exc:
-                return f"!{exc}"
+            if rule.benchmark not in read:
+                read[rule.benchmark] = benchmarks.import_artifact(path, options, rule.benchmark)
             parsed = read[rule.benchmark]
             problem = identity_problem(rule.model, rule.protocol, parsed.spec.summary or {})
             if problem is None:
                 return rule, parsed
             refusals.append(f"not {rule.model} · {rule.lane}: {problem}")
-    return "refused (never relabelled): " + "; ".join(refusals)
-
-
-def _built(build: Build) -> dt.date | None:
-    """The day the build was created (for an artifact that carries no date of its own)."""
-    try:
-        return dt.datetime.fromisoformat(str(build.doc.get("created_at") or "")).date()
-    except ValueError:
-        return None
+    raise BuildkiteError("refused (never relabelled): " + "; ".join(refusals))
 
 
 def upstream_verdicts(

@@ -1,15 +1,91 @@
-"""Which series an artifact belongs to is decided by the job that wrote it (the rule) *and* by
-the artifact's own fields, which must agree: upstream's shared runner writes
-`qwen_omni_acc_seed_tts_<tag>.json` for every model, and a folder can hold a chat night and a
-realtime night of the same suite. An artifact whose own model or protocol disagrees with a
-rule's series is never relabelled: the next rule is tried, and with none left it is refused."""
+"""Which series an artifact belongs to is decided by the job that wrote it *and* by the
+artifact's own fields, which must agree. The job decides through the artifact rules of
+`buildkite_rules.yaml` (pipeline, step, path glob → benchmark, model, lane, protocol), each
+checked when it is read. Upstream's shared runner writes `qwen_omni_acc_seed_tts_<tag>.json` for
+every model, and a folder can hold a chat night and a realtime night of the same suite: an
+artifact whose own model or protocol disagrees with a rule's series is never relabelled; the
+next rule is tried, and with none left it is refused."""
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from omni_tasks.series import Protocol
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from omni_tasks import benchmarks
+from omni_tasks.contracts import JsonObject
+from omni_tasks.series import Protocol, Series
+
+RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
+
+
+class BuildkiteError(RuntimeError):
+    """What stops a Buildkite import (or one artifact of it), said in the operator's terms."""
+
+
+class ArtifactRule(BaseModel):
+    """Artifacts of `pipeline` that a job of `step` uploaded under a path matching `artifact`
+    are runs of this series (its lane filled in with the job's hardware)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pipeline: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    step: str = Field(min_length=1, max_length=300)  # the job's step key or label (fnmatch)
+    artifact: str = Field(min_length=1, max_length=300)
+    benchmark: str | None = None  # None: detected from the file
+    model: str
+    lane: str  # may hold `{sku}`: the job's hardware (importers/hardware.py), lower-cased
+    expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
+    protocol: Protocol = "chat"  # how the step's harness talks to the server
+    blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
+
+    def matches(self, pipeline: str, path: str, job: JsonObject | None) -> bool:
+        if pipeline != self.pipeline or not fnmatch.fnmatchcase(path, self.artifact):
+            return False
+        steps = (job or {}).get("step_key"), (job or {}).get("name"), (job or {}).get("label")
+        return any(isinstance(s, str) and fnmatch.fnmatchcase(s, self.step) for s in steps)
+
+    def lane_for(self, sku: str | None) -> str:
+        """The lane of a job on `sku`; a lane that needs the hardware refuses a job that does
+        not say it."""
+        if "{sku}" not in self.lane:
+            return self.lane
+        if sku is None:
+            raise BuildkiteError(
+                f"its job names no hardware the rule's lane {self.lane} needs (no agent queue, "
+                "pool or resource class that importers/hardware.py knows)"
+            )
+        return self.lane.replace("{sku}", sku.lower())
+
+
+def load_rules(path: Path = RULES) -> list[ArtifactRule]:
+    """The artifact rules of a rules file, each checked (its series must be a valid one)."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise BuildkiteError(f"{path}: cannot read artifact rules: {exc}") from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != 1
+        or not isinstance(doc.get("rules"), list)
+    ):
+        raise BuildkiteError(f"{path}: expected `version: 1` and a `rules` list")
+    out = []
+    for i, raw in enumerate(doc["rules"]):
+        try:
+            if not isinstance(raw, dict):
+                raise ValueError("a mapping of rule fields")
+            rule = ArtifactRule(**raw)
+            if rule.benchmark is not None:
+                benchmarks.get(rule.benchmark)
+            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane_for("H100"))
+        except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
+            raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
+        out.append(rule)
+    return out
 
 
 def protocol_of(summary: Mapping[str, Any]) -> Protocol | None:

@@ -6,9 +6,7 @@ head commit and, when Slack is configured, to Slack in its own key space."""
 from __future__ import annotations
 
 import datetime as dt
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,121 +14,16 @@ import psycopg
 
 from omni_tasks import benchmarks
 from omni_tasks.ab import checks
-from omni_tasks.ab.sequential import Look, clips_needed, first_look, plan_repeats, repeat_look
+from omni_tasks.ab.request import ABLook, ABRequest, ABResult
+from omni_tasks.ab.sequential import clips_needed, first_look, plan_repeats, repeat_look
 from omni_tasks.ab.summary import summary_markdown, worst_clips_markdown
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.contracts import Contract
 from omni_tasks.jobs.statistics import compare, load_graded_run
-from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.store import views
-from omni_tasks.trust.names import check_name
 from omni_tasks.trust.redact import outbound, redact
 
 FIRST_SEED = 42
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-_TARGET = re.compile(r"^(simulator:[A-Za-z0-9_-]{1,40}|https?://[^\s]{1,200}|vllm-serve)$")
-
-
-class ABError(ValueError):
-    """An A/B request that cannot run; the message names the field."""
-
-
-@dataclass(frozen=True)
-class ABRequest:
-    benchmark: str
-    base_target: str  # simulator:PROFILE or a serving vLLM-Omni's URL
-    head_target: str
-    base_sha: str
-    head_sha: str
-    model: str = DEFAULT_MODEL
-    lane: str = DEFAULT_LANE
-    repo: str | None = None  # OWNER/NAME: the check run goes there
-    pr: int | None = None
-    budget: int = 6000  # clips, both sides, every look
-    dataset: str = "demo"
-    limit: int | None = None
-    options: Mapping[str, object] = field(default_factory=dict)  # the family's run options
-    grader: dict[str, Any] = field(default_factory=dict)
-    # A config series' serving fields (environment, server): what a `vllm-serve` target
-    # launches at each side's commit, as the nightly does.
-    serving: Any = None
-
-    def __post_init__(self) -> None:
-        for name in ("base_sha", "head_sha"):
-            if not _SHA.match(getattr(self, name)):
-                raise ABError(f"{name}: a full 40-character lowercase commit SHA")
-        for name in ("base_target", "head_target"):
-            target = getattr(self, name)
-            if not _TARGET.match(target):
-                raise ABError(f"{name}: simulator:PROFILE, an http(s) URL or vllm-serve")
-            if target == "vllm-serve" and self.serving is None:
-                raise ABError(f"{name}: vllm-serve launches a config series' server only")
-        if self.repo is not None:
-            try:
-                checks.check_repo(self.repo)
-            except ValueError as exc:
-                raise ABError(f"repo: {exc}") from None
-        if self.pr is not None and not 0 < self.pr < 10**9:
-            raise ABError("pr: a positive pull request number")
-        if not 0 < self.budget <= 10**7:
-            raise ABError("budget: a positive number of clips")
-        try:
-            benchmarks.get(self.benchmark).check_options(self.options)
-            Series(self.benchmark, self.model, self.lane)
-        except (benchmarks.UnknownBenchmark, ValueError) as exc:
-            raise ABError(str(exc)) from None
-
-    @property
-    def ab_id(self) -> str:
-        return check_name(
-            f"pr{self.pr}-{self.head_sha[:10]}"
-            if self.pr
-            else f"{self.base_sha[:8]}-{self.head_sha[:8]}",
-            "A/B id",
-        )
-
-    def branch(self, side: str) -> str:
-        return f"ab-{self.ab_id}-{side}"
-
-
-@dataclass(frozen=True)
-class ABLook(Contract):
-    """One look of an A/B: the full paired round (0) or a repeat, and what it showed."""
-
-    round: int
-    verdict: str
-    alpha: float
-    n: int  # paired items
-    regressed: int
-    improved: int
-    p_regress: float
-    delta_tail: float
-    delta_tail_ci: tuple[float, float]
-    clips_spent: int  # by the A/B so far
-    reasons: list[str]
-
-    @classmethod
-    def of(cls, look: Look, spent: int) -> ABLook:
-        ev = look.evidence
-        return cls(
-            look.round, look.verdict, look.alpha, ev.n_paired, ev.regressed, ev.improved,
-            ev.p_regress, ev.delta_tail, ev.delta_tail_ci, spent, list(look.reasons),
-        )  # fmt: skip
-
-
-@dataclass
-class ABResult(Contract):
-    ab_id: str
-    verdict: str
-    looks: list[ABLook]
-    clips_spent: int
-    budget: int
-    stopped: str
-    more_clips: int | None
-    runs: dict[str, list[str]]
-    summary: str = ""
-    check_run_id: int | None = None
 
 
 def run_ab(
@@ -171,22 +64,23 @@ def run_ab(
 def _decide(
     conn: psycopg.Connection[Any], req: ABRequest, policy: GatePolicy, say: Callable[[str], None]
 ) -> tuple[ABResult, int | None]:
-    runs: dict[str, list[str]] = {"base": [], "head": []}
     tau = policy.primary_tau
-    keys = {side: _run(conn, req, side, FIRST_SEED, None) for side in ("base", "head")}
-    for side, key in keys.items():
-        runs[side].append(key)
-    base_g, head_g = load_graded_run(conn, keys["base"]), load_graded_run(conn, keys["head"])
+    runs = {side: [_run(conn, req, side, FIRST_SEED, None)] for side in ("base", "head")}
+    base_g, head_g = (load_graded_run(conn, runs[side][0]) for side in ("base", "head"))
     paired = compare(conn, base_g, head_g, tau, policy)
     spent = 2 * len(base_g.clips)
+    looks: list[ABLook] = []
+
+    def result(verdict: str, stopped: str, more: int | None = None) -> tuple[ABResult, int | None]:
+        """The A/B as it stands: the looks so far and the clips spent on them."""
+        ab = ABResult(req.ab_id, verdict, looks, spent, req.budget, stopped, more, runs)
+        return ab, paired.comparison_id
+
     if paired.verdict == "INFRA":
-        reasons = "; ".join(paired.reasons)
-        return ABResult(
-            req.ab_id, "INFRA", [], spent, req.budget, f"INFRA: {reasons}", None, runs
-        ), paired.comparison_id
+        return result("INFRA", "INFRA: " + "; ".join(paired.reasons))
     ids, base, head = _flags([base_g.clips, head_g.clips], tau)
     look = first_look(base[:, 0], head[:, 0], policy)
-    looks = [ABLook.of(look, spent)]
+    looks.append(ABLook.of(look, spent))
     say(f"round 0: {look.verdict} ({look.reasons[0]})")
     stopped, more = "decided on the full paired round", None
     if look.verdict == "UNKNOWN":
@@ -200,20 +94,12 @@ def _decide(
                 runs[side].append(got[side])
             loaded = [load_graded_run(conn, got[s]).clips for s in ("base", "head")]
             kept, b, h = _flags(loaded, tau, order=subset)
+            spent += 2 * len(subset)
             if len(kept) < len(subset):
                 lost = len(subset) - len(kept)
-                return ABResult(
-                    req.ab_id,
-                    "INFRA",
-                    looks,
-                    spent + 2 * len(subset),
-                    req.budget,
-                    f"INFRA: repeat {k} lost {lost} of {len(subset)} items to failed requests",
-                    None,
-                    runs,
-                ), paired.comparison_id
+                why = f"repeat {k} lost {lost} of {len(subset)} items to failed requests"
+                return result("INFRA", f"INFRA: {why}")
             rb, rh = np.column_stack([rb, b[:, 0]]), np.column_stack([rh, h[:, 0]])
-            spent += 2 * len(subset)
             look = repeat_look(rb, rh, len(ids), plan, policy)
             looks.append(ABLook.of(look, spent))
             say(f"repeat {k} on {len(subset)} discriminating items: {look.verdict}")
@@ -226,9 +112,7 @@ def _decide(
                 f"budget: {spent} of {req.budget} clips spent; another decision needs about "
                 f"{more} more clips"
             )
-    return ABResult(
-        req.ab_id, look.verdict, looks, spent, req.budget, stopped, more, runs
-    ), paired.comparison_id
+    return result(look.verdict, stopped, more)
 
 
 def _run(

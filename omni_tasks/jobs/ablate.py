@@ -37,6 +37,7 @@ from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.contracts import JsonObject
+from omni_tasks.deployment.forms import form_of
 from omni_tasks.deployment.schema import Serving
 from omni_tasks.formatting import pts_ci
 from omni_tasks.gates.policy import load_policy
@@ -46,7 +47,6 @@ from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records, get_run, latest_grading
 from omni_tasks.synthesis.stages import DeployConfigError, merge_deploy
 from omni_tasks.trust.commits import is_full_sha
-from omni_tasks.trust.forms import form_of
 from omni_tasks.trust.names import check_name
 
 

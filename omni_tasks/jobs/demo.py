@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,7 @@ from omni_tasks.store import views
 SHIPPED = Path(__file__).resolve().parents[1]  # the package: its dags/ and plugins/ links
 BASELINE, CANDIDATE = "main", "rebase"
 PROFILES = {BASELINE: "simulator:main", CANDIDATE: "simulator:rebase-demo"}
-
-
-@dataclass(frozen=True)
-class DemoNight:
-    nightly: dt.date
-    seed: int
-    log: Path
-    returncode: int
+OnLine = Callable[[str], None]  # where a night's progress lines go
 
 
 def airflow_env(home: Path, dsn: str) -> dict[str, str]:
@@ -72,12 +65,8 @@ def _airflow() -> list[str]:
 
 
 def run_nights(
-    nights: int,
-    last_night: dt.date,
-    options: Mapping[str, object],
-    dsn: str,
-    on_line: Callable[[str], None],
-) -> list[DemoNight]:
+    nights: int, last_night: dt.date, options: Mapping[str, object], dsn: str, on_line: OnLine
+) -> list[NightRun]:
     """The demo's nights: its own config, a new seed every night (the form overrides it). The
     seeds are the demo's own (42, 43, …), not the calendar's, so `make demo` shows the same
     nights whatever day it runs."""
@@ -88,8 +77,8 @@ def run_nights(
     for i in range(nights):
         night = last_night - dt.timedelta(days=nights - 1 - i)
         seed = 42 + i
-        done = run_night(config, night, {"seeds": [seed]}, dsn, on_line)
-        out.append(DemoNight(night, seed, done.log, done.returncode))
+        done = replace(run_night(config, night, {"seeds": [seed]}, dsn, on_line), seed=seed)
+        out.append(done)
         if done.returncode != 0:
             break
     return out
@@ -100,14 +89,11 @@ class NightRun:
     nightly: dt.date
     log: Path
     returncode: int
+    seed: int | None = None  # the demo's seed for the night (the form's `seeds`)
 
 
 def run_night(
-    config: Path,
-    night: dt.date,
-    conf: dict[str, object],
-    dsn: str,
-    on_line: Callable[[str], None],
+    config: Path, night: dt.date, conf: dict[str, object], dsn: str, on_line: OnLine
 ) -> NightRun:
     """One night of the nightly DAG on a deployment config, run by Airflow in-process
     (`airflow dags test`); `conf` is the trigger form. Progress lines name each task (and

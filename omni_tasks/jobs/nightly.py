@@ -37,10 +37,7 @@ from omni_tasks.jobs.statistics import compute_stats_for_key
 from omni_tasks.records import LineageFlags
 from omni_tasks.series import Series
 from omni_tasks.store import heads, results
-from omni_tasks.trust.names import (
-    check_branch,
-    path_component,
-)
+from omni_tasks.trust.names import check_branch, path_component
 from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:

@@ -27,10 +27,10 @@ from omni_tasks.analysis.gate import consecutive
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import RuleOut, rule_out
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import AlertDetails, StoredAlert, StoredDecision
-from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs
+from omni_tasks.contracts import AlertDetails, StoredAlert
+from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs, night_key
 from omni_tasks.night import groups
-from omni_tasks.night.book import Book, stored
+from omni_tasks.night.book import Book
 from omni_tasks.night.gate import NEW
 
 TOP_AUDIO = 3
@@ -41,20 +41,16 @@ def plan(inputs: NightInputs, nights: list[KeyNight], policy: GatePolicy) -> Boo
     after it (confirmations it changed can open or withdraw their alerts)."""
     book = Book.of(inputs, nights)
     night = inputs.nightly
-    for k in [k for k in nights if k.nightly == night]:
-        d = stored(k, inputs)
+    for d in [k for k in nights if k.nightly == night]:
         tau = float(d.tau or policy.primary_tau)
         _infra(book, d)
-        _withdraw(book, d, tau)
-        _regression(book, d, tau, policy)
-        for later in [x for x in nights if x.pair == k.pair and x.nightly > night]:
-            ld = stored(later, inputs)
-            _withdraw(book, ld, tau)
-            _regression(book, ld, tau, policy)
+        for k in [d] + [x for x in nights if x.pair == d.pair and x.nightly > night]:
+            _withdraw(book, k, tau)
+            _regression(book, k, tau, policy)
     return book
 
 
-def _commit_range(book: Book, d: StoredDecision, opened: dt.date) -> blocks.CommitRange | None:
+def _commit_range(book: Book, d: KeyNight, opened: dt.date) -> blocks.CommitRange | None:
     """The candidate's commits around the night the alert opened: on the nights before and
     after every step the series plausibly fits (analysis/bisect.py `bisect_range`)."""
     nights = [
@@ -82,7 +78,17 @@ def _commit_range(book: Book, d: StoredDecision, opened: dt.date) -> blocks.Comm
     )
 
 
-def _withdraw(book: Book, d: StoredDecision, tau: float) -> None:
+def _of_alert(
+    book: Book, d: KeyNight, ctx: AlertContext, alert_id: int, opened: dt.date
+) -> AlertContext:
+    """A decision's context as its alert's messages show it: the commit range, what to run."""
+    commits = _commit_range(book, d, opened)
+    return dataclasses.replace(
+        ctx, commits=commits, alert_id=alert_id, next_steps=messages.next_steps(d, alert_id)
+    )
+
+
+def _withdraw(book: Book, d: KeyNight, tau: float) -> None:
     """Resolve, with a note, an open alert whose opening night is no longer a confirmed
     REGRESSED (a backfilled night changed its series); never leave it silently open."""
     key = keys.of_regression(d, tau)
@@ -107,24 +113,18 @@ def _withdraw(book: Book, d: StoredDecision, tau: float) -> None:
     groups.member_closed(book, alert.alert_id, max(night, alert.last_nightly))
     ctx = messages.context(d, tau)
     parent = blocks.regression_withdrawn_parent(ctx, opened)
-    book.enqueue(
-        f"{key}|{opened}|withdrawn-update", alert.alert_id, "update", messages.msg(parent, "update")
-    )
+    book.say(f"{key}|{opened}|withdrawn-update", alert.alert_id, "update", parent)
     reply = blocks.regression_withdrawn_reply(ctx, opened, why)
-    book.enqueue(
-        f"{key}|{opened}|withdrawn-reply", alert.alert_id, "reply", messages.msg(reply, "reply")
-    )
+    book.say(f"{key}|{opened}|withdrawn-reply", alert.alert_id, "reply", reply)
     book.event("regression_withdrawn", d, f"withdrawn: {opened} no longer confirmed", key)
     book.moved("withdraw", alert.alert_id, d, key, why)
 
 
-def _regression(book: Book, d: StoredDecision, tau: float, policy: GatePolicy) -> None:
+def _regression(book: Book, d: KeyNight, tau: float, policy: GatePolicy) -> None:
     key = keys.of_regression(d, tau)
     alert = book.open_alert(key)
-    candidate = book.run(d.candidate_run_id)
-    if candidate is not None and candidate.nightly != d.nightly:
-        candidate = None
-    commit = None if candidate is None else candidate.commit_sha
+    run = book.run(d.candidate_run_id)
+    commit = run.commit_sha if run is not None and run.nightly == d.nightly else None
     ctx = messages.context(d, tau)
     if alert is None:
         if d.verdict == "REGRESSED" and d.confirmed:  # unconfirmed: dashboards only
@@ -140,7 +140,7 @@ def _regression(book: Book, d: StoredDecision, tau: float, policy: GatePolicy) -
 
 def _open(
     book: Book,
-    d: StoredDecision,
+    d: KeyNight,
     key: str,
     ctx: AlertContext,
     commit: str | None,
@@ -155,18 +155,13 @@ def _open(
     decision_id = None if d.decision_id == NEW else d.decision_id
     alert_id = book.insert(key, "regression", night, AlertDetails(decision_id, [commit]))
     if decision_id is None:
-        ref = (night, d.candidate_branch, d.baseline_branch, d.variant)
+        ref = night_key(d)
         book.opened_on[alert_id] = ref
         book.ops[-1] = dataclasses.replace(book.ops[-1], opener=ref)
     book.members[alert_id] = GroupMemberRow(
         book.alerts[alert_id], d.series, d.candidate_branch, d.baseline_branch
     )
-    ctx = dataclasses.replace(
-        ctx,
-        commits=_commit_range(book, d, night),
-        alert_id=alert_id,
-        next_steps=messages.next_steps(d, alert_id),
-    )
+    ctx = _of_alert(book, d, ctx, alert_id, night)
     confirm_p = policy.for_benchmark(d.benchmark).confirm_p
     ctx = dataclasses.replace(ctx, group_id=groups.join(book, alert_id, d, ctx, confirm_p))
     message = blocks.regression_opened(ctx)
@@ -175,7 +170,7 @@ def _open(
         message = dataclasses.replace(
             message, blocks=[*message.blocks, messages.reproduce(candidate)]
         )
-    book.enqueue(f"{key}|{night}|open", alert_id, "post", messages.msg(message, "post"))
+    book.say(f"{key}|{night}|open", alert_id, "post", message)
     for utt, side, uri in _top_audio(book, d):
         book.enqueue(
             f"{key}|{night}|audio|{utt}" + ("|baseline" if side == "baseline" else ""),
@@ -187,7 +182,7 @@ def _open(
     book.moved("open", alert_id, d, key)
 
 
-def _top_audio(book: Book, d: StoredDecision) -> list[tuple[str, str, str]]:
+def _top_audio(book: Book, d: KeyNight) -> list[tuple[str, str, str]]:
     """The worst regressed clips' audio, both sides of each (baseline first, so a listener
     hears what it should sound like, then what it does): up to TOP_AUDIO clips."""
     c = d.comparison
@@ -206,7 +201,7 @@ def _top_audio(book: Book, d: StoredDecision) -> list[tuple[str, str, str]]:
 
 def _still_regressed(
     book: Book,
-    d: StoredDecision,
+    d: KeyNight,
     key: str,
     ctx: AlertContext,
     commit: str | None,
@@ -220,23 +215,17 @@ def _still_regressed(
     commits = {c for c in [*alert.details.commits, commit] if c is not None}
     book.touch(alert.alert_id, night, sorted(commits))
     opened = str(alert.opened_nightly)
-    ctx = dataclasses.replace(
-        ctx,
-        commits=_commit_range(book, d, alert.opened_nightly),
-        alert_id=alert.alert_id,
-        next_steps=messages.next_steps(d, alert.alert_id),
-    )
+    ctx = _of_alert(book, d, ctx, alert.alert_id, alert.opened_nightly)
     parent = messages.msg(blocks.regression_parent(ctx, opened, nights), "update")
     update = messages.with_status(parent, alert.details)
     book.enqueue(f"{key}|{night}|update", alert.alert_id, "update", update)
-    reply = messages.msg(blocks.regression_still(ctx), "reply")
-    book.enqueue(f"{key}|{night}|reply", alert.alert_id, "reply", reply)
+    book.say(f"{key}|{night}|reply", alert.alert_id, "reply", blocks.regression_still(ctx))
     book.moved("still", alert.alert_id, d, key)
 
 
 def _quiet_night(
     book: Book,
-    d: StoredDecision,
+    d: KeyNight,
     key: str,
     ctx: AlertContext,
     alert: StoredAlert,
@@ -273,21 +262,21 @@ def _quiet_night(
     high = shown.high if shown else None
     if not (window and ruled_out):
         held = blocks.regression_held(ctx, d.verdict, quiet, needed, high, floor)
-        book.enqueue(f"{key}|{night}|held", alert.alert_id, "reply", messages.msg(held, "reply"))
+        book.say(f"{key}|{night}|held", alert.alert_id, "reply", held)
         book.moved("held", alert.alert_id, d, key, f"{quiet} of {needed} quiet nights")
         return
     book.resolve(alert.alert_id, night)
     groups.member_closed(book, alert.alert_id, night)
     opened = str(alert.opened_nightly)
-    parent = messages.msg(blocks.regression_resolved_parent(ctx, opened), "update")
-    book.enqueue(f"{key}|{night}|resolve-update", alert.alert_id, "update", parent)
-    reply = messages.msg(blocks.regression_resolved_reply(ctx, quiet, high, floor), "reply")
-    book.enqueue(f"{key}|{night}|resolve-reply", alert.alert_id, "reply", reply)
+    parent = blocks.regression_resolved_parent(ctx, opened)
+    book.say(f"{key}|{night}|resolve-update", alert.alert_id, "update", parent)
+    reply = blocks.regression_resolved_reply(ctx, quiet, high, floor)
+    book.say(f"{key}|{night}|resolve-reply", alert.alert_id, "reply", reply)
     book.event("regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
     book.moved("resolve", alert.alert_id, d, key)
 
 
-def _infra(book: Book, d: StoredDecision) -> None:
+def _infra(book: Book, d: KeyNight) -> None:
     key = keys.of_infra(d)
     night = d.nightly
     alert = book.open_alert(key)
@@ -299,12 +288,12 @@ def _infra(book: Book, d: StoredDecision) -> None:
         if alert is None:
             alert_id = book.insert(key, "infra", night, AlertDetails())
             post = blocks.infra(title, reasons, messages.links_for(d))
-            book.enqueue(f"{key}|{night}|open", alert_id, "post", messages.msg(post, "post"))
+            book.say(f"{key}|{night}|open", alert_id, "post", post)
             book.moved("infra", alert_id, d, key, "opened")
         elif night > alert.last_nightly:
             book.touch(alert.alert_id, night)
-            reply = messages.msg(blocks.infra(f"still {title}", reasons), "reply")
-            book.enqueue(f"{key}|{night}|reply", alert.alert_id, "reply", reply)
+            reply = blocks.infra(f"still {title}", reasons)
+            book.say(f"{key}|{night}|reply", alert.alert_id, "reply", reply)
             book.moved("infra", alert.alert_id, d, key, "still")
     elif alert is not None and night > alert.last_nightly:
         book.resolve(alert.alert_id, night)
@@ -312,6 +301,6 @@ def _infra(book: Book, d: StoredDecision) -> None:
             f"INFRA cleared on {night}: {d.candidate_branch} vs {d.baseline_branch} "
             f"({d.variant}) was decided again (verdict {d.verdict})"
         )
-        reply = messages.msg(blocks.infra_resolved(done), "reply")
-        book.enqueue(f"{key}|{night}|resolve-reply", alert.alert_id, "reply", reply)
+        reply = blocks.infra_resolved(done)
+        book.say(f"{key}|{night}|resolve-reply", alert.alert_id, "reply", reply)
         book.moved("infra", alert.alert_id, d, key, "cleared")

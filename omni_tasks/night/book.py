@@ -8,7 +8,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision
+from omni_tasks.alerts import blocks
+from omni_tasks.alerts.messages import msg, noon
+from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert
 from omni_tasks.contracts.night import (
     AlertOp,
     AlertTransition,
@@ -17,45 +19,13 @@ from omni_tasks.contracts.night import (
     KeyNight,
     Message,
     NightInputs,
+    NightKey,
     PostRewrite,
+    night_key,
 )
 
 if TYPE_CHECKING:
     from omni_tasks.store.runs import NightRun
-
-
-def stored(k: KeyNight, inputs: NightInputs) -> StoredDecision:
-    """A window night as the lifecycle reads a stored decision."""
-    s = inputs.series
-    return StoredDecision(
-        decision_id=k.decision_id,
-        benchmark=s.benchmark,
-        model=s.model,
-        lane=s.lane,
-        nightly=k.nightly,
-        candidate_branch=k.candidate_branch,
-        baseline_branch=k.baseline_branch,
-        variant=k.variant,
-        verdict=k.verdict,
-        confirmed=k.confirmed,
-        mcnemar_p_holm=k.mcnemar_p_holm,
-        reasons=k.reasons,
-        policy_version=inputs.policy_version,
-        comparison=k.comparison,
-        tau=k.tau,
-        candidate_run_id=k.candidate_run_id,
-        candidate_run_key=k.candidate_run_key,
-        baseline_run_id=k.baseline_run_id,
-        airflow_dag_id=k.airflow_dag_id,
-        airflow_run_id=k.airflow_run_id,
-    )
-
-
-@dataclass
-class Group:
-    row: StoredAlert
-    members: list[int]  # alert ids, oldest first
-    pending_post: bool  # its opening post is not sent yet (stored, or planned tonight)
 
 
 @dataclass
@@ -67,8 +37,9 @@ class Book:
     alerts: dict[int, StoredAlert] = field(default_factory=dict)
     open_by_key: dict[str, int] = field(default_factory=dict)
     members: dict[int, GroupMemberRow] = field(default_factory=dict)  # regression alerts
-    groups: dict[int, Group] = field(default_factory=dict)
-    opened_on: dict[int, tuple[dt.date, str, str, str]] = field(default_factory=dict)
+    groups: dict[int, list[int]] = field(default_factory=dict)  # members' ids, oldest first
+    pending_posts: set[int] = field(default_factory=set)  # groups' posts not sent yet
+    opened_on: dict[int, NightKey] = field(default_factory=dict)
     next_id: int = 0
     ops: list[AlertOp] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
@@ -82,16 +53,14 @@ class Book:
         for a in inputs.open_alerts.values():
             book.alerts[a.alert_id] = a
             book.open_by_key[a.alert_key] = a.alert_id
-        for m in inputs.lone:
-            book.alerts.setdefault(m.alert.alert_id, m.alert)
-            book.members[m.alert.alert_id] = m
         for g in inputs.groups:
             book.alerts[g.group.alert_id] = g.group
-            ids = [m.alert.alert_id for m in g.members]
-            book.groups[g.group.alert_id] = Group(g.group, ids, g.pending_post)
-            for m in g.members:
-                book.alerts[m.alert.alert_id] = book.alerts.get(m.alert.alert_id, m.alert)
-                book.members[m.alert.alert_id] = m
+            book.groups[g.group.alert_id] = [m.alert.alert_id for m in g.members]
+            if g.pending_post:
+                book.pending_posts.add(g.group.alert_id)
+        for m in [*inputs.lone, *(m for g in inputs.groups for m in g.members)]:
+            book.alerts.setdefault(m.alert.alert_id, m.alert)  # an open alert's row as loaded
+            book.members[m.alert.alert_id] = m
         return book
 
     # -------------------------------------------------------------- alert rows
@@ -126,8 +95,6 @@ class Book:
         self.alerts[alert_id] = row
         if alert_id in self.members:
             self.members[alert_id] = dataclasses.replace(self.members[alert_id], alert=row)
-        if alert_id in self.groups:
-            self.groups[alert_id].row = row
         return row
 
     def touch(self, alert_id: int, night: dt.date, commits: list[str] | None = None) -> None:
@@ -154,10 +121,14 @@ class Book:
     def enqueue(self, key: str, alert_id: int | None, kind: str, payload: JsonObject) -> None:
         self.messages.append(Message(key, alert_id, kind, payload))
 
-    def event(self, kind: str, d: StoredDecision, text: str, key: str) -> None:
+    def say(self, key: str, alert_id: int, kind: str, message: blocks.Message) -> None:
+        """Queue a message as the outbox keeps it (a post, an update or a reply)."""
+        self.enqueue(key, alert_id, kind, msg(message, kind))
+
+    def event(self, kind: str, d: KeyNight, text: str, key: str) -> None:
         self.events.append(
             Event(
-                time=dt.datetime.combine(d.nightly, dt.time(12), dt.UTC),
+                time=noon(d.nightly),
                 kind=kind,
                 benchmark=d.benchmark,
                 branch=d.candidate_branch,
@@ -169,25 +140,22 @@ class Book:
             )
         )
 
-    def moved(
-        self, kind: str, alert_id: int, d: StoredDecision, key: str, detail: str = ""
-    ) -> None:
+    def moved(self, kind: str, alert_id: int, d: KeyNight, key: str, detail: str = "") -> None:
         group = self.alerts[alert_id].group_id
         self.transitions.append(AlertTransition(kind, key, alert_id, d.nightly, detail, group))
 
     # -------------------------------------------------------------- decisions
-    def pair_nights(self, d: StoredDecision) -> list[KeyNight]:
-        pair = (d.candidate_branch, d.baseline_branch, d.variant)
-        return [k for k in self.nights if k.pair == pair]
+    def pair_nights(self, d: KeyNight) -> list[KeyNight]:
+        return [k for k in self.nights if k.pair == d.pair]
 
-    def verdicts_since(self, d: StoredDecision, after: dt.date, until: dt.date) -> list[KeyNight]:
+    def verdicts_since(self, d: KeyNight, after: dt.date, until: dt.date) -> list[KeyNight]:
         return [k for k in self.pair_nights(d) if after < k.nightly <= until]
 
     def opener(self, alert: StoredAlert) -> KeyNight | None:
         """The decision an alert opened on, as it stands now (None: it is gone)."""
         ref = self.opened_on.get(alert.alert_id)
         if ref is not None:
-            return next((k for k in self.nights if (k.nightly, *k.pair) == ref), None)
+            return next((k for k in self.nights if night_key(k) == ref), None)
         decision_id = alert.details.decision_id
         now = next((k for k in self.nights if k.decision_id == decision_id), None)
         return now or self.inputs.openers.get(decision_id or 0)

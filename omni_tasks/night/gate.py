@@ -42,6 +42,9 @@ from omni_tasks.contracts.night import (
     KeyNight,
     NightDecisionRow,
     NightInputs,
+    NightKey,
+    StoredComparison,
+    night_key,
 )
 from omni_tasks.formatting import pct
 from omni_tasks.records import commonest_failure
@@ -121,17 +124,7 @@ def comparison(
         infra += [f"not comparable: {r}" for r in mismatch]
     elif not comparable:
         warnings += [f"forced despite: {r}" for r in mismatch]
-    evidence = rules.Evidence(
-        n_paired=table.n_paired,
-        regressed=table.regressed,
-        improved=table.improved,
-        p_regress=table.mcnemar_p,
-        p_improve=table.mcnemar_p_improve,
-        delta_tail=table.delta_tail_fraction,
-        delta_tail_ci=table.delta_tail_fraction_ci,
-        infra_reasons=tuple(infra),
-    )
-    verdict = rules.decide_night([evidence], policy)[0]
+    verdict = rules.decide_night([_paired_evidence(table, tuple(infra))], policy)[0]
     base_by_id = {c.utt_id: c for c in baseline.clips}
     cand_by_id = {c.utt_id: c for c in candidate.clips}
     top = [
@@ -190,6 +183,22 @@ def comparison(
         "delta_capped_mean_wer": table.delta_capped_mean_wer,
     }
     return result, columns
+
+
+def _paired_evidence(
+    t: PairedFigures, infra: tuple[str, ...], notes: tuple[str, ...] = ()
+) -> rules.Evidence:
+    return rules.Evidence(
+        n_paired=t.n_paired,
+        regressed=t.regressed,
+        improved=t.improved,
+        p_regress=t.mcnemar_p,
+        p_improve=t.mcnemar_p_improve,
+        delta_tail=t.delta_tail_fraction,
+        delta_tail_ci=t.delta_tail_fraction_ci,
+        infra_reasons=infra,
+        notes=notes,
+    )
 
 
 # ---------------------------------------------------------------- pairings and evidence
@@ -272,17 +281,8 @@ def evidence(
         # fail the night's one write: it is this pair's INFRA instead (ValueError, below).
         json.dumps(res.to_json(), allow_nan=False)
         infra = tuple(res.reasons) if res.verdict == "INFRA" else ()
-        return rules.Evidence(
-            notes=notes,
-            n_paired=res.n_paired,
-            regressed=res.regressed,
-            improved=res.improved,
-            p_regress=res.mcnemar_p,
-            p_improve=res.mcnemar_p_improve,
-            delta_tail=res.delta_tail_fraction,
-            delta_tail_ci=res.delta_tail_fraction_ci,
-            infra_reasons=infra,
-        ), Detail(res, columns, c.run.run_id, b.run.run_id)
+        detail = Detail(res, columns, c.run.run_id, b.run.run_id)
+        return _paired_evidence(res, infra, notes), detail
     ev, detail = _group_evidence(bases, cands, policy, stats)
     return dataclasses.replace(ev, notes=notes), detail
 
@@ -353,7 +353,6 @@ class Gated:
     """The gate's part of the outcome."""
 
     decisions: list[NightDecisionRow]
-    comparisons: list[tuple[int, JsonObject, JsonObject]]  # pair index, columns, result
     stats: list[tuple[int, float, str, RunStats]]
     confirmations: list[Confirmation]
     nights: list[KeyNight]  # the window's decisions as they stand after tonight
@@ -364,19 +363,8 @@ def gate(inputs: NightInputs, policy: GatePolicy) -> Gated:
     and confirm along each key's history. Only the series' own runs are paired."""
     stats = Stats(dict(inputs.stats))
     pairs = pairings(inputs)
-    evidences, details = [], []
-    for p in pairs:
-        computed = len(stats.computed)
-        try:  # one bad pair leaves the rest decidable (its statistics are not kept)
-            ev, detail = evidence(inputs, p, policy, stats)
-        except (ValueError, ArithmeticError) as exc:
-            for grading, *_ in stats.computed[computed:]:
-                stats.stored.pop(grading, None)
-            del stats.computed[computed:]
-            reason = f"statistics could not be computed: {type(exc).__name__}: {exc}"
-            ev, detail = rules.Evidence(infra_reasons=(reason[:500],)), Detail()
-        evidences.append(ev)
-        details.append(detail)
+    found = [_guarded_evidence(inputs, p, policy, stats) for p in pairs]
+    evidences = [ev for ev, _ in found]
     verdicts = rules.decide_night(evidences, policy)
     if inputs.sim_margin is not None:  # the series gates speaker similarity too: one verdict
         verdicts = [
@@ -386,16 +374,26 @@ def gate(inputs: NightInputs, policy: GatePolicy) -> Gated:
     m = max(sum(1 for e in evidences if not e.infra_reasons), 1)
     rows = [
         _decision(inputs, p, ev, v, d, policy, m)
-        for p, ev, v, d in zip(pairs, evidences, verdicts, details, strict=True)
+        for p, (ev, d), v in zip(pairs, found, verdicts, strict=True)
     ]
-    nights = _tonight(inputs, rows, details, m)
+    nights = _tonight(inputs, rows, m)
     rows, confirmations = _confirm(inputs, rows, nights, policy)
-    comparisons = [
-        (i, d.columns, d.comparison.to_json())
-        for i, d in enumerate(details)
-        if d.comparison is not None and d.columns is not None
-    ]
-    return Gated(rows, comparisons, stats.computed, confirmations, nights)
+    return Gated(rows, stats.computed, confirmations, nights)
+
+
+def _guarded_evidence(
+    inputs: NightInputs, p: Pairing, policy: GatePolicy, stats: Stats
+) -> tuple[rules.Evidence, Detail]:
+    """A pair's evidence; one bad pair leaves the rest decidable (its statistics not kept)."""
+    computed = len(stats.computed)
+    try:
+        return evidence(inputs, p, policy, stats)
+    except (ValueError, ArithmeticError) as exc:
+        for grading, *_ in stats.computed[computed:]:
+            stats.stored.pop(grading, None)
+        del stats.computed[computed:]
+        reason = f"statistics could not be computed: {type(exc).__name__}: {exc}"
+        return rules.Evidence(infra_reasons=(reason[:500],)), Detail()
 
 
 def _decision(
@@ -435,7 +433,9 @@ def _decision(
     )
     return NightDecisionRow(
         decision=decision,
-        comparison=None,
+        comparison=None
+        if c is None or detail.columns is None
+        else StoredComparison(detail.columns, c.to_json()),
         candidate_run_id=detail.candidate_run_id,
         baseline_run_id=detail.baseline_run_id,
         reasons=v.reasons + [f"{k}: {x}" for k, x in reported.items()],
@@ -463,21 +463,21 @@ def _reported(cand: RunStats, policy: GatePolicy) -> dict[str, str]:
 NEW = -1  # the decision id of a night decided for the first time (the write assigns it)
 
 
-def _tonight(
-    inputs: NightInputs, rows: list[NightDecisionRow], details: list[Detail], m: int
-) -> list[KeyNight]:
-    """The window's decisions with tonight's replacing what was stored for their keys."""
-    stored = {(k.nightly, *k.pair): k for k in inputs.history}
-    runs = inputs.run_rows
-    out = {key: k for key, k in stored.items()}
-    for row, detail in zip(rows, details, strict=True):
-        d = row.decision
-        key = (d.nightly, d.candidate_branch, d.baseline_branch, d.variant)
-        before = stored.get(key)
-        c = detail.comparison
-        cand = runs.get(row.candidate_run_id) if row.candidate_run_id is not None else None
-        out[key] = KeyNight(
+def _tonight(inputs: NightInputs, rows: list[NightDecisionRow], m: int) -> list[KeyNight]:
+    """The window's decisions with tonight's replacing what was stored for their keys, each as
+    the store would read it back (its comparison from stored JSON)."""
+    nights = {night_key(k): k for k in inputs.history}
+    s = inputs.series
+    for row in rows:
+        d, stored = row.decision, row.comparison
+        before = nights.get(night_key(d))
+        c = None if stored is None else Comparison.from_json(_as_stored(stored.result))
+        cand = None if row.candidate_run_id is None else inputs.run_rows.get(row.candidate_run_id)
+        nights[night_key(d)] = KeyNight(
             decision_id=NEW if before is None else before.decision_id,
+            benchmark=s.benchmark,
+            model=s.model,
+            lane=s.lane,
             nightly=d.nightly,
             candidate_branch=d.candidate_branch,
             baseline_branch=d.baseline_branch,
@@ -486,6 +486,14 @@ def _tonight(
             confirmed=False,
             mcnemar_p_holm=d.mcnemar_p_holm,
             reasons=row.reasons,
+            policy_version=inputs.policy_version,
+            comparison=c,
+            tau=None if c is None else c.tau,
+            candidate_run_id=row.candidate_run_id,
+            candidate_run_key=None if cand is None else cand.run_key,
+            baseline_run_id=row.baseline_run_id,
+            airflow_dag_id=None if cand is None else cand.airflow_dag_id,
+            airflow_run_id=None if cand is None else cand.airflow_run_id,
             regressed=0 if c is None else c.regressed,
             improved=0 if c is None else c.improved,
             n_paired=0 if c is None else c.n_paired,
@@ -494,15 +502,8 @@ def _tonight(
             table=None if c is None else (c.stable_broken, c.regressed, c.improved, c.stable_ok),
             commit_sha=None if cand is None else cand.commit_sha,
             vllm=None if cand is None else _vllm(cand.stack),
-            tau=None if c is None else c.tau,
-            comparison=None if c is None else Comparison.from_json(_as_stored(c.to_json())),
-            candidate_run_id=row.candidate_run_id,
-            candidate_run_key=None if cand is None else cand.run_key,
-            baseline_run_id=row.baseline_run_id,
-            airflow_dag_id=None if cand is None else cand.airflow_dag_id,
-            airflow_run_id=None if cand is None else cand.airflow_run_id,
         )
-    return sorted(out.values(), key=lambda k: (k.nightly, k.candidate_branch, k.variant))
+    return sorted(nights.values(), key=lambda k: (k.nightly, k.candidate_branch, k.variant))
 
 
 def _as_stored(doc: JsonValue) -> Any:
@@ -527,13 +528,12 @@ def _confirm(
     """Recompute `confirmed` for tonight and the nights after it that it can change: a
     night's confirmation reads only itself and the `confirm_pool_nights − 1` non-INFRA nights
     before it, each at most `confirm_window_days` after the one before, so the key's decisions
-    within that reach either side are all it needs."""
+    within that reach either side are all it needs. `nights` is left as after the write."""
     w = dt.timedelta(days=policy.confirm_window_days * (policy.confirm_pool_nights - 1))
     night = inputs.nightly
-    flags: dict[tuple[dt.date, str, str, str], bool] = {}
+    flags: dict[NightKey, bool] = {}
     for row in rows:
-        d = row.decision
-        pair = (d.candidate_branch, d.baseline_branch, d.variant)
+        pair = night_key(row.decision)[1:]
         series = [k for k in nights if k.pair == pair and night - w <= k.nightly <= night + w]
         points = [
             rules.SeriesPoint(
@@ -550,30 +550,19 @@ def _confirm(
         ]
         for k, flag in zip(series, rules.confirmations(points, policy), strict=True):
             if k.nightly >= night:  # its own previous night may lie outside the window
-                flags[(k.nightly, *k.pair)] = flag
-    out_rows = [
+                flags[night_key(k)] = flag
+    confirmed = [
         dataclasses.replace(
-            r,
-            decision=dataclasses.replace(
-                r.decision,
-                confirmed=flags[(night, r.decision.candidate_branch, *_rest(r.decision))],
-            ),
+            r, decision=dataclasses.replace(r.decision, confirmed=flags[night_key(r.decision)])
         )
         for r in rows
     ]
     changes = [
-        Confirmation(k.decision_id, k.nightly, flags[key])
+        Confirmation(k.decision_id, k.nightly, flags[night_key(k)])
         for k in nights
-        if (key := (k.nightly, *k.pair)) in flags
-        and k.nightly > night
-        and k.confirmed != flags[key]
+        if k.nightly > night and flags.get(night_key(k), k.confirmed) != k.confirmed
     ]
-    for i, k in enumerate(nights):  # the window as it stands after the write
-        key = (k.nightly, *k.pair)
-        if key in flags:
-            nights[i] = dataclasses.replace(k, confirmed=flags[key])
-    return out_rows, changes
-
-
-def _rest(d: Decision) -> tuple[str, str]:
-    return (d.baseline_branch, d.variant)
+    nights[:] = [
+        dataclasses.replace(k, confirmed=flags.get(night_key(k), k.confirmed)) for k in nights
+    ]
+    return confirmed, changes

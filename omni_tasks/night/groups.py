@@ -15,7 +15,7 @@ from omni_tasks.alerts import blocks, keys, messages
 from omni_tasks.alerts.blocks import AlertContext
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision
 from omni_tasks.contracts.night import AlertOp, PostRewrite
-from omni_tasks.night.book import Book, Group
+from omni_tasks.night.book import Book
 
 
 def join(
@@ -33,7 +33,7 @@ def join(
         else range_to - dt.timedelta(days=1)
     )
     cand, base = d.candidate_branch, d.baseline_branch
-    delay = book.inputs.settings.triage_delay_s
+    delay = book.inputs.triage_delay_s
     ends = AlertDetails(
         summary=messages.member_line(ctx, confirm_p),
         last_good=None if r is None else r.last_good,
@@ -66,16 +66,15 @@ def join(
         last = max(range_to, other.range_to)
         key = keys.group(cand, base, str(last))
         group_id = book.insert(key, "group", night, AlertDetails())
-        book.update(group_id, range_from=min(range_from, other.range_from), range_to=last)
-        book.ops[-1] = dataclasses.replace(
-            book.ops[-1], range_from=min(range_from, other.range_from), range_to=last
-        )
-        book.groups[group_id] = Group(book.alerts[group_id], [], False)
+        first = min(range_from, other.range_from)
+        book.update(group_id, range_from=first, range_to=last)
+        book.ops[-1] = dataclasses.replace(book.ops[-1], range_from=first, range_to=last)
+        book.groups[group_id] = []
         _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to, delay)
         _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
         _group_event(book, group_id, key, night, "group_opened", f"alert group {group_id} formed")
         book.enqueue(f"{key}|post", group_id, "post", messages.group_payload(_view(book, group_id)))
-        book.groups[group_id].pending_post = True
+        book.pending_posts.add(group_id)
         return group_id
     group_id, key = group.alert_id, group.alert_key
     reopened = group.state != "open"
@@ -89,7 +88,7 @@ def join(
         said = "reopened: a new member joined" if reopened else "a new member joined"
         m = view.members[-1]
         reply = blocks.note(f"{said}: alert {m.alert_id} {m.series}: {m.line}")
-        book.enqueue(f"{key}|joined-{alert_id}", group_id, "reply", messages.msg(reply, "reply"))
+        book.say(f"{key}|joined-{alert_id}", group_id, "reply", reply)
     if reopened:
         _group_event(
             book, group_id, key, night, "group_reopened", f"alert group {group_id} reopened"
@@ -116,10 +115,9 @@ def _group_for_range(
     """The group whose nights overlap (range_from, range_to] (open groups first)."""
     return _newest_open_first(
         [
-            g.row
-            for g in book.groups.values()
-            if g.row.alert_key.split("|")[1:3] == [cand, base]
-            and _overlaps(g.row, range_from, range_to)
+            g
+            for g in (book.alerts[i] for i in book.groups)
+            if g.alert_key.split("|")[1:3] == [cand, base] and _overlaps(g, range_from, range_to)
         ]
     )
 
@@ -162,8 +160,7 @@ def _join_group(
         resolved_nightly=None,
     )
     book.update(member_id, group_id=group_id)
-    members = book.groups[group_id].members
-    members[:] = sorted({*members, member_id})
+    book.groups[group_id] = sorted({*book.groups[group_id], member_id})
     book.ops.append(
         AlertOp(
             "join",
@@ -178,14 +175,13 @@ def _join_group(
 
 
 def _view(book: Book, group_id: int) -> blocks.GroupView:
-    group = book.groups[group_id]
-    rows = [book.members[m] for m in group.members]
+    rows = [book.members[m] for m in book.groups[group_id]]
     return messages.group_view(book.alerts[group_id], rows)
 
 
 def _replace_pending_post(book: Book, group_id: int, payload: JsonObject) -> bool:
     """Rewrite a group's opening post while it is still pending; False once it is sent."""
-    if not book.groups[group_id].pending_post:
+    if group_id not in book.pending_posts:
         return False
     key = book.alerts[group_id].alert_key
     for i, m in enumerate(book.messages):
@@ -219,8 +215,7 @@ def member_closed(book: Book, alert_id: int, night: dt.date) -> None:
     book.enqueue(f"{key}|closed-{alert_id}-{night}", group_id, "update", payload)
     if closes:
         text = f"resolved on {night}: all {len(view.members)} members recovered or were closed"
-        reply = messages.msg(blocks.note(text), "reply")
-        book.enqueue(f"{key}|resolved-{night}", group_id, "reply", reply)
+        book.say(f"{key}|resolved-{night}", group_id, "reply", blocks.note(text))
 
 
 def _group_event(book: Book, group_id: int, key: str, night: dt.date, kind: str, text: str) -> None:

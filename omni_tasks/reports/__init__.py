@@ -1,2 +1,2 @@
-"""What a night's results look like to a person: the HTML report (`html.py`), the terminal
-tables (`text.py`) and the command that reproduces a stored run (`reports/reproduce.py`)."""
+"""What a night's results look like to a person: the HTML report (`html.py`) and the terminal
+tables (`text.py`); the command that reproduces a run is `benchmarks/reproduce.py`'s."""

@@ -29,16 +29,15 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.alerts import groups
+from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
-from omni_tasks.evidence.links import PLOTLY_JS
+from omni_tasks.evidence.links import PLOTLY_JS, report_name
 from omni_tasks.formatting import MISSING, pts_ci
-from omni_tasks.reports.reproduce import Reproducible, reproduce_command
 from omni_tasks.series import PROTOCOLS, Series
 from omni_tasks.store import alerts, results, views
-from omni_tasks.store.runs import NightRun, runs_of_night
+from omni_tasks.store.runs import NightRun, clip_records, latest_grading, runs_of_night
 from omni_tasks.store.views import ModeCount, PairedWer
-from omni_tasks.trust.names import path_component
 from omni_tasks.trust.redact import redact
 
 MAX_AUDIO_CLIPS = 30
@@ -59,9 +58,9 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.5em}
 """
 
 
-def report_path(benchmark: str, nightly: object) -> Path:
+def report_path(benchmark: str, nightly: dt.date | str) -> Path:
     """Where the nightly writes a night's HTML report (alerts and the demo link to it)."""
-    return get_settings().home / "reports" / f"{path_component(f'{benchmark}_{nightly}')}.html"
+    return get_settings().home / "reports" / report_name(benchmark, nightly)
 
 
 def _t(x: object) -> str:
@@ -343,14 +342,14 @@ def _figure_of_runs(
 ) -> list[tuple[str, float]]:
     """Upstream's `figure` recomputed from each graded run's items, by branch / variant."""
     from omni_tasks import benchmarks
-    from omni_tasks.jobs.statistics import load_graded_run
 
     bench = benchmarks.get(series.benchmark)
     out = []
     for r in runs:
         if r.status not in ("complete", "partial") or r.grader is None:
             continue
-        value = bench.figure_mean(figure, load_graded_run(conn, r.run_key).clips)
+        grading_id, _ = latest_grading(conn, r.run_id, r.run_key)
+        value = bench.figure_mean(figure, clip_records(conn, grading_id))
         if value is not None:
             out.append((f"{r.branch} / {r.variant}", value))
     return out

@@ -22,8 +22,9 @@ from omni_tasks.contracts.night import (
     GroupState,
     KeyNight,
     NightInputs,
+    NightKey,
     NightOutcome,
-    Settings,
+    night_key,
 )
 from omni_tasks.records import ClipRecord
 from omni_tasks.series import Series
@@ -53,25 +54,38 @@ def load(
     .sql), so the alert state and the next alert id cannot change before `write`."""
     policy = policy.for_benchmark(series.benchmark)
     conn.execute(sql("night_lock"))
-    next_id = int(conn.execute(sql("night_next_alert_id")).fetchone()["next_id"])  # type: ignore[index]
+    next_id = int(_rows(conn, "night_next_alert_id")[0]["next_id"])
     runs = results.nightly_runs(conn, series, nightly)
-    open_alerts, invalid = _alerts(conn, series)
+    alerts_ = [_alert(r) for r in _rows(conn, "night_alerts", prefix=f"{series.key}|")]
+    open_alerts = {a.alert_key: a for a in alerts_ if a.state == "open"}
     w = policy.confirm_window_days * (policy.confirm_pool_nights - 1)
     opened = [a.opened_nightly for a in open_alerts.values() if a.kind == "regression"]
     first = min([nightly, *opened]) - dt.timedelta(days=max(w, RANGE_WINDOW_DAYS) + 1)
     last = nightly + dt.timedelta(days=w)
-    history = _history(conn, series, policy.policy_version, nightly, first, last)
+    version = {**series.args(), "policy_version": policy.policy_version}
+    history = [
+        _key_night(r, version)
+        for r in _rows(conn, "night_decisions", **version, nightly=nightly, first=first, last=last)
+    ]
     later = [k.candidate_run_id for k in history if k.nightly > nightly and k.candidate_run_id]
     rows, reads = _runs(conn, [r.run_id for r in runs] + later)
     graded = _graded(conn, [reads[r.run_id] for r in runs if r.grading_id is not None])
     known = {k.decision_id for k in history}
     wanted = [a.details.decision_id for a in open_alerts.values() if a.details.decision_id]
+    openers = _rows(conn, "night_openers", ids=[i for i in wanted if i not in known])
     groups, lone = _groups(
         conn,
         [a.group_id for a in open_alerts.values() if a.group_id is not None],
         baseline_branch,
         nightly - dt.timedelta(days=RANGE_WINDOW_DAYS + 2),
         last + dt.timedelta(days=1),
+    )
+    stats = _rows(
+        conn,
+        "night_stored_stats",
+        grading_ids=[g.grading_id for g in graded],
+        tau=policy.primary_tau,
+        policy_version=policy.policy_version,
     )
     return NightInputs(
         series=series,
@@ -82,12 +96,12 @@ def load(
         policy_version=policy.policy_version,
         runs=tuple(runs),
         graded={g.run.run_key: g for g in graded},
-        stats=_stats(conn, [g.grading_id for g in graded], policy),
+        stats={r["grading_id"]: RunStats.from_json(r["stats"]) for r in stats},
         run_rows=rows,
         history=tuple(history),
-        openers=_openers(conn, [i for i in wanted if i not in known]),
+        openers={r["decision_id"]: KeyNight(**r) for r in openers},
         open_alerts=open_alerts,
-        invalid_alerts=invalid,
+        invalid_alerts={a.alert_key: a for a in alerts_ if a.state != "open"},
         groups=groups,
         lone=lone,
         audio=_audio(conn, [k for k in history if k.nightly > nightly]),
@@ -95,19 +109,15 @@ def load(
         baseline_items=_baseline_items(
             conn, series, baseline_branch, nightly, item_history_nights, policy.primary_tau
         ),
-        settings=Settings(triage_delay_s=triage_delay_s),
+        triage_delay_s=triage_delay_s,
     )
 
 
-def _alerts(
-    conn: psycopg.Connection[Any], series: Series
-) -> tuple[dict[str, StoredAlert], dict[str, StoredAlert]]:
-    open_: dict[str, StoredAlert] = {}
-    closed: dict[str, StoredAlert] = {}
-    for row in conn.execute(sql("night_alerts"), {"prefix": f"{series.key}|"}):
-        a = _alert(row)
-        (open_ if a.state == "open" else closed)[a.alert_key] = a
-    return open_, closed
+def _rows(conn: psycopg.Connection[Any], query: str, **args: Any) -> list[Row]:
+    """A night query's rows; none, without asking, for an empty list of ids to look up."""
+    if any(v == [] for v in args.values()):
+        return []
+    return conn.execute(sql(query), args).fetchall()
 
 
 def _alert(row: Row) -> StoredAlert:
@@ -116,48 +126,17 @@ def _alert(row: Row) -> StoredAlert:
     return StoredAlert(**{**doc, "details": AlertDetails.from_json(row["details"] or {})})
 
 
-def _history(
-    conn: psycopg.Connection[Any],
-    series: Series,
-    policy_version: str,
-    nightly: dt.date,
-    first: dt.date,
-    last: dt.date,
-) -> list[KeyNight]:
-    args = {**series.args(), "policy_version": policy_version, "nightly": nightly}
-    out = []
-    for r in conn.execute(sql("night_decisions"), {**args, "first": first, "last": last}):
-        table = None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"])
-        comparison = r.pop("comparison")
-        for k in ("n11", "n12", "n21", "n22"):
-            del r[k]
-        out.append(
-            KeyNight(
-                **r,
-                table=table,
-                comparison=None if comparison is None else Comparison.from_json(comparison),
-            )
-        )
-    return out
-
-
-def _openers(conn: psycopg.Connection[Any], ids: list[int]) -> dict[int, KeyNight]:
-    if not ids:
-        return {}
-    out = {}
-    for r in conn.execute(sql("night_openers"), {"ids": ids}):
-        out[r["decision_id"]] = KeyNight(
-            **r,
-            regressed=0,
-            improved=0,
-            n_paired=0,
-            m=1,
-            paired=False,
-            table=None,
-            commit_sha=None,
-            vllm=None,
-        )
-    return out
+def _key_night(r: Row, version: Row) -> KeyNight:
+    """A window night of night_decisions.sql (the series and policy version it was read for)."""
+    table = None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"])
+    comparison = r["comparison"]
+    doc = {k: v for k, v in r.items() if k not in ("n11", "n12", "n21", "n22", "comparison")}
+    return KeyNight(
+        **doc,
+        **version,
+        table=table,
+        comparison=None if comparison is None else Comparison.from_json(comparison),
+    )
 
 
 Read = tuple[NightRun, int | None, str | None]  # a run, the grading read of it and its grader
@@ -167,11 +146,9 @@ def _runs(
     conn: psycopg.Connection[Any], run_ids: list[int]
 ) -> tuple[dict[int, NightRun], dict[int, Read]]:
     """Runs by id, and the grading the statistics read of each."""
-    if not run_ids:
-        return {}, {}
     fields = {f.name for f in dataclasses.fields(NightRun)}
     rows, reads = {}, {}
-    for r in conn.execute(sql("night_runs"), {"run_ids": run_ids}).fetchall():
+    for r in _rows(conn, "night_runs", run_ids=run_ids):
         run = NightRun(**{k: v for k, v in r.items() if k in fields})
         rows[run.run_id] = run
         reads[run.run_id] = (run, r["read_grading_id"], r["read_grader_id"])
@@ -188,22 +165,6 @@ def _graded(conn: psycopg.Connection[Any], reads: list[Read]) -> list[GradedRun]
         for r, g, gid in reads
         if g is not None and gid is not None
     ]
-
-
-def _stats(
-    conn: psycopg.Connection[Any], grading_ids: list[int], policy: GatePolicy
-) -> dict[int, RunStats]:
-    if not grading_ids:
-        return {}
-    args = {
-        "grading_ids": grading_ids,
-        "tau": policy.primary_tau,
-        "policy_version": policy.policy_version,
-    }
-    return {
-        r["grading_id"]: RunStats.from_json(r["stats"])
-        for r in conn.execute(sql("night_stored_stats"), args)
-    }
 
 
 def _groups(
@@ -227,7 +188,7 @@ def _groups(
         )
         for r in conn.execute(sql("night_group_members"), {"ids": ids, **window})
     ]
-    pending = {r["alert_id"] for r in conn.execute(sql("night_pending_posts"), {"ids": ids or [0]})}
+    pending = {r["alert_id"] for r in _rows(conn, "night_pending_posts", ids=ids)}
     groups = tuple(
         GroupState(
             g,
@@ -285,38 +246,33 @@ def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
     messages newly queued (a night planned twice queues nothing the second time)."""
     for grading_id, tau, version, stats in outcome.stats:
         results.upsert_run_stats(conn, grading_id, tau, version, stats)
-    comparison_ids = [
-        results.upsert_comparison(conn, c.columns, c.result) for c in outcome.comparisons
-    ]
     decided = {}
     for row in outcome.decisions:
-        d = row.decision
-        decided[(d.nightly, d.candidate_branch, d.baseline_branch, d.variant)] = (
-            decisions.upsert_decision(
-                conn,
-                {
-                    **outcome.series.args(),
-                    "nightly": d.nightly,
-                    "candidate_branch": d.candidate_branch,
-                    "baseline_branch": d.baseline_branch,
-                    "variant": d.variant,
-                    "policy_version": str(row.policy["policy_version"]),
-                    "verdict": d.verdict,
-                    "confirmed": d.confirmed,
-                    "mcnemar_p": d.mcnemar_p,
-                    "mcnemar_p_holm": d.mcnemar_p_holm,
-                    "comparison_id": None
-                    if row.comparison is None
-                    else comparison_ids[row.comparison],
-                    "candidate_run_id": row.candidate_run_id,
-                    "baseline_run_id": row.baseline_run_id,
-                    "reasons": row.reasons,
-                    "policy": row.policy,
-                },
-            )
+        d, c = row.decision, row.comparison
+        decided[night_key(d)] = decisions.upsert_decision(
+            conn,
+            {
+                **outcome.series.args(),
+                "nightly": d.nightly,
+                "candidate_branch": d.candidate_branch,
+                "baseline_branch": d.baseline_branch,
+                "variant": d.variant,
+                "policy_version": str(row.policy["policy_version"]),
+                "verdict": d.verdict,
+                "confirmed": d.confirmed,
+                "mcnemar_p": d.mcnemar_p,
+                "mcnemar_p_holm": d.mcnemar_p_holm,
+                "comparison_id": None
+                if c is None
+                else results.upsert_comparison(conn, c.columns, c.result),
+                "candidate_run_id": row.candidate_run_id,
+                "baseline_run_id": row.baseline_run_id,
+                "reasons": row.reasons,
+                "policy": row.policy,
+            },
         )
-    for c in outcome.confirmations:
-        decisions.set_confirmed(conn, c.decision_id, c.confirmed)
+    for confirmation in outcome.confirmations:
+        decisions.set_confirmed(conn, confirmation.decision_id, confirmation.confirmed)
     for op in outcome.alert_ops:
         _alert_op(conn, op, decided)
     queued = sum(
@@ -333,7 +289,7 @@ def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
 def _alert_op(
     conn: psycopg.Connection[Any],
     op: AlertOp,
-    decided: dict[tuple[dt.date, str, str, str], int],
+    decided: dict[NightKey, int],
 ) -> None:
     night = op.nightly or dt.date.min  # every op but member_range names its night
     if op.op == "insert":

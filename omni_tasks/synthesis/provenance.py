@@ -77,26 +77,31 @@ def stack_versions(python: str, env: dict[str, str], paths: sandbox.Paths) -> Js
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
-    """GPU name and driver per device from nvidia-smi (empty when there is none)."""
+def nvidia_smi(*fields: str) -> list[list[str]]:
+    """nvidia-smi's `--query-gpu` rows of `fields`, each value stripped (none without it)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
     out = subprocess.run(
-        [smi, "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
+        [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
         env=child_env(),  # a trusted child still gets no secret (its /proc block is readable)
     )
+    rows = (line.split(",", len(fields) - 1) for line in out.stdout.splitlines() if line.strip())
+    return [[p.strip() for p in row] for row in rows]
+
+
+def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
+    """GPU name and driver per device from nvidia-smi (empty when there is none)."""
     wanted = None if not visible else {v.strip() for v in visible.split(",")}
-    gpus = []
-    for line in out.stdout.strip().splitlines():
-        index, name, driver = (p.strip() for p in line.split(",", 2))
-        if wanted is None or index in wanted:
-            gpus.append({"index": index, "name": name, "driver": driver})
-    return gpus
+    return [
+        {"index": index, "name": name, "driver": driver}
+        for index, name, driver in nvidia_smi("index", "name", "driver_version")
+        if wanted is None or index in wanted
+    ]
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -156,6 +156,15 @@ async def _content(
         yield w.audio(wav, STORE_RATE)
 
 
+def _bad_request(message: str, headers: dict[str, str]) -> JSONResponse:
+    """The server's refusal of a request it cannot read, as the OpenAI-style 400 it sends."""
+    return JSONResponse(
+        {"error": {"message": message, "type": "BadRequestError", "code": 400}},
+        status_code=400,
+        headers=headers,
+    )
+
+
 def _answer(body: JsonObject, cfg: SimulatorConfig, profile: Profile, seed: int) -> str | None:
     return next((t for a in cfg.answerers if (t := a(body, profile, seed)) is not None), None)
 
@@ -181,11 +190,7 @@ def _answer_response(
                     text = other
                     break
     except UnreadableRequest as exc:
-        return JSONResponse(
-            {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
-            status_code=400,
-            headers=headers,
-        )
+        return _bad_request(str(exc), headers)
     if text is None:
         return None
     head = {
@@ -221,6 +226,40 @@ def _answer_response(
     )
 
 
+async def _speech(
+    w: protocol.StreamWriter,
+    b: Behaviour,
+    cfg: SimulatorConfig,
+    voice: float,
+    *,
+    thinker_only: bool,
+    broken_off: bool,
+) -> AsyncIterator[bytes]:
+    """The stream of a speech answer: the thinker's text, then (unless only the thinker ran)
+    the talker's audio or its transcript; `broken_off` plants the server's mid-audio fault."""
+    yield w.role("text")
+    pieces = _thinker_chunks(b.thinker_text)
+    for i, piece in enumerate(pieces):
+        tokens = round(len(piece.split()) * THINKER_TOKENS_PER_WORD)
+        yield w.text(piece, tokens, "stop" if i == len(pieces) - 1 else None)
+    if thinker_only:
+        yield w.done()
+        return
+    if not cfg.transcript:
+        yield w.role("audio")
+    sent = 0
+    async for chunk in _content(b, cfg, w, voice):
+        if broken_off and sent >= 1:  # the fault: the server's error chunk mid-audio
+            yield w.error("EngineCore encountered an issue: stage 1 died")
+            yield w.done()
+            return
+        yield chunk
+        sent += 1
+    if w.usage:
+        yield w.final_usage()
+    yield w.done()
+
+
 def create_app(cfg: SimulatorConfig) -> Starlette:
     profile: Profile = load_profile(cfg.profile).under(cfg.engine_args)
     headers = {"x-omni-simulator": cfg.model_name}
@@ -254,11 +293,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         try:
             applied = effective(body, cfg.stage_defaults)
         except InvalidStageSettings as exc:  # the server's SamplingParams(**entry) raises too
-            return JSONResponse(
-                {"error": {"message": str(exc), "type": "BadRequestError", "code": 400}},
-                status_code=400,
-                headers=headers,
-            )
+            return _bad_request(str(exc), headers)
         # The talker's effective seed decides what the audio says (none: a fixed default).
         talker_seed = applied[1].get("seed")
         seed = talker_seed if isinstance(talker_seed, int) else 42
@@ -284,30 +319,8 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
             prompt_tokens=len(text.split()) * 2,
         )
 
-        async def stream() -> AsyncIterator[bytes]:
-            yield w.role("text")
-            pieces = _thinker_chunks(behaviour.thinker_text)
-            for i, piece in enumerate(pieces):
-                tokens = round(len(piece.split()) * THINKER_TOKENS_PER_WORD)
-                yield w.text(piece, tokens, "stop" if i == len(pieces) - 1 else None)
-            if thinker_only:
-                yield w.done()
-                return
-            if not cfg.transcript:
-                yield w.role("audio")
-            sent = 0
-            async for chunk in _content(behaviour, cfg, w, voice):
-                if broken_off and sent >= 1:  # the fault: the server's error chunk mid-audio
-                    yield w.error("EngineCore encountered an issue: stage 1 died")
-                    yield w.done()
-                    return
-                yield chunk
-                sent += 1
-            if usage:
-                yield w.final_usage()
-            yield w.done()
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+        chunks = _speech(w, behaviour, cfg, voice, thinker_only=thinker_only, broken_off=broken_off)
+        return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "simulator": cfg.model_name}, headers=headers)

@@ -1,15 +1,20 @@
 """A local Grafana HTTP API with the endpoints omni-tasks uses (dashboards by uid, upsert,
-annotations), for grafana-client's real GrafanaApi."""
+annotations), for grafana-client's real GrafanaApi; and the queries a dashboard runs, with
+Grafana's macros and variables expanded as its Postgres datasource does."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import JsonValue
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from omni_tasks.contracts import JsonObject, json_objects
 
 
 @dataclass
@@ -92,3 +97,40 @@ def grafana_app(state: GrafanaState) -> Starlette:
             Route("/api/folders", create_folder, methods=["POST"]),
         ]
     )
+
+
+def panel_queries(d: JsonObject) -> dict[str, str]:
+    """Every SQL a dashboard runs, by 'panel title/refId' (variables and annotations too)."""
+    out = {
+        f"{p['title']}/{t['refId']}": str(t["rawSql"])
+        for p in _objects(d, "panels")
+        for t in _objects(p, "targets")
+    }
+    for v in _objects(d.get("templating"), "list"):
+        if v["type"] == "query":
+            out[f"variable {v['name']}"] = str(v["query"])
+    for a in _objects(d.get("annotations"), "list"):
+        query = a["target"]
+        if isinstance(query, dict):
+            out[f"annotation {a['name']}"] = str(query["rawSql"])
+    return out
+
+
+def _objects(doc: JsonValue, key: str) -> list[JsonObject]:
+    """The JSON objects listed under `key` of `doc` (none when it lists none)."""
+    return json_objects(doc.get(key)) if isinstance(doc, dict) else []
+
+
+def expand(sql: str, variables: dict[str, str | list[str]], time_from: str, time_to: str) -> str:
+    """Expand Grafana's macros and variables the way its Postgres datasource does."""
+    sql = re.sub(
+        r"\$__timeFilter\((\w+)\)",
+        lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'",
+        sql,
+    )
+    sql = sql.replace("$__timeFrom()", f"'{time_from}'").replace("$__timeTo()", f"'{time_to}'")
+    for name in sorted(variables, key=len, reverse=True):
+        value = variables[name]
+        rendered = ",".join(f"'{v}'" for v in value) if isinstance(value, list) else str(value)
+        sql = sql.replace("${" + name + "}", rendered).replace("$" + name, rendered)
+    return sql

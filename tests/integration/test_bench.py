@@ -175,7 +175,7 @@ def test_a_seed_that_never_reached_the_model_is_stored_as_none(db) -> None:
         "SELECT seed, execution FROM omni.run WHERE run_key = %s", (seeded["run_key"],)
     ).fetchone()
     assert stored["seed"] == 7 and stored["execution"]["seed_sent"] is True
-    from omni_tasks.reports.reproduce import Reproducible, reproduce_command
+    from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
     from omni_tasks.store.runs import get_run
 
     unsent = Reproducible.of_run(get_run(db, asked[0]["run_key"]))

@@ -14,19 +14,12 @@ from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
 from omni_tasks.config import reset_settings
-from omni_tasks.grafana.dashboards import (
-    DASHBOARD_DIR,
-    dashboards,
-    expand,
-    panel_queries,
-    render,
-    trend_dashboard,
-)
+from omni_tasks.grafana.dashboards import DASHBOARD_DIR, dashboards, render, trend_dashboard
 from omni_tasks.grafana.push import refresh
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import D0, REGRESS, SAME, store_night
-from tests.fakes.grafana_api import GrafanaState, grafana_app
+from tests.fakes.grafana_api import GrafanaState, expand, grafana_app, panel_queries
 
 
 def test_committed_dashboards_are_what_the_code_generates() -> None:

@@ -147,8 +147,9 @@ def test_summary_only_nights_are_history_in_trend_report_and_dashboard(
 ) -> None:
     """Today's nightly artifacts have no per-clip rows: their official mean still makes a
     trend (marked summary-only), the report lists it, the dashboard's official series has it."""
-    from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
+    from omni_tasks.grafana.dashboards import trend_dashboard
     from omni_tasks.reports.html import nightly_report
+    from tests.fakes.grafana_api import expand, panel_queries
 
     for day, mean, items in (("20261101", 0.021, False), ("20261102", 0.034, True)):
         doc = small_artifact(3, date=f"{day}-021500")

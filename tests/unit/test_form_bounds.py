@@ -1,5 +1,5 @@
 """Every number in a trigger form is finite and ranged, a bool is never a number, every list is
-bounded: one definition (trust/forms.FIELDS) held at submit (the DAGs' Params, as the API
+bounded: one definition (deployment/forms.FIELDS) held at submit (the DAGs' Params, as the API
 server deserializes and validates them) and in the task (forms.check_form). Each hostile form
 is refused by both, naming its field; a one-series form's lane is one the config defines."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from omni_tasks.deployment import forms
 from omni_tasks.deployment.checks import form_fields
 from omni_tasks.deployment.one_series import one_series_form
 from omni_tasks.deployment.reading import ConfigError
-from omni_tasks.trust import forms
 
 HISTORY = ["a" * 40, "b" * 40]
 EAGER = {"stage_id": 1, "enforce_eager": True}

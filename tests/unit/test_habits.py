@@ -6,10 +6,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "omni_tasks"
 
-# Goes to 0: the last ones are in jobs/ab.py and reports/reproduce.py (2), rewritten by other
-# branches now (analysis/simulation.py's left the package as bench/simlib.py). A call the formatter lays out badly reads better with keyword
-# arguments, a small named type or a helper than with the formatter turned off.
-FMT_SKIPS = 3
+# None left: a call the formatter lays out badly reads better with keyword arguments, a small
+# named type or a helper than with the formatter turned off.
+FMT_SKIPS = 0
 
 
 def test_fmt_skips_do_not_grow() -> None:

@@ -104,18 +104,9 @@ FLOORS = (
 # other branches right now. MUST BE EMPTY once those land: an entry that no longer occurs fails
 # the test too, so the set only shrinks; a new upward arrow is never added here.
 PENDING_UPWARD = {
-    ("ab", "jobs"),  # ab/summary.py, ab/config.py name ABRequest/ABResult of jobs/ab.py (→ ab/)
-    # alerts/messages.py → reports.reproduce: the reproduce command belongs with the families
-    ("alerts", "reports"),
-    ("reports", "jobs"),  # reports/html.py → jobs.statistics.load_graded_run
     # contracts/night.py names the store's row types (NightRun, StoredRun): they move down
     ("contracts", "store"),
     ("contracts", "records"),
-    ("trust", "series"),  # trust/forms.py → series.DEFAULT_LANE (the form check is above series)
-    ("trust", "benchmarks"),  # trust/forms.py → benchmarks (likewise: forms belong with params)
-    # evidence/links.py → dag_support.renamed: the DAG aliases of one release, deleted with
-    # renamed.py in the next (docs/operators/upgrade.md).
-    ("evidence", "dag_support"),
 }
 ARCHITECTURE = PACKAGE.parent / "docs" / "contributors" / "architecture.md"
 

@@ -27,6 +27,8 @@ QUIET = (80, 4, 4, 1000)  # n11, n12, n21, n22: a SAME night's paired table
 def night(i: int, verdict: str, confirmed: bool = False, **kw: Any) -> KeyNight:
     fields: dict[str, Any] = {
         "decision_id": 100 + i,
+        **SERIES.args(),
+        "policy_version": POLICY.policy_version,
         "nightly": D0 + dt.timedelta(days=i),
         "candidate_branch": "rebase",
         "baseline_branch": "main",

@@ -37,18 +37,20 @@ class Reproducible:
     stack: JsonObject
 
     @classmethod
-    def of_run(cls, run: RunSpec) -> Reproducible:
+    def of_run(cls, run: RunSpec | RunDescription) -> Reproducible:
+        """A run as recorded, or as the store describes it (its commit named `commit`)."""
         return cls(
-            run.benchmark, run.branch, str(run.nightly), run.variant, run.commit_sha, run.seed,
-            run.dataset_fingerprint, run.config, run.source, run.stack,
-        )  # fmt: skip
-
-    @classmethod
-    def of_description(cls, run: RunDescription) -> Reproducible:
-        return cls(
-            run.benchmark, run.branch, run.nightly, run.variant, run.commit, run.seed,
-            run.dataset_fingerprint, run.config, run.source, run.stack,
-        )  # fmt: skip
+            benchmark=run.benchmark,
+            branch=run.branch,
+            nightly=str(run.nightly),
+            variant=run.variant,
+            commit_sha=run.commit_sha if isinstance(run, RunSpec) else run.commit,
+            seed=run.seed,
+            dataset_fingerprint=run.dataset_fingerprint,
+            config=run.config,
+            source=run.source,
+            stack=run.stack,
+        )
 
 
 def reproduce_command(run: Reproducible, grader: JsonObject | None = None) -> str:
@@ -92,7 +94,7 @@ def reproduce_command(run: Reproducible, grader: JsonObject | None = None) -> st
 def reproduce_described(run: RunDescription) -> str:
     """The command for a run as the store describes it (its newest grading's grader)."""
     newest = run.gradings[-1].grader if run.gradings else None
-    return reproduce_command(Reproducible.of_description(run), newest)
+    return reproduce_command(Reproducible.of_run(run), newest)
 
 
 def _family(benchmark_id: str) -> benchmarks.Benchmark:

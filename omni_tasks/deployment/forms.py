@@ -70,9 +70,7 @@ def text(max_length: int, pattern: str | None = None) -> Schema:
 
 def nullable(schema: Schema) -> Schema:
     """The schema, or null (an empty field: the config's value)."""
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    return {**schema, "type": ["null", *kinds]}
+    return {**schema, "type": ["null", *(_types(schema) or [None])]}
 
 
 def closed(properties: Mapping[str, Schema], refused: str, **kw: object) -> Schema:
@@ -309,7 +307,6 @@ FREE = {
     kind: frozenset(FIELDS[kind]) - set(TARGET_FIELDS[kind]) - _OFFERS
     for kind in ("nightly", "bisect", "ablate")
 }
-RUN_CHOICES = FREE["nightly"]
 
 
 def field_schema(kind: str, field: str) -> Schema:
