@@ -13,7 +13,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypedDict, TypeGuard
 
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipAudio, ClipGrade, Execution, Grader, RunSpec
@@ -72,13 +72,18 @@ def imported_spec(path: Path, benchmark: str, branch: str, **fields: Any) -> Run
     return RunSpec(benchmark=benchmark, branch=branch, trigger="import", **fields)
 
 
-def harness_setup(doc: dict[str, Any]) -> dict[str, Any]:
-    """What a vLLM-Omni harness file says of how it ran: the model (the run's config) and the
-    client concurrency (its execution)."""
-    model = doc.get("model_id")
-    execution: Execution = {}
+class HarnessSetup(TypedDict):
+    """What a vLLM-Omni harness file says of how it ran, as the run's fields."""
+
+    config: JsonObject  # the model
+    execution: Execution  # the client concurrency
+
+
+def harness_setup(document: Document) -> HarnessSetup:
+    doc, execution = document.doc, Execution()
     if finite_number(doc.get("max_concurrency")):
         execution["client_concurrency"] = doc["max_concurrency"]
+    model = doc.get("model_id")
     return {"config": {"model": model} if isinstance(model, str) else {}, "execution": execution}
 
 

@@ -288,7 +288,7 @@ class MultipleChoice(Benchmark):
             status=status,
             n_expected=n_expected,
             commit_sha=options.commit,
-            **harness_setup(doc),
+            **harness_setup(document),
             summary=summary_figures(doc, f"{self.prefix}_", self.items_key),
             source=document.source(f"vllm-omni-{self.prefix.replace('_', '-')}"),
         )

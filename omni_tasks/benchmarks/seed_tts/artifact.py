@@ -104,7 +104,7 @@ def parse_document(
     require(is_seed_tts(doc), path, "no seed_tts_* keys: not a vLLM-Omni seed-TTS results file")
     warnings: list[str] = []
     nightly = nightly_of(doc, path, options.nightly, options.built)
-    clips, grades = _clips(doc, path, options.audio_roots, options.references or {}, warnings)
+    clips, grades = _clips(document, options.audio_roots, options.references or {}, warnings)
     summary = _summary(doc, path, warnings)
     if clips:
         n_expected, status = len(clips), "complete"
@@ -125,7 +125,7 @@ def parse_document(
         status=status,
         n_expected=n_expected,
         commit_sha=options.commit,
-        **harness_setup(doc),
+        **harness_setup(document),
         prompt_fingerprint=prompt_fingerprint(flags.DEFAULT_SYSTEM_PROMPT),
         system_prompt=flags.DEFAULT_SYSTEM_PROMPT,
         summary=summary,
@@ -135,14 +135,14 @@ def parse_document(
 
 
 def _clips(
-    doc: dict[str, Any],
-    path: Path,
+    document: Document,
     audio_roots: list[str] | None,
     references: dict[str, str],
     warnings: list[str],
 ) -> tuple[list[ClipAudio], list[ClipGrade]]:
     """Every per-item row as a clip and its grade (none where nothing was graded), checked
     against the artifact's own summary; what could not be kept as given is said in `warnings`."""
+    path, doc = document.path, document.doc
     items = doc.get(ITEMS)
     require(items is None or isinstance(items, list), path, f"'{ITEMS}' must be a list")
     items = items or []
