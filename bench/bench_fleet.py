@@ -25,7 +25,7 @@ from pathlib import Path
 from common import scratch_db
 
 from omni_tasks.alerts.slack import default_sink, dispatch
-from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy

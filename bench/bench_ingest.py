@@ -16,7 +16,7 @@ from pathlib import Path
 
 from common import bare_run, insert_row, raw_copy, scratch_db
 
-from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.store.runs import save_run
 from omni_tasks.synthesis.artifacts import ab_artifacts
 

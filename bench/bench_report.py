@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from common import scratch_db
 
-from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy

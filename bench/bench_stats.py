@@ -20,7 +20,7 @@ from scipy.stats import binomtest
 
 from omni_tasks.analysis.paired import paired_table
 from omni_tasks.analysis.run_stats import run_stats
-from omni_tasks.benchmarks.seed_tts.family import parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import parse_artifact
 from omni_tasks.records import ClipRecord
 from omni_tasks.synthesis.artifacts import ab_artifacts
 

@@ -16,8 +16,8 @@ from omni_tasks.benchmarks.duplex_eval import DUPLEX_EVAL
 from omni_tasks.benchmarks.librispeech import LibriSpeech
 from omni_tasks.benchmarks.multiple_choice.daily_omni import DAILY_OMNI
 from omni_tasks.benchmarks.multiple_choice.videomme import VIDEOMME
+from omni_tasks.benchmarks.seed_tts.artifact import adopt_audio as adopt_audio
 from omni_tasks.benchmarks.seed_tts.family import SeedTts
-from omni_tasks.benchmarks.seed_tts.family import adopt_audio as adopt_audio
 from omni_tasks.benchmarks.voice_isolation import VOICE_ISOLATION
 
 if TYPE_CHECKING:

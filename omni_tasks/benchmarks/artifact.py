@@ -13,11 +13,11 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypedDict, TypeGuard
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
-from omni_tasks.trust.names import InvalidName, check_text
+from omni_tasks.records import ClipAudio, ClipGrade, Execution, Grader, RunSpec
+from omni_tasks.trust.names import InvalidName, check_name, check_text
 
 # Documented bounds (docs/operators/security.md): a runaway clip scores WER in the tens or
 # hundreds (more under whole-clip grading); nothing real comes near these.
@@ -54,6 +54,37 @@ class Document:
 
     def source(self, fmt: str) -> JsonObject:
         return {"format": fmt, "file": self.path.name, "sha256": self.sha256}
+
+
+def artifact_judge(grader_id: str, source: str, **more: str) -> Grader:
+    """The grader of a family whose verdicts the artifact carries (upstream judged them)."""
+    return Grader(grader_id, {"backend": "artifact", "source": source, **more})
+
+
+def imported_spec(path: Path, benchmark: str, branch: str, **fields: Any) -> RunSpec:
+    """The run an artifact imports as (trigger `import`), its names checked before anything
+    is stored; `fields`: the rest of its RunSpec."""
+    try:
+        check_name(branch, "branch")
+        check_name(benchmark, "benchmark")
+    except InvalidName as exc:
+        raise ArtifactError(f"{path}: {exc}") from None
+    return RunSpec(benchmark=benchmark, branch=branch, trigger="import", **fields)
+
+
+class HarnessSetup(TypedDict):
+    """What a vLLM-Omni harness file says of how it ran, as the run's fields."""
+
+    config: JsonObject  # the model
+    execution: Execution  # the client concurrency
+
+
+def harness_setup(document: Document) -> HarnessSetup:
+    doc, execution = document.doc, Execution()
+    if finite_number(doc.get("max_concurrency")):
+        execution["client_concurrency"] = doc["max_concurrency"]
+    model = doc.get("model_id")
+    return {"config": {"model": model} if isinstance(model, str) else {}, "execution": execution}
 
 
 def read_document(path: Path) -> Document:

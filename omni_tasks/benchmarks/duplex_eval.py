@@ -12,18 +12,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from omni_tasks.benchmarks.artifact import (
-    ArtifactError,
     Document,
     ParsedArtifact,
+    artifact_judge,
     bounded_number,
     finite_number,
+    imported_spec,
     nightly_of,
     require,
 )
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import ClipRecord, Grader, RunSpec
-from omni_tasks.trust.names import InvalidName, check_name, printable
+from omni_tasks.records import ClipRecord
+from omni_tasks.trust.names import printable
 
 # OpenBMB/Omni-DuplexEval's evaluator commit that upstream's prompts are copied from
 # (`omni_duplex_eval_metrics.PROTOCOL_PIN`, vllm-omni 0.30.0 and 0.32.0rc1): a night judged
@@ -39,13 +40,10 @@ SCALES = {
 MAX_TASKS = 40
 TASK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 
-JUDGE = Grader(
-    grader_id="duplex-eval/judge",
-    description={
-        "backend": "artifact",
-        "source": "vLLM-Omni Omni-DuplexEval CI guard (summarize_scores)",
-        "note": "judge means as the artifact reports them; no per-item rows",
-    },
+JUDGE = artifact_judge(
+    "duplex-eval/judge",
+    "vLLM-Omni Omni-DuplexEval CI guard (summarize_scores)",
+    note="judge means as the artifact reports them; no per-item rows",
 )
 
 
@@ -111,15 +109,11 @@ class DuplexEval(Benchmark):
                 f"{path}: protocol_pin {pin[:12]} is not the series' {PROTOCOL_PIN[:12]}: "
                 "judged by another evaluator version, not comparable with its history"
             )
-        try:
-            check_name(options.branch, "branch")
-        except InvalidName as exc:
-            raise ArtifactError(f"{path}: {exc}") from None
-        spec = RunSpec(
-            benchmark=self.id,
+        spec = imported_spec(
+            path,
+            self.id,
+            options.branch,
             nightly=nightly_of(doc, path, options.nightly, options.built),
-            branch=options.branch,
-            trigger="import",
             status="summary_only",
             n_expected=samples,
             commit_sha=options.commit,

@@ -22,7 +22,7 @@ from omni_tasks.benchmarks.suite import ItemSuite, subset_suffix
 from omni_tasks.contracts import JsonObject
 from omni_tasks.progress import progress_bar
 from omni_tasks.prompts import prompt_fingerprint
-from omni_tasks.records import ClipAudio, RunSpec
+from omni_tasks.records import ClipAudio
 from omni_tasks.store import runs
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
@@ -68,31 +68,16 @@ def run_items(
     run; returns its run key. A stored run under the key with other inputs is refused."""
     loaded = suite.load(req.dataset)
     items, subset = chosen(loaded.items, req)
-    spec = RunSpec(
-        benchmark=benchmark_id,
-        model=req.model,
-        lane=req.lane,
-        nightly=req.nightly,
-        branch=req.branch,
-        trigger=req.trigger,
-        status="running",
-        n_expected=len(items),
-        commit_sha=req.commit,
-        variant=req.variant,
-        config={
-            "target": req.target,
-            "dataset": req.dataset,
-            "model": req.model,
-            "harness_version": req.harness_version,
-        },
+    spec = req.spec(
+        benchmark_id,
+        len(items),
+        {"dataset": req.dataset},
         stack={"simulated": req.simulator_profile is not None},
         execution={"client_concurrency": req.concurrency},
         dataset_fingerprint=loaded.fingerprint + subset,
         prompt_fingerprint=prompt_fingerprint(suite.system_text, suite.user_format),
         system_prompt=suite.system_text or None,
         seed=req.seed,
-        airflow_dag_id=req.airflow_dag_id,
-        airflow_run_id=req.airflow_run_id,
     )
     key = req.run_key or runs.derive_run_key(spec)
     existing = identity.stored_status(conn, key, spec)

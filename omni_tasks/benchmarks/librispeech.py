@@ -53,13 +53,9 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class Utterance:
-    utt_id: str
+    key: str  # the utterance id
     text: str
     audio: Path
-
-    @property
-    def key(self) -> str:
-        return self.utt_id
 
 
 def load_utterances(root: Path) -> tuple[list[Utterance], str]:
@@ -165,7 +161,7 @@ class LibriSpeechSuite(ItemSuite):
     def judge(self, item: Utterance, text: str) -> ClipGrade:
         w = score(item.text, text)
         status: GradeStatus = "graded" if w.hyp_words else "empty_transcript"
-        return w.onto(ClipGrade(item.utt_id, status, hypothesis=printable(text), wer=w.wer))
+        return w.onto(ClipGrade(item.key, status, hypothesis=printable(text), wer=w.wer))
 
     def simulate(self, body: JsonObject, profile: Profile, seed: int) -> str | None:
         """It "hears" what the WAV's INFO comment says (synthesis/transcribe.py)."""

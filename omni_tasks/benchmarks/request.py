@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.harness import UnknownHarness, client_rules, harness_window
-from omni_tasks.records import LineageFlags, Trigger
+from omni_tasks.records import LineageFlags, RunSpec, Trigger
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL
 from omni_tasks.trust.names import InvalidName, check_name, check_run_key
 
@@ -78,6 +79,35 @@ class RunRequest:
                 raise BenchError(str(exc)) from None
         if not self.request_timeout > 0:
             raise BenchError("the request timeout must be a positive number of seconds")
+
+    def spec(self, benchmark: str, n_expected: int, config: JsonObject, **fields: Any) -> RunSpec:
+        """The run this request starts (status `running`): its series, night, branch, commit and
+        provenance as asked, its config with the target, model and harness; `fields`: what the
+        family adds (fingerprints, the seed that reached the model…)."""
+        return RunSpec(
+            benchmark=benchmark,
+            model=self.model,
+            lane=self.lane,
+            nightly=self.nightly,
+            branch=self.branch,
+            trigger=self.trigger,
+            status="running",
+            n_expected=n_expected,
+            commit_sha=self.commit,
+            commit_time=self.commit_time,
+            observed_head=self.observed_head,
+            lineage=self.lineage,
+            variant=self.variant,
+            config={
+                "target": self.target,
+                "model": self.model,
+                "harness_version": self.harness_version,
+                **config,
+            },
+            airflow_dag_id=self.airflow_dag_id,
+            airflow_run_id=self.airflow_run_id,
+            **fields,
+        )
 
     @property
     def request_timeout(self) -> float:

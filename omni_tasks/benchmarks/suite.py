@@ -8,7 +8,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipGrade, Grader
@@ -18,16 +18,9 @@ if TYPE_CHECKING:
     from omni_tasks.synthesis.profiles import Profile
 
 
-class Item(Protocol):
-    """One item as the runner sees it: its key, stable across runs (the pairing key)."""
-
-    @property
-    def key(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class ItemSet:
-    items: tuple[Any, ...]  # the family's items (Item)
+    items: tuple[Any, ...]  # the family's items, each with a `key` stable across runs
     fingerprint: str  # rows + media: two runs share items iff fingerprints match
 
 

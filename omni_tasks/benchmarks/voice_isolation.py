@@ -25,18 +25,18 @@ from typing import Any
 
 from omni_tasks.benchmarks.artifact import (
     MAX_UTT_ID,
-    ArtifactError,
     Document,
     ParsedArtifact,
+    artifact_judge,
     check_item_text,
     finite_number,
+    imported_spec,
     nightly_of,
     require,
 )
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
-from omni_tasks.trust.names import InvalidName, check_name
+from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord
 
 # The model upstream's test serves (its MODEL): the only model the test exists for.
 MODEL = "FunAudioLLM/Fun-CosyVoice3-0.5B-2512"
@@ -44,13 +44,10 @@ LABELS = ("correct", "wrong_both_agree", "disagree", "unscorable")
 FAILING = ("wrong_both_agree", "unscorable")  # what `_assert_no_leak` fails on, full output
 MAX_OUTPUTS = 4096
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,80}$")
-GRADER = Grader(
+GRADER = artifact_judge(
     "artifact:vllm-omni-voice-isolation",
-    {
-        "backend": "artifact",
-        "source": "vLLM-Omni voice isolation test (speaker_similarity.score: CAM++ and WavLM)",
-        "proxy": "speaker embeddings: argmax over the batch's reference voices, never a SIM",
-    },
+    "vLLM-Omni voice isolation test (speaker_similarity.score: CAM++ and WavLM)",
+    proxy="speaker embeddings: argmax over the batch's reference voices, never a SIM",
 )
 
 
@@ -103,12 +100,7 @@ class VoiceIsolation(Benchmark):
             require(isinstance(r, dict), path, f"requests[{i}] must be an object")
             check_item_text(r, "text", path, f"requests[{i}]")
             texts[r.get("idx")] = r.get("text")
-        test = doc.get("test")
-        require(
-            test is None or (isinstance(test, str) and NAME.fullmatch(test) is not None),
-            path,
-            "'test' must be a plain name",
-        )
+        test = None if doc.get("test") is None else _name(doc, "test", path)
         clips, grades = [], []
         for i, out in enumerate(full):
             where = f"full[{i}]"
@@ -118,8 +110,7 @@ class VoiceIsolation(Benchmark):
             plain = isinstance(voice, str) and NAME.fullmatch(voice) is not None
             require(plain, path, f"{where}: 'voice' must be a plain name")
             require(label in LABELS, path, f"{where}: 'label' must be one of {', '.join(LABELS)}")
-            for key in ("wrong_voice",):
-                check_item_text(out, key, path, where)
+            check_item_text(out, "wrong_voice", path, where)
             window = first[i] if first else {}
             first_label = window.get("label") if isinstance(window, dict) else None
             require(first_label in (*LABELS, None), path, f"first_window[{i}]: 'label'")
@@ -148,21 +139,16 @@ class VoiceIsolation(Benchmark):
                     },
                 )
             )
-        try:
-            check_name(options.branch, "branch")
-        except InvalidName as exc:
-            raise ArtifactError(f"{path}: {exc}") from None
-        variant = f"{mode}.{source}.c{concurrency}"
-        spec = RunSpec(
-            benchmark=self.id,
+        spec = imported_spec(
+            path,
+            self.id,
+            options.branch,
             model=MODEL,
             nightly=nightly_of(doc, path, options.nightly, options.built),
-            branch=options.branch,
-            trigger="import",
             status="complete",
             n_expected=len(full),
             commit_sha=options.commit or _sha(doc.get("git_sha")),
-            variant=variant,
+            variant=f"{mode}.{source}.c{concurrency}",
             config={"mode": mode, "voices": source, "concurrency": concurrency},
             source={
                 **document.source("vllm-omni-voice-isolation"),

@@ -462,7 +462,7 @@ def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connecti
 def _sim_night(db, tmp_path, drop: float | None, night: dt.date) -> None:
     """A night whose tails are the same on both branches; every clip carries SIM (or none,
     `drop=None`), the candidate's lower by `drop` on 60 % of the clips."""
-    from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
+    from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
     from omni_tasks.store.runs import save_run
     from tests.factories import SAME, write_json
 

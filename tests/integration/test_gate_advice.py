@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from omni_tasks.benchmarks.seed_tts.family import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.series import DEFAULT_MODEL

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import re
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
+    demo_mp4,
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
@@ -239,20 +239,11 @@ def ensure_demo_set(cache: Path) -> Path:
 
 
 def _grey_video(frames: int = 8, size: int = 64) -> bytes:
-    """A valid one-second MP4 (MPEG-4 part 2, PyAV's bundled encoder) of grey frames."""
-    import av
+    """A valid one-second MP4 of grey frames."""
     import numpy as np
 
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="mp4") as out:
-        stream = out.add_stream("mpeg4", rate=frames)
-        stream.width = stream.height = size
-        stream.pix_fmt = "yuv420p"
-        for _ in range(frames):
-            grey = np.full((size, size, 3), 128, dtype=np.uint8)
-            out.mux(stream.encode(av.VideoFrame.from_ndarray(grey, format="rgb24")))
-        out.mux(stream.encode())
-    return buf.getvalue()
+    grey = np.full((size, size, 3), 128, dtype=np.uint8)
+    return demo_mp4((grey for _ in range(frames)), frames, size)
 
 
 def _beeps(hz: float, n: int) -> np.ndarray:

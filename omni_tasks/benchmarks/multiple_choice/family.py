@@ -10,10 +10,11 @@ question instead (Video-MME: `question_id`; Daily-Omni has none, so video and ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import io
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -23,8 +24,11 @@ from omni_tasks.benchmarks.artifact import (
     ArtifactError,
     Document,
     ParsedArtifact,
+    artifact_judge,
     check_item_text,
     finite_number,
+    harness_setup,
+    imported_spec,
     nightly_of,
     require,
     summary_figures,
@@ -33,19 +37,11 @@ from omni_tasks.benchmarks.artifact import (
 from omni_tasks.benchmarks.base import Benchmark, ImportOptions
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.contracts import JsonObject
-from omni_tasks.records import (
-    INFRA_STATUSES,
-    ClipAudio,
-    ClipGrade,
-    ClipRecord,
-    Execution,
-    Grader,
-    RunSpec,
-    records_of,
-)
-from omni_tasks.trust.names import InvalidName, check_name
+from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, records_of
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from omni_tasks.benchmarks.request import RunRequest
     from omni_tasks.synthesis.profiles import Profile
 
@@ -57,15 +53,6 @@ MAX_DETAIL = 500  # upstream keeps the first 500 characters of an error; so does
 
 class QuestionSetError(ValueError):
     """A question set that cannot be run; the message names the file and the row."""
-
-
-class ChoiceItem(Protocol):
-    @property
-    def key(self) -> str: ...
-    @property
-    def answer(self) -> str: ...
-    @property
-    def breakdown(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -119,6 +106,21 @@ def is_correct(predicted: str | None, gold: str) -> bool:
     return bool(predicted) and predicted.strip().upper() == gold.strip().upper()  # type: ignore[union-attr]
 
 
+def demo_mp4(frames: Iterable[np.ndarray], fps: int, size: int) -> bytes:
+    """A demo set's video: an MP4 (MPEG-4 part 2, PyAV's bundled encoder) of RGB frames."""
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        stream = out.add_stream("mpeg4", rate=fps)
+        stream.width = stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for frame in frames:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+    return buf.getvalue()
+
+
 def omni_chat_body(
     model: str,
     messages: list[JsonValue],
@@ -164,12 +166,9 @@ class MultipleChoice(Benchmark):
         self.runnable = suite is not None
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
-        self.grader = Grader(
-            grader_id=f"artifact:vllm-omni-{prefix.replace('_', '-')}",
-            description={
-                "backend": "artifact",
-                "source": f"vLLM-Omni {id} scorer (answer letter extracted by upstream's rules)",
-            },
+        self.grader = artifact_judge(
+            f"artifact:vllm-omni-{prefix.replace('_', '-')}",
+            f"vLLM-Omni {id} scorer (answer letter extracted by upstream's rules)",
         )
 
     def claims(self, doc: JsonObject) -> bool:
@@ -281,26 +280,17 @@ class MultipleChoice(Benchmark):
             evaluated = doc.get(f"{self.prefix}_evaluated")
             n_expected = int(evaluated) if finite_number(evaluated) and evaluated >= 0 else 0
             status = "summary_only"
-        execution: Execution = {}
-        if finite_number(doc.get("max_concurrency")):
-            execution["client_concurrency"] = doc["max_concurrency"]
-        try:
-            check_name(options.branch, "branch")
-        except InvalidName as exc:
-            raise ArtifactError(f"{path}: {exc}") from None
-        source = document.source(f"vllm-omni-{self.prefix.replace('_', '-')}")
-        spec = RunSpec(
-            benchmark=self.id,
+        spec = imported_spec(
+            path,
+            self.id,
+            options.branch,
             nightly=nightly,
-            branch=options.branch,
-            trigger="import",
-            status=status,  # type: ignore[arg-type]
+            status=status,
             n_expected=n_expected,
             commit_sha=options.commit,
-            config={"model": doc["model_id"]} if isinstance(doc.get("model_id"), str) else {},
-            execution=execution,
+            **harness_setup(document),
             summary=summary_figures(doc, f"{self.prefix}_", self.items_key),
-            source=source,
+            source=document.source(f"vllm-omni-{self.prefix.replace('_', '-')}"),
         )
         return ParsedArtifact(spec, clips, grades, self.grader, warnings)
 

@@ -28,6 +28,7 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
+    demo_mp4,
     omni_chat_body,
 )
 from omni_tasks.benchmarks.suite import ItemSet
@@ -362,18 +363,12 @@ def ensure_demo_set(cache: Path) -> Path:
 
 
 def _colour_video(segments: list[list[Any]], fps: int, size: int = 32) -> bytes:
-    """An MP4 (MPEG-4 part 2, PyAV's bundled encoder) of frames of one colour per segment
-    ([colour, seconds]...)."""
-    import av
+    """An MP4 of frames of one colour per segment ([colour, seconds]...)."""
     import numpy as np
 
     from omni_tasks.synthesis.choices import PALETTE  # the colours the simulator names
 
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="mp4") as out:
-        stream = out.add_stream("mpeg4", rate=fps)
-        stream.width = stream.height = size
-        stream.pix_fmt = "yuv420p"
+    def frames() -> Iterator[np.ndarray]:
         n = 0
         for colour, seconds in segments:
             for _ in range(int(seconds * fps)):
@@ -382,10 +377,10 @@ def _colour_video(segments: list[list[Any]], fps: int, size: int = 32) -> bytes:
                 frame = np.full((size, size, 3), PALETTE[colour], dtype=np.uint8)
                 frame[:, n % size] = frame[:, n % size] // 2
                 frame[n // size % size, :] = frame[n // size % size, :] // 2
-                out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+                yield frame
                 n += 1
-        out.mux(stream.encode())
-    return buf.getvalue()
+
+    return demo_mp4(frames(), fps, size)
 
 
 VIDEOMME = MultipleChoice(

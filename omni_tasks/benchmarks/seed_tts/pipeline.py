@@ -20,7 +20,6 @@ import dataclasses
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -36,16 +35,6 @@ from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
 from omni_tasks.trust.names import path_component
 
 QUEUE_CLIPS = 64  # clips waiting for the grader before synthesis waits (about 4 batches)
-
-
-@dataclass(frozen=True)
-class PipelineOutcome:
-    run_id: int
-    grading_id: int
-    status: RunStatus
-    resumed: bool
-    synthesized: int  # clips synthesized by this call (a resumed run skips stored ones)
-    graded: int  # clips graded by this call
 
 
 def clip_audio(run_key: str, ordinal: int, r: ClipResult) -> ClipAudio:
@@ -135,16 +124,15 @@ def run_pipelined(
     *,
     queue_clips: int = QUEUE_CLIPS,
     on_clip: Callable[[str], None] | None = None,
-) -> PipelineOutcome:
+) -> None:
     """Synthesize and grade `utterances` into run `run_key` at once (see the module doc)."""
-    run_id, resumed = runs.start_run(conn, run_key, spec)
+    run_id, _ = runs.start_run(conn, run_key, spec)
     stored = {c.utt_id: c for c in runs.stored_clips(conn, run_id)}
     grading_id, _ = runs.open_grading(conn, run_id, Grader(grader.grader_id, grader.description()))
     conn.commit()
     graded = runs.graded_utts(conn, grading_id)
     worker = BatchGrader(grader, len(utterances), spec.system_prompt, queue_clips)
     worker.start()
-    counts = {"graded": 0}
 
     def write_grades() -> None:
         while True:
@@ -154,7 +142,6 @@ def run_pipelined(
                 return
             runs.copy_clip_grades(conn, grading_id, grades)
             conn.commit()
-            counts["graded"] += len(grades)
             if on_clip:
                 on_clip("graded")
 
@@ -194,4 +181,3 @@ def run_pipelined(
     runs.finish_run(conn, run_id, final, clips)
     runs.finish_grading(conn, grading_id)
     conn.commit()
-    return PipelineOutcome(run_id, grading_id, final.status, resumed, len(todo), counts["graded"])

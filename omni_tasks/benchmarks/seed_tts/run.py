@@ -46,8 +46,6 @@ from omni_tasks.synthesis.stages import (
 from omni_tasks.synthesis.transcript import TRANSCRIPT_GRADER, transcript_grades
 from omni_tasks.synthesis.voices import MAX_VOICES, voice_mix
 
-# Transcript mode hears what the simulator says it said, cut like Whisper's 30 s window.
-
 
 @dataclass(frozen=True)
 class BenchRequest(RunRequest):
@@ -227,30 +225,16 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             f"benchmark {benchmark} does not fit {req.dataset}, a seed-tts-eval {ds.lang} set "
             f"(its benchmark is seed_tts_{ds.lang})"
         )
-    return RunSpec(
-        benchmark=benchmark,
-        model=req.model,
-        lane=req.lane,
-        nightly=req.nightly,
-        branch=req.branch,
-        trigger=req.trigger,
-        status="running",
-        n_expected=n,
-        commit_sha=req.commit,
-        commit_time=req.commit_time,
-        observed_head=req.observed_head,
-        lineage=req.lineage,
-        variant=req.variant,
-        config={
-            "target": req.target,
+    return req.spec(
+        benchmark,
+        n,
+        {
             "dataset": ds.name,
             "prompt_template": req.prompt_template,
             "transcript_mode": req.transcript_mode,
             "timeout_s": req.request_timeout,
             "overrides": req.overrides,
             "stage_settings": stages,
-            "harness_version": req.harness_version,
-            "model": req.model,
             # What the run was asked for; `seed` below is what reached the model (none when no
             # seed was sent: two such runs are the same sampling, whatever was asked).
             "seed_requested": req.seed,
@@ -264,8 +248,6 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
         prompt_fingerprint=template.fingerprint,
         system_prompt=template.system_prompt,
         seed=req.seed_sent,
-        airflow_dag_id=req.airflow_dag_id,
-        airflow_run_id=req.airflow_run_id,
     )
 
 

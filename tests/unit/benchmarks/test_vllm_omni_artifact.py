@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.benchmarks.seed_tts.family import ArtifactError, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, parse_artifact
 from tests.factories import small_artifact, write_json
 
 
