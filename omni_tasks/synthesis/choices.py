@@ -19,7 +19,6 @@ from omni_tasks.synthesis.profiles import Profile, uniform
 from omni_tasks.synthesis.protocol import message_parts, part_text, part_url
 from omni_tasks.synthesis.simulator import UnreadableRequest
 
-LETTERS = "ABCD"
 _CHOICE = re.compile(r"^\s*([A-D])[.)]\s*(.+?)\s*$", re.MULTILINE)
 _MARKERS = ("Choices:", "Options:")  # Daily-Omni's prompt, Video-MME's
 MAX_INLINE_AUDIO = 16 * 1024 * 1024
