@@ -28,8 +28,12 @@ from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.simulator import serve_in_thread
 
-CHUNK = protocol.sse(protocol.audio_chunk(wav_bytes(np.zeros(240, np.float32), 24_000), "null"))
-BODY = protocol.sse(protocol.text_chunk("hello", "null")) + CHUNK + protocol.sse("[DONE]")
+_WRITER = protocol.StreamWriter("null", "bench", 0, usage=False)
+BODY = (
+    _WRITER.text("hello", 1)
+    + _WRITER.audio(wav_bytes(np.zeros(240, np.float32), 24_000), 24_000)
+    + _WRITER.done()
+)
 
 
 async def chat(request: Request) -> Response:

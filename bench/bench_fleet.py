@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from artifacts import ABShape, ab_artifacts
 from common import scratch_db
 
 from omni_tasks.alerts.slack import default_sink, dispatch
@@ -32,7 +33,6 @@ from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import decide, nightly
 from omni_tasks.jobs.gate_advice import advise_fleet
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 MODELS = ["Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5", "Qwen/Qwen2.5-Omni-7B"]
 BENCHMARKS = ["seed_tts_en", "seed_tts_zh", "daily_omni", "librispeech"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from artifacts import ABShape, ab_artifacts
 from common import p95, scratch_db
 from psycopg.rows import dict_row
 
@@ -50,7 +51,6 @@ from omni_tasks.jobs import nightly
 from omni_tasks.jobs.decide import decide_fleet
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 MODELS = ["Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"]
 ITEMS = {"seed_tts_en": 1088, "seed_tts_zh": 2020, "daily_omni": 1197}

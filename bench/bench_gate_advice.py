@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from artifacts import ClipModel
 
 from omni_tasks.gates.advice import Night, advise
 from omni_tasks.gates.table import Threshold, UpstreamGate
-from omni_tasks.synthesis.artifacts import ClipModel
 
 TARGET = 0.02
 RESULTS = Path(__file__).parent / "results" / "gate_advice.json"

@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from artifacts import ab_artifacts
 from common import bare_run, insert_row, raw_copy, scratch_db
 
 from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ab_artifacts
 
 
 def main() -> None:

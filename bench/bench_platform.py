@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from artifacts import ab_artifacts
 from common import raw_copy, scratch_db
 
 from omni_tasks.alerts.slack import default_sink, dispatch
@@ -25,7 +26,6 @@ from omni_tasks.grafana.dashboards import write_all
 from omni_tasks.jobs import decide, nightly
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ab_artifacts
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from artifacts import ABShape, ab_artifacts
 from common import scratch_db
 
 from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
@@ -29,7 +30,6 @@ from omni_tasks.jobs.decide import decide_series
 from omni_tasks.reports import html as report
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 NIGHT = dt.date(2026, 11, 2)
 SERIES = Series("seed_tts_en")

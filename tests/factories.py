@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bench.artifacts import ABShape, ab_artifacts
 from omni_tasks.series import Series
-from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 
 D0 = dt.date(2026, 11, 1)
 REGRESS = ABShape(n=1088, stable_broken=80, regressed=71, improved=9)

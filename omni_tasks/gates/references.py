@@ -63,12 +63,6 @@ class Reference:
             self.alpha, self.beta, self.sigma, self.num_samples, self.accuracy, self.comparator
         )
 
-    def passes(self, value: float) -> bool:
-        """TensorRT-LLM's assertion: the figure on the threshold or on the better side of it."""
-        threshold = self.gate().threshold
-        assert threshold is not None  # a reference always has one
-        return value >= threshold if self.higher_is_better else value <= threshold
-
 
 def load_references(path: Path = TABLE) -> list[Reference]:
     """Every entry of the file, checked against an allow-list of keys and types."""

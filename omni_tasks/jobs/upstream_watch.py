@@ -63,30 +63,10 @@ def releases(pypi_url: str, package: str = PACKAGE) -> list[Release]:
     return sorted(out.values(), key=lambda rel: Version(rel.version))
 
 
-def sdist_sha256(pypi_url: str, package: str, version: str) -> str:
-    """PyPI's sha256 of a release's sdist (simple index)."""
-    r = httpx.get(f"{pypi_url.rstrip('/')}/simple/{package}/", timeout=60, follow_redirects=True)
-    r.raise_for_status()
-    name = re.escape(f"{package}-{version}.tar.gz")
-    found = re.search(rf"/{name}#sha256=([0-9a-f]{{64}})", r.text)
-    if found is None:
-        raise LookupError(f"{package}-{version}.tar.gz is not on {pypi_url}")
-    return found.group(1)
-
-
 def newer(found: Iterable[Release], known: Iterable[str]) -> list[Release]:
     """The releases newer than every known version."""
     top = max(Version(v) for v in known)
     return [rel for rel in found if Version(rel.version) > top]
-
-
-def to_check(new: list[Release]) -> list[Release]:
-    """The newest stable release, and the newest pre-release when it is newer still."""
-    stable = [rel for rel in new if not rel.prerelease]
-    picked = stable[-1:]
-    if new and new[-1].prerelease:
-        picked.append(new[-1])
-    return picked
 
 
 def run_suite(checkout: Path) -> JsonObject:

@@ -213,25 +213,6 @@ class StreamWriter:
         return sse("[DONE]")
 
 
-def text_chunk(content: str, model: str) -> JsonObject:
-    return {
-        "object": "chat.completion.chunk",
-        "model": model,
-        "modality": "text",
-        "choices": [{"index": 0, "delta": {"content": content}}],
-    }
-
-
-def audio_chunk(wav: bytes, model: str) -> JsonObject:
-    content = base64.b64encode(wav).decode()
-    return {
-        "object": "chat.completion.chunk",
-        "model": model,
-        "modality": "audio",
-        "choices": [{"index": 0, "delta": {"content": content}}],
-    }
-
-
 # Transcript mode (simulator only): what would have been heard, without audio, in chunks that
 # carry their audio duration so the client's audio cap still applies.
 SECONDS_PER_WORD = 0.4

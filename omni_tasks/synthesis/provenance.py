@@ -45,10 +45,6 @@ class Lineage:
             "differs_from_recorded_head": self.differs_from_recorded_head,
         }
 
-    @property
-    def flagged(self) -> bool:
-        return bool(self.reachable_from_baseline_head or self.differs_from_recorded_head)
-
 
 @dataclass(frozen=True)
 class Provenance:

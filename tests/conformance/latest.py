@@ -36,15 +36,36 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import httpx
 from packaging.version import Version
 
 from omni_tasks.config import get_settings
-from omni_tasks.jobs.upstream_watch import Release, newer, releases, sdist_sha256, to_check
+from omni_tasks.jobs.upstream_watch import Release, newer, releases
 from tests.conformance.upstream import CANDIDATE_ENV, PINNED, vllm_release, wheel_root
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 MODULE = re.compile(r'"(vllm_omni(?:\.[a-z_0-9]+)+)"')
+
+
+def sdist_sha256(pypi_url: str, package: str, version: str) -> str:
+    """PyPI's sha256 of a release's sdist (simple index)."""
+    r = httpx.get(f"{pypi_url.rstrip('/')}/simple/{package}/", timeout=60, follow_redirects=True)
+    r.raise_for_status()
+    name = re.escape(f"{package}-{version}.tar.gz")
+    found = re.search(rf"/{name}#sha256=([0-9a-f]{{64}})", r.text)
+    if found is None:
+        raise LookupError(f"{package}-{version}.tar.gz is not on {pypi_url}")
+    return found.group(1)
+
+
+def to_check(new: list[Release]) -> list[Release]:
+    """The newest stable release, and the newest pre-release when it is newer still."""
+    stable = [rel for rel in new if not rel.prerelease]
+    picked = stable[-1:]
+    if new and new[-1].prerelease:
+        picked.append(new[-1])
+    return picked
 
 
 def suite_modules() -> list[str]:

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from omni_tasks.contracts import JsonObject
 from omni_tasks.synthesis import protocol
 
 MODEL = "simulator:hostile"
@@ -32,6 +33,26 @@ ATTACKS = (
     "content_number",  # content: 123 in an audio chunk
     "huge_text",  # 2 MB of thinker text
 )
+
+
+def text_chunk(content: str, model: str) -> JsonObject:
+    """A bare text chunk (none of the fields vLLM-Omni adds: our client must not need them)."""
+    return {
+        "object": "chat.completion.chunk",
+        "model": model,
+        "modality": "text",
+        "choices": [{"index": 0, "delta": {"content": content}}],
+    }
+
+
+def audio_chunk(wav: bytes, model: str) -> JsonObject:
+    content = base64.b64encode(wav).decode()
+    return {
+        "object": "chat.completion.chunk",
+        "model": model,
+        "modality": "audio",
+        "choices": [{"index": 0, "delta": {"content": content}}],
+    }
 
 
 def sse(chunk: object) -> bytes:
@@ -62,7 +83,7 @@ def flac_bomb() -> bytes:
 
 
 def _audio(data: bytes) -> dict[str, object]:
-    chunk = protocol.audio_chunk(b"", MODEL)
+    chunk = audio_chunk(b"", MODEL)
     chunk["choices"] = [{"index": 0, "delta": {"content": base64.b64encode(data).decode()}}]
     return chunk
 
@@ -109,6 +130,6 @@ def _stream(attack: str) -> Iterator[bytes]:
         yield b'data: {"modality": "audio", "choices": [{"delta": {"content": 123}}]}\n\n'
     elif attack == "huge_text":
         for _ in range(32):
-            yield sse(protocol.text_chunk("thinking " * 7000, MODEL))
+            yield sse(text_chunk("thinking " * 7000, MODEL))
         yield sse(protocol.transcript_chunk("good", 0.4, MODEL))
     yield b"data: [DONE]\n\n"

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from bench.artifacts import ABShape
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.decide import decide_series
 from omni_tasks.series import Series
-from omni_tasks.synthesis.artifacts import ABShape
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import D0, REGRESS, SAME, store_night
 from tests.fakes.slack_api import SlackState, slack_app

@@ -195,6 +195,7 @@ def test_a_series_on_harness_0_30_scores_a_clip_whose_first_stream_dropped(db) -
 
     from omni_tasks.synthesis import protocol
     from omni_tasks.synthesis.simulator import serve_in_thread
+    from tests.fakes.hostile_vllm import text_chunk
 
     tries: Counter[tuple[int, str]] = Counter()
 
@@ -206,7 +207,7 @@ def test_a_series_on_harness_0_30_scores_a_clip_whose_first_stream_dropped(db) -
         words = text.split()
 
         async def stream():  # type: ignore[no-untyped-def]
-            yield protocol.sse(protocol.text_chunk(text, "m"))
+            yield protocol.sse(text_chunk(text, "m"))
             for i, word in enumerate(words):
                 if first and i == 2:
                     raise RuntimeError("connection dropped after two chunks")

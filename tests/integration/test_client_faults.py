@@ -20,13 +20,14 @@ from omni_tasks.harness import HARNESS, ClientRules, RetryRule, client_rules
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.simulator import loopback_socket, serve_in_thread
+from tests.fakes.hostile_vllm import audio_chunk, text_chunk
 
 TONE = (0.1 * np.sin(np.arange(24_000) / 10)).astype(np.float32)  # 1 s at 24 kHz
 attempts: Counter[str] = Counter()
 
 
 def _audio(seconds: float = 1.0) -> bytes:
-    return protocol.sse(protocol.audio_chunk(wav_bytes(np.tile(TONE, int(seconds)), 24_000), "m"))
+    return protocol.sse(audio_chunk(wav_bytes(np.tile(TONE, int(seconds)), 24_000), "m"))
 
 
 async def chat(request: Request) -> Response:
@@ -51,7 +52,7 @@ async def chat(request: Request) -> Response:
             return
         if case == "stall-first":
             await asyncio.sleep(5)
-        yield protocol.sse(protocol.text_chunk("thinking ", "m"))
+        yield protocol.sse(text_chunk("thinking ", "m"))
         if case == "drop" or (case.startswith("drop-first") and attempts[case] == 1):
             yield _audio()
             yield _audio()

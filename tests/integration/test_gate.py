@@ -9,9 +9,9 @@ from pathlib import Path
 import psycopg
 from typer.testing import CliRunner
 
+from bench.artifacts import ABShape, ab_artifacts
 from omni_tasks.cli import app
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.synthesis.artifacts import ABShape, ab_artifacts
 from tests.factories import ab_files
 
 runner = CliRunner()

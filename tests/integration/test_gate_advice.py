@@ -18,12 +18,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from bench.artifacts import ClipModel
 from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.series import DEFAULT_MODEL
 from omni_tasks.store.runs import save_run
-from omni_tasks.synthesis.artifacts import ClipModel
 from tests.factories import write_json
 
 runner = CliRunner()

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from bench.artifacts import ABShape
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
 from omni_tasks.series import Series
-from omni_tasks.synthesis.artifacts import ABShape
 from tests.factories import D0, gate_cli, save_night
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "night"

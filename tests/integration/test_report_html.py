@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
+from bench.artifacts import ABShape
 from omni_tasks.cli import app
 from omni_tasks.evidence.audio import write_audio
-from omni_tasks.synthesis.artifacts import ABShape
 from tests.factories import REGRESS, SAME, store_night
 from tests.fakes.buildkite_fleet import fleet_api, sync
 

@@ -11,8 +11,9 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from omni_tasks.harness import HARNESS
-from omni_tasks.jobs.upstream_watch import newer, releases, sdist_sha256, to_check, watch
+from omni_tasks.jobs.upstream_watch import newer, releases, watch
 from omni_tasks.synthesis.simulator import serve_in_thread
+from tests.conformance.latest import sdist_sha256, to_check
 
 SHA = {v: f"{i:x}" * 64 for i, v in enumerate(["0.30.0", "0.32.0rc1", "0.33.0", "0.34.0rc2"], 1)}
 FILES = "https://files.example/packages"

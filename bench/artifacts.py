@@ -1,7 +1,8 @@
 """Simulated vLLM-Omni results artifacts shaped like the reported A/B (REFERENCE.md §3).
 
-Used by the demo and the tests where a full synthesis run is not needed. Everything produced
-here is labelled simulated (``model_id``) and is deterministic per seed.
+Used by the benches and the tests where a full synthesis run is not needed; nothing in
+omni_tasks runs it (scripts here import it as `artifacts`, tests as `bench.artifacts`).
+Everything produced here is labelled simulated (``model_id``) and is deterministic per seed.
 """
 
 from __future__ import annotations
