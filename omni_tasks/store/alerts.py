@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
 from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
-from omni_tasks.store.db import one
+from omni_tasks.store.db import one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
@@ -112,8 +111,7 @@ def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
 
 def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | None:
     """Where an alert's messages go."""
-    cur = conn.cursor(row_factory=class_row(AlertRoute))
-    return cur.execute(sql("alert_route"), {"alert_id": alert_id}).fetchone()
+    return typed_one(conn, AlertRoute, "alert_route", alert_id=alert_id)
 
 
 # ---------------------------------------------------------------- groups
@@ -174,15 +172,15 @@ def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
 
 def group_member_rows(conn: psycopg.Connection[Any], group_id: int) -> list[GroupMemberRow]:
     """A group's members, oldest first, with the series of the decision that opened each."""
-    return [
-        GroupMemberRow(
-            StoredAlert.of(r),
-            Series.of(r) if r["benchmark"] else None,
-            r["candidate_branch"],
-            r["baseline_branch"],
-        )
-        for r in conn.execute(sql("group_members"), {"group_id": group_id})
-    ]
+    return [member_of(r) for r in conn.execute(sql("group_members"), {"group_id": group_id})]
+
+
+def member_of(row: Row) -> GroupMemberRow:
+    """A member alert's row with the series and branches of the decision that opened it."""
+    series = Series.of(row) if row["benchmark"] else None
+    return GroupMemberRow(
+        StoredAlert.of(row), series, row["candidate_branch"], row["baseline_branch"]
+    )
 
 
 def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[int]:
@@ -282,8 +280,7 @@ def enqueue(
 
 
 def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
-    cur = conn.cursor(row_factory=class_row(OutboxMessage))
-    return cur.execute(sql("pending_outbox")).fetchall()
+    return typed(conn, OutboxMessage, "pending_outbox")
 
 
 def undelivered_count(conn: psycopg.Connection[Any]) -> int:

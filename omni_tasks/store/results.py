@@ -9,14 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import JsonObject, RunStats
 from omni_tasks.gates.advice import GateAdvice
 from omni_tasks.records import NightlyRun
 from omni_tasks.series import Series
-from omni_tasks.store.db import one
+from omni_tasks.store.db import one, typed
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -70,10 +69,7 @@ def nightly_runs(
     conn: psycopg.Connection[Any], series: Series, nightly: dt.date
 ) -> list[NightlyRun]:
     """A series' runs of a night with their latest complete grading, as the gate pairs them."""
-    args = {**series.args(), "nightly": nightly}
-    return (
-        conn.cursor(row_factory=class_row(NightlyRun)).execute(sql("nightly_runs"), args).fetchall()
-    )
+    return typed(conn, NightlyRun, "nightly_runs", **series.args(), nightly=nightly)
 
 
 def series(conn: psycopg.Connection[Any], name: str, key: Mapping[str, object]) -> list[Row]:

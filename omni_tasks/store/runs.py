@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
@@ -30,7 +29,7 @@ from omni_tasks.records import (
 )
 from omni_tasks.series import Series
 from omni_tasks.store.content import RunContent, content_of, describe_difference, stable_hash
-from omni_tasks.store.db import one
+from omni_tasks.store.db import one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.names import check_run_key, path_component
 from omni_tasks.trust.redact import redact, secret_values
@@ -263,8 +262,7 @@ def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) ->
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> StoredRun:
-    cur = conn.cursor(row_factory=class_row(StoredRun))
-    row = cur.execute(sql("run_by_key"), {"run_key": run_key}).fetchone()
+    row = typed_one(conn, StoredRun, "run_by_key", run_key=run_key)
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
     return row
@@ -365,35 +363,21 @@ class RunDescription:
 
 def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:
     row = get_run(conn, run_key)
-    by_status = {
-        r["synth_status"]: r["n"]
-        for r in conn.execute(sql("clips_by_status"), {"run_id": row.run_id})
-    }
-    gradings = gradings_of(conn, row.run_id)
+    by_status = clips_by_status(conn, row.run_id)
+    names = {f.name for f in dataclasses.fields(RunDescription)}
+    same = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name in names}
     return RunDescription(
-        run_key=row.run_key,
-        benchmark=row.benchmark,
-        model=row.model,
-        lane=row.lane,
-        branch=row.branch,
-        commit=row.commit_sha,
-        nightly=row.nightly.isoformat(),
-        variant=row.variant,
-        seed=row.seed,
-        trigger=row.trigger,
-        status=row.status,
-        n_expected=row.n_expected,
-        n_clips=sum(by_status.values()),
-        clips_by_status=by_status,
-        gradings=gradings,
-        config=row.config or {},
-        lineage=row.lineage,
-        stack=row.stack or {},
-        execution=row.execution,
-        dataset_fingerprint=row.dataset_fingerprint,
-        prompt_fingerprint=row.prompt_fingerprint,
-        summary=row.summary,
-        source=row.source or {},
+        **{
+            **same,
+            "commit": row.commit_sha,
+            "nightly": row.nightly.isoformat(),
+            "n_clips": sum(by_status.values()),
+            "clips_by_status": by_status,
+            "gradings": gradings_of(conn, row.run_id),
+            "config": row.config or {},
+            "stack": row.stack or {},
+            "source": row.source or {},
+        }
     )
 
 
@@ -452,9 +436,7 @@ def runs_of_night(
 ) -> list[NightRun]:
     """A series' runs of a night (or the one `run_id`), each with the grader that reproduces
     it."""
-    args = {**series.args(), "nightly": nightly, "run_id": run_id}
-    cur = conn.cursor(row_factory=class_row(NightRun))
-    return cur.execute(sql("runs_of_night"), args).fetchall()
+    return typed(conn, NightRun, "runs_of_night", **series.args(), nightly=nightly, run_id=run_id)
 
 
 def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, nightly: Any) -> bool:
@@ -498,8 +480,7 @@ class StoredKey:
 
 
 def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> StoredKey | None:
-    cur = conn.cursor(row_factory=class_row(StoredKey))
-    return cur.execute(sql("run_key_status"), {"run_key": run_key}).fetchone()
+    return typed_one(conn, StoredKey, "run_key_status", run_key=run_key)
 
 
 def clips_by_status(conn: psycopg.Connection[Any], run_id: int) -> dict[str, int]:

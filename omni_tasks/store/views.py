@@ -6,17 +6,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from omni_tasks.contracts import DecisionRow
 from omni_tasks.series import Series
+from omni_tasks.store.db import typed as _typed
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,10 +145,6 @@ class PairedWer:
 
 def _rows(conn: psycopg.Connection[Any], name: str, **args: object) -> list[Row]:
     return [dict(r) for r in conn.execute(sql(name), args)]
-
-
-def _typed(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> list[T]:
-    return conn.cursor(row_factory=class_row(row)).execute(sql(name), args).fetchall()
 
 
 def gate_history(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[GateRow]:
