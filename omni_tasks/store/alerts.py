@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
 from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
-from omni_tasks.store.db import one, typed, typed_one
+from omni_tasks.store.db import SeriesFilter, filtered, one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
@@ -58,9 +58,14 @@ def insert_alert(
     kind: str,
     nightly: dt.date,
     details: AlertDetails | None = None,
+    range_from: dt.date | None = None,
+    range_to: dt.date | None = None,
 ) -> int:
-    doc = Jsonb((details or AlertDetails()).to_json())
+    """A new open alert, its id; a group (kind `group`) has a range of nights and no details,
+    its members join it next (join_group.sql)."""
+    doc = None if kind == "group" else Jsonb((details or AlertDetails()).to_json())
     args = {"alert_key": key, "kind": kind, "nightly": nightly, "details": doc}
+    args |= {"range_from": range_from, "range_to": range_to}
     return int(one(conn.execute(sql("insert_alert"), args))["alert_id"])
 
 
@@ -115,17 +120,6 @@ def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | No
 
 
 # ---------------------------------------------------------------- groups
-
-
-def insert_group(
-    conn: psycopg.Connection[Any],
-    key: str,
-    nightly: dt.date,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> int:
-    args = {"alert_key": key, "nightly": nightly, "range_from": range_from, "range_to": range_to}
-    return int(one(conn.execute(sql("insert_group"), args))["alert_id"])
 
 
 def set_member_range(
@@ -379,22 +373,12 @@ def overview(
     conn: psycopg.Connection[Any],
     *,
     state: str | None = None,
-    benchmark: str | None = None,
-    model: str | None = None,
-    lane: str | None = None,
-    branch: str | None = None,
     since: dt.date | None = None,
+    **series: Unpack[SeriesFilter],
 ) -> list[Row]:
     """Alerts, open first, with their triage status and message counts; each filter applies
     when given (`since`: alerts seen on or after that night)."""
-    params = {
-        "state": state,
-        "benchmark": benchmark,
-        "model": model,
-        "lane": lane,
-        "branch": branch,
-        "since": since,
-    }
+    params = filtered(series, state=state, since=since)
     return conn.execute(sql("alerts_overview"), params).fetchall()
 
 

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import psycopg
 from psycopg.rows import class_row, dict_row
@@ -66,6 +66,20 @@ def one(cursor: psycopg.Cursor[Any]) -> dict[str, Any]:
     if row is None:
         raise DatabaseError("statement returned no row")
     return dict(row)
+
+
+class SeriesFilter(TypedDict, total=False):
+    """A listing's filters by series and branch (each applies when given)."""
+
+    benchmark: str | None
+    model: str | None
+    lane: str | None
+    branch: str | None
+
+
+def filtered(given: SeriesFilter, **more: object) -> dict[str, object]:
+    """A listing's parameters: every series filter (None where not given) and `more`."""
+    return {**dict.fromkeys(SeriesFilter.__annotations__), **given, **more}
 
 
 def typed(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> list[T]:

@@ -282,14 +282,13 @@ def _alert_op(
     night = op.nightly or dt.date.min  # every op but member_range names its night
     if op.op == "insert":
         assert op.alert_key and op.kind
-        if op.kind == "group":
-            assert op.range_from and op.range_to
-            got = alerts.insert_group(conn, op.alert_key, night, op.range_from, op.range_to)
-        else:
-            details = op.details or AlertDetails()
-            if op.opener is not None:
-                details = dataclasses.replace(details, decision_id=decided[op.opener])
-            got = alerts.insert_alert(conn, op.alert_key, op.kind, night, details)
+        assert op.kind != "group" or (op.range_from and op.range_to)
+        details = op.details or AlertDetails()
+        if op.opener is not None:
+            details = dataclasses.replace(details, decision_id=decided[op.opener])
+        got = alerts.insert_alert(
+            conn, op.alert_key, op.kind, night, details, op.range_from, op.range_to
+        )
         if got != op.alert_id:  # another writer took an id under the night's lock
             raise RuntimeError(f"alert {op.alert_key} got id {got}, planned {op.alert_id}")
     elif op.op == "touch":

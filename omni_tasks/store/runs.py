@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -29,7 +29,7 @@ from omni_tasks.records import (
 )
 from omni_tasks.series import Series
 from omni_tasks.store.content import RunContent, content_of, describe_difference, stable_hash
-from omni_tasks.store.db import one, typed, typed_one
+from omni_tasks.store.db import SeriesFilter, filtered, one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.names import check_run_key, path_component
 from omni_tasks.trust.redact import redact, secret_values
@@ -305,21 +305,11 @@ def load_content(conn: psycopg.Connection[Any], run_key: str, grader_id: str | N
 def list_runs(
     conn: psycopg.Connection[Any],
     *,
-    benchmark: str | None = None,
-    model: str | None = None,
-    lane: str | None = None,
-    branch: str | None = None,
     nightly: dt.date | None = None,
     limit: int = 200,
+    **series: Unpack[SeriesFilter],
 ) -> list[dict[str, Any]]:
-    params = {
-        "benchmark": benchmark,
-        "model": model,
-        "lane": lane,
-        "branch": branch,
-        "nightly": nightly,
-        "limit": limit,
-    }
+    params = filtered(series, nightly=nightly, limit=limit)
     return [dict(r) for r in conn.execute(sql("list_runs"), params)]
 
 
