@@ -236,29 +236,9 @@ def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
         results.upsert_run_stats(conn, grading_id, tau, version, stats)
     decided = {}
     for row in outcome.decisions:
-        d, c = row.decision, row.comparison
-        decided[night_key(d)] = decisions.upsert_decision(
-            conn,
-            {
-                **outcome.series.args(),
-                "nightly": d.nightly,
-                "candidate_branch": d.candidate_branch,
-                "baseline_branch": d.baseline_branch,
-                "variant": d.variant,
-                "policy_version": str(row.policy["policy_version"]),
-                "verdict": d.verdict,
-                "confirmed": d.confirmed,
-                "mcnemar_p": d.mcnemar_p,
-                "mcnemar_p_holm": d.mcnemar_p_holm,
-                "comparison_id": None
-                if c is None
-                else results.upsert_comparison(conn, c.columns, c.result),
-                "candidate_run_id": row.candidate_run_id,
-                "baseline_run_id": row.baseline_run_id,
-                "reasons": row.reasons,
-                "policy": row.policy,
-            },
-        )
+        c = row.comparison
+        cid = None if c is None else results.upsert_comparison(conn, c.columns, c.result)
+        decided[night_key(row.decision)] = decisions.upsert(conn, outcome.series, row, cid)
     for confirmation in outcome.confirmations:
         decisions.set_confirmed(conn, confirmation.decision_id, confirmation.confirmed)
     for op in outcome.alert_ops:

@@ -102,25 +102,12 @@ def upsert_gate_advice(
     nightly: dt.date,
     advice: GateAdvice,
 ) -> None:
-    """A series' gate advice of the night (the whole advice kept as JSON)."""
+    """A series' gate advice of the night (the whole advice kept as JSON, its figures the
+    statement reads by their field names)."""
+    doc = dataclasses.asdict(advice)
     low, high = advice.p_fail_interval
-    conn.execute(
-        sql("upsert_gate_advice"),
-        {
-            **series.args(),
-            "branch": branch,
-            "figure": advice.figure,
-            "nightly": nightly,
-            "gate": advice.gate,
-            "threshold": advice.threshold,
-            "p_fail": advice.p_fail,
-            "p_fail_low": low,
-            "p_fail_high": high,
-            "suggested": advice.suggested_threshold,
-            "nights": advice.nights,
-            "advice": Jsonb(dataclasses.asdict(advice)),
-        },
-    )
+    args = {**series.args(), "branch": branch, "nightly": nightly, "advice": Jsonb(doc)}
+    conn.execute(sql("upsert_gate_advice"), {**doc, **args, "p_fail_low": low, "p_fail_high": high})
 
 
 def gate_advice_of_night(

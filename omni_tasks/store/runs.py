@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, TypeVar, Unpack
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -35,6 +35,7 @@ from omni_tasks.trust.names import check_run_key, path_component
 from omni_tasks.trust.redact import redact, secret_values
 
 _JSON_FIELDS = {"lineage", "config", "stack", "execution", "summary", "source"}
+R = TypeVar("R", ClipAudio, ClipGrade)
 
 
 class RunConflictError(ValueError):
@@ -130,33 +131,27 @@ def _locked_key(conn: psycopg.Connection[Any], key: str) -> StoredKey | None:
     return run_key_status(conn, key)
 
 
-def _redacted(text: str | None, secrets: list[str]) -> str | None:
-    return None if text is None else redact(text, secrets)
+def _redacted(rows: list[R], fields: tuple[str, ...]) -> list[R]:
+    """The rows with their text `fields` through the redaction gate (a row unchanged as is)."""
+    secrets = secret_values()
+    out = []
+    for r in rows:
+        texts = {f: t for f in fields if (t := getattr(r, f)) is not None}
+        changed: dict[str, Any] = {f: s for f, t in texts.items() if (s := redact(t, secrets)) != t}
+        out.append(dataclasses.replace(r, **changed) if changed else r)
+    return out
 
 
 def redacted_clips(clips: list[ClipAudio]) -> list[ClipAudio]:
     """The clips with the server's text (the thinker's transcript, an error's detail) through
     the redaction gate: a server may echo a token from its prompt, logs or environment, and a
     stored row is read back by reports, dashboards and alerts."""
-    secrets = secret_values()
-    out = []
-    for c in clips:
-        thinker, detail = _redacted(c.thinker_text, secrets), _redacted(c.error_detail, secrets)
-        changed = (thinker, detail) != (c.thinker_text, c.error_detail)
-        out.append(
-            dataclasses.replace(c, thinker_text=thinker, error_detail=detail) if changed else c
-        )
-    return out
+    return _redacted(clips, ("thinker_text", "error_detail"))
 
 
 def redacted_grades(grades: list[ClipGrade]) -> list[ClipGrade]:
     """The grades with their error detail (which may quote a server's answer) redacted."""
-    secrets = secret_values()
-    out = []
-    for g in grades:
-        detail = _redacted(g.error_detail, secrets)
-        out.append(g if detail == g.error_detail else dataclasses.replace(g, error_detail=detail))
-    return out
+    return _redacted(grades, ("error_detail",))
 
 
 def _copy_row(head: int, row: ClipAudio | ClipGrade) -> tuple[object, ...]:
