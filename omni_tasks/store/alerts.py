@@ -110,8 +110,7 @@ def update_triage(
 
 
 def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
-    row: Row | None = conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
-    return row
+    return conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
 
 
 def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | None:
@@ -245,10 +244,8 @@ def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> lis
 
 def bisect_alert(conn: psycopg.Connection[Any], alert_id: int | None, pattern: str) -> Row | None:
     """The alert a bisect reports to: the one that started it, else the pair's open one."""
-    row: Row | None = conn.execute(
-        sql("bisect_alert"), {"alert_id": alert_id, "pattern": pattern}
-    ).fetchone()
-    return row
+    args = {"alert_id": alert_id, "pattern": pattern}
+    return conn.execute(sql("bisect_alert"), args).fetchone()
 
 
 # ---------------------------------------------------------------- outbox

@@ -188,10 +188,10 @@ def restore(
         # Its grants kept: the swap takes the migrations' grants from this dump.
         _pg_dump(dsn, "pg_dump of the migrations' schema", ref_dsn, ref_dump, grants=True)
         ref_entries = _toc(ref_dump, dsn)
-        known = {e.key for e in ref_entries if e.desc in _CODE}
+        known = {e.text for e in ref_entries if e.desc in _CODE}
         _refuse(
             dump,
-            [e for e in entries if e.desc in _CODE and e.key not in known],
+            [e for e in entries if e.desc in _CODE and e.text not in known],
             "views, functions or triggers the migrations do not create",
         )
         progress(f"restoring into a scratch database as role {ws.role} (no superuser)")
@@ -263,10 +263,6 @@ class _Entry:
     desc: str  # "" when not a kind this module knows
     schema: str
     text: str  # DESC SCHEMA NAME, the owner left out
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.desc, self.text)
 
     @property
     def allowed(self) -> bool:

@@ -75,16 +75,6 @@ def derive_run_key(spec: RunSpec) -> str:
     )
 
 
-def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, object]:
-    params: dict[str, object] = dataclasses.asdict(spec)
-    for k in _JSON_FIELDS:
-        params[k] = Jsonb(params[k])
-    params["run_key"] = run_key
-    params["config_hash"] = stable_hash(spec.config)
-    params["content_hash"] = content_hash
-    return params
-
-
 def save_run(
     conn: psycopg.Connection[Any],
     spec: RunSpec,
@@ -103,25 +93,31 @@ def save_run(
     digest = content.digest
     with conn.transaction():
         row = _locked_key(conn, key)
-        outcome: Literal["created", "unchanged", "replaced"] = "created"
-        if row is not None:
-            if row.content_hash == digest:
-                gid = grading_id_of(conn, row.run_id, grading[0].grader_id) if grading else None
-                return SaveResult(key, row.run_id, "unchanged", gid)
-            if not replace:
-                old = load_content(conn, key, grading[0].grader_id if grading else None)
-                raise RunConflictError(
-                    f"run {key} already exists with different content "
-                    f"({describe_difference(old, content)}); use --replace to overwrite it"
-                )
-            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
-            outcome = "replaced"
-        run_id = one(conn.execute(sql("insert_run"), _run_params(key, spec, digest)))["run_id"]
+        if row is not None and row.content_hash == digest:
+            gid = grading_id_of(conn, row.run_id, grading[0].grader_id) if grading else None
+            return SaveResult(key, row.run_id, "unchanged", gid)
+        if row is not None and not replace:
+            old = load_content(conn, key, grading[0].grader_id if grading else None)
+            raise RunConflictError(
+                f"run {key} already exists with different content "
+                f"({describe_difference(old, content)}); use --replace to overwrite it"
+            )
+        run_id = _insert_run(conn, row, key, spec, digest)
         copy_clip_audio(conn, run_id, clips)
-        grading_id = None
-        if grading is not None:
-            grading_id = insert_grading(conn, run_id, *grading)
-    return SaveResult(key, run_id, outcome, grading_id)
+        grading_id = None if grading is None else insert_grading(conn, run_id, *grading)
+    return SaveResult(key, run_id, "created" if row is None else "replaced", grading_id)
+
+
+def _insert_run(
+    conn: psycopg.Connection[Any], old: StoredKey | None, key: str, spec: RunSpec, digest: str
+) -> int:
+    """The run row for `key`, the one it held before (`old`) deleted; its id."""
+    if old is not None:
+        conn.execute(sql("delete_run_by_id"), {"run_id": old.run_id})
+    params: dict[str, object] = dataclasses.asdict(spec)
+    params |= {k: Jsonb(params[k]) for k in _JSON_FIELDS}
+    params |= {"run_key": key, "config_hash": stable_hash(spec.config), "content_hash": digest}
+    return int(one(conn.execute(sql("insert_run"), params))["run_id"])
 
 
 def _locked_key(conn: psycopg.Connection[Any], key: str) -> StoredKey | None:
@@ -200,11 +196,8 @@ def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tup
         row = _locked_key(conn, key)
         if row is not None and row.status == "running":
             return row.run_id, True
-        if row is not None:
-            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
         running = dataclasses.replace(spec, status="running")
-        run_id = one(conn.execute(sql("insert_run"), _run_params(key, running, "pending")))
-    return int(run_id["run_id"]), False
+        return _insert_run(conn, row, key, running, "pending"), False
 
 
 def insert_clip_audio(conn: psycopg.Connection[Any], run_id: int, clip: ClipAudio) -> None:

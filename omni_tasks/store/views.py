@@ -193,8 +193,7 @@ def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:
     """The latest night with runs stored, or (decided) with gate decisions."""
     name = "latest_decision_night" if decided else "latest_run_night"
-    night: dt.date | None = _rows(conn, name, **series.args())[0]["n"]
-    return night
+    return _rows(conn, name, **series.args())[0]["n"]
 
 
 def series_on_night(conn: psycopg.Connection[Any], night: dt.date) -> list[Series]:
