@@ -31,7 +31,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.store.migrate import Migration, apply, discover
+from omni_tasks.store.migrate import Migration, apply, discover, mark_applied
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_dsn
 
@@ -198,7 +198,7 @@ def restore(
         scratch_dsn = ws.database("scratch", grant=True)
         data_list = ws.tmp / "data.list"
         data_list.write_text("".join(f"{e.line}\n" for e in entries if e.desc in _DATA))
-        _restore_as(ws, scratch_dsn, ["--use-list", str(data_list), str(dump)], dsn)
+        _restore_as(ws, scratch_dsn, ["--use-list", str(data_list), str(dump)])
         _compare(dump, scratch_dsn, ref_dsn, ws.role)
         progress("staging the restored schema beside the live one")
         staged = ws.staged
@@ -206,8 +206,7 @@ def restore(
             scratch.execute(_q("restore_rename_schema", old=SCHEMA, new=staged))
         staged_dump = ws.tmp / "staged.dump"
         _pg_dump(dsn, "pg_dump of the vetted scratch database", scratch_dsn, staged_dump, staged)
-        ws.grant_live()
-        _restore_as(ws, ws.live_dsn(), [str(staged_dump)], dsn)
+        _restore_as(ws, ws.grant_live(), [str(staged_dump)])
         code = _script(ref_dump, ref_entries, ws.tmp, dsn)
         progress("swapping the restored schema in")
         with conn.transaction():
@@ -215,11 +214,7 @@ def restore(
             conn.execute(code)
             conn.execute(sql("create_migrations_table"))
             conn.execute(sql("clear_migration_records"))
-            for version, name, checksum in manifest.migrations:
-                conn.execute(
-                    sql("record_migration"),
-                    {"version": version, "name": name, "checksum": checksum},
-                )
+            mark_applied(conn, migrations)
         conn.execute("RESET ALL")  # the script's session settings (search_path among them)
         conn.commit()
     present = {f.path: f.size for f in audio_manifest(audio_root)}
@@ -413,10 +408,10 @@ _RESTORE_FLAGS = (
 )
 
 
-def _restore_as(ws: _Workspace, target: str, args: list[str], dsn: str) -> None:
+def _restore_as(ws: _Workspace, target: str, args: list[str]) -> None:
     env = {**os.environ, "PGPASSWORD": ws.password}
     args = [*_RESTORE_FLAGS, f"--dbname={target}", *args]
-    _pg("pg_restore", args, dsn, f"pg_restore failed (as role {ws.role})", NOTHING, env=env)
+    _pg("pg_restore", args, ws.dsn, f"pg_restore failed (as role {ws.role})", NOTHING, env=env)
 
 
 def _q(name: str, **names: str) -> Composed:
@@ -481,12 +476,11 @@ class _Workspace:
             ) from None
         return self._dsn(name, as_role=grant)
 
-    def live_dsn(self) -> str:
-        return self._dsn(self.live_db, as_role=True)
-
-    def grant_live(self) -> None:
+    def grant_live(self) -> str:
+        """The live database opened to this role (until it closes); its DSN as the role."""
         self._granted = True
         self.admin.execute(_q("restore_grant_database", db=self.live_db, role=self.role))
+        return self._dsn(self.live_db, as_role=True)
 
     def _dsn(self, db: str, *, as_role: bool) -> str:
         params = conninfo_to_dict(self.dsn)

@@ -92,8 +92,11 @@ def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> 
         todo = _pending(conn, directory)
         for mig in todo:
             apply(conn, mig)
-            conn.execute(
-                sql("record_migration"),
-                {"version": mig.version, "name": mig.name, "checksum": mig.checksum},
-            )
+        mark_applied(conn, todo)
     return todo
+
+
+def mark_applied(conn: psycopg.Connection[Any], migrations: list[Migration]) -> None:
+    """The migrations recorded as applied, with their checksums (in the caller's transaction)."""
+    rows = [{"version": m.version, "name": m.name, "checksum": m.checksum} for m in migrations]
+    conn.cursor().executemany(sql("record_migration"), rows)
