@@ -6,16 +6,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import AlertDetails, BisectPlan, DecisionKey, JsonObject, StoredAlert
 from omni_tasks.contracts.night import GroupMemberRow
 from omni_tasks.series import Series
-from omni_tasks.store.db import one
+from omni_tasks.store.db import SeriesFilter, filtered, one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_tree
 
@@ -59,9 +58,14 @@ def insert_alert(
     kind: str,
     nightly: dt.date,
     details: AlertDetails | None = None,
+    range_from: dt.date | None = None,
+    range_to: dt.date | None = None,
 ) -> int:
-    doc = Jsonb((details or AlertDetails()).to_json())
+    """A new open alert, its id; a group (kind `group`) has a range of nights and no details,
+    its members join it next (join_group.sql)."""
+    doc = None if kind == "group" else Jsonb((details or AlertDetails()).to_json())
     args = {"alert_key": key, "kind": kind, "nightly": nightly, "details": doc}
+    args |= {"range_from": range_from, "range_to": range_to}
     return int(one(conn.execute(sql("insert_alert"), args))["alert_id"])
 
 
@@ -106,28 +110,15 @@ def update_triage(
 
 
 def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
-    row: Row | None = conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
-    return row
+    return conn.execute(sql("alert_parent_payload"), {"alert_id": alert_id}).fetchone()
 
 
 def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | None:
     """Where an alert's messages go."""
-    cur = conn.cursor(row_factory=class_row(AlertRoute))
-    return cur.execute(sql("alert_route"), {"alert_id": alert_id}).fetchone()
+    return typed_one(conn, AlertRoute, "alert_route", alert_id=alert_id)
 
 
 # ---------------------------------------------------------------- groups
-
-
-def insert_group(
-    conn: psycopg.Connection[Any],
-    key: str,
-    nightly: dt.date,
-    range_from: dt.date,
-    range_to: dt.date,
-) -> int:
-    args = {"alert_key": key, "nightly": nightly, "range_from": range_from, "range_to": range_to}
-    return int(one(conn.execute(sql("insert_group"), args))["alert_id"])
 
 
 def set_member_range(
@@ -174,15 +165,15 @@ def group_members(conn: psycopg.Connection[Any], group_id: int) -> list[Row]:
 
 def group_member_rows(conn: psycopg.Connection[Any], group_id: int) -> list[GroupMemberRow]:
     """A group's members, oldest first, with the series of the decision that opened each."""
-    return [
-        GroupMemberRow(
-            StoredAlert.of(r),
-            Series.of(r) if r["benchmark"] else None,
-            r["candidate_branch"],
-            r["baseline_branch"],
-        )
-        for r in conn.execute(sql("group_members"), {"group_id": group_id})
-    ]
+    return [member_of(r) for r in conn.execute(sql("group_members"), {"group_id": group_id})]
+
+
+def member_of(row: Row) -> GroupMemberRow:
+    """A member alert's row with the series and branches of the decision that opened it."""
+    series = Series.of(row) if row["benchmark"] else None
+    return GroupMemberRow(
+        StoredAlert.of(row), series, row["candidate_branch"], row["baseline_branch"]
+    )
 
 
 def groups_of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[int]:
@@ -253,10 +244,8 @@ def open_regression_alerts(conn: psycopg.Connection[Any], series: Series) -> lis
 
 def bisect_alert(conn: psycopg.Connection[Any], alert_id: int | None, pattern: str) -> Row | None:
     """The alert a bisect reports to: the one that started it, else the pair's open one."""
-    row: Row | None = conn.execute(
-        sql("bisect_alert"), {"alert_id": alert_id, "pattern": pattern}
-    ).fetchone()
-    return row
+    args = {"alert_id": alert_id, "pattern": pattern}
+    return conn.execute(sql("bisect_alert"), args).fetchone()
 
 
 # ---------------------------------------------------------------- outbox
@@ -282,8 +271,7 @@ def enqueue(
 
 
 def pending_messages(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
-    cur = conn.cursor(row_factory=class_row(OutboxMessage))
-    return cur.execute(sql("pending_outbox")).fetchall()
+    return typed(conn, OutboxMessage, "pending_outbox")
 
 
 def undelivered_count(conn: psycopg.Connection[Any]) -> int:
@@ -382,22 +370,12 @@ def overview(
     conn: psycopg.Connection[Any],
     *,
     state: str | None = None,
-    benchmark: str | None = None,
-    model: str | None = None,
-    lane: str | None = None,
-    branch: str | None = None,
     since: dt.date | None = None,
+    **series: Unpack[SeriesFilter],
 ) -> list[Row]:
     """Alerts, open first, with their triage status and message counts; each filter applies
     when given (`since`: alerts seen on or after that night)."""
-    params = {
-        "state": state,
-        "benchmark": benchmark,
-        "model": model,
-        "lane": lane,
-        "branch": branch,
-        "since": since,
-    }
+    params = filtered(series, state=state, since=since)
     return conn.execute(sql("alerts_overview"), params).fetchall()
 
 

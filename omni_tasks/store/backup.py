@@ -31,12 +31,13 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.store.migrate import DATA_STEPS, Migration, discover
+from omni_tasks.store.migrate import Migration, apply, discover, mark_applied
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_dsn
 
 PG_BIN = Path(pgserver.__file__).resolve().parent / "pginstall" / "bin"
 SCHEMA = "omni"
+NOTHING = "; nothing was restored"  # how a refusal ends: the live schema is as it was
 
 
 class BackupError(RuntimeError):
@@ -94,33 +95,34 @@ def manifest_path(dump: Path) -> Path:
 
 
 def _pg(
-    name: str, args: list[str], timeout: int = 6 * 3600, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run one of the Postgres client tools, its output captured."""
-    return subprocess.run(
-        [str(PG_BIN / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env,
+    name: str,
+    args: list[str],
+    dsn: str,
+    failed: str,
+    end: str = "",
+    *,
+    timeout: int = 6 * 3600,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run one of the Postgres client tools: its output, else a BackupError that reads
+    "`failed`: its error`end`" (`dsn`'s secrets kept out of it)."""
+    out = subprocess.run(
+        [str(PG_BIN / name), *args], capture_output=True, text=True, timeout=timeout, env=env
     )
-
-
-def _tool(name: str, args: list[str], what: str, dsn: str) -> None:
-    out = _pg(name, args)
     if out.returncode != 0:
-        raise BackupError(f"{what} failed: {redact_dsn(out.stderr.strip()[-800:], dsn)}")
+        error = redact_dsn(out.stderr.strip()[-800:], dsn) or f"{name} failed"
+        raise BackupError(f"{failed}: {error}{end}")
+    return out.stdout
 
 
-def _pg_dump(dsn: str, what: str, *, source: str, schema: str, file: Path, grants: bool) -> None:
+def _pg_dump(
+    dsn: str, what: str, source: str, file: Path, schema: str = SCHEMA, *, grants: bool = False
+) -> None:
     """Dump `schema` of the database at `source` in pg_dump's custom format, without owners
-    (and without grants unless `grants`); `dsn`'s secrets are kept out of any error."""
+    (and without grants unless `grants`)."""
     args = ["--format=custom", f"--schema={schema}", "--no-owner", f"--file={file}"]
-    args.append(f"--dbname={source}")
-    if not grants:
-        args.append("--no-privileges")
-    _tool("pg_dump", args, what, dsn)
+    args += [f"--dbname={source}"] + ([] if grants else ["--no-privileges"])
+    _pg("pg_dump", args, dsn, f"{what} failed")
 
 
 def audio_manifest(root: str) -> tuple[AudioFile, ...]:
@@ -137,7 +139,7 @@ def backup(conn: psycopg.Connection[Any], dsn: str, dump: Path, audio_root: str)
     """Dump the results schema to `dump` and write its manifest (migrations, run count, the
     audio root's files) beside it."""
     dump.parent.mkdir(parents=True, exist_ok=True)
-    _pg_dump(dsn, "pg_dump", source=dsn, schema=SCHEMA, file=dump, grants=False)
+    _pg_dump(dsn, "pg_dump", dsn, dump)
     migrations = conn.cursor(row_factory=tuple_row).execute(sql("migration_records")).fetchall()
     manifest = Manifest(
         runs=_runs(conn),
@@ -184,30 +186,27 @@ def restore(
         _apply_migrations(ref_dsn, migrations)
         ref_dump = ws.tmp / "reference.dump"
         # Its grants kept: the swap takes the migrations' grants from this dump.
-        what = "pg_dump of the migrations' schema"
-        _pg_dump(dsn, what, source=ref_dsn, schema=SCHEMA, file=ref_dump, grants=True)
+        _pg_dump(dsn, "pg_dump of the migrations' schema", ref_dsn, ref_dump, grants=True)
         ref_entries = _toc(ref_dump, dsn)
-        known = {e.key for e in ref_entries if e.desc in _CODE}
+        known = {e.text for e in ref_entries if e.desc in _CODE}
         _refuse(
             dump,
-            [e for e in entries if e.desc in _CODE and e.key not in known],
+            [e for e in entries if e.desc in _CODE and e.text not in known],
             "views, functions or triggers the migrations do not create",
         )
         progress(f"restoring into a scratch database as role {ws.role} (no superuser)")
         scratch_dsn = ws.database("scratch", grant=True)
         data_list = ws.tmp / "data.list"
         data_list.write_text("".join(f"{e.line}\n" for e in entries if e.desc in _DATA))
-        _restore_as(ws, scratch_dsn, ["--use-list", str(data_list), str(dump)], dsn)
+        _restore_as(ws, scratch_dsn, ["--use-list", str(data_list), str(dump)])
         _compare(dump, scratch_dsn, ref_dsn, ws.role)
         progress("staging the restored schema beside the live one")
         staged = ws.staged
         with psycopg.connect(scratch_dsn, autocommit=True) as scratch:
             scratch.execute(_q("restore_rename_schema", old=SCHEMA, new=staged))
         staged_dump = ws.tmp / "staged.dump"
-        what = "pg_dump of the vetted scratch database"
-        _pg_dump(dsn, what, source=scratch_dsn, schema=staged, file=staged_dump, grants=False)
-        ws.grant_live()
-        _restore_as(ws, ws.live_dsn(), [str(staged_dump)], dsn)
+        _pg_dump(dsn, "pg_dump of the vetted scratch database", scratch_dsn, staged_dump, staged)
+        _restore_as(ws, ws.grant_live(), [str(staged_dump)])
         code = _script(ref_dump, ref_entries, ws.tmp, dsn)
         progress("swapping the restored schema in")
         with conn.transaction():
@@ -215,11 +214,7 @@ def restore(
             conn.execute(code)
             conn.execute(sql("create_migrations_table"))
             conn.execute(sql("clear_migration_records"))
-            for version, name, checksum in manifest.migrations:
-                conn.execute(
-                    sql("record_migration"),
-                    {"version": version, "name": name, "checksum": checksum},
-                )
+            mark_applied(conn, migrations)
         conn.execute("RESET ALL")  # the script's session settings (search_path among them)
         conn.commit()
     present = {f.path: f.size for f in audio_manifest(audio_root)}
@@ -265,10 +260,6 @@ class _Entry:
     text: str  # DESC SCHEMA NAME, the owner left out
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.desc, self.text)
-
-    @property
     def allowed(self) -> bool:
         if self.desc == "SCHEMA":
             return self.text == f"SCHEMA - {SCHEMA}"
@@ -276,15 +267,10 @@ class _Entry:
 
 
 def _toc(dump: Path, dsn: str) -> list[_Entry]:
-    out = _pg("pg_restore", ["--list", str(dump)], timeout=600)
-    if out.returncode != 0:
-        raise BackupError(
-            f"{dump} is not a readable pg_dump archive: "
-            f"{redact_dsn(out.stderr.strip()[-400:], dsn) or 'pg_restore --list failed'}; "
-            "nothing was restored"
-        )
+    unreadable = f"{dump} is not a readable pg_dump archive"
+    listed = _pg("pg_restore", ["--list", str(dump)], dsn, unreadable, NOTHING, timeout=600)
     entries = []
-    for line in out.stdout.splitlines():
+    for line in listed.splitlines():
         m = _TOC_LINE.match(line)
         if not m:
             continue
@@ -294,19 +280,21 @@ def _toc(dump: Path, dsn: str) -> list[_Entry]:
         text = rest.rsplit(" ", 1)[0] if " " in rest else rest
         entries.append(_Entry(line, desc, schema, text))
     if not entries:
-        raise BackupError(f"{dump}: the archive lists no objects; nothing was restored")
+        raise BackupError(f"{dump}: the archive lists no objects{NOTHING}")
     return entries
 
 
 def _refuse(dump: Path, refused: list[_Entry], what: str) -> None:
-    if not refused:
-        return
-    names = ", ".join(e.text for e in refused[:10])
-    more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
-    raise BackupError(
-        f"{dump} holds {len(refused)} object(s) a results-schema backup cannot ({what}): "
-        f"{names}{more}; nothing was restored"
-    )
+    if refused:
+        raise BackupError(
+            f"{dump} holds {len(refused)} object(s) a results-schema backup cannot ({what}): "
+            f"{_first([e.text for e in refused])}{NOTHING}"
+        )
+
+
+def _first(items: list[str], sep: str = ", ") -> str:
+    """The first ten of `items`, and how many more there are."""
+    return sep.join(items[:10]) + (f" and {len(items) - 10} more" if len(items) > 10 else "")
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -370,9 +358,7 @@ def _manifest_migrations(dump: Path, manifest: Manifest) -> list[Migration]:
 def _apply_migrations(dsn: str, migrations: list[Migration]) -> None:
     with psycopg.connect(dsn, row_factory=dict_row) as ref, ref.transaction():
         for mig in migrations:
-            ref.execute(mig.sql.encode())
-            if mig.version in DATA_STEPS:
-                DATA_STEPS[mig.version](ref)
+            apply(ref, mig)
 
 
 def _compare(dump: Path, scratch_dsn: str, ref_dsn: str, role: str) -> None:
@@ -385,19 +371,15 @@ def _compare(dump: Path, scratch_dsn: str, ref_dsn: str, role: str) -> None:
             rows.append(set(cur.execute(sql("restore_fingerprint")).fetchall()))
             owned = [r[0] for r in cur.execute(sql("restore_owned_objects"), {"role": role})]
         if target == scratch_dsn and owned:
-            raise BackupError(
-                f"{dump} created objects a backup cannot: {', '.join(owned[:10])}; "
-                "nothing was restored"
-            )
+            raise BackupError(f"{dump} created objects a backup cannot: {_first(owned)}{NOTHING}")
     got, ref = rows
     want = {r for r in ref if r[0] not in ("view", "function", "trigger")}
     diff = [f"unexpected {k} {n}" for k, n, _ in sorted(got - want)]
     diff += [f"missing or different {k} {n}" for k, n, _ in sorted(want - got)]
     if diff:
-        more = f" and {len(diff) - 10} more" if len(diff) > 10 else ""
         raise BackupError(
             f"{dump}: its schema is not the one its manifest's migrations create: "
-            f"{'; '.join(diff[:10])}{more}; nothing was restored"
+            f"{_first(diff, '; ')}{NOTHING}"
         )
 
 
@@ -406,12 +388,8 @@ def _script(ref_dump: Path, ref_entries: list[_Entry], tmp: Path, dsn: str) -> b
     listing = tmp / "code.list"
     listing.write_text("".join(f"{e.line}\n" for e in ref_entries if e.desc in _SWAP))
     script = tmp / "code.sql"
-    _tool(
-        "pg_restore",
-        ["--no-owner", "--use-list", str(listing), f"--file={script}", str(ref_dump)],
-        "pg_restore of the migrations' views and functions",
-        dsn,
-    )
+    args = ["--no-owner", "--use-list", str(listing), f"--file={script}", str(ref_dump)]
+    _pg("pg_restore", args, dsn, "pg_restore of the migrations' views and functions failed")
     lines = script.read_text(encoding="utf-8").splitlines()
     return "\n".join(x for x in lines if not x.startswith("\\")).encode()  # psql meta-commands
 
@@ -430,14 +408,10 @@ _RESTORE_FLAGS = (
 )
 
 
-def _restore_as(ws: _Workspace, target: str, args: list[str], dsn: str) -> None:
+def _restore_as(ws: _Workspace, target: str, args: list[str]) -> None:
     env = {**os.environ, "PGPASSWORD": ws.password}
-    out = _pg("pg_restore", [*_RESTORE_FLAGS, f"--dbname={target}", *args], env=env)
-    if out.returncode != 0:
-        raise BackupError(
-            f"pg_restore failed (as role {ws.role}): {redact_dsn(out.stderr.strip()[-800:], dsn)}; "
-            "nothing was restored"
-        )
+    args = [*_RESTORE_FLAGS, f"--dbname={target}", *args]
+    _pg("pg_restore", args, ws.dsn, f"pg_restore failed (as role {ws.role})", NOTHING, env=env)
 
 
 def _q(name: str, **names: str) -> Composed:
@@ -502,12 +476,11 @@ class _Workspace:
             ) from None
         return self._dsn(name, as_role=grant)
 
-    def live_dsn(self) -> str:
-        return self._dsn(self.live_db, as_role=True)
-
-    def grant_live(self) -> None:
+    def grant_live(self) -> str:
+        """The live database opened to this role (until it closes); its DSN as the role."""
         self._granted = True
         self.admin.execute(_q("restore_grant_database", db=self.live_db, role=self.role))
+        return self._dsn(self.live_db, as_role=True)
 
     def _dsn(self, db: str, *, as_role: bool) -> str:
         params = conninfo_to_dict(self.dsn)

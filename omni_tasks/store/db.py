@@ -13,15 +13,17 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 
 from omni_tasks.config import get_settings
+from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_dsn
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class DatabaseError(RuntimeError):
@@ -64,6 +66,30 @@ def one(cursor: psycopg.Cursor[Any]) -> dict[str, Any]:
     if row is None:
         raise DatabaseError("statement returned no row")
     return dict(row)
+
+
+class SeriesFilter(TypedDict, total=False):
+    """A listing's filters by series and branch (each applies when given)."""
+
+    benchmark: str | None
+    model: str | None
+    lane: str | None
+    branch: str | None
+
+
+def filtered(given: SeriesFilter, **more: object) -> dict[str, object]:
+    """A listing's parameters: every series filter (None where not given) and `more`."""
+    return {**dict.fromkeys(SeriesFilter.__annotations__), **given, **more}
+
+
+def typed(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> list[T]:
+    """The rows statement `name` (sql/queries) yields, each a `row` (its fields the columns)."""
+    return conn.cursor(row_factory=class_row(row)).execute(sql(name), args).fetchall()
+
+
+def typed_one(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> T | None:
+    """The first row statement `name` yields as a `row`; None when it yields none."""
+    return conn.cursor(row_factory=class_row(row)).execute(sql(name), args).fetchone()
 
 
 def resolve_dsn() -> str:

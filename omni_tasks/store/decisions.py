@@ -3,8 +3,8 @@ lifecycle, the auto-bisect and the reports read them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -12,6 +12,9 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.analysis.bisect import NightEvidence
 from omni_tasks.contracts import DecisionKey
+from omni_tasks.contracts.night import NightDecisionRow
+from omni_tasks.series import Series
+from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 
 
@@ -36,10 +39,19 @@ def set_confirmed(conn: psycopg.Connection[Any], decision_id: int, confirmed: bo
     conn.execute(sql("set_confirmed"), {"decision_id": decision_id, "confirmed": confirmed})
 
 
-def upsert_decision(conn: psycopg.Connection[Any], params: Mapping[str, object]) -> int:
-    """A night's decision for one key (reasons and the policy it was decided under as JSON);
-    its id."""
-    json = {"reasons": Jsonb(params["reasons"]), "policy": Jsonb(params["policy"])}
-    row = conn.execute(sql("upsert_gate_decision"), {**params, **json}).fetchone()
-    assert row is not None
-    return int(row["decision_id"])
+def upsert(
+    conn: psycopg.Connection[Any], series: Series, row: NightDecisionRow, comparison_id: int | None
+) -> int:
+    """A night's decision for one key of the series (its reasons and the policy it was decided
+    under as JSON); its id."""
+    params = {
+        **dataclasses.asdict(row.decision),  # the key's branches and variant, the verdict
+        **series.args(),
+        "policy_version": str(row.policy["policy_version"]),
+        "comparison_id": comparison_id,
+        "candidate_run_id": row.candidate_run_id,
+        "baseline_run_id": row.baseline_run_id,
+        "reasons": Jsonb(row.reasons),
+        "policy": Jsonb(row.policy),
+    }
+    return int(one(conn.execute(sql("upsert_gate_decision"), params))["decision_id"])

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
+from omni_tasks.store.db import typed_one
 from omni_tasks.store.queries import sql
 
 
@@ -23,8 +23,7 @@ def recorded_head(
 ) -> RecordedHead | None:
     """The head recorded for `branch` on `nightly`, if any."""
     args = {"benchmark": benchmark, "branch": branch, "nightly": nightly}
-    cur = conn.cursor(row_factory=class_row(RecordedHead))
-    return cur.execute(sql("branch_head"), args).fetchone()
+    return typed_one(conn, RecordedHead, "branch_head", **args)
 
 
 def record_head(

@@ -61,43 +61,42 @@ def pending(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> 
     """The migrations `migrate` would apply, without applying any (a dry run before an
     upgrade). An applied migration edited since is an error, as in `migrate`."""
     with conn.transaction():
-        conn.execute(sql("create_migrations_table"))
-        cur = conn.cursor(row_factory=tuple_row)
-        done: dict[int, str] = dict(cur.execute(sql("applied_migrations")))
-    out = []
-    for mig in discover(directory):
-        if mig.version not in done:
-            out.append(mig)
-        elif done[mig.version] != mig.checksum:
+        return _pending(conn, directory)
+
+
+def _pending(conn: psycopg.Connection[Any], directory: Path) -> list[Migration]:
+    conn.execute(sql("create_migrations_table"))
+    cur = conn.cursor(row_factory=tuple_row)
+    done: dict[int, str] = dict(cur.execute(sql("applied_migrations")))
+    found = discover(directory)
+    for mig in found:
+        if done.get(mig.version, mig.checksum) != mig.checksum:
             raise RuntimeError(
                 f"migration {mig.path.name} was edited after it was applied; "
                 "add a new migration instead"
             )
-    return out
+    return [mig for mig in found if mig.version not in done]
+
+
+def apply(conn: psycopg.Connection[Any], mig: Migration) -> None:
+    """A migration's SQL and its data step, if it has one (in the caller's transaction)."""
+    conn.execute(mig.sql.encode())
+    if mig.version in DATA_STEPS:
+        DATA_STEPS[mig.version](conn)
 
 
 def migrate(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     """Apply pending migrations; returns those applied now. Safe to call repeatedly."""
-    applied_now = []
     with conn.transaction():
         conn.execute(sql("lock_migrations"), {"lock_id": _LOCK_ID})
-        conn.execute(sql("create_migrations_table"))
-        cur = conn.cursor(row_factory=tuple_row)
-        done: dict[int, str] = dict(cur.execute(sql("applied_migrations")))
-        for mig in discover(directory):
-            if mig.version in done:
-                if done[mig.version] != mig.checksum:
-                    raise RuntimeError(
-                        f"migration {mig.path.name} was edited after it was applied; "
-                        "add a new migration instead"
-                    )
-                continue
-            conn.execute(mig.sql.encode())
-            if mig.version in DATA_STEPS:
-                DATA_STEPS[mig.version](conn)
-            conn.execute(
-                sql("record_migration"),
-                {"version": mig.version, "name": mig.name, "checksum": mig.checksum},
-            )
-            applied_now.append(mig)
-    return applied_now
+        todo = _pending(conn, directory)
+        for mig in todo:
+            apply(conn, mig)
+        mark_applied(conn, todo)
+    return todo
+
+
+def mark_applied(conn: psycopg.Connection[Any], migrations: list[Migration]) -> None:
+    """The migrations recorded as applied, with their checksums (in the caller's transaction)."""
+    rows = [{"version": m.version, "name": m.name, "checksum": m.checksum} for m in migrations]
+    conn.cursor().executemany(sql("record_migration"), rows)

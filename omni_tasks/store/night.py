@@ -56,7 +56,7 @@ def load(
     conn.execute(sql("night_lock"))
     next_id = int(_rows(conn, "night_next_alert_id")[0]["next_id"])
     runs = results.nightly_runs(conn, series, nightly)
-    alerts_ = [_alert(r) for r in _rows(conn, "night_alerts", prefix=f"{series.key}|")]
+    alerts_ = [StoredAlert.of(r) for r in _rows(conn, "night_alerts", prefix=f"{series.key}|")]
     open_alerts = {a.alert_key: a for a in alerts_ if a.state == "open"}
     w = policy.confirm_window_days * (policy.confirm_pool_nights - 1)
     opened = [a.opened_nightly for a in open_alerts.values() if a.kind == "regression"]
@@ -120,12 +120,6 @@ def _rows(conn: psycopg.Connection[Any], query: str, **args: Any) -> list[Row]:
     return conn.execute(sql(query), args).fetchall()
 
 
-def _alert(row: Row) -> StoredAlert:
-    fields = {f.name for f in dataclasses.fields(StoredAlert)}
-    doc = {k: v for k, v in row.items() if k in fields}
-    return StoredAlert(**{**doc, "details": AlertDetails.from_json(row["details"] or {})})
-
-
 def _key_night(r: Row, version: Row) -> KeyNight:
     """A window night of night_decisions.sql (the series and policy version it was read for)."""
     table = None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"])
@@ -177,17 +171,11 @@ def _groups(
     """Groups of the series' open alerts and groups and lone regressions of the baseline whose
     nights overlap (first, last), with their members and whether their post is pending."""
     window = {"baseline": baseline, "first": first, "last": last}
-    rows = [_alert(r) for r in conn.execute(sql("night_groups"), {"ids": group_ids, **window})]
+    found = conn.execute(sql("night_groups"), {"ids": group_ids, **window})
+    rows = [StoredAlert.of(r) for r in found]
     ids = [g.alert_id for g in rows]
-    members = [
-        GroupMemberRow(
-            _alert(r),
-            Series.of(r) if r["benchmark"] else None,
-            r["candidate_branch"],
-            r["baseline_branch"],
-        )
-        for r in conn.execute(sql("night_group_members"), {"ids": ids, **window})
-    ]
+    found = conn.execute(sql("night_group_members"), {"ids": ids, **window})
+    members = [alerts.member_of(r) for r in found]
     pending = {r["alert_id"] for r in _rows(conn, "night_pending_posts", ids=ids)}
     groups = tuple(
         GroupState(
@@ -248,29 +236,9 @@ def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:
         results.upsert_run_stats(conn, grading_id, tau, version, stats)
     decided = {}
     for row in outcome.decisions:
-        d, c = row.decision, row.comparison
-        decided[night_key(d)] = decisions.upsert_decision(
-            conn,
-            {
-                **outcome.series.args(),
-                "nightly": d.nightly,
-                "candidate_branch": d.candidate_branch,
-                "baseline_branch": d.baseline_branch,
-                "variant": d.variant,
-                "policy_version": str(row.policy["policy_version"]),
-                "verdict": d.verdict,
-                "confirmed": d.confirmed,
-                "mcnemar_p": d.mcnemar_p,
-                "mcnemar_p_holm": d.mcnemar_p_holm,
-                "comparison_id": None
-                if c is None
-                else results.upsert_comparison(conn, c.columns, c.result),
-                "candidate_run_id": row.candidate_run_id,
-                "baseline_run_id": row.baseline_run_id,
-                "reasons": row.reasons,
-                "policy": row.policy,
-            },
-        )
+        c = row.comparison
+        cid = None if c is None else results.upsert_comparison(conn, c.columns, c.result)
+        decided[night_key(row.decision)] = decisions.upsert(conn, outcome.series, row, cid)
     for confirmation in outcome.confirmations:
         decisions.set_confirmed(conn, confirmation.decision_id, confirmation.confirmed)
     for op in outcome.alert_ops:
@@ -294,14 +262,13 @@ def _alert_op(
     night = op.nightly or dt.date.min  # every op but member_range names its night
     if op.op == "insert":
         assert op.alert_key and op.kind
-        if op.kind == "group":
-            assert op.range_from and op.range_to
-            got = alerts.insert_group(conn, op.alert_key, night, op.range_from, op.range_to)
-        else:
-            details = op.details or AlertDetails()
-            if op.opener is not None:
-                details = dataclasses.replace(details, decision_id=decided[op.opener])
-            got = alerts.insert_alert(conn, op.alert_key, op.kind, night, details)
+        assert op.kind != "group" or (op.range_from and op.range_to)
+        details = op.details or AlertDetails()
+        if op.opener is not None:
+            details = dataclasses.replace(details, decision_id=decided[op.opener])
+        got = alerts.insert_alert(
+            conn, op.alert_key, op.kind, night, details, op.range_from, op.range_to
+        )
         if got != op.alert_id:  # another writer took an id under the night's lock
             raise RuntimeError(f"alert {op.alert_key} got id {got}, planned {op.alert_id}")
     elif op.op == "touch":

@@ -9,14 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.contracts import JsonObject, RunStats
 from omni_tasks.gates.advice import GateAdvice
 from omni_tasks.records import NightlyRun
 from omni_tasks.series import Series
-from omni_tasks.store.db import one
+from omni_tasks.store.db import one, typed
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -70,10 +69,7 @@ def nightly_runs(
     conn: psycopg.Connection[Any], series: Series, nightly: dt.date
 ) -> list[NightlyRun]:
     """A series' runs of a night with their latest complete grading, as the gate pairs them."""
-    args = {**series.args(), "nightly": nightly}
-    return (
-        conn.cursor(row_factory=class_row(NightlyRun)).execute(sql("nightly_runs"), args).fetchall()
-    )
+    return typed(conn, NightlyRun, "nightly_runs", **series.args(), nightly=nightly)
 
 
 def series(conn: psycopg.Connection[Any], name: str, key: Mapping[str, object]) -> list[Row]:
@@ -106,25 +102,12 @@ def upsert_gate_advice(
     nightly: dt.date,
     advice: GateAdvice,
 ) -> None:
-    """A series' gate advice of the night (the whole advice kept as JSON)."""
+    """A series' gate advice of the night (the whole advice kept as JSON, its figures the
+    statement reads by their field names)."""
+    doc = dataclasses.asdict(advice)
     low, high = advice.p_fail_interval
-    conn.execute(
-        sql("upsert_gate_advice"),
-        {
-            **series.args(),
-            "branch": branch,
-            "figure": advice.figure,
-            "nightly": nightly,
-            "gate": advice.gate,
-            "threshold": advice.threshold,
-            "p_fail": advice.p_fail,
-            "p_fail_low": low,
-            "p_fail_high": high,
-            "suggested": advice.suggested_threshold,
-            "nights": advice.nights,
-            "advice": Jsonb(dataclasses.asdict(advice)),
-        },
-    )
+    args = {**series.args(), "branch": branch, "nightly": nightly, "advice": Jsonb(doc)}
+    conn.execute(sql("upsert_gate_advice"), {**doc, **args, "p_fail_low": low, "p_fail_high": high})
 
 
 def gate_advice_of_night(

@@ -9,10 +9,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, Unpack
 
 import psycopg
-from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from omni_tasks.config import get_settings
@@ -30,12 +29,13 @@ from omni_tasks.records import (
 )
 from omni_tasks.series import Series
 from omni_tasks.store.content import RunContent, content_of, describe_difference, stable_hash
-from omni_tasks.store.db import one
+from omni_tasks.store.db import SeriesFilter, filtered, one, typed, typed_one
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.names import check_run_key, path_component
 from omni_tasks.trust.redact import redact, secret_values
 
 _JSON_FIELDS = {"lineage", "config", "stack", "execution", "summary", "source"}
+R = TypeVar("R", ClipAudio, ClipGrade)
 
 
 class RunConflictError(ValueError):
@@ -75,16 +75,6 @@ def derive_run_key(spec: RunSpec) -> str:
     )
 
 
-def _run_params(run_key: str, spec: RunSpec, content_hash: str) -> dict[str, object]:
-    params: dict[str, object] = dataclasses.asdict(spec)
-    for k in _JSON_FIELDS:
-        params[k] = Jsonb(params[k])
-    params["run_key"] = run_key
-    params["config_hash"] = stable_hash(spec.config)
-    params["content_hash"] = content_hash
-    return params
-
-
 def save_run(
     conn: psycopg.Connection[Any],
     spec: RunSpec,
@@ -103,25 +93,31 @@ def save_run(
     digest = content.digest
     with conn.transaction():
         row = _locked_key(conn, key)
-        outcome: Literal["created", "unchanged", "replaced"] = "created"
-        if row is not None:
-            if row.content_hash == digest:
-                gid = grading_id_of(conn, row.run_id, grading[0].grader_id) if grading else None
-                return SaveResult(key, row.run_id, "unchanged", gid)
-            if not replace:
-                old = load_content(conn, key, grading[0].grader_id if grading else None)
-                raise RunConflictError(
-                    f"run {key} already exists with different content "
-                    f"({describe_difference(old, content)}); use --replace to overwrite it"
-                )
-            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
-            outcome = "replaced"
-        run_id = one(conn.execute(sql("insert_run"), _run_params(key, spec, digest)))["run_id"]
+        if row is not None and row.content_hash == digest:
+            gid = grading_id_of(conn, row.run_id, grading[0].grader_id) if grading else None
+            return SaveResult(key, row.run_id, "unchanged", gid)
+        if row is not None and not replace:
+            old = load_content(conn, key, grading[0].grader_id if grading else None)
+            raise RunConflictError(
+                f"run {key} already exists with different content "
+                f"({describe_difference(old, content)}); use --replace to overwrite it"
+            )
+        run_id = _insert_run(conn, row, key, spec, digest)
         copy_clip_audio(conn, run_id, clips)
-        grading_id = None
-        if grading is not None:
-            grading_id = insert_grading(conn, run_id, *grading)
-    return SaveResult(key, run_id, outcome, grading_id)
+        grading_id = None if grading is None else insert_grading(conn, run_id, *grading)
+    return SaveResult(key, run_id, "created" if row is None else "replaced", grading_id)
+
+
+def _insert_run(
+    conn: psycopg.Connection[Any], old: StoredKey | None, key: str, spec: RunSpec, digest: str
+) -> int:
+    """The run row for `key`, the one it held before (`old`) deleted; its id."""
+    if old is not None:
+        conn.execute(sql("delete_run_by_id"), {"run_id": old.run_id})
+    params: dict[str, object] = dataclasses.asdict(spec)
+    params |= {k: Jsonb(params[k]) for k in _JSON_FIELDS}
+    params |= {"run_key": key, "config_hash": stable_hash(spec.config), "content_hash": digest}
+    return int(one(conn.execute(sql("insert_run"), params))["run_id"])
 
 
 def _locked_key(conn: psycopg.Connection[Any], key: str) -> StoredKey | None:
@@ -131,33 +127,27 @@ def _locked_key(conn: psycopg.Connection[Any], key: str) -> StoredKey | None:
     return run_key_status(conn, key)
 
 
-def _redacted(text: str | None, secrets: list[str]) -> str | None:
-    return None if text is None else redact(text, secrets)
+def _redacted(rows: list[R], fields: tuple[str, ...]) -> list[R]:
+    """The rows with their text `fields` through the redaction gate (a row unchanged as is)."""
+    secrets = secret_values()
+    out = []
+    for r in rows:
+        texts = {f: t for f in fields if (t := getattr(r, f)) is not None}
+        changed: dict[str, Any] = {f: s for f, t in texts.items() if (s := redact(t, secrets)) != t}
+        out.append(dataclasses.replace(r, **changed) if changed else r)
+    return out
 
 
 def redacted_clips(clips: list[ClipAudio]) -> list[ClipAudio]:
     """The clips with the server's text (the thinker's transcript, an error's detail) through
     the redaction gate: a server may echo a token from its prompt, logs or environment, and a
     stored row is read back by reports, dashboards and alerts."""
-    secrets = secret_values()
-    out = []
-    for c in clips:
-        thinker, detail = _redacted(c.thinker_text, secrets), _redacted(c.error_detail, secrets)
-        changed = (thinker, detail) != (c.thinker_text, c.error_detail)
-        out.append(
-            dataclasses.replace(c, thinker_text=thinker, error_detail=detail) if changed else c
-        )
-    return out
+    return _redacted(clips, ("thinker_text", "error_detail"))
 
 
 def redacted_grades(grades: list[ClipGrade]) -> list[ClipGrade]:
     """The grades with their error detail (which may quote a server's answer) redacted."""
-    secrets = secret_values()
-    out = []
-    for g in grades:
-        detail = _redacted(g.error_detail, secrets)
-        out.append(g if detail == g.error_detail else dataclasses.replace(g, error_detail=detail))
-    return out
+    return _redacted(grades, ("error_detail",))
 
 
 def _copy_row(head: int, row: ClipAudio | ClipGrade) -> tuple[object, ...]:
@@ -206,11 +196,8 @@ def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tup
         row = _locked_key(conn, key)
         if row is not None and row.status == "running":
             return row.run_id, True
-        if row is not None:
-            conn.execute(sql("delete_run_by_id"), {"run_id": row.run_id})
         running = dataclasses.replace(spec, status="running")
-        run_id = one(conn.execute(sql("insert_run"), _run_params(key, running, "pending")))
-    return int(run_id["run_id"]), False
+        return _insert_run(conn, row, key, running, "pending"), False
 
 
 def insert_clip_audio(conn: psycopg.Connection[Any], run_id: int, clip: ClipAudio) -> None:
@@ -263,8 +250,7 @@ def grading_id_of(conn: psycopg.Connection[Any], run_id: int, grader_id: str) ->
 
 
 def get_run(conn: psycopg.Connection[Any], run_key: str) -> StoredRun:
-    cur = conn.cursor(row_factory=class_row(StoredRun))
-    row = cur.execute(sql("run_by_key"), {"run_key": run_key}).fetchone()
+    row = typed_one(conn, StoredRun, "run_by_key", run_key=run_key)
     if row is None:
         raise RunNotFoundError(f"no run with key {run_key!r} (see `omni-tasks runs list`)")
     return row
@@ -307,21 +293,11 @@ def load_content(conn: psycopg.Connection[Any], run_key: str, grader_id: str | N
 def list_runs(
     conn: psycopg.Connection[Any],
     *,
-    benchmark: str | None = None,
-    model: str | None = None,
-    lane: str | None = None,
-    branch: str | None = None,
     nightly: dt.date | None = None,
     limit: int = 200,
+    **series: Unpack[SeriesFilter],
 ) -> list[dict[str, Any]]:
-    params = {
-        "benchmark": benchmark,
-        "model": model,
-        "lane": lane,
-        "branch": branch,
-        "nightly": nightly,
-        "limit": limit,
-    }
+    params = filtered(series, nightly=nightly, limit=limit)
     return [dict(r) for r in conn.execute(sql("list_runs"), params)]
 
 
@@ -365,35 +341,21 @@ class RunDescription:
 
 def describe_run(conn: psycopg.Connection[Any], run_key: str) -> RunDescription:
     row = get_run(conn, run_key)
-    by_status = {
-        r["synth_status"]: r["n"]
-        for r in conn.execute(sql("clips_by_status"), {"run_id": row.run_id})
-    }
-    gradings = gradings_of(conn, row.run_id)
+    by_status = clips_by_status(conn, row.run_id)
+    names = {f.name for f in dataclasses.fields(RunDescription)}
+    same = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name in names}
     return RunDescription(
-        run_key=row.run_key,
-        benchmark=row.benchmark,
-        model=row.model,
-        lane=row.lane,
-        branch=row.branch,
-        commit=row.commit_sha,
-        nightly=row.nightly.isoformat(),
-        variant=row.variant,
-        seed=row.seed,
-        trigger=row.trigger,
-        status=row.status,
-        n_expected=row.n_expected,
-        n_clips=sum(by_status.values()),
-        clips_by_status=by_status,
-        gradings=gradings,
-        config=row.config or {},
-        lineage=row.lineage,
-        stack=row.stack or {},
-        execution=row.execution,
-        dataset_fingerprint=row.dataset_fingerprint,
-        prompt_fingerprint=row.prompt_fingerprint,
-        summary=row.summary,
-        source=row.source or {},
+        **{
+            **same,
+            "commit": row.commit_sha,
+            "nightly": row.nightly.isoformat(),
+            "n_clips": sum(by_status.values()),
+            "clips_by_status": by_status,
+            "gradings": gradings_of(conn, row.run_id),
+            "config": row.config or {},
+            "stack": row.stack or {},
+            "source": row.source or {},
+        }
     )
 
 
@@ -452,9 +414,7 @@ def runs_of_night(
 ) -> list[NightRun]:
     """A series' runs of a night (or the one `run_id`), each with the grader that reproduces
     it."""
-    args = {**series.args(), "nightly": nightly, "run_id": run_id}
-    cur = conn.cursor(row_factory=class_row(NightRun))
-    return cur.execute(sql("runs_of_night"), args).fetchall()
+    return typed(conn, NightRun, "runs_of_night", **series.args(), nightly=nightly, run_id=run_id)
 
 
 def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, nightly: Any) -> bool:
@@ -498,8 +458,7 @@ class StoredKey:
 
 
 def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> StoredKey | None:
-    cur = conn.cursor(row_factory=class_row(StoredKey))
-    return cur.execute(sql("run_key_status"), {"run_key": run_key}).fetchone()
+    return typed_one(conn, StoredKey, "run_key_status", run_key=run_key)
 
 
 def clips_by_status(conn: psycopg.Connection[Any], run_id: int) -> dict[str, int]:

@@ -6,17 +6,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from omni_tasks.contracts import DecisionRow
 from omni_tasks.series import Series
+from omni_tasks.store.db import typed as _typed
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,10 +147,6 @@ def _rows(conn: psycopg.Connection[Any], name: str, **args: object) -> list[Row]
     return [dict(r) for r in conn.execute(sql(name), args)]
 
 
-def _typed(conn: psycopg.Connection[Any], row: type[T], name: str, **args: object) -> list[T]:
-    return conn.cursor(row_factory=class_row(row)).execute(sql(name), args).fetchall()
-
-
 def gate_history(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[GateRow]:
     return _typed(conn, GateRow, "gate_history_of_night", **series.args(), nightly=nightly)
 
@@ -198,8 +193,7 @@ def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:
     """The latest night with runs stored, or (decided) with gate decisions."""
     name = "latest_decision_night" if decided else "latest_run_night"
-    night: dt.date | None = _rows(conn, name, **series.args())[0]["n"]
-    return night
+    return _rows(conn, name, **series.args())[0]["n"]
 
 
 def series_on_night(conn: psycopg.Connection[Any], night: dt.date) -> list[Series]:
