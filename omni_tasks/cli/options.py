@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from omni_tasks.cli.common import Result, console, fail, json_out, parse_date
+from omni_tasks.cli.common import Result, console, fail, json_out, parse_date, say
 from omni_tasks.harness import HARNESS
 
 T = TypeVar("T")
@@ -164,6 +164,26 @@ def validated(build: Callable[..., Params], what: str, /, **fields: object) -> P
         return build(**fields)
     except ValueError as exc:
         fail(f"{what}: {exc}", code=2)
+
+
+def fail_on_verdicts(given: Sequence[str], verdicts: Sequence[str]) -> set[str]:
+    """The verdicts --fail-on names, lowercased (each value may list several, comma-separated);
+    one not among `verdicts` is bad usage (exit 2)."""
+    wanted = {v.strip().lower() for g in given for v in g.split(",") if v.strip()}
+    if bad := wanted - set(verdicts):
+        fail(
+            f"--fail-on: unknown verdict(s) {', '.join(sorted(bad))}; "
+            f"choose from {', '.join(verdicts)}",
+            code=2,
+        )
+    return wanted
+
+
+def exit_on_verdicts(command: str, matched: Sequence[str], given: Sequence[str]) -> None:
+    """Exit 3 naming what matched --fail-on, when anything did (CI's signal)."""
+    if matched:
+        say(f"{command}: {', '.join(matched)} (--fail-on {','.join(given)})")
+        raise typer.Exit(3)
 
 
 def night_or_today(nightly: str | None) -> dt.date:

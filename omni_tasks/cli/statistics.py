@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import TREND_ROWS, app, console, err, fail, json_out
+from omni_tasks.cli.common import TREND_ROWS, app, console, fail, json_out
 from omni_tasks.config import get_settings
+
+if TYPE_CHECKING:
+    from omni_tasks.analysis.trend import ChangePoint
+    from omni_tasks.jobs.decide import SeriesNight
 
 
 @app.command("stats")
@@ -123,51 +127,36 @@ def gate_cmd(
     3 a decision matched --fail-on."""
     from omni_tasks.jobs.decide import decide_series
 
-    verdicts = {"regressed", "infra", "unknown", "improved", "same"}
-    wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
-    if wanted - verdicts:
-        fail(
-            f"--fail-on: unknown verdict(s) {', '.join(sorted(wanted - verdicts))}; "
-            f"choose from {', '.join(sorted(verdicts))}",
-            code=2,
-        )
-    settings = get_settings()
+    wanted = opt.fail_on_verdicts(
+        [fail_on or ""], ("regressed", "infra", "unknown", "improved", "same")
+    )
     policy = opt.load_policy_or_fail()
     bench = opt.series_of(benchmark, model, lane)
-    conn = opt.open_db()
-    with conn:
-        night = opt.night_of(
-            conn,
-            nightly,
-            bench,
-            False,
-            f"no runs stored for {bench.label}",
-            require_runs=not expect,
+
+    def decide(conn: Any) -> SeriesNight:
+        missing = f"no runs stored for {bench.label}"
+        night = opt.night_of(conn, nightly, bench, False, missing, require_runs=not expect)
+        baseline_branch = baseline or get_settings().baseline_branch
+        return decide_series(
+            conn, bench, night, policy, baseline_branch=baseline_branch, expect=tuple(expect or ())
         )
-        outcome = decide_series(
-            conn,
-            bench,
-            night,
-            policy,
-            baseline_branch=baseline or settings.baseline_branch,
-            expect=tuple(expect or ()),
-        )
-        decisions = outcome.decisions
-    matched = [d for d in decisions if d.verdict.lower() in wanted]
+
+    outcome = opt.on_db(decide)
+    decisions = outcome.decisions
     if as_json:
         json_out(outcome.outcome.to_json() if whole else [d.to_json() for d in decisions])
     else:
         from omni_tasks.reports.text import print_gate
 
-        print_gate(console, night, decisions, wide)
+        print_gate(console, outcome.outcome.nightly, decisions, wide)
         if outcome.messages_enqueued:
             console.print(
                 f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
             )
-    if matched:
-        names = ", ".join(f"{d.candidate_branch} {d.verdict}" for d in matched)
-        err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
-        raise typer.Exit(3)
+    matched = [
+        f"{d.candidate_branch} {d.verdict}" for d in decisions if d.verdict.lower() in wanted
+    ]
+    opt.exit_on_verdicts("gate", matched, [fail_on or ""])
 
 
 @app.command("noise")
@@ -249,22 +238,21 @@ def trend_cmd(
 
     policy = opt.load_policy_or_fail()
     chosen = opt.series_of(benchmark, model, lane)
-    conn = opt.open_db()
-    with conn:
+
+    def read(conn: Any) -> tuple[list[dict[str, Any]], list[ChangePoint]]:
         # A series with no runs at all is an error naming those that have runs.
         opt.night_of(conn, None, chosen, False, f"no runs stored for {chosen.label}")
-        try:
-            series, points = trend(
-                conn,
-                series=chosen,
-                branch=branch,
-                variant=variant,
-                metric=metric,
-                policy=policy,
-                baseline=baseline,
-            )
-        except ValueError as exc:
-            fail(str(exc))
+        return trend(
+            conn,
+            series=chosen,
+            branch=branch,
+            variant=variant,
+            metric=metric,
+            policy=policy,
+            baseline=baseline,
+        )
+
+    series, points = opt.on_db(read, ValueError)
     if as_json:
         json_out({"series": series, "change_points": points})
         return
