@@ -151,10 +151,8 @@ def nightly_cmd(
     from omni_tasks.trust.redact import redact_dsn
 
     conf = opt.run_options({opt.TRANSCRIPT: transcript})  # the form's fields: the options' names
-    try:
+    with opt.fails_on(ConfigError, what="deployment config"):
         fleet = resolve_night(conf, str(config.resolve()))
-    except ConfigError as exc:
-        fail(f"deployment config: {exc}")
     night = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date() - dt.timedelta(1)
     dsn = resolve_dsn()
     console.print(

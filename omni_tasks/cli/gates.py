@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import HELP_MARKUP, app, console, fail, json_out
+from omni_tasks.cli.common import console, fail, group, json_out
 
 if TYPE_CHECKING:
     from omni_tasks.gates.advice import GateAdvice
@@ -17,10 +17,7 @@ if TYPE_CHECKING:
     from omni_tasks.gates.table import UpstreamGate
     from omni_tasks.series import Series
 
-gates_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Upstream's fixed accuracy gates, judged from history."
-)
-app.add_typer(gates_app, name="gates")
+gates_app = group("gates", "Upstream's fixed accuracy gates, judged from history.")
 T = TypeVar("T")
 
 
@@ -91,10 +88,8 @@ def advise_cmd(
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
     chosen = opt.series_of(benchmark, model, lane, named=series)
-    try:
+    with opt.fails_on(benchmarks.UnknownBenchmark, code=2):
         judged = benchmarks.get(chosen.benchmark).judged
-    except benchmarks.UnknownBenchmark as exc:
-        fail(str(exc), code=2)
     gates = _gates(chosen, config, figure, threshold)
     registered = _registered(chosen, sku, protocol, [g.figure for g in gates])
     policy = opt.load_policy_or_fail()
@@ -141,10 +136,8 @@ def _gates(
         from omni_tasks.deployment.night import resolve_night
         from omni_tasks.deployment.reading import ConfigError
 
-        try:
+        with opt.fails_on(ConfigError, what="deployment config"):
             night = resolve_night({}, str(config.resolve()))
-        except ConfigError as exc:
-            fail(f"deployment config: {exc}")
         mine = [p for p in night.series if p.series == chosen]
         if not mine:
             fail(f"{config}: no series {chosen.label}", code=2)
@@ -311,10 +304,8 @@ def zero_cmd(
 def _design(design: Callable[[], T], as_json: bool) -> T | None:
     """A gate's design from the options (a value it refuses is bad usage, exit 2); with
     --json printed, and None (nothing more to print)."""
-    try:
+    with opt.fails_on(ValueError, code=2):
         made = design()
-    except ValueError as exc:
-        fail(str(exc), code=2)
     if not as_json:
         return made
     json_out(made)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import app, console, fail, json_out
+from omni_tasks.cli.common import app, console, json_out
 
 
 # ---------------------------------------------------------------- wer
@@ -30,10 +30,8 @@ def wer_cmd(
     from omni_tasks.grading.wer import score
     from omni_tasks.records import ClipRecord
 
-    try:
+    with opt.fails_on(ValueError):
         result = score(reference, hypothesis, lang)
-    except ValueError as exc:
-        fail(str(exc))
     tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
     prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
     clip = ClipRecord(

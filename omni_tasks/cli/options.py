@@ -4,9 +4,10 @@ the grader and the results DB a command runs on)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -120,6 +121,15 @@ DeviceOpt = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, …")]
 
 
 # ---------------------------------------------------------------- the preamble
+@contextlib.contextmanager
+def fails_on(*errors: type[Exception], what: str = "", code: int = 1) -> Iterator[None]:
+    """One of `errors` in the block fails the command with its message (after `what: `)."""
+    try:
+        yield
+    except errors as exc:
+        fail(f"{what}: {exc}" if what else str(exc), code)
+
+
 def run_options(given: Mapping[str, object]) -> dict[str, object]:
     """The family run options of the flags that were set (one left unset gives none)."""
     return {name: v for name, v in given.items() if v not in (None, False)}
@@ -133,14 +143,13 @@ def series_of(
     from omni_tasks.config import get_settings
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
-    try:
-        if named is not None:
+    if named is not None:
+        with fails_on(ValueError, what="--series", code=2):
             return Series.parse(named)
+    with fails_on(ValueError, code=2):
         return Series(
             benchmark or get_settings().benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE
         )
-    except ValueError as exc:
-        fail(f"--series: {exc}" if named is not None else str(exc), code=2)
 
 
 def series_fields(
@@ -160,10 +169,8 @@ def series_fields(
 def validated(build: Callable[..., Params], what: str, /, **fields: object) -> Params:
     """A job's request or params built from the command's fields; a field it refuses (a
     ValueError: a pydantic ValidationError is one) is bad usage (exit 2)."""
-    try:
+    with fails_on(ValueError, what=what, code=2):
         return build(**fields)
-    except ValueError as exc:
-        fail(f"{what}: {exc}", code=2)
 
 
 def fail_on_verdicts(given: Sequence[str], verdicts: Sequence[str]) -> set[str]:
@@ -194,12 +201,10 @@ def open_db(migrate: bool = True) -> Any:
     from omni_tasks.store.db import DatabaseError, connect
     from omni_tasks.store.migrate import migrate as run_migrations
 
-    try:
+    with fails_on(DatabaseError):
         conn = connect()
         if migrate:
             run_migrations(conn)
-    except DatabaseError as exc:
-        fail(str(exc))
     return conn
 
 
@@ -215,10 +220,8 @@ def on_db(
     only the command's output)."""
     conn = open_db(migrate)
     with conn:
-        try:
+        with fails_on(*errors):
             done = work(conn)
-        except errors as exc:
-            fail(str(exc))
         if dispatch:
             import contextlib
             import sys
@@ -281,10 +284,8 @@ def night_of(
 def load_policy_or_fail() -> Any:
     from omni_tasks.gates.policy import PolicyError, load_policy
 
-    try:
+    with fails_on(PolicyError):
         return load_policy()
-    except PolicyError as exc:
-        fail(str(exc))
 
 
 def tau_or_default(policy: Any, tail_threshold: float | None) -> float:
@@ -314,7 +315,5 @@ def load_grader_or_fail(**spec: object) -> Any:
     from omni_tasks.grading.backends import load_grader
     from omni_tasks.offline_models import OfflineModelError
 
-    try:
+    with fails_on(GraderConfigError, OfflineModelError, OSError, what="cannot load the grader"):
         return load_grader(GraderSpec.from_params(spec))
-    except (GraderConfigError, OfflineModelError, OSError) as exc:
-        fail(f"cannot load the grader: {exc}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -41,41 +42,25 @@ def runs_list(
     if as_json:
         json_out(rows)
         return
-    headers = [
-        "run key",
-        "nightly",
-        "benchmark",
-        "model",
-        "lane",
-        "branch",
-        "commit",
-        "variant",
-        "status",
-        "clips",
-        "gradings",
-    ]
-    cells = [
-        [
-            r["run_key"],
-            str(r["nightly"]),
-            r["benchmark"],
-            r["model"].rsplit("/", 1)[-1],
-            r["lane"],
-            r["branch"],
-            (r["commit_sha"] or "?")[:12],
-            r["variant"],
-            r["status"],
-            f"{r['n_clips']}/{r['n_expected']}",
-            str(r["n_gradings"]),
-        ]
-        for r in rows
-    ]
     # Keys are what commands take: never cut, so they can be copied (any unique prefix works);
     # nightly, branch, commit and variant are inside the key, so they go first when narrow.
+    columns: dict[str, Callable[[dict[str, Any]], str]] = {
+        "run key": lambda r: r["run_key"],
+        "nightly": lambda r: str(r["nightly"]),
+        "benchmark": lambda r: r["benchmark"],
+        "model": lambda r: r["model"].rsplit("/", 1)[-1],
+        "lane": lambda r: r["lane"],
+        "branch": lambda r: r["branch"],
+        "commit": lambda r: (r["commit_sha"] or "?")[:12],
+        "variant": lambda r: r["variant"],
+        "status": lambda r: r["status"],
+        "clips": lambda r: f"{r['n_clips']}/{r['n_expected']}",
+        "gradings": lambda r: str(r["n_gradings"]),
+    }
     print_table(
         console,
-        headers,
-        cells,
+        list(columns),
+        [[cell(r) for cell in columns.values()] for r in rows],
         keep="run key",
         drop_first=[
             "gradings",
@@ -103,16 +88,16 @@ def runs_delete(
     from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
 
     (key,) = opt.run_keys_of(run_key)
-    conn = opt.open_db()
-    with conn:
+
+    def delete(conn: Any) -> str:
         info = describe_run(conn, key)
         what = f"{key} ({info.branch}, {info.nightly}, {info.n_clips} clips)"
         if not yes:
             fail(f"would delete {what}; pass --yes to delete it")
-        try:
-            delete_run(conn, key)
-        except RunNotFoundError as exc:
-            fail(str(exc))
+        delete_run(conn, key)
+        return what
+
+    what = opt.on_db(delete, RunNotFoundError)
     console.print(f"deleted {what}", highlight=False)
 
 

@@ -178,10 +178,8 @@ def noise_cmd(
     runs = opt.on_db(
         lambda conn: [load_graded_run(conn, k).clips for k in run_keys], RunNotFoundError
     )
-    try:
+    with opt.fails_on(ValueError):
         cal = calibrate(runs, tau, policy.alpha, comparisons)
-    except ValueError as exc:
-        fail(str(exc))
     if as_json:
         json_out(cal)
         return
