@@ -76,7 +76,7 @@ def ab_cmd(
     if as_json:
         json_out(result.to_json())
     else:
-        console.print(result.summary, highlight=False, soft_wrap=True)
+        console.print(result.summary, soft_wrap=True)
     opt.exit_on_verdicts(
         "ab", [result.verdict] if result.verdict.lower() in wanted else [], fail_on or []
     )

@@ -100,4 +100,4 @@ def ablate_cmd(
         )
         return
     say(f"ablate {p.ablate_id}: {len(result.run_keys)} runs stored")
-    console.print(summary(p, result), highlight=False, soft_wrap=True)
+    console.print(summary(p, result), soft_wrap=True)

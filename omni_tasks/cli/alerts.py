@@ -79,7 +79,6 @@ def _triage_command(action: str, help: str, *takes: str) -> None:
         console.print(
             f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at "
             "the next `alerts dispatch`",
-            highlight=False,
         )
 
     whole = inspect.signature(command, eval_str=True)

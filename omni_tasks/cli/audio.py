@@ -36,8 +36,6 @@ def audio_prune(
     pruned = opt.on_db(lambda conn: prune_audio(conn, root, cutoff, dry_run=dry_run))
     verb = "would remove" if dry_run else "removed"
     for p in pruned:
-        console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)", highlight=False)
+        console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)")
     total = sum(p.bytes for p in pruned) / 1e6
-    console.print(
-        f"{verb} the audio of {len(pruned)} run(s) before {cutoff}, {total:.1f} MB", highlight=False
-    )
+    console.print(f"{verb} the audio of {len(pruned)} run(s) before {cutoff}, {total:.1f} MB")

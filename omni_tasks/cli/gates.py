@@ -118,7 +118,7 @@ def advise_cmd(
     else:
         for a in advice:
             for line in lines(a, what):
-                console.print(line, highlight=False, soft_wrap=True)
+                console.print(line, soft_wrap=True)
             _print_entry(chosen, sku, protocol, a)
 
 
@@ -194,7 +194,6 @@ def _print_entry(series: Series, sku: str | None, protocol: str, a: GateAdvice) 
     console.print(
         f"  no reference registered for {series.benchmark} · {series.model} on {sku} over "
         f"{protocol}; this history's, to merge under `suites:` in the references file:",
-        highlight=False,
         soft_wrap=True,
     )
     source = f"{a.basis} (omni-tasks gates advise, {dt.date.today():%Y-%m-%d})"
@@ -238,7 +237,7 @@ def mean_cmd(
     line = f"n {n}, σ {sigma:g}: θ = {g.theta:.4g} detectable at α {alpha:g}, power {1 - beta:g}"
     if g.threshold is not None:
         line += f"; threshold {direction} {g.threshold:.4g} (reference {reference:g})"
-    console.print(line, highlight=False)
+    console.print(line)
 
 
 @gates_app.command("k-of-n")
@@ -274,7 +273,7 @@ def k_of_n_cmd(
     line = f">= {g.k} of {g.n}: fails a healthy build ({healthy:g}) {g.false_fail:.2%} of the time"
     if g.power is not None:
         line += f"; catches a pass rate of {degraded:g} {g.power:.1%} of the time"
-    console.print(line, highlight=False)
+    console.print(line)
 
 
 @gates_app.command("zero")
@@ -297,7 +296,6 @@ def zero_cmd(
     for z in rows or ():
         console.print(
             f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time",
-            highlight=False,
         )
 
 

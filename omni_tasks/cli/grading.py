@@ -63,13 +63,11 @@ def wer_cmd(
         f"WER {result.wer:.4f} (capped {result.wer_capped:.4f}); S={result.substitutions} "
         f"D={result.deletions} I={result.insertions} hits={result.hits}; "
         f"{result.ref_words} reference words, {result.hyp_words} heard",
-        highlight=False,
     )
     if diag:
         flags_on = [f for f in ("task_leak", "is_question", "answered") if out[f]]
         console.print(
             f"broken at tau {tau}: {diag.mode}" + (f" ({', '.join(flags_on)})" if flags_on else ""),
-            highlight=False,
         )
 
 

@@ -94,7 +94,7 @@ def import_vllm_omni(
     def store(conn: Any) -> None:
         for art in parsed:
             for w in art.warnings:
-                err.print(f"[yellow]warning:[/] {w}", highlight=False)
+                err.print(f"[yellow]warning:[/] {w}")
             grading = (art.grader, art.grades) if art.has_clips else None
             res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
             say(f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})")
@@ -237,12 +237,11 @@ def _print_report(slug: str, report: ImportReport) -> None:
         *(f"[yellow]build {b}[/]" for b in report.skipped_builds),
         *(f"[yellow]refused:[/] {slug} {r}" for r in report.refused),
     ):
-        err.print(line, highlight=False)
+        err.print(line)
     console.print(
         f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
         f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
         f"{len(report.builds_without_artifact)} build(s) without a known artifact",
-        highlight=False,
     )
     for key in report.imported:
         print(key)

@@ -43,7 +43,7 @@ def dashboards_push() -> None:
     from omni_tasks.grafana.push import refresh
 
     with opt.open_db() as conn:
-        console.print(refresh(conn).summary, highlight=False)
+        console.print(refresh(conn).summary)
 
 
 @app.command("report")
@@ -71,5 +71,4 @@ def report_cmd(
     write_page(out, page)
     console.print(
         f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB; charts load {PLOTLY_JS} beside it)",
-        highlight=False,
     )

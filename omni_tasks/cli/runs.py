@@ -98,7 +98,7 @@ def runs_delete(
         return what
 
     what = opt.on_db(delete, RunNotFoundError)
-    console.print(f"deleted {what}", highlight=False)
+    console.print(f"deleted {what}")
 
 
 @runs_app.command("show")
@@ -132,18 +132,14 @@ def runs_show(
         "trigger",
         "status",
     ):
-        console.print(f"[bold]{k:>10}[/]: {info[k]}", highlight=False)
+        console.print(f"[bold]{k:>10}[/]: {info[k]}")
     console.print(
         f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
         f"{info['clips_by_status']}",
-        highlight=False,
     )
     for g in info["gradings"]:
         console.print(
             f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
             f"({g['n_grades']} grades)",
-            highlight=False,
         )
-    console.print(
-        f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", highlight=False, soft_wrap=True
-    )
+    console.print(f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", soft_wrap=True)

@@ -187,23 +187,20 @@ def noise_cmd(
         f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
         f"psi = {cal.psi:.4f}; MDE = {cal.mde:.4f} (80 % power, one-sided alpha "
         f"{policy.alpha}, m = {comparisons})",
-        highlight=False,
     )
     if cal.dispersion is None:
-        console.print("over-dispersion across seeds: needs three runs or more", highlight=False)
+        console.print("over-dispersion across seeds: needs three runs or more")
     elif cal.overdispersed:
         console.print(
             f"the runs vary more than their clips explain: dispersion {cal.dispersion:.2f} "
             f"(p {cal.dispersion_p:.2g}), a run-level effect. A run-group night takes seeds as "
             "independent and overstates its evidence here: it never confirms alone, and "
             "its p is not comparable to a paired night's",
-            highlight=False,
         )
     else:
         console.print(
             f"the runs vary as their clips explain: dispersion {cal.dispersion:.2f} "
             f"(p {cal.dispersion_p:.2g})",
-            highlight=False,
         )
 
 
@@ -257,14 +254,12 @@ def trend_cmd(
     summary_only = sum(bool(r.get("summary_only")) for r in series)
     at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"
     marked = f" ({summary_only} summary-only, marked *)" if summary_only else ""
-    console.print(
-        f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}", highlight=False
-    )
+    console.print(f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}")
     for r in series[-TREND_ROWS:]:
         star = " *" if r.get("summary_only") else ""
-        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}", highlight=False)
+        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}")
     if not points:
         console.print("no change point (minimum segment 3 nights)")
     for p in points:
         why = " (known break: an event)" if p.known_break else ""
-        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}", highlight=False)
+        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}")
