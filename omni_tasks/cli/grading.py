@@ -32,7 +32,7 @@ def wer_cmd(
 
     with opt.fails_on(ValueError):
         result = score(reference, hypothesis, lang)
-    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
+    _, tau = opt.policy_and_tau(tail_threshold)
     prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
     clip = ClipRecord(
         utt_id="-",

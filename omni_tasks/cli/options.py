@@ -288,10 +288,13 @@ def load_policy_or_fail() -> Any:
         return load_policy()
 
 
-def tau_or_default(policy: Any, tail_threshold: float | None) -> float:
+def policy_and_tau(tail_threshold: float | None) -> tuple[Any, float]:
+    """The gate policy, and the tau a clip is broken above (--tail-threshold, else the
+    policy's)."""
+    policy = load_policy_or_fail()
     if tail_threshold is not None and not (math.isfinite(tail_threshold) and tail_threshold > 0):
         fail(f"--tail-threshold must be a positive number of WER, got {tail_threshold}")
-    return policy.primary_tau if tail_threshold is None else tail_threshold
+    return policy, policy.primary_tau if tail_threshold is None else tail_threshold
 
 
 def compute_and_show(

@@ -63,7 +63,7 @@ def report_cmd(
     from omni_tasks.reports.html import PLOTLY_JS, nightly_report, write_page
 
     bench = opt.series_of(benchmark, model, lane)
-    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
+    _, tau = opt.policy_and_tau(tail_threshold)
     with opt.open_db() as conn:
         missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
         night = opt.night_of(conn, nightly, bench, True, missing)

@@ -119,6 +119,10 @@ def runs_show(
     if as_json:
         json_out(info)
         return
+
+    def show(label: str, value: object, soft_wrap: bool = False) -> None:
+        console.print(f"[bold]{label:>10}[/]: {value}", soft_wrap=soft_wrap)
+
     for k in (
         "run_key",
         "benchmark",
@@ -132,14 +136,8 @@ def runs_show(
         "trigger",
         "status",
     ):
-        console.print(f"[bold]{k:>10}[/]: {info[k]}")
-    console.print(
-        f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
-        f"{info['clips_by_status']}",
-    )
+        show(k, info[k])
+    show("clips", f"{info['n_clips']} of {info['n_expected']} {info['clips_by_status']}")
     for g in info["gradings"]:
-        console.print(
-            f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
-            f"({g['n_grades']} grades)",
-        )
-    console.print(f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", soft_wrap=True)
+        show("grading", f"#{g['grading_id']} {g['grader_id']} ({g['n_grades']} grades)")
+    show("reproduce", info["reproduce"], soft_wrap=True)

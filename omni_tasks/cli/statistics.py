@@ -26,8 +26,7 @@ def stats_cmd(
     from omni_tasks.jobs.statistics import compute_stats_for_key
     from omni_tasks.reports.text import print_stats
 
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
+    policy, tau = opt.policy_and_tau(tail_threshold)
     (run_key,) = opt.run_keys_of(run_key)
     opt.compute_and_show(
         lambda conn: compute_stats_for_key(conn, run_key, tau, policy, grader),
@@ -59,8 +58,7 @@ def compare_cmd(
     from omni_tasks.jobs.statistics import compare_keys
     from omni_tasks.reports.text import print_comparison
 
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
+    policy, tau = opt.policy_and_tau(tail_threshold)
     baseline, candidate = opt.run_keys_of(baseline, candidate)
     if baseline == candidate and baseline_grader == candidate_grader:
         fail(
@@ -167,14 +165,11 @@ def noise_cmd(
     as_json: opt.JsonFlag = False,
 ) -> None:
     """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
-
     from omni_tasks.analysis.noise import calibrate
     from omni_tasks.jobs.statistics import load_graded_run
-
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
     from omni_tasks.store.runs import RunNotFoundError
 
+    policy, tau = opt.policy_and_tau(tail_threshold)
     runs = opt.on_db(
         lambda conn: [load_graded_run(conn, k).clips for k in run_keys], RunNotFoundError
     )
@@ -228,7 +223,6 @@ def trend_cmd(
 ) -> None:
     """Change points on a branch's nightly series (descriptive; not used by the gate).
     Reads statistics stored by `stats`, `compare` and `gate`."""
-
     from omni_tasks.jobs.statistics import trend
 
     policy = opt.load_policy_or_fail()
