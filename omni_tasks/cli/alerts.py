@@ -26,10 +26,9 @@ def alerts_dispatch(as_json: opt.JsonFlag = False) -> None:
     from omni_tasks.alerts.slack import default_sink, dispatch
 
     sink = default_sink()
-    conn = opt.open_db()
     # With --json, stdout carries only the JSON: the local outbox's readable echo goes to stderr.
-    with conn, contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
-        report = dispatch(conn, sink)
+    with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
+        report = opt.on_db(lambda conn: dispatch(conn, sink))
     if as_json:
         json_out({"sink": sink.name, **dataclasses.asdict(report)})
         return

@@ -262,7 +262,7 @@ def k_of_n_cmd(
         fail("--degraded is needed to find n", code=2)
     g = _design(
         lambda: (
-            n_for_k_of_n(healthy, degraded, alpha, beta)
+            n_for_k_of_n(healthy, degraded, alpha, beta)  # type: ignore[arg-type]  # given
             if n is None
             else k_of_n(n, k if k is not None else k_for(n, healthy, alpha), healthy, degraded)
         ),

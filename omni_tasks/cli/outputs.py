@@ -42,8 +42,7 @@ def dashboards_push() -> None:
     """Push dashboards and new event annotations to Grafana (OMNI_GRAFANA_URL/_TOKEN)."""
     from omni_tasks.grafana.push import refresh
 
-    with opt.open_db() as conn:
-        console.print(refresh(conn).summary)
+    console.print(opt.on_db(refresh).summary)
 
 
 @app.command("report")
