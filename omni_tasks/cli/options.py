@@ -223,7 +223,6 @@ def on_db(
         with fails_on(*errors):
             done = work(conn)
         if dispatch:
-            import contextlib
             import sys
 
             from omni_tasks.alerts.slack import default_sink
