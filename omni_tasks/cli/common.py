@@ -70,7 +70,7 @@ TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 # Neither console highlights (colours numbers, quotes, paths): keys, dates and figures print as
 # they are, styled only where a command says so in markup.
 console = Console(highlight=False)
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
