@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import app, console, fail, json_out, say
+from omni_tasks.cli.common import app, console, json_out, say
 
 VERDICTS = ("regressed", "improved", "unknown", "infra")
 
@@ -48,9 +48,7 @@ def ab_cmd(
     from omni_tasks.ab.request import ABRequest
     from omni_tasks.jobs.ab import run_ab
 
-    wanted = [v.lower() for v in fail_on or []]
-    if bad := [v for v in wanted if v not in VERDICTS]:
-        fail(f"--fail-on: {', '.join(bad)} (choose from {', '.join(VERDICTS)})", code=2)
+    wanted = opt.fail_on_verdicts(fail_on or [], VERDICTS)
     series = opt.series_of(benchmark, model, lane)
     req = opt.validated(
         ABRequest,
@@ -78,7 +76,7 @@ def ab_cmd(
     if as_json:
         json_out(result.to_json())
     else:
-        console.print(result.summary, highlight=False, soft_wrap=True)
-    if result.verdict.lower() in wanted:
-        say(f"ab: {result.verdict} (--fail-on {', '.join(wanted)})")
-        raise typer.Exit(3)
+        console.print(result.summary, soft_wrap=True)
+    opt.exit_on_verdicts(
+        "ab", [result.verdict] if result.verdict.lower() in wanted else [], fail_on or []
+    )

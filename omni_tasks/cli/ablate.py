@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import app, console, fail, json_out, parse_date, say
+from omni_tasks.cli.common import app, console, json_out, parse_date, say
 
 
 @app.command("ablate")
@@ -63,10 +63,10 @@ def ablate_cmd(
 
     listed = {}
     if ablations is not None:
-        try:
+        with opt.fails_on(
+            OSError, yaml.YAMLError, what=f"{ablations}: cannot read the ablations", code=2
+        ):
             listed["ablations"] = yaml.safe_load(ablations.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            fail(f"{ablations}: cannot read the ablations: {exc}", code=2)
     p = opt.validated(
         AblateParams,
         "ablate",
@@ -100,4 +100,4 @@ def ablate_cmd(
         )
         return
     say(f"ablate {p.ablate_id}: {len(result.run_keys)} runs stored")
-    console.print(summary(p, result), highlight=False, soft_wrap=True)
+    console.print(summary(p, result), soft_wrap=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import inspect
 import sys
 from typing import Annotated
 
@@ -25,10 +26,9 @@ def alerts_dispatch(as_json: opt.JsonFlag = False) -> None:
     from omni_tasks.alerts.slack import default_sink, dispatch
 
     sink = default_sink()
-    conn = opt.open_db()
     # With --json, stdout carries only the JSON: the local outbox's readable echo goes to stderr.
-    with conn, contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
-        report = dispatch(conn, sink)
+    with contextlib.redirect_stdout(sys.stderr if as_json else sys.stdout):
+        report = opt.on_db(lambda conn: dispatch(conn, sink))
     if as_json:
         json_out({"sink": sink.name, **dataclasses.asdict(report)})
         return
@@ -36,35 +36,9 @@ def alerts_dispatch(as_json: opt.JsonFlag = False) -> None:
     console.print(f"alerts → {where}: {report.summary}")
 
 
-def _triage(
-    action: str,
-    alert_id: int,
-    note: str | None,
-    link: str | None,
-    by: str | None,
-    as_json: bool,
-    of: int | None = None,
-) -> None:
-    import getpass
-
-    from omni_tasks.alerts.triage import TriageError, triage
-
-    who = by or getpass.getuser()
-    done = opt.on_db(
-        lambda conn: triage(conn, alert_id, action, by=who, note=note, link=link, of=of),
-        TriageError,
-    )
-    if as_json:
-        json_out(done)
-        return
-    console.print(
-        f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at the "
-        "next `alerts dispatch`",
-        highlight=False,
-    )
-
-
 AlertArg = Annotated[int, typer.Argument(help="Alert id (see `alerts list`)")]
+OfOpt = Annotated[int | None, typer.Option("--of", help="The alert that owns this regression")]
+IssueOpt = Annotated[str | None, typer.Option(help="The issue's URL (https://…)")]
 NoteOpt = Annotated[
     str | None, typer.Option(metavar="TEXT", help="Why (shown in Slack and on the dashboard)")
 ]
@@ -72,85 +46,86 @@ LinkOpt = Annotated[str | None, typer.Option(metavar="URL", help="A bug or PR UR
 ByOpt = Annotated[
     str | None, typer.Option(metavar="NAME", help="Who acts (default: the login name)")
 ]
-OfOpt = Annotated[int, typer.Option("--of", help="The alert that owns this regression")]
+REQUIRED = ("of", "issue")  # an action that takes them needs them
+CHOSEN = (*REQUIRED, "link")
 
 
-def _triage_command(action: str, help: str) -> None:
-    """`alerts <action>`: the alert, why, a link, who, --json."""
+def _triage_command(action: str, help: str, *takes: str) -> None:
+    """`alerts <action>`: the alert, why, who, --json, and those of --of, --issue and --link
+    that `takes` names (one function serves every action: its signature is cut to them)."""
 
     def command(
         alert: AlertArg,
+        of: OfOpt = None,
+        issue: IssueOpt = None,
         note: NoteOpt = None,
         link: LinkOpt = None,
         by: ByOpt = None,
         as_json: opt.JsonFlag = False,
     ) -> None:
-        _triage(action, alert, note, link, by, as_json)
+        import getpass
 
+        from omni_tasks.alerts.triage import TriageError, triage
+
+        who = by or getpass.getuser()
+        done = opt.on_db(
+            lambda conn: triage(conn, alert, action, by=who, note=note, link=issue or link, of=of),
+            TriageError,
+        )
+        if as_json:
+            json_out(done)
+            return
+        console.print(
+            f"alert #{done.alert_id} {done.status} ({done.state}); the Slack message updates at "
+            "the next `alerts dispatch`",
+        )
+
+    whole = inspect.signature(command, eval_str=True)
+    command.__signature__ = whole.replace(  # type: ignore[attr-defined]
+        parameters=[
+            p.replace(default=p.empty) if p.name in REQUIRED else p
+            for p in whole.parameters.values()
+            if p.name not in CHOSEN or p.name in takes
+        ]
+    )
     alerts_app.command(action, help=help)(command)
 
 
-def _triage_of_command(action: str, help: str) -> None:
-    """`alerts <action> --of <owner>`: as `_triage_command`, with the alert that owns it."""
-
-    def command(
-        alert: AlertArg,
-        of: OfOpt,
-        note: NoteOpt = None,
-        link: LinkOpt = None,
-        by: ByOpt = None,
-        as_json: opt.JsonFlag = False,
-    ) -> None:
-        _triage(action, alert, note, link, by, as_json, of)
-
-    alerts_app.command(action, help=help)(command)
-
-
-_triage_command("ack", "Acknowledge an open alert: someone owns it; nightly updates continue.")
+_triage_command(
+    "ack", "Acknowledge an open alert: someone owns it; nightly updates continue.", "link"
+)
 _triage_command(
     "invalid",
     "Mark an open alert invalid: it closes, and later nights of its key open a new alert only "
     "when the candidate runs a commit the invalid alert never covered.",
+    "link",
 )
-_triage_of_command(
+_triage_command(
     "duplicate",
     "Mark an open alert a duplicate of another (the same regression seen twice): it closes, and "
     "its key stays quiet until a new commit.",
+    "of",
+    "link",
 )
-_triage_of_command(
+_triage_command(
     "downstream",
     "Mark an open alert downstream of another (caused by that alert's regression): it closes, "
     "and its key stays quiet until a new commit.",
+    "of",
+    "link",
 )
-
-
-# Ignore takes no link, and link's is the required --issue: their own signatures.
-@alerts_app.command("ignore")
-def alerts_ignore(
-    alert: AlertArg,
-    note: NoteOpt = None,
-    by: ByOpt = None,
-    as_json: opt.JsonFlag = False,
-) -> None:
-    """Ignore an open alert (looked at, nothing to do): it closes, and its key stays quiet
-    until a new commit."""
-    _triage("ignore", alert, note, None, by, as_json)
-
-
-@alerts_app.command("link")
-def alerts_link(
-    alert: AlertArg,
-    issue: Annotated[str, typer.Option(help="The issue's URL (https://…)")],
-    note: NoteOpt = None,
-    by: ByOpt = None,
-    as_json: opt.JsonFlag = False,
-) -> None:
-    """Link an existing issue to an open alert: it stays open, its message links the issue."""
-    _triage("link", alert, note, issue, by, as_json)
-
-
 _triage_command(
-    "reopen", "Reopen an alert a person closed (invalid, duplicate, downstream or ignored)."
+    "ignore",
+    "Ignore an open alert (looked at, nothing to do): it closes, and its key stays quiet until "
+    "a new commit.",
+)
+_triage_command(
+    "link",
+    "Link an existing issue to an open alert: it stays open, its message links the issue.",
+    "issue",
+)
+_triage_command(
+    "reopen", "Reopen an alert a person closed (invalid, duplicate, downstream or ignored).", "link"
 )
 
 

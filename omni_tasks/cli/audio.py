@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import audio_app, console, fail
+from omni_tasks.cli.common import audio_app, console
 from omni_tasks.config import get_settings
 
 
@@ -29,17 +29,13 @@ def audio_prune(
     from omni_tasks.store.retention import prune_audio
 
     if older_than is None:
-        try:
+        with opt.fails_on(ConfigError):
             older_than = retention().audio_days
-        except ConfigError as exc:
-            fail(str(exc))
     cutoff = dt.date.today() - dt.timedelta(days=older_than)
     root = get_settings().audio_root_url
     pruned = opt.on_db(lambda conn: prune_audio(conn, root, cutoff, dry_run=dry_run))
     verb = "would remove" if dry_run else "removed"
     for p in pruned:
-        console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)", highlight=False)
+        console.print(f"{verb} {p.run_key} ({p.nightly}): {p.clips} clip(s)")
     total = sum(p.bytes for p in pruned) / 1e6
-    console.print(
-        f"{verb} the audio of {len(pruned)} run(s) before {cutoff}, {total:.1f} MB", highlight=False
-    )
+    console.print(f"{verb} the audio of {len(pruned)} run(s) before {cutoff}, {total:.1f} MB")

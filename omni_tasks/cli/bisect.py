@@ -82,4 +82,4 @@ def bisect_cmd(
         )
         return
     say(f"bisect {p.bisect_id}: {result.evaluations} runs stored")
-    console.print(summary(p, result), highlight=False, soft_wrap=True)
+    console.print(summary(p, result), soft_wrap=True)

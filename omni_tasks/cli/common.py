@@ -67,12 +67,14 @@ doctor_app = group("doctor", "Check this host's setup.")
 Result = TypeVar("Result", bound=Contract)
 TREND_ROWS = 14  # nights `trend` lists (all of them with --json)
 
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
+# Neither console highlights (colours numbers, quotes, paths): keys, dates and figures print as
+# they are, styled only where a command says so in markup.
+console = Console(highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    err.print(f"[bold red]error:[/] {message}", markup=True)
     raise typer.Exit(code)
 
 
@@ -88,7 +90,7 @@ def _plain(value: Any) -> Any:
 
 def say(line: str) -> None:
     """A line of progress or status on stderr (stdout keeps the command's output)."""
-    err.print(line, highlight=False)
+    err.print(line)
 
 
 def parse_date(value: str) -> dt.date:

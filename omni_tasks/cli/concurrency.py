@@ -85,23 +85,22 @@ def concurrency_cmd(
     if as_json:
         json_out(result.to_json() | {"report": str(page)})
         return
-    console.print(f"{series.label}: {result.verdict}", highlight=False)
+    console.print(f"{series.label}: {result.verdict}")
     _print_changes(result, show)
     console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result.runs.items()), soft_wrap=True)
-    console.print(f"report: {page}", soft_wrap=True, highlight=False)
+    console.print(f"report: {page}", soft_wrap=True)
 
 
 def _print_changes(result: ConcurrencyResult, show: int) -> None:
     """Each level's comparison, with up to `show` changed items and voice leaks."""
     for c in result.comparisons:
-        console.print(c.summary, highlight=False, soft_wrap=True)
+        console.print(c.summary, soft_wrap=True)
         for item in c.flipped[:show]:
             console.print(
                 f"  {item.item}: alone {item.alone!r}"
                 + (" (broken)" if item.alone_broken else "")
                 + f" → batched {item.batched!r}"
                 + (" (broken)" if item.batched_broken else ""),
-                highlight=False,
                 soft_wrap=True,
             )
         for leak in c.voice.leaks[:show] if c.voice else ():
@@ -109,6 +108,5 @@ def _print_changes(result: ConcurrencyResult, show: int) -> None:
                 f"  {leak.item}: sounds like {leak.heard_as} co-batched (margin "
                 f"{leak.margin:+.2f}, alone {leak.alone_margin:+.2f}): {leak.alone_audio} → "
                 f"{leak.batched_audio}",
-                highlight=False,
                 soft_wrap=True,
             )

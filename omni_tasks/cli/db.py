@@ -41,7 +41,7 @@ def db_migrate(
     )
     verb = "pending" if plan else "applied"
     for m in todo:
-        console.print(f"{verb} {m.version:04d}_{m.name}", highlight=False)
+        console.print(f"{verb} {m.version:04d}_{m.name}")
     if not todo:
         console.print("schema is up to date")
 
@@ -62,7 +62,6 @@ def db_backup(
     console.print(
         f"backed up {r.runs} run(s) to {r.dump}; manifest {r.manifest} lists "
         f"{r.audio_files} audio file(s), {r.audio_bytes / 1e6:.1f} MB",
-        highlight=False,
     )
 
 
@@ -95,7 +94,7 @@ def db_restore(
             dsn,
             file,
             get_settings().audio_root_url,
-            progress=lambda step: console.print(f"{step}…", highlight=False),
+            progress=lambda step: console.print(f"{step}…"),
         ),
         BackupError,
         migrate=False,
@@ -103,7 +102,6 @@ def db_restore(
     console.print(
         f"restored {r.runs} run(s) and {r.migrations} migration record(s); audio: "
         f"{r.audio_checked - r.audio_missing} of {r.audio_checked} file(s) in place",
-        highlight=False,
     )
     if r.audio_missing:
         console.print(f"[yellow]{r.audio_missing} audio file(s) missing or of another size[/]")

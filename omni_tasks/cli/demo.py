@@ -46,13 +46,12 @@ def demo_cmd(
         "runs the nightly DAG; Whisper tiny.en grades every clip; Postgres stores every clip; "
         "the paired exact test gates; alerts go to the Slack outbox (no token set); dashboards "
         "JSON and the HTML report are written.",
-        highlight=False,
     )
     dsn = resolve_dsn()
-    console.print(f"results DB: {redact_dsn(dsn)}", highlight=False)
+    console.print(f"results DB: {redact_dsn(dsn)}")
     last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
     options = opt.run_options({opt.TRANSCRIPT: transcript})
-    runs = run_nights(nights, last, options, dsn, lambda line: console.print(line, highlight=False))
+    runs = run_nights(nights, last, options, dsn, console.print)
     failed = [r for r in runs if r.returncode != 0]
     if failed:
         fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
@@ -99,9 +98,9 @@ def demo_cmd(
     )
     for m in posts:
         console.print(f"[bold]{m['kind']}[/] → {m['slack_ts']}")
-        console.print(render_text(m["payload"]), highlight=False)
+        console.print(render_text(m["payload"]))
     for f in audio:
-        console.print(f"audio in thread: {f}", highlight=False)
+        console.print(f"audio in thread: {f}")
     console.rule("written")
     report = report_path(settings.benchmark, runs[-1].nightly)
     console.print(
@@ -116,7 +115,6 @@ def demo_cmd(
         "a REGRESSED night that pooled with the one or two nights before gives p < 4.5e-5 "
         "and Δ ≥ 2 points — only confirmed regressions post to Slack.\n"
         "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
-        highlight=False,
     )
 
 
@@ -151,19 +149,14 @@ def nightly_cmd(
     from omni_tasks.trust.redact import redact_dsn
 
     conf = opt.run_options({opt.TRANSCRIPT: transcript})  # the form's fields: the options' names
-    try:
+    with opt.fails_on(ConfigError, what="deployment config"):
         fleet = resolve_night(conf, str(config.resolve()))
-    except ConfigError as exc:
-        fail(f"deployment config: {exc}")
     night = parse_date(nightly) if nightly else dt.datetime.now(dt.UTC).date() - dt.timedelta(1)
     dsn = resolve_dsn()
     console.print(
         f"{len(fleet.series)} series on {len(fleet.lanes)} lane(s); results DB: {redact_dsn(dsn)}",
-        highlight=False,
     )
-    done = run_night(
-        config.resolve(), night, conf, dsn, lambda line: console.print(line, highlight=False)
-    )
+    done = run_night(config.resolve(), night, conf, dsn, console.print)
     table = Table("series", "candidate vs baseline", "verdict", "reg:imp", title=f"nightly {night}")
     with opt.open_db() as conn:
         for p in fleet.series:

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import console, doctor_app, fail
+from omni_tasks.cli.common import console, doctor_app
 
 # Run inside the sandbox: what it can see of processes, and where it can write.
 _PROBE = """
@@ -38,11 +38,9 @@ def doctor_sandbox(as_json: opt.JsonFlag = False) -> None:
     from omni_tasks.trust import sandbox
     from omni_tasks.trust.child_env import child_env
 
-    try:
+    with opt.fails_on(sandbox.SandboxUnavailable):
         rep = sandbox.report()
         checked = _check(sandbox, child_env()) if rep.mode == "bwrap" else None
-    except sandbox.SandboxUnavailable as exc:
-        fail(str(exc))
     if as_json:
         sys.stdout.write(json.dumps({**asdict(rep), "checked": checked}, indent=2) + "\n")
         return

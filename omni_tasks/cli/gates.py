@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import HELP_MARKUP, app, console, fail, json_out
+from omni_tasks.cli.common import console, fail, group, json_out
 
 if TYPE_CHECKING:
     from omni_tasks.gates.advice import GateAdvice
@@ -17,10 +17,7 @@ if TYPE_CHECKING:
     from omni_tasks.gates.table import UpstreamGate
     from omni_tasks.series import Series
 
-gates_app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP, help="Upstream's fixed accuracy gates, judged from history."
-)
-app.add_typer(gates_app, name="gates")
+gates_app = group("gates", "Upstream's fixed accuracy gates, judged from history.")
 T = TypeVar("T")
 
 
@@ -91,10 +88,8 @@ def advise_cmd(
     if not 0 < target_false_fail < 0.5:
         fail("--target-false-fail must be between 0 and 0.5", code=2)
     chosen = opt.series_of(benchmark, model, lane, named=series)
-    try:
+    with opt.fails_on(benchmarks.UnknownBenchmark, code=2):
         judged = benchmarks.get(chosen.benchmark).judged
-    except benchmarks.UnknownBenchmark as exc:
-        fail(str(exc), code=2)
     gates = _gates(chosen, config, figure, threshold)
     registered = _registered(chosen, sku, protocol, [g.figure for g in gates])
     policy = opt.load_policy_or_fail()
@@ -123,7 +118,7 @@ def advise_cmd(
     else:
         for a in advice:
             for line in lines(a, what):
-                console.print(line, highlight=False, soft_wrap=True)
+                console.print(line, soft_wrap=True)
             _print_entry(chosen, sku, protocol, a)
 
 
@@ -141,10 +136,8 @@ def _gates(
         from omni_tasks.deployment.night import resolve_night
         from omni_tasks.deployment.reading import ConfigError
 
-        try:
+        with opt.fails_on(ConfigError, what="deployment config"):
             night = resolve_night({}, str(config.resolve()))
-        except ConfigError as exc:
-            fail(f"deployment config: {exc}")
         mine = [p for p in night.series if p.series == chosen]
         if not mine:
             fail(f"{config}: no series {chosen.label}", code=2)
@@ -201,7 +194,6 @@ def _print_entry(series: Series, sku: str | None, protocol: str, a: GateAdvice) 
     console.print(
         f"  no reference registered for {series.benchmark} · {series.model} on {sku} over "
         f"{protocol}; this history's, to merge under `suites:` in the references file:",
-        highlight=False,
         soft_wrap=True,
     )
     source = f"{a.basis} (omni-tasks gates advise, {dt.date.today():%Y-%m-%d})"
@@ -245,7 +237,7 @@ def mean_cmd(
     line = f"n {n}, σ {sigma:g}: θ = {g.theta:.4g} detectable at α {alpha:g}, power {1 - beta:g}"
     if g.threshold is not None:
         line += f"; threshold {direction} {g.threshold:.4g} (reference {reference:g})"
-    console.print(line, highlight=False)
+    console.print(line)
 
 
 @gates_app.command("k-of-n")
@@ -270,7 +262,7 @@ def k_of_n_cmd(
         fail("--degraded is needed to find n", code=2)
     g = _design(
         lambda: (
-            n_for_k_of_n(healthy, degraded, alpha, beta)
+            n_for_k_of_n(healthy, degraded, alpha, beta)  # type: ignore[arg-type]  # given
             if n is None
             else k_of_n(n, k if k is not None else k_for(n, healthy, alpha), healthy, degraded)
         ),
@@ -281,7 +273,7 @@ def k_of_n_cmd(
     line = f">= {g.k} of {g.n}: fails a healthy build ({healthy:g}) {g.false_fail:.2%} of the time"
     if g.power is not None:
         line += f"; catches a pass rate of {degraded:g} {g.power:.1%} of the time"
-    console.print(line, highlight=False)
+    console.print(line)
 
 
 @gates_app.command("zero")
@@ -304,17 +296,14 @@ def zero_cmd(
     for z in rows or ():
         console.print(
             f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time",
-            highlight=False,
         )
 
 
 def _design(design: Callable[[], T], as_json: bool) -> T | None:
     """A gate's design from the options (a value it refuses is bad usage, exit 2); with
     --json printed, and None (nothing more to print)."""
-    try:
+    with opt.fails_on(ValueError, code=2):
         made = design()
-    except ValueError as exc:
-        fail(str(exc), code=2)
     if not as_json:
         return made
     json_out(made)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import app, console, fail, json_out
+from omni_tasks.cli.common import app, console, json_out
 
 
 # ---------------------------------------------------------------- wer
@@ -30,11 +30,9 @@ def wer_cmd(
     from omni_tasks.grading.wer import score
     from omni_tasks.records import ClipRecord
 
-    try:
+    with opt.fails_on(ValueError):
         result = score(reference, hypothesis, lang)
-    except ValueError as exc:
-        fail(str(exc))
-    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
+    _, tau = opt.policy_and_tau(tail_threshold)
     prompt = flags.DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
     clip = ClipRecord(
         utt_id="-",
@@ -65,13 +63,11 @@ def wer_cmd(
         f"WER {result.wer:.4f} (capped {result.wer_capped:.4f}); S={result.substitutions} "
         f"D={result.deletions} I={result.insertions} hits={result.hits}; "
         f"{result.ref_words} reference words, {result.hyp_words} heard",
-        highlight=False,
     )
     if diag:
         flags_on = [f for f in ("task_leak", "is_question", "answered") if out[f]]
         console.print(
             f"broken at tau {tau}: {diag.mode}" + (f" ({', '.join(flags_on)})" if flags_on else ""),
-            highlight=False,
         )
 
 

@@ -77,28 +77,24 @@ def import_vllm_omni(
         fail("--run-key names one run; import one file at a time with it")
     if model is not None or lane is not None:
         opt.series_of(benchmark, model, lane)  # a bad model or lane name is bad usage (exit 2)
-    try:
-        if run_key is not None:
+    if run_key is not None:
+        with opt.fails_on(InvalidName):
             check_run_key(run_key)
-    except InvalidName as exc:
-        fail(str(exc))
     options = _import_options(branch, commit, nightly, audio_root, dataset, harness_version)
     parsed = []
     for f in files:
-        try:
+        with opt.fails_on(benchmarks.ArtifactError, AudioUnavailable):
             art = benchmarks.import_artifact(f, options, benchmark)
             spec = dataclasses.replace(
                 art.spec, model=model or art.spec.model, lane=lane or art.spec.lane
             )
             art = dataclasses.replace(art, spec=spec)
             parsed.append(benchmarks.adopt_audio(art, str(audio_root)) if audio_root else art)
-        except (benchmarks.ArtifactError, AudioUnavailable) as exc:
-            fail(str(exc))
 
     def store(conn: Any) -> None:
         for art in parsed:
             for w in art.warnings:
-                err.print(f"[yellow]warning:[/] {w}", highlight=False)
+                err.print(f"[yellow]warning:[/] {w}")
             grading = (art.grader, art.grades) if art.has_clips else None
             res = save_run(conn, art.spec, art.clips, grading, run_key=run_key, replace=replace)
             say(f"{res.outcome}: {art.spec.benchmark}, {len(art.clips)} items ({art.spec.status})")
@@ -126,11 +122,9 @@ def _import_options(
     if dataset is not None:
         from omni_tasks.dataset import DatasetError, load_dataset
 
-        try:
+        with opt.fails_on(DatasetError):
             references = {u.utt_id: u.target_text for u in load_dataset(dataset).utterances}
-        except DatasetError as exc:
-            fail(str(exc))
-    try:
+    with opt.fails_on(InvalidName):
         return ImportOptions(
             branch=branch,
             commit=None if commit is None else check_commit(commit, "--commit"),
@@ -139,8 +133,6 @@ def _import_options(
             references=references,
             harness_version=harness_version,
         )
-    except InvalidName as exc:
-        fail(str(exc))
 
 
 @import_app.command("buildkite")
@@ -245,12 +237,11 @@ def _print_report(slug: str, report: ImportReport) -> None:
         *(f"[yellow]build {b}[/]" for b in report.skipped_builds),
         *(f"[yellow]refused:[/] {slug} {r}" for r in report.refused),
     ):
-        err.print(line, highlight=False)
+        err.print(line)
     console.print(
         f"{slug}: imported {len(report.imported)} run(s) and {len(report.retries)} "
         f"superseded attempt(s) as retries, skipped {report.skipped} already imported; "
         f"{len(report.builds_without_artifact)} build(s) without a known artifact",
-        highlight=False,
     )
     for key in report.imported:
         print(key)

@@ -4,14 +4,15 @@ the grader and the results DB a command runs on)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from omni_tasks.cli.common import Result, console, fail, json_out, parse_date
+from omni_tasks.cli.common import Result, console, fail, json_out, parse_date, say
 from omni_tasks.harness import HARNESS
 
 T = TypeVar("T")
@@ -120,6 +121,15 @@ DeviceOpt = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, …")]
 
 
 # ---------------------------------------------------------------- the preamble
+@contextlib.contextmanager
+def fails_on(*errors: type[Exception], what: str = "", code: int = 1) -> Iterator[None]:
+    """One of `errors` in the block fails the command with its message (after `what: `)."""
+    try:
+        yield
+    except errors as exc:
+        fail(f"{what}: {exc}" if what else str(exc), code)
+
+
 def run_options(given: Mapping[str, object]) -> dict[str, object]:
     """The family run options of the flags that were set (one left unset gives none)."""
     return {name: v for name, v in given.items() if v not in (None, False)}
@@ -133,14 +143,13 @@ def series_of(
     from omni_tasks.config import get_settings
     from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 
-    try:
-        if named is not None:
+    if named is not None:
+        with fails_on(ValueError, what="--series", code=2):
             return Series.parse(named)
+    with fails_on(ValueError, code=2):
         return Series(
             benchmark or get_settings().benchmark, model or DEFAULT_MODEL, lane or DEFAULT_LANE
         )
-    except ValueError as exc:
-        fail(f"--series: {exc}" if named is not None else str(exc), code=2)
 
 
 def series_fields(
@@ -160,10 +169,28 @@ def series_fields(
 def validated(build: Callable[..., Params], what: str, /, **fields: object) -> Params:
     """A job's request or params built from the command's fields; a field it refuses (a
     ValueError: a pydantic ValidationError is one) is bad usage (exit 2)."""
-    try:
+    with fails_on(ValueError, what=what, code=2):
         return build(**fields)
-    except ValueError as exc:
-        fail(f"{what}: {exc}", code=2)
+
+
+def fail_on_verdicts(given: Sequence[str], verdicts: Sequence[str]) -> set[str]:
+    """The verdicts --fail-on names, lowercased (each value may list several, comma-separated);
+    one not among `verdicts` is bad usage (exit 2)."""
+    wanted = {v.strip().lower() for g in given for v in g.split(",") if v.strip()}
+    if bad := wanted - set(verdicts):
+        fail(
+            f"--fail-on: unknown verdict(s) {', '.join(sorted(bad))}; "
+            f"choose from {', '.join(verdicts)}",
+            code=2,
+        )
+    return wanted
+
+
+def exit_on_verdicts(command: str, matched: Sequence[str], given: Sequence[str]) -> None:
+    """Exit 3 naming what matched --fail-on, when anything did (CI's signal)."""
+    if matched:
+        say(f"{command}: {', '.join(matched)} (--fail-on {','.join(given)})")
+        raise typer.Exit(3)
 
 
 def night_or_today(nightly: str | None) -> dt.date:
@@ -174,12 +201,10 @@ def open_db(migrate: bool = True) -> Any:
     from omni_tasks.store.db import DatabaseError, connect
     from omni_tasks.store.migrate import migrate as run_migrations
 
-    try:
+    with fails_on(DatabaseError):
         conn = connect()
         if migrate:
             run_migrations(conn)
-    except DatabaseError as exc:
-        fail(str(exc))
     return conn
 
 
@@ -195,12 +220,9 @@ def on_db(
     only the command's output)."""
     conn = open_db(migrate)
     with conn:
-        try:
+        with fails_on(*errors):
             done = work(conn)
-        except errors as exc:
-            fail(str(exc))
         if dispatch:
-            import contextlib
             import sys
 
             from omni_tasks.alerts.slack import default_sink
@@ -261,16 +283,17 @@ def night_of(
 def load_policy_or_fail() -> Any:
     from omni_tasks.gates.policy import PolicyError, load_policy
 
-    try:
+    with fails_on(PolicyError):
         return load_policy()
-    except PolicyError as exc:
-        fail(str(exc))
 
 
-def tau_or_default(policy: Any, tail_threshold: float | None) -> float:
+def policy_and_tau(tail_threshold: float | None) -> tuple[Any, float]:
+    """The gate policy, and the tau a clip is broken above (--tail-threshold, else the
+    policy's)."""
+    policy = load_policy_or_fail()
     if tail_threshold is not None and not (math.isfinite(tail_threshold) and tail_threshold > 0):
         fail(f"--tail-threshold must be a positive number of WER, got {tail_threshold}")
-    return policy.primary_tau if tail_threshold is None else tail_threshold
+    return policy, policy.primary_tau if tail_threshold is None else tail_threshold
 
 
 def compute_and_show(
@@ -294,7 +317,5 @@ def load_grader_or_fail(**spec: object) -> Any:
     from omni_tasks.grading.backends import load_grader
     from omni_tasks.offline_models import OfflineModelError
 
-    try:
+    with fails_on(GraderConfigError, OfflineModelError, OSError, what="cannot load the grader"):
         return load_grader(GraderSpec.from_params(spec))
-    except (GraderConfigError, OfflineModelError, OSError) as exc:
-        fail(f"cannot load the grader: {exc}")

@@ -42,8 +42,7 @@ def dashboards_push() -> None:
     """Push dashboards and new event annotations to Grafana (OMNI_GRAFANA_URL/_TOKEN)."""
     from omni_tasks.grafana.push import refresh
 
-    with opt.open_db() as conn:
-        console.print(refresh(conn).summary, highlight=False)
+    console.print(opt.on_db(refresh).summary)
 
 
 @app.command("report")
@@ -63,7 +62,7 @@ def report_cmd(
     from omni_tasks.reports.html import PLOTLY_JS, nightly_report, write_page
 
     bench = opt.series_of(benchmark, model, lane)
-    tau = opt.tau_or_default(opt.load_policy_or_fail(), tail_threshold)
+    _, tau = opt.policy_and_tau(tail_threshold)
     with opt.open_db() as conn:
         missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
         night = opt.night_of(conn, nightly, bench, True, missing)
@@ -71,5 +70,4 @@ def report_cmd(
     write_page(out, page)
     console.print(
         f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB; charts load {PLOTLY_JS} beside it)",
-        highlight=False,
     )

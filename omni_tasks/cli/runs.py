@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -41,41 +42,25 @@ def runs_list(
     if as_json:
         json_out(rows)
         return
-    headers = [
-        "run key",
-        "nightly",
-        "benchmark",
-        "model",
-        "lane",
-        "branch",
-        "commit",
-        "variant",
-        "status",
-        "clips",
-        "gradings",
-    ]
-    cells = [
-        [
-            r["run_key"],
-            str(r["nightly"]),
-            r["benchmark"],
-            r["model"].rsplit("/", 1)[-1],
-            r["lane"],
-            r["branch"],
-            (r["commit_sha"] or "?")[:12],
-            r["variant"],
-            r["status"],
-            f"{r['n_clips']}/{r['n_expected']}",
-            str(r["n_gradings"]),
-        ]
-        for r in rows
-    ]
     # Keys are what commands take: never cut, so they can be copied (any unique prefix works);
     # nightly, branch, commit and variant are inside the key, so they go first when narrow.
+    columns: dict[str, Callable[[dict[str, Any]], str]] = {
+        "run key": lambda r: r["run_key"],
+        "nightly": lambda r: str(r["nightly"]),
+        "benchmark": lambda r: r["benchmark"],
+        "model": lambda r: r["model"].rsplit("/", 1)[-1],
+        "lane": lambda r: r["lane"],
+        "branch": lambda r: r["branch"],
+        "commit": lambda r: (r["commit_sha"] or "?")[:12],
+        "variant": lambda r: r["variant"],
+        "status": lambda r: r["status"],
+        "clips": lambda r: f"{r['n_clips']}/{r['n_expected']}",
+        "gradings": lambda r: str(r["n_gradings"]),
+    }
     print_table(
         console,
-        headers,
-        cells,
+        list(columns),
+        [[cell(r) for cell in columns.values()] for r in rows],
         keep="run key",
         drop_first=[
             "gradings",
@@ -103,17 +88,17 @@ def runs_delete(
     from omni_tasks.store.runs import RunNotFoundError, delete_run, describe_run
 
     (key,) = opt.run_keys_of(run_key)
-    conn = opt.open_db()
-    with conn:
+
+    def delete(conn: Any) -> str:
         info = describe_run(conn, key)
         what = f"{key} ({info.branch}, {info.nightly}, {info.n_clips} clips)"
         if not yes:
             fail(f"would delete {what}; pass --yes to delete it")
-        try:
-            delete_run(conn, key)
-        except RunNotFoundError as exc:
-            fail(str(exc))
-    console.print(f"deleted {what}", highlight=False)
+        delete_run(conn, key)
+        return what
+
+    what = opt.on_db(delete, RunNotFoundError)
+    console.print(f"deleted {what}")
 
 
 @runs_app.command("show")
@@ -134,6 +119,10 @@ def runs_show(
     if as_json:
         json_out(info)
         return
+
+    def show(label: str, value: object, soft_wrap: bool = False) -> None:
+        console.print(f"[bold]{label:>10}[/]: {value}", soft_wrap=soft_wrap)
+
     for k in (
         "run_key",
         "benchmark",
@@ -147,18 +136,8 @@ def runs_show(
         "trigger",
         "status",
     ):
-        console.print(f"[bold]{k:>10}[/]: {info[k]}", highlight=False)
-    console.print(
-        f"[bold]{'clips':>10}[/]: {info['n_clips']} of {info['n_expected']} "
-        f"{info['clips_by_status']}",
-        highlight=False,
-    )
+        show(k, info[k])
+    show("clips", f"{info['n_clips']} of {info['n_expected']} {info['clips_by_status']}")
     for g in info["gradings"]:
-        console.print(
-            f"[bold]{'grading':>10}[/]: #{g['grading_id']} {g['grader_id']} "
-            f"({g['n_grades']} grades)",
-            highlight=False,
-        )
-    console.print(
-        f"[bold]{'reproduce':>10}[/]: {info['reproduce']}", highlight=False, soft_wrap=True
-    )
+        show("grading", f"#{g['grading_id']} {g['grader_id']} ({g['n_grades']} grades)")
+    show("reproduce", info["reproduce"], soft_wrap=True)

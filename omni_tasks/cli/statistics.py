@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import TREND_ROWS, app, console, err, fail, json_out
+from omni_tasks.cli.common import TREND_ROWS, app, console, fail, json_out
 from omni_tasks.config import get_settings
+
+if TYPE_CHECKING:
+    from omni_tasks.analysis.trend import ChangePoint
+    from omni_tasks.jobs.decide import SeriesNight
 
 
 @app.command("stats")
@@ -22,8 +26,7 @@ def stats_cmd(
     from omni_tasks.jobs.statistics import compute_stats_for_key
     from omni_tasks.reports.text import print_stats
 
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
+    policy, tau = opt.policy_and_tau(tail_threshold)
     (run_key,) = opt.run_keys_of(run_key)
     opt.compute_and_show(
         lambda conn: compute_stats_for_key(conn, run_key, tau, policy, grader),
@@ -55,8 +58,7 @@ def compare_cmd(
     from omni_tasks.jobs.statistics import compare_keys
     from omni_tasks.reports.text import print_comparison
 
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
+    policy, tau = opt.policy_and_tau(tail_threshold)
     baseline, candidate = opt.run_keys_of(baseline, candidate)
     if baseline == candidate and baseline_grader == candidate_grader:
         fail(
@@ -123,51 +125,36 @@ def gate_cmd(
     3 a decision matched --fail-on."""
     from omni_tasks.jobs.decide import decide_series
 
-    verdicts = {"regressed", "infra", "unknown", "improved", "same"}
-    wanted = {v.strip().lower() for v in (fail_on or "").split(",") if v.strip()}
-    if wanted - verdicts:
-        fail(
-            f"--fail-on: unknown verdict(s) {', '.join(sorted(wanted - verdicts))}; "
-            f"choose from {', '.join(sorted(verdicts))}",
-            code=2,
-        )
-    settings = get_settings()
+    wanted = opt.fail_on_verdicts(
+        [fail_on or ""], ("regressed", "infra", "unknown", "improved", "same")
+    )
     policy = opt.load_policy_or_fail()
     bench = opt.series_of(benchmark, model, lane)
-    conn = opt.open_db()
-    with conn:
-        night = opt.night_of(
-            conn,
-            nightly,
-            bench,
-            False,
-            f"no runs stored for {bench.label}",
-            require_runs=not expect,
+
+    def decide(conn: Any) -> SeriesNight:
+        missing = f"no runs stored for {bench.label}"
+        night = opt.night_of(conn, nightly, bench, False, missing, require_runs=not expect)
+        baseline_branch = baseline or get_settings().baseline_branch
+        return decide_series(
+            conn, bench, night, policy, baseline_branch=baseline_branch, expect=tuple(expect or ())
         )
-        outcome = decide_series(
-            conn,
-            bench,
-            night,
-            policy,
-            baseline_branch=baseline or settings.baseline_branch,
-            expect=tuple(expect or ()),
-        )
-        decisions = outcome.decisions
-    matched = [d for d in decisions if d.verdict.lower() in wanted]
+
+    outcome = opt.on_db(decide)
+    decisions = outcome.decisions
     if as_json:
         json_out(outcome.outcome.to_json() if whole else [d.to_json() for d in decisions])
     else:
         from omni_tasks.reports.text import print_gate
 
-        print_gate(console, night, decisions, wide)
+        print_gate(console, outcome.outcome.nightly, decisions, wide)
         if outcome.messages_enqueued:
             console.print(
                 f"{outcome.messages_enqueued} alert message(s) queued: `omni-tasks alerts dispatch`"
             )
-    if matched:
-        names = ", ".join(f"{d.candidate_branch} {d.verdict}" for d in matched)
-        err.print(f"gate: {names} (--fail-on {fail_on})", highlight=False)
-        raise typer.Exit(3)
+    matched = [
+        f"{d.candidate_branch} {d.verdict}" for d in decisions if d.verdict.lower() in wanted
+    ]
+    opt.exit_on_verdicts("gate", matched, [fail_on or ""])
 
 
 @app.command("noise")
@@ -178,21 +165,16 @@ def noise_cmd(
     as_json: opt.JsonFlag = False,
 ) -> None:
     """A/A noise calibration: discordant rate psi and the detectable Δ tail (MDE)."""
-
     from omni_tasks.analysis.noise import calibrate
     from omni_tasks.jobs.statistics import load_graded_run
-
-    policy = opt.load_policy_or_fail()
-    tau = opt.tau_or_default(policy, tail_threshold)
     from omni_tasks.store.runs import RunNotFoundError
 
+    policy, tau = opt.policy_and_tau(tail_threshold)
     runs = opt.on_db(
         lambda conn: [load_graded_run(conn, k).clips for k in run_keys], RunNotFoundError
     )
-    try:
+    with opt.fails_on(ValueError):
         cal = calibrate(runs, tau, policy.alpha, comparisons)
-    except ValueError as exc:
-        fail(str(exc))
     if as_json:
         json_out(cal)
         return
@@ -200,23 +182,20 @@ def noise_cmd(
         f"{cal.n_runs} runs x {cal.n_clips} clips at tau {cal.tau}: discordant rate "
         f"psi = {cal.psi:.4f}; MDE = {cal.mde:.4f} (80 % power, one-sided alpha "
         f"{policy.alpha}, m = {comparisons})",
-        highlight=False,
     )
     if cal.dispersion is None:
-        console.print("over-dispersion across seeds: needs three runs or more", highlight=False)
+        console.print("over-dispersion across seeds: needs three runs or more")
     elif cal.overdispersed:
         console.print(
             f"the runs vary more than their clips explain: dispersion {cal.dispersion:.2f} "
             f"(p {cal.dispersion_p:.2g}), a run-level effect. A run-group night takes seeds as "
             "independent and overstates its evidence here: it never confirms alone, and "
             "its p is not comparable to a paired night's",
-            highlight=False,
         )
     else:
         console.print(
             f"the runs vary as their clips explain: dispersion {cal.dispersion:.2f} "
             f"(p {cal.dispersion_p:.2g})",
-            highlight=False,
         )
 
 
@@ -244,41 +223,37 @@ def trend_cmd(
 ) -> None:
     """Change points on a branch's nightly series (descriptive; not used by the gate).
     Reads statistics stored by `stats`, `compare` and `gate`."""
-
     from omni_tasks.jobs.statistics import trend
 
     policy = opt.load_policy_or_fail()
     chosen = opt.series_of(benchmark, model, lane)
-    conn = opt.open_db()
-    with conn:
+
+    def read(conn: Any) -> tuple[list[dict[str, Any]], list[ChangePoint]]:
         # A series with no runs at all is an error naming those that have runs.
         opt.night_of(conn, None, chosen, False, f"no runs stored for {chosen.label}")
-        try:
-            series, points = trend(
-                conn,
-                series=chosen,
-                branch=branch,
-                variant=variant,
-                metric=metric,
-                policy=policy,
-                baseline=baseline,
-            )
-        except ValueError as exc:
-            fail(str(exc))
+        return trend(
+            conn,
+            series=chosen,
+            branch=branch,
+            variant=variant,
+            metric=metric,
+            policy=policy,
+            baseline=baseline,
+        )
+
+    series, points = opt.on_db(read, ValueError)
     if as_json:
         json_out({"series": series, "change_points": points})
         return
     summary_only = sum(bool(r.get("summary_only")) for r in series)
     at = "" if metric == "official_mean" else f" at tau {policy.primary_tau}"
     marked = f" ({summary_only} summary-only, marked *)" if summary_only else ""
-    console.print(
-        f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}", highlight=False
-    )
+    console.print(f"{branch}/{variant}: {len(series)} nights of {metric}{at}{marked}")
     for r in series[-TREND_ROWS:]:
         star = " *" if r.get("summary_only") else ""
-        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}", highlight=False)
+        console.print(f"  {r['nightly']}  {r[metric]:.4f}{star}")
     if not points:
         console.print("no change point (minimum segment 3 nights)")
     for p in points:
         why = " (known break: an event)" if p.known_break else ""
-        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}", highlight=False)
+        console.print(f"  from {p.nightly}: {p.before:.4f} -> {p.after:.4f}{why}")

@@ -104,7 +104,7 @@ def bench_cmd(
         # seed_tts names the family: the dataset's locale names the benchmark.
         benchmark=family.id if family.id == benchmark else None,
     )
-    grader = {
+    grader: JsonObject = {
         "backend": backend,
         "model": model,
         "precision": precision,
@@ -120,10 +120,8 @@ def _request(family: Benchmark, options: dict[str, object], **fields: Any) -> Ru
     """The family's run request of the generic fields and the run options that were set."""
     from omni_tasks.benchmarks.request import BenchError, RunRequest
 
-    try:
+    with opt.fails_on(BenchError):
         return family.request(RunRequest(**fields), opt.run_options(options))
-    except BenchError as exc:
-        fail(str(exc))
 
 
 def _run(family: Benchmark, req: RunRequest, grader: JsonObject, as_json: bool) -> None:
@@ -153,10 +151,8 @@ def _family(option: str, dataset: str) -> Benchmark:
     from omni_tasks import benchmarks
 
     named = [b for b in benchmarks.all_benchmarks() if b.bench_option == option]
-    try:
+    with opt.fails_on(benchmarks.UnknownBenchmark, code=2):
         family = named[0] if named else benchmarks.get(option)
-    except benchmarks.UnknownBenchmark as exc:
-        fail(str(exc), code=2)
     if not family.runnable:
         fail(f"--benchmark {option} cannot run here: it arrives by `omni-tasks import`", code=2)
     if problem := family.check_dataset(dataset):
@@ -178,10 +174,8 @@ def simulator_serve(
     from omni_tasks.synthesis.profiles import ProfileError, load_profile
     from omni_tasks.synthesis.simulator import SimulatorConfig, serve_forever
 
-    try:
+    with opt.fails_on(ProfileError):
         load_profile(profile)
-    except ProfileError as exc:
-        fail(str(exc))
     config = SimulatorConfig(profile, transcript, answerers=benchmarks.answerers())
     serve_forever(config, port)
 

@@ -12,6 +12,7 @@ WHY = "Why (shown in Slack and on the dashboard)"
 LINK = "A bug or PR URL to link"
 BY = "Who acts (default: the login name)"
 OF = "The alert that owns this regression"
+ISSUE = "The issue's URL"
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,8 @@ OF = "The alert that owns this regression"
         ("duplicate", "a duplicate of another", {"--of": OF, "--note": WHY, "--link": LINK}),
         ("downstream", "downstream of another", {"--of": OF, "--note": WHY, "--link": LINK}),
         ("reopen", "Reopen an alert a person closed", {"--note": WHY, "--link": LINK, "--by": BY}),
+        ("ignore", "Ignore an open alert", {"--note": WHY, "--by": BY}),
+        ("link", "Link an existing issue", {"--issue": ISSUE, "--note": WHY, "--by": BY}),
     ],
 )
 def test_triage_help_keeps_every_option(command: str, says: str, options: dict[str, str]) -> None:
@@ -31,4 +34,5 @@ def test_triage_help_keeps_every_option(command: str, says: str, options: dict[s
     lines = out.output.splitlines()
     for option, text in {**options, "--json": "Machine-readable output"}.items():
         assert any(option in line and text in line for line in lines), (option, out.output)
-    assert ("--of" in out.output) == ("--of" in options)
+    for chosen in ("--of", "--issue", "--link"):
+        assert (chosen in out.output) == (chosen in options), (chosen, out.output)
