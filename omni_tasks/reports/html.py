@@ -205,6 +205,9 @@ def _verdicts(rows: list[views.GateRow]) -> list[dict[str, object]]:
     return [
         {
             **dataclasses.asdict(r),
+            "css": r.verdict,
+            "confirmed": "yes" if r.confirmed else "no",
+            "counts": f"{r.regressed} : {r.improved}",
             "delta": pts_ci(r.delta_tail_fraction, (r.delta_tail_ci_low, r.delta_tail_ci_high)),
             "p_holm": "" if r.mcnemar_p_holm is None else f"{r.mcnemar_p_holm:.2g}",
             # A missing or failed side, or an undecidable pair, says why on its own row.
@@ -223,8 +226,7 @@ def _official(rows: list[views.OfficialRow]) -> list[dict[str, object]]:
         return []
     return [
         {
-            "branch": r.branch,
-            "variant": r.variant,
+            "branch": f"{r.branch} / {r.variant}",
             "mean": _wer(r.official_mean),
             "evaluated": r.evaluated if r.evaluated is not None else "—",
             "rows": "summary-only: no per-clip rows, not gated" if r.summary_only else "per-clip",
@@ -275,12 +277,13 @@ def _fleet(rows: list[views.FleetRow], here: Series) -> list[dict[str, object]]:
                 "blocking": "—"
                 if r.blocking is None
                 else ("blocking" if r.blocking else "non-blocking"),
-                "here": series == here,
+                "css": "here" if series == here else "",
                 "candidate": f"{r.candidate_branch} / {r.variant}" if r.candidate_branch else "—",
                 "verdict": r.verdict or "—",
+                "verdict_css": r.verdict or "—",
                 "regressed_14d": r.regressed_14d if r.verdict else "—",
                 "upstream": r.upstream_verdict or "—",
-                "upstream_class": (r.upstream_verdict or "").replace(" ", "-"),
+                "upstream_css": (r.upstream_verdict or "").replace(" ", "-"),
                 "upstream_nightly": r.upstream_nightly or "—",
                 "failing": r.upstream_failing_14d if r.upstream_verdict is not None else "—",
                 "streak": r.upstream_fail_streak if r.upstream_verdict is not None else "—",
@@ -395,31 +398,21 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-SCORES = (("accuracy", "accuracy"), ("sim_mean", "speaker sim"), ("utmos_mean", "UTMOS"))
+SCORES = {"accuracy": "accuracy", "sim_mean": "speaker sim", "utmos_mean": "UTMOS"}
 
 
-def _scores(rows: list[views.ScoreRow]) -> dict[str, object]:
+def _scores(rows: list[views.ScoreRow]) -> tuple[dict[str, str], list[dict[str, str]]] | None:
     """Accuracy (multiple choice) and secondary scores, when a run of the night has any:
-    shown beside the gate, never gated."""
-    columns = [
-        (k, label)
-        for k, label in (
-            ("accuracy", "accuracy"),
-            ("sim_mean", "speaker sim"),
-            ("utmos_mean", "UTMOS"),
-        )
-        if any(getattr(r, k) is not None for r in rows)
-    ]
-    return {
-        "columns": [label for _, label in columns],
-        "rows": [
-            {
-                "name": f"{r.branch} / {r.variant}",
-                "cells": [_score(getattr(r, k)) for k, _ in columns],
-            }
-            for r in rows
-        ],
+    shown beside the gate, never gated. The table's columns and rows; None without any."""
+    columns = {
+        k: label for k, label in SCORES.items() if any(getattr(r, k) is not None for r in rows)
     }
+    if not columns:
+        return None
+    return {"name": "branch", **columns}, [
+        {"name": f"{r.branch} / {r.variant}", **{k: _score(getattr(r, k)) for k in columns}}
+        for r in rows
+    ]
 
 
 def _score(x: float | None) -> str:
@@ -430,8 +423,8 @@ def _clips(rows: list[views.RegressedClip]) -> list[dict[str, object]]:
     return [
         {
             **dataclasses.asdict(r),
-            "baseline_wer": _wer(r.baseline_wer),
-            "candidate_wer": _wer(r.candidate_wer),
+            "baseline": f"{r.baseline_heard} ({_wer(r.baseline_wer)})",
+            "candidate": f"{r.candidate_heard} ({_wer(r.candidate_wer)})",
             "audio": audio_player(r.audio_uri) if i < MAX_AUDIO_CLIPS else "",
             "baseline_audio": audio_player(r.baseline_audio_uri) if i < MAX_AUDIO_CLIPS else "",
         }
@@ -467,7 +460,9 @@ def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "ci": f"{a['share_ci'][0]:.0%}–{a['share_ci'][1]:.0%}",
                 "left": pts_ci(a["left"], a["left_ci"]),
                 "p_better": f"{a['p_better']:.2g}",
-                "overrides": json.dumps(a["overrides"], sort_keys=True),
+                "overrides": Markup("<code>{}</code>").format(
+                    redact(json.dumps(a["overrides"], sort_keys=True))
+                ),
             }
             for a in r["ablations"]
         ]
