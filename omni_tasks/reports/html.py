@@ -268,15 +268,13 @@ def _fleet(rows: list[views.FleetRow], here: Series) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for r in rows:
         series = Series(r.benchmark, r.model, r.lane)
-        problems = r.validity or []
         protocol = f" · {r.variant}" if r.variant in PROTOCOLS else ""
+        upstream = r.upstream_verdict is not None  # its record only beside its verdict
         out.append(
             {
                 "series": series.label + protocol,
                 "sku": r.sku or "—",
-                "blocking": "—"
-                if r.blocking is None
-                else ("blocking" if r.blocking else "non-blocking"),
+                "blocking": {None: "—", True: "blocking", False: "non-blocking"}[r.blocking],
                 "css": "here" if series == here else "",
                 "candidate": f"{r.candidate_branch} / {r.variant}" if r.candidate_branch else "—",
                 "verdict": r.verdict or "—",
@@ -285,11 +283,9 @@ def _fleet(rows: list[views.FleetRow], here: Series) -> list[dict[str, object]]:
                 "upstream": r.upstream_verdict or "—",
                 "upstream_css": (r.upstream_verdict or "").replace(" ", "-"),
                 "upstream_nightly": r.upstream_nightly or "—",
-                "failing": r.upstream_failing_14d if r.upstream_verdict is not None else "—",
-                "streak": r.upstream_fail_streak if r.upstream_verdict is not None else "—",
-                "valid": "; ".join(problems)
-                if problems
-                else ("valid" if r.upstream_verdict is not None else "—"),
+                "failing": r.upstream_failing_14d if upstream else "—",
+                "streak": r.upstream_fail_streak if upstream else "—",
+                "valid": "; ".join(r.validity or []) or ("valid" if upstream else "—"),
             }
         )
     return out
@@ -367,9 +363,8 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a = row["advice"]
         lo, hi = a["p_fail_interval"]
         h = a["history"]
-        record = f"{h['failing']} of {h['nights']} nights failed"
-        if h["never_passed"]:
-            record += "; never passed under this threshold"
+        never = "; never passed under this threshold" if h["never_passed"] else ""
+        shift = (a["detectable_shift"], a["detectable_items"])
         line = rounded_threshold(a["suggested_threshold"], a["comparator"])
         d = a.get("design")  # advice stored before 2026-12-03 has none
         design = "—"
@@ -382,14 +377,8 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "gate": a["gate"],
                 "p_fail": f"{a['p_fail']:.1%} [{lo:.1%}, {hi:.1%}]",
-                "catches": catches(
-                    a["comparator"],
-                    a["figure"],
-                    a["detectable_shift"],
-                    a["detectable_items"],
-                    "items",
-                ),
-                "record": record,
+                "catches": catches(a["comparator"], a["figure"], *shift, "items"),
+                "record": f"{h['failing']} of {h['nights']} nights failed{never}",
                 "suggested": f"{a['comparator']} {line:.4g}",
                 "design": design,
                 "basis": a["basis"] or f"{a['nights']} nights",
@@ -420,6 +409,7 @@ def _score(x: float | None) -> str:
 
 
 def _clips(rows: list[views.RegressedClip]) -> list[dict[str, object]]:
+    """Each regressed clip's sides; players for the first MAX_AUDIO_CLIPS."""
     return [
         {
             **dataclasses.asdict(r),
@@ -453,9 +443,7 @@ def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ref = r["reference"]
         rows = [
             {
-                "name": a["name"],
-                "why": a["why"],
-                "verdict": a["verdict"],
+                **a,
                 "broken": pct(a["broken"], a["n_clips"]),
                 "ci": f"{a['share_ci'][0]:.0%}–{a['share_ci'][1]:.0%}",
                 "left": pts_ci(a["left"], a["left_ci"]),
