@@ -7,7 +7,7 @@ backend and window) and may *choose among* what the deployment config offers: a 
 config names, a model or vLLM build listed under `form_choices`, a named deploy override under
 `named_overrides`. It never supplies executables, packages, package indexes, environment
 variables, namespaces, resources, ports, timeouts, URLs, grader models or free engine
-arguments. A free deploy override may only touch the keys in OVERRIDE_KEYS. Every field's
+arguments. A free deploy override may only touch the keys of FREE_OVERRIDE_SCHEMA. Every field's
 shape (types, bounds, keys) is one definition, FIELDS, held at submit and in the task.
 """
 
@@ -187,6 +187,9 @@ STAGE_SCHEMA: Schema = closed(
     "named_overrides)",
     required=["stage_id"],
 )
+# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
+# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
+# a named override of the config.
 FREE_OVERRIDE_SCHEMA: Schema = closed(
     {
         "async_chunk": {"type": "boolean"},
@@ -287,12 +290,6 @@ FIELDS: dict[str, dict[str, Schema]] = {
         "budget": nullable(number(1, 10_000_000, integer=True)),
     },
 }
-# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
-# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
-# a named override of the config.
-OVERRIDE_KEYS = frozenset(_sub(FREE_OVERRIDE_SCHEMA, "properties"))
-STAGE_KEYS = frozenset(_sub(STAGE_SCHEMA, "properties"))
-SAMPLING_KEYS = frozenset(_sub(SAMPLING_SCHEMA, "properties"))
 # Fields each form may set freely (each still checked by its params model): all but the
 # choices among the config's offers.
 _OFFERS = {"targets", "ablations", *_SERVING}

@@ -251,14 +251,7 @@ def _published(
                 for name, value in _figure_of_runs(conn, series, runs, p.comparable)
             ]
             ours = f"same protocol ({p.comparable}): " + (", ".join(shown) or "no run tonight")
-        out.append(
-            {
-                "value": f"{p.value:g} {p.unit}",
-                "protocol": p.protocol,
-                "source": p.source,
-                "ours": ours,
-            }
-        )
+        out.append({**dataclasses.asdict(p), "value": f"{p.value:g} {p.unit}", "ours": ours})
     return out
 
 
