@@ -7,7 +7,7 @@ backend and window) and may *choose among* what the deployment config offers: a 
 config names, a model or vLLM build listed under `form_choices`, a named deploy override under
 `named_overrides`. It never supplies executables, packages, package indexes, environment
 variables, namespaces, resources, ports, timeouts, URLs, grader models or free engine
-arguments. A free deploy override may only touch the keys in OVERRIDE_KEYS. Every field's
+arguments. A free deploy override may only touch the keys of FREE_OVERRIDE_SCHEMA. Every field's
 shape (types, bounds, keys) is one definition, FIELDS, held at submit and in the task.
 """
 
@@ -94,13 +94,6 @@ def _sub(schema: Mapping[str, object], key: str) -> Mapping[str, object]:
     if not isinstance(found, Mapping):
         raise TypeError(f"schema keyword {key!r} is not a schema: {found!r}")
     return found
-
-
-def _int(schema: Mapping[str, object], key: str) -> int | None:
-    found = schema.get(key)
-    if found is None or (isinstance(found, int) and not isinstance(found, bool)):
-        return found
-    raise TypeError(f"schema keyword {key!r} is not an integer: {found!r}")
 
 
 def _num(schema: Mapping[str, object], key: str) -> float | None:
@@ -194,6 +187,9 @@ STAGE_SCHEMA: Schema = closed(
     "named_overrides)",
     required=["stage_id"],
 )
+# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
+# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
+# a named override of the config.
 FREE_OVERRIDE_SCHEMA: Schema = closed(
     {
         "async_chunk": {"type": "boolean"},
@@ -294,12 +290,6 @@ FIELDS: dict[str, dict[str, Schema]] = {
         "budget": nullable(number(1, 10_000_000, integer=True)),
     },
 }
-# Deploy keys a free override may touch: eager mode, batching and sampling defaults. Anything
-# else (a stage's model, trust_remote_code, worker_cls, hf_overrides, runtime env) only through
-# a named override of the config.
-OVERRIDE_KEYS = frozenset(_sub(FREE_OVERRIDE_SCHEMA, "properties"))
-STAGE_KEYS = frozenset(_sub(STAGE_SCHEMA, "properties"))
-SAMPLING_KEYS = frozenset(_sub(SAMPLING_SCHEMA, "properties"))
 # Fields each form may set freely (each still checked by its params model): all but the
 # choices among the config's offers.
 _OFFERS = {"targets", "ablations", *_SERVING}
@@ -335,14 +325,14 @@ def schema_problem(schema: Mapping[str, object], value: object, at: str) -> tupl
         ):
             return at, _shape(schema)
     elif isinstance(value, str):
-        longest = _int(schema, "maxLength")
+        longest = _num(schema, "maxLength")
         if longest is not None and len(value) > longest:
             return at, f"at most {longest} characters"
         pattern = _text(schema, "pattern")
         if pattern is not None and not re.search(pattern, value):
             return at, f"{value[:60]!r} does not match {pattern}"
     elif isinstance(value, list):
-        most = _int(schema, "maxItems")
+        most = _num(schema, "maxItems")
         if most is not None and len(value) > most:
             return at, f"at most {most} entries"
         items = _sub(schema, "items")
@@ -358,7 +348,7 @@ def schema_problem(schema: Mapping[str, object], value: object, at: str) -> tupl
 def _mapping_problem(
     schema: Mapping[str, object], value: Mapping[object, object], at: str
 ) -> tuple[str, str] | None:
-    most = _int(schema, "maxProperties")
+    most = _num(schema, "maxProperties")
     if most is not None and len(value) > most:
         return at, f"at most {most} entries"
     for key in _list(schema, "required"):
@@ -415,8 +405,10 @@ def _fail(field: str, why: str) -> FormError:
 def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, object]:
     """The form's fields checked against the allow-list, their schema (FIELDS, as at submit)
     and the config's offers; returns them with named overrides resolved. Every refusal names
-    its field."""
-    out: dict[str, object] = {}
+    its field. Past the schema every field has its shape (a target is text, `server` and
+    `environment` hold only their choice, a free override and an ablation their allowed
+    keys): what follows holds the values to the config's offers."""
+    out: dict[str, Any] = {}
     for field, value in given.items():
         if field not in FIELDS[kind]:
             raise _fail(
@@ -432,16 +424,17 @@ def check_form(kind: str, given: Mapping[str, Any], config: Mapping[str, Any]) -
     for field in TARGET_FIELDS[kind]:
         if out.get(field) is not None:
             check_target(field, out[field], offered)
-    targets = out.get("targets")
-    for branch, target in (targets if isinstance(targets, dict) else {}).items():
+    for branch, target in (out.get("targets") or {}).items():
         check_target(f"targets.{branch}", target, offered)
     for section, name in CHOSEN.items():
-        if out.get(section) is not None:
-            check_chosen(section, out[section], config, name)
+        if name in (out.get(section) or {}):
+            check_chosen(f"{section}.{name}", out[section][name], config)
     if out.get("overrides") is not None:
         out["overrides"] = resolve_override("overrides", out["overrides"], config)
-    if "ablations" in out:
-        out["ablations"] = _ablations(out["ablations"], config)
+    if out.get("ablations") is not None:
+        out["ablations"] = [
+            _ablation(f"ablations[{i}]", a, config) for i, a in enumerate(out["ablations"])
+        ]
     if "lane" in out:
         out["lane"] = check_lane(out["lane"], config)
     return out
@@ -490,8 +483,6 @@ def offered_targets(config: Mapping[str, Any]) -> set[str]:
 def check_target(field: str, value: Any, offered: Iterable[str]) -> None:
     """A simulator profile (it runs nothing), or a target the config offers; never a URL the
     form invents (the worker would stream from wherever it points)."""
-    if not isinstance(value, str):
-        raise _fail(field, "a target name (simulator:PROFILE or one the config offers)")
     if value.startswith("simulator:") or value in offered:
         return
     raise _fail(
@@ -501,28 +492,27 @@ def check_target(field: str, value: Any, offered: Iterable[str]) -> None:
     )
 
 
-def check_chosen(section: str, value: Any, config: Mapping[str, Any], choosable: str) -> None:
-    """`server` / `environment`: only the field a form may choose (the model, the vLLM
-    build), set to the config's own value or one listed under `form_choices`."""
-    if not isinstance(value, dict):
-        raise _fail(section, "a mapping")
-    choices = config.get("form_choices") or {}
-    own = config.get(section) or {}
-    for name, chosen in value.items():
-        dotted = f"{section}.{name}"
-        if name != choosable:
-            raise _fail(
-                dotted,
-                "set by the deployment config only (it names what runs on the GPU worker, "
-                "its packages, environment, resources or timeouts)",
-            )
-        listed = list(choices.get(dotted) or ())
-        if chosen == own.get(name) or chosen in listed:
-            continue
-        if section == "environment" and vllm_offered(chosen, config):
-            continue
+def check_chosen(field: str, value: Any, config: Mapping[str, Any]) -> None:
+    """`server.model` / `environment.vllm`, the one choice a form has in each (the schema
+    refuses the rest of the section): the config's own value or one it offers."""
+    if not _offered(field, value, config):
+        listed = _listed(field, config)
         hint = f"; the config allows: {', '.join(map(str, listed))}" if listed else ""
-        raise _fail(dotted, f"set by the deployment config only{hint}")
+        raise _fail(field, f"set by the deployment config only{hint}")
+
+
+def _listed(field: str, config: Mapping[str, Any]) -> list[object]:
+    """The choices of `field` listed under the config's `form_choices`."""
+    return list((config.get("form_choices") or {}).get(field) or ())
+
+
+def _offered(field: str, value: Any, config: Mapping[str, Any]) -> bool:
+    """The config's own value of `field` (`section.name`), one listed under `form_choices`,
+    or for `environment.vllm` a build of the config's `vllm_index`."""
+    section, name = field.split(".")
+    if value == (config.get(section) or {}).get(name) or value in _listed(field, config):
+        return True
+    return field == "environment.vllm" and vllm_offered(value, config)
 
 
 _VLLM_BUILD = re.compile(VLLM_BUILD)
@@ -537,7 +527,7 @@ def vllm_offered(value: Any, config: Mapping[str, Any]) -> bool:
 
 def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[str, object]:
     """A deploy override from a form: the name of one of the config's `named_overrides`, or a
-    free override touching only OVERRIDE_KEYS / STAGE_KEYS / SAMPLING_KEYS."""
+    free override (its keys, types and bounds already held by FREE_OVERRIDE_SCHEMA)."""
     named = config.get("named_overrides") or {}
     if isinstance(value, str):
         if value not in named:
@@ -547,44 +537,20 @@ def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[
                 f"({', '.join(named) or 'none'})",
             )
         return dict(named[value])
-    check_free_override(field, value)
     return dict(value)
 
 
-def check_free_override(field: str, value: Any) -> None:
-    """A free override: FREE_OVERRIDE_SCHEMA (keys, types and bounds), as at submit."""
-    found = schema_problem(FREE_OVERRIDE_SCHEMA, value, field)
-    if found is not None:
-        raise _fail(*found)
-
-
-def _ablations(value: Any, config: Mapping[str, Any]) -> list[Any] | None:
-    """An ablation list from a form: names of the config's named_overrides, or entries whose
-    overrides pass the free-override allow-list and whose vLLM build the config offers."""
-    if value is None:
-        return value
-    if not isinstance(value, list):
-        raise _fail("ablations", "a list")
-    out = []
-    for i, entry in enumerate(value):
-        at = f"ablations[{i}]"
-        if isinstance(entry, str):
-            out.append({"name": entry, "overrides": resolve_override(at, entry, config)})
-            continue
-        found = schema_problem(ABLATION_SCHEMA, entry, at)
-        if found is not None:
-            raise _fail(*found)
-        if "overrides" in entry:
-            check_free_override(f"{at}.overrides", entry["overrides"])
-        if entry.get("vllm") is not None:
-            listed = list((config.get("form_choices") or {}).get("environment.vllm") or ())
-            own = (config.get("environment") or {}).get("vllm")
-            if entry["vllm"] not in (own, *listed) and not vllm_offered(entry["vllm"], config):
-                raise _fail(
-                    f"{at}.vllm",
-                    "a vLLM build the config offers (form_choices environment.vllm: "
-                    f"{', '.join(map(str, listed)) or 'none'}, or a build of its "
-                    "environment.vllm_index)",
-                )
-        out.append(entry)
-    return out
+def _ablation(at: str, entry: Any, config: Mapping[str, Any]) -> Any:
+    """An ablation from a form (ABLATION_SCHEMA's shape): the name of one of the config's
+    named_overrides, or an entry whose vLLM build the config offers."""
+    if isinstance(entry, str):
+        return {"name": entry, "overrides": resolve_override(at, entry, config)}
+    vllm = entry.get("vllm")
+    if vllm is None or _offered("environment.vllm", vllm, config):
+        return entry
+    listed = ", ".join(map(str, _listed("environment.vllm", config))) or "none"
+    raise _fail(
+        f"{at}.vllm",
+        f"a vLLM build the config offers (form_choices environment.vllm: {listed}, or a build "
+        "of its environment.vllm_index)",
+    )

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
-from omni_tasks.analysis.concurrency import ConcurrencyResult
+from omni_tasks.analysis.concurrency import ConcurrencyResult, ItemChange, VoiceLeak
 from omni_tasks.config import get_settings
 from omni_tasks.reports.html import CSS, MAX_AUDIO_CLIPS, TEMPLATES, audio_player
 from omni_tasks.trust.names import path_component
@@ -22,38 +21,20 @@ def report_path(experiment_id: str) -> Path:
 
 
 def concurrency_report(result: ConcurrencyResult, title: str, simulated: bool) -> str:
-    comparisons: list[dict[str, Any]] = []
-    for c in result.comparisons:
-        changed = [
-            {
-                **vars(f),
-                "alone_player": _player(f.alone_audio, i),
-                "batched_player": _player(f.batched_audio, i),
-            }
-            for i, f in enumerate(c.flipped)
-        ]
-        leaks = [
-            {
-                **vars(leak),
-                "margin": f"{leak.margin:+.2f}",
-                "alone_margin": f"{leak.alone_margin:+.2f}",
-                "alone_player": _player(leak.alone_audio, i),
-                "batched_player": _player(leak.batched_audio, i),
-            }
-            for i, leak in enumerate(c.voice.leaks if c.voice else ())
-        ]
-        comparisons.append(
-            {
-                "alone": c.alone,
-                "batched": c.batched,
-                "verdict": c.verdict,
-                "summary": c.summary,
-                "flipped": c.flipped,
-                "voice": c.voice,
-                "changed": changed,
-                "leaks": leaks,
-            }
+    """Each comparison with its changed outputs and voice leaks, both sides played."""
+    comparisons = [
+        (
+            c,
+            [_played(i, f) for i, f in enumerate(c.flipped)],
+            [
+                _played(
+                    i, leak, margin=f"{leak.margin:+.2f}", alone_margin=f"{leak.alone_margin:+.2f}"
+                )
+                for i, leak in enumerate(c.voice.leaks if c.voice else ())
+            ],
         )
+        for c in result.comparisons
+    ]
     return TEMPLATES.get_template("concurrency.html").render(
         title=title,
         css=Markup(CSS),
@@ -64,8 +45,16 @@ def concurrency_report(result: ConcurrencyResult, title: str, simulated: bool) -
     )
 
 
-def _player(uri: str | None, i: int) -> Markup | str:
-    return audio_player(uri) if uri and i < MAX_AUDIO_CLIPS else ""
+def _played(i: int, row: ItemChange | VoiceLeak, **cells: str) -> dict[str, object]:
+    """A row of an item's two sides: its fields, `cells` over them, a broken output marked,
+    and both players (the first MAX_AUDIO_CLIPS rows)."""
+    out: dict[str, object] = {**vars(row), **cells}
+    for side in ("alone", "batched"):
+        uri = out[f"{side}_audio"]
+        out[f"{side}_player"] = audio_player(str(uri)) if uri and i < MAX_AUDIO_CLIPS else ""
+        if out.get(f"{side}_broken"):
+            out[side] = f"{out[side]} (broken)"
+    return out
 
 
 def write_report(result: ConcurrencyResult, title: str, simulated: bool) -> Path:

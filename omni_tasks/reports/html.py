@@ -206,6 +206,9 @@ def _verdicts(rows: list[views.GateRow]) -> list[dict[str, object]]:
     return [
         {
             **dataclasses.asdict(r),
+            "css": r.verdict,
+            "confirmed": "yes" if r.confirmed else "no",
+            "counts": f"{r.regressed} : {r.improved}",
             "delta": pts_ci(r.delta_tail_fraction, (r.delta_tail_ci_low, r.delta_tail_ci_high)),
             "p_holm": "" if r.mcnemar_p_holm is None else f"{r.mcnemar_p_holm:.2g}",
             # A missing or failed side, or an undecidable pair, says why on its own row.
@@ -224,8 +227,7 @@ def _official(rows: list[views.OfficialRow]) -> list[dict[str, object]]:
         return []
     return [
         {
-            "branch": r.branch,
-            "variant": r.variant,
+            "branch": f"{r.branch} / {r.variant}",
             "mean": _wer(r.official_mean),
             "evaluated": r.evaluated if r.evaluated is not None else "—",
             "rows": "summary-only: no per-clip rows, not gated" if r.summary_only else "per-clip",
@@ -250,14 +252,7 @@ def _published(
                 for name, value in _figure_of_runs(conn, series, runs, p.comparable)
             ]
             ours = f"same protocol ({p.comparable}): " + (", ".join(shown) or "no run tonight")
-        out.append(
-            {
-                "value": f"{p.value:g} {p.unit}",
-                "protocol": p.protocol,
-                "source": p.source,
-                "ours": ours,
-            }
-        )
+        out.append({**dataclasses.asdict(p), "value": f"{p.value:g} {p.unit}", "ours": ours})
     return out
 
 
@@ -267,27 +262,24 @@ def _fleet(rows: list[views.FleetRow], here: Series) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for r in rows:
         series = Series(r.benchmark, r.model, r.lane)
-        problems = r.validity or []
         protocol = f" · {r.variant}" if r.variant in PROTOCOLS else ""
+        upstream = r.upstream_verdict is not None  # its record only beside its verdict
         out.append(
             {
                 "series": series.label + protocol,
                 "sku": r.sku or "—",
-                "blocking": "—"
-                if r.blocking is None
-                else ("blocking" if r.blocking else "non-blocking"),
-                "here": series == here,
+                "blocking": {None: "—", True: "blocking", False: "non-blocking"}[r.blocking],
+                "css": "here" if series == here else "",
                 "candidate": f"{r.candidate_branch} / {r.variant}" if r.candidate_branch else "—",
                 "verdict": r.verdict or "—",
+                "verdict_css": r.verdict or "—",
                 "regressed_14d": r.regressed_14d if r.verdict else "—",
                 "upstream": r.upstream_verdict or "—",
-                "upstream_class": (r.upstream_verdict or "").replace(" ", "-"),
+                "upstream_css": (r.upstream_verdict or "").replace(" ", "-"),
                 "upstream_nightly": r.upstream_nightly or "—",
-                "failing": r.upstream_failing_14d if r.upstream_verdict is not None else "—",
-                "streak": r.upstream_fail_streak if r.upstream_verdict is not None else "—",
-                "valid": "; ".join(problems)
-                if problems
-                else ("valid" if r.upstream_verdict is not None else "—"),
+                "failing": r.upstream_failing_14d if upstream else "—",
+                "streak": r.upstream_fail_streak if upstream else "—",
+                "valid": "; ".join(r.validity or []) or ("valid" if upstream else "—"),
             }
         )
     return out
@@ -365,9 +357,8 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         a = row["advice"]
         lo, hi = a["p_fail_interval"]
         h = a["history"]
-        record = f"{h['failing']} of {h['nights']} nights failed"
-        if h["never_passed"]:
-            record += "; never passed under this threshold"
+        never = "; never passed under this threshold" if h["never_passed"] else ""
+        shift = (a["detectable_shift"], a["detectable_items"])
         line = rounded_threshold(a["suggested_threshold"], a["comparator"])
         d = a.get("design")  # advice stored before 2026-12-03 has none
         design = "—"
@@ -380,14 +371,8 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "gate": a["gate"],
                 "p_fail": f"{a['p_fail']:.1%} [{lo:.1%}, {hi:.1%}]",
-                "catches": catches(
-                    a["comparator"],
-                    a["figure"],
-                    a["detectable_shift"],
-                    a["detectable_items"],
-                    "items",
-                ),
-                "record": record,
+                "catches": catches(a["comparator"], a["figure"], *shift, "items"),
+                "record": f"{h['failing']} of {h['nights']} nights failed{never}",
                 "suggested": f"{a['comparator']} {line:.4g}",
                 "design": design,
                 "basis": a["basis"] or f"{a['nights']} nights",
@@ -396,31 +381,21 @@ def _gate_advice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-SCORES = (("accuracy", "accuracy"), ("sim_mean", "speaker sim"), ("utmos_mean", "UTMOS"))
+SCORES = {"accuracy": "accuracy", "sim_mean": "speaker sim", "utmos_mean": "UTMOS"}
 
 
-def _scores(rows: list[views.ScoreRow]) -> dict[str, object]:
+def _scores(rows: list[views.ScoreRow]) -> tuple[dict[str, str], list[dict[str, str]]] | None:
     """Accuracy (multiple choice) and secondary scores, when a run of the night has any:
-    shown beside the gate, never gated."""
-    columns = [
-        (k, label)
-        for k, label in (
-            ("accuracy", "accuracy"),
-            ("sim_mean", "speaker sim"),
-            ("utmos_mean", "UTMOS"),
-        )
-        if any(getattr(r, k) is not None for r in rows)
-    ]
-    return {
-        "columns": [label for _, label in columns],
-        "rows": [
-            {
-                "name": f"{r.branch} / {r.variant}",
-                "cells": [_score(getattr(r, k)) for k, _ in columns],
-            }
-            for r in rows
-        ],
+    shown beside the gate, never gated. The table's columns and rows; None without any."""
+    columns = {
+        k: label for k, label in SCORES.items() if any(getattr(r, k) is not None for r in rows)
     }
+    if not columns:
+        return None
+    return {"name": "branch", **columns}, [
+        {"name": f"{r.branch} / {r.variant}", **{k: _score(getattr(r, k)) for k in columns}}
+        for r in rows
+    ]
 
 
 def _score(x: float | None) -> str:
@@ -428,11 +403,12 @@ def _score(x: float | None) -> str:
 
 
 def _clips(rows: list[views.RegressedClip]) -> list[dict[str, object]]:
+    """Each regressed clip's sides; players for the first MAX_AUDIO_CLIPS."""
     return [
         {
             **dataclasses.asdict(r),
-            "baseline_wer": _wer(r.baseline_wer),
-            "candidate_wer": _wer(r.candidate_wer),
+            "baseline": f"{r.baseline_heard} ({_wer(r.baseline_wer)})",
+            "candidate": f"{r.candidate_heard} ({_wer(r.candidate_wer)})",
             "audio": audio_player(r.audio_uri) if i < MAX_AUDIO_CLIPS else "",
             "baseline_audio": audio_player(r.baseline_audio_uri) if i < MAX_AUDIO_CLIPS else "",
         }
@@ -461,14 +437,14 @@ def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ref = r["reference"]
         rows = [
             {
-                "name": a["name"],
-                "why": a["why"],
-                "verdict": a["verdict"],
+                **a,
                 "broken": pct(a["broken"], a["n_clips"]),
                 "ci": f"{a['share_ci'][0]:.0%}–{a['share_ci'][1]:.0%}",
                 "left": pts_ci(a["left"], a["left_ci"]),
                 "p_better": f"{a['p_better']:.2g}",
-                "overrides": json.dumps(a["overrides"], sort_keys=True),
+                "overrides": Markup("<code>{}</code>").format(
+                    redact(json.dumps(a["overrides"], sort_keys=True))
+                ),
             }
             for a in r["ablations"]
         ]
