@@ -30,7 +30,7 @@ from omni_tasks.alerts import keys
 from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import BranchPlan
+from omni_tasks.contracts import BranchPlan, JsonObject
 from omni_tasks.deployment.schema import NightlyParams, Serving
 from omni_tasks.deployment.server import ImageEnvironment, ServerConfig, VenvEnvironment
 from omni_tasks.jobs.statistics import compute_stats_for_key
@@ -63,40 +63,30 @@ def record_heads(
     *,
     backfill: bool,
 ) -> list[BranchPlan]:
-    """Every series' branch heads for the night (heads_of_series), as one plan per series ×
-    branch × seed for the GPU tasks."""
-    return [
-        p for params in series for p in heads_of_series(conn, params, nightly, backfill=backfill)
-    ]
-
-
-def heads_of_series(
-    conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, *, backfill: bool
-) -> list[BranchPlan]:
-    """Each branch's commit for the night, recorded in `branch_head` (first sighting wins).
+    """Each series' branch commits for the night, recorded in `branch_head` (first sighting
+    wins), as one plan per series × branch × seed for the GPU tasks.
 
     Explicit commits win; then the head recorded that night; then the repo's head (for a
     backfill: the last commit before the date, flagged reconstructed); without a repo the
     simulator targets get a stable synthetic head per branch and night."""
     plans = []
-    for branch in params.branches:
-        recorded = heads.recorded_head(conn, params.bench, branch, nightly)
-        reconstructed = False
-        if branch in params.commits:
-            commit = params.commits[branch]
-        elif recorded is not None:
-            commit, reconstructed = recorded.commit_sha, recorded.reconstructed
-        elif params.repo:
-            commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
-            reconstructed = backfill
-            if not commit:
-                raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
-        else:
-            commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
-        heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
-        night = nightly.isoformat()
-        for seed in params.seeds:
-            plans.append(
+    for params in series:
+        for branch in params.branches:
+            recorded = heads.recorded_head(conn, params.bench, branch, nightly)
+            reconstructed = False
+            if branch in params.commits:
+                commit = params.commits[branch]
+            elif recorded is not None:
+                commit, reconstructed = recorded.commit_sha, recorded.reconstructed
+            elif params.repo:
+                commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
+                reconstructed = backfill
+                if not commit:
+                    raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
+            else:
+                commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
+            heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
+            plans += [
                 BranchPlan(
                     series=params.series.key,
                     variant=params.variant,
@@ -105,11 +95,12 @@ def heads_of_series(
                     branch=branch,
                     commit=commit,
                     seed=seed,
-                    nightly=night,
+                    nightly=nightly.isoformat(),
                     reconstructed=reconstructed,
                 )
-            )
-    conn.commit()
+                for seed in params.seeds
+            ]
+        conn.commit()
     return plans
 
 
@@ -159,13 +150,32 @@ def run_branch(
         harness_version=params.grader.get("harness_version"),
         deploy_config=Path(deploy) if deploy else None,
     )
-    bench = benchmarks.get(params.bench)
-    req = bench.request(generic, params.options)
+    return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)
 
-    def run(r: RunRequest) -> str:  # the benchmark runs and judges its own items
-        return bench.run(conn, r, params.grader, show_progress=show_progress)
 
-    key = served(conn, params, req, run) if target == "vllm-serve" else run(req)
+def run_on_target(
+    conn: psycopg.Connection[Any],
+    params: Serving,
+    generic: RunRequest,
+    grader: JsonObject,
+    *,
+    show_progress: bool = False,
+    then: Callable[[RunRequest], object] | None = None,
+) -> str:
+    """One run of any job (the nightly's, a bisection's, an ablation's): the family builds its
+    request from `generic` and runs and judges its own items (Benchmark.request,
+    Benchmark.run); a `vllm-serve` target is the commit's own server, as `params` launch it
+    (`served`). `then` sees the request as it ran. Committed; returns the run key."""
+    family = benchmarks.get(generic.benchmark)
+
+    def run(r: RunRequest) -> str:
+        key = family.run(conn, r, grader, show_progress=show_progress)
+        if then is not None:
+            then(r)
+        return key
+
+    req = family.request(generic, params.options)
+    key = served(conn, params, req, run) if generic.target == "vllm-serve" else run(req)
     conn.commit()
     return key
 
