@@ -37,24 +37,15 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "execution_timeout": dt.timedelta(hours=2),
 }
-
-
 LONG_TASK_TIMEOUT = dt.timedelta(hours=24)
-
-
 REGRADE_TIMEOUT = dt.timedelta(hours=6)
 
-
 GPU_POOL = "gpu"
-
-
 GPU_SLOTS_PER_SERVER = 2  # thinker on one GPU; talker, code2wav and Whisper on the other
 
-
 RESULTS_CONN = "omni_results"
-
-
 SLACK_CONN = "slack_api_default"
+BUILDKITE_CONN = "buildkite_default"  # its password is the API token
 
 
 def results_dsn() -> str | None:
@@ -220,8 +211,6 @@ def _stoppable(runs_after_stop: bool) -> Callable[[F], F]:
 
 
 stops_on_sigterm = _stoppable(runs_after_stop=False)
-
-
 delivers_after_sigterm = _stoppable(runs_after_stop=True)
 
 
@@ -230,6 +219,3 @@ def units() -> list[Any]:
     from omni_tasks.deployment.night import dag_units
 
     return dag_units()
-
-
-BUILDKITE_CONN = "buildkite_default"  # its password is the API token
