@@ -130,7 +130,6 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
     (`Benchmark.run`) on the chosen items, at one seed."""
     from omni_tasks.benchmarks.request import RunRequest
 
-    benchmarks.get(p.bench).require("bisect", "bisected")
     tau = load_policy().primary_tau
 
     def evaluate(commit: str, seed: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
