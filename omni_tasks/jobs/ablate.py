@@ -369,10 +369,7 @@ def _record(
         "ablations": [
             {
                 **dataclasses.asdict(v),
-                "why": by_name[v.name].why,
-                "overrides": by_name[v.name].overrides,
-                "vllm": by_name[v.name].vllm,
-                "commit": by_name[v.name].commit,
+                **by_name[v.name].model_dump(exclude={"name"}),  # why, overrides, vllm, commit
                 "run_keys": r.run_keys.get(v.name, []),
             }
             for v in r.verdicts

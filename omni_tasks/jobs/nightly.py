@@ -15,11 +15,11 @@ idempotency keys. Steps pass small plain values (plans, run keys), never clip da
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -191,8 +191,6 @@ def served(
 ) -> R:
     """Launch the commit's own server (its environment, its GPUs, a free port), `run` the
     request (any family's) against it with the server's provenance on the run, stop it."""
-    import dataclasses
-
     from omni_tasks.environments.existing import ExistingStrategy
     from omni_tasks.environments.gpus import gpu_lease
     from omni_tasks.environments.venv import VenvStrategy
@@ -286,8 +284,6 @@ def _served_from_image(
 ) -> R:
     """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
     the run records the image and pod it ran against."""
-    import dataclasses
-
     from omni_tasks.environments.pods import PodSpec, launched_pod
 
     spec = PodSpec.of(env, server, str(req.commit))
@@ -332,7 +328,7 @@ def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau
     return write_page(report_path(s.slug, nightly), nightly_report(conn, s, nightly, tau))
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Outputs:
     """Where a night's outputs went: Grafana's refresh, in a line, and the reports written."""
 
