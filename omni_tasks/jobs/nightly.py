@@ -166,7 +166,7 @@ def run_on_target(
     request from `generic` and runs and judges its own items (Benchmark.request,
     Benchmark.run); a `vllm-serve` target is the commit's own server, as `params` launch it
     (`served`). `then` sees the request as it ran. Committed; returns the run key."""
-    family = benchmarks.get(generic.benchmark)
+    family = benchmarks.get(params.bench)
 
     def run(r: RunRequest) -> str:
         key = family.run(conn, r, grader, show_progress=show_progress)
