@@ -16,7 +16,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     import psycopg
@@ -37,24 +37,15 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "execution_timeout": dt.timedelta(hours=2),
 }
-
-
 LONG_TASK_TIMEOUT = dt.timedelta(hours=24)
-
-
 REGRADE_TIMEOUT = dt.timedelta(hours=6)
 
-
 GPU_POOL = "gpu"
-
-
 GPU_SLOTS_PER_SERVER = 2  # thinker on one GPU; talker, code2wav and Whisper on the other
 
-
 RESULTS_CONN = "omni_results"
-
-
 SLACK_CONN = "slack_api_default"
+BUILDKITE_CONN = "buildkite_default"  # its password is the API token
 
 
 def results_dsn() -> str | None:
@@ -117,20 +108,28 @@ def slack_sink() -> Any:
     return SlackSink(conn.password, channel, "", client=hook.client)
 
 
+def config_variable() -> str | None:
+    """The deployment config as the Airflow Variable gives it (None: OMNI_NIGHTLY_CONFIG)."""
+    from airflow.sdk import Variable
+
+    from omni_tasks.deployment.reading import VARIABLE
+
+    return cast("str | None", Variable.get(VARIABLE, default=None))
+
+
 def night_of(context: Context) -> Any:
     """The night's lanes and series (deployment config + trigger form). A config error fails
     the task at once, without retries, naming the field."""
-    from airflow.sdk import Variable
     from airflow.sdk.exceptions import AirflowFailException
 
     from omni_tasks.deployment.night import resolve_night
-    from omni_tasks.deployment.reading import VARIABLE, ConfigError
+    from omni_tasks.deployment.reading import ConfigError
 
     run_type = str(getattr(context["dag_run"], "run_type", "")).lower()
     try:
         return resolve_night(
             dict(context["params"]),
-            Variable.get(VARIABLE, default=None),
+            config_variable(),
             scheduled=run_type.endswith(("scheduled", "backfill")),
         )
     except ConfigError as exc:
@@ -212,8 +211,6 @@ def _stoppable(runs_after_stop: bool) -> Callable[[F], F]:
 
 
 stops_on_sigterm = _stoppable(runs_after_stop=False)
-
-
 delivers_after_sigterm = _stoppable(runs_after_stop=True)
 
 
@@ -222,6 +219,3 @@ def units() -> list[Any]:
     from omni_tasks.deployment.night import dag_units
 
     return dag_units()
-
-
-BUILDKITE_CONN = "buildkite_default"  # its password is the API token

@@ -29,7 +29,6 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from dataclasses import dataclass
 from typing import Any
 
 from omni_tasks.dag_support.renamed import RENAMED
@@ -51,17 +50,6 @@ Check = Callable[[Form, str | None], None]
 Authorize = Callable[[Scope, str], Awaitable[bool]]
 # () -> the Airflow Variable omni_nightly_config (None when unset).
 ReadVariable = Callable[[], str | None]
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A form the task would refuse: the field it names and the task's own message."""
-
-    field: str
-    message: str
-
-    def body(self, dag_id: str) -> dict[str, str]:
-        return {"detail": self.message, "field": self.field, "dag_id": dag_id}
 
 
 # Each form-taking DAG: its Params (their defaults are under the conf in the task's params) and
@@ -113,9 +101,10 @@ def defaults(dag_id: str) -> Form:
     return {name: param.value for name, param in built.items()}
 
 
-def check(dag_id: str, conf: Mapping[str, object], variable: str | None) -> Refusal | None:
-    """The refusal the DAG's first task would give this conf (None: it would take it, or the
-    refusal is the config's, not the form's). `variable`: the Airflow Variable's value."""
+def check(dag_id: str, conf: Mapping[str, object], variable: str | None) -> dict[str, str] | None:
+    """The refusal the DAG's first task would give this conf, as the 400's body: the task's own
+    message and the field it names (None: it would take it, or the refusal is the config's, not
+    the form's). `variable`: the Airflow Variable's value."""
     form = {**defaults(dag_id), **conf}
     try:
         FORMS[dag_id][1](form, variable)
@@ -124,7 +113,7 @@ def check(dag_id: str, conf: Mapping[str, object], variable: str | None) -> Refu
         if not message.startswith(FORM_REFUSED):
             log.warning("%s: submit check skipped, the config is refused: %s", dag_id, message)
             return None
-        return Refusal(_field(message), message[:MAX_SAID])
+        return {"detail": message[:MAX_SAID], "field": _field(message), "dag_id": dag_id}
     return None
 
 
@@ -222,11 +211,12 @@ class SubmitCheck:
             return
         body = await _read(scope, receive, self.max_body)
         if body is None:
-            await _answer(send, 413, {"detail": f"a trigger body is at most {self.max_body} bytes"})
+            too_big = {"detail": f"a trigger body is at most {self.max_body} bytes"}
+            await _answer(scope, receive, send, 413, too_big)
             return
         refused = await self._refusal(route, scope, body)
         if refused is not None:
-            await _answer(send, 400, refused)
+            await _answer(scope, receive, send, 400, refused)
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -249,13 +239,12 @@ class SubmitCheck:
         try:
             if not await self.authorize(scope, dag_id):
                 return None  # Airflow answers it (401/403)
-            refusal = await run_in_threadpool(self._check, dag_id, conf or {})
+            return await run_in_threadpool(self._check, dag_id, conf or {})
         except Exception:  # the check's own failure never blocks the API
             log.exception("%s: submit check failed; the request goes to Airflow", dag_id)
             return None
-        return None if refusal is None else refusal.body(dag_id)
 
-    def _check(self, dag_id: str, conf: Form) -> Refusal | None:
+    def _check(self, dag_id: str, conf: Form) -> dict[str, str] | None:
         try:
             variable = self.variable()
         except Exception as exc:  # no metadata DB, a secrets backend down: the config's
@@ -298,16 +287,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-async def _answer(send: Send, status: int, doc: Mapping[str, Any]) -> None:
-    payload = json.dumps(doc).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+async def _answer(scope: Scope, receive: Receive, send: Send, status: int, doc: Any) -> None:
+    from starlette.responses import JSONResponse
+
+    await JSONResponse(doc, status_code=status)(scope, receive, send)

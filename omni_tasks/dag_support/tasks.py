@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from omni_tasks.config import read_secret
 from omni_tasks.dag_support.runtime import (
     BUILDKITE_CONN,
+    config_variable,
     deadline,
     delivers_after_sigterm,
     is_backfill,
@@ -43,15 +44,6 @@ def _fails_at_once(*errors: type[Exception], what: str = "") -> Iterator[None]:
         yield
     except errors as exc:
         raise AirflowFailException(f"{what}: {exc}" if what else str(exc)) from None
-
-
-def _config_variable() -> str | None:
-    """The deployment config as the Airflow Variable gives it (None: OMNI_NIGHTLY_CONFIG)."""
-    from airflow.sdk import Variable
-
-    from omni_tasks.deployment.reading import VARIABLE
-
-    return cast("str | None", Variable.get(VARIABLE, default=None))
 
 
 @stops_on_sigterm
@@ -239,7 +231,7 @@ def _one_series_params(job: str, params: type[Params], context: Context) -> Para
     from omni_tasks.deployment.one_series import one_series_form
 
     with _fails_at_once(ValueError, what=f"{job} parameters"):  # ConfigError is a ValueError
-        form = one_series_form(job, dict(context["params"]), _config_variable())
+        form = one_series_form(job, dict(context["params"]), config_variable())
         return params.model_validate(form)
 
 
@@ -284,7 +276,7 @@ def regrade(context: Context) -> JsonObject:
 
     with results_db() as conn, _fails_at_once(RegradeFormError, RunNotFoundError):
         # It checks the form first; empty fields are the config's grader for the run.
-        out = run(conn, context["params"], _config_variable())
+        out = run(conn, context["params"], config_variable())
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
 
 
@@ -298,7 +290,7 @@ def check_freshness(context: Context) -> list[str]:
     from omni_tasks.jobs.freshness import check_freshness as check
 
     with _fails_at_once(ConfigError, what="deployment config"):
-        fleet = resolve_night({}, _config_variable(), scheduled=True)
+        fleet = resolve_night({}, config_variable(), scheduled=True)
     night = nightly_of(context)
     with results_db() as conn:
         missing = [
@@ -341,7 +333,7 @@ def ab(context: Context) -> JsonObject:
 
     form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}
     with _fails_at_once(ConfigError, what="A/B request"):
-        req = resolve_ab(form, _config_variable())
+        req = resolve_ab(form, config_variable())
     with results_db() as conn:
         result = run_ab(conn, req, load_policy())
     dispatch_alerts(context)  # its one Slack message (the outbox when Slack is not set up)
@@ -370,7 +362,7 @@ def buildkite_sync(context: Context) -> JsonObject:
     )
 
     with _fails_at_once(ConfigError, what="deployment config"):
-        cfg = sync_config(_config_variable())
+        cfg = sync_config(config_variable())
     token = read_secret("BUILDKITE_API_TOKEN")
     try:
         from airflow.sdk import BaseHook

@@ -93,6 +93,12 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
         period_seconds=5,
         failure_threshold=3,
     )
+    # The writable places (TMP_DIR above): name -> (mount path, emptyDir source).
+    scratch = {
+        "tmp": (TMP_DIR, client.V1EmptyDirVolumeSource()),
+        "cache": (CACHE_DIR, client.V1EmptyDirVolumeSource()),
+        "shm": ("/dev/shm", client.V1EmptyDirVolumeSource(medium="Memory", size_limit=SHM_SIZE)),
+    }
     container = client.V1Container(
         name="vllm-omni",
         image=spec.image,
@@ -122,11 +128,7 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
             read_only_root_filesystem=True,
             seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
         ),
-        volume_mounts=[
-            client.V1VolumeMount(name="tmp", mount_path=TMP_DIR),
-            client.V1VolumeMount(name="cache", mount_path=CACHE_DIR),
-            client.V1VolumeMount(name="shm", mount_path="/dev/shm"),
-        ],
+        volume_mounts=[client.V1VolumeMount(name=n, mount_path=m) for n, (m, _) in scratch.items()],
     )
     return client.V1Pod(
         api_version="v1",
@@ -145,14 +147,7 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
                 run_as_group=NON_ROOT_UID,
                 seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
             ),
-            volumes=[
-                client.V1Volume(name="tmp", empty_dir=client.V1EmptyDirVolumeSource()),
-                client.V1Volume(name="cache", empty_dir=client.V1EmptyDirVolumeSource()),
-                client.V1Volume(
-                    name="shm",
-                    empty_dir=client.V1EmptyDirVolumeSource(medium="Memory", size_limit=SHM_SIZE),
-                ),
-            ],
+            volumes=[client.V1Volume(name=n, empty_dir=src) for n, (_, src) in scratch.items()],
         ),
     )
 

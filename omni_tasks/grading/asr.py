@@ -30,37 +30,38 @@ from omni_tasks.harness import WINDOWS, UnknownHarness, harness_window, harnesse
 if TYPE_CHECKING:
     import numpy as np
 
-BACKENDS: tuple[str, ...] = ("transformers", "openai-whisper", "faster-whisper")
-BACKEND_WINDOWS: dict[str, tuple[str, ...]] = {
-    "transformers": ("truncate30", "whole-timestamps"),
-    "openai-whisper": ("truncate30", "longform"),
-    "faster-whisper": ("truncate30", "longform"),
-}
 WINDOW_SAMPLES = 30 * 16_000
 WINDOW_FRAMES = 3000
 
-DEFAULT_MODEL: dict[str, str] = {
-    "faster-whisper": "tiny.en",
-    "transformers": "openai/whisper-large-v3",
-    "openai-whisper": "large-v3",
+
+@dataclass(frozen=True)
+class _Backend:
+    """What a backend offers, its defaults first."""
+
+    windows: tuple[str, ...]
+    precisions: tuple[str, ...]  # the first is the default
+    model: str  # the default model
+    # None: the model's generation config decides (the harness passes no limit: large-v3 stops
+    # at 448 tokens in all); the CTranslate2 and openai-whisper defaults are their own 224.
+    max_new_tokens: int | None
+
+
+_BACKENDS = {
+    "transformers": _Backend(
+        ("truncate30", "whole-timestamps"),
+        ("fp32", "fp16", "bf16"),
+        "openai/whisper-large-v3",
+        None,
+    ),
+    "openai-whisper": _Backend(("truncate30", "longform"), ("fp32", "fp16"), "large-v3", 224),
+    "faster-whisper": _Backend(
+        ("truncate30", "longform"),
+        ("int8", "int8_float32", "float32", "float16", "int8_float16"),
+        "tiny.en",
+        224,
+    ),
 }
-# None: the model's generation config decides (the harness passes no limit: large-v3 stops at
-# 448 tokens in all); the CTranslate2 and openai-whisper defaults are their own 224.
-DEFAULT_MAX_NEW_TOKENS: dict[str, int | None] = {
-    "faster-whisper": 224,
-    "transformers": None,
-    "openai-whisper": 224,
-}
-DEFAULT_PRECISION: dict[str, str] = {
-    "faster-whisper": "int8",
-    "transformers": "fp32",
-    "openai-whisper": "fp32",
-}
-PRECISIONS: dict[str, tuple[str, ...]] = {
-    "faster-whisper": ("int8", "int8_float32", "float32", "float16", "int8_float16"),
-    "transformers": ("fp32", "fp16", "bf16"),
-    "openai-whisper": ("fp32", "fp16"),
-}
+BACKENDS: tuple[str, ...] = tuple(_BACKENDS)
 
 
 class GraderConfigError(ValueError):
@@ -76,7 +77,7 @@ class GraderSpec:
     precision: str | None = None
     window: str | None = None  # default: the harness version's policy, else truncate30
     beam_size: int = 1
-    max_new_tokens: int | None = None  # default per backend (DEFAULT_MAX_NEW_TOKENS)
+    max_new_tokens: int | None = None  # default per backend (_Backend.max_new_tokens)
     language: str = "en"
     device: str = "cpu"
     batch_size: int = 8
@@ -99,26 +100,24 @@ class GraderSpec:
             raise GraderConfigError(
                 f"unknown ASR backend {self.backend!r}; choose one of {BACKENDS}"
             )
-        window = self._window()
-        if window not in BACKEND_WINDOWS[self.backend]:
+        offers, window = _BACKENDS[self.backend], self._window()
+        if window not in offers.windows:
             raise GraderConfigError(
                 f"window policy {window!r} is not available for {self.backend}; choose one of "
-                f"{BACKEND_WINDOWS[self.backend]}"
+                f"{offers.windows}"
             )
-        precision = self.precision or DEFAULT_PRECISION[self.backend]
-        if precision not in PRECISIONS[self.backend]:
+        precision = self.precision or offers.precisions[0]
+        if precision not in offers.precisions:
             raise GraderConfigError(
                 f"precision {precision!r} is not available for {self.backend}; "
-                f"choose one of {PRECISIONS[self.backend]}"
+                f"choose one of {offers.precisions}"
             )
-        max_new = self.max_new_tokens
-        if max_new is None:
-            max_new = DEFAULT_MAX_NEW_TOKENS[self.backend]
+        max_new = offers.max_new_tokens if self.max_new_tokens is None else self.max_new_tokens
         if self.beam_size < 1 or self.batch_size < 1 or (max_new is not None and max_new < 1):
             raise GraderConfigError("beam size, batch size and max new tokens must be positive")
         return dataclasses.replace(
             self,
-            model=self.model or DEFAULT_MODEL[self.backend],
+            model=self.model or offers.model,
             precision=precision,
             window=window,
             max_new_tokens=max_new,

@@ -161,7 +161,5 @@ def grade_run(
             bar.advance(task, len(block), failed=errors)
     runs.finish_grading(conn, grading_id)
     conn.commit()
-    n_graded, n_empty, n_errors = runs.grade_counts(conn, grading_id)
-    return GradingOutcome(
-        run_key, grading_id, grader.grader_id, n_graded, n_empty, n_errors, created=True
-    )
+    counts = runs.grade_counts(conn, grading_id)
+    return GradingOutcome(run_key, grading_id, grader.grader_id, *counts, created=True)

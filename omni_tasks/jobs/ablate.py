@@ -24,7 +24,6 @@ import psycopg
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.ablation import (
     Ablated,
     AblationBudget,
@@ -32,19 +31,17 @@ from omni_tasks.analysis.ablation import (
     Reproduced,
     ablate,
 )
-from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.contracts import JsonObject
 from omni_tasks.deployment.forms import form_of
-from omni_tasks.deployment.schema import Serving
 from omni_tasks.formatting import pts_ci
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import served, write_report
+from omni_tasks.jobs.bisect import HuntParams, hunt_event, outcomes, reply_in_thread
+from omni_tasks.jobs.nightly import run_on_target, write_report
 from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql
-from omni_tasks.store.runs import clip_records, get_run, latest_grading
 from omni_tasks.synthesis.stages import DeployConfigError, merge_deploy
 from omni_tasks.trust.commits import is_full_sha
 from omni_tasks.trust.names import check_name
@@ -91,17 +88,13 @@ def default_ablations() -> list[Ablation]:
     return [Ablation.model_validate(a) for a in yaml.safe_load(text)]
 
 
-class AblateParams(Serving):
+class AblateParams(HuntParams):
     """An ablation's parameters (the DAG's trigger form, or the CLI's options)."""
 
     nightly: dt.date = Field(description="the confirmed night whose clips are ablated")
-    branch: str = Field(default="rebase", description="the candidate branch")
-    baseline: str = "main"
-    variant: str = "default"
     candidate_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
     baseline_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
     ablations: list[Ablation] = Field(default_factory=default_ablations)
-    dataset: str = "demo"
     seed: int = Field(default=3000, ge=0, description="the first fresh seed (rounds count up)")
     budget: float = Field(
         default=1.0,
@@ -111,16 +104,12 @@ class AblateParams(Serving):
         "the first round always runs",
     )
     control: int = Field(default=25, ge=0, le=10_000)
-    benchmark: str | None = None
-    grader: dict[str, Any] = Field(default_factory=dict)
-    alert_id: int | None = Field(default=None, description="the alert whose thread gets it")
     stage_isolation: bool = Field(
         default=True, description="also compare both stacks' thinker texts (the talker skipped)"
     )
 
     @model_validator(mode="after")
     def _checked(self) -> AblateParams:
-        self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
         if not self.ablations:
             raise ValueError("ablations: at least one")
         names = [a.name for a in self.ablations]
@@ -210,12 +199,6 @@ def _night_runs(conn: psycopg.Connection[Any], p: AblateParams) -> dict[str, Any
     return dict(row)
 
 
-def _outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcomes:
-    run = get_run(conn, run_key)
-    grading_id, _ = latest_grading(conn, run.run_id, run_key)
-    return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
-
-
 def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date) -> AblateResult:
     from omni_tasks import benchmarks
     from omni_tasks.benchmarks.request import RunRequest
@@ -225,8 +208,8 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
     tau = policy.primary_tau
     night = _night_runs(conn, p)
     chosen = choose_clips(
-        _outcomes(conn, night["baseline_key"], tau),
-        _outcomes(conn, night["candidate_key"], tau),
+        outcomes(conn, night["baseline_key"], tau),
+        outcomes(conn, night["candidate_key"], tau),
         f"ablate|{p.ablate_id}",
         p.control,
         with_improved=False,
@@ -262,12 +245,10 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             run_key=f"ablate:{p.ablate_id}:{label}:seed{seed}",
         )
 
-        def run(r: RunRequest) -> str:
-            key = family.run(conn, r, p.grader)
+        def then(r: RunRequest) -> None:
             # The thinker alone, on the same server, once per stack.
             if p.stage_isolation and a is None and seed == p.seed:
                 thinker[label] = family.thinker_texts(r)
-            return key
 
         env = p.environment
         if a is not None and a.vllm:  # vLLM taken back, vllm-omni the candidate's
@@ -276,11 +257,9 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
             stack = night["candidate_stack"] or {}
             env = env.model_copy(update={"vllm": stack.get("vllm_build") or stack.get("vllm")})
         serving = p.model_copy(update={"overrides": overrides, "environment": env})
-        req = family.request(generic, p.options)
-        key = served(conn, serving, req, run) if target == "vllm-serve" else run(req)
-        conn.commit()
+        key = run_on_target(conn, serving, generic, p.grader, then=then)
         keys_of.setdefault(label, []).append(key)
-        return _outcomes(conn, key, tau)
+        return outcomes(conn, key, tau)
 
     ablated = ablate(
         list(by_name),
@@ -390,10 +369,7 @@ def _record(
         "ablations": [
             {
                 **dataclasses.asdict(v),
-                "why": by_name[v.name].why,
-                "overrides": by_name[v.name].overrides,
-                "vllm": by_name[v.name].vllm,
-                "commit": by_name[v.name].commit,
+                **by_name[v.name].model_dump(exclude={"name"}),  # why, overrides, vllm, commit
                 "run_keys": r.run_keys.get(v.name, []),
             }
             for v in r.verdicts
@@ -414,22 +390,14 @@ def _record(
     }
     store.insert_event(
         conn,
-        time=dt.datetime.combine(today, dt.time(12), dt.UTC),
-        benchmark=p.bench,
-        branch=p.branch,
-        variant=p.variant,
+        **hunt_event(p, today),
         kind="ablation_result",
         text=_headline(r),
         tags=["ablation"],
         details=details,
         dedup_key=f"ablation_result|{p.ablate_id}",
     )
-    pattern = keys.regression_pattern(p.series.key, p.branch, p.baseline, p.variant)
-    alert = store.bisect_alert(conn, p.alert_id, pattern)
-    if alert is not None:
-        reply = {"op": "reply", **blocks.note(text).to_payload()}
-        key = f"{alert['alert_key']}|ablate|{p.ablate_id}"
-        store.enqueue(conn, key, alert["alert_id"], "reply", reply)
+    reply_in_thread(conn, p, f"ablate|{p.ablate_id}", text)
     conn.commit()
 
 

@@ -36,45 +36,33 @@ ABLATE_DAG = "omni_ablate"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
+def _git(repo: str, shas: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:
+    """`git -C repo ARGS`, once each of `shas` is checked to be a commit SHA (never an
+    option); its exit status is the caller's to read."""
+    for sha in shas:
+        if not _SHA.fullmatch(sha):
+            raise ValueError(f"not a commit SHA: {sha!r}")
+    argv = ["git", "-C", repo, *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
 def commit_range(repo: str, good: str, bad: str) -> list[str] | None:
     """`good`, then the commits of good..bad oldest first (ending at `bad`); None when `good` is
     not an ancestor of `bad` (a force-push rewrote the branch)."""
-    for sha in (good, bad):
-        if not _SHA.fullmatch(sha):
-            raise ValueError(f"not a commit SHA: {sha!r}")
-    git = ["git", "-C", repo]
-    ancestor = subprocess.run(
-        [*git, "merge-base", "--is-ancestor", good, bad],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    ancestor = _git(repo, (good, bad), "merge-base", "--is-ancestor", good, bad)
     if ancestor.returncode == 1:
         return None
     if ancestor.returncode != 0:
         raise RuntimeError(f"git merge-base in {repo}: {ancestor.stderr.strip()}")
-    out = subprocess.run(
-        [*git, "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    out = _git(repo, (), "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}")
+    out.check_returncode()
     return [good, *out.stdout.split()]
 
 
 def commit_author(repo: str, sha: str) -> str:
     """`Name <email>` and subject of one commit: a one-commit range goes to its author."""
-    if not _SHA.fullmatch(sha):
-        raise ValueError(f"not a commit SHA: {sha!r}")
-    out = subprocess.run(
-        ["git", "-C", repo, "log", "-1", "--format=%an <%ae>%n%s", "--end-of-options", sha],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    out = _git(repo, (sha,), "log", "-1", "--format=%an <%ae>%n%s", "--end-of-options", sha)
+    out.check_returncode()
     author, _, subject = out.stdout.strip().partition("\n")
     return f"{author} ({subject})" if subject else author
 

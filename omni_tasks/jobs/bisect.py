@@ -18,16 +18,35 @@ from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
+from omni_tasks.analysis.discriminating import Outcomes
 from omni_tasks.deployment.schema import Serving, VenvEnvironment
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.nightly import served
+from omni_tasks.jobs.nightly import run_on_target
 from omni_tasks.store import alerts as store
 from omni_tasks.store import runs
 from omni_tasks.store.runs import clip_records
 from omni_tasks.trust.commits import full_commit, is_full_sha
 
 
-class BisectParams(Serving):
+class HuntParams(Serving):
+    """What a bisection and an ablation share: the regression's candidate and baseline branches,
+    variant and data, the grader, and the alert whose Slack thread gets the result."""
+
+    branch: str = "rebase"
+    baseline: str = "main"
+    variant: str = "default"
+    dataset: str = "demo"
+    benchmark: str | None = None
+    grader: dict[str, Any] = Field(default_factory=dict)
+    alert_id: int | None = Field(default=None, description="the alert whose thread gets the result")
+
+    @model_validator(mode="after")
+    def _run_fields(self) -> HuntParams:
+        self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
+        return self
+
+
+class BisectParams(HuntParams):
     """A bisect's parameters (the DAG's trigger form, or the conf auto-bisect sends). A
     `vllm-serve` target launches each commit's own server as the nightly does (Serving)."""
 
@@ -43,11 +62,7 @@ class BisectParams(Serving):
     target: str = Field(
         description="vllm-serve, http(s)://… or simulator:PROFILE / simulator:commit-history"
     )
-    branch: str = "rebase"
-    baseline: str = "main"
-    variant: str = "default"
     first_bad: str | None = Field(default=None, description="simulator:commit-history only")
-    dataset: str = "demo"
     limit: int | None = None
     seed: int = 1000
     alpha: float = 0.05
@@ -58,13 +73,9 @@ class BisectParams(Serving):
         description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
     )
     control: int = Field(default=50, ge=0, le=10_000)
-    benchmark: str | None = None
-    grader: dict[str, Any] = Field(default_factory=dict)
-    alert_id: int | None = Field(default=None, description="the alert whose thread gets the result")
 
     @model_validator(mode="after")
     def _checked(self) -> BisectParams:
-        self.check_run_fields((self.branch, self.baseline), self.variant, self.dataset)
         benchmarks.get(self.bench).require("bisect", "bisected")
         if len(self.history) < 2:
             raise ValueError("history: at least two commits (good first, bad last)")
@@ -108,9 +119,7 @@ def stored_endpoints(
         if run is None:
             return None
         found.append(run)
-    good, bad = (
-        {c.utt_id: is_broken(c, tau) for c in clip_records(conn, f["grading_id"])} for f in found
-    )
+    good, bad = (broken_items(conn, f["grading_id"], tau) for f in found)
     seeds = frozenset(int(f["seed"]) for f in found if f["seed"] is not None)
     return (good, bad), [str(f["run_key"]) for f in found], seeds
 
@@ -120,8 +129,6 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
     (`Benchmark.run`) on the chosen items, at one seed."""
     from omni_tasks.benchmarks.request import RunRequest
 
-    family = benchmarks.get(p.bench)
-    family.require("bisect", "bisected")
     tau = load_policy().primary_tau
 
     def evaluate(commit: str, seed: int, clips: tuple[str, ...] | None) -> dict[str, bool]:
@@ -149,11 +156,6 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             overrides=p.overrides,
             run_key=f"bisect:{p.bisect_id}:{commit[:12]}:seed{seed}:{part}",
         )
-        req = family.request(generic, p.options)
-
-        def run(r: RunRequest) -> str:
-            return family.run(conn, r, p.grader)
-
         # A vllm-serve target: the commit's own server, launched for this run (axis vllm:
         # vllm-omni fixed, this vLLM commit's wheel installed).
         serving = (
@@ -161,10 +163,7 @@ def run_bisect(conn: psycopg.Connection[Any], p: BisectParams, today: dt.date) -
             if p.axis == "vllm"
             else p
         )
-        key = served(conn, serving, req, run) if p.target == "vllm-serve" else run(req)
-        conn.commit()
-        grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, key).run_id, key)
-        return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
+        return outcomes(conn, run_on_target(conn, serving, generic, p.grader), tau)
 
     stored = stored_endpoints(conn, p) if p.axis == "vllm-omni" else None
     result = bisect(
@@ -208,6 +207,35 @@ def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -
     return "\n".join(lines + r.notes)
 
 
+def broken_items(conn: psycopg.Connection[Any], grading_id: int, tau: float) -> Outcomes:
+    """Each item of a grading: broken at τ or not."""
+    return {c.utt_id: is_broken(c, tau) for c in clip_records(conn, grading_id)}
+
+
+def outcomes(conn: psycopg.Connection[Any], run_key: str, tau: float) -> Outcomes:
+    """Each item of a run's latest grading: broken at τ or not."""
+    grading_id, _ = runs.latest_grading(conn, runs.get_run(conn, run_key).run_id, run_key)
+    return broken_items(conn, grading_id, tau)
+
+
+def hunt_event(p: HuntParams, today: dt.date) -> dict[str, Any]:
+    """Where a bisection's or an ablation's events are filed: noon of its day, on its series'
+    benchmark, candidate branch and variant."""
+    when = dt.datetime.combine(today, dt.time(12), dt.UTC)
+    return {"time": when, "benchmark": p.bench, "branch": p.branch, "variant": p.variant}
+
+
+def reply_in_thread(conn: psycopg.Connection[Any], p: HuntParams, key: str, text: str) -> None:
+    """`text` as a reply in the thread of the regression alert a bisection or an ablation is
+    about (the form's `alert_id`, else the series' open one), when there is one; `key` tells
+    one reply from another in the alert's thread."""
+    pattern = keys.regression_pattern(p.series.key, p.branch, p.baseline, p.variant)
+    alert = store.bisect_alert(conn, p.alert_id, pattern)
+    if alert is not None:
+        reply = {"op": "reply", **blocks.note(text).to_payload()}
+        store.enqueue(conn, f"{alert['alert_key']}|{key}", alert["alert_id"], "reply", reply)
+
+
 def _record(
     conn: psycopg.Connection[Any],
     p: BisectParams,
@@ -215,14 +243,8 @@ def _record(
     today: dt.date,
     selected_by: Sequence[str],
 ) -> None:
-    when = dt.datetime.combine(today, dt.time(12), dt.UTC)
     text = summary(p, r, selected_by)
-    where: dict[str, Any] = {
-        "time": when,
-        "benchmark": p.bench,
-        "branch": p.branch,
-        "variant": p.variant,
-    }
+    where = hunt_event(p, today)
     for i, step in enumerate(r.steps):
         store.insert_event(
             conn,
@@ -254,11 +276,5 @@ def _record(
         },
         dedup_key=f"bisect_result|{p.bisect_id}",
     )
-    pattern = keys.regression_pattern(p.series.key, p.branch, p.baseline, p.variant)
-    alert = store.bisect_alert(conn, p.alert_id, pattern)
-    if alert is not None:
-        msg = blocks.note(text)
-        key = f"{alert['alert_key']}|bisect|{p.bisect_id}"
-        reply = {"op": "reply", **msg.to_payload()}
-        store.enqueue(conn, key, alert["alert_id"], "reply", reply)
+    reply_in_thread(conn, p, f"bisect|{p.bisect_id}", text)
     conn.commit()

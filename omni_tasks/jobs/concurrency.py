@@ -121,12 +121,12 @@ def run_concurrency(
     if req.control:
         say("c = 1 again: the control")
         runs["c1-control"] = _run(conn, req, 1, "c1-control")
-    alone = load_graded_run(conn, runs["c1"]).clips
-    control = load_graded_run(conn, runs["c1-control"]).clips if req.control else None
-    labels = voice_labels(req, {k: load_graded_run(conn, v).clips for k, v in runs.items()}, say)
+    clips = {k: load_graded_run(conn, v).clips for k, v in runs.items()}
+    alone, control = clips["c1"], clips.get("c1-control")
+    labels = voice_labels(req, clips, say)
     comparisons = []
     for c in req.levels[1:]:
-        batched = load_graded_run(conn, runs[f"c{c}"]).clips
+        batched = clips[f"c{c}"]
         voice = None
         if labels:
             heard = {a.utt_id: a.audio_uri for a in alone}

@@ -108,17 +108,10 @@ def run_night(
     log = home / "demo" / f"airflow_{night}.log"
     on_line(f"nightly {night}: airflow dags test omni_nightly (log: {log})")
     labels = _plan_labels(config, conf)
+    argv = [*_airflow(), "dags", "test", "omni_nightly", night.isoformat(), "-c", json.dumps(conf)]
     with log.open("w") as fh:
         proc = subprocess.Popen(
-            [
-                *_airflow(),
-                "dags",
-                "test",
-                "omni_nightly",
-                night.isoformat(),
-                "-c",
-                json.dumps(conf),
-            ],
+            argv,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -15,11 +15,11 @@ idempotency keys. Steps pass small plain values (plans, run keys), never clip da
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,7 @@ from omni_tasks.alerts import keys
 from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
-from omni_tasks.contracts import BranchPlan
+from omni_tasks.contracts import BranchPlan, JsonObject
 from omni_tasks.deployment.schema import (
     ImageEnvironment,
     NightlyParams,
@@ -68,40 +68,30 @@ def record_heads(
     *,
     backfill: bool,
 ) -> list[BranchPlan]:
-    """Every series' branch heads for the night (heads_of_series), as one plan per series ×
-    branch × seed for the GPU tasks."""
-    return [
-        p for params in series for p in heads_of_series(conn, params, nightly, backfill=backfill)
-    ]
-
-
-def heads_of_series(
-    conn: psycopg.Connection[Any], params: NightlyParams, nightly: dt.date, *, backfill: bool
-) -> list[BranchPlan]:
-    """Each branch's commit for the night, recorded in `branch_head` (first sighting wins).
+    """Each series' branch commits for the night, recorded in `branch_head` (first sighting
+    wins), as one plan per series × branch × seed for the GPU tasks.
 
     Explicit commits win; then the head recorded that night; then the repo's head (for a
     backfill: the last commit before the date, flagged reconstructed); without a repo the
     simulator targets get a stable synthetic head per branch and night."""
     plans = []
-    for branch in params.branches:
-        recorded = heads.recorded_head(conn, params.bench, branch, nightly)
-        reconstructed = False
-        if branch in params.commits:
-            commit = params.commits[branch]
-        elif recorded is not None:
-            commit, reconstructed = recorded.commit_sha, recorded.reconstructed
-        elif params.repo:
-            commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
-            reconstructed = backfill
-            if not commit:
-                raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
-        else:
-            commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
-        heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
-        night = nightly.isoformat()
-        for seed in params.seeds:
-            plans.append(
+    for params in series:
+        for branch in params.branches:
+            recorded = heads.recorded_head(conn, params.bench, branch, nightly)
+            reconstructed = False
+            if branch in params.commits:
+                commit = params.commits[branch]
+            elif recorded is not None:
+                commit, reconstructed = recorded.commit_sha, recorded.reconstructed
+            elif params.repo:
+                commit = _git_head(params.repo, branch, nightly if backfill else None) or ""
+                reconstructed = backfill
+                if not commit:
+                    raise ValueError(f"no commit of {branch} in {params.repo} before {nightly}")
+            else:
+                commit = hashlib.sha1(f"{branch}@{nightly}".encode()).hexdigest()
+            heads.record_head(conn, params.bench, branch, nightly, commit, reconstructed)
+            plans += [
                 BranchPlan(
                     series=params.series.key,
                     variant=params.variant,
@@ -110,11 +100,12 @@ def heads_of_series(
                     branch=branch,
                     commit=commit,
                     seed=seed,
-                    nightly=night,
+                    nightly=nightly.isoformat(),
                     reconstructed=reconstructed,
                 )
-            )
-    conn.commit()
+                for seed in params.seeds
+            ]
+        conn.commit()
     return plans
 
 
@@ -164,13 +155,32 @@ def run_branch(
         harness_version=params.grader.get("harness_version"),
         deploy_config=Path(deploy) if deploy else None,
     )
-    bench = benchmarks.get(params.bench)
-    req = bench.request(generic, params.options)
+    return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)
 
-    def run(r: RunRequest) -> str:  # the benchmark runs and judges its own items
-        return bench.run(conn, r, params.grader, show_progress=show_progress)
 
-    key = served(conn, params, req, run) if target == "vllm-serve" else run(req)
+def run_on_target(
+    conn: psycopg.Connection[Any],
+    params: Serving,
+    generic: RunRequest,
+    grader: JsonObject,
+    *,
+    show_progress: bool = False,
+    then: Callable[[RunRequest], object] | None = None,
+) -> str:
+    """One run of any job (the nightly's, a bisection's, an ablation's): the family builds its
+    request from `generic` and runs and judges its own items (Benchmark.request,
+    Benchmark.run); a `vllm-serve` target is the commit's own server, as `params` launch it
+    (`served`). `then` sees the request as it ran. Committed; returns the run key."""
+    family = benchmarks.get(params.bench)
+
+    def run(r: RunRequest) -> str:
+        key = family.run(conn, r, grader, show_progress=show_progress)
+        if then is not None:
+            then(r)
+        return key
+
+    req = family.request(generic, params.options)
+    key = served(conn, params, req, run) if generic.target == "vllm-serve" else run(req)
     conn.commit()
     return key
 
@@ -186,8 +196,6 @@ def served(
 ) -> R:
     """Launch the commit's own server (its environment, its GPUs, a free port), `run` the
     request (any family's) against it with the server's provenance on the run, stop it."""
-    import dataclasses
-
     from omni_tasks.environments.existing import ExistingStrategy
     from omni_tasks.environments.gpus import gpu_lease
     from omni_tasks.environments.venv import VenvStrategy
@@ -281,8 +289,6 @@ def _served_from_image(
 ) -> R:
     """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
     the run records the image and pod it ran against."""
-    import dataclasses
-
     from omni_tasks.environments.pods import PodSpec, launched_pod
 
     spec = PodSpec.of(env, server, str(req.commit))
@@ -327,7 +333,7 @@ def write_report(conn: psycopg.Connection[Any], s: Series, nightly: dt.date, tau
     return write_page(report_path(s.slug, nightly), nightly_report(conn, s, nightly, tau))
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Outputs:
     """Where a night's outputs went: Grafana's refresh, in a line, and the reports written."""
 
