@@ -140,7 +140,10 @@ def fleet_series(where: str, doc: Doc) -> list[Doc]:
         fields = merged(defaults, entry)
         model = fields.pop("model", None)
         if model is not None:
-            fields["server"] = {**(fields.get("server") or {}), "model": model}
+            server = fields.get("server") or {}
+            if not isinstance(server, dict):
+                raise ConfigError(f"{where}: series[{i}]: server: a mapping of server fields")
+            fields["server"] = {**server, "model": model}
         out.append(fields)
     return out
 
