@@ -47,7 +47,10 @@ def dashboards_push() -> None:
 
 @app.command("report")
 def report_cmd(
-    out: Annotated[Path, typer.Option("--out", help="HTML file to write")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="HTML file to write (default: the home's reports folder)"),
+    ] = None,
     nightly: Annotated[
         str | None, typer.Option(metavar="DATE", help="Nightly date (default: the latest)")
     ] = None,
@@ -59,7 +62,7 @@ def report_cmd(
     """One HTML report of a series' nightly: verdicts, trend, failure modes, per-clip plots
     and the regressed clips with their audio (for where no Grafana runs). Plotly's script is
     written once beside it (plotly.min.js): copy both to move the report."""
-    from omni_tasks.reports.html import PLOTLY_JS, nightly_report, write_page
+    from omni_tasks.reports.html import PLOTLY_JS, nightly_report, report_path, write_page
 
     bench = opt.series_of(benchmark, model, lane)
     _, tau = opt.policy_and_tau(tail_threshold)
@@ -67,7 +70,7 @@ def report_cmd(
         missing = f"no gated nightly stored for {bench.label} (run `omni-tasks gate` first)"
         night = opt.night_of(conn, nightly, bench, True, missing)
         page = nightly_report(conn, bench, night, tau)
-    write_page(out, page)
+    out = write_page(out or report_path(bench.slug, night), page)
     console.print(
         f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB; charts load {PLOTLY_JS} beside it)",
     )

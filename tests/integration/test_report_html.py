@@ -122,6 +122,13 @@ def test_a_100_clip_report_is_lean_and_loads_plotly_from_beside_it(db, tmp_path:
         "seed_tts_en_2026-11-01-again.html",
         "seed_tts_en_2026-11-01.html",
     ]
+    # Without --out the page goes where the nightly writes it: the home's reports folder (the
+    # command an alert's Next line prints has no --out).
+    home_reports = tmp_path / "omni-home" / "reports"
+    result = CliRunner().invoke(app, ["report", "--nightly", "2026-11-01"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    (written,) = home_reports.glob("*2026-11-01.html")
+    assert f"wrote {written} " in result.output and written.stat().st_size <= 1_000_000
 
     run = _screenshot(out, tmp_path / "lean.png")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
