@@ -31,13 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the local Buildk
 from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
-from omni_tasks.grafana.dashboards import expand, panel_queries, trend_dashboard
+from omni_tasks.grafana.dashboards import trend_dashboard
 from omni_tasks.importers.buildkite import BuildkiteSource, import_pipeline, load_rules
 from omni_tasks.store.runs import save_run
 from omni_tasks.store.views import fleet_overview
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.buildkite_api import STORAGE_HOSTS, BuildkiteState, buildkite_app
 from tests.fakes.buildkite_fleet import DUPLEX_DIR, MINICPM_DIR, QWEN_DIR, add
+from tests.fakes.grafana_api import expand, panel_queries
 
 FIRST = dt.date(2025, 12, 1)
 ROOT = Path(__file__).resolve().parents[1]
