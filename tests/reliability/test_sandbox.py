@@ -290,8 +290,17 @@ def _reports(outputs: str) -> list[dict[str, object]]:
 def _assert_contained(tmp: Path, targets: list[Path], outputs: str) -> None:
     assert "planted" not in targets[1].read_text(), "the trusted config was edited"
     assert not any(t.name.endswith(".pth") and t.exists() for t in targets)
-    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
-    assert [p for p in alive if daemon_tag(tmp) in cmdline(p)] == []
+    # The sandbox's processes die with it, but a SIGKILL lands asynchronously: under load a
+    # killed daemon can still be exiting when the night's last task returns. One that is
+    # still there 10 s later escaped.
+    deadline = time.monotonic() + 10
+    while True:
+        alive = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+        escaped = [p for p in alive if daemon_tag(tmp) in cmdline(p)]
+        if not escaped or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert escaped == []
     found = _reports(outputs)
     assert found, "the attack ran and its words were kept somewhere"
     assert all(f["found"] == [] and f["wrote"] == [] for f in found), found
