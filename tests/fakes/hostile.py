@@ -4,6 +4,7 @@ what they found (base64 and hex) so the text travels on in the errors and logs."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -72,7 +73,10 @@ def payload(tmp: Path, targets: list[Path]) -> str:
 
 
 def daemon_tag(tmp: Path) -> str:
-    return f"hostile-daemon-{tmp.name}"
+    # The whole path, not its name: pytest truncates test names, so two parametrized tests on
+    # two xdist workers can both get "test_the_nightly_dag_in_an_uns0" (one's deliberately
+    # left daemon then reads as the other's escape).
+    return f"hostile-daemon-{hashlib.sha256(str(tmp).encode()).hexdigest()[:16]}"
 
 
 def hostile_vllm(tmp: Path, targets: list[Path], serve: bool = False) -> Path:

@@ -11,6 +11,7 @@ same code finds the secrets (so the test can fail)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -345,6 +346,10 @@ def test_the_nightly_dag_in_an_unsealed_parent_contains_a_hostile_server(
     if sandbox == "none":
         found = {v for r in _reports(outputs) for v in r["found"]}  # type: ignore[attr-defined]
         assert set(VALUES) <= found and HEAP_MARKER in found
+        for proc in Path("/proc").iterdir():  # its daemon is expected; don't leave it running
+            if proc.name.isdigit() and daemon_tag(tmp_path) in cmdline(proc):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(proc.name), 9)
         return
     _assert_contained(tmp_path, targets, outputs)
 
