@@ -3,15 +3,16 @@ GPU workers, gate each series against its own baseline, refresh dashboards, aler
 
 Per series (its chain; series from the deployment config when this file is parsed):
 record_heads → run_branch (mapped over branch × seed on its lane's queue and pool) →
-summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out); a
+summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out, held
+ones when its own triage hold ends: a sensor rescheduled every half minute); a
 series whose config sets `concurrency: [1, 8]` also gets check_concurrency after its runs (the
 same items alone and co-batched, jobs/concurrency.py), off its alert's path. A
 chain waits on its own GPU tasks and their retries only: one series whose server never comes
 up delays no other series' decision or alert. After every chain: plan_bisects → auto_bisect
 (triggers omni_bisect once per confirmed regression) → dispatch_alerts; advise_gates (each
 upstream gate on a bounded window of history) → refresh (HTML reports, Grafana) →
-dispatch_late, which delivers what refresh's failure raised and, once the alert groups'
-triage delay has passed, their held posts. `watcher` then fails the
+dispatch_late, which delivers what refresh's failure raised and waits out any post still
+held. `watcher` then fails the
 DAG run when any task failed (otherwise the always-run leaves would mark a failed night
 successful); its own failure raises no second message.
 Every task is idempotent, so retries and re-runs converge. Backfill:
@@ -61,9 +62,14 @@ def omni_nightly() -> None:
     def decide(unit: str | None) -> str:
         return tasks.decide(get_current_context(), unit)
 
-    @task(trigger_rule="all_done")
-    def deliver() -> str:
-        return tasks.dispatch_alerts(get_current_context())
+    @task.sensor(
+        trigger_rule="all_done",
+        mode="reschedule",  # no worker slot held while the hold runs
+        poke_interval=runtime.HOLD_POKE_S,
+        timeout=runtime.LONG_TASK_TIMEOUT.total_seconds(),
+    )
+    def deliver(unit: str | None) -> bool:
+        return tasks.deliver(get_current_context(), unit)
 
     @task(trigger_rule="all_done")
     def advise_gates() -> None:
@@ -98,7 +104,7 @@ def omni_nightly() -> None:
         runs = run_branch.override(**u.on_gpu("run_branch")).expand(plan=heads)
         stats = summarize.override(task_id=u.task_id("summarize"))(u.key)
         night = decide.override(task_id=u.task_id("decide"))(u.key)
-        sent = deliver.override(task_id=u.task_id("deliver"))()
+        sent = deliver.override(task_id=u.task_id("deliver"))(u.key)
         runs >> stats >> night >> sent  # the gate reads the statistics summarize stored
         chains += [heads, runs, stats, night, sent]
         if u.concurrency:  # after its runs, on its lane, off its alert's path

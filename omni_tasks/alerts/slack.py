@@ -34,6 +34,7 @@ from omni_tasks.alerts.blocks import Message, render_text
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
+from omni_tasks.series import Series
 from omni_tasks.store import alerts as store
 from omni_tasks.store.alerts import OutboxMessage
 from omni_tasks.trust.redact import redact, register
@@ -244,9 +245,12 @@ class DispatchReport:
     recovered: int  # found already delivered after an unknown outcome
     waiting: int  # held by a group's triage delay, or whose parent is not delivered yet
     failed: int
+    busy: bool = False  # another dispatcher held the outbox: this one delivered nothing
 
     @property
     def summary(self) -> str:
+        if self.busy:
+            return "another dispatcher is delivering the outbox"
         return (
             f"{self.sent} sent, {self.recovered} already delivered, {self.waiting} waiting, "
             f"{self.failed} failed"
@@ -265,7 +269,7 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
     channel = str(getattr(sink, "channel", sink.name))
     if not store.try_dispatch_lock(conn):
         conn.commit()
-        return DispatchReport(0, 0, 0, 0)
+        return DispatchReport(0, 0, 0, 0, busy=True)
     sent = recovered = waiting = failed = 0
     try:
         for m in _pending(conn):
@@ -337,6 +341,22 @@ def dispatch_all(conn: psycopg.Connection[Any], sink: Sink) -> DispatchReport:
         )
     conn.commit()
     return total
+
+
+def deliver_series(
+    conn: psycopg.Connection[Any], sink: Sink, series: Series | None
+) -> tuple[DispatchReport, bool]:
+    """Dispatch, and whether `series` (None: every series) is done: none of its alerts'
+    opening posts is still held by a triage delay and this dispatch ran. A series' delivery
+    repeats this until done, so its held posts go out when its own hold (its group's, once in
+    one) ends, whatever other series still run."""
+    held = store.held_until(conn, series)  # read first: what is due now goes out below
+    conn.commit()
+    report = dispatch(conn, sink)
+    if held is not None:
+        left = (held - dt.datetime.now(dt.UTC)).total_seconds()
+        log.info("%s: %.0f s of triage delay left", series.label if series else "alerts", left)
+    return report, held is None and not report.busy
 
 
 def _unknown_outcome(exc: BaseException) -> bool:

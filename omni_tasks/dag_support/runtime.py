@@ -38,6 +38,9 @@ DEFAULT_ARGS: dict[str, Any] = {
     "execution_timeout": dt.timedelta(hours=2),
 }
 LONG_TASK_TIMEOUT = dt.timedelta(hours=24)
+# How often a series' delivery looks whether its held alert is due: a held alert goes out
+# within this (and a task start) of its hold's end.
+HOLD_POKE_S = 30
 REGRADE_TIMEOUT = dt.timedelta(hours=6)
 
 GPU_POOL = "gpu"

@@ -225,6 +225,21 @@ def dispatch_alerts(context: Context, *, last: bool = False) -> str:
     return report.summary
 
 
+@delivers_after_sigterm
+def deliver(context: Context, unit: str | None) -> bool:
+    """One series' delivery, a sensor's poke (rescheduled, holding no worker slot, until it
+    returns True): the outbox goes out, and the series is done once none of its opening
+    posts is held by the triage delay, so a held alert goes out when its own hold ends and
+    never waits for another lane's retries."""
+    from omni_tasks.alerts.slack import SlackConfigError, deliver_series
+    from omni_tasks.series import Series
+
+    with results_db() as conn, _fails_at_once(SlackConfigError):
+        report, done = deliver_series(conn, slack_sink(), Series.parse(unit) if unit else None)
+    log.info("alerts: %s", report.summary)
+    return done
+
+
 def _one_series_params(job: str, params: type[Params], context: Context) -> Params:
     """The trigger form of a one-series job (`bisect`, `ablate`) over the deployment config,
     validated as its parameters; a bad form fails the task without retries."""

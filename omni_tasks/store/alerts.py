@@ -188,9 +188,11 @@ def replace_pending_post(conn: psycopg.Connection[Any], alert_id: int, payload: 
     return conn.execute(sql("replace_pending_post"), args).fetchone() is not None
 
 
-def held_until(conn: psycopg.Connection[Any]) -> dt.datetime | None:
-    """When the last opening post held by a group's triage delay may go out."""
-    row = conn.execute(sql("held_until")).fetchone()
+def held_until(conn: psycopg.Connection[Any], series: Series | None = None) -> dt.datetime | None:
+    """When the last opening post held by a triage delay may go out (of `series`' alerts, or
+    of every alert)."""
+    args = series.args() if series is not None else filtered({})
+    row = conn.execute(sql("held_until"), args).fetchone()
     return None if row is None else row["until"]
 
 

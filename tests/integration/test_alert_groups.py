@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from omni_tasks.alerts.slack import SlackSink, dispatch
+from omni_tasks.alerts.slack import SlackSink, deliver_series, dispatch
 from omni_tasks.alerts.triage import triage
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
@@ -160,6 +161,32 @@ def test_the_triage_delay_holds_opening_posts_until_the_group_can_form(
     tops = [m for m in state.top_level() if "regression" in m["text"]]
     assert len(tops) == 1 and "2 regressions in 2 series (2 models, 1 lane)" in tops[0]["text"]
     assert len([m for m in state.replies(tops[0]["ts"]) if "REGRESSED" in m["text"]]) == 2
+
+
+def test_a_series_is_delivered_when_its_own_hold_ends(
+    db, results_dsn, tmp_path, slack, monkeypatch
+) -> None:
+    """A series' delivery (the nightly's per-series sensor) is done once none of its own posts
+    is held, whatever another series' outbox holds, and never while another dispatcher holds
+    the outbox (the posts it skipped as held would wait for the night's last delivery)."""
+    state, sink = slack
+    monkeypatch.setenv("OMNI_ALERT_TRIAGE_DELAY_S", "1200")
+    reset_settings()
+    _night(db, tmp_path, -1, {S1: SAME, S2: SAME})
+    _night(db, tmp_path, 0, {S1: REGRESS, S2: SAME})
+    report, done = deliver_series(db, sink, S1)
+    assert (report.sent, report.waiting, done) == (0, 1, False) and state.messages == []
+    assert deliver_series(db, sink, S2)[1]  # nothing of its own held: done at once
+    db.execute("UPDATE omni.alert SET hold_until = now() WHERE hold_until IS NOT NULL")
+    db.commit()
+    with psycopg.connect(results_dsn, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtext('omni_alert_dispatch'))")
+        report, done = deliver_series(db, sink, S1)
+        assert (report.busy, done, state.messages) == (True, False, [])
+        other.execute("SELECT pg_advisory_unlock(hashtext('omni_alert_dispatch'))")
+    report, done = deliver_series(db, sink, S1)
+    assert (report.sent, done) == (1, True)
+    assert [m for m in state.top_level() if "REGRESSED" in m["text"]]
 
 
 def test_regressions_of_different_rebases_are_not_grouped(db, tmp_path, slack) -> None:
