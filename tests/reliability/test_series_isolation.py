@@ -1,7 +1,9 @@
 """One failing lane never delays another's alert, under a real scheduler (LocalExecutor,
 Postgres metadata, scheduler, dag-processor and api-server started here): a two-series fleet
 night where one series' candidate server never starts (its GPU task fails and waits out
-Airflow's retry delay) while the other series' confirmed regression is decided and delivered."""
+Airflow's retry delay) while the other series' confirmed regression is decided and delivered
+when its own triage hold ends (production holds 1200 s; HOLD_S here keeps the test short, and
+is long enough to tell a held post from one sent at once)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from tests.fakes.vllm_env import fake_vllm_env
 
 QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
 FAILING = "seed_tts_en.MiniCPM-o-4_5.rocm-mi300"
+HOLD_S = 60  # the alert groups' triage delay
 
 
 def _fleet(site: str) -> dict:
@@ -62,6 +65,7 @@ def test_a_series_whose_server_never_starts_delays_no_other_series_alert(
         "OMNI_HOME": str(tmp_path / "omni-home"),
         "OMNI_TRUSTED_ROOTS": json.dumps([sys.prefix, str(tmp_path)]),
         "OMNI_GPUS": "0,1",
+        "OMNI_ALERT_TRIAGE_DELAY_S": str(HOLD_S),
         "PATH": fake["PATH"],
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
     }
@@ -82,13 +86,17 @@ def test_a_series_whose_server_never_starts_delays_no_other_series_alert(
         while time.monotonic() < deadline and not sent:
             time.sleep(3)
             sent = db.execute(
-                "SELECT o.payload::text AS p FROM omni.alert_outbox o JOIN omni.alert a "
-                "USING (alert_id) WHERE a.kind = 'regression' AND o.state = 'sent' "
+                "SELECT extract(epoch FROM o.sent_at - d.decided_at) AS after "
+                "FROM omni.alert_outbox o JOIN omni.alert a USING (alert_id) "
+                "JOIN omni.gate_decision d ON d.model = %s AND d.nightly = '2026-11-20' "
+                "WHERE a.kind = 'regression' AND o.kind = 'post' AND o.state = 'sent' "
                 "AND a.alert_key LIKE %s",
-                (f"seed_tts_en|{QWEN}|cuda-h100x2|%",),
+                (QWEN, f"seed_tts_en|{QWEN}|cuda-h100x2|%"),
             ).fetchall()
             db.commit()
         assert sent, "the healthy series' confirmed regression was never delivered"
+        # Held for its triage delay, then out within a minute of the hold's end.
+        assert HOLD_S <= sent[0]["after"] <= HOLD_S + 60, sent
         # At that moment the failing series' candidate task is still within its retries.
         tis = httpx.get(
             f"{c.api}/api/v2/dags/omni_nightly/dagRuns/fleet-1/taskInstances",
@@ -102,6 +110,8 @@ def test_a_series_whose_server_never_starts_delays_no_other_series_alert(
         assert failing and all(
             t["state"] in ("up_for_retry", "running", "queued", "scheduled") for t in failing
         ), [(t["task_id"], t["map_index"], t["state"], t["try_number"]) for t in failing]
+        late = next(t for t in tis if t["task_id"] == "dispatch_late")
+        assert late["state"] not in ("running", "success", "failed"), late  # not its delivery
         decided = db.execute(
             "SELECT model, verdict, confirmed FROM omni.gate_decision WHERE nightly = '2026-11-20'"
         ).fetchall()
