@@ -23,8 +23,9 @@ from scipy.stats import norm
 
 from omni_tasks.analysis.gate import Evidence, Verdict, decide_night
 from omni_tasks.analysis.groups import compare_groups
-from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
+from omni_tasks.analysis.paired import paired_figures
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.night.gate import paired_evidence
 
 MAX_REPEATS = 8  # beyond this many looks an answer is not worth the GPU hours
 
@@ -52,20 +53,8 @@ def first_look(base: np.ndarray, head: np.ndarray, policy: GatePolicy) -> Look:
     both = int(((head == 1) & (base == 1)).sum())
     b = int(((head == 1) & (base == 0)).sum())
     c = int(((head == 0) & (base == 1)).sum())
-    n = len(base)
-    p_reg, p_imp = mcnemar_exact(b, c)
-    delta, lo, hi = newcombe_paired(both, b, c, n - both - b - c)
-    ev = Evidence(
-        n_paired=n,
-        regressed=b,
-        improved=c,
-        p_regress=p_reg,
-        p_improve=p_imp,
-        delta_tail=delta,
-        delta_tail_ci=(lo, hi),
-    )
-    alpha = policy.alpha / 2
-    return _look(0, ev, alpha, policy)
+    table = paired_figures(both, b, c, len(base) - both - b - c)
+    return _look(0, paired_evidence(table), policy.alpha / 2, policy)
 
 
 def plan_repeats(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,12 +52,23 @@ def paired_table(
             n22 += 1
         if is_wer_scored(base[u]) and is_wer_scored(cand[u]):
             diffs.append(min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0))
+    return PairedTable(
+        **dataclasses.asdict(paired_figures(n11, n12, n21, n22, diffs)),
+        regressed_clips=sorted(regressed, key=lambda u: -error_of(cand[u])),  # worst first
+        improved_clips=improved,
+    )
+
+
+def paired_figures(
+    n11: int, n12: int, n21: int, n22: int, diffs: Sequence[float] = ()
+) -> PairedFigures:
+    """The paired figures of a 2×2 table of broken items (n12: broken in the candidate only)
+    and, for WER-scored items, the capped-WER differences (candidate − baseline)."""
     p_reg, p_imp = mcnemar_exact(n12, n21)
     delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
     mean_diff, diff_ci = _paired_t(diffs)
-    worst_first = sorted(regressed, key=lambda u: -error_of(cand[u]))
-    return PairedTable(
-        n_paired=len(ids),
+    return PairedFigures(
+        n_paired=n11 + n12 + n21 + n22,
         stable_broken=n11,
         regressed=n12,
         improved=n21,
@@ -67,13 +79,11 @@ def paired_table(
         delta_tail_fraction_ci=(lo, hi),
         delta_capped_mean_wer=mean_diff,
         delta_capped_mean_wer_ci=diff_ci,
-        regressed_clips=worst_first,
-        improved_clips=improved,
     )
 
 
 def _paired_t(
-    diffs: list[float], confidence: float = 0.95
+    diffs: Sequence[float], confidence: float = 0.95
 ) -> tuple[float | None, tuple[float, float] | None]:
     """Mean paired difference with a t-interval (n is large; identical runs give a
     zero-width interval instead of the NaN a BCa bootstrap returns)."""

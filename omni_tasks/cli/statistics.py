@@ -55,7 +55,7 @@ def compare_cmd(
 
     Give the same run twice with two graders to compare a re-grade with the original.
     """
-    from omni_tasks.jobs.statistics import compare_keys
+    from omni_tasks.jobs.statistics import compare, load_graded_run
     from omni_tasks.reports.text import print_comparison
 
     policy, tau = opt.policy_and_tau(tail_threshold)
@@ -66,15 +66,13 @@ def compare_cmd(
             "run's two gradings with --baseline-grader / --candidate-grader)"
         )
     opt.compute_and_show(
-        lambda conn: compare_keys(
+        lambda conn: compare(
             conn,
-            baseline,
-            candidate,
+            load_graded_run(conn, baseline, baseline_grader),
+            load_graded_run(conn, candidate, candidate_grader),
             tau,
             policy,
             force=force,
-            baseline_grader=baseline_grader,
-            candidate_grader=candidate_grader,
         ),
         print_comparison,
         as_json,

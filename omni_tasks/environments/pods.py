@@ -55,13 +55,8 @@ class PodStartError(RuntimeError):
 @dataclass(frozen=True)
 class PodSpec:
     image: str  # the image reference, `{commit}` already filled in
-    model: str
     namespace: str
-    gpu_resource: str
-    gpus: int
-    env: dict[str, str]
-    startup_timeout_s: float
-    port: int
+    server: ServerConfig  # the model, accelerators, environment, startup timeout and port
     extra_args: tuple[str, ...] = ()
 
     @classmethod
@@ -70,16 +65,7 @@ class PodSpec:
         image = env.image.replace("{commit}", commit)
         if not _IMAGE.match(image) or "{" in image:
             raise ValueError(f"environment.image: {image[:80]!r} is not an image reference")
-        return cls(
-            image=image,
-            model=server.model,
-            namespace=env.namespace,
-            gpu_resource=server.gpu_resource,
-            gpus=server.gpus,
-            env=server.env,
-            startup_timeout_s=server.startup_timeout_s,
-            port=server.port,
-        )
+        return cls(image=image, namespace=env.namespace, server=server)
 
 
 def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
@@ -89,7 +75,7 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
     (a trigger form cannot name them); the pod holds no service-account token and no secret,
     and runs hardened (the module docstring)."""
     probe = client.V1Probe(
-        http_get=client.V1HTTPGetAction(path="/health", port=spec.port),
+        http_get=client.V1HTTPGetAction(path="/health", port=spec.server.port),
         period_seconds=5,
         failure_threshold=3,
     )
@@ -102,11 +88,11 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
     container = client.V1Container(
         name="vllm-omni",
         image=spec.image,
-        command=["vllm", "serve", spec.model, "--omni"],
+        command=["vllm", "serve", spec.server.model, "--omni"],
         # Listens on the pod's own IP (the downward API's, expanded by Kubernetes in args):
         # what the worker and the readiness probe reach, and nothing else.
-        args=["--host", "$(POD_IP)", "--port", str(spec.port), *spec.extra_args],
-        ports=[client.V1ContainerPort(container_port=spec.port, name="http")],
+        args=["--host", "$(POD_IP)", "--port", str(spec.server.port), *spec.extra_args],
+        ports=[client.V1ContainerPort(container_port=spec.server.port, name="http")],
         env=[
             client.V1EnvVar(
                 name="POD_IP",
@@ -116,7 +102,9 @@ def pod_manifest(spec: PodSpec, name: str) -> client.V1Pod:
             ),
             *(client.V1EnvVar(name=k, value=v) for k, v in sorted(_server_env(spec).items())),
         ],
-        resources=client.V1ResourceRequirements(limits={spec.gpu_resource: str(spec.gpus)}),
+        resources=client.V1ResourceRequirements(
+            limits={spec.server.gpu_resource: str(spec.server.gpus)}
+        ),
         readiness_probe=probe,
         # The commit under test is untrusted: no root, no privilege escalation, no capabilities,
         # the runtime's seccomp profile, and nothing written outside its emptyDirs.
@@ -156,7 +144,7 @@ def _server_env(spec: PodSpec) -> dict[str, str]:
     """The server's environment: its home and temp dir on the writable emptyDirs, then the
     config's `server.env` (trusted) less any secret-named variable, as for a child on the
     worker (trust/child_env.py). POD_IP is the downward API's, never the config's."""
-    env = {"HOME": CACHE_DIR, "XDG_CACHE_HOME": CACHE_DIR, "TMPDIR": TMP_DIR, **spec.env}
+    env = {"HOME": CACHE_DIR, "XDG_CACHE_HOME": CACHE_DIR, "TMPDIR": TMP_DIR, **spec.server.env}
     return {k: v for k, v in env.items() if k != "POD_IP" and not SECRET_NAME.search(k)}
 
 
@@ -197,7 +185,8 @@ def launched_pod(spec: PodSpec, api: client.CoreV1Api | None = None) -> Iterator
 
 
 def _wait_ready(api: client.CoreV1Api, spec: PodSpec, name: str) -> str:
-    deadline = time.monotonic() + spec.startup_timeout_s
+    timeout = spec.server.startup_timeout_s
+    deadline = time.monotonic() + timeout
     phase = "unknown"
     while time.monotonic() < deadline:
         pod = api.read_namespaced_pod(name, spec.namespace)
@@ -206,7 +195,7 @@ def _wait_ready(api: client.CoreV1Api, spec: PodSpec, name: str) -> str:
             raise PodStartError(f"pod {name} ({spec.image}) ended ({phase}) before it was ready")
         ip = pod.status.pod_ip if pod.status else None
         if phase == "Running" and ip:
-            url = f"http://{ip}:{spec.port}"
+            url = f"http://{ip}:{spec.server.port}"
             try:
                 if httpx.get(f"{url}/health", timeout=5).status_code == 200:
                     return url
@@ -214,5 +203,5 @@ def _wait_ready(api: client.CoreV1Api, spec: PodSpec, name: str) -> str:
                 pass  # not listening yet
         time.sleep(1.0)
     raise PodStartError(
-        f"pod {name} ({spec.image}) not healthy after {spec.startup_timeout_s:g} s (phase {phase})"
+        f"pod {name} ({spec.image}) not healthy after {timeout:g} s (phase {phase})"
     )

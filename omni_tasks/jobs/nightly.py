@@ -297,7 +297,7 @@ def _served_from_image(
             dataclasses.replace(
                 req,
                 target=pod.url,
-                model=spec.model,
+                model=server.model,
                 stack={"image": pod.image, "pod": pod.name, "namespace": pod.namespace},
             )
         )

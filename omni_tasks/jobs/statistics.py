@@ -114,29 +114,6 @@ def compare(
     return dataclasses.replace(result, comparison_id=comparison_id)
 
 
-def compare_keys(
-    conn: psycopg.Connection[Any],
-    baseline_key: str,
-    candidate_key: str,
-    tau: float,
-    policy: GatePolicy,
-    *,
-    force: bool = False,
-    baseline_grader: str | None = None,
-    candidate_grader: str | None = None,
-) -> Comparison:
-    """Compare two runs, or two gradings of one run (a re-grade against the original)."""
-    with conn.transaction():
-        return compare(
-            conn,
-            load_graded_run(conn, baseline_key, baseline_grader),
-            load_graded_run(conn, candidate_key, candidate_grader),
-            tau,
-            policy,
-            force=force,
-        )
-
-
 def trend(
     conn: psycopg.Connection[Any],
     *,

@@ -124,7 +124,7 @@ def comparison(
         infra += [f"not comparable: {r}" for r in mismatch]
     elif not comparable:
         warnings += [f"forced despite: {r}" for r in mismatch]
-    verdict = rules.decide_night([_paired_evidence(table, tuple(infra))], policy)[0]
+    verdict = rules.decide_night([paired_evidence(table, tuple(infra))], policy)[0]
     base_by_id = {c.utt_id: c for c in baseline.clips}
     cand_by_id = {c.utt_id: c for c in candidate.clips}
     top = [
@@ -185,9 +185,10 @@ def comparison(
     return result, columns
 
 
-def _paired_evidence(
-    t: PairedFigures, infra: tuple[str, ...], notes: tuple[str, ...] = ()
+def paired_evidence(
+    t: PairedFigures, infra: tuple[str, ...] = (), notes: tuple[str, ...] = ()
 ) -> rules.Evidence:
+    """What one paired table (one run a side) contributes to the gate."""
     return rules.Evidence(
         n_paired=t.n_paired,
         regressed=t.regressed,
@@ -282,7 +283,7 @@ def evidence(
         json.dumps(res.to_json(), allow_nan=False)
         infra = tuple(res.reasons) if res.verdict == "INFRA" else ()
         detail = Detail(res, columns, c.run.run_id, b.run.run_id)
-        return _paired_evidence(res, infra, notes), detail
+        return paired_evidence(res, infra, notes), detail
     ev, detail = _group_evidence(bases, cands, policy, stats)
     return dataclasses.replace(ev, notes=notes), detail
 
