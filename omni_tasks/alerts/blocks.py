@@ -23,6 +23,7 @@ from slack_sdk.models.blocks import (
 )
 
 from omni_tasks.alerts.titles import MAX_HEADER, Title, clip_words
+from omni_tasks.benchmarks.base import Words
 from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 from omni_tasks.series import Series
@@ -83,7 +84,8 @@ class AlertContext:
     p_holm: float | None = None
     links: dict[str, str] = field(default_factory=dict)
     broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
-    multiple_choice: bool = False  # items are answers, right or wrong, not transcripts
+    multiple_choice: bool = False  # items are right or wrong (an answer, a voice), no figure
+    words: Words = field(default_factory=Words)  # how the family speaks of its items
     commits: CommitRange | None = None
     alert_id: int | None = None  # the alert every triage command names
     next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
@@ -161,7 +163,12 @@ def _figures(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
     if c is None:
         return [section("No paired comparison stored for this decision.")]
-    head = "*Wrong answers*" if ctx.multiple_choice else f"*Tail fraction* ({ctx.broken})"
+    broken = ctx.words.broken
+    head = (
+        f"*{broken[:1].upper()}{broken[1:]}*"
+        if ctx.multiple_choice
+        else f"*Tail fraction* ({ctx.broken})"
+    )
     tail = (
         f"{head}: {escape(ctx.baseline)} {_tail(c.baseline)} → "
         f"{escape(ctx.candidate)} {_tail(c.candidate)}\n"
@@ -205,22 +212,23 @@ def _clips(ctx: AlertContext) -> list[Block]:
     top = [] if c is None else c.top_regressed[:TOP_CLIPS]
     if not top:
         return []
-    noun = "questions" if ctx.multiple_choice else "clips"
-    blocks: list[Block] = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
+    w = ctx.words
+    blocks: list[Block] = [section(f"*Worst regressed {w.items}* (of {c.regressed if c else 0})")]
     for t in top:
         said = f"`{escape(clip(t.utt_id, 80))}`"
         if ctx.multiple_choice:
             said += (
-                f" answered {escape(clip(t.heard or '(none)', 16))}, gold "
-                f"{escape(clip(t.reference, 16))} (baseline answered "
+                f" {w.said} {escape(clip(t.heard or '(none)', 16))}, gold "
+                f"{escape(clip(t.reference, 16))} (baseline {w.said} "
                 f"{escape(clip(t.baseline_heard or '(none)', 16))})"
             )
         else:
             said += (
-                f" WER {_wer(t.wer)}\n> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
-                f"> {escape(ctx.candidate)} heard: "
+                f" {w.metric or 'figure'} {_wer(t.wer)}\n> reference: "
+                f"{escape(clip(t.reference, CLIP_TEXT))}\n"
+                f"> {escape(ctx.candidate)} {w.said}: "
                 f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
-                f"> {escape(ctx.baseline)} heard: "
+                f"> {escape(ctx.baseline)} {w.said}: "
                 f"{escape(clip(t.baseline_heard or '(nothing)', CLIP_TEXT))}"
             )
         blocks.append(section(said))

@@ -88,6 +88,7 @@ def context(d: StoredDecision, tau: float) -> AlertContext:
         links=links_for(d),
         broken_label=bench.broken_label(tau),
         multiple_choice=bench.judged == "incorrect",
+        words=bench.words,
         buttons=get_settings().slack_signing_secret is not None,
     )
 

@@ -271,6 +271,8 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
         for m in _pending(conn):
             op, key = m.kind, m.idempotency_key
             route = _route(conn, m)
+            if route.group is not None:  # held or not: the outbox shows what will go out
+                m = _named_group(conn, m, route.group)
             if m.held or not route.ready:
                 waiting += 1  # a group's triage delay, or a parent not delivered yet
                 continue
@@ -285,8 +287,6 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
                     conn.commit()
                     recovered += 1
                     continue
-            if route.group is not None:
-                m = _named_group(conn, m, route.group)
             store.mark_sending(conn, m.message_id)
             conn.commit()  # from here the outcome is unknown until marked
             try:
@@ -384,6 +384,7 @@ def _named_group(conn: psycopg.Connection[Any], m: OutboxMessage, group: int) ->
     if payload == m.payload:
         return m
     store.replace_pending_post(conn, m.alert_id, payload)
+    conn.commit()
     return replace(m, payload=payload)
 
 
