@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from omni_tasks import benchmarks
 from omni_tasks.evidence.links import audio_url
 from omni_tasks.formatting import pts, pts_ci
 from omni_tasks.trust.redact import outbound, redact
@@ -17,9 +18,10 @@ WORST = 10
 
 
 def summary_markdown(req: ABRequest, result: ABResult) -> str:
+    items = benchmarks.get(req.benchmark).words.items
     rows = [
         "| look | items | regressed : improved | Δ tail [95 %] | p (regress) | α of the look "
-        "| verdict | clips spent |",
+        f"| verdict | {items} spent |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for look in result.looks:
@@ -35,7 +37,7 @@ def summary_markdown(req: ABRequest, result: ABResult) -> str:
         "",
         f"base {code_span(req.base_sha[:12])} → head {code_span(req.head_sha[:12])}"
         + (f" (PR #{req.pr})" if req.pr else "")
-        + f"; {result.clips_spent} of {result.budget} clips spent; {result.stopped}.",
+        + f"; {result.clips_spent} of {result.budget} {items} spent; {result.stopped}.",
         "",
     ]
     if result.looks:

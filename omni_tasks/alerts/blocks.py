@@ -22,17 +22,20 @@ from slack_sdk.models.blocks import (
     TextObject,
 )
 
+from omni_tasks.alerts.titles import MAX_HEADER, Title, clip_words
+from omni_tasks.benchmarks.base import Words
 from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
+from omni_tasks.series import Series
 from omni_tasks.trust.redact import code, entities, escape
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
-MAX_HEADER = 150
 MAX_FALLBACK = 3000
 TOP_CLIPS = 5
 CLIP_TEXT = 280
 MAX_SHIFTS = 8  # labels shown per breakdown dimension
+NO_GOOD_NIGHT = "no earlier good night"  # a range whose step may precede every night fitted
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class CommitRange:
 class AlertContext:
     """What a regression alert says; built from a stored gate decision and its comparison."""
 
-    benchmark: str
+    series: Series
     nightly: str
     candidate: str
     baseline: str
@@ -81,7 +84,8 @@ class AlertContext:
     p_holm: float | None = None
     links: dict[str, str] = field(default_factory=dict)
     broken_label: str | None = None  # the benchmark's name for a broken item (WER > tau)
-    multiple_choice: bool = False  # items are answers, right or wrong, not transcripts
+    multiple_choice: bool = False  # items are right or wrong (an answer, a voice), no figure
+    words: Words = field(default_factory=Words)  # how the family speaks of its items
     commits: CommitRange | None = None
     alert_id: int | None = None  # the alert every triage command names
     next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
@@ -109,12 +113,14 @@ def section(text: str) -> SectionBlock:
 
 
 def _header(text: str) -> HeaderBlock:
-    return HeaderBlock(text=PlainTextObject(text=clip(plain(text), MAX_HEADER)))
+    return HeaderBlock(text=PlainTextObject(text=clip_words(plain(text), MAX_HEADER)))
 
 
-def _titled(title: str, *blocks: Block) -> Message:
-    """A message under a header of `title` (its notification text too)."""
-    return Message(clip(escape(title), MAX_FALLBACK), fit([_header(title), *blocks]))
+def _titled(title: str | Title, *blocks: Block) -> Message:
+    """A message under a header of `title`, fitted to a header's length; the notification
+    text says it whole."""
+    shown = title.fitted() if isinstance(title, Title) else title
+    return Message(clip(escape(str(title)), MAX_FALLBACK), fit([_header(shown), *blocks]))
 
 
 def context(text: str, block_id: str | None = None) -> ContextBlock:
@@ -134,22 +140,35 @@ def _tail(stats: RunStats) -> str:
     return f"{pct_ci(stats.tail_fraction, stats.tail_fraction_ci)} n={n}"
 
 
-def headline(ctx: AlertContext) -> str:
-    """Series, verdict and size in one line: what a reader takes in before opening it."""
+def _pair(ctx: AlertContext) -> str:
+    """The branches, and the variant when it is not the default one (named as a variant)."""
+    variant = "" if ctx.variant == "default" else f" (variant {ctx.variant})"
+    return f"{ctx.candidate} vs {ctx.baseline}{variant}"
+
+
+def _headline(ctx: AlertContext, head: str = "", since: str = "") -> Title:
     state = "confirmed" if ctx.confirmed else "unconfirmed"
     c = ctx.comparison
     size = "" if c is None or c.delta_tail_fraction is None else f" ({pts(c.delta_tail_fraction)})"
-    return (
-        f"{ctx.benchmark}: {ctx.candidate} vs {ctx.baseline} ({ctx.variant}) "
-        f"{ctx.verdict}, {state}{size} — {ctx.nightly}"
-    )
+    tail = f" {ctx.verdict}, {state}{size} — {ctx.nightly}{since}"
+    return Title(head, ctx.series, f": {_pair(ctx)}", tail)
+
+
+def headline(ctx: AlertContext) -> str:
+    """Series, verdict and size in one line: what a reader takes in before opening it."""
+    return str(_headline(ctx))
 
 
 def _figures(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
     if c is None:
         return [section("No paired comparison stored for this decision.")]
-    head = "*Wrong answers*" if ctx.multiple_choice else f"*Tail fraction* ({ctx.broken})"
+    broken = ctx.words.broken
+    head = (
+        f"*{broken[:1].upper()}{broken[1:]}*"
+        if ctx.multiple_choice
+        else f"*Tail fraction* ({ctx.broken})"
+    )
     tail = (
         f"{head}: {escape(ctx.baseline)} {_tail(c.baseline)} → "
         f"{escape(ctx.candidate)} {_tail(c.candidate)}\n"
@@ -193,22 +212,23 @@ def _clips(ctx: AlertContext) -> list[Block]:
     top = [] if c is None else c.top_regressed[:TOP_CLIPS]
     if not top:
         return []
-    noun = "questions" if ctx.multiple_choice else "clips"
-    blocks: list[Block] = [section(f"*Worst regressed {noun}* (of {c.regressed if c else 0})")]
+    w = ctx.words
+    blocks: list[Block] = [section(f"*Worst regressed {w.items}* (of {c.regressed if c else 0})")]
     for t in top:
         said = f"`{escape(clip(t.utt_id, 80))}`"
         if ctx.multiple_choice:
             said += (
-                f" answered {escape(clip(t.heard or '(none)', 16))}, gold "
-                f"{escape(clip(t.reference, 16))} (baseline answered "
+                f" {w.said} {escape(clip(t.heard or '(none)', 16))}, gold "
+                f"{escape(clip(t.reference, 16))} (baseline {w.said} "
                 f"{escape(clip(t.baseline_heard or '(none)', 16))})"
             )
         else:
             said += (
-                f" WER {_wer(t.wer)}\n> reference: {escape(clip(t.reference, CLIP_TEXT))}\n"
-                f"> {escape(ctx.candidate)} heard: "
+                f" {w.metric or 'figure'} {_wer(t.wer)}\n> reference: "
+                f"{escape(clip(t.reference, CLIP_TEXT))}\n"
+                f"> {escape(ctx.candidate)} {w.said}: "
                 f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
-                f"> {escape(ctx.baseline)} heard: "
+                f"> {escape(ctx.baseline)} {w.said}: "
                 f"{escape(clip(t.baseline_heard or '(nothing)', CLIP_TEXT))}"
             )
         blocks.append(section(said))
@@ -274,6 +294,24 @@ def _next(ctx: AlertContext) -> list[Block]:
     return shown
 
 
+def in_group(payload: JsonObject, alert_id: int, group_id: int) -> JsonObject:
+    """An alert's opening post as its group's thread shows it: the Next line names the group
+    (`_next`'s words), as a post written before the group formed does not."""
+    alone = f"Next: *Alert {alert_id}*"
+    stored = json_objects(payload.get("blocks"))
+    for i, b in enumerate(stored):
+        text = b.get("text")
+        if b.get("type") != "section" or not isinstance(text, dict):
+            continue
+        said = text.get("text")
+        if isinstance(said, str) and (said == alone or said.startswith(f"{alone} ·")):
+            named = said.replace(alone, f"{alone} (group {group_id})", 1)
+            block: JsonObject = {**b, "text": {**text, "text": named}}
+            shown: list[JsonValue] = [*stored[:i], block, *stored[i + 1 :]]
+            return {**payload, "blocks": shown}
+    return payload
+
+
 def buttons(alert_id: int) -> ActionsBlock:
     """Acknowledge and Ignore on an alert or group (alerts/interactions.py takes the click);
     the commands beside them stay the way in where the app has no interactivity."""
@@ -315,7 +353,7 @@ class GroupView:
     baseline: str
     open: bool
     first_bad_night: str
-    last_good_night: str
+    last_good_night: str | None  # None: a member's step may precede every night it fitted
     members: tuple[GroupMember, ...]
     last_good: str | None = None
     first_bad: str | None = None
@@ -324,10 +362,13 @@ class GroupView:
 
     @property
     def span(self) -> str:
-        """The commit range, `abc1234..def5678`, or the nights when no commit is on record."""
-        if self.first_bad:
-            return f"{(self.last_good or '?')[:7]}..{self.first_bad[:7]}"
-        return f"{self.last_good_night}..{self.first_bad_night}"
+        """The commit range, `abc1234..def5678`, or the nights when no commit is on record;
+        only the first bad end when no good night is known before it."""
+        bad = self.first_bad[:7] if self.first_bad else self.first_bad_night
+        if self.last_good_night is None:
+            return f"up to {bad} ({NO_GOOD_NIGHT})"
+        good = self.last_good[:7] if self.first_bad and self.last_good else self.last_good_night
+        return f"{good}..{bad}"
 
     @property
     def title(self) -> str:
@@ -355,9 +396,13 @@ def group_parent(g: GroupView) -> Message:
         section("Next: " + " · ".join(steps)),
         *([buttons(g.group_id)] if g.buttons and g.open else []),
         section(
-            f"*Range* {escape(g.candidate)} vs {escape(g.baseline)}: last good night "
-            f"{g.last_good_night} → first bad night {g.first_bad_night}; members' details "
-            "are in the thread"
+            f"*Range* {escape(g.candidate)} vs {escape(g.baseline)}: "
+            + (
+                NO_GOOD_NIGHT
+                if g.last_good_night is None
+                else f"last good night {g.last_good_night}"
+            )
+            + f" → first bad night {g.first_bad_night}; members' details are in the thread"
         ),
         section("\n".join(lines)),
     )
@@ -367,7 +412,7 @@ def regression_opened(ctx: AlertContext, since: str = "") -> Message:
     """An alert's parent message: what regressed, where, what to run next (`since`: how long
     it has been open, after later REGRESSED nights)."""
     return _titled(
-        f":rotating_light: {headline(ctx)}{since}",
+        _headline(ctx, ":rotating_light: ", since),
         *_next(ctx),
         *_commits(ctx),
         *_figures(ctx),
@@ -406,10 +451,8 @@ def regression_held(
 
 
 def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
-    title = (
-        f":white_check_mark: resolved {ctx.nightly}: {ctx.benchmark} {ctx.candidate} vs "
-        f"{ctx.baseline} ({ctx.variant}) — regressed from {opened}"
-    )
+    head = f":white_check_mark: resolved {ctx.nightly}: "
+    title = Title(head, ctx.series, f" {_pair(ctx)}", f" — regressed from {opened}")
     return _titled(title, *_links(ctx.links))
 
 
@@ -425,10 +468,8 @@ def regression_resolved_reply(
 
 
 def regression_withdrawn_parent(ctx: AlertContext, opened: str) -> Message:
-    title = (
-        f":grey_question: withdrawn: {ctx.benchmark} {ctx.candidate} vs {ctx.baseline} "
-        f"({ctx.variant}) — the {opened} regression is no longer confirmed"
-    )
+    tail = f" — the {opened} regression is no longer confirmed"
+    title = Title(":grey_question: withdrawn: ", ctx.series, f" {_pair(ctx)}", tail)
     return _titled(title, *_links(ctx.links))
 
 

@@ -75,7 +75,7 @@ def links_for(d: StoredDecision) -> dict[str, str]:
 def context(d: StoredDecision, tau: float) -> AlertContext:
     bench = benchmarks.get(d.benchmark)
     return AlertContext(
-        benchmark=d.series.label,  # model and lane always: two series never read alike
+        series=d.series,  # model and lane always: two series never read alike
         nightly=str(d.nightly),
         candidate=d.candidate_branch,
         baseline=d.baseline_branch,
@@ -88,6 +88,7 @@ def context(d: StoredDecision, tau: float) -> AlertContext:
         links=links_for(d),
         broken_label=bench.broken_label(tau),
         multiple_choice=bench.judged == "incorrect",
+        words=bench.words,
         buttons=get_settings().slack_signing_secret is not None,
     )
 
@@ -170,7 +171,16 @@ def group_view(group: StoredAlert, rows: list[GroupMemberRow]) -> GroupView:
         )
         for m in rows
     )
-    oldest = min(rows, key=lambda m: m.alert.range_from or group.range_from or group.opened_nightly)
+    # The oldest member's range starts the group's; a member whose step may precede every
+    # night it fitted has no last good commit, and then neither has the group (its stored
+    # range_from, a day before, only bounds the overlap of ranges: no run is known there).
+    oldest = min(
+        rows,
+        key=lambda m: (
+            m.alert.range_from or group.range_from or group.opened_nightly,
+            m.alert.details.last_good is None,
+        ),
+    )
     newest = max(rows, key=lambda m: m.alert.range_to or group.range_to or group.opened_nightly)
     ends = AlertDetails(
         last_good=oldest.alert.details.last_good, first_bad=newest.alert.details.first_bad
@@ -181,7 +191,7 @@ def group_view(group: StoredAlert, rows: list[GroupMemberRow]) -> GroupView:
         baseline=group.alert_key.split("|")[2],
         open=group.state == "open",
         first_bad_night=str(group.range_to),
-        last_good_night=str(group.range_from),
+        last_good_night=None if ends.last_good is None else str(group.range_from),
         members=listed,
         last_good=ends.last_good,
         first_bad=ends.first_bad,

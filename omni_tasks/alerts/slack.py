@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 from slack_sdk.models.metadata import Metadata
 
-from omni_tasks.alerts.blocks import Message, render_text
+from omni_tasks.alerts.blocks import Message, in_group, render_text
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, load_audio_bytes
@@ -275,6 +275,8 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
         for m in _pending(conn):
             op, key = m.kind, m.idempotency_key
             route = _route(conn, m)
+            if route.group is not None:  # held or not: the outbox shows what will go out
+                m = _named_group(conn, m, route.group)
             if m.held or not route.ready:
                 waiting += 1  # a group's triage delay, or a parent not delivered yet
                 continue
@@ -376,6 +378,7 @@ class Route:
     parent: str | None = None
     thread: str | None = None
     into_group: str | None = None
+    group: int | None = None  # the group whose thread `into_group` is
 
 
 def _route(conn: psycopg.Connection[Any], m: OutboxMessage) -> Route:
@@ -387,10 +390,22 @@ def _route(conn: psycopg.Connection[Any], m: OutboxMessage) -> Route:
         return Route(ready=m.kind == "post")
     if m.kind == "post":
         if r.group_id is not None:  # a group member opens in the group's thread
-            return Route(ready=r.group_ts is not None, into_group=r.group_ts)
+            return Route(ready=r.group_ts is not None, into_group=r.group_ts, group=r.group_id)
         return Route(ready=True)
     parent = r.parent_ts
     return Route(ready=parent is not None, parent=parent, thread=r.thread_ts or parent)
+
+
+def _named_group(conn: psycopg.Connection[Any], m: OutboxMessage, group: int) -> OutboxMessage:
+    """A member's opening post going into its group's thread names the group: one queued
+    before the group formed was written without it. The outbox keeps what is sent."""
+    assert m.alert_id is not None
+    payload = in_group(m.payload, m.alert_id, group)
+    if payload == m.payload:
+        return m
+    store.replace_pending_post(conn, m.alert_id, payload)
+    conn.commit()
+    return replace(m, payload=payload)
 
 
 def _send(sink: Sink, m: OutboxMessage, route: Route) -> str | None:

@@ -57,6 +57,19 @@ class BenchmarkInfo:
     description: str
 
 
+@dataclass(frozen=True)
+class Words:
+    """How a family's items and outputs are spoken of in its report, `stats`, alerts and A/B
+    messages, so that no family reads as another's (a question is never a clip)."""
+
+    item: str = "item"
+    items: str = "items"
+    said: str = "output"  # an output as the family reads it: "{branch} {said}: …"
+    metric: str = ""  # the per-item figure beside an output ("": only right or wrong)
+    broken: str = "broken items"  # the items the gate counts against a side
+    no_output: str = "no output"  # an item the model gave nothing for
+
+
 class MissingCapability(ValueError):
     """A caller asked a family for what it cannot do (bisect a summary-only series, …)."""
 
@@ -86,6 +99,7 @@ class Benchmark(ABC):
     metric: str  # the per-item metric stored in clip_grade.metric
     judged: Judged  # "wer": broken when WER > tau; "incorrect": broken when the answer is wrong
     breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
+    words: Words = Words()
     description: str = ""
     runnable: bool = False  # the nightly can run it here (else it arrives as artifacts)
     # How an item-suite family's items are loaded, asked and judged (benchmarks/items.py);

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omni_tasks.benchmarks.artifact import ArtifactError, Document, ParsedArtifact
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, Words
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
@@ -177,6 +177,9 @@ class LibriSpeech(Benchmark):
     family = "asr_wer"
     metric = "wer"
     judged = "wer"
+    words = Words(
+        "utterance", "utterances", "transcribed", "WER", "broken utterances", "no transcript"
+    )
     runnable = True
     suite = LibriSpeechSuite()
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"

@@ -34,7 +34,7 @@ from omni_tasks.benchmarks.artifact import (
     nightly_of,
     require,
 )
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, Words
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord
 
@@ -56,6 +56,7 @@ class VoiceIsolation(Benchmark):
     family = "voice_isolation"
     metric = "own_voice"
     judged = "incorrect"
+    words = Words("output", "outputs", "voice", "", "wrong voices", "no audio")
     breakdowns = ("voice", "label", "first_window")
     description = (
         "Cross-request voice isolation (upstream's CosyVoice3 test): each output's voice "

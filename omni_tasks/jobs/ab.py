@@ -17,9 +17,11 @@ from omni_tasks.ab import checks
 from omni_tasks.ab.request import ABLook, ABRequest, ABResult
 from omni_tasks.ab.sequential import clips_needed, first_look, plan_repeats, repeat_look
 from omni_tasks.ab.summary import summary_markdown, worst_clips_markdown
+from omni_tasks.alerts.titles import series_name
 from omni_tasks.analysis.accounting import count_of, is_broken
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.jobs.statistics import compare, load_graded_run
+from omni_tasks.series import Series
 from omni_tasks.store import views
 from omni_tasks.trust.redact import outbound, redact
 
@@ -36,7 +38,8 @@ def run_ab(
 ) -> ABResult:
     """Run the A/B to a verdict, reporting to the check run (when `req.repo`)."""
     policy = policy.for_benchmark(req.benchmark)
-    title = f"A/B {req.benchmark} · {req.base_sha[:10]} → {req.head_sha[:10]}"
+    series = series_name(Series(req.benchmark, req.model, req.lane))
+    title = f"A/B {series} · {req.base_sha[:10]} → {req.head_sha[:10]}"
     check = checks.start(req.repo, req.head_sha, title, details_url) if req.repo else None
     try:
         result, comparison_id = _decide(conn, req, policy, say)
@@ -108,9 +111,10 @@ def _decide(
                 break
         if look.verdict == "UNKNOWN":
             more = clips_needed(look, plan, policy)
+            items = benchmarks.get(req.benchmark).words.items
             stopped = (
-                f"budget: {spent} of {req.budget} clips spent; another decision needs about "
-                f"{more} more clips"
+                f"budget: {spent} of {req.budget} {items} spent; another decision needs about "
+                f"{more} more {items}"
             )
     return result(look.verdict, stopped, more)
 
@@ -177,7 +181,10 @@ def _to_slack(
     from omni_tasks.store import alerts as outbox
 
     last = result.looks[-1] if result.looks else None
-    lines = [f"{result.clips_spent} of {result.budget} clips; {result.stopped}"]
+    words = benchmarks.get(req.benchmark).words
+    suite = f"{result.looks[0].n} {words.items} paired; " if result.looks else ""
+    asked = f"{result.clips_spent} of a budget of {result.budget} asked (both sides, every look)"
+    lines = [f"{suite}{asked}; {result.stopped}"]
     if last is not None:
         lines.insert(0, f"Δ tail {last.delta_tail:+.1%}, p {last.p_regress:.3g}")
     links = {"Details": details_url} if details_url else {}

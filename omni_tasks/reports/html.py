@@ -29,6 +29,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from omni_tasks.alerts import groups
+from omni_tasks.benchmarks.base import Words
 from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
@@ -402,18 +403,34 @@ def _score(x: float | None) -> str:
     return "—" if x is None else f"{x:.4f}"
 
 
-def _clips(rows: list[views.RegressedClip]) -> list[dict[str, object]]:
-    """Each regressed clip's sides; players for the first MAX_AUDIO_CLIPS."""
-    return [
+def _clips(rows: list[views.RegressedClip], words: Words) -> dict[str, Any]:
+    """The regressed items' table in the family's words: each side's output (with its figure,
+    for a family that has one); players for the first MAX_AUDIO_CLIPS, when a side has audio."""
+
+    def said(heard: str | None, figure: float | None) -> str:
+        shown = heard or words.no_output
+        return f"{shown} ({_wer(figure)})" if words.metric else shown
+
+    audio = any(r.audio_uri or r.baseline_audio_uri for r in rows)
+    figure = f" ({words.metric})" if words.metric else ""
+    columns = {
+        "utt_id": words.item,
+        "reference": "reference",
+        "baseline": f"baseline {words.said}{figure}",
+        "candidate": f"candidate {words.said}{figure}",
+        **({"baseline_audio": "baseline audio", "audio": "candidate audio"} if audio else {}),
+    }
+    shown = [
         {
             **dataclasses.asdict(r),
-            "baseline": f"{r.baseline_heard} ({_wer(r.baseline_wer)})",
-            "candidate": f"{r.candidate_heard} ({_wer(r.candidate_wer)})",
+            "baseline": said(r.baseline_heard, r.baseline_wer),
+            "candidate": said(r.candidate_heard, r.candidate_wer),
             "audio": audio_player(r.audio_uri) if i < MAX_AUDIO_CLIPS else "",
             "baseline_audio": audio_player(r.baseline_audio_uri) if i < MAX_AUDIO_CLIPS else "",
         }
         for i, r in enumerate(rows)
     ]
+    return {"title": f"Regressed {words.items} ({len(rows)})", "columns": columns, "rows": shown}
 
 
 TEMPLATES = jinja2.Environment(
@@ -467,6 +484,10 @@ def nightly_report(
     conn: psycopg.Connection[Any], benchmark: Series, nightly: dt.date, tau: float
 ) -> str:
     """A series' night (`benchmark` is the series: model × benchmark × lane)."""
+    from omni_tasks import benchmarks
+
+    bench = benchmarks.get(benchmark.benchmark)
+    words = bench.words
     decisions = views.gate_history(conn, benchmark, nightly)
     first = nightly - dt.timedelta(days=TREND_DAYS)
     comparisons = []
@@ -476,9 +497,10 @@ def nightly_report(
         scatter = scatter_figure(pairs, d.baseline_branch, d.candidate_branch)
         comparisons.append(
             {
-                "title": f"{d.candidate_branch} vs {d.baseline_branch} ({d.variant})",
+                "title": f"{d.candidate_branch} vs {d.baseline_branch} ({d.variant}): per "
+                f"{words.item}",
                 "scatter": _fig(scatter, f"scatter{i}"),
-                "clips": _clips(views.comparison_regressed_clips(conn, comparison_id)),
+                "clips": _clips(views.comparison_regressed_clips(conn, comparison_id), words),
             }
         )
     runs = runs_of_night(conn, benchmark, nightly)
@@ -516,4 +538,13 @@ def nightly_report(
         ],
         comparisons=comparisons,
         generated=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}",
+        broken=_broken_note(bench.judged == "wer", bench.broken_label(tau), words),
     )
+
+
+def _broken_note(by_figure: bool, label: str, words: Words) -> str:
+    """What counts against a side, in the family's words."""
+    broken = words.broken[:1].upper() + words.broken[1:]
+    if by_figure:
+        return f"{broken} = {label}, or {words.no_output}."
+    return f"{broken} include {words.items} with {words.no_output}."

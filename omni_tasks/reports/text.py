@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from omni_tasks import benchmarks
+from omni_tasks.benchmarks.base import Words
 from omni_tasks.contracts import Comparison, Decision, LabelCell, RunStats, SummaryOnlyStats
 from omni_tasks.formatting import pct, pct_ci, pts_ci
 from omni_tasks.reports.tables import print_table
@@ -27,10 +28,14 @@ def _f(v: float | None, fmt: str = ".4f") -> str:
     return "—" if v is None else format(v, fmt)
 
 
-def _tail(s: RunStats, noun: str = "clips") -> str:
+def _words(s: RunStats | SummaryOnlyStats) -> Words:
+    return benchmarks.get(s.benchmark or "seed_tts_en").words
+
+
+def _tail(s: RunStats) -> str:
     if s.tail_fraction is None:
         return "—"
-    return f"{pct_ci(s.tail_fraction, s.tail_fraction_ci)} ({s.n_broken} {noun})"
+    return f"{pct_ci(s.tail_fraction, s.tail_fraction_ci)} ({s.n_broken} {_words(s).items})"
 
 
 def _official(s: RunStats | SummaryOnlyStats) -> str:
@@ -43,13 +48,14 @@ def _counts(s: RunStats) -> str:
     return f"{s.n_scored} / {s.n_failed} / {s.n_infra} of {s.n_expected}"
 
 
-def _choice_rows(table: Table, sides: list[RunStats]) -> None:
-    """A multiple-choice run: accuracy and wrong answers, per breakdown label (no WER)."""
+def _choice_rows(table: Table, sides: list[RunStats], words: Words) -> None:
+    """A run judged right or wrong (multiple choice, voice isolation): accuracy and the wrong
+    items, per breakdown label (no WER), in the family's words."""
     rows = [
-        ("answered / failed / infra", _counts),
+        (f"{words.items} scored / failed / infra", _counts),
         ("coverage", lambda s: pct(s.coverage)),
-        ("accuracy (answered)", lambda s: pct(s.accuracy)),
-        ("wrong answers [95 % Wilson]", lambda s: _tail(s, "questions")),
+        ("accuracy (scored)", lambda s: pct(s.accuracy)),
+        (f"{words.broken} [95 % Wilson]", _tail),
         ("official (upstream's rules)", _official),
     ]
     for label, fn in rows:
@@ -74,18 +80,19 @@ def _split(s: RunStats | None) -> str:
 
 
 def _stats_rows(table: Table, sides: list[RunStats]) -> None:
+    words = _words(sides[0])
     if any(s.accuracy is not None for s in sides):
-        _choice_rows(table, sides)
+        _choice_rows(table, sides, words)
         return
     rows = [
-        ("clips scored / failed / infra", _counts),
+        (f"{words.items} scored / failed / infra", _counts),
         ("coverage", lambda s: pct(s.coverage)),
         ("mean WER (uncapped; empty transcript = 1)", lambda s: _f(s.mean_wer)),
         ("median WER", lambda s: _f(s.median_wer)),
-        ("harness mean WER (official: graded clips only)", _official),
+        (f"harness mean WER (official: graded {words.items} only)", _official),
         ("capped mean WER", lambda s: _f(s.capped_mean_wer)),
         (f"tail fraction (WER > {sides[0].tau}) [95 % Wilson]", _tail),
-        ("runaway clips (WER > 1)", lambda s: str(s.n_runaway)),
+        (f"runaway {words.items} (WER > 1)", lambda s: str(s.n_runaway)),
         ("top-10 share of error", lambda s: pct(s.top10_error_share)),
     ]
     for label, fn in rows:
@@ -96,7 +103,7 @@ def _stats_rows(table: Table, sides: list[RunStats]) -> None:
         table.add_row("UTMOS (mean; not gated)", *[_f(s.utmos_mean) for s in sides])
     for mode in sides[0].failure_modes:
         table.add_row(
-            f"  {mode.replace('_', '-')} (clips / error share)",
+            f"  {mode.replace('_', '-')} ({words.items} / error share)",
             *[
                 f"{s.failure_modes[mode].clips} / {pct(s.failure_modes[mode].error_share)}"
                 for s in sides
@@ -155,20 +162,21 @@ def print_comparison(console: Console, res: Comparison) -> None:
     )
     for w in res.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    words = _words(c)
     if res.top_regressed and res.candidate.accuracy is not None:
-        top = Table(title="regressed")
-        top.add_column("question", no_wrap=True)  # the item's id: never cut
-        for header in ("gold", "answered (candidate)", "baseline answered"):
+        top = Table(title=f"regressed {words.items}")
+        top.add_column(words.item, no_wrap=True)  # the item's id: never cut
+        for header in ("gold", f"{words.said} (candidate)", f"baseline {words.said}"):
             top.add_column(header)
         for q in res.top_regressed:
             top.add_row(q.utt_id, q.reference, q.heard or "—", q.baseline_heard or "—")
         console.print(top)
     elif res.top_regressed:
-        top = Table(title="worst regressed clips")
-        top.add_column("clip", no_wrap=True)  # the clip's id: never cut
+        top = Table(title=f"worst regressed {words.items}")
+        top.add_column(words.item, no_wrap=True)  # the item's id: never cut
         top.add_column("reference")
-        top.add_column("heard (candidate)")
-        top.add_column("WER", no_wrap=True)
+        top.add_column(f"{words.said} (candidate)")
+        top.add_column(words.metric or "figure", no_wrap=True)
         for item in res.top_regressed:
             top.add_row(item.utt_id, item.reference, (item.heard or "")[:160], f"{item.wer:.2f}")
         console.print(top)

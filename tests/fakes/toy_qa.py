@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, Words
 from omni_tasks.benchmarks.request import RunRequest
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.records import ClipGrade, ClipRecord, Grader
@@ -81,6 +81,7 @@ class ShortAnswer(Benchmark):
     family = "short_answer"
     metric = "accuracy"
     judged = "incorrect"
+    words = Words("question", "questions", "answered", "", "wrong answers", "no answer")
     runnable = True
     suite = ShortAnswerSuite()
     figures = ("toy_qa_accuracy",)

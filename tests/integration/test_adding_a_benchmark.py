@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -18,8 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from omni_tasks import benchmarks
+from omni_tasks.alerts import blocks
 from omni_tasks.benchmarks.artifact import Document, ParsedArtifact, nightly_of, require
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, Words
 from omni_tasks.cli import app
 from omni_tasks.records import ClipAudio, ClipGrade, ClipRecord, Grader, RunSpec
 from tests.airflow_env import REPO
@@ -36,6 +38,7 @@ class PassFail(Benchmark):
     family = "pass_fail"
     metric = "pass_rate"
     judged = "incorrect"
+    words = Words("task", "tasks", "result", "", "failed tasks", "no result")
     breakdowns = ("level",)
     figures = ("toy_passed", "toy_total")
 
@@ -138,7 +141,7 @@ def test_a_family_defined_in_test_code_runs_import_to_report(
 
     queued = db.execute("SELECT payload FROM omni.alert_outbox ORDER BY message_id").fetchall()
     text = json.dumps([q["payload"] for q in queued], ensure_ascii=False)
-    assert "Wrong answers" in text and "Wrong by level" in text and "hard 0→25" in text
+    assert "Failed tasks" in text and "Wrong by level" in text and "hard 0→25" in text
 
 
 # ---------------------------------------------------------------- a runnable family
@@ -182,9 +185,14 @@ def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(
     out = runner.invoke(
         app, ["report", "--benchmark", "toy_qa", "--nightly", "2026-11-29", "--out", str(report)]
     )
-    assert out.exit_code == 0 and "REGRESSED" in report.read_text(encoding="utf-8")
+    page = report.read_text(encoding="utf-8")
+    assert out.exit_code == 0 and "REGRESSED" in page
+    _speaks_as_a_text_family(page, runner.invoke(app, ["stats", keys["rebase"]]).stdout)
     queued = db.execute("SELECT payload FROM omni.alert_outbox").fetchall()
-    assert "toy_qa" in json.dumps([q["payload"] for q in queued])
+    said = json.dumps([q["payload"] for q in queued], ensure_ascii=False)
+    assert "toy_qa" in said and "*Worst regressed questions*" in said
+    assert " answered " in said and "Wrong answers" in said
+    assert not {"clip", "heard", "WER"} & set(re.findall(r"[A-Za-z]+", said))
 
     history = [f"{i:02d}" + "f" * 38 for i in range(6)]
     out = runner.invoke(
@@ -205,8 +213,26 @@ def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["verdict"] == "REGRESSED"
+    (posted,) = db.execute(
+        "SELECT payload FROM omni.alert_outbox WHERE idempotency_key LIKE 'ab|%'"
+    ).fetchall()
+    head = posted["payload"]["blocks"][0]["text"]["text"]
+    assert "A/B toy_qa · Qwen3-Omni-30B-A3B-Instruct · lane default · " in head
+    body = blocks.render_text(posted["payload"])
+    assert "120 questions paired; 240 of a budget of 6000 asked" in body  # the suite's 120
     rows = db.execute("SELECT DISTINCT benchmark FROM omni.run WHERE trigger = 'ab'").fetchall()
     assert [r["benchmark"] for r in rows] == ["toy_qa"]
+
+
+def _speaks_as_a_text_family(page: str, stats: str) -> None:
+    """A text family's report and `stats` in its own words: questions answered, wrong answers;
+    never seed-TTS's clips heard, WER, grades or audio."""
+    assert "Regressed questions (" in page and "<th>candidate answered</th>" in page
+    for seed_tts in ("Regressed clips", "heard (WER)", "no grade", "no audio", "audio</th>"):
+        assert seed_tts not in page
+    flat = " ".join(stats.split())
+    assert "questions scored / failed / infra" in flat and "wrong answers [95 % Wilson]" in flat
+    assert re.search(r"\(\d+ questions\)", flat) and "clips" not in flat
 
 
 def install_family(site: Path) -> dict[str, str]:

@@ -105,6 +105,11 @@ def test_upstreams_voice_isolation_report_imports_with_its_labels(db, tmp_path: 
         "voice_isolation_unscorable": 0,
     }
     assert stats["accuracy"] == 30 / 32  # only the two leaks fail upstream's assertion
+    # `stats` speaks of the family's outputs and wrong voices, never of questions or answers
+    shown = " ".join(runner.invoke(app, ["stats", key]).stdout.split())
+    assert "wrong voices [95 % Wilson]" in shown and "(2 outputs)" in shown
+    assert "outputs scored / failed / infra" in shown
+    assert "question" not in shown and "answer" not in shown
     rows = db.execute(
         "SELECT g.utt_id, g.hypothesis, g.breakdown, a.audio_uri FROM omni.clip_grade g "
         "JOIN omni.grading gr USING (grading_id) JOIN omni.clip_audio a "

@@ -34,7 +34,7 @@ from omni_tasks.benchmarks.artifact import (
     summary_figures,
     summary_mismatch,
 )
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, Words
 from omni_tasks.benchmarks.suite import ItemSet, ItemSuite
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import INFRA_STATUSES, ClipAudio, ClipGrade, ClipRecord, Grader, records_of
@@ -146,6 +146,7 @@ class MultipleChoice(Benchmark):
     family = "multiple_choice"
     metric = "accuracy"
     judged = "incorrect"
+    words = Words("question", "questions", "answered", "", "wrong answers", "no answer")
 
     def __init__(
         self,

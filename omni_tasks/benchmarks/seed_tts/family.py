@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from omni_tasks.analysis.official import FAILED_REQUEST, FIGURES, official_summary
 from omni_tasks.benchmarks.artifact import Document, ParsedArtifact
-from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption
+from omni_tasks.benchmarks.base import Benchmark, ImportOptions, RunOption, Words
 from omni_tasks.benchmarks.seed_tts.artifact import is_seed_tts, locale_of, parse_document
 from omni_tasks.contracts import JsonObject
 from omni_tasks.records import ClipRecord
@@ -56,6 +56,7 @@ class SeedTts(Benchmark):
     family = "seed_tts"
     metric = "wer"
     judged = "wer"
+    words = Words("clip", "clips", "heard", "WER", "broken clips", "no audio")
     breakdowns = ("failure_mode", "origin")  # derived from each broken clip
     runnable = True
     capabilities = frozenset({"ab", "bisect", "ablate", "concurrency"})

@@ -9,6 +9,7 @@ import json
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import MAX_BLOCKS, MAX_TEXT, AlertContext
 from omni_tasks.contracts import Comparison
+from omni_tasks.series import Series
 from tests.factories import stored_decision
 
 HOSTILE = "<!channel> <@U123> & *bold* `code` <https://evil.example|click> \u202e\x00"
@@ -83,7 +84,7 @@ def _ctx(top: list[dict], **kw) -> AlertContext:
         }
     )
     args = dict(
-        benchmark="seed_tts_en",
+        series=Series("seed_tts_en"),
         nightly="2026-11-28",
         candidate="rebase",
         baseline="main",
@@ -181,9 +182,9 @@ def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
     other = _context(
         dataclasses.replace(d, model="Qwen/Qwen3-Omni-30B-A3B-Instruct", lane="cuda-h100x2"), 0.5
     )
-    assert blocks.headline(ctx).startswith("daily_omni · MiniCPM-o-4_5 · rocm-mi300: rebase")
+    assert blocks.headline(ctx).startswith("daily_omni · MiniCPM-o-4_5 · lane rocm-mi300: rebase")
     assert blocks.headline(other).startswith(
-        "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2"
+        "daily_omni · Qwen3-Omni-30B-A3B-Instruct · lane cuda-h100x2"
     )
     steps = next_steps(d, 42)
     msg = blocks.regression_opened(
