@@ -3,8 +3,9 @@
 Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
 `over_long` instead of waits), retries by the run's harness version (`harness.RetryRule`: which
 dropped connections and which 503s are tried again), SSE parsing of thinker text and WAV
-chunks. A harness run reads the bytes as that release's client does (`harness.Reading`: lenient
-base64, on past `[DONE]`, a line bound that admits a whole clip in one chunk). Every utterance
+chunks, framed by event as vLLM's benchmark client frames them (`bounded.sse_events`; an event
+may hold a whole clip). A harness run reads the bytes as that release's client does
+(`harness.Reading`: lenient base64, on past `[DONE]`). Every utterance
 ends with exactly one status:
 
     ok                 audio received, stream finished
@@ -35,22 +36,19 @@ import tenacity
 from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Utterance
 from omni_tasks.evidence.audio import STORE_RATE, AudioError, decode_wav, resample
-from omni_tasks.harness import OUR_CLIENT, ClientRules, wav_chunk_bytes
+from omni_tasks.harness import OUR_CLIENT, ClientRules
 from omni_tasks.records import SynthStatus
 from omni_tasks.synthesis import protocol
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
-    MAX_LINE,
-    MAX_STREAM_BYTES,
     ResponseRefused,
     parse_json,
     read_body,
-    sse_lines,
+    sse_events,
 )
 from omni_tasks.synthesis.protocol import PromptTemplate
 from omni_tasks.synthesis.stages import StageDefaults
 from omni_tasks.trust.names import printable
-
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -361,16 +359,9 @@ async def _read(
                 unavailable = isinstance(doc, dict) and _retryable_503(doc.get("error"))
             text = said.decode("utf-8", "replace")[:300]
             raise _HTTPError(f"HTTP {r.status_code}: {text}", unavailable)
-        reading = cfg.rules.reading
-        line_bound = max(MAX_LINE, wav_chunk_bytes(reading.chunk_s))
-        # The audio up to the cap, one chunk past it, and the rest (text, metadata).
-        stream_bound = max(MAX_STREAM_BYTES, 2 * line_bound + MAX_STREAM_BYTES // 8)
-        async for line in sse_lines(r, max_line=line_bound, max_bytes=stream_bound):
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
+        async for data in sse_events(r):
             if data == "[DONE]":
-                if reading.past_done:  # the harness skips it and reads on to the body's end
+                if cfg.rules.reading.past_done:  # the harness skips it and reads to the body's end
                     continue
                 return "ok"
             if not s.feed(parse_json(data, "stream chunk")):
