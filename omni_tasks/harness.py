@@ -13,7 +13,6 @@ in `tests/conformance/upstream.py`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 
@@ -54,14 +53,6 @@ OURS = RetryRule("omni-tasks", retries=3, delay_s=1.0, incrementing=True)
 LONGEST_CLIP_S = 900.0
 
 
-def wav_chunk_bytes(seconds: float, rate: int = 24_000) -> int:
-    """The size of one SSE event carrying `seconds` of 16-bit mono WAV in base64, with room
-    for the chunk's JSON around it: what a line bound must admit for a server that sends a
-    clip in one chunk (900 s: about 58 MB)."""
-    wav = 44 + 2 * math.ceil(seconds * rate)
-    return 4 * math.ceil(wav / 3) + 64 * 1024
-
-
 @dataclass(frozen=True)
 class Reading:
     """How the client reads the stream's bytes.
@@ -69,20 +60,19 @@ class Reading:
     `lenient_base64`: audio is decoded as Python's `b64decode(data)` decodes it (characters
     outside the alphabet skipped) and a chunk that still does not decode fails the request;
     else strict decoding, and such a chunk is dropped. `past_done`: `data: [DONE]` is skipped
-    and reading goes on to the end of the body; else it ends the stream. `chunk_s`: the
-    longest clip one audio chunk may carry, which sets the line bound (`wav_chunk_bytes`);
-    upstream's client reads an event of any length."""
+    and reading goes on to the end of the body; else it ends the stream. Events are framed
+    alike by every client (`synthesis.bounded.sse_events`: vLLM's `StreamedResponseHandler`),
+    and one may hold the longest clip a run keeps."""
 
     lenient_base64: bool = False
     past_done: bool = False
-    chunk_s: float = 60.0
 
 
 # vLLM's StreamedResponseHandler and the omni chat client, every pinned release: `[DONE]` is
 # skipped (`if chunk != "[DONE]"`) and the body read to its end; `base64.b64decode(content)`
 # sits outside the chunk's try, so a decoding error ends in `except Exception`: failed, never
-# retried; no bound on an event's length. Ours is bounded at a whole clip in one chunk.
-UPSTREAM_READING = Reading(lenient_base64=True, past_done=True, chunk_s=LONGEST_CLIP_S)
+# retried; no bound on an event's length (ours: `bounded.MAX_EVENT`, above a LONGEST_CLIP_S clip).
+UPSTREAM_READING = Reading(lenient_base64=True, past_done=True)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 DEFAULT_LANE = "default"
 # How a series' server is spoken to (a run's variant names it when it is not chat): an imported
 # artifact's own fields say which (importers/identity.py), a published reference holds for one.
-Protocol = Literal["chat", "realtime", "reference-as-input"]
-PROTOCOLS: tuple[Protocol, ...] = ("chat", "realtime", "reference-as-input")
+Protocol = Literal["chat", "realtime", "reference-as-input", "audio-speech"]
+PROTOCOLS: tuple[Protocol, ...] = ("chat", "realtime", "reference-as-input", "audio-speech")
 
 __all__ = ["DEFAULT_LANE", "DEFAULT_MODEL", "PROTOCOLS", "Protocol", "Series"]
 

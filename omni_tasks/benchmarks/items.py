@@ -30,7 +30,7 @@ from omni_tasks.synthesis.bounded import (
     ResponseRefused,
     parse_json,
     read_body,
-    sse_lines,
+    sse_events,
 )
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 from omni_tasks.trust.names import printable
@@ -169,10 +169,7 @@ async def _streamed_text(r: httpx.Response) -> str | None:
     """The text of an SSE chat-completion stream (its content deltas, joined); None when no
     chunk carried text. A chunk that is not JSON refuses the response."""
     parts: list[str] = []
-    async for line in sse_lines(r):
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
+    async for data in sse_events(r):
         if data == "[DONE]":
             break
         content = _content(parse_json(data, "stream chunk"), "delta")

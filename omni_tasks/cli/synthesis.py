@@ -50,6 +50,14 @@ def bench_cmd(
         typer.Option(help="seed-TTS: seed-tts-default (the harness's, the default) or read-aloud"),
     ] = None,
     transcript: opt.TranscriptOpt = False,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="seed-TTS: chat (/v1/chat/completions, an omni model; the default) or "
+            "audio-speech (/v1/audio/speech, a TTS model: upstream's --backend "
+            "openai-audio-speech; the run's variant is audio-speech)"
+        ),
+    ] = None,
     nightly: opt.NightlyOpt = None,
     variant: Annotated[str, typer.Option(help="Variant name (config overrides)")] = "default",
     concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 10,
@@ -87,7 +95,12 @@ def bench_cmd(
     family = _family(benchmark, dataset)
     req = _request(
         family,
-        {opt.TRANSCRIPT: transcript, "prompt_template": prompt_template, "audio_cap_s": audio_cap},
+        {
+            opt.TRANSCRIPT: transcript,
+            "prompt_template": prompt_template,
+            "audio_cap_s": audio_cap,
+            "endpoint": endpoint,
+        },
         target=target,
         branch=branch,
         dataset=dataset,

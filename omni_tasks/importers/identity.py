@@ -91,12 +91,15 @@ def load_rules(path: Path = RULES) -> list[ArtifactRule]:
 def protocol_of(summary: Mapping[str, Any]) -> Protocol | None:
     """The protocol an artifact was measured with, from its own fields (None: it does not
     say): `--seed-tts-reference-as-input`; a realtime backend or endpoint
-    (`openai-realtime-tts`, `openai-realtime-chat`, `/v1/realtime`); else chat."""
+    (`openai-realtime-tts`, `openai-realtime-chat`, `/v1/realtime`); the TTS-model speech
+    backend (`openai-audio-speech`, `/v1/audio/speech`); else chat."""
     if summary.get("seed_tts_reference_as_input") is True:
         return "reference-as-input"
     said = " ".join(str(summary.get(k) or "") for k in ("backend", "endpoint_type")).strip()
     if not said:
         return None
+    if "audio-speech" in said.lower() or "audio/speech" in said.lower():
+        return "audio-speech"
     return "realtime" if "realtime" in said.lower() else "chat"
 
 

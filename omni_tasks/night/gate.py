@@ -230,7 +230,9 @@ def pairings(inputs: NightInputs) -> list[Pairing]:
     base_branch, expect = inputs.baseline_branch, inputs.expect
     out = []
     for (branch, variant), runs in sorted(groups.items()):
-        if (branch, variant) == (base_branch, "default"):
+        # The baseline branch's run is the baseline, of its variant too where the branch has
+        # no default run (a TTS model's series speaks only audio-speech).
+        if branch == base_branch and (variant == "default" or (branch, "default") not in groups):
             continue
         base = groups.get((base_branch, variant)) if branch != base_branch else None
         base = base or groups.get((base_branch, "default"), [])

@@ -2,8 +2,8 @@
 must never cost gigabytes here.
 
 Bodies are read raw and decompressed here, with the decompressed size counted against the cap
-(a 4 MB gzip body that inflates to 4 GiB stops at the cap); SSE lines have a length cap (a line
-without a newline cannot grow until the process dies); JSON is parsed with its failures (a
+(a 4 MB gzip body that inflates to 4 GiB stops at the cap); an SSE event has a length cap (one
+without its blank line cannot grow until the process dies); JSON is parsed with its failures (a
 5000-digit integer, 100k levels of nesting) turned into one error type the caller handles per
 clip.
 """
@@ -20,8 +20,12 @@ import httpx
 
 MAX_ERROR_BODY = 64 * 1024  # what an error response may say (the start is kept)
 MAX_JSON_BODY = 16 * 1024 * 1024  # a non-streamed answer
-MAX_STREAM_BYTES = 128 * 1024 * 1024  # a whole SSE response, decompressed (60 s of audio: 4 MB)
-MAX_LINE = 16 * 1024 * 1024  # one SSE line: a 60 s WAV chunk in base64 is about 4 MB
+# One SSE event may carry a whole clip: a server with `async_chunk: false` sends it in one audio
+# chunk. The longest clip a harness run keeps (`harness.LONGEST_CLIP_S`, 900 s) of 24 kHz 16-bit
+# mono WAV is 43.2 MB, 57.6 MB in base64; upstream's client bounds no event.
+MAX_EVENT = 64 * 1024 * 1024
+# A whole SSE response, decompressed: the audio up to the cap, one event past it, and the rest.
+MAX_STREAM_BYTES = 2 * MAX_EVENT + 32 * 1024 * 1024
 
 
 class ResponseRefused(Exception):
@@ -95,29 +99,66 @@ def read_body_sync(r: httpx.Response, cap: int, deadline_s: float | None = None)
     return bytes(body.data)
 
 
-async def sse_lines(
-    r: httpx.Response, *, max_line: int = MAX_LINE, max_bytes: int = MAX_STREAM_BYTES
-) -> AsyncIterator[str]:
-    """The response's lines (LF or CRLF ended), each at most `max_line` bytes, the whole at
-    most `max_bytes` decoded bytes; past either bound, ResponseRefused."""
+async def body_pieces(r: httpx.Response, max_bytes: int) -> AsyncIterator[bytes]:
+    """The response's body as it arrives, decoded, at most `max_bytes` in all (past it,
+    ResponseRefused)."""
     dec = _Decoder(r.headers.get("content-encoding"))
-    buf = bytearray()
     total = 0
     async for raw in r.aiter_raw():
         data = dec.feed(raw, max_bytes - total)
         total += len(data)
         if total > max_bytes:
             raise ResponseRefused(f"response stream over {max_bytes} bytes")
+        yield data
+
+
+async def sse_events(
+    r: httpx.Response, *, max_event: int = MAX_EVENT, max_bytes: int = MAX_STREAM_BYTES
+) -> AsyncIterator[str]:
+    """The response's SSE payloads, framed as vLLM's benchmark client frames them
+    (`vllm/benchmarks/lib/endpoint_request_func.py: StreamedResponseHandler`, the same in every
+    pinned release, and the omni request function's loop over it): an event ends at a blank
+    line (`\\n\\n`; CRLF does not end one), is stripped, a comment (`:`…) is skipped, and one
+    `data: ` prefix is removed; the rest is the payload, whole (two `data:` lines make one
+    payload that is no JSON). At the body's end a remainder counts only as the handler's own
+    buffer check takes it: `data: ` and then JSON or `[DONE]`; else it is dropped. Text must be
+    UTF-8 (the handler's decoder is strict). An event is at most `max_event` bytes, the whole
+    at most `max_bytes` decoded; past either bound, or not UTF-8, ResponseRefused."""
+    buf = bytearray()
+    scanned = 0
+    async for data in body_pieces(r, max_bytes):
         buf += data
         start = 0
-        while (end := buf.find(b"\n", start)) >= 0:
-            yield buf[start:end].rstrip(b"\r").decode("utf-8", "replace")
-            start = end + 1
+        while (end := buf.find(b"\n\n", scanned)) >= 0:
+            if (payload := _payload(buf[start:end])) is not None:
+                yield payload
+            start = scanned = end + 2
         del buf[:start]
-        if len(buf) > max_line:
-            raise ResponseRefused(f"an SSE line over {max_line} bytes")
-    if buf:
-        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+        scanned = max(len(buf) - 1, 0)  # a separator may straddle the next piece
+        if len(buf) > max_event:
+            raise ResponseRefused(f"an SSE event over {max_event} bytes")
+    tail = _payload(buf)
+    if tail is not None and buf.startswith(b"data: ") and (tail == "[DONE]" or _is_json(tail)):
+        yield tail
+
+
+def _payload(event: bytes | bytearray) -> str | None:
+    """One event's payload (None: blank, or a comment)."""
+    try:
+        text = event.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ResponseRefused("an SSE event that is not UTF-8") from None
+    if not text or text.startswith(":"):
+        return None
+    return text.removeprefix("data: ")
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def parse_json(text: str | bytes, what: str) -> Any:

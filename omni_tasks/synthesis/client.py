@@ -3,8 +3,9 @@
 Bounded concurrency, a per-request deadline, a cap on received audio (runaways become
 `over_long` instead of waits), retries by the run's harness version (`harness.RetryRule`: which
 dropped connections and which 503s are tried again), SSE parsing of thinker text and WAV
-chunks. A harness run reads the bytes as that release's client does (`harness.Reading`: lenient
-base64, on past `[DONE]`, a line bound that admits a whole clip in one chunk). Every utterance
+chunks, framed by event as vLLM's benchmark client frames them (`bounded.sse_events`; an event
+may hold a whole clip). A harness run reads the bytes as that release's client does
+(`harness.Reading`: lenient base64, on past `[DONE]`). Every utterance
 ends with exactly one status:
 
     ok                 audio received, stream finished
@@ -26,7 +27,7 @@ import time
 import wave
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
@@ -35,21 +36,22 @@ import tenacity
 from omni_tasks.contracts import JsonObject
 from omni_tasks.dataset import Utterance
 from omni_tasks.evidence.audio import STORE_RATE, AudioError, decode_wav, resample
-from omni_tasks.harness import OUR_CLIENT, ClientRules, wav_chunk_bytes
+from omni_tasks.harness import OUR_CLIENT, ClientRules
 from omni_tasks.records import SynthStatus
-from omni_tasks.synthesis import protocol
+from omni_tasks.synthesis import protocol, speech
 from omni_tasks.synthesis.bounded import (
     MAX_ERROR_BODY,
-    MAX_LINE,
-    MAX_STREAM_BYTES,
     ResponseRefused,
     parse_json,
     read_body,
-    sse_lines,
+    sse_events,
 )
 from omni_tasks.synthesis.protocol import PromptTemplate
 from omni_tasks.synthesis.stages import StageDefaults
 from omni_tasks.trust.names import printable
+
+Endpoint = Literal["chat", "audio-speech"]
+ENDPOINTS: tuple[Endpoint, ...] = ("chat", "audio-speech")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class ClientConfig:
     timeout_s: float = 900.0
     audio_cap_s: float = 60.0
     rules: ClientRules = OUR_CLIENT  # the harness's client rules (harness.client_rules)
+    # chat: /v1/chat/completions (the omni model); audio-speech: /v1/audio/speech (a TTS
+    # model, synthesis/speech.py), which also sends the dataset's language.
+    endpoint: Endpoint = "chat"
+    lang: str = "en"
 
 
 @dataclass
@@ -307,6 +313,29 @@ async def synthesize_one(
     return result
 
 
+async def speak_one(
+    client: httpx.AsyncClient, cfg: ClientConfig, utt: Utterance, ref_audio: bytes | None
+) -> ClipResult:
+    """One utterance over a TTS model's `/v1/audio/speech` (synthesis/speech.py)."""
+    started = time.monotonic()
+    body = speech.speech_body(
+        utt.target_text,
+        model=cfg.model,
+        ref_audio_wav=ref_audio or b"",
+        ref_text=utt.prompt_text,
+        lang=cfg.lang,
+    )
+    got = await speech.speak(client, cfg.url, body, timeout_s=cfg.timeout_s, cap_s=cfg.audio_cap_s)
+    return ClipResult(
+        utt,
+        got.status,
+        audio=got.audio,
+        audio_seconds=got.seconds,
+        latency_s=time.monotonic() - started,
+        error_detail=got.detail,
+    )
+
+
 def _visible(choice: JsonObject) -> bool:
     """0.32's "visible choice": token ids, text or a message, or any delta key but `role`."""
     delta = choice.get("delta") or {}
@@ -361,16 +390,9 @@ async def _read(
                 unavailable = isinstance(doc, dict) and _retryable_503(doc.get("error"))
             text = said.decode("utf-8", "replace")[:300]
             raise _HTTPError(f"HTTP {r.status_code}: {text}", unavailable)
-        reading = cfg.rules.reading
-        line_bound = max(MAX_LINE, wav_chunk_bytes(reading.chunk_s))
-        # The audio up to the cap, one chunk past it, and the rest (text, metadata).
-        stream_bound = max(MAX_STREAM_BYTES, 2 * line_bound + MAX_STREAM_BYTES // 8)
-        async for line in sse_lines(r, max_line=line_bound, max_bytes=stream_bound):
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
+        async for data in sse_events(r):
             if data == "[DONE]":
-                if reading.past_done:  # the harness skips it and reads on to the body's end
+                if cfg.rules.reading.past_done:  # the harness skips it and reads to the body's end
                     continue
                 return "ok"
             if not s.feed(parse_json(data, "stream chunk")):
@@ -390,13 +412,14 @@ async def synthesize_all(
     timeout = httpx.Timeout(cfg.timeout_s, connect=min(30.0, cfg.timeout_s))
     gate = asyncio.Semaphore(cfg.concurrency)
     prompts: dict[str, bytes] = {}
+    one = speak_one if cfg.endpoint == "audio-speech" else synthesize_one
 
     async def run(client: httpx.AsyncClient, utt: Utterance) -> ClipResult:
         async with gate:
             key = str(utt.prompt_wav)
             if key not in prompts:
                 prompts[key] = await asyncio.to_thread(utt.prompt_wav.read_bytes)
-            result = await synthesize_one(client, cfg, utt, prompts[key])
+            result = await one(client, cfg, utt, prompts[key])
         if on_done:
             on_done(result)
         return result

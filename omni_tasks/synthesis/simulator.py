@@ -115,7 +115,9 @@ def _thinker_chunks(text: str) -> list[str]:
     return [" ".join(words[i : i + step]) + " " for i in range(0, len(words), step)]
 
 
-async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig, voice: float) -> AsyncIterator[bytes]:
+async def _audio_chunks(
+    b: Behaviour, cfg: SimulatorConfig, voice: float
+) -> AsyncIterator[np.ndarray]:
     if b.event == "runaway":
         # Loop the sentence's audio rather than synthesizing minutes of speech.
         once = await anyio.to_thread.run_sync(speak, b.thinker_text)
@@ -128,7 +130,7 @@ async def _audio_chunks(b: Behaviour, cfg: SimulatorConfig, voice: float) -> Asy
     samples = revoice(samples, voice)
     step = int(cfg.chunk_seconds * STORE_RATE)
     for i in range(0, len(samples), step):
-        yield wav_bytes(samples[i : i + step], STORE_RATE)
+        yield samples[i : i + step]
         await asyncio.sleep(0)
 
 
@@ -152,8 +154,8 @@ async def _content(
         for chunk in _transcript_chunks(b, cfg):
             yield protocol.sse(chunk)
         return
-    async for wav in _audio_chunks(b, cfg, voice):
-        yield w.audio(wav, STORE_RATE)
+    async for samples in _audio_chunks(b, cfg, voice):
+        yield w.audio(wav_bytes(samples, STORE_RATE), STORE_RATE)
 
 
 def _bad_request(message: str, headers: dict[str, str]) -> JSONResponse:
@@ -260,6 +262,42 @@ async def _speech(
     yield w.done()
 
 
+async def _pcm(
+    b: Behaviour, cfg: SimulatorConfig, voice: float, broken_off: bool
+) -> AsyncIterator[bytes]:
+    """The speech endpoint's answer: the talker's audio as raw 16-bit PCM; `broken_off`: the
+    generation fails after the first chunk, and the server breaks the connection (raw PCM
+    has no error chunk: `serving_speech.py` re-raises in its stream generator)."""
+    sent = 0
+    async for samples in _audio_chunks(b, cfg, voice):
+        if broken_off and sent >= 1:
+            raise RuntimeError("EngineCore encountered an issue: stage 1 died")
+        yield (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        sent += 1
+
+
+def _speech_response(
+    body: JsonObject, cfg: SimulatorConfig, profile: Profile, headers: dict[str, str]
+) -> Response:
+    """`POST /v1/audio/speech` as a TTS model's server answers the seed-TTS client: streamed
+    PCM at the rate it announces. What it cannot serve it refuses with the server's 400."""
+    text = body.get("input")
+    if not isinstance(text, str) or not text.strip():
+        return _bad_request("input: the text to speak is required", headers)
+    if cfg.transcript:
+        return _bad_request("transcript mode answers chat completions only", headers)
+    if body.get("response_format") != "pcm" or not body.get("stream"):
+        return _bad_request("the simulator streams response_format pcm only", headers)
+    seed = 42  # the speech request carries no seed: the server's default sampling
+    behaviour = decide(profile, seed, text, None)
+    broken_off = uniform(seed, text, "stream_error") < profile.stream_error
+    voice = cloned_factor(protocol.ref_audio_of(body))
+    pcm_headers = {**headers, "X-Audio-Sample-Rate": str(STORE_RATE), "X-Audio-Channels": "1"}
+    return StreamingResponse(
+        _pcm(behaviour, cfg, voice, broken_off), media_type="audio/pcm", headers=pcm_headers
+    )
+
+
 def create_app(cfg: SimulatorConfig) -> Starlette:
     profile: Profile = load_profile(cfg.profile).under(cfg.engine_args)
     headers = {"x-omni-simulator": cfg.model_name}
@@ -322,6 +360,15 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         chunks = _speech(w, behaviour, cfg, voice, thinker_only=thinker_only, broken_off=broken_off)
         return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
+    async def speech(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _bad_request("body is not JSON", headers)
+        if not isinstance(body, dict):
+            return _bad_request("body is not a JSON object", headers)
+        return _speech_response(body, cfg, profile, headers)
+
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "simulator": cfg.model_name}, headers=headers)
 
@@ -331,6 +378,7 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/audio/speech", speech, methods=["POST"]),
             Route("/health", health),
             Route("/v1/models", models),
         ]

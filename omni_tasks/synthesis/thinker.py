@@ -12,7 +12,7 @@ import httpx
 from omni_tasks.dataset import Utterance
 from omni_tasks.harness import OUR_CLIENT
 from omni_tasks.synthesis import protocol
-from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, sse_lines
+from omni_tasks.synthesis.bounded import ResponseRefused, parse_json, sse_events
 from omni_tasks.synthesis.client import Malformed, _Stream
 from omni_tasks.synthesis.protocol import PromptTemplate
 from omni_tasks.trust.names import printable
@@ -42,8 +42,8 @@ async def _one(
 
 
 async def _read_stream(r: httpx.Response, s: _Stream) -> None:
-    async for line in sse_lines(r):
-        if line.startswith("data:") and (data := line[5:].strip()) != "[DONE]":
+    async for data in sse_events(r):
+        if data != "[DONE]":
             s.feed(parse_json(data, "stream chunk"))
 
 

@@ -393,8 +393,9 @@ LONG_CLIP_S = 300.0
 
 
 @functools.cache
-def _one_long_chunk() -> tuple[bytes, ...]:
-    """A 300 s clip in one audio chunk (a 19 MB event: above the 16 MB our own runs allow)."""
+def one_long_chunk() -> tuple[bytes, ...]:
+    """A 300 s clip in one audio chunk, as a server with `async_chunk: false` sends it (a
+    19 MB event: above the 16 MiB line bound our client once had)."""
     n = int(LONG_CLIP_S * STORE_RATE)
     clip = np.resize(TONE, n)
     return (_audio_stream([_b64(wav_bytes(clip, STORE_RATE))]),)
@@ -412,6 +413,45 @@ _IN_STREAM_503 = OK_HEAD + _writer().role("text") + protocol.sse({"error": UNAVA
 _IN_STREAM_503 += protocol.sse("[DONE]")
 _STREAM_PARTS = server_stream().split(b"\n\n")
 _MID_AUDIO = b"\n\n".join(_STREAM_PARTS[:5]) + b"\n\n" + _STREAM_PARTS[5][:40]
+
+
+def _framed(edit: Callable[[bytes], bytes]) -> Callable[[], tuple[bytes, ...]]:
+    """The whole stream, its SSE bytes edited (the HTTP head kept)."""
+    return lambda: (OK_HEAD + edit(server_stream()),)
+
+
+_FIRST_EVENT = len(_writer().role("text"))
+FRAMING: tuple[tuple[str, Callable[[bytes], bytes], tuple[bool, int, float | None]], ...] = (
+    # A keep-alive comment between events is skipped.
+    (
+        "a comment between events",
+        lambda b: b[:_FIRST_EVENT] + b": ping\n\n" + b[_FIRST_EVENT:],
+        (True, 1, 0.5),
+    ),
+    # The last audio event without its blank line (and no [DONE]): taken, being whole JSON.
+    (
+        "the last event without its blank line",
+        lambda b: b"\n\n".join(_STREAM_PARTS[:6]),
+        (True, 1, 0.5),
+    ),
+    # The body ends mid-event: the partial event is dropped, what came before is scored.
+    ("the body ends mid-event", lambda b: _MID_AUDIO, (True, 1, 0.25)),
+    # CRLF ends no event: nothing is framed, the stream is a success without output.
+    ("events ended by CRLF", lambda b: b.replace(b"\n", b"\r\n"), (True, 1, None)),
+    # `data:` without its space, two data lines, an `event:` line: payloads that are not JSON.
+    ("data: without its space", lambda b: b.replace(b"data: ", b"data:"), (False, 1, None)),
+    (
+        "an event of two data lines",
+        lambda b: b.replace(b"\n\ndata: ", b"\ndata: ", 1),
+        (False, 1, None),
+    ),
+    (
+        "an event: line before data",
+        lambda b: b.replace(b"data: ", b"event: chunk\ndata: ", 1),
+        (False, 1, None),
+    ),
+)
+
 
 CASES: tuple[Case, ...] = (
     # What counts as output already seen (0.32: any choice's token_ids, text or message, or a
@@ -538,10 +578,13 @@ CASES: tuple[Case, ...] = (
     Case("base64 wrapped at 76 characters", "reading.lenient_base64", _wrapped, (True, 1, 0.5)),
     Case("base64 one character short", "reading.lenient_base64", _cut_short, (False, 1, None)),
     Case("[DONE], then more text and audio", "reading.past_done", _past_done, (True, 1, 0.5)),
+    # How events are framed (vLLM's StreamedResponseHandler).
+    *(Case(name, "framing", _framed(edit), expect) for name, edit, expect in FRAMING),
+    # How large an event may be: a whole clip.
     Case(
         f"a {LONG_CLIP_S:g} s clip in one chunk",
-        "reading.chunk_s",
-        _one_long_chunk,
+        "bounds",
+        one_long_chunk,
         (True, 1, LONG_CLIP_S),
         slow=True,
     ),

@@ -11,14 +11,17 @@ from pathlib import Path
 import numpy as np
 
 from omni_tasks.evidence.audio import STORE_RATE
-from omni_tasks.harness import ClientRules, RetryRule, client_rules
+from omni_tasks.harness import LONGEST_CLIP_S, OUR_CLIENT, ClientRules, RetryRule, client_rules
+from omni_tasks.synthesis.bounded import MAX_EVENT, MAX_STREAM_BYTES
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 from tests.conformance.conftest import harness_request
 from tests.conformance.replay import (
+    LONG_CLIP_S,
     OK_HEAD,
     TEXT,
     ScriptedServer,
     body,
+    one_long_chunk,
     our_client,
     pcm16,
     same_audio,
@@ -102,3 +105,23 @@ def test_e_the_request_deadline_is_the_versions(upstream: Upstream, row: str) ->
         (total,) = [k.value for k in call.keywords if k.arg == "total"]
         theirs = eval(compile(ast.Expression(total), "total", "eval"))  # a constant expression
     assert client_rules(row).timeout_s == theirs
+
+
+# (f) how large an event may be ----------------------------------------------------------------
+def test_an_event_may_hold_the_longest_clip_a_run_keeps() -> None:
+    """A 900 s clip of 24 kHz 16-bit mono WAV in one event (base64 plus its chunk's JSON), and
+    the stream around it: the audio up to the cap, one such event past it, and the rest."""
+    wav = 44 + 2 * int(LONGEST_CLIP_S * 24_000)
+    event = 4 * -(-wav // 3) + 4096
+    assert 57_000_000 < event < MAX_EVENT
+    assert 2 * event < MAX_STREAM_BYTES
+
+
+def test_our_own_runs_read_a_whole_clip_in_one_event(prompt_wav: Path) -> None:
+    """A 300 s clip in one event (what an `async_chunk: false` server sends) under the rules
+    of a run with no harness version: kept up to that run's 60 s audio cap, not refused."""
+    with ScriptedServer(list(one_long_chunk())) as server:
+        got = our_client(server.url, prompt_wav, OUR_CLIENT)
+    assert got.status == "over_long", got.detail
+    assert got.audio is not None and got.audio.size == 60 * STORE_RATE
+    assert got.audio_seconds == 60.0 < LONG_CLIP_S

@@ -25,8 +25,8 @@ BOMB_BYTES = 2 << 30  # what the gzip bombs inflate to (2 GiB)
 ATTACKS = (
     "flac",  # a FLAC chunk declaring 50 minutes of 8 channels at 384 kHz (4.6 GiB of float32)
     "gzip_error",  # HTTP 500 whose gzip body inflates to 2 GiB
-    "gzip_stream",  # HTTP 200 whose gzip SSE stream inflates to 2 GiB of one line
-    "endless_line",  # 24 MiB of SSE without a newline
+    "gzip_stream",  # HTTP 200 whose gzip SSE stream inflates to 2 GiB of one event
+    "endless_line",  # 96 MiB of SSE without a blank line (the event bound is 64 MiB)
     "null_choice",  # choices: [null]
     "big_int",  # a 5000-digit integer
     "deep_json",  # JSON nested 100,000 levels
@@ -117,7 +117,7 @@ def _stream(attack: str) -> Iterator[bytes]:
         yield sse(_audio(flac_bomb()))
     elif attack == "endless_line":
         yield b"data: "
-        for _ in range(24):
+        for _ in range(96):
             yield b"A" * (1 << 20)
         return
     elif attack == "null_choice":

@@ -552,8 +552,8 @@ def test_a_hostile_server_costs_one_clip_never_the_run_or_the_memory(
     reasons = {
         "flac": "dropped 1 audio chunk",
         "gzip_error": "HTTP 500",
-        "gzip_stream": "an SSE line over",  # 2 GiB of zeros is one line
-        "endless_line": "an SSE line over",
+        "gzip_stream": "an SSE event over",  # 2 GiB of zeros is one event
+        "endless_line": "an SSE event over",
         "null_choice": "'choices' is not a list of objects",
         "big_int": "not valid JSON",
         "deep_json": "nested too deeply",

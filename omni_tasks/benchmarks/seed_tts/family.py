@@ -48,6 +48,15 @@ OPTIONS = MappingProxyType(
         "voices": RunOption(
             1, {"type": "integer"}, "Voices", "Reference voices mixed round-robin", form=False
         ),
+        "endpoint": RunOption(
+            "chat",
+            {"type": "string", "enum": ["chat", "audio-speech"]},
+            "Endpoint",
+            "chat (/v1/chat/completions, an omni model) or audio-speech (/v1/audio/speech, "
+            "a TTS model)",
+            examples=("chat", "audio-speech"),
+            form=False,
+        ),
     }
 )
 
@@ -89,6 +98,8 @@ class SeedTts(Benchmark):
 
     def reproduce_args(self, config: JsonObject) -> list[str]:
         args = ["--prompt-template", str(config.get("prompt_template", "seed-tts-default"))]
+        if config.get("endpoint"):
+            args += ["--endpoint", str(config["endpoint"])]
         return args + (["--transcript-mode"] if config.get("transcript_mode") else [])
 
     def run(

@@ -32,7 +32,7 @@ from omni_tasks.progress import progress_bar
 from omni_tasks.records import Execution, RunSpec
 from omni_tasks.store import runs
 from omni_tasks.synthesis import protocol
-from omni_tasks.synthesis.client import ClientConfig, ClipResult, synthesize_all
+from omni_tasks.synthesis.client import ENDPOINTS, ClientConfig, ClipResult, synthesize_all
 from omni_tasks.synthesis.simulator import SimulatorConfig, running_simulator
 from omni_tasks.synthesis.stages import (
     STAGE_NAMES,
@@ -58,6 +58,10 @@ class BenchRequest(RunRequest):
     # Reference voices mixed round-robin over the items (synthesis/voices.py): 1, each item's
     # own prompt; k > 1, the first k prompts re-voiced (the concurrency experiment's voice check).
     voices: int = 1
+    # chat: the omni model's /v1/chat/completions; audio-speech: a TTS model's /v1/audio/speech
+    # (synthesis/speech.py), a protocol of its own: the run's variant names it, as an imported
+    # night's does (importers/buildkite.py).
+    endpoint: str = "chat"
     # The target's stage defaults, read from its deploy config: needed to send the run seed to
     # every stage; unknown for a target without one (then no seed is sent).
     stage_defaults: StageDefaults | None = field(init=False, default=None)
@@ -70,11 +74,23 @@ class BenchRequest(RunRequest):
             raise BenchError(f"voices must be from 1 to {MAX_VOICES}, got {self.voices}")
         if self.voices > 1 and self.transcript_mode:
             raise BenchError("voices: transcript mode has no speech output to label")
+        self._check_endpoint()
         try:
             stages = StageDefaults.load(self.deploy_config) if self.deploy_config else None
         except DeployConfigError as exc:
             raise BenchError(str(exc)) from None
         object.__setattr__(self, "stage_defaults", stages)
+
+    def _check_endpoint(self) -> None:
+        if self.endpoint not in ENDPOINTS:
+            raise BenchError(f"endpoint {self.endpoint!r}: one of {', '.join(ENDPOINTS)}")
+        if self.endpoint == "chat":
+            return
+        if self.transcript_mode:
+            raise BenchError(f"{self.endpoint}: transcript mode answers chat completions only")
+        if self.variant not in ("default", self.endpoint):
+            raise BenchError(f"variant {self.variant}: an {self.endpoint} run's variant is that")
+        object.__setattr__(self, "variant", self.endpoint)
 
     @classmethod
     def of(cls, req: RunRequest, **options: Any) -> BenchRequest:
@@ -93,8 +109,9 @@ class BenchRequest(RunRequest):
 
     @property
     def seed_sent(self) -> int | None:
-        """The seed that reaches the model: none without the target's stage defaults."""
-        return self.seed if self.stages is not None else None
+        """The seed that reaches the model: none without the target's stage defaults, nor
+        over the speech endpoint (its body carries none)."""
+        return self.seed if self.stages is not None and self.endpoint == "chat" else None
 
     @property
     def stages(self) -> StageDefaults | None:
@@ -173,6 +190,9 @@ def _is_simulator(url: str) -> bool | None:
 def stage_settings(req: BenchRequest) -> JsonObject:
     """What the run's requests make each stage do, as the server applies them: recorded on the
     run so a comparison can tell two runs' stage settings apart."""
+    if req.endpoint != "chat":
+        note = "the speech endpoint takes no per-stage settings: no seed is sent"
+        return {"known": False, "seed_sent": False, "note": note}
     template = protocol.prompt_template(req.prompt_template)
     body = protocol.request_body("x", template, seed=req.seed, stages=req.stages)
     if req.stages is None:
@@ -238,6 +258,8 @@ def run_spec(req: BenchRequest, ds: Dataset, n: int) -> RunSpec:
             # What the run was asked for; `seed` below is what reached the model (none when no
             # seed was sent: two such runs are the same sampling, whatever was asked).
             "seed_requested": req.seed,
+            # Only a speech run names its endpoint (chat runs stored before it read the same).
+            **({"endpoint": req.endpoint} if req.endpoint != "chat" else {}),
         },
         stack=stack,
         execution=execution,
@@ -267,7 +289,7 @@ def utterances_of(req: BenchRequest, ds: Dataset) -> tuple[Utterance, ...]:
     return ds.limit(req.limit)
 
 
-def client_config(req: BenchRequest, url: str) -> ClientConfig:
+def client_config(req: BenchRequest, url: str, lang: str) -> ClientConfig:
     return ClientConfig(
         url,
         protocol.prompt_template(req.prompt_template),
@@ -278,6 +300,8 @@ def client_config(req: BenchRequest, url: str) -> ClientConfig:
         timeout_s=req.request_timeout,
         audio_cap_s=req.audio_cap,
         rules=client_rules(req.harness_version),
+        endpoint="audio-speech" if req.endpoint == "audio-speech" else "chat",
+        lang=lang,
     )
 
 
@@ -285,7 +309,7 @@ def synthesize(req: BenchRequest, ds: Dataset, show_progress: bool = True) -> li
     utterances = utterances_of(req, ds)
     with target_url(req) as url, progress_bar(show_progress) as bar:
         task = bar.add_task(f"synthesizing {req.branch}", total=len(utterances))
-        cfg = client_config(req, url)
+        cfg = client_config(req, url, ds.lang)
         return asyncio.run(
             synthesize_all(
                 utterances, cfg, on_done=lambda r: bar.advance(task, failed=int(r.status != "ok"))
@@ -314,7 +338,7 @@ def _pipelined(
             key,
             spec,
             utterances,
-            client_config(req, url),
+            client_config(req, url, ds.lang),
             grader,
             on_clip=lambda what: bar.advance(tasks[what]),
         )
