@@ -99,10 +99,22 @@ class BisectParams(HuntParams):
 
     @property
     def bisect_id(self) -> str:
-        parts = [*self.history, self.target, str(self.seed), self.dataset, str(self.limit)]
-        if self.axis == "vllm":  # (a vllm-omni bisect keeps the id it always had)
-            parts += [self.axis, str(self.omni_commit)]
-        blob = "|".join(parts)
+        """Names the bisection's runs and events: its commits and what runs them, and its
+        series and variant, so the bisects one rebase starts (one per regressed series, each
+        over the same commits) never share a run key."""
+        blob = "|".join(
+            [
+                *self.history,
+                self.target,
+                str(self.seed),
+                self.dataset,
+                str(self.limit),
+                self.axis,
+                str(self.omni_commit),
+                self.series.key,
+                self.variant,
+            ]
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
