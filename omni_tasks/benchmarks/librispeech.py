@@ -177,7 +177,6 @@ class LibriSpeech(Benchmark):
     family = "asr_wer"
     metric = "wer"
     judged = "wer"
-    runnable = True
     suite = LibriSpeechSuite()
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"
     figures = ("asr_corpus_wer", "asr_evaluated", "asr_request_failed")

@@ -81,7 +81,6 @@ class ShortAnswer(Benchmark):
     family = "short_answer"
     metric = "accuracy"
     judged = "incorrect"
-    runnable = True
     suite = ShortAnswerSuite()
     figures = ("toy_qa_accuracy",)
 
