@@ -200,7 +200,8 @@ def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -
     )
     chosen = f" ({', '.join(selected_by)})" if selected_by else ""
     lines = [
-        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} {p.axis} commits"
+        f"bisect {p.bisect_id} ({p.series.name}, variant {p.variant}, {p.branch}, "
+        f"{len(p.history)} {p.axis} commits"
         + (f", vllm-omni at {p.omni_commit[:12]}" if p.omni_commit else "")
         + f"): {found}; "
         f"{r.regressed} regressed : {r.improved} improved clips between the endpoints' "
@@ -275,6 +276,7 @@ def _record(
         tags=["bisect"],
         details={
             "summary": text,
+            "series": p.series.key,
             "first_bad": r.first_bad,
             "last_good": r.last_good,
             "discriminating": list(r.discriminating),

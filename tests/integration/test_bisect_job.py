@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.jobs.bisect import BisectParams, run_bisect
+from omni_tasks.series import DEFAULT_MODEL
 from tests.factories import seed_tts_corpus
 
 NIGHT = dt.date(2026, 11, 20)
@@ -63,6 +64,7 @@ def test_stored_endpoint_runs_choose_the_clips(db, tmp_path: Path, monkeypatch) 
     assert details["selection"] == "stored runs" and details["selected_by"] == keys
     assert details["endpoints"]["verified"] is True
     assert "endpoint check at seeds" in details["summary"]
+    assert details["summary"].startswith(f"bisect {p.bisect_id} (seed_tts_en, variant default, ")
 
 
 def test_endpoints_of_one_behaviour_name_no_commit(db, tmp_path: Path, monkeypatch) -> None:
@@ -159,4 +161,7 @@ def test_bisects_of_one_rebase_on_two_series_run_side_by_side(db) -> None:
         mine = {r["benchmark"] for r in rows if r["run_key"].startswith(f"bisect:{bisect_id}:")}
         assert mine == {benchmark}
     results = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'")
-    assert sorted(e["details"]["first_bad"] for e in results) == [history[3], history[5]]
+    assert sorted((e["details"]["first_bad"], e["details"]["series"]) for e in results) == [
+        (history[3], f"seed_tts_en|{DEFAULT_MODEL}|default"),
+        (history[5], f"daily_omni|{DEFAULT_MODEL}|default"),
+    ]
