@@ -72,7 +72,7 @@ def answerers() -> tuple[Answerer, ...]:
 def form_options() -> dict[str, RunOption]:
     """The run options configs and forms may give, of every family, by name (the name is the
     config key and the form field)."""
-    return {n: o for b in _REGISTRY.values() for n, o in b.options.items() if o.form}
+    return {n: o for b in _registry().values() for n, o in b.options.items() if o.form}
 
 
 def ids() -> list[str]:

@@ -101,7 +101,6 @@ class Benchmark(ABC):
     breakdowns: tuple[str, ...] = ()  # dimensions an item is labelled with
     words: Words = Words()
     description: str = ""
-    runnable: bool = False  # the nightly can run it here (else it arrives as artifacts)
     # How an item-suite family's items are loaded, asked and judged (benchmarks/items.py);
     # None for a family that runs its own way (seed-TTS) or arrives only as artifacts.
     suite: ItemSuite | None = None
@@ -122,6 +121,12 @@ class Benchmark(ABC):
     # A family whose artifacts never have per-item rows (judge means): its nights are figures,
     # trended and shown, never paired-gated.
     summary_only_family: bool = False
+
+    @property
+    def runnable(self) -> bool:
+        """The nightly can run it here (else it arrives as artifacts): a family with a `suite`
+        can; one that runs its own way (seed-TTS) declares `runnable` itself."""
+        return self.suite is not None
 
     @property
     def capabilities(self) -> frozenset[str]:

@@ -180,7 +180,6 @@ class LibriSpeech(Benchmark):
     words = Words(
         "utterance", "utterances", "transcribed", "WER", "broken utterances", "no transcript"
     )
-    runnable = True
     suite = LibriSpeechSuite()
     description = "LibriSpeech-style ASR: speech in, text out, WER of the transcript"
     figures = ("asr_corpus_wer", "asr_evaluated", "asr_request_failed")

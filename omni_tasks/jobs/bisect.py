@@ -99,10 +99,22 @@ class BisectParams(HuntParams):
 
     @property
     def bisect_id(self) -> str:
-        parts = [*self.history, self.target, str(self.seed), self.dataset, str(self.limit)]
-        if self.axis == "vllm":  # (a vllm-omni bisect keeps the id it always had)
-            parts += [self.axis, str(self.omni_commit)]
-        blob = "|".join(parts)
+        """Names the bisection's runs and events: its commits and what runs them, and its
+        series and variant, so the bisects one rebase starts (one per regressed series, each
+        over the same commits) never share a run key."""
+        blob = "|".join(
+            [
+                *self.history,
+                self.target,
+                str(self.seed),
+                self.dataset,
+                str(self.limit),
+                self.axis,
+                str(self.omni_commit),
+                self.series.key,
+                self.variant,
+            ]
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
@@ -188,7 +200,8 @@ def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -
     )
     chosen = f" ({', '.join(selected_by)})" if selected_by else ""
     lines = [
-        f"bisect {p.bisect_id} ({p.branch}, {len(p.history)} {p.axis} commits"
+        f"bisect {p.bisect_id} ({p.series.name}, variant {p.variant}, {p.branch}, "
+        f"{len(p.history)} {p.axis} commits"
         + (f", vllm-omni at {p.omni_commit[:12]}" if p.omni_commit else "")
         + f"): {found}; "
         f"{r.regressed} regressed : {r.improved} improved clips between the endpoints' "
@@ -263,6 +276,7 @@ def _record(
         tags=["bisect"],
         details={
             "summary": text,
+            "series": p.series.key,
             "first_bad": r.first_bad,
             "last_good": r.last_good,
             "discriminating": list(r.discriminating),

@@ -82,7 +82,6 @@ class ShortAnswer(Benchmark):
     metric = "accuracy"
     judged = "incorrect"
     words = Words("question", "questions", "answered", "", "wrong answers", "no answer")
-    runnable = True
     suite = ShortAnswerSuite()
     figures = ("toy_qa_accuracy",)
 

@@ -237,14 +237,20 @@ def _speaks_as_a_text_family(page: str, stats: str) -> None:
 
 def install_family(site: Path) -> dict[str, str]:
     """What `pip install` of the family's own package leaves on the path: the package, which
-    imports the product's base class first as any family module does, and its dist-info with
-    one entry point (`omni_tasks.benchmarks`). The environment a process needs to see it."""
+    imports the product's base class first as any family module does and declares a run option
+    of its own, and its dist-info with one entry point (`omni_tasks.benchmarks`). The
+    environment a process needs to see it."""
     package = site / "toy_family_pkg"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "from omni_tasks.benchmarks.base import Benchmark\n"
-        "from tests.fakes.toy_qa import ShortAnswer\n\n"
-        "TOY: Benchmark = ShortAnswer()\n"
+        "from types import MappingProxyType\n\n"
+        "from omni_tasks.benchmarks.base import Benchmark, RunOption\n"
+        "from tests.fakes.toy_qa import ShortAnswer\n\n\n"
+        "class Hinted(ShortAnswer):\n"
+        "    options = MappingProxyType(\n"
+        "        {'toy_hint': RunOption('', {'type': 'string'}, 'Hint', 'Said before each question')}\n"
+        "    )\n\n\n"
+        "TOY: Benchmark = Hinted()\n"
     )
     dist = site / "toy_family_pkg-0.1.dist-info"
     dist.mkdir()
@@ -258,10 +264,21 @@ def install_family(site: Path) -> dict[str, str]:
 def test_an_installed_family_package_imports_cleanly_and_is_then_registered(tmp_path) -> None:
     """A fresh interpreter imports the family's package first: its `omni_tasks.benchmarks.base`
     import must not load the entry points (that would import the half-imported package); the
-    first lookup does, and finds it with the capabilities a suite brings."""
+    first lookup does (here a series' config giving the family's own run option, before any
+    `get`), and finds it with the capabilities a suite brings."""
     env = install_family(tmp_path / "site")
+    out = subprocess.run(
+        [sys.executable, "-c", "import toy_family_pkg"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (out.returncode, out.stderr) == (0, "")
     probe = (
         "import toy_family_pkg\n"
+        "from omni_tasks.deployment.schema import NightlyParams\n"
+        "print(NightlyParams(benchmark='toy_qa', toy_hint='Think.').options)\n"
         "from omni_tasks import benchmarks\n"
         "found = benchmarks.get('toy_qa')\n"
         "assert found is toy_family_pkg.TOY, found\n"
@@ -271,7 +288,10 @@ def test_an_installed_family_package_imports_cleanly_and_is_then_registered(tmp_
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split() == ["short_answer", "ab", "bisect", "concurrency"]
+    assert out.stdout.splitlines() == [
+        "{'toy_hint': 'Think.'}",
+        "short_answer ab bisect concurrency",
+    ]
 
 
 def test_an_installed_family_runs_through_the_version_2_nightly(db, results_dsn, tmp_path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.jobs.bisect import BisectParams, run_bisect
+from omni_tasks.series import DEFAULT_MODEL
 from tests.factories import seed_tts_corpus
 
 NIGHT = dt.date(2026, 11, 20)
@@ -63,6 +64,7 @@ def test_stored_endpoint_runs_choose_the_clips(db, tmp_path: Path, monkeypatch) 
     assert details["selection"] == "stored runs" and details["selected_by"] == keys
     assert details["endpoints"]["verified"] is True
     assert "endpoint check at seeds" in details["summary"]
+    assert details["summary"].startswith(f"bisect {p.bisect_id} (seed_tts_en, variant default, ")
 
 
 def test_endpoints_of_one_behaviour_name_no_commit(db, tmp_path: Path, monkeypatch) -> None:
@@ -127,3 +129,39 @@ def test_a_summary_only_family_is_refused_before_any_run(db) -> None:
     assert out.exit_code == 2, out.output
     assert "duplex_eval" in out.output and "no 'bisect' capability" in out.output
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 0
+
+
+def test_bisects_of_one_rebase_on_two_series_run_side_by_side(db) -> None:
+    """One rebase regresses a Daily-Omni series and a seed-TTS one: their bisects run over the
+    same commits with the same target, seed and dataset, each under its own run keys, and each
+    names its culprit (the simulator plants a different first bad commit per series). The
+    seed-TTS demo's 100 clips show the planted step weakly: its bisect gets the budget to run
+    every chosen clip."""
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+
+    history = [f"{i:02d}" + "f" * 38 for i in range(8)]
+    common = ["bisect", *history, "--target", "simulator:commit-history", "--json"]
+    found = {}
+    for benchmark, first_bad, extra in (
+        ("daily_omni", history[5], []),
+        ("seed_tts_en", history[3], ["--transcript-mode", "--budget", "12"]),
+    ):
+        out = CliRunner().invoke(
+            app, [*common, "--benchmark", benchmark, "--first-bad", first_bad, *extra]
+        )
+        assert out.exit_code == 0, out.output
+        r = json.loads(out.stdout)
+        assert r["first_bad"] == first_bad, (benchmark, r)
+        found[benchmark] = r["bisect_id"]
+    assert found["daily_omni"] != found["seed_tts_en"]
+    rows = db.execute("SELECT run_key, benchmark FROM omni.run").fetchall()
+    for benchmark, bisect_id in found.items():
+        mine = {r["benchmark"] for r in rows if r["run_key"].startswith(f"bisect:{bisect_id}:")}
+        assert mine == {benchmark}
+    results = db.execute("SELECT details FROM omni.event WHERE kind = 'bisect_result'")
+    assert sorted((e["details"]["first_bad"], e["details"]["series"]) for e in results) == [
+        (history[3], f"seed_tts_en|{DEFAULT_MODEL}|default"),
+        (history[5], f"daily_omni|{DEFAULT_MODEL}|default"),
+    ]

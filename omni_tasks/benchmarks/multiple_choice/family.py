@@ -164,7 +164,6 @@ class MultipleChoice(Benchmark):
         self.key_fields = key_fields
         self.description = description
         self.suite = suite  # how to run it here (None: its results arrive as artifacts)
-        self.runnable = suite is not None
         self.items_key = f"{prefix}_eval_items"
         self.gate_figure = (f"{prefix}_accuracy", ">=")
         self.grader = artifact_judge(
