@@ -9,6 +9,7 @@ next rule is tried, and with none left it is refused."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from omni_tasks.contracts import JsonObject
 from omni_tasks.series import Protocol, Series
 
 RULES = Path(__file__).resolve().parent / "buildkite_rules.yaml"
+SLUG = r"^[a-z0-9][a-z0-9-]{0,99}$"  # a Buildkite pipeline slug (and a role's name)
 
 
 class BuildkiteError(RuntimeError):
@@ -32,7 +34,7 @@ class ArtifactRule(BaseModel):
     are runs of this series (its lane filled in with the job's hardware)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    pipeline: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
+    pipeline: str = Field(pattern=SLUG)
     step: str = Field(min_length=1, max_length=300)  # the job's step key or label (fnmatch)
     artifact: str = Field(min_length=1, max_length=300)
     benchmark: str | None = None  # None: detected from the file
@@ -61,8 +63,50 @@ class ArtifactRule(BaseModel):
         return self.lane.replace("{sku}", sku.lower())
 
 
-def load_rules(path: Path = RULES) -> list[ArtifactRule]:
-    """The artifact rules of a rules file, each checked (its series must be a valid one)."""
+def load_rules(path: Path = RULES, slugs: Mapping[str, str] | None = None) -> list[ArtifactRule]:
+    """The artifact rules of a rules file, each checked (its series must be a valid one), each
+    naming its pipeline's slug: a rule's role resolved through the file's `pipelines:` (role →
+    slug) with `slugs` over them (a deployment's own, e.g. AMD's)."""
+    doc = _rules_doc(path)
+    pipelines = _roles(path, doc, slugs)
+    out = []
+    for i, raw in enumerate(doc["rules"]):
+        try:
+            if not isinstance(raw, dict):
+                raise ValueError("a mapping of rule fields")
+            given = raw.get("pipeline")
+            rule = ArtifactRule(**{**raw, "pipeline": pipelines.get(str(given), given)})
+            if rule.benchmark is not None:
+                benchmarks.get(rule.benchmark)
+            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane_for("H100"))
+        except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
+            raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
+        out.append(rule)
+    return out
+
+
+def pipeline_slugs(path: Path = RULES, slugs: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Role → slug: the rules file's `pipelines:` with `slugs` over them; a slug for a role the
+    file does not name, or that is not a slug, is refused (a typo would import nothing)."""
+    return _roles(path, _rules_doc(path), slugs)
+
+
+def _roles(path: Path, doc: dict[str, Any], slugs: Mapping[str, str] | None) -> dict[str, str]:
+    roles = doc.get("pipelines") or {}
+    if not isinstance(roles, dict):
+        raise BuildkiteError(f"{path}: `pipelines` must map roles to slugs")
+    unknown = sorted(set(slugs or {}) - set(roles))
+    if unknown:
+        named = ", ".join(sorted(roles)) or "none"
+        raise BuildkiteError(f"slugs: {path} has no pipeline role {unknown[0]!r} (it has {named})")
+    out = {**roles, **(slugs or {})}
+    for role, slug in out.items():
+        if not (isinstance(slug, str) and re.fullmatch(SLUG, slug)):
+            raise BuildkiteError(f"pipeline {str(role)[:50]}: {str(slug)[:100]!r} is not a slug")
+    return out
+
+
+def _rules_doc(path: Path) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -73,19 +117,7 @@ def load_rules(path: Path = RULES) -> list[ArtifactRule]:
         or not isinstance(doc.get("rules"), list)
     ):
         raise BuildkiteError(f"{path}: expected `version: 1` and a `rules` list")
-    out = []
-    for i, raw in enumerate(doc["rules"]):
-        try:
-            if not isinstance(raw, dict):
-                raise ValueError("a mapping of rule fields")
-            rule = ArtifactRule(**raw)
-            if rule.benchmark is not None:
-                benchmarks.get(rule.benchmark)
-            Series(rule.benchmark or "seed_tts_en", rule.model, rule.lane_for("H100"))
-        except (ValidationError, ValueError, benchmarks.UnknownBenchmark) as exc:
-            raise BuildkiteError(f"{path}: rules[{i}]: {exc}") from None
-        out.append(rule)
-    return out
+    return doc
 
 
 def protocol_of(summary: Mapping[str, Any]) -> Protocol | None:

@@ -267,14 +267,15 @@ def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPa
 def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     db, fleet, tmp_path, results_dsn
 ) -> None:
-    """`airflow dags test omni_buildkite_sync`: the config's pipelines are synced (its INFRA
-    alert delivered to the local outbox); a second run imports nothing new."""
+    """`airflow dags test omni_buildkite_sync`: the config's pipelines are synced, named by
+    slug or by the rules' role (its INFRA alert delivered to the local outbox); a second run
+    imports nothing new."""
     from tests.airflow_env import airflow_env, dags_test, migrate
 
     config = tmp_path / "fleet.yaml"
     config.write_text(
         "version: 2\nlanes: {cuda-h100x2: {queue: gpu, pool: gpu}}\n"
-        f"buildkite: {{org: vllm, pipelines: [vllm-omni, vllm-omni-npu-ci], base_url: "
+        f"buildkite: {{org: vllm, pipelines: [vllm-omni, npu], base_url: "
         f"'{fleet}/v2', lookback_days: 30, artifact_hosts: [localhost]}}\n"
         "series:\n  - {benchmark: seed_tts_en, lane: cuda-h100x2, branches: [main],\n"
         "     baseline: main, targets: {main: 'simulator:main'}}\n"
