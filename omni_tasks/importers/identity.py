@@ -8,6 +8,7 @@ next rule is tried, and with none left it is refused."""
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import re
 from collections.abc import Mapping
@@ -43,6 +44,15 @@ class ArtifactRule(BaseModel):
     expected: int | None = Field(None, ge=0, le=10**7)  # the suite's item count, when fixed
     protocol: Protocol = "chat"  # how the step's harness talks to the server
     blocking: bool = True  # false: the step is `grade: NonBlocking` / `soft_fail` upstream
+    # The nights the step's harness spoke `protocol` (an artifact's own night; `until`
+    # excluded): a step whose test moved protocol under the same backend name has a rule each.
+    since: dt.date | None = None
+    until: dt.date | None = None
+
+    def in_force(self, night: dt.date) -> bool:
+        return (self.since is None or self.since <= night) and (
+            self.until is None or night < self.until
+        )
 
     def matches(self, pipeline: str, path: str, job: JsonObject | None) -> bool:
         if pipeline != self.pipeline or not fnmatch.fnmatchcase(path, self.artifact):
@@ -122,14 +132,24 @@ def _rules_doc(path: Path) -> dict[str, Any]:
 
 def protocol_of(summary: Mapping[str, Any]) -> Protocol | None:
     """The protocol an artifact was measured with, from its own fields (None: it does not
-    say): `--seed-tts-reference-as-input`; a realtime backend or endpoint
-    (`openai-realtime-tts`, `openai-realtime-chat`, `/v1/realtime`); else chat."""
+    say): `--seed-tts-reference-as-input`; native duplex (`openai-realtime-duplex`, an
+    endpoint with `duplex=1`); another realtime backend or endpoint (`openai-realtime-tts`,
+    `openai-realtime-chat`, `/v1/realtime`); else chat."""
     if summary.get("seed_tts_reference_as_input") is True:
         return "reference-as-input"
     said = " ".join(str(summary.get(k) or "") for k in ("backend", "endpoint_type")).strip()
     if not said:
         return None
-    return "realtime" if "realtime" in said.lower() else "chat"
+    said = said.lower()
+    if "realtime-duplex" in said or "duplex=1" in said:
+        return "realtime-duplex"
+    return "realtime" if "realtime" in said else "chat"
+
+
+# What a measured protocol may be a run of. `openai-realtime-tts` says realtime, not which: its
+# test spoke explicit Realtime TTS until vllm-omni#7413 moved it to native duplex under the
+# same backend name, so the step's rule (by its nights) decides.
+AGREES: dict[Protocol, tuple[Protocol, ...]] = {"realtime": ("realtime", "realtime-duplex")}
 
 
 def model_name(model: str) -> str:
@@ -145,7 +165,7 @@ def identity_problem(model: str, protocol: Protocol, summary: Mapping[str, Any])
     if isinstance(own, str) and own and model_name(own) != model_name(model):
         return f"its model_id {own[:100]!r} is not the rule's model {model}"
     measured = protocol_of(summary)
-    if measured is not None and measured != protocol:
+    if measured is not None and protocol not in AGREES.get(measured, (measured,)):
         backend = str(summary.get("backend") or summary.get("endpoint_type") or "")[:60]
         return f"it was measured over {measured} ({backend}), the rule's series over {protocol}"
     return None

@@ -1,7 +1,9 @@
 """Which pipeline and step an artifact came from decides its series: NPU Video-MME runs in a
 job of its own since vllm-omni#6596 and lands on MiniCPM-o's NPU Video-MME series; AMD's
 pipeline (vllm-omni#6978) has a slug nobody verified, so it is a config value: the rules of
-the `amd` role follow the slug a deployment gives (config `buildkite.slugs`, CLI `--slug`)."""
+the `amd` role follow the slug a deployment gives (config `buildkite.slugs`, CLI `--slug`);
+MiniCPM-o's realtime seed-TTS step spoke explicit Realtime TTS, then native duplex: two
+series, two gates."""
 
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ from tests.fakes.buildkite_fleet import (
     MINICPM_DIR,
     QWEN,
     QWEN_DIR,
+    REALTIME,
     TAG,
     add,
     daily_omni_doc,
     en_doc,
     sync,
     videomme_doc,
+    zh_doc,
 )
 
 NPU_VIDEOMME_KEY = "nightly-omni-accuracy-minicpmo-4-5-videomme-npu"
@@ -124,3 +128,82 @@ def test_the_cli_imports_amd_under_the_slug_it_is_given(
     lanes = db.execute("SELECT DISTINCT lane, source->'buildkite'->>'pipeline' AS p FROM omni.run")
     assert [tuple(r.values()) for r in lanes.fetchall()] == [("rocm-mi300", "amd-ci")]
     assert bad.exit_code != 0 and "no pipeline role 'rocm'" in bad.output
+
+
+def test_explicit_realtime_tts_and_native_duplex_are_two_series_with_their_own_gates(db) -> None:
+    """MiniCPM-o's realtime seed-TTS test kept `--seed-backend openai-realtime-tts` when
+    vllm-omni#7413 moved it to native duplex (first night 2026-09-16): a night before is
+    explicit Realtime TTS (zh, judged by the chat test's constants), a night after is native
+    duplex, judged by its own gate (0.05, #7701: 200 turns fail it); its two params of one
+    night (#7758) are two variants, not a conflict, and a second sync imports nothing."""
+    state = BuildkiteState()
+    before, after = "20260910-120000", "20260917-120402"
+    with serve_in_thread(buildkite_app(state)) as url:
+        explicit = zh_doc(False, n=200, **REALTIME, date=before)
+        add(
+            state,
+            url,
+            "vllm-omni",
+            41,
+            {f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{before}.json": explicit},
+        )
+        duplex = {
+            f"{MINICPM_DIR}/qwen_omni_acc_seed_tts_{tag}.json": en_doc(
+                200, **{**REALTIME, "model_id": MINICPM, "date": tag}
+            )
+            for tag in (after, "20260917-143000")
+        }
+        add(state, url, "vllm-omni", 42, duplex)
+        report = sync(db, url, "vllm-omni")
+        again = sync(db, url, "vllm-omni")
+    assert report.errors == report.refused == report.skipped_builds == []
+    assert (again.imported, again.skipped) == ([], 3)
+    runs = db.execute(
+        "SELECT benchmark, lane, variant, nightly::text AS night, source FROM omni.run"
+        " ORDER BY nightly, variant"
+    ).fetchall()
+    assert [(r["benchmark"], r["lane"], r["variant"], r["night"]) for r in runs] == [
+        ("seed_tts_zh", "cuda-h100", "realtime", "2026-09-10"),
+        ("seed_tts_en", "cuda-h100", "realtime-duplex", "2026-09-17"),
+        ("seed_tts_en", "cuda-h100", "realtime-duplex-2", "2026-09-17"),
+    ]
+    gates = [
+        {
+            g["figure"]: (g["protocol"], g["threshold"], g["verdict"])
+            for g in r["source"]["upstream_gates"]
+        }
+        for r in runs
+    ]
+    assert gates[0] == {  # the chat test's constants that night, over explicit Realtime TTS
+        "seed_tts_content_error_mean": ("realtime", 0.0156, "pass"),
+        "seed_tts_sim_mean": ("realtime", 0.689, "not_evaluated"),
+    }
+    assert (
+        gates[1] == gates[2] == {"seed_tts_content_error_mean": ("realtime-duplex", 0.05, "fail")}
+    )
+    assert {r["source"]["upstream_gates"][0]["gate_entry"]["pr"] for r in runs[1:]} == {7413}
+    # The explicit night lacks SIM: INFRA, naming its protocol.
+    (invalid,) = report.invalid
+    assert ":realtime:" in invalid and "seed_tts_sim_mean" in invalid
+    sent = db.execute("SELECT payload::text AS p FROM omni.alert_outbox").fetchone()["p"]
+    assert "(realtime)" in sent and "on H100, blocking" in sent
+    assert [r["source"]["buildkite"]["protocol"] for r in runs] == [
+        "realtime",
+        "realtime-duplex",
+        "realtime-duplex",
+    ]
+
+
+def test_an_artifact_says_its_realtime_protocol() -> None:
+    from omni_tasks.importers.identity import identity_problem, protocol_of
+
+    duplex = {"backend": "openai-realtime-duplex", "endpoint_type": "/v1/realtime?duplex=1"}
+    assert protocol_of(duplex) == "realtime-duplex"
+    assert protocol_of(REALTIME) == "realtime"
+    assert protocol_of({"backend": "openai-chat-omni"}) == "chat"
+    # The backend name #7413 kept says realtime, not which: both realtime series may take it;
+    # a native-duplex backend is never an explicit Realtime TTS night, nor chat.
+    assert identity_problem(MINICPM, "realtime-duplex", REALTIME) is None
+    assert identity_problem(MINICPM, "realtime", REALTIME) is None
+    assert "over realtime-duplex" in str(identity_problem(MINICPM, "realtime", duplex))
+    assert "over realtime " in str(identity_problem(MINICPM, "chat", REALTIME))
