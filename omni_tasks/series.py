@@ -16,9 +16,18 @@ from omni_tasks.trust.names import check_model, check_name, path_component
 DEFAULT_MODEL = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
 DEFAULT_LANE = "default"
 # How a series' server is spoken to (a run's variant names it when it is not chat): an imported
-# artifact's own fields say which (importers/identity.py), a published reference holds for one.
-Protocol = Literal["chat", "realtime", "reference-as-input", "audio-speech"]
-PROTOCOLS: tuple[Protocol, ...] = ("chat", "realtime", "reference-as-input", "audio-speech")
+# artifact's own fields and its step say which (importers/identity.py), a published reference
+# holds for one. `realtime` is explicit Realtime TTS on /v1/realtime, `realtime-duplex` native
+# per-unit duplex on /v1/realtime?duplex=1 (vllm-omni#7413): two protocols, two gates;
+# `audio-speech` a TTS model's /v1/audio/speech.
+Protocol = Literal["chat", "realtime", "realtime-duplex", "reference-as-input", "audio-speech"]
+PROTOCOLS: tuple[Protocol, ...] = (
+    "chat",
+    "realtime",
+    "realtime-duplex",
+    "reference-as-input",
+    "audio-speech",
+)
 
 __all__ = ["DEFAULT_LANE", "DEFAULT_MODEL", "PROTOCOLS", "Protocol", "Series"]
 

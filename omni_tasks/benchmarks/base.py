@@ -157,6 +157,11 @@ class Benchmark(ABC):
                 raise BenchError(f"{self.id} has no run option {name!r} (its options: {has})")
             self.options[name].check(name, value)
 
+    def server_args(self, model: str) -> tuple[str, ...]:
+        """The flags upstream's test serves `model` with for this family (appended to a
+        launched server's `vllm serve`); none unless the family says."""
+        return ()
+
     def graded_by_asr(self, options: Mapping[str, object]) -> bool:
         """Whether a run with these options is graded by the configured ASR grader (its
         `grader` fields are then checked before the night)."""

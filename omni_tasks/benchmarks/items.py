@@ -68,15 +68,16 @@ def run_items(
     run; returns its run key. A stored run under the key with other inputs is refused."""
     loaded = suite.load(req.dataset)
     items, subset = chosen(loaded.items, req)
+    system_text, asked = suite.prompt(req)
     spec = req.spec(
         benchmark_id,
         len(items),
-        {"dataset": req.dataset},
-        stack={"simulated": req.simulator_profile is not None},
+        {"dataset": req.dataset, **asked},
+        stack={**req.stack, "simulated": req.simulator_profile is not None},
         execution={"client_concurrency": req.concurrency},
         dataset_fingerprint=loaded.fingerprint + subset,
-        prompt_fingerprint=prompt_fingerprint(suite.system_text, suite.user_format),
-        system_prompt=suite.system_text or None,
+        prompt_fingerprint=prompt_fingerprint(system_text, suite.user_format),
+        system_prompt=system_text or None,
         seed=req.seed,
     )
     key = req.run_key or runs.derive_run_key(spec)

@@ -31,6 +31,12 @@ class ItemSuite(ABC):
     system_text: str  # for the prompt fingerprint ("" when upstream sends none)
     user_format: str
 
+    def prompt(self, req: RunRequest) -> tuple[str, JsonObject]:
+        """The system text `req`'s requests carry (its prompt fingerprint) and what its run's
+        config records of how they are asked: the family's own, unless its request depends on
+        the served model (Daily-Omni's recipe)."""
+        return self.system_text, {}
+
     @abstractmethod
     def load(self, dataset: str) -> ItemSet:
         """The items of a dataset root in the family's layout, or of its shipped `demo` set;

@@ -139,7 +139,11 @@ def _import_options(
 def import_buildkite(
     org: Annotated[str, typer.Option(help="Buildkite organization slug (e.g. vllm)")],
     pipeline: Annotated[
-        list[str], typer.Option(help="Pipeline slug (repeat for several: vllm-omni, ...)")
+        list[str],
+        typer.Option(
+            help="Pipeline slug, or a rules role: cuda, amd, npu (repeat for several: "
+            "vllm-omni, ...)"
+        ),
     ],
     branch: Annotated[
         str | None, typer.Option(metavar="BRANCH", help="Only builds of this branch")
@@ -176,6 +180,14 @@ def import_buildkite(
             "Buildkite's S3 storage). A host named here may be a private address",
         ),
     ] = None,
+    slug: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="ROLE=SLUG",
+            help="A rules role's pipeline slug where it is not the rules file's (repeat; e.g. "
+            "amd=SLUG: AMD's pipeline slug is unverified)",
+        ),
+    ] = None,
     as_json: opt.JsonFlag = False,
 ) -> None:
     """Import the accuracy artifacts of Buildkite pipelines' builds (idempotent): each one the
@@ -190,8 +202,8 @@ def import_buildkite(
         BuildkiteError,
         BuildkiteSource,
         import_pipeline,
-        load_rules,
     )
+    from omni_tasks.importers.identity import RULES, load_rules, pipeline_slugs
 
     token = read_secret("BUILDKITE_API_TOKEN")
     if not token:
@@ -200,12 +212,16 @@ def import_buildkite(
             "read_builds, read_artifacts"
         )
 
+    given = {role: value for role, _, value in (s.partition("=") for s in slug or ())}
+    with opt.fails_on(BuildkiteError):
+        chosen = tuple(load_rules(rules or RULES, given))
+        roles = pipeline_slugs(rules or RULES, given)
+
     def run(conn: Any) -> dict[str, ImportReport]:
-        chosen = tuple(load_rules(rules)) if rules else ()
         sources = (
             BuildkiteSource(
                 org=org,
-                pipeline=slug,
+                pipeline=roles.get(name, name),
                 token=token,
                 base_url=base_url,
                 branch=branch,
@@ -215,7 +231,7 @@ def import_buildkite(
                 upstream_checkout=upstream_checkout,
                 artifact_hosts=tuple(artifact_host) if artifact_host else ARTIFACT_HOSTS,
             )
-            for slug in pipeline
+            for name in pipeline
         )
         return {src.pipeline: import_pipeline(conn, src) for src in sources}
 
@@ -223,8 +239,8 @@ def import_buildkite(
     if as_json:
         json_out(reports)
         return
-    for slug, report in reports.items():
-        _print_report(slug, report)
+    for name, report in reports.items():
+        _print_report(name, report)
 
 
 def _print_report(slug: str, report: ImportReport) -> None:

@@ -373,8 +373,8 @@ def buildkite_sync(context: Context) -> JsonObject:
         BuildkiteError,
         BuildkiteSource,
         import_pipeline,
-        load_rules,
     )
+    from omni_tasks.importers.identity import RULES, load_rules, pipeline_slugs
 
     with _fails_at_once(ConfigError, what="deployment config"):
         cfg = sync_config(config_variable())
@@ -392,8 +392,9 @@ def buildkite_sync(context: Context) -> JsonObject:
     since = nightly_of(context) - dt.timedelta(days=cfg.lookback_days)
     out: JsonObject = {}
     with results_db() as conn, _fails_at_once(BuildkiteError):
-        rules = tuple(load_rules(Path(cfg.rules))) if cfg.rules else ()  # the operator's
-        for pipeline in cfg.pipelines:
+        path = Path(cfg.rules) if cfg.rules else RULES  # the operator's, else the shipped
+        rules, roles = tuple(load_rules(path, cfg.slugs)), pipeline_slugs(path, cfg.slugs)
+        for pipeline in (roles.get(p, p) for p in cfg.pipelines):
             report = import_pipeline(
                 conn,
                 BuildkiteSource(

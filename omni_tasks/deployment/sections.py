@@ -48,7 +48,10 @@ def slack_actions(variable: str | None = None) -> SlackActions:
 class BuildkiteSync(BaseModel):
     model_config = ConfigDict(extra="forbid")
     org: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,99}$")
-    pipelines: list[str] = Field(min_length=1)
+    pipelines: list[str] = Field(min_length=1)  # slugs, or the rules' roles (cuda, amd, npu)
+    # A role's slug where it is not the rules file's (AMD's pipeline, vllm-omni#6978, has a slug
+    # nobody here verified: `{amd: SLUG}`); the role's rules and `pipelines` entry follow it.
+    slugs: dict[str, str] = Field(default_factory=dict, max_length=50)
     base_url: str = Field(default="https://api.buildkite.com/v2", pattern=r"^https?://\S+$")
     rules: str | None = None  # an artifact rules file (trusted)
     lookback_days: int = Field(default=2, ge=1, le=400)

@@ -53,7 +53,12 @@ from omni_tasks.importers.hardware import sku_of
 from omni_tasks.importers.identity import ArtifactRule, BuildkiteError, identity_problem, load_rules
 from omni_tasks.records import RunSpec, records_of
 from omni_tasks.series import Series
-from omni_tasks.store.runs import derive_run_key, imported_buildkite_artifact, save_run
+from omni_tasks.store.runs import (
+    derive_run_key,
+    imported_buildkite_artifact,
+    run_key_status,
+    save_run,
+)
 from omni_tasks.trust.commits import check_commit
 from omni_tasks.trust.names import InvalidName, path_component, printable
 
@@ -134,7 +139,9 @@ def _import_build(
         return
     # The latest attempt of each job first: it is the night's run; an attempt a retry
     # superseded is stored beside it as a retry, never as a second night.
-    matched.sort(key=lambda m: str(m[0].get("job_id")) in superseded)
+    # Within each, by path: upstream's tags are times, so one test's params come in the order
+    # they ran (a protocol's second param of the night is its next variant, _param_key).
+    matched.sort(key=lambda m: (str(m[0].get("job_id")) in superseded, str(m[0].get("path"))))
     for art, candidates in matched:
         try:
             if imported_buildkite_artifact(conn, str(art["id"])):
@@ -280,7 +287,10 @@ def _import_one(
     # Two builds of one commit on one night are two runs: the pipeline and build number keep
     # keys apart (two pipelines of one series number their builds alike); an earlier attempt of
     # a retried job is kept under its job id.
-    key = f"{derive_run_key(spec)}:{src.pipeline}:build{build.number}"
+    suffix = f":{src.pipeline}:build{build.number}"
+    key = derive_run_key(spec) + suffix
+    if rule.protocol in PARAMETRIZED and not retry:
+        spec, key = _param_key(conn, spec, suffix, rule.protocol)
     if retry:
         key += f":retry-{path_component(str(art.get('job_id')))[:40]}"
     result = save_run(conn, spec, parsed.clips, grading, run_key=key)
@@ -294,6 +304,26 @@ def _import_one(
         report.invalid.append(f"{result.run_key}: {'; '.join(problems)}")
         _alert_invalid(conn, src.pipeline, build, rule, job, spec, problems)
     report.warnings += [f"build {build.number}: {w}" for w in parsed.warnings]
+
+
+# Protocols whose upstream test runs parametrized in one job: the native duplex seed-TTS test
+# ran two params a night (vllm-omni#7758, "both params"); each file is its own variant.
+PARAMETRIZED = ("realtime-duplex",)
+MAX_PARAMS = 8
+
+
+def _param_key(
+    conn: psycopg.Connection[Any], spec: RunSpec, suffix: str, protocol: str
+) -> tuple[RunSpec, str]:
+    """A build's second (third…) file of one parametrized protocol and series: the protocol's
+    next variant (`realtime-duplex-2`), never a conflict with the first. Files come in path
+    order (the params' run order), so a param keeps its variant from night to night."""
+    key, n = derive_run_key(spec) + suffix, 1
+    while run_key_status(conn, key) is not None and n < MAX_PARAMS:
+        n += 1
+        spec = dataclasses.replace(spec, variant=f"{protocol}-{n}")
+        key = derive_run_key(spec) + suffix
+    return spec, key
 
 
 def _alert_invalid(
@@ -379,10 +409,16 @@ def _agreeing_rule(
                 read[rule.benchmark] = benchmarks.import_artifact(path, options, rule.benchmark)
             parsed = read[rule.benchmark]
             problem = identity_problem(rule.model, rule.protocol, parsed.spec.summary or {})
+            if problem is None and not rule.in_force(parsed.spec.nightly):
+                problem = f"its night {parsed.spec.nightly} is outside the rule's ({_span(rule)})"
             if problem is None:
                 return rule, parsed
             refusals.append(f"not {rule.model} · {rule.lane}: {problem}")
     raise BuildkiteError("refused (never relabelled): " + "; ".join(refusals))
+
+
+def _span(rule: ArtifactRule) -> str:
+    return f"{rule.since or '…'} to {rule.until or '…'}"
 
 
 def upstream_verdicts(

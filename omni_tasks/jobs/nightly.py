@@ -208,8 +208,11 @@ def served(
     from omni_tasks.synthesis.stages import lane_deploy
 
     env_cfg, srv = params.environment, params.server
+    # The flags upstream's test serves the model with for this family (MiniCPM-o's Daily-Omni
+    # interleaves its image/audio parts).
+    args = benchmarks.get(params.bench).server_args(srv.model)
     if isinstance(env_cfg, ImageEnvironment):
-        return _served_from_image(env_cfg, srv, req, run)
+        return _served_from_image(env_cfg, srv, req, run, args)
     strategy = (
         VenvStrategy(
             str(env_cfg.repo),
@@ -240,6 +243,7 @@ def served(
             gpus=tuple(int(g) for g in gpus),
             env=srv.env,
             startup_timeout_s=srv.startup_timeout_s,
+            extra_args=args,
         )
         # The deploy config the server will run with, read into the request before it starts:
         # one a family cannot use (seed-TTS: without the three stages) is an error before any
@@ -260,6 +264,7 @@ def served(
                 stack={
                     **prov.stack_record(),
                     "server_log": str(log),
+                    "server_args": list(args),
                     "vllm_build": env.details.get("vllm_build"),
                     "deploy": _served_deploy(deployed, lane),
                 },
@@ -285,20 +290,29 @@ def _served_deploy(deployed: Path | None, lane: LaneDeploy) -> dict[str, object]
 
 
 def _served_from_image(
-    env: ImageEnvironment, server: ServerConfig, req: RunRequest, run: Callable[[RunRequest], R]
+    env: ImageEnvironment,
+    server: ServerConfig,
+    req: RunRequest,
+    run: Callable[[RunRequest], R],
+    args: tuple[str, ...] = (),
 ) -> R:
-    """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods);
-    the run records the image and pod it ran against."""
+    """The commit's image as a Kubernetes pod on the lane's accelerators (environments.pods),
+    served with `args`; the run records the image and pod it ran against."""
     from omni_tasks.environments.pods import PodSpec, launched_pod
 
-    spec = PodSpec.of(env, server, str(req.commit))
+    spec = dataclasses.replace(PodSpec.of(env, server, str(req.commit)), extra_args=args)
     with launched_pod(spec) as pod:
         return run(
             dataclasses.replace(
                 req,
                 target=pod.url,
                 model=server.model,
-                stack={"image": pod.image, "pod": pod.name, "namespace": pod.namespace},
+                stack={
+                    "image": pod.image,
+                    "pod": pod.name,
+                    "namespace": pod.namespace,
+                    "server_args": list(args),
+                },
             )
         )
 

@@ -3,7 +3,9 @@ pitch, the number of beeps); about frames it looks (each frame's colour: which o
 first or last); it picks the choice that matches, and then, at its profile's `wrong_answer`
 rate, deterministically per (seed, question), answers another letter, the way a weaker model
 would. Requests carry their media inline, as upstream's bench sends it (Daily-Omni's audio,
-Video-MME's JPEG frames)."""
+Video-MME's JPEG frames). A request with audio is listened to, all its WAV parts in order
+(MiniCPM-o's Daily-Omni sends a frame and its second of audio, in turn); one without is
+looked at."""
 
 from __future__ import annotations
 
@@ -47,12 +49,14 @@ def answer(body: JsonObject, profile: Profile, seed: int) -> str:
     choices = dict(_CHOICE.findall(listed))
     if len(choices) < 2:
         raise UnreadableRequest(f"no lettered choices after {marker!r}")
-    frames = _frames(body)
-    if frames:
-        heard = _seen(choices, frames, question)
-    else:
+    if _has_audio(body):
         samples, rate = _audio(body)
         heard = _best(choices, samples, rate, text)
+    else:
+        frames = _frames(body)
+        if not frames:
+            raise UnreadableRequest("no inline WAV audio_url or JPEG frame in the request")
+        heard = _seen(choices, frames, question)
     if uniform(seed, text, "wrong_answer") < profile.wrong_answer:
         others = [x for x in sorted(choices) if x != heard]
         return others[int(uniform(seed, text, "which") * len(others))]
@@ -66,13 +70,21 @@ def user_text(body: JsonObject) -> str:
     return ""
 
 
+def _has_audio(body: JsonObject) -> bool:
+    return any(part_url(p, "audio_url") for _, parts in message_parts(body) for p in parts)
+
+
 def _audio(body: JsonObject) -> tuple[np.ndarray, int]:
+    """The request's inline WAV parts joined in order (one rate)."""
     try:
-        return decode_wav(inline_wav(body), "inline audio")
+        pieces = [decode_wav(w, "inline audio") for w in inline_wavs(body)]
     except (ValueError, AudioUnavailable) as exc:
         if isinstance(exc, UnreadableRequest):
             raise
         raise UnreadableRequest(f"unreadable audio: {exc}") from None
+    if len({rate for _, rate in pieces}) != 1:
+        raise UnreadableRequest("inline audio parts at more than one rate")
+    return np.concatenate([samples for samples, _ in pieces]), pieces[0][1]
 
 
 def _best(choices: dict[str, str], samples: np.ndarray, rate: int, question: str) -> str:
@@ -143,14 +155,25 @@ def _beep_count(samples: np.ndarray, rate: int) -> float:
 
 
 def inline_wav(body: JsonObject) -> bytes:
+    """The request's first inline WAV."""
+    return inline_wavs(body)[0]
+
+
+def inline_wavs(body: JsonObject) -> list[bytes]:
+    """Every inline WAV `audio_url` of the request, in order (at most MAX_INLINE_AUDIO of
+    base64 in all)."""
+    out, size = [], 0
     for part in (p for _, parts in message_parts(body) for p in parts):
         url = part_url(part, "audio_url")
         if url.startswith("data:audio/wav;base64,"):
             data = url.split(",", 1)[1]
-            if len(data) > MAX_INLINE_AUDIO:
+            size += len(data)
+            if size > MAX_INLINE_AUDIO:
                 raise UnreadableRequest("inline audio too large")
             try:
-                return base64.b64decode(data, validate=True)
+                out.append(base64.b64decode(data, validate=True))
             except ValueError as exc:
                 raise UnreadableRequest(f"inline audio: {exc}") from None
-    raise UnreadableRequest("no inline WAV audio_url in the request")
+    if not out:
+        raise UnreadableRequest("no inline WAV audio_url in the request")
+    return out

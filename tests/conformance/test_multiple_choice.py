@@ -407,7 +407,7 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
 
     payload, extra, _ = me._compose_daily_omni_multimodal(q.video_id, None)
     theirs = me._build_daily_omni_openai_messages(payload, q.question, list(q.choices))
-    ours = daily_omni.request_body(q, "openbmb/MiniCPM-o-4_5", 42)
+    ours = daily_omni.request_body(q, "Qwen/Qwen3-Omni-30B-A3B-Instruct", 42)
     assert ours["messages"] == theirs
     assert {k: ours[k] for k in extra} == extra  # mm_processor_kwargs: use_audio_in_video off
     assert ours["max_tokens"] == upstream.class_value(module, cls, "DEFAULT_OUTPUT_LEN")
@@ -416,6 +416,106 @@ def test_daily_omni_requests_are_the_ones_upstreams_builder_makes(
     # `seed`, which upstream never sends, though our run has one.
     sent = sent_body(upstream, ours, {**extra, "modalities": ["text"]})
     assert ours == sent
+
+
+def test_minicpm_o_daily_omni_requests_are_the_ones_upstreams_builder_makes(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MiniCPM-o's Daily-Omni request, its recipe (test_minicpmo_4_5.py, #5606 / #5625:
+    `--daily-omni-pack-mode minicpm-interleave`, input mode `all`, inline media, `--output-len
+    512`, thinking off): upstream's own `DailyOmniDataset` methods in that pack mode, unmodified,
+    reading audio with vLLM's own WAV loader, cut the same 1 fps frames and audio seconds from
+    the same files and build the same messages and extra body, for a demo item, a 3.6 s clip of
+    distinct frames with 44.1 kHz stereo audio (resampled; its last second short) and a 70 s
+    clip (past 64 s: the 0.1 s grid); the whole body is what upstream's request function
+    posts. A Qwen3-Omni body of the same item keeps Qwen's packing."""
+    import shutil
+    import sys
+    import types
+
+    import av
+    import numpy as np
+    import soundfile
+
+    from omni_tasks.benchmarks.multiple_choice import daily_omni, interleave
+    from omni_tasks.benchmarks.multiple_choice.family import demo_mp4
+
+    # vLLM's soundfile loader (the `auto` chain's WAV path without torchcodec), from its sdist.
+    upstream._space("vllm.multimodal.media.audio")["soundfile"] = soundfile
+    upstream._space("vllm.multimodal.audio")["av"] = av
+    load = upstream.load("vllm.multimodal.media.audio", ["load_audio_soundfile"])
+    for name in ("vllm", "vllm.multimodal", "vllm.multimodal.media", "vllm.multimodal.media.audio"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    sys.modules["vllm.multimodal.media.audio"].load_audio = load["load_audio_soundfile"]  # type: ignore[attr-defined]
+
+    demo = daily_omni.ensure_demo_set(tmp_path / "demo")
+    root = tmp_path / "minicpm"
+    rows = json.loads((demo / "qa.json").read_text())[:1]
+    shutil.copytree(demo / "Videos" / rows[0]["video_id"], root / "Videos" / rows[0]["video_id"])
+    rng = np.random.default_rng(5)
+    for vid, seconds, fps, rate, channels in (
+        ("av36", 3.6, 5, 44_100, 2),
+        ("av70", 70, 2, 16_000, 1),
+    ):
+        folder = root / "Videos" / vid
+        folder.mkdir(parents=True)
+        frames = (
+            np.full((16, 16, 3), (7 * i) % 256, dtype=np.uint8) for i in range(int(seconds * fps))
+        )
+        (folder / f"{vid}_video.mp4").write_bytes(demo_mp4(frames, fps, 16))
+        noise = 0.3 * rng.standard_normal((int(seconds * rate), channels)).astype(np.float32)
+        soundfile.write(folder / f"{vid}_audio.wav", noise, rate, subtype="PCM_16")
+        rows.append({**rows[0], "video_id": vid})
+    (root / "qa.json").write_text(json.dumps(rows))
+
+    module, cls = f"{DAILY}_dataset", "DailyOmniDataset"
+    me = types.SimpleNamespace(
+        pack_mode="minicpm-interleave",
+        input_mode="all",
+        inline_local_video=True,
+        video_dir=root / "Videos",
+        dataset_path=None,
+        _minicpm_interleave_cache={},
+    )
+    for name in (
+        "_compose_daily_omni_multimodal",
+        "_compose_minicpm_interleaved_multimodal",
+        "_get_minicpm_interleaved_parts",
+        "_lazy_ensure_hub_media_dir",
+        "_resolve_local_video_path",
+        "_resolve_local_audio_path",
+        "_build_daily_omni_openai_messages",
+        "_official_daily_omni_user_prompt",
+        "_system_text_for_pack_mode",
+    ):
+        setattr(me, name, types.MethodType(upstream.method(module, cls, name), me))
+    for name in (
+        "_extract_minicpm_frame_audio_segments",
+        "_official_video_relpath",
+        "_official_audio_relpath",
+        "_media_desc_for_official_prompt",
+        "_choices_repr_for_official_prompt",
+    ):
+        setattr(me, name, upstream.method(module, cls, name))
+
+    questions = daily_omni.load_questions(root).items
+    pairs = []
+    for q in questions:
+        payload, extra, _ = me._compose_daily_omni_multimodal(q.video_id, None)
+        assert payload is not None, q.key  # upstream drops an item it cannot cut
+        theirs = me._build_daily_omni_openai_messages(payload, q.question, list(q.choices))
+        ours = daily_omni.request_body(q, "openbmb/MiniCPM-o-4_5", 42)
+        assert ours["messages"] == theirs, q.key
+        assert {k: ours[k] for k in extra} == extra, q.key
+        pairs.append(len(payload) // 2)
+    assert pairs == [1, 4, interleave.MAX_FRAMES]  # 1 s; 3.6 s → 4 pairs; 70 s → the grid
+    assert [m["role"] for m in ours["messages"]] == ["user"]  # MiniCPM's system text is empty
+    assert ours["max_tokens"] == 512
+    nightly = {"modalities": ["text"], "chat_template_kwargs": {"enable_thinking": False}}
+    assert ours == sent_body(upstream, ours, {**extra, **nightly})
+    qwen = daily_omni.request_body(questions[0], "Qwen/Qwen3-Omni-30B-A3B-Instruct", 42)
+    assert [m["role"] for m in qwen["messages"]] == ["system", "user"]
+    assert (qwen["max_tokens"], "chat_template_kwargs" in qwen) == (256, False)
 
 
 @pytest.mark.parametrize("upstream", WITH_VIDEOMME, indirect=True)

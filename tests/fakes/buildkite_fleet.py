@@ -2,7 +2,8 @@
 CUDA pipeline's "Omni · Accuracy Test" job (Qwen3-Omni seed-TTS en 1088 and Daily-Omni 1197
 under `qwen3_omni/results/qwen_omni_acc/`), its "MiniCPM-o 4.5 · Accuracy Test" job (the same
 runner's `qwen_omni_acc_*` names for MiniCPM-o: seed-TTS zh 2020 over chat without SIM, zh
-over realtime sessions, Daily-Omni, and `omni_acc_videomme_*` 2700) and its DuplexEval guard
+over realtime sessions (native duplex by its night, after vllm-omni#7413), Daily-Omni, and
+`omni_acc_videomme_*` 2700) and its DuplexEval guard
 (and a rerun of it under another pin); the AMD pipeline's non-blocking "Qwen3-Omni Accuracy" on
 an MI300 queue (seed-TTS and Daily-Omni); the NPU pipeline's MiniCPM-o zh with SIM on
 `ascend-a3`; plus JSON artifacts no rule knows. Each job carries its label and agent queue as

@@ -37,7 +37,7 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     assert [(r["benchmark"], r["model"], r["lane"], r["variant"]) for r in runs] == [
         ("daily_omni", MINICPM, "cuda-h100", "default"),
         ("seed_tts_zh", MINICPM, "cuda-h100", "default"),
-        ("seed_tts_zh", MINICPM, "cuda-h100", "realtime"),
+        ("seed_tts_zh", MINICPM, "cuda-h100", "realtime-duplex"),
         ("videomme", MINICPM, "cuda-h100", "default"),
         ("daily_omni", QWEN, "cuda-h100x2", "default"),
         ("seed_tts_en", QWEN, "cuda-h100x2", "default"),
@@ -55,7 +55,8 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "vllm-omni-agent-3",
         "H100",
     )
-    assert runs[2]["source"]["buildkite"]["protocol"] == "realtime"
+    # Its realtime night is of the native-duplex era (after vllm-omni#7413, 2026-09-16).
+    assert runs[2]["source"]["buildkite"]["protocol"] == "realtime-duplex"
     assert [r["source"]["buildkite"]["blocking"] for r in runs[-2:]] == [False, False]
     assert [r["source"]["buildkite"]["sku"] for r in runs[-3:]] == ["A3", "MI300", "MI300"]
     assert cuda.unknown == [  # listed, not guessed; made printable
@@ -123,22 +124,23 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
         "WHERE r.lane = 'npu-a3' AND r.benchmark = 'seed_tts_zh'"
     ).fetchall()
     assert [r["finish_reason"] for r in reasons] == ["stop"]  # kept per item
-    assert len(cuda.invalid) == 3  # zh without SIM, the realtime night without SIM, build 12
+    # zh without SIM and build 12; the native-duplex night has no SIM gate to miss.
+    assert len(cuda.invalid) == 2
     infra = db.execute(
         "SELECT idempotency_key FROM omni.alert_outbox ORDER BY idempotency_key"
     ).fetchall()
     assert [m["idempotency_key"] for m in infra] == [  # one INFRA alert per series and night
         f"run-validity|duplex_eval|{MINICPM}|cuda-h100x2|2026-11-28",
         f"run-validity|seed_tts_zh|{MINICPM}|cuda-h100|2026-11-28",
-        f"run-validity|seed_tts_zh|{MINICPM}|cuda-h100|realtime|2026-11-28",
     ]
     zh = db.execute(
         "SELECT payload::text AS p FROM omni.alert_outbox WHERE idempotency_key LIKE "
-        "'%cuda-h100|realtime%'"
+        "'%seed_tts_zh%'"
     ).fetchone()["p"]
-    assert "(realtime)" in zh and "on H100, blocking" in zh
+    assert "on H100, blocking" in zh
     # The dashboard's fleet overview: upstream's verdict per series and protocol, with the
-    # hardware and whether upstream's step blocks.
+    # hardware and whether upstream's step blocks (the native-duplex zh night has no upstream
+    # gate: #7413's gate is on the English split).
     overview = db.execute(
         "SELECT benchmark, lane, variant, upstream_verdict, sku, blocking "
         "FROM omni.v_fleet_latest ORDER BY lane, benchmark, variant, model"
@@ -146,7 +148,6 @@ def test_three_pipelines_become_series_with_upstreams_verdicts(db, fleet) -> Non
     assert [tuple(r.values()) for r in overview] == [
         ("daily_omni", "cuda-h100", "default", "pass", "H100", True),
         ("seed_tts_zh", "cuda-h100", "default", "not evaluated", "H100", True),
-        ("seed_tts_zh", "cuda-h100", "realtime", "not evaluated", "H100", True),
         ("videomme", "cuda-h100", "default", "pass", "H100", True),
         ("daily_omni", "cuda-h100x2", "default", "fail", "H100", True),
         ("duplex_eval", "cuda-h100x2", "default", "fail", "H100", True),  # build 12's night
@@ -267,14 +268,15 @@ def test_the_cli_syncs_several_pipelines(db, fleet, monkeypatch: pytest.MonkeyPa
 def test_the_hourly_sync_dag_imports_the_configured_pipelines(
     db, fleet, tmp_path, results_dsn
 ) -> None:
-    """`airflow dags test omni_buildkite_sync`: the config's pipelines are synced (its INFRA
-    alert delivered to the local outbox); a second run imports nothing new."""
+    """`airflow dags test omni_buildkite_sync`: the config's pipelines are synced, named by
+    slug or by the rules' role (its INFRA alert delivered to the local outbox); a second run
+    imports nothing new."""
     from tests.airflow_env import airflow_env, dags_test, migrate
 
     config = tmp_path / "fleet.yaml"
     config.write_text(
         "version: 2\nlanes: {cuda-h100x2: {queue: gpu, pool: gpu}}\n"
-        f"buildkite: {{org: vllm, pipelines: [vllm-omni, vllm-omni-npu-ci], base_url: "
+        f"buildkite: {{org: vllm, pipelines: [vllm-omni, npu], base_url: "
         f"'{fleet}/v2', lookback_days: 30, artifact_hosts: [localhost]}}\n"
         "series:\n  - {benchmark: seed_tts_en, lane: cuda-h100x2, branches: [main],\n"
         "     baseline: main, targets: {main: 'simulator:main'}}\n"
@@ -291,7 +293,9 @@ def test_the_hourly_sync_dag_imports_the_configured_pipelines(
         "npu-a3": 1,
     }
     sent = db.execute("SELECT state FROM omni.alert_outbox").fetchall()
-    assert [m["state"] for m in sent] == ["sent"] * 3  # the three invalid nights' INFRA
+    # The two invalid nights' INFRA (zh without SIM, build 12; the native-duplex night has no
+    # SIM gate to miss).
+    assert [m["state"] for m in sent] == ["sent"] * 2
     again = dags_test(env, "omni_buildkite_sync", "2026-11-30", "{}")
     assert again.returncode == 0
     assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 13

@@ -208,7 +208,9 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
     rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)
-    assert rows == [  # by benchmark, model (byte order), lane, candidate, protocol
+    # By benchmark, model (byte order), lane, candidate, protocol; the MiniCPM-o native-duplex
+    # zh night has no upstream gate (#7413's is on the English split), so no row.
+    assert rows == [
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · cuda-h100x2",
         "daily_omni · Qwen3-Omni-30B-A3B-Instruct · rocm-mi300",
         "daily_omni · MiniCPM-o-4_5 · cuda-h100",
@@ -217,7 +219,6 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · default",
         "seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · rocm-mi300",
         "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100",
-        "seed_tts_zh · MiniCPM-o-4_5 · cuda-h100 · realtime",
         "seed_tts_zh · MiniCPM-o-4_5 · npu-a3",
         "videomme · MiniCPM-o-4_5 · cuda-h100",
     ]

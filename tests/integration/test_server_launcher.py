@@ -18,6 +18,8 @@ from omni_tasks.synthesis.client import ClientConfig, synthesize_all
 from omni_tasks.synthesis.server import ServerSpec, ServerStartError, launched, provenance
 from tests.fakes.vllm_env import fake_vllm_env as _fake_env
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def _git_history(tmp_path: Path) -> tuple[Path, list[str]]:
     repo = tmp_path / "repo"
@@ -151,3 +153,62 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     assert "serve openbmb/MiniCPM-o-4_5" in log
     assert run["stack"]["vllm"] == "0.11.0" and run["stack"]["server_log"].endswith(".log")
     assert "fake vllm serve" in Path(run["stack"]["server_log"]).read_text()
+
+
+def test_minicpm_o_daily_omni_is_served_and_asked_by_its_recipe(
+    db, tmp_path: Path, monkeypatch
+) -> None:
+    """A launched MiniCPM-o server for Daily-Omni gets upstream's test's flags
+    (test_minicpmo_4_5.py `_DAILY_OMNI_SERVER_ARGS`); its questions go as 1 fps frame/audio
+    pairs with 512 tokens, and the simulator, listening to every second, answers them all right.
+    Qwen3-Omni's server gets no such flags."""
+    import datetime as dt
+
+    from omni_tasks import benchmarks
+    from omni_tasks.config import reset_settings
+    from omni_tasks.deployment.schema import NightlyParams
+    from omni_tasks.jobs.nightly import record_heads, run_branch
+
+    interleave_args = [
+        "--trust-remote-code",
+        "--interleave-mm-strings",
+        "--media-io-kwargs",
+        '{"video":{"fps":1,"num_frames":128}}',
+    ]
+    env = _fake_env(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("OMNI_GPUS", "0")
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
+    reset_settings()
+    params = NightlyParams(
+        benchmark="daily_omni",
+        branches=["main"],
+        targets={"main": "vllm-serve"},
+        environment={"strategy": "existing", "python": sys.executable},
+        server={
+            "model": "openbmb/MiniCPM-o-4_5",
+            "gpus": 1,
+            "startup_timeout_s": 60,
+            # The simulator this checkout has (the interpreter may have another installed).
+            "env": {"PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(REPO)])},
+        },
+    )
+    (plan,) = record_heads(db, [params], dt.date(2026, 11, 24), backfill=False)
+    key = run_branch(db, params, plan, trigger="manual")
+    run = db.execute(
+        "SELECT status, stack, config, system_prompt, summary FROM omni.run WHERE run_key = %s",
+        (key,),
+    ).fetchone()
+    assert run["status"] == "complete" and run["stack"]["server_args"] == interleave_args
+    assert (
+        "--interleave-mm-strings --media-io-kwargs" in Path(run["stack"]["server_log"]).read_text()
+    )
+    assert (run["config"]["pack_mode"], run["config"]["output_len"]) == ("minicpm-interleave", 512)
+    assert run["system_prompt"] is None  # MiniCPM-o's omni system text is empty
+    wrong = db.execute(
+        "SELECT count(*) FILTER (WHERE g.incorrect) AS wrong, count(*) AS n FROM omni.clip_grade g"
+        " JOIN omni.grading USING (grading_id) JOIN omni.run r USING (run_id) WHERE r.run_key = %s",
+        (key,),
+    ).fetchone()
+    assert (wrong["wrong"], wrong["n"]) == (0, 48)  # up to 4 beeps over 2 s, in 1 s pieces
+    assert benchmarks.get("daily_omni").server_args("Qwen/Qwen3-Omni-30B-A3B-Instruct") == ()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from omni_tasks.benchmarks.multiple_choice import interleave
 from omni_tasks.benchmarks.multiple_choice.family import (
     ChoiceSuite,
     MultipleChoice,
     QuestionSetError,
+    Recipe,
     demo_mp4,
     omni_chat_body,
 )
@@ -44,6 +47,7 @@ MAX_QUESTIONS = 100_000
 MAX_QA_BYTES = 64 * 1024 * 1024
 DEMO_QA = Path(__file__).resolve().parents[2] / "datasets" / "demo_daily_omni" / "qa.json"
 DEMO_RATE = 16_000
+DEMO_VIDEOS = "grey, 8 fps, as long as the audio in whole seconds"
 
 
 @dataclass(frozen=True)
@@ -71,12 +75,44 @@ class Question:
         }
 
 
-# What the nightly sends (upstream's accuracy run: `--daily-omni-input-mode all`, inline local
-# video, `--extra-body '{"modalities":["text"]}'`, the dataset's default output length, and the
-# openai-chat-omni backend, which streams at temperature 0).
+# Qwen3-Omni's (test_qwen3_omni.py): `--daily-omni-input-mode all`, inline local video,
+# `--extra-body '{"modalities":["text"]}'`, the dataset's default output length
+# (DailyOmniDataset.DEFAULT_OUTPUT_LEN), video and audio kept apart; the openai-chat-omni
+# backend streams at temperature 0.
+QWEN = Recipe("qwen", 256, SYSTEM_TEXT, {"mm_processor_kwargs": {"use_audio_in_video": False}})
+# MiniCPM-o's (test_minicpmo_4_5.py, vllm-omni#5606 / #5625): 1 fps image/audio pairs, no system
+# text (its omni system prompt without a reference voice is empty), `--output-len 512`,
+# `--temperature 0`, `--daily-extra-body-json` with thinking off; the dataset adds one slice a
+# frame and no image ids; its server interleaves the parts in order.
+MINICPM = Recipe(
+    "minicpm-interleave",
+    512,
+    "",
+    {
+        "mm_processor_kwargs": {
+            "use_audio_in_video": False,
+            "max_slice_nums": 1,
+            "use_image_id": False,
+        },
+        "chat_template_kwargs": {"enable_thinking": False},
+    },
+    (
+        "--trust-remote-code",
+        "--interleave-mm-strings",
+        "--media-io-kwargs",
+        '{"video":{"fps":1,"num_frames":128}}',
+    ),
+)
+# The recipe is the served model's (the series' `server.model`), by its name without the
+# organisation; any other model is asked Qwen's way.
+RECIPES = {"minicpm-o-4_5": MINICPM}
 INPUT_MODE = "all"
-OUTPUT_LEN = 256  # DailyOmniDataset.DEFAULT_OUTPUT_LEN
 MEDIA_DESC = {"all": "given video and audio together", "audio": "given audio"}
+
+
+def recipe_for(model: str) -> Recipe:
+    """The recipe of the served model (the series' `server.model`), else Qwen's."""
+    return RECIPES.get(model.rstrip("/").rsplit("/", 1)[-1].lower(), QWEN)
 
 
 def user_prompt(question: str, choices: tuple[str, ...], mode: str = INPUT_MODE) -> str:
@@ -94,10 +130,12 @@ def user_prompt(question: str, choices: tuple[str, ...], mode: str = INPUT_MODE)
     )
 
 
-def messages(q: Question) -> list[JsonValue]:
-    """Upstream's conversation (`_build_daily_omni_openai_messages`, qwen packing): system
-    text, then the video and the audio (inline, as `--daily-omni-inline-local-video` sends
-    them) and the user prompt. A root without the video is asked in audio mode."""
+def messages(q: Question, recipe: Recipe = QWEN) -> list[JsonValue]:
+    """Upstream's conversation (`_build_daily_omni_openai_messages`): the recipe's system text
+    (none when empty), then the media (inline, as `--daily-omni-inline-local-video` sends them)
+    and the user prompt. Qwen packing sends the video and the audio whole, MiniCPM-o's 1 fps
+    frame/audio pairs (interleave.py). A root without the video is asked in audio mode: the
+    audio whole."""
 
     def inline(kind: str, mime: str, path: Path) -> JsonValue:
         b64 = base64.b64encode(path.read_bytes()).decode("ascii")
@@ -105,23 +143,25 @@ def messages(q: Question) -> list[JsonValue]:
 
     media = [inline("audio_url", "audio/wav", q.audio)]
     mode = "audio"
-    if q.video is not None:
+    if q.video is not None and recipe.pack == MINICPM.pack:
+        media, mode = interleave.parts(q.video, q.audio), "all"
+    elif q.video is not None:
         media.insert(0, inline("video_url", "video/mp4", q.video))
         mode = "all"
-    return [
-        {"role": "system", "content": [{"type": "text", "text": SYSTEM_TEXT}]},
-        {
-            "role": "user",
-            "content": [*media, {"type": "text", "text": user_prompt(q.question, q.choices, mode)}],
-        },
-    ]
+    system: list[JsonValue] = (
+        [{"role": "system", "content": [{"type": "text", "text": recipe.system_text}]}]
+        if recipe.system_text
+        else []
+    )
+    text: JsonValue = {"type": "text", "text": user_prompt(q.question, q.choices, mode)}
+    return [*system, {"role": "user", "content": [*media, text]}]
 
 
 def request_body(q: Question, model: str, seed: int | None) -> JsonObject:
-    """One question as the nightly sends it: its messages, text out, streamed, temperature 0,
-    upstream's output length, video and audio kept apart (`use_audio_in_video` off)."""
-    extra: JsonObject = {"mm_processor_kwargs": {"use_audio_in_video": False}}
-    return omni_chat_body(model, messages(q), OUTPUT_LEN, extra)
+    """One question as the nightly sends it for `model` (its recipe): its messages, text out,
+    streamed, temperature 0, the recipe's output length and extra body."""
+    recipe = recipe_for(model)
+    return omni_chat_body(model, messages(q, recipe), recipe.output_len, recipe.extra)
 
 
 def extract_choice(text: str | None) -> str | None:
@@ -218,32 +258,38 @@ def _question(root: Path, qa: Path, i: int, row: Any) -> Question:
 
 def ensure_demo_set(cache: Path) -> Path:
     """The shipped demo set: its qa.json with audio made here (a tone of the row's pitch, or
-    its number of beeps) and a one-second video (an MP4 of grey frames: the questions are
-    about the sound), written once under `cache`; nothing is downloaded."""
+    its number of beeps) and a video as long as its audio, in whole seconds (an MP4 of grey
+    frames: the questions are about the sound; MiniCPM-o's packing cuts the audio at the
+    video's end), written once under `cache`; nothing is downloaded."""
     from omni_tasks.evidence.audio import wav_bytes
 
     text = DEMO_QA.read_text(encoding="utf-8")
     root = cache / "datasets" / "demo_daily_omni"
+    stamp = root / ".videos"  # what the cached videos are: others (1 s each, before) are redone
+    stale = not stamp.is_file() or stamp.read_text(encoding="utf-8") != DEMO_VIDEOS
     for row in json.loads(text):
         audio = root / "Videos" / row["video_id"] / f"{row['video_id']}_audio.wav"
+        samples = _beeps(row["tone_hz"], row["beeps"])
         if not audio.is_file():
             audio.parent.mkdir(parents=True, exist_ok=True)
-            audio.write_bytes(wav_bytes(_beeps(row["tone_hz"], row["beeps"]), DEMO_RATE))
+            audio.write_bytes(wav_bytes(samples, DEMO_RATE))
         video = audio.with_name(f"{row['video_id']}_video.mp4")
-        if not video.is_file():
-            video.write_bytes(_grey_video())
+        if stale or not video.is_file():
+            video.write_bytes(_grey_video(math.ceil(len(samples) / DEMO_RATE)))
+    if stale:
+        stamp.write_text(DEMO_VIDEOS, encoding="utf-8")
     qa = root / "qa.json"
     if not qa.is_file() or qa.read_text(encoding="utf-8") != text:
         qa.write_text(text, encoding="utf-8")
     return root
 
 
-def _grey_video(frames: int = 8, size: int = 64) -> bytes:
-    """A valid one-second MP4 of grey frames."""
+def _grey_video(seconds: int, fps: int = 8, size: int = 64) -> bytes:
+    """A valid MP4 of grey frames."""
     import numpy as np
 
     grey = np.full((size, size, 3), 128, dtype=np.uint8)
-    return demo_mp4((grey for _ in range(frames)), frames, size)
+    return demo_mp4((grey for _ in range(seconds * fps)), fps, size)
 
 
 def _beeps(hz: float, n: int) -> np.ndarray:
@@ -279,6 +325,7 @@ DAILY_OMNI = MultipleChoice(
         demo_root=ensure_demo_set,
         body=request_body,
         extract_choice=extract_choice,
+        recipe=recipe_for,
     ),
 )
 DAILY_OMNI.dataset_file = "qa.json"  # a Daily-Omni root (qa.json + Videos/)

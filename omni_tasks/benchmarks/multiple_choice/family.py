@@ -56,6 +56,23 @@ class QuestionSetError(ValueError):
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """How upstream's nightly asks a family's questions of one model: the packing it names,
+    its output length, system text (none when empty), extra body (beside `modalities`), and
+    the flags its test serves the model with."""
+
+    pack: str
+    output_len: int
+    system_text: str
+    extra: JsonObject
+    server_args: tuple[str, ...] = ()
+
+    def recorded(self) -> JsonObject:
+        """What a run's config keeps of it."""
+        return {"pack_mode": self.pack, "output_len": self.output_len}
+
+
+@dataclass(frozen=True)
 class ChoiceSuite(ItemSuite):
     """What a runnable multiple-choice family gives the item runner (benchmarks/items.py):
     its questions (a root in upstream's layout, or its shipped demo set), upstream's request
@@ -68,6 +85,14 @@ class ChoiceSuite(ItemSuite):
     demo_root: Callable[[Path], Path]  # writes the demo set under a cache dir, returns its root
     body: Callable[[Any, str, int | None], JsonObject]
     extract_choice: Callable[[str | None], str | None]
+    # The served model's own way of asking (Daily-Omni's recipes; None: every model alike).
+    recipe: Callable[[str], Recipe] | None = None
+
+    def prompt(self, req: RunRequest) -> tuple[str, JsonObject]:
+        if self.recipe is None:
+            return super().prompt(req)
+        recipe = self.recipe(req.model)
+        return recipe.system_text, recipe.recorded()
 
     def load(self, dataset: str) -> ItemSet:
         from omni_tasks.config import get_settings
@@ -173,6 +198,12 @@ class MultipleChoice(Benchmark):
 
     def claims(self, doc: JsonObject) -> bool:
         return any(k.startswith(f"{self.prefix}_") for k in doc)
+
+    def server_args(self, model: str) -> tuple[str, ...]:
+        suite = self.suite
+        if not isinstance(suite, ChoiceSuite) or suite.recipe is None:
+            return ()
+        return suite.recipe(model).server_args
 
     def figure_values(self, figure: str, clips: Sequence[ClipRecord]) -> list[float | None]:
         # `…_accuracy` leaves failed requests out; `…_accuracy_incl_http_fail` counts them wrong.
