@@ -24,7 +24,7 @@ from slack_sdk.models.blocks import (
 
 from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
-from omni_tasks.trust.redact import code, entities, escape
+from omni_tasks.trust.redact import code, entities, escape, escape_with_paths
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
@@ -459,7 +459,8 @@ def infra(
 
 
 def _bullets(lines: list[str], most: int) -> str:
-    return "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:most])
+    """Data lines, escaped, each path in them a code span as on disk (a server's log)."""
+    return "\n".join(f"• {escape_with_paths(clip(x, 500))}" for x in lines[:most])
 
 
 def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
