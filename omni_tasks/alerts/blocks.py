@@ -261,16 +261,26 @@ def _commits(ctx: AlertContext) -> list[Block]:
 
 def _next(ctx: AlertContext) -> list[Block]:
     """The alert's id and what to run next, each command copyable."""
-    if ctx.alert_id is None and not ctx.next_steps:
+    return next_line(ctx.alert_id, ctx.next_steps, ctx.group_id, ctx.buttons)
+
+
+def next_line(
+    alert_id: int | None,
+    steps: tuple[str, ...],
+    group_id: int | None = None,
+    with_buttons: bool = False,
+) -> list[Block]:
+    """`Next:` an alert's id (and its group's) and the commands to run, each copyable."""
+    if alert_id is None and not steps:
         return []
     said = []
-    if ctx.alert_id is not None:
-        group = "" if ctx.group_id is None else f" (group {ctx.group_id})"
-        said.append(f"*Alert {ctx.alert_id}*{group}")
-    said += [code(step) for step in ctx.next_steps]
+    if alert_id is not None:
+        group = "" if group_id is None else f" (group {group_id})"
+        said.append(f"*Alert {alert_id}*{group}")
+    said += [code(step) for step in steps]
     shown: list[Block] = [section("Next: " + " · ".join(said))]
-    if ctx.buttons and ctx.alert_id is not None:
-        shown.append(buttons(ctx.alert_id))
+    if with_buttons and alert_id is not None:
+        shown.append(buttons(alert_id))
     return shown
 
 
@@ -446,16 +456,19 @@ def infra(
     reasons: list[str],
     links: dict[str, str] | None = None,
     ids: dict[str, str] | None = None,
+    next_steps: list[Block] | None = None,
 ) -> Message:
     """`ids` (run id, task, …) are shown as code spans, exactly as written, so they can be
-    pasted into `airflow` (escaping would turn their underscores into look-alikes)."""
+    pasted into `airflow` (escaping would turn their underscores into look-alikes);
+    `next_steps` (next_line) follow the reasons."""
     body = _bullets(reasons, 20) or "(no reason given)"
     if len(reasons) > 20:
         body += f"\n… and {len(reasons) - 20} more"
     named = (
         [context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
     )
-    return _titled(f":warning: {title}", section(body), *named, *_links(links or {}))
+    shown = [section(body), *(next_steps or []), *named, *_links(links or {})]
+    return _titled(f":warning: {title}", *shown)
 
 
 def _bullets(lines: list[str], most: int) -> str:

@@ -174,6 +174,8 @@ def _announce(
     parts: list[str | None] = [*key.split("|"), *[None] * 6]
     if alert.kind == "group":  # group|candidate|baseline|night (alerts.keys)
         benchmark, branch, variant = None, parts[1], None
+    elif parts[3] == "task":  # benchmark|model|lane|task|dag|run: no branch (alerts.keys)
+        benchmark, branch, variant = parts[0], None, None
     else:  # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
         benchmark, branch, variant = parts[0], parts[3], parts[5]
     note = f": {entry.note}" if entry.note else ""
