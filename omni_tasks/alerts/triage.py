@@ -30,7 +30,7 @@ import psycopg
 
 from omni_tasks.alerts import groups
 from omni_tasks.alerts.blocks import Message, section
-from omni_tasks.alerts.messages import status_line, with_status
+from omni_tasks.alerts.messages import CLOSING, status_line, with_status
 from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
@@ -43,8 +43,6 @@ ACTIONS = {
     "link": "linked",
     "reopen": "reopened",
 }
-# A person closed it (night_alerts.sql lists the same); reopen undoes it.
-CLOSING = ("invalid", "duplicate", "downstream", "ignored")
 
 
 class TriageError(ValueError):
