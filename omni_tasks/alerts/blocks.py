@@ -476,9 +476,15 @@ def _bullets(lines: list[str], most: int) -> str:
     return "\n".join(f"• {escape_with_paths(clip(x, 500))}" for x in lines[:most])
 
 
-def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
+def verdict_message(
+    title: str,
+    verdict: str,
+    lines: list[str],
+    links: dict[str, str],
+    next_steps: tuple[str, ...] = (),
+) -> Message:
     """A one-off verdict (an on-demand A/B, a night's concurrency check): one message, never
-    an alert's thread; the first ten lines."""
+    an alert's thread; the first ten lines, then the commands to run next."""
     icon = {
         "REGRESSED": ":red_circle:",
         "BATCH-VARIANT": ":red_circle:",
@@ -486,7 +492,8 @@ def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str,
         "UNKNOWN": ":grey_question:",
     }
     head = f"{icon.get(verdict, ':large_green_circle:')} {verdict} · {title}"
-    return _titled(head, section(_bullets(lines, 10) or "(no figures)"), *_links(links))
+    body = section(_bullets(lines, 10) or "(no figures)")
+    return _titled(head, body, *next_line(None, next_steps), *_links(links))
 
 
 def infra_resolved(title: str) -> Message:
