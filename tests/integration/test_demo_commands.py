@@ -11,8 +11,8 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
-import click
 import typer
 from typer.testing import CliRunner
 
@@ -38,11 +38,11 @@ def _commands(text: str) -> list[list[str]]:
 
 
 def _parses(args: list[str]) -> None:
-    """Parse `omni-tasks ARGS` as the CLI would, running nothing (click.UsageError if not)."""
-    command: click.Command = typer.main.get_command(app)
-    while isinstance(command, click.Group):
+    """Parse `omni-tasks ARGS` as the CLI would, running nothing (a usage error if not)."""
+    command: Any = typer.main.get_command(app)  # typer's own click: its group types
+    while hasattr(command, "list_commands"):  # a group: descend to its subcommand
         name, args = args[0], args[1:]
-        found = command.get_command(click.Context(command), name)
+        found = command.get_command(command.context_class(command), name)
         assert found is not None, f"no command {name}"
         command = found
     command.make_context(command.name or "", list(args))
@@ -94,3 +94,33 @@ def test_every_command_the_demo_prints_exits_0(db, tmp_path: Path) -> None:
     assert [c[0] for c in again] == ["ab"] and "--transcript-mode" in again[0], again
     rerun = runner.invoke(app, again[0])
     assert rerun.exit_code == 0, rerun.output[-2000:]
+
+
+def test_a_members_bisect_and_a_failed_tasks_next_commands_parse() -> None:
+    """What the demo cannot print (its first night has no last good commit; its servers never
+    fail): a member's bisect over its range, and a failed task's INFRA next steps, parse as
+    the real CLI reads them (a bisect needs each commit's server, so it is not run here)."""
+    import datetime as dt
+
+    from omni_tasks.alerts import infra, messages
+    from omni_tasks.alerts.blocks import CommitRange
+    from omni_tasks.series import Series
+    from tests.factories import stored_decision
+
+    d = stored_decision(benchmark="daily_omni", model="openbmb/MiniCPM-o-4_5", lane="rocm-mi300")
+    good, bad = "1" * 40, "2" * 40
+    steps = messages.next_steps(d, 7, CommitRange(bad, "2026-11-02", good, "2026-11-01"))
+    bisect = [shlex.split(s)[1:] for s in steps if s.startswith("omni-tasks bisect")]
+    assert len(bisect) == 1 and bisect[0][1:3] == [good, bad], steps
+    assert bisect[0][bisect[0].index("--lane") :][:2] == ["--lane", "rocm-mi300"]
+    failed = infra.FailedTry(
+        Series("daily_omni", "openbmb/MiniCPM-o-4_5", "rocm-mi300"),
+        "omni_nightly",
+        "run_branch",
+        "scheduled__2026-11-30T02:00:00+00:00",
+        dt.date(2026, 11, 30),
+        1,
+        "boom",
+    )
+    for step in [*steps, *infra.next_steps(failed, 7)]:
+        _parses(shlex.split(step)[1:])
