@@ -22,7 +22,7 @@ from omni_tasks.dag_support import callbacks, runtime, tasks
     catchup=False,
     max_active_runs=1,
     tags=["omni", "import"],
-    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
+    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
     doc_md=__doc__,
 )
 def omni_buildkite_sync() -> None:

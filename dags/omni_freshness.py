@@ -15,7 +15,7 @@ from omni_tasks.dag_support import callbacks, runtime, tasks
     start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
     catchup=False,
     tags=["omni", "seed-tts", "watchdog"],
-    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
+    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
     doc_md=__doc__,
 )
 def omni_freshness() -> None:

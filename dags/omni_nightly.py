@@ -36,7 +36,7 @@ from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
     max_active_runs=1,
     tags=["omni", "nightly"],
     params=params.nightly_params(),
-    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
+    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
     doc_md=__doc__,
 )
 def omni_nightly() -> None:

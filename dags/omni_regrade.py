@@ -19,7 +19,7 @@ from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
     catchup=False,
     tags=["omni", "seed-tts", "regrade"],
     params=params.regrade_params(),
-    default_args={**runtime.DEFAULT_ARGS, "on_failure_callback": callbacks.on_task_failure},
+    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
     doc_md=__doc__,
 )
 def omni_regrade() -> None:

@@ -80,6 +80,20 @@ class ABRequest:
     def branch(self, side: str) -> str:
         return f"ab-{self.ab_id}-{side}"
 
+    def command(self) -> str | None:
+        """The `omni-tasks ab` that runs this A/B again (no check run posted), or None when a
+        side is `vllm-serve`: the command has no config series to launch it from."""
+        if "vllm-serve" in (self.base_target, self.head_target):
+            return None
+        limit = "" if self.limit is None else f" --limit {self.limit}"
+        transcript = " --transcript-mode" if self.options.get("transcript_mode") else ""
+        return (
+            f"omni-tasks ab --base-target {self.base_target} --head-target {self.head_target} "
+            f"--base-sha {self.base_sha} --head-sha {self.head_sha} "
+            f"--benchmark {self.benchmark} --model {self.model} --lane {self.lane} "
+            f"--dataset {self.dataset}{limit} --budget {self.budget}{transcript}"
+        )
+
 
 @dataclass(frozen=True)
 class ABLook(Contract):

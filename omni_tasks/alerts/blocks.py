@@ -27,7 +27,7 @@ from omni_tasks.benchmarks.base import Words
 from omni_tasks.contracts import Comparison, JsonObject, RunStats, json_objects
 from omni_tasks.formatting import pct_ci, pts, pts_ci
 from omni_tasks.series import Series
-from omni_tasks.trust.redact import code, entities, escape
+from omni_tasks.trust.redact import code, entities, escape, escape_with_paths
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
@@ -281,16 +281,26 @@ def _commits(ctx: AlertContext) -> list[Block]:
 
 def _next(ctx: AlertContext) -> list[Block]:
     """The alert's id and what to run next, each command copyable."""
-    if ctx.alert_id is None and not ctx.next_steps:
+    return next_line(ctx.alert_id, ctx.next_steps, ctx.group_id, ctx.buttons)
+
+
+def next_line(
+    alert_id: int | None,
+    steps: tuple[str, ...],
+    group_id: int | None = None,
+    with_buttons: bool = False,
+) -> list[Block]:
+    """`Next:` an alert's id (and its group's) and the commands to run, each copyable."""
+    if alert_id is None and not steps:
         return []
     said = []
-    if ctx.alert_id is not None:
-        group = "" if ctx.group_id is None else f" (group {ctx.group_id})"
-        said.append(f"*Alert {ctx.alert_id}*{group}")
-    said += [code(step) for step in ctx.next_steps]
+    if alert_id is not None:
+        group = "" if group_id is None else f" (group {group_id})"
+        said.append(f"*Alert {alert_id}*{group}")
+    said += [code(step) for step in steps]
     shown: list[Block] = [section("Next: " + " · ".join(said))]
-    if ctx.buttons and ctx.alert_id is not None:
-        shown.append(buttons(ctx.alert_id))
+    if with_buttons and alert_id is not None:
+        shown.append(buttons(alert_id))
     return shown
 
 
@@ -487,25 +497,35 @@ def infra(
     reasons: list[str],
     links: dict[str, str] | None = None,
     ids: dict[str, str] | None = None,
+    next_steps: list[Block] | None = None,
 ) -> Message:
     """`ids` (run id, task, …) are shown as code spans, exactly as written, so they can be
-    pasted into `airflow` (escaping would turn their underscores into look-alikes)."""
+    pasted into `airflow` (escaping would turn their underscores into look-alikes);
+    `next_steps` (next_line) follow the reasons."""
     body = _bullets(reasons, 20) or "(no reason given)"
     if len(reasons) > 20:
         body += f"\n… and {len(reasons) - 20} more"
     named = (
         [context(" · ".join(f"{k} {code(clip(v, 200))}" for k, v in ids.items()))] if ids else []
     )
-    return _titled(f":warning: {title}", section(body), *named, *_links(links or {}))
+    shown = [section(body), *(next_steps or []), *named, *_links(links or {})]
+    return _titled(f":warning: {title}", *shown)
 
 
 def _bullets(lines: list[str], most: int) -> str:
-    return "\n".join(f"• {escape(clip(x, 500))}" for x in lines[:most])
+    """Data lines, escaped, each path in them a code span as on disk (a server's log)."""
+    return "\n".join(f"• {escape_with_paths(clip(x, 500))}" for x in lines[:most])
 
 
-def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str, str]) -> Message:
+def verdict_message(
+    title: str,
+    verdict: str,
+    lines: list[str],
+    links: dict[str, str],
+    next_steps: tuple[str, ...] = (),
+) -> Message:
     """A one-off verdict (an on-demand A/B, a night's concurrency check): one message, never
-    an alert's thread; the first ten lines."""
+    an alert's thread; the first ten lines, then the commands to run next."""
     icon = {
         "REGRESSED": ":red_circle:",
         "BATCH-VARIANT": ":red_circle:",
@@ -513,7 +533,8 @@ def verdict_message(title: str, verdict: str, lines: list[str], links: dict[str,
         "UNKNOWN": ":grey_question:",
     }
     head = f"{icon.get(verdict, ':large_green_circle:')} {verdict} · {title}"
-    return _titled(head, section(_bullets(lines, 10) or "(no figures)"), *_links(links))
+    body = section(_bullets(lines, 10) or "(no figures)")
+    return _titled(head, body, *next_line(None, next_steps), *_links(links))
 
 
 def infra_resolved(title: str) -> Message:

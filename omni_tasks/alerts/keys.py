@@ -50,10 +50,11 @@ def freshness(series: str, branch: str) -> str:
     return f"{series}|{branch}|freshness"
 
 
-def task_failure(series: str, dag_id: str, task_id: str) -> str:
-    """A failed Airflow task, under the series it ran for (a fleet-wide task: the default
-    series'), so one lane's failing server is never another series' alert."""
-    return f"{series}|task|{dag_id}.{task_id}"
+def task_failure(series: str, dag_id: str, run_id: str) -> str:
+    """The failed Airflow tasks of one DAG run (a night), under the series they ran for (a
+    fleet-wide task: the default series'): one alert per series and night, so one lane's
+    failing server is never another series' alert, and its every failed try one thread."""
+    return f"{series}|task|{dag_id}|{run_id}"
 
 
 def short(key: str, width: int = 56) -> str:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from pydantic import JsonValue
-from slack_sdk.models.blocks import ContextBlock
+from slack_sdk.models.blocks import Block, ContextBlock, SectionBlock
 
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
@@ -34,19 +35,61 @@ def msg(m: Message, op: str, **extra: JsonValue) -> JsonObject:
     return {"op": op, **m.to_payload(), **extra}
 
 
-def next_steps(d: StoredDecision, alert_id: int) -> tuple[str, ...]:
-    """What a triager runs next on a regression alert: own it, or mark it invalid, and read
-    the night's report of its series."""
+def next_steps(
+    d: StoredDecision, alert_id: int, commits: blocks.CommitRange | None = None
+) -> tuple[str, ...]:
+    """What a triager runs next on a regression alert: own it, or mark it invalid, read the
+    night's report of its series, and, given a commit range with both ends, bisect it."""
     s = d.series
     report = (
         f"omni-tasks report --benchmark {s.benchmark} --model {s.model} --lane {s.lane} "
         f"--nightly {d.nightly}"
     )
-    return (
-        f"omni-tasks alerts ack {alert_id} --note '…'",
-        f"omni-tasks alerts invalid {alert_id} --note '…'",
-        report,
-    )
+    steps = [*triage_steps(alert_id, AlertDetails()), report]
+    if commits is not None and commits.last_good and commits.last_good != commits.first_bad:
+        variant = "" if d.variant == "default" else f" --variant {d.variant}"
+        steps.append(
+            f"omni-tasks bisect {commits.last_good} {commits.first_bad} --target vllm-serve "
+            f"--benchmark {s.benchmark} --model {s.model} --lane {s.lane} "
+            f"--branch {d.candidate_branch} --baseline {d.baseline_branch}{variant} "
+            f"--alert-id {alert_id}"
+        )
+    return tuple(steps)
+
+
+# A person closed it (night_alerts.sql lists the same); `alerts reopen` undoes it.
+CLOSING = ("invalid", "duplicate", "downstream", "ignored")
+_TRIAGE_STEP = re.compile(r"`omni-tasks alerts (?:ack|invalid|reopen) \d+[^`]*`")
+_NAMED = re.compile(r"^Next: \*(Alert|Group) (\d+)\*")
+
+
+def triage_steps(alert_id: int, details: AlertDetails, group: bool = False) -> tuple[str, ...]:
+    """The triage commands that apply to an alert now (each one a command that succeeds):
+    `ack` until someone owns it, `invalid` while it is open (a group: each member's own),
+    `reopen` once a person closed it."""
+    history = details.triage.history if details.triage else []
+    if history and history[-1].status in CLOSING:
+        return (f"omni-tasks alerts reopen {alert_id}",)
+    since = history
+    for i in range(len(history) - 1, -1, -1):
+        if history[i].status == "reopened":
+            since = history[i + 1 :]
+            break
+    owned = any(e.status == "acknowledged" for e in since)
+    steps = [] if owned else [f"omni-tasks alerts ack {alert_id} --note '…'"]
+    return tuple(steps if group else [*steps, f"omni-tasks alerts invalid {alert_id} --note '…'"])
+
+
+def _with_triage_steps(block: Block, details: AlertDetails) -> Block:
+    """A `Next:` line with the triage commands that apply now (alert ids in it unchanged)."""
+    text = block.text.text if isinstance(block, SectionBlock) and block.text else ""
+    named = _NAMED.match(text)
+    if named is None:
+        return block
+    parts = [p for p in text.split(" · ") if not _TRIAGE_STEP.fullmatch(p)]
+    steps = triage_steps(int(named[2]), details, group=named[1] == "Group")
+    now = " · ".join([parts[0], *map(blocks.code, steps), *parts[1:]])
+    return block if now == text else blocks.section(now)
 
 
 def links_for(d: StoredDecision) -> dict[str, str]:
@@ -130,8 +173,13 @@ def current_entry(history: list[TriageEntry]) -> TriageEntry:
 
 
 def with_status(payload: JsonObject, details: AlertDetails) -> JsonObject:
-    """A parent payload carrying the alert's current triage status line (or none)."""
-    shown = [b for b in blocks.parse_blocks(payload) if b.block_id != STATUS_BLOCK]
+    """A parent payload carrying the alert's current triage status line (or none), its
+    `Next:` line offering the triage commands that apply now."""
+    shown = [
+        _with_triage_steps(b, details)
+        for b in blocks.parse_blocks(payload)
+        if b.block_id != STATUS_BLOCK
+    ]
     history = details.triage.history if details.triage else []
     if history and history[-1].status != "reopened":
         line = blocks.context(status_line(current_entry(history)), block_id=STATUS_BLOCK)
@@ -204,7 +252,7 @@ def group_next_steps(
     group_id: int, rows: list[GroupMemberRow], details: AlertDetails
 ) -> tuple[str, ...]:
     """Own the group (every member at once), and bisect its range on its first series."""
-    steps = [f"omni-tasks alerts ack {group_id} --note '…'"]
+    steps = list(triage_steps(group_id, AlertDetails(), group=True))
     first = next((m for m in rows if m.series is not None), None)
     if first is not None and first.series is not None and details.last_good and details.first_bad:
         if details.last_good == details.first_bad:

@@ -30,7 +30,7 @@ import psycopg
 
 from omni_tasks.alerts import groups
 from omni_tasks.alerts.blocks import Message, section
-from omni_tasks.alerts.messages import status_line, with_status
+from omni_tasks.alerts.messages import CLOSING, status_line, with_status
 from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
 from omni_tasks.store import alerts as store
 
@@ -43,8 +43,6 @@ ACTIONS = {
     "link": "linked",
     "reopen": "reopened",
 }
-# A person closed it (night_alerts.sql lists the same); reopen undoes it.
-CLOSING = ("invalid", "duplicate", "downstream", "ignored")
 
 
 class TriageError(ValueError):
@@ -174,6 +172,8 @@ def _announce(
     parts: list[str | None] = [*key.split("|"), *[None] * 6]
     if alert.kind == "group":  # group|candidate|baseline|night (alerts.keys)
         benchmark, branch, variant = None, parts[1], None
+    elif parts[3] == "task":  # benchmark|model|lane|task|dag|run: no branch (alerts.keys)
+        benchmark, branch, variant = parts[0], None, None
     else:  # benchmark|model|lane|candidate|baseline|variant|… (alerts.keys)
         benchmark, branch, variant = parts[0], parts[3], parts[5]
     note = f": {entry.note}" if entry.note else ""

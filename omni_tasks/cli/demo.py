@@ -90,6 +90,8 @@ def demo_cmd(
                 )
             console.print(gate)
         sent = alert_store.sent_messages(conn)
+    # The last night's candidate run: the one the Next line's `stats` reads.
+    keys = [d.candidate_run_key for d in s.decisions if d.candidate_run_key] if runs else []
     dash = write_all(settings.home / "dashboards")
     posts = [m for m in sent if m["kind"] != "upload"]
     audio = [m["payload"]["file"] for m in sent if m["kind"] == "upload"]
@@ -114,7 +116,8 @@ def demo_cmd(
         "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-5 on one night, or "
         "a REGRESSED night that pooled with the one or two nights before gives p < 4.5e-5 "
         "and Δ ≥ 2 points — only confirmed regressions post to Slack.\n"
-        "Next: `omni-tasks runs list`, `omni-tasks stats RUN_KEY`, `omni-tasks demo --nights 3`.",
+        f"Next: `omni-tasks runs list`, `omni-tasks stats {keys[0] if keys else 'RUN_KEY'}`, "
+        "`omni-tasks demo --nights 3`.",
     )
 
 

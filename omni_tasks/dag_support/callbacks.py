@@ -1,5 +1,5 @@
-"""Airflow callbacks: a failed task becomes an INFRA alert of its series; the watcher fails
-the DAG run when any task failed."""
+"""Airflow callbacks: a failed try of a task becomes an INFRA alert of its series and night;
+the watcher fails the DAG run when any task failed."""
 
 from __future__ import annotations
 
@@ -42,25 +42,31 @@ def series_of_task(context: Context) -> Series:
     )
 
 
-def on_task_failure(context: Context) -> None:
-    """Failure callback: an INFRA alert of the task's series through the outbox (delivered by
-    the next dispatch)."""
-    from omni_tasks.jobs import nightly
+def on_failed_try(context: Context) -> None:
+    """A failed try, retried (on_retry_callback) or final (on_failure_callback): the first of
+    its series and night opens an INFRA alert through the outbox, later ones reply in its
+    thread (delivered by the next dispatch), so a dead server is reported on its first try."""
+    from omni_tasks.alerts.infra import FailedTry, task_failed
+    from omni_tasks.dag_support.runtime import nightly_of
 
     ti = context["ti"]
-    error = str(context.get("exception") or "unknown error")
     try:
+        index = getattr(ti, "map_index", None)
+        failed = FailedTry(
+            series=series_of_task(context),
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=context["run_id"],
+            nightly=nightly_of(context),
+            try_number=ti.try_number,
+            error=str(context.get("exception") or "unknown error"),
+            map_index=-1 if index is None else int(index),
+        )
         with results_db() as conn:
-            index = getattr(ti, "map_index", None)
-            nightly.task_failed(
-                conn,
-                series_of_task(context),
-                ti.dag_id,
-                ti.task_id,
-                context["run_id"],
-                ti.try_number,
-                error,
-                map_index=-1 if index is None else int(index),
-            )
+            task_failed(conn, failed)
     except Exception:  # a callback must never raise; the failure is in Airflow's log anyway
         log.exception("could not record the failure of %s as an INFRA alert", ti.task_id)
+
+
+# Every task's callbacks (a DAG's default_args): each failed try alerts.
+ON_FAILED_TRY = {"on_failure_callback": on_failed_try, "on_retry_callback": on_failed_try}

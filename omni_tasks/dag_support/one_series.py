@@ -36,7 +36,7 @@ def one_series_dag(
         default_args={
             **runtime.DEFAULT_ARGS,
             "retries": 1,
-            "on_failure_callback": callbacks.on_task_failure,
+            **callbacks.ON_FAILED_TRY,
         },
         doc_md=doc,
     )

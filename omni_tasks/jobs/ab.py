@@ -190,7 +190,10 @@ def _to_slack(
     links = {"Details": details_url} if details_url else {}
     if req.repo and req.pr:
         links["Pull request"] = f"https://github.com/{req.repo}/pull/{req.pr}"
-    message = blocks.verdict_message(title, result.verdict, lines, links)
+    again = req.command()
+    message = blocks.verdict_message(
+        title, result.verdict, lines, links, () if again is None else (again,)
+    )
     key = f"ab|{req.ab_id}|{req.base_sha[:12]}|{result.verdict}"
     outbox.enqueue(conn, key, None, "post", {"op": "post", **message.to_payload()})
     conn.commit()

@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 
 from omni_tasks import benchmarks
-from omni_tasks.alerts import keys
-from omni_tasks.alerts.infra import raise_infra
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import BranchPlan, JsonObject
@@ -43,7 +41,6 @@ from omni_tasks.records import LineageFlags
 from omni_tasks.series import Series
 from omni_tasks.store import heads, results
 from omni_tasks.trust.names import check_branch, path_component
-from omni_tasks.trust.redact import redact
 
 if TYPE_CHECKING:
     from omni_tasks.benchmarks.request import RunRequest
@@ -375,35 +372,3 @@ def refresh_outputs(
     if failed:
         raise RuntimeError(f"reports not written ({'; '.join(failed)}); written: {reports}")
     return Outputs(summary, reports)
-
-
-def task_failed(
-    conn: psycopg.Connection[Any],
-    series: Series,
-    dag_id: str,
-    task_id: str,
-    run_id: str,
-    try_number: int,
-    error: str,
-    map_index: int = -1,
-) -> None:
-    """An Airflow task failed: an INFRA alert through the outbox (once per try), with a link
-    to that try's log when the Airflow UI's address is known."""
-    from omni_tasks.evidence.links import task_log_url
-
-    key = keys.task_failure(series.key, dag_id, task_id)
-    ids = {"series": series.label, "DAG": dag_id, "task": task_id, "run": run_id}
-    ids["try"] = str(try_number)
-    if map_index >= 0:
-        ids["map index"] = str(map_index)
-    log_url = task_log_url(dag_id, run_id, task_id, try_number, map_index)
-    raise_infra(
-        conn,
-        key,
-        f"INFRA task failed: {dag_id}.{task_id}",
-        [redact(error)[:1000]],  # redacted, then cut
-        dedup=f"{run_id}|{map_index}|{try_number}",
-        ids=ids,
-        links={"Task log": log_url} if log_url else None,
-    )
-    conn.commit()

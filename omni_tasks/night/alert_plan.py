@@ -83,9 +83,8 @@ def _of_alert(
 ) -> AlertContext:
     """A decision's context as its alert's messages show it: the commit range, what to run."""
     commits = _commit_range(book, d, opened)
-    return dataclasses.replace(
-        ctx, commits=commits, alert_id=alert_id, next_steps=messages.next_steps(d, alert_id)
-    )
+    steps = messages.next_steps(d, alert_id, commits)
+    return dataclasses.replace(ctx, commits=commits, alert_id=alert_id, next_steps=steps)
 
 
 def _withdraw(book: Book, d: KeyNight, tau: float) -> None:

@@ -69,6 +69,19 @@ def insert_alert(
     return int(one(conn.execute(sql("insert_alert"), args))["alert_id"])
 
 
+def open_or_insert_alert(
+    conn: psycopg.Connection[Any], key: str, kind: str, nightly: dt.date
+) -> tuple[int, bool]:
+    """`key`'s open alert, inserted when it has none (True: inserted now), under the night's
+    alert lock (night_lock.sql): the night's planner reads the next alert id before it inserts,
+    and two tries failing at once must open one alert."""
+    conn.execute(sql("night_lock"))
+    row = conn.execute(sql("open_alert_of_key"), {"alert_key": key}).fetchone()
+    if row is not None:
+        return int(row["alert_id"]), False
+    return insert_alert(conn, key, kind, nightly), True
+
+
 def touch_alert(
     conn: psycopg.Connection[Any],
     alert_id: int,

@@ -191,6 +191,22 @@ def escape(text: object) -> str:
     return _LOOSE_UNDERSCORE.sub("＿", text)
 
 
+# A path as written in an error or a note: absolute, home- or dot-relative, up to a space,
+# quote or bracket, its trailing punctuation left to the sentence.
+_PATH = re.compile(r"(?<![\w:/.~-])(?:~|\.{1,2})?/[^\s`'\"<>|;()\[\]{}]*[^\s`'\"<>|;()\[\]{}.,:]")
+
+
+def escape_with_paths(text: object) -> str:
+    """`escape`, except that every path in `text` is a code span exactly as written: a pasted
+    path must exist, and Slack makes no link inside a code span (no look-alike needed)."""
+    out, at = [], 0
+    text = str(text)
+    for m in _PATH.finditer(text):
+        out += [escape(text[at : m.start()]), code(m.group())]
+        at = m.end()
+    return "".join([*out, escape(text[at:])])
+
+
 def code(text: object) -> str:
     """Data as an mrkdwn code span that the data cannot close (its backticks are look-alikes)."""
     return "`" + entities(text).translate(_BIDI).replace("`", "ˋ") + "`"

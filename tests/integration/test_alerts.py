@@ -410,30 +410,50 @@ def test_alerts_list_filters_by_status_benchmark_branch_and_night(db, tmp_path) 
 
 
 def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None:
+    """The first failed try of a series' night opens one INFRA alert (its id and what to run
+    next in the message); every later try, of any of its tasks, replies in its thread."""
+    from omni_tasks.alerts.infra import FailedTry, task_failed
     from omni_tasks.config import reset_settings
-    from omni_tasks.jobs.nightly import task_failed
 
     monkeypatch.setenv("OMNI_AIRFLOW_URL", "https://airflow.example")
     reset_settings()
     run_id = "scheduled__2026-11-30T02:00:00+00:00"
+    night = dt.date(2026, 11, 30)
     lane = Series("daily_omni", "openbmb/MiniCPM-o-4_5", "rocm-mi300")
-    for index in (0, 1):  # two mapped tries that failed alike are two messages
-        task_failed(db, lane, "omni_nightly", "run_branch", run_id, 3, "boom", index)
+    other = Series("daily_omni", "openbmb/MiniCPM-o-4_5", "cuda-h100x2")
+    tries = [(lane, 0, 1), (lane, 1, 1), (lane, 0, 2), (lane, 0, 2), (other, 0, 1)]
+    ids = [
+        task_failed(db, FailedTry(s, "omni_nightly", "run_branch", run_id, night, n, "boom", i))
+        for s, i, n in tries  # the fourth is the third again (a callback run twice)
+    ]
     reset_settings()
+    assert ids[:4] == [ids[0]] * 4 and ids[4] != ids[0]  # one alert per series and night
+    rows = db.execute(
+        "SELECT idempotency_key, alert_id, kind, payload FROM omni.alert_outbox ORDER BY message_id"
+    ).fetchall()
+    assert [(r["alert_id"], r["kind"]) for r in rows] == [
+        (ids[0], "post"),
+        (ids[0], "reply"),
+        (ids[0], "reply"),
+        (ids[4], "post"),
+    ]
     # Keyed by the failing task's series: another lane's failure is another alert.
-    keys = {
-        r["idempotency_key"] for r in db.execute("SELECT idempotency_key FROM omni.alert_outbox")
-    }
-    assert all(k.startswith(f"{lane.key}|task|omni_nightly.run_branch|") for k in keys), keys
-    rows = db.execute("SELECT payload FROM omni.alert_outbox ORDER BY message_id").fetchall()
-    assert len(rows) == 2
+    assert all(r["idempotency_key"].startswith(f"{lane.key}|task|") for r in rows[:3])
+    opening = json.dumps(rows[0]["payload"])
+    assert f"*Alert {ids[0]}*" in opening
+    assert (
+        f"`omni-tasks runs list --benchmark daily_omni --model {lane.model} --lane rocm-mi300 "
+        "--nightly 2026-11-30`" in opening
+    )
     text = json.dumps(rows[1]["payload"])
     assert f"`{run_id}`" in text and "map index `1`" in text
-    assert lane.label in json.loads(text)["text"] + str(json.loads(text)["blocks"])
+    assert lane.label in json.loads(opening)["text"]
     assert (
         "https://airflow.example/dags/omni_nightly/runs/scheduled__2026-11-30T02%3A00%3A00"
-        "%2B00%3A00/tasks/run_branch/mapped/1?try_number=3|Task log" in text
+        "%2B00%3A00/tasks/run_branch/mapped/1?try_number=1|Task log" in text
     )
+    kinds = db.execute("SELECT DISTINCT kind FROM omni.alert").fetchall()
+    assert [k["kind"] for k in kinds] == ["infra"]
 
 
 def test_duplicate_and_downstream_close_an_alert_and_name_its_owner(db, tmp_path, slack) -> None:

@@ -49,6 +49,8 @@ def violations(bag: Any) -> list[str]:
                 found.append(f"{where}: no retries")
             if not task.on_failure_callback:
                 found.append(f"{where}: no on_failure_callback")
+            if task.retries and not task.on_retry_callback:  # a dead server's first try
+                found.append(f"{where}: no on_retry_callback")
     return found
 
 
@@ -92,6 +94,7 @@ def test_a_dag_without_owner_retries_or_callback_fails_the_check(tmp_path: Path)
         "planted.work: no retries",
         "planted.work: no on_failure_callback",
         "planted.half_done: no on_failure_callback",
+        "planted.half_done: no on_retry_callback",
     ]
 
 

@@ -572,6 +572,73 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
     assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text
 
 
+def test_a_dead_server_is_reported_on_its_first_failed_try(af, db, tmp_path: Path) -> None:
+    """rebase's launched server crashes at start: while its task waits out its retry delay
+    (5 minutes: the night is stopped then), the first failed try's INFRA alert is already in
+    the outbox, with its id, what to run next and the server's log as a path that exists."""
+    import re
+    import sqlite3
+    import time
+
+    fake = fake_vllm_env(tmp_path, mode="crash")
+    config = {
+        "branches": ["main", "rebase"],
+        "baseline": "main",
+        "targets": {"main": "simulator:main", "rebase": "vllm-serve"},
+        "environment": {"strategy": "existing", "python": sys.executable},
+        "server": {"startup_timeout_s": 10, "env": {"PYTHONPATH": fake["PYTHONPATH"]}},
+        "transcript_mode": True,
+        "limit": 3,
+    }
+    env = _with_config(
+        af,
+        tmp_path,
+        config,
+        PATH=fake["PATH"],
+        OMNI_GPUS="0,1",
+        OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix, str(tmp_path)]),
+    )
+    log = tmp_path / "dags-test.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(REPO / ".venv/bin/airflow"), "dags", "test", "omni_nightly", "2026-11-28"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline, rows = time.monotonic() + 240, []
+    try:
+        while not rows:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+            rows = db.execute(
+                "SELECT o.kind, o.payload, a.alert_id FROM omni.alert_outbox o "
+                "JOIN omni.alert a USING (alert_id) WHERE a.kind = 'infra' "
+                "AND a.alert_key LIKE %s ORDER BY o.message_id",
+                ("%|task|omni_nightly|%",),
+            ).fetchall()
+            db.commit()
+        metadata = sqlite3.connect(Path(af["AIRFLOW_HOME"]) / "airflow.db")
+        states = metadata.execute(
+            "SELECT state, try_number FROM task_instance WHERE task_id = 'run_branch' "
+            "AND map_index = 1"
+        ).fetchall()
+        metadata.close()
+    finally:  # nothing runs while a retry waits (dags test would wait it out on SIGTERM)
+        proc.kill()
+        proc.wait(timeout=30)
+    assert states == [("up_for_retry", 1)]  # reported on its first try, before its retry
+    assert [r["kind"] for r in rows] == ["post"]
+    alert_id, payload = rows[0]["alert_id"], rows[0]["payload"]
+    assert "run_branch try 1 failed" in payload["text"]
+    post = json.dumps(payload)
+    assert f"*Alert {alert_id}*" in post and f"`omni-tasks alerts ack {alert_id} " in post
+    assert "`omni-tasks runs list --benchmark seed_tts_en " in post
+    reason = payload["blocks"][1]["text"]["text"]
+    logs = [p for p in re.findall(r"`([^`]*)`", reason) if p.endswith(".log")]
+    assert logs and Path(logs[0]).is_file(), reason  # pasted, the server's log opens
+
+
 def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_path: Path) -> None:
     """`airflow dags test` (and a worker shutting down) send SIGTERM: the running task ends as
     terminated, later tasks do not start, and the INFRA message about it is delivered."""

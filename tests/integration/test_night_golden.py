@@ -164,7 +164,7 @@ ID_FIELDS = {
 }
 # Where message text, keys and commands name an alert by its id.
 ALERT_IN_TEXT = re.compile(
-    r"((?:omni-tasks alerts \w+ )|(?:[Aa]lert #?)|(?:[Gg]roup )|joined-|closed-|triage\||group_[a-z]+\|)(\d+)\b"
+    r"((?:omni-tasks alerts \w+ )|(?:--alert-id )|(?:[Aa]lert #?)|(?:[Gg]roup )|joined-|closed-|triage\||group_[a-z]+\|)(\d+)\b"
 )
 # A message the local sink delivered: named by a hash of its idempotency key, which can
 # hold an alert id (`joined-7`), so counted like the ids (T1, T2, …).

@@ -1209,7 +1209,8 @@ AB_SCRIPT = """
 import json, sys
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.ab import ABRequest, run_ab
-from omni_tasks.jobs.nightly import task_failed
+import datetime as dt
+from omni_tasks.alerts.infra import FailedTry, task_failed
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.series import Series
 from omni_tasks.store.db import connect
@@ -1232,7 +1233,8 @@ try:
 except Exception as exc:
     conn.rollback()
     # What the DAG's failure callback does with the task's exception.
-    task_failed(conn, Series.of({"benchmark": "seed_tts_en"}), "omni_ab", "ab", "manual__pr3", 1, f"{type(exc).__name__}: {exc}")
+    task_failed(conn, FailedTry(Series.of({"benchmark": "seed_tts_en"}), "omni_ab", "ab", "manual__pr3",
+                                dt.date(2026, 11, 30), 1, f"{type(exc).__name__}: {exc}"))
     print("A/B failed:", type(exc).__name__, exc)
 """
 

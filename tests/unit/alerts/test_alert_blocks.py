@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+from pathlib import Path
 
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import MAX_BLOCKS, MAX_TEXT, AlertContext
@@ -162,6 +163,32 @@ def test_infra_ids_can_be_pasted_into_airflow() -> None:
     texts = "\n".join(_texts(msg.to_payload()))
     assert f"`{run_id}`" in texts  # exactly as Airflow spells it, no look-alike underscores
     assert "<!channel>" not in texts and "`x`" not in texts  # a value cannot close its span
+
+
+def test_a_path_in_a_message_is_a_code_span_byte_identical_to_the_path_on_disk(
+    tmp_path,
+) -> None:
+    """A server's log named in an INFRA reason, a report named in a concurrency verdict: each
+    pasted from its code span opens the file (no look-alike dot inside a path), while a URL
+    beside it still cannot become a link."""
+    import re
+
+    log = tmp_path / "server-logs" / "rebase.vllm_serve.log"
+    report = tmp_path / "reports" / "concurrency_seed_tts_en.2026-11-20.html"
+    for f in (log, report):
+        f.parent.mkdir(parents=True)
+        f.write_bytes(b"x")
+    reason = f"server not healthy after 10 s; server log: {log} (http://evil.example/x.log)"
+    messages = [
+        blocks.infra("INFRA task failed: omni_nightly.run_branch", [reason]),
+        blocks.verdict_message("Concurrency", "BATCH-VARIANT", [f"Both sides: {report}."], {}),
+    ]
+    for msg, path in zip(messages, (log, report), strict=True):
+        text = _texts(msg.to_payload())[1]
+        spans = re.findall(r"`([^`]*)`", text)
+        assert spans == [str(path)]  # as mrkdwn sends it: no entity, no look-alike
+        assert spans[0].encode() == bytes(path) and Path(spans[0]).read_bytes() == b"x"
+    assert "http://evil.example" not in _texts(messages[0].to_payload())[1]
 
 
 def test_an_alert_names_its_model_lane_id_and_what_to_run_next() -> None:
