@@ -58,7 +58,8 @@ system-deps:
 
 # The documentation (docs/, mkdocs.yml), built strictly: a broken link or anchor, a page missing
 # from the nav, or a command reference older than the CLI fails the build. Not -q: strict mode
-# counts only the warnings it logs, so -q let every broken link through.
+# counts only the warnings it logs, so -q let every broken link through. `make test` leaves it
+# out: tests/integration/test_docs.py runs both commands and asserts what they say.
 docs: install
 	$(BIN)/python -m omni_tasks.cli.reference docs/users/cli-reference.md --check
 	$(BIN)/mkdocs build --strict -d "$$(mktemp -d)"
@@ -66,7 +67,7 @@ docs: install
 # --dist loadgroup: tests that share one expensive fixture (an `xdist_group` mark, e.g. the
 # Celery night of tests/reliability/conftest.py) run on one worker, so it is built once; every
 # other test is handed out one at a time to whichever worker is free.
-test: lint docs system-deps
+test: lint system-deps
 	$(BIN)/pytest -n 2 --dist loadgroup -q --durations=25
 
 unit: install
