@@ -42,15 +42,30 @@ def _admin_dsn() -> str:
 ADMIN_DSN = _admin_dsn()
 
 
+# The test folders, longest tests first: the clusters and compose stacks of reliability/ (minutes
+# each), the Airflow runs of integration/ (up to a minute or so), then checks of seconds. xdist
+# hands out the shared-cluster groups first and then single tests in collection order, which put
+# reliability/'s long tests after conformance/ and integration/, late in the run; in this order
+# they start early, and the many short tests of unit/ even out the two workers at the end.
+_TIERS = ("reliability", "integration", "conformance", "unit")
+
+
+def _tier(item: pytest.Item) -> int:
+    folders = item.nodeid.split("::")[0].split("/")  # tests/FOLDER/test_x.py
+    return _TIERS.index(folders[1]) if len(folders) > 2 and folders[1] in _TIERS else len(_TIERS)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`--dist loadgroup` as pytest-xdist means it, on pytest 9.2 too: each xdist worker names a
     test of an `xdist_group` "NODEID@GROUP", and the scheduler keeps a group on one worker.
     xdist 3.8 writes that name to `item._nodeid`, which pytest 9.2 no longer reads (it keeps a
     structured id: pytest-dev/pytest-xdist#1386), so every group was split over the workers and
-    each worker built the group's fixture (a Celery night) again."""
+    each worker built the group's fixture (a Celery night) again. Under it, the tests run
+    longest folder first (`_TIERS`)."""
     if not config.getoption("loadgroup", False):
         return
+    items.sort(key=_tier)
     for item in items:
         groups = sorted(
             {
