@@ -30,9 +30,11 @@ install: $(STAMP)
 # is held to its constraints.txt pin. Pins already in a lock stay where they still resolve (uv
 # reads its output file as preferences); `make lock LOCK_UPGRADE=--upgrade` takes the newest.
 # The +cpu torch comes from PyTorch's CPU index or, on a machine that cannot reach that index
-# and holds the wheel in the folder pip's PIP_FIND_LINKS names (as the machines here do), there.
+# and holds the wheel in the folder pip's find-links names (PIP_FIND_LINKS or pip.conf, as the
+# machines here do), there: uv reads neither, so it is handed pip's setting.
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
-TORCH_CPU_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match)
+FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+TORCH_CPU_SOURCE ?= $(if $(FIND_LINKS),--find-links $(FIND_LINKS),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match)
 LOCK_FOR := --all-extras --python-platform x86_64-manylinux_2_28 --python-version 3.11
 UV_VERSION := 0.13.9
 lock:
