@@ -7,10 +7,12 @@ import dataclasses
 import datetime as dt
 import json
 import sys
-from typing import Annotated, Any, Final, NoReturn, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, Final, NoReturn, TypeVar, get_args
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from omni_tasks.contracts import Contract
 
@@ -18,8 +20,50 @@ from omni_tasks.contracts import Contract
 # docstring's line breaks after its first paragraph, so sentences break mid-line at 80 columns).
 HELP_MARKUP: Final = "markdown"
 
-app = typer.Typer(
-    rich_markup_mode=HELP_MARKUP,
+# What an option takes, by its type, where it names no metavar of its own (`--nightly DATE`).
+METAVARS: Final[dict[object, str]] = {int: "N", float: "NUMBER", str: "TEXT", dt.datetime: "DATE"}
+
+
+def _show_values(params: list[Any]) -> list[Any]:
+    """`params` with each option's metavar set: none for a flag, else its own or its type's.
+
+    Typer 0.29's help prints a type after every option, flags included (`--json <bool>`,
+    `--help <bool>`); an option's metavar replaces it."""
+    for option in params:
+        if not isinstance(option, TyperOption) or option.metavar is not None:
+            continue
+        described = option.type_descriptor
+        if option.is_flag or option.count:
+            option.metavar = ""
+        elif described.is_path:
+            option.metavar = described.path_type.upper()
+        else:
+            kind = get_args(described.annotation)[0] if described.is_list else described.annotation
+            option.metavar = METAVARS.get(kind, (option.name or "value").upper())
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _show_values(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _show_values(super().get_params(ctx))
+
+
+class _App(typer.Typer):
+    """A Typer app whose groups and commands show what each option takes (`_show_values`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cls=_Group, rich_markup_mode=HELP_MARKUP, **kwargs)
+
+    def command(self, name: str | None = None, **kwargs: Any) -> Callable[[Any], Any]:
+        return super().command(name, cls=_Command, **kwargs)
+
+
+app = _App(
     help="Nightly accuracy-regression tracking for omni (speech-out) models served by "
     "vLLM-Omni: seed-TTS, Daily-Omni, Video-MME, LibriSpeech and more, per item, per series.",
     no_args_is_help=True,
@@ -49,7 +93,7 @@ def _options(
 
 def group(name: str, help: str) -> typer.Typer:
     """The command group `omni-tasks NAME` (its help is Markdown; given nothing, it shows it)."""
-    commands = typer.Typer(rich_markup_mode=HELP_MARKUP, help=help, no_args_is_help=True)
+    commands = _App(help=help, no_args_is_help=True)
     app.add_typer(commands, name=name)
     return commands
 

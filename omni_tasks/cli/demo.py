@@ -54,7 +54,7 @@ def demo_cmd(
     runs = run_nights(nights, last, options, dsn, console.print)
     failed = [r for r in runs if r.returncode != 0]
     if failed:
-        fail(f"the nightly DAG failed for {failed[0].nightly}; see {failed[0].log}")
+        fail(f"the nightly DAG failed for {failed[0].nightly}:{failed[0].failure()}")
     with opt.open_db() as conn:
         for r in runs:
             s = night_summary(conn, Series(settings.benchmark), r.nightly)
@@ -143,7 +143,8 @@ def nightly_cmd(
     (`airflow dags test`, as `demo` does on its own config): every series on every branch,
     each decided against its own baseline; then each series' verdicts.
 
-    Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed."""
+    Exit codes: 0 the night ran (whatever its verdicts), 1 the config or a task failed (each
+    failed task is named, with its own log)."""
     from omni_tasks.deployment.night import resolve_night
     from omni_tasks.deployment.reading import ConfigError
     from omni_tasks.jobs.demo import run_night
@@ -177,4 +178,4 @@ def nightly_cmd(
                 )
     console.print(table)
     if done.returncode != 0:
-        fail(f"a task of the {night} nightly failed; see {done.log}")
+        fail(f"the {night} nightly failed:{done.failure()}")

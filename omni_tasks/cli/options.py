@@ -38,12 +38,15 @@ LaneOpt = Annotated[
     str | None, typer.Option(metavar="LANE", help="The series' hardware lane (default: `default`)")
 ]
 TargetOpt = Annotated[
-    str, typer.Option(help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE")
+    str,
+    typer.Option(
+        metavar="TARGET", help="http(s)://HOST:PORT of a serving vLLM-Omni, or simulator:PROFILE"
+    ),
 ]
 CommitOpt = Annotated[str | None, typer.Option(metavar="SHA", help="The commit the target serves")]
 CandidateOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The candidate branch")]
 BaselineOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")]
-VariantOpt = Annotated[str, typer.Option(help="Variant")]
+VariantOpt = Annotated[str, typer.Option(metavar="VARIANT", help="Variant")]
 DatasetOpt = Annotated[str, typer.Option(metavar="DIR", help="demo or the series' dataset root")]
 LimitOpt = Annotated[int | None, typer.Option(help="Only the first N items")]
 NightlyOpt = Annotated[
@@ -73,7 +76,8 @@ TailThreshold = Annotated[
     float | None, typer.Option(help="Broken when WER > this (default: the policy's tau, 0.5)")
 ]
 GraderOpt = Annotated[
-    str | None, typer.Option(help="Use the grading by this grader id (default: the newest)")
+    str | None,
+    typer.Option(metavar="GRADER", help="Use the grading by this grader id (default: the newest)"),
 ]
 BackendOpt = Annotated[
     str,

@@ -45,13 +45,13 @@ def _cell(text: str) -> str:
 
 def _option_rows(cmd: Any, ctx: Any) -> list[str]:
     rows = []
-    for p in cmd.params:
-        if getattr(p, "hidden", False):
+    for p in cmd.get_params(ctx):  # each option's metavar set (common._show_values)
+        if getattr(p, "hidden", False) or p is cmd.get_help_option(ctx):
             continue
         names = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
         if p.param_type_name == "argument":
             names = f"`{p.name.upper()}`"
-        takes = "" if getattr(p, "is_flag", False) else p.display_type_rich(ctx) or ""
+        takes = p.display_type_rich(ctx) or ""
         notes = []
         if p.required:
             notes.append("required")

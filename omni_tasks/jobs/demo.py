@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, TextIO
 
 import yaml
 
@@ -85,11 +87,31 @@ def run_nights(
 
 
 @dataclass(frozen=True)
+class FailedTask:
+    """A task of the night that ended failed, with what it ran and its own log."""
+
+    task_id: str
+    label: str  # what a mapped GPU task ran (its branch and seed), else ""
+    log: Path  # the task's lines of the night's log (`airflow dags test` writes no task logs)
+
+    def __str__(self) -> str:
+        return f"{self.task_id}{f' ({self.label})' if self.label else ''}"
+
+
+@dataclass(frozen=True)
 class NightRun:
     nightly: dt.date
     log: Path
     returncode: int
     seed: int | None = None  # the demo's seed for the night (the form's `seeds`)
+    failed: tuple[FailedTask, ...] = ()  # none when Airflow itself failed (see `log`)
+
+    def failure(self) -> str:
+        """What failed, for a message's end: each failed task and its log, a line each with
+        the path last (to copy), then the night's whole log (Airflow's own error, if no task
+        failed)."""
+        said = "".join(f"\n  {t} failed, its log: {t.log}" for t in self.failed)
+        return f"{said}\n  the whole night's log: {self.log}"
 
 
 def run_night(
@@ -109,7 +131,7 @@ def run_night(
     on_line(f"nightly {night}: airflow dags test omni_nightly (log: {log})")
     labels = _plan_labels(config, conf)
     argv = [*_airflow(), "dags", "test", "omni_nightly", night.isoformat(), "-c", json.dumps(conf)]
-    with log.open("w") as fh:
+    with log.open("w") as fh, _TaskLogs(home / "demo" / f"airflow_{night}") as tasks:
         proc = subprocess.Popen(
             argv,
             env=env,
@@ -120,15 +142,75 @@ def run_night(
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
+            tasks.take(line)
             if "[DAG TEST] starting task_id=" in line:
-                task = line.split("task_id=")[1].split()[0]
-                index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
+                task, index = _task_of(line)
                 label = labels.get((task, index), "")
                 on_line(f"  task {task}{f' ({label})' if label else ''}")
             elif " items/s" in line and " failed, " in line:  # a task's progress line
                 on_line("    " + line.rsplit(" - ", 1)[-1].strip())
         proc.wait()
-    return NightRun(night, log, proc.returncode)
+    failed = tuple(
+        FailedTask(task, labels.get((task, index), ""), tasks.path(task, index))
+        for task, index in tasks.failed()
+    )
+    return NightRun(night, log, proc.returncode, failed=failed if proc.returncode else ())
+
+
+def _task_of(line: str) -> tuple[str, str]:
+    """The task id and map index ("" unmapped) of a `[DAG TEST] starting task_id=` line."""
+    task = line.split("task_id=")[1].split()[0]
+    index = line.split("map_index=")[1].split()[0] if "map_index=" in line else ""
+    return task, "" if index == "-1" else index
+
+
+class _TaskLogs:
+    """`airflow dags test`'s output split into each task's own log (it writes no task logs),
+    in `folder` (emptied first), with each task's last state as the task's lines report it
+    (`new_state=failed`, `up_for_retry`, `success`)."""
+
+    def __init__(self, folder: Path) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        self.folder = folder
+        self.states: dict[tuple[str, str], str] = {}
+        self._task: tuple[str, str] | None = None
+        self._out: TextIO | None = None
+
+    def path(self, task: str, index: str) -> Path:
+        return self.folder / f"{task}{f'.{index}' if index else ''}.log"
+
+    def take(self, line: str) -> None:
+        if "[DAG TEST] starting task_id=" in line:
+            self.close()  # a task that raised out of the test loop logged no end
+            self._task = _task_of(line)
+            self._out = self.path(*self._task).open("a")  # a retry appends
+        if self._out is None or self._task is None:
+            return  # the test loop's own lines are no task's
+        self._out.write(line)
+        if " new_state=" in line:
+            self.states[self._task] = line.split(" new_state=")[1].split()[0]
+        if "[DAG TEST] end task " in line:
+            self.close()
+
+    def failed(self) -> list[tuple[str, str]]:
+        """The tasks that ended failed, but `watcher`, which fails because another did (named
+        alone when it is all that failed)."""
+        found = [task for task, state in self.states.items() if state == "failed"]
+        return [task for task in found if task[0] != "watcher"] or found
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+        self._out, self._task = None, None
+
+    def __enter__(self) -> _TaskLogs:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str], str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -186,3 +187,49 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
         if "|freshness|" in r["alert_key"]
     )
     assert stale == [f"seed_tts_en|{QWEN}|cuda-h100x2|rebase|freshness|2026-11-27"]
+
+
+FAILED_TASK = r"  (\S+) \((\w+)\) failed, its log: (\S+)"
+
+
+def test_a_failed_task_is_named_with_its_own_log(results_dsn, tmp_path: Path) -> None:
+    """A night whose GPU tasks fail (a harness version nobody knows): `nightly` exits 1
+    naming each failed task, what it ran and a log holding that task's lines only."""
+    config = tmp_path / "night.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "branches": ["main", "rebase"],
+                "baseline": "main",
+                "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
+                "dataset": "demo",
+                "limit": 5,
+                "grader": {"backend": "faster-whisper", "harness_version": "9.99"},
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OMNI_"))}
+    env.update(OMNI_DATABASE_URL=results_dsn, OMNI_HOME=str(tmp_path / "home"))
+
+    out = _cli(
+        env, "nightly", "--config", str(config), "--nightly", "2026-11-28", "--transcript-mode"
+    )
+    assert out.returncode == 1, out.stdout[-4000:] + out.stderr[-3000:]
+    night_log = tmp_path / "home/demo/airflow_2026-11-28.log"
+    said = out.stderr.splitlines()
+    said = said[said.index("error: the 2026-11-28 nightly failed:") :]
+    assert said[-1] == f"  the whole night's log: {night_log}", out.stderr
+    named = [m.groups() for line in said[1:-1] if (m := re.fullmatch(FAILED_TASK, line))]
+    assert sorted((task, ran) for task, ran, _ in named) == [
+        ("run_branch", "main"),
+        ("run_branch", "rebase"),
+    ]  # not `watcher`, which fails because they did
+    for task, ran, path in named:
+        index = Path(path).suffixes[0][1:]  # run_branch.1.log: map index 1
+        lines = Path(path).read_text().splitlines()
+        assert f"[DAG TEST] starting task_id={task} map_index={index}" in lines[0]
+        assert f"{ran} seed 42: unknown harness version '9.99'" in "\n".join(lines)
+        assert f"[DAG TEST] end task task_id={task} map_index={index}" in lines[-1]
+        assert sum("[DAG TEST] starting" in x for x in lines) == 1  # that task's lines only
+    assert "[DAG TEST] starting task_id=watcher" in night_log.read_text()

@@ -7,7 +7,6 @@ import html
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -16,38 +15,9 @@ from typer.testing import CliRunner
 from bench.artifacts import ABShape
 from omni_tasks.cli import app
 from omni_tasks.evidence.audio import write_audio
+from tests.chromium import screenshot
 from tests.factories import REGRESS, SAME, store_night
 from tests.fakes.buildkite_fleet import fleet_api, sync
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "Debian's chromium is required (`apt-get install chromium`; .ci/run installs it)"
-    return exe
-
-
-def _screenshot(
-    page: Path, shot: Path, size: str = "1280,3000"
-) -> subprocess.CompletedProcess[str]:
-    """Headless Chromium renders `page` into `shot` and dumps its DOM (stdout) and console."""
-    return subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--log-level=0",
-            f"--screenshot={shot}",
-            f"--window-size={size}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def x_ticks(dom: str, div_id: str) -> list[str]:
@@ -90,7 +60,7 @@ def test_report_renders_plots_and_audio_without_console_errors(db, tmp_path: Pat
     assert "SIMULATED" in page  # the synthetic artifacts say so, and so does the report
 
     shot = tmp_path / "report.png"
-    run = _screenshot(out, shot)
+    run = screenshot(out, shot)
     console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
     dom = run.stdout
@@ -131,7 +101,7 @@ def test_a_100_clip_report_is_lean_and_loads_plotly_from_beside_it(db, tmp_path:
     said = "".join(result.output.splitlines())  # the console folds long lines
     assert f"wrote {page_at} " in said and page_at.stat().st_size <= 1_000_000
 
-    run = _screenshot(out, tmp_path / "lean.png")
+    run = screenshot(out, tmp_path / "lean.png")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     dom = run.stdout
     assert len(re.findall(r'class="main-svg"', dom)) >= 3  # trend, modes, scatter drawn
@@ -162,7 +132,7 @@ def test_a_night_with_a_failed_run_still_gets_its_report(db, tmp_path: Path) -> 
     page = out.read_text()
     (reason,) = db.execute("SELECT reasons FROM omni.gate_decision").fetchone()["reasons"][:1]
     assert "rebase" in page and html.escape(reason) in page  # the failed side says why
-    run = _screenshot(out, tmp_path / "partial.png")
+    run = screenshot(out, tmp_path / "partial.png")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     assert (tmp_path / "partial.png").stat().st_size > 20_000 and "main-svg" in run.stdout
 
@@ -180,7 +150,7 @@ def test_the_evidence_index_renders(tmp_path: Path) -> None:
         (reports / name).write_text("<html></html>")
     page = tmp_path / "index.html"
     page.write_text(index_page(reports))
-    run = _screenshot(page, tmp_path / "index.png")
+    run = screenshot(page, tmp_path / "index.png")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     assert (tmp_path / "index.png").stat().st_size > 5_000
     rows = re.findall(r"<tr><td>(\d{4}-\d\d-\d\d)</td>", run.stdout)
@@ -204,7 +174,7 @@ def test_the_reports_fleet_section_shows_every_series_ours_and_upstreams(
     result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-02"])
     assert result.exit_code == 0, result.output
     shot = tmp_path / "fleet.png"
-    run = _screenshot(out, shot, "1280,900")
+    run = screenshot(out, shot, "1280,900")
     assert [line for line in run.stderr.splitlines() if ":CONSOLE" in line] == []
     section = run.stdout.split('<h2 id="fleet">Fleet</h2>')[1].split("</table>")[0]
     rows = re.findall(r"<tr(?: class=\"here\")?><td>([^<]+)</td>", section)

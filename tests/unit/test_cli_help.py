@@ -1,6 +1,8 @@
 """Every command's `--help` at 80 columns: no line past the edge, each paragraph of its
 description wrapped by the terminal's width (a docstring's own line breaks inside a sentence
-are not kept), and the commonest options name what they take (`--nightly DATE`, not `<str>`)."""
+are not kept), the commonest options name what they take (`--nightly DATE`, not `<str>`), no
+option shows a bare type (`--limit N`, not `<int>`) and a flag shows none (`--json`, not
+`--json <bool>`)."""
 
 from __future__ import annotations
 
@@ -59,6 +61,9 @@ def test_help_fits_80_columns_rewrapped_with_real_metavars(path: tuple[str, ...]
     for option, metavar in METAVARS.items():
         shown = re.findall(rf"│ [ *]*{option} +(\S+)", out.output)
         assert all(m == metavar for m in shown), (option, shown)
+    assert "<bool>" not in out.output, out.output
+    assert re.findall(r"│ [ *]*(--[\w-]+ +<\S+)", out.output) == [], out.output
+    assert re.search(r"│ [ *]*--help +Show this message", out.output), out.output
 
 
 def test_the_commands_are_walked() -> None:
