@@ -128,7 +128,7 @@ def framing_moved(root: Path) -> list[str]:
     patch = root / "vllm_omni" / "benchmarks" / "patch" / "patch.py"
     source = patch.read_text(encoding="utf-8") if patch.is_file() else ""
     found = {
-        node.module
+        "." * node.level + (node.module or "")
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ImportFrom)
         and any(alias.name == "StreamedResponseHandler" for alias in node.names)
