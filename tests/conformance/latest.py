@@ -8,7 +8,13 @@ newest pre-release (flagged as such in the report), and for each:
   that fail; a release without a harness row is held to the nearest row, and the report says
   so first: "no harness row for X; the replayed rules agree with <row> except: <cases>";
 - names the upstream definitions the suite reads (the `vllm_omni.*` modules its tests name)
-  whose source changed since the newest pinned wheel.
+  whose source changed since the newest pinned wheel, and where its client takes its SSE
+  framing from: the module `patch.py` imports `StreamedResponseHandler` from (vLLM's
+  `vllm.benchmarks.lib.endpoint_request_func` in every pinned wheel) and any
+  `endpoint_request_func.py` the wheel ships itself; either moving is listed as a change.
+It also watches vLLM: the releases on PyPI newer than the newest pinned vLLM sdist (the next
+vllm-omni rebases onto one), and for the newest of them the vLLM definitions the suite reads
+(the `vllm.*` modules its tests name, and `vllm.sampling_params`) that changed since.
 CI stays on the pinned versions. Adding a version is its row in `omni_tasks/harness.py` plus
 its hashes in `upstream.py`.
 
@@ -40,12 +46,22 @@ import httpx
 from packaging.version import Version
 
 from omni_tasks.config import get_settings
-from omni_tasks.jobs.upstream_watch import Release, newer, releases
-from tests.conformance.upstream import CANDIDATE_ENV, PINNED, vllm_release, wheel_root
+from omni_tasks.jobs.upstream_watch import ANCHOR, HREF, Release, newer, releases
+from tests.conformance.upstream import (
+    CANDIDATE_ENV,
+    PINNED,
+    PINNED_VLLM,
+    vllm_release,
+    vllm_root,
+    wheel_root,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 MODULE = re.compile(r'"(vllm_omni(?:\.[a-z_0-9]+)+)"')
+VLLM_MODULE = re.compile(r'"(vllm(?:\.[a-z_0-9]+)+)"')
+# Where every pinned wheel's client takes its SSE framing (`StreamedResponseHandler`) from.
+FRAMING_MODULE = "vllm.benchmarks.lib.endpoint_request_func"
 
 
 def sdist_sha256(pypi_url: str, package: str, version: str) -> str:
@@ -68,11 +84,11 @@ def to_check(new: list[Release]) -> list[Release]:
     return picked
 
 
-def suite_modules() -> list[str]:
-    """The upstream modules the suite's tests name."""
+def suite_modules(pattern: re.Pattern[str] = MODULE) -> list[str]:
+    """The upstream modules (vllm-omni's, or with VLLM_MODULE vLLM's) the suite's tests name."""
     found: set[str] = set()
     for path in HERE.glob("*.py"):
-        found.update(MODULE.findall(path.read_text(encoding="utf-8")))
+        found.update(pattern.findall(path.read_text(encoding="utf-8")))
     return sorted(found)
 
 
@@ -87,11 +103,11 @@ def _definitions(path: Path) -> dict[str, str]:
     return out
 
 
-def changed(old_root: Path, new_root: Path) -> list[str]:
-    """`module.name` of each top-level definition of the suite's modules that differs (added
-    `+`, removed `-`) between two unpacked wheels."""
+def changed(old_root: Path, new_root: Path, modules: list[str] | None = None) -> list[str]:
+    """`module.name` of each top-level definition of `modules` (the suite's vllm-omni modules)
+    that differs (added `+`, removed `-`) between two unpacked source trees."""
     out = []
-    for module in suite_modules():
+    for module in suite_modules() if modules is None else modules:
         rel = Path(*module.split(".")).with_suffix(".py")
         old, new = _definitions(old_root / rel), _definitions(new_root / rel)
         short = module.removeprefix("vllm_omni.")
@@ -103,6 +119,59 @@ def changed(old_root: Path, new_root: Path) -> list[str]:
             elif old[name] != new[name]:
                 out.append(f"{short}.{name}")
     return out
+
+
+def framing_moved(root: Path) -> list[str]:
+    """How a vllm-omni tree's client frames SSE otherwise than every pinned wheel's: the
+    module `patch.py` now imports `StreamedResponseHandler` from, if not vLLM's, and each
+    `endpoint_request_func.py` the tree ships (its handler may be the one that frames)."""
+    patch = root / "vllm_omni" / "benchmarks" / "patch" / "patch.py"
+    source = patch.read_text(encoding="utf-8") if patch.is_file() else ""
+    found = {
+        "." * node.level + (node.module or "")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom)
+        and any(alias.name == "StreamedResponseHandler" for alias in node.names)
+    }
+    where = ", ".join(sorted(found)) or "nowhere (patch.py imports none)"
+    out = [] if found == {FRAMING_MODULE} else [f"framing: StreamedResponseHandler from {where}"]
+    for path in sorted(root.rglob("endpoint_request_func.py")):
+        out.append(f"framing: ships {path.relative_to(root)}")
+    return out
+
+
+def vllm_sdists(pypi_url: str) -> dict[str, str]:
+    """vLLM's releases with an sdist on PyPI's simple index (vLLM's wheels are built per
+    platform; the suite reads the sdist): version → sha256, oldest first, yanked files and
+    names that do not parse left out."""
+    r = httpx.get(f"{pypi_url.rstrip('/')}/simple/vllm/", timeout=60, follow_redirects=True)
+    r.raise_for_status()
+    sdist = re.compile(r"/vllm-([^/#]+)\.tar\.gz#sha256=([0-9a-f]{64})$")
+    out = {}
+    for anchor in ANCHOR.finditer(r.text):
+        href = HREF.search(anchor.group("attrs"))
+        found = sdist.search(href.group(1)) if href else None
+        if found is None or "data-yanked" in anchor.group("attrs"):
+            continue
+        try:
+            out[str(Version(found.group(1)))] = found.group(2)
+        except ValueError:
+            continue
+    return dict(sorted(out.items(), key=lambda item: Version(item[0])))
+
+
+def watch_vllm(pypi_url: str) -> dict[str, Any]:
+    """vLLM releases newer than the newest pinned sdist, and for the newest of them the
+    definitions the suite reads from vLLM that changed."""
+    found = vllm_sdists(pypi_url)
+    pinned = max(PINNED_VLLM, key=Version)
+    new = [v for v in found if Version(v) > Version(pinned)]
+    report: dict[str, Any] = {"pinned": pinned, "newer": new, "changed": []}
+    if new:
+        modules = [*suite_modules(VLLM_MODULE), "vllm.sampling_params"]
+        old, latest = vllm_root(pinned), vllm_root(new[-1], found[new[-1]])
+        report.update(checked=new[-1], changed=changed(old, latest, modules))
+    return report
 
 
 def run_suite(release: Release, vllm_sha: str) -> dict[str, Any]:
@@ -374,14 +443,22 @@ def main(argv: list[str] | None = None) -> int:
         result = run_suite(rel, vllm_sha)
         candidate = wheel_root(rel.version, rel.wheel_sha256)
         result["changed"] = changed(wheel_root(newest_pinned), candidate)
+        result["changed"] += framing_moved(candidate)
         result.update(version=rel.version, prerelease=rel.prerelease)
         runs.append(result)
         _print(result, newest_pinned)
     report["runs"] = runs
     report["overlay_differences"] = overlay
+    report["vllm"] = vllm = watch_vllm(pypi)
+    print(f"\nvLLM newer than the pinned {vllm['pinned']}: {', '.join(vllm['newer']) or 'none'}")
+    if vllm["newer"]:
+        print(f"  vLLM definitions the suite reads that changed in {vllm['checked']}:")
+        for name in vllm["changed"] or ["none"]:
+            print(f"    {name}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
-    return 1 if overlay or any(r.get("failed") or r.get("error") for r in runs) else 0
+    failing = any(r.get("failed") or r.get("error") for r in runs)
+    return 1 if overlay or failing or vllm["changed"] else 0
 
 
 def _print(result: dict[str, Any], newest_pinned: str) -> None:

@@ -9,6 +9,7 @@ The 300 s one-chunk case (`Case.slow`) is left out here: no edit below touches a
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,11 +26,14 @@ from tests.conformance.vllm_facts import standins
 
 VERSION = "0.32.0rc1"
 PATCH = "vllm_omni/benchmarks/patch/patch.py"
+# vLLM's SSE framing, which 0.32.0rc1's client imports (`StreamedResponseHandler`).
+HANDLER = "vllm/benchmarks/lib/endpoint_request_func.py"
 
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace `old` (found exactly once) by `new` in `file` of the wheel's source."""
+    """Replace `old` (found exactly once) by `new` in `file` of the wheel's source (or, for a
+    `vllm/` file, of vLLM's sdist)."""
 
     file: str
     old: str
@@ -51,31 +55,65 @@ MUTANTS: dict[str, Edit] = {
         "                    retryable_response = response.status == 429\n"
         "                    if response.status == 503:\n",
     ),
+    "a 500 is retried too": Edit(
+        PATCH,
+        "                    if response.status == 503:\n",
+        "                    retryable_response = response.status == 500\n"
+        "                    if response.status == 503:\n",
+    ),
+    "an error chunk does not fail the request": Edit(
+        PATCH,
+        "output.success = not streaming_error_received\n                    retryable_response =",
+        "output.success = True\n                    retryable_response =",
+    ),
     "strict base64": Edit(
         PATCH,
         "audio_bytes = base64.b64decode(content)",
         "audio_bytes = base64.b64decode(content, validate=True)",
     ),
+    # The stream is read no further once `[DONE]` arrives: the events left in this read are
+    # dropped and every later read yields none.
+    "reading stops at [DONE]": Edit(
+        PATCH,
+        'chunk = message.removeprefix("data: ")\n                            if chunk != "[DONE]":',
+        'chunk = message.removeprefix("data: ")\n'
+        '                            if chunk == "[DONE]":\n'
+        "                                handler.add_chunk = lambda _: []\n"
+        "                                break\n"
+        '                            if chunk != "[DONE]":',
+    ),
+    "events framed by line": Edit(
+        HANDLER,
+        'message, self.buffer = self.buffer.split("\\n\\n", 1)',
+        'message, self.buffer = self.buffer.split("\\n", 1)',
+    ),
+    "a last event without its blank line is dropped": Edit(
+        HANDLER, 'if self.buffer.startswith("data: "):', "if False:"
+    ),
 }
 
 
-def scratch_copy(dest: Path, edits: Sequence[Edit] = ()) -> Path:
-    """The pinned 0.32.0rc1 wheel's source, copied under `dest` with `edits` planted."""
-    root = dest / "src"
+def scratch_copy(dest: Path, edits: Sequence[Edit] = ()) -> tuple[Path, Path]:
+    """The pinned 0.32.0rc1 wheel's source and its vLLM sdist's, under `dest` with `edits`
+    planted: (vllm-omni root, vLLM root). vLLM's tree is linked file by file (3,000 files),
+    an edited file replaced by an edited copy, so the cache is never written."""
+    root, vllm = dest / "src", dest / "vllm"
     shutil.copytree(wheel_root(VERSION, PINNED[VERSION]) / "vllm_omni", root / "vllm_omni")
+    shutil.copytree(vllm_root(VERSION) / "vllm", vllm / "vllm", copy_function=os.symlink)
     for edit in edits:
-        path = root / edit.file
+        path = (vllm if edit.file.startswith("vllm/") else root) / edit.file
         text = path.read_text(encoding="utf-8")
         found = text.count(edit.old)
         assert found == 1, f"{edit.file}: {edit.old!r} found {found} times, not once"
+        path.unlink()  # a link into the cache: the edit goes to a file of its own
         path.write_text(text.replace(edit.old, edit.new), encoding="utf-8")
-    return root
+    return root, vllm
 
 
-def loaded(root: Path) -> Upstream:
-    """The copy through the suite's loader, as the version its source says it is (vLLM: the
-    sdist 0.32.0rc1 pins)."""
-    return Upstream(source_version(root), standins(VERSION), root=root, vllm=vllm_root(VERSION))
+def loaded(roots: tuple[Path, Path]) -> Upstream:
+    """The copy through the suite's loader, as the version its source says it is."""
+    root, vllm = roots
+    return Upstream(source_version(root), standins(VERSION), root=root, vllm=vllm)
 
 
 @pytest.fixture(scope="module")

@@ -116,19 +116,19 @@ def _fetch_wheel(version: str, sha256: str, base: Path, root: Path) -> None:
     tmp.replace(root)
 
 
-def vllm_root(version: str) -> Path:
+def vllm_root(version: str, sha256: str | None = None) -> Path:
     """The Python files of vLLM `version`'s sdist (found on PyPI's simple index, sha256
-    checked, extracted once)."""
+    checked against `sha256` or else VLLM_SDISTS, extracted once)."""
     version = vllm_release(version)
     base = get_settings().cache_dir / "upstream" / f"vllm-{version}"
     root = base / "src"
     with _fetching(base):
         if not (root / "vllm").is_dir():
-            _fetch_sdist(version, base, root)
+            _fetch_sdist(version, sha256 or VLLM_SDISTS[version], base, root)
     return root
 
 
-def _fetch_sdist(version: str, base: Path, root: Path) -> None:
+def _fetch_sdist(version: str, sha256: str, base: Path, root: Path) -> None:
     name = f"vllm-{version}.tar.gz"
     page = httpx.get(INDEX, timeout=60, follow_redirects=True).text
     match = re.search(rf'href="([^"#]*/{re.escape(name)})', page)
@@ -141,9 +141,9 @@ def _fetch_sdist(version: str, base: Path, root: Path) -> None:
             for block in r.iter_bytes():
                 fh.write(block)
     digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if digest != VLLM_SDISTS[version]:
+    if digest != sha256:
         sdist.unlink()
-        raise RuntimeError(f"{name}: sha256 {digest} is not the pinned {VLLM_SDISTS[version]}")
+        raise RuntimeError(f"{name}: sha256 {digest} is not the pinned {sha256}")
     tmp = base / "src.partial"
     prefix = f"vllm-{version}/"
     with tarfile.open(sdist) as tf:

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from omni_tasks.harness import HARNESS
 from omni_tasks.jobs.upstream_watch import newer, releases, watch
 from omni_tasks.synthesis.simulator import serve_in_thread
-from tests.conformance.latest import sdist_sha256, to_check
+from tests.conformance.latest import sdist_sha256, to_check, vllm_sdists
 
 SHA = {v: f"{i:x}" * 64 for i, v in enumerate(["0.30.0", "0.32.0rc1", "0.33.0", "0.34.0rc2"], 1)}
 FILES = "https://files.example/packages"
@@ -26,7 +26,16 @@ OMNI_PAGE = "\n".join(
         f'<a href="{FILES}/vllm_omni-0.36.0.tar.gz#sha256={"d" * 64}">sdist only</a>',
     ]
 )
-VLLM_PAGE = f'<a href="{FILES}/vllm-0.33.0.tar.gz#sha256={"c" * 64}">s</a>'
+VLLM_PAGE = "\n".join(
+    [
+        f'<a href="{FILES}/vllm-{v}.tar.gz#sha256={h * 64}">s</a>'
+        for v, h in [("0.32.0", "a"), ("0.34.0", "b"), ("0.33.0", "c"), ("0.35.0rc1", "d")]
+    ]
+    + [
+        f'<a href="{FILES}/vllm-0.36.0.tar.gz#sha256={"e" * 64}" data-yanked="">yanked</a>',
+        f'<a href="{FILES}/vllm-0.37.0-cp38-abi3-manylinux1_x86_64.whl#sha256={"f" * 64}">w</a>',
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +66,17 @@ def test_releases_newer_than_the_harness_table_are_listed(pypi: str) -> None:
     assert sdist_sha256(pypi, "vllm", "0.33.0") == "c" * 64
     with pytest.raises(LookupError, match=r"vllm-0\.99\.0\.tar\.gz"):
         sdist_sha256(pypi, "vllm", "0.99.0")
+
+
+def test_conformance_latest_lists_vllms_sdists(pypi: str) -> None:
+    """vLLM's releases by their sdists (its wheels are per platform), oldest first, a yanked
+    one left out: what `make conformance-latest` compares with the pinned vLLM."""
+    assert vllm_sdists(pypi) == {
+        "0.32.0": "a" * 64,
+        "0.33.0": "c" * 64,
+        "0.34.0": "b" * 64,
+        "0.35.0rc1": "d" * 64,
+    }
 
 
 def test_a_new_release_is_one_infra_message_a_week(db, pypi: str) -> None:
