@@ -21,6 +21,7 @@ from common import raw_copy, scratch_db
 from omni_tasks.alerts.slack import default_sink, dispatch
 from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
+from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.grafana.dashboards import write_all
 from omni_tasks.jobs import decide, nightly
@@ -52,11 +53,8 @@ def main() -> None:
             t0 = time.perf_counter()
             out = decide.decide_series(
                 conn,
-                Series("seed_tts_en"),
-                night,
+                NightQuestion(Series("seed_tts_en"), night, "main", ("main", "rebase")),
                 policy,
-                baseline_branch="main",
-                expect=("main", "rebase"),
             )
             stages["compare + gate + alert plan"] = time.perf_counter() - t0
             t0 = time.perf_counter()

@@ -24,6 +24,7 @@ from common import scratch_db
 
 from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
 from omni_tasks.config import reset_settings
+from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.decide import decide_series
@@ -49,7 +50,7 @@ def store(conn, tmp: Path, n: int) -> None:
             art = parse_artifact(path, branch=branch, commit=f"{branch}{i:04d}")
             save_run(conn, art.spec, art.clips, (ARTIFACT_GRADER, art.grades))
         conn.commit()
-        decide_series(conn, SERIES, date, load_policy(), baseline_branch="main", expect=("main", "rebase"))  # fmt: skip
+        decide_series(conn, NightQuestion(SERIES, date, "main", ("main", "rebase")), load_policy())
         conn.commit()
     rng = np.random.default_rng(n)
     t = np.arange(24_000 * 5) / 24_000

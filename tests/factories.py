@@ -28,17 +28,17 @@ def store_night(
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
     series (the default one unless given) and gate the night (decisions and alert plans), as
     the nightly does after its runs."""
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.decide import decide_series
 
     date = save_night(db, tmp, i, shape, candidate_commit, series)
     decide_series(
         db,
-        series or Series.of({"benchmark": "seed_tts_en"}),
-        date,
+        NightQuestion(
+            series or Series.of({"benchmark": "seed_tts_en"}), date, "main", ("main", "rebase")
+        ),
         load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
     )
     return date
 
@@ -208,6 +208,7 @@ def simulated_night(
     """One gated night of main (simulator:main) against rebase (`candidate_target`), run by the
     benchmark in transcript mode and decided as the nightly decides."""
     from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
@@ -227,11 +228,8 @@ def simulated_night(
         db.commit()
     decide_series(
         db,
-        Series.of({"benchmark": "seed_tts_en"}),
-        night,
+        NightQuestion(Series.of({"benchmark": "seed_tts_en"}), night, "main", ("main", "rebase")),
         load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
     )
     db.commit()
 

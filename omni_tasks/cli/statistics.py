@@ -121,6 +121,7 @@ def gate_cmd(
 
     Exit codes: 0 decided (and nothing matched --fail-on), 1 an error, 2 bad usage,
     3 a decision matched --fail-on."""
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.jobs.decide import decide_series
 
     wanted = opt.fail_on_verdicts(
@@ -133,9 +134,8 @@ def gate_cmd(
         missing = f"no runs stored for {bench.label}"
         night = opt.night_of(conn, nightly, bench, False, missing, require_runs=not expect)
         baseline_branch = baseline or get_settings().baseline_branch
-        return decide_series(
-            conn, bench, night, policy, baseline_branch=baseline_branch, expect=tuple(expect or ())
-        )
+        question = NightQuestion(bench, night, baseline_branch, tuple(expect or ()))
+        return decide_series(conn, question, policy)
 
     outcome = opt.on_db(decide)
     decisions = outcome.decisions

@@ -95,14 +95,22 @@ class GroupState:
 
 
 @dataclass(frozen=True)
-class NightInputs:
-    """Everything one series' night is decided from, read by `store.night.load`."""
+class NightQuestion:
+    """Which series' night to decide, against which baseline branch; `expect`: the branches the
+    night should have run; `sim_margin`: the config's similarity margin, if it sets one."""
 
     series: Series
     nightly: dt.date
     baseline_branch: str
-    expect: tuple[str, ...]
-    sim_margin: float | None
+    expect: tuple[str, ...] = ()
+    sim_margin: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightInputs(NightQuestion):
+    """Everything one series' night is decided from: the question, and what `store.night.load`
+    read for it."""
+
     policy_version: str
     runs: tuple[NightlyRun, ...]  # the night's runs, as the gate pairs them
     graded: dict[str, GradedRun]  # by run key: each graded run with its clip records

@@ -21,9 +21,8 @@ from omni_tasks import night
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import Decision
-from omni_tasks.contracts.night import NightOutcome
+from omni_tasks.contracts.night import NightOutcome, NightQuestion
 from omni_tasks.deployment.schema import NightlyParams
-from omni_tasks.series import Series
 from omni_tasks.store import night as store
 
 
@@ -40,27 +39,13 @@ class SeriesNight:
 
 
 def decide_series(
-    conn: psycopg.Connection[Any],
-    series: Series,
-    nightly: dt.date,
-    policy: GatePolicy,
-    *,
-    baseline_branch: str,
-    expect: tuple[str, ...] = (),
-    sim_margin: float | None = None,
+    conn: psycopg.Connection[Any], question: NightQuestion, policy: GatePolicy
 ) -> SeriesNight:
     """Gate a series' night and plan its alerts in one transaction: an alert message exists
     exactly when the decision that caused it does."""
     with conn.transaction():
         inputs = store.load(
-            conn,
-            series,
-            nightly,
-            policy,
-            baseline_branch=baseline_branch,
-            expect=expect,
-            sim_margin=sim_margin,
-            triage_delay_s=get_settings().alert_triage_delay_s,
+            conn, question, policy, triage_delay_s=get_settings().alert_triage_delay_s
         )
         outcome = night.decide(inputs, policy)
         return SeriesNight(outcome, store.write(conn, outcome))
@@ -86,12 +71,14 @@ def decide_fleet(
             decided.append(
                 decide_series(
                     conn,
-                    params.series,
-                    nightly,
+                    NightQuestion(
+                        params.series,
+                        nightly,
+                        params.baseline,
+                        tuple(params.branches),
+                        params.sim_margin,
+                    ),
                     policy,
-                    baseline_branch=params.baseline,
-                    expect=tuple(params.branches),
-                    sim_margin=params.sim_margin,
                 )
             )
         except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:

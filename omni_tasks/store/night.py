@@ -24,6 +24,7 @@ from omni_tasks.contracts.night import (
     NightInputs,
     NightKey,
     NightOutcome,
+    NightQuestion,
     night_key,
 )
 from omni_tasks.records import ClipRecord, NightRun, StoredRun
@@ -40,18 +41,15 @@ Row = dict[str, Any]
 
 def load(
     conn: psycopg.Connection[Any],
-    series: Series,
-    nightly: dt.date,
+    question: NightQuestion,
     policy: GatePolicy,
     *,
-    baseline_branch: str,
-    expect: tuple[str, ...] = (),
-    sim_margin: float | None = None,
     triage_delay_s: int = 0,
     item_history_nights: int = ITEM_HISTORY_NIGHTS,
 ) -> NightInputs:
     """Everything one series' night is decided from. Takes the night's lock first (night_lock
     .sql), so the alert state and the next alert id cannot change before `write`."""
+    series, nightly, baseline_branch = question.series, question.nightly, question.baseline_branch
     policy = policy.for_benchmark(series.benchmark)
     conn.execute(sql("night_lock"))
     next_id = int(_rows(conn, "night_next_alert_id")[0]["next_id"])
@@ -88,11 +86,7 @@ def load(
         policy_version=policy.policy_version,
     )
     return NightInputs(
-        series=series,
-        nightly=nightly,
-        baseline_branch=baseline_branch,
-        expect=expect,
-        sim_margin=sim_margin,
+        **vars(question),
         policy_version=policy.policy_version,
         runs=tuple(runs),
         graded={g.run.run_key: g for g in graded},

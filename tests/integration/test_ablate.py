@@ -101,6 +101,7 @@ def test_stage_isolation_finds_where_a_thinker_regression_starts(db, night: Path
 
 
 def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
@@ -122,11 +123,8 @@ def test_a_gate_never_reads_ablation_runs(db, night: Path) -> None:
     before = db.execute("SELECT verdict, mcnemar_p FROM omni.gate_decision").fetchall()
     decide_series(
         db,
-        Series.of({"benchmark": "seed_tts_en"}),
-        NIGHT,
+        NightQuestion(Series.of({"benchmark": "seed_tts_en"}), NIGHT, "main", ("main", "rebase")),
         load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
     )
     assert db.execute("SELECT verdict, mcnemar_p FROM omni.gate_decision").fetchall() == before
 

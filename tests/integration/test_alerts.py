@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from bench.artifacts import ABShape
 from omni_tasks.alerts.slack import LocalSink, SlackSink, dispatch
+from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.decide import decide_series
@@ -49,12 +50,7 @@ def test_open_two_updates_resolve_is_one_thread(db, tmp_path: Path, slack) -> No
     db.execute("DELETE FROM omni.alert")  # plan night 0 again, now with audio on record
     db.commit()
     decide_series(
-        db,
-        Series("seed_tts_en"),
-        D0,
-        load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
+        db, NightQuestion(Series("seed_tts_en"), D0, "main", ("main", "rebase")), load_policy()
     )
     assert dispatch(db, sink).sent == 7  # the post, then three clips × both sides in its thread
     parent = state.top_level()[0]["ts"]
@@ -99,12 +95,7 @@ def test_replanning_and_redispatching_a_night_posts_nothing_new(db, tmp_path, sl
     date = store_night(db, tmp_path, 0, REGRESS)
     dispatch(db, sink)
     decide_series(
-        db,
-        Series("seed_tts_en"),
-        date,
-        load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
+        db, NightQuestion(Series("seed_tts_en"), date, "main", ("main", "rebase")), load_policy()
     )
     assert dispatch(db, sink).sent == 0
     assert len(state.messages) == 1

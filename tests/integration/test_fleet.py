@@ -139,13 +139,14 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     # questions is REGRESSED but not yet confirmed, so no message posts; its headline is).
     from omni_tasks.alerts import blocks
     from omni_tasks.alerts.messages import context as _context
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.series import Series
     from omni_tasks.store import night as night_store
 
     night = dt.date(2026, 11, 27)
     series = Series("daily_omni", MINICPM, "rocm-mi300")
-    inputs = night_store.load(db, series, night, load_policy(), baseline_branch="main")
+    inputs = night_store.load(db, NightQuestion(series, night, "main"), load_policy())
     (d,) = [k for k in inputs.history if k.nightly == night]  # a KeyNight is a StoredDecision
     assert "daily_omni · MiniCPM-o-4_5 · rocm-mi300" in blocks.headline(_context(d, 0.5))
     keys = {r["alert_key"] for r in db.execute("SELECT alert_key FROM omni.alert")}

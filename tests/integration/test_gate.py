@@ -482,6 +482,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     """MiniCPM-o's upstream gate is WER and SIM: with `sim_margin` the series' one verdict is
     REGRESSED when SIM fell clip by clip though the tail did not move; without it, SAME; and
     a gated SIM that nobody computed is never a pass."""
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.jobs.decide import decide_series
     from omni_tasks.series import Series
 
@@ -490,7 +491,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
     _sim_night(db, tmp_path, 0.05, night)
 
     def verdict(**kw) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-        out = decide_series(db, series, night, load_policy(), baseline_branch="main", **kw)
+        out = decide_series(db, NightQuestion(series, night, "main", **kw), load_policy())
         (d,) = out.decisions
         return d.verdict, d.reasons
 
@@ -501,7 +502,7 @@ def test_speaker_similarity_is_a_second_gated_metric_where_the_series_gates_it(
 
     later = night + dt.timedelta(days=1)
     _sim_night(db, tmp_path, None, later)
-    out = decide_series(db, series, later, load_policy(), baseline_branch="main", sim_margin=0.02)
+    out = decide_series(db, NightQuestion(series, later, "main", sim_margin=0.02), load_policy())
     (d,) = out.decisions
     assert d.verdict == "INFRA" and any("never a pass" in r for r in d.reasons)
 

@@ -143,6 +143,7 @@ def _nightly(db, w: dict, branch: str, commit: str) -> None:
 
 
 def test_the_two_repository_ab_names_vllm(db, world) -> None:
+    from omni_tasks.contracts.night import NightQuestion
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.ablate import AblateParams, attribution, run_ablations
     from omni_tasks.jobs.decide import decide_series
@@ -151,9 +152,7 @@ def test_the_two_repository_ab_names_vllm(db, world) -> None:
     _nightly(db, world, "main", world["good"])  # vllm-omni 0.30.0 pinning vLLM 0.27.0
     _nightly(db, world, "rebase", world["bad"])  # vllm-omni 0.30.1 pinning vLLM 0.28.0
     series = Series.of({"benchmark": "seed_tts_en"})
-    decide_series(
-        db, series, NIGHT, load_policy(), baseline_branch="main", expect=("main", "rebase")
-    )
+    decide_series(db, NightQuestion(series, NIGHT, "main", ("main", "rebase")), load_policy())
     db.commit()
     stacks = {
         r["branch"]: r["stack"]["vllm"]

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 
 from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
 from omni_tasks.config import reset_settings
+from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.decide import decide_series
 from omni_tasks.jobs.nightly import refresh_outputs
@@ -71,12 +72,7 @@ def _content(db, key: str) -> str:  # type: ignore[no-untyped-def]
 
 def _gate(db) -> list[str]:  # type: ignore[no-untyped-def]
     out = decide_series(
-        db,
-        Series("seed_tts_en"),
-        NIGHT,
-        load_policy(),
-        baseline_branch="main",
-        expect=("main", "rebase"),
+        db, NightQuestion(Series("seed_tts_en"), NIGHT, "main", ("main", "rebase")), load_policy()
     )
     return [d.verdict for d in out.decisions]
 
