@@ -148,7 +148,7 @@ def test_a_fleet_night_decides_each_series_on_its_own(db, results_dsn, tmp_path:
     series = Series("daily_omni", MINICPM, "rocm-mi300")
     inputs = night_store.load(db, NightQuestion(series, night, "main"), load_policy())
     (d,) = [k for k in inputs.history if k.nightly == night]  # a KeyNight is a StoredDecision
-    assert "daily_omni · MiniCPM-o-4_5 · rocm-mi300" in blocks.headline(_context(d, 0.5))
+    assert "daily_omni · MiniCPM-o-4_5 · lane rocm-mi300" in blocks.headline(_context(d, 0.5))
     keys = {r["alert_key"] for r in db.execute("SELECT alert_key FROM omni.alert")}
     assert f"seed_tts_en|{QWEN}|cuda-h100x2|rebase|main|default|infra" in keys
     assert all(k.split("|")[2] in FLEET["lanes"] for k in keys)  # every key names its lane
