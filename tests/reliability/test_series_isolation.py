@@ -119,8 +119,20 @@ def test_a_lane_whose_server_never_starts_delays_no_other_lanes_alert(
         workers=["default"],
         extra_env=extra,
     ) as c:
-        c.trigger("omni_nightly", RUN, f"{NIGHT}T02:00:00Z", {})
+        # Unpaused and triggered through the REST API: an `airflow` CLI call costs a Python
+        # start with every provider loaded, tens of seconds on a busy two-core machine.
+        c.wait_for_dag("omni_nightly")
         auth = {"Authorization": f"Bearer {c.token()}"}
+        dag = f"{c.api}/api/v2/dags/omni_nightly"
+        r = httpx.patch(dag, headers=auth, json={"is_paused": False}, timeout=30)
+        assert r.status_code == 200, r.text
+        r = httpx.post(
+            f"{dag}/dagRuns",
+            headers=auth,
+            json={"dag_run_id": RUN, "logical_date": f"{NIGHT}T02:00:00Z"},
+            timeout=30,
+        )
+        assert r.status_code in (200, 201), r.text
         deadline, sent, infra, when_reported = time.monotonic() + 600, {}, [], []
         while time.monotonic() < deadline and len(sent) < 2:
             time.sleep(3)
