@@ -3,18 +3,26 @@ form runs the same job)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from omni_tasks.cli import options as opt
-from omni_tasks.cli.common import app, console, json_out, say
+from omni_tasks.cli.common import app, console, fail, json_out, say
+
+if TYPE_CHECKING:
+    from omni_tasks.jobs.bisect import BisectParams
 
 
 @app.command("bisect")
 def bisect_cmd(
     history: Annotated[
-        list[str], typer.Argument(help="Commits, oldest (good) to newest (bad), at least two")
+        list[str],
+        typer.Argument(
+            help="Commits, oldest (good) to newest (bad), at least two; two endpoints in the "
+            "configured repository bisect every commit between them"
+        ),
     ],
     target: Annotated[
         str,
@@ -26,7 +34,13 @@ def bisect_cmd(
     branch: opt.CandidateOpt = "rebase",
     baseline: opt.BaselineOpt = "main",
     variant: opt.VariantOpt = "default",
-    dataset: opt.DatasetOpt = "demo",
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="demo or a dataset root (default: the configured series', else demo)",
+        ),
+    ] = None,
     limit: opt.LimitOpt = None,
     first_bad: Annotated[
         str | None, typer.Option(help="simulator:commit-history only: the planted first bad")
@@ -50,7 +64,7 @@ def bisect_cmd(
     from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
 
     p = opt.validated(
-        BisectParams,
+        _configured(BisectParams),
         "bisect",
         history=history,
         target=target,
@@ -67,6 +81,7 @@ def bisect_cmd(
         alert_id=alert_id,
         **opt.series_fields(benchmark, model, lane, transcript),
     )
+    p = _filled_in(p)
     day = opt.night_or_today(nightly)
     result = opt.on_db(lambda conn: run_bisect(conn, p, day), BenchError)
     if as_json:
@@ -83,3 +98,42 @@ def bisect_cmd(
         return
     say(f"bisect {p.bisect_id}: {result.evaluations} runs stored")
     console.print(summary(p, result), soft_wrap=True)
+
+
+def _configured(build: Callable[..., BisectParams]) -> Callable[..., BisectParams]:
+    """The command's fields over the serving of the configured series they name (its repo,
+    environment, server and grader; OMNI_NIGHTLY_CONFIG), as the bisect DAG's form is: a
+    `vllm-serve` bisect from an alert's Next line serves each commit the nightly's way."""
+    from omni_tasks.deployment.one_series import config_defaults, series_config, with_serving
+
+    def build_configured(**given: Any) -> BisectParams:
+        fields = {k: v for k, v in given.items() if v is not None}  # the model's defaults
+        server = fields.get("server") or {}
+        config = series_config(
+            None, fields.get("benchmark"), fields.get("lane"), server.get("model")
+        )
+        return build(
+            **{**config_defaults("bisect", fields, config), **with_serving(fields, config)}
+        )
+
+    return build_configured
+
+
+def _filled_in(p: BisectParams) -> BisectParams:
+    """Two endpoints (what an alert's Next line gives) are the commits between them, oldest
+    first, read from the configured repository; without one, the two are bisected as given."""
+    from omni_tasks.jobs.auto_bisect import commit_range
+
+    repo = p.commit_repo
+    if len(p.history) != 2 or p.axis != "vllm-omni" or repo is None:
+        return p
+    good, bad = p.history
+    try:
+        commits = commit_range(repo, good, bad)
+    except RuntimeError as exc:  # git's own words: not a repository, an unknown commit
+        fail(f"bisect: {exc}")
+    if commits is None:
+        fail(f"{good[:12]} is not an ancestor of {bad[:12]} in {repo}: give the commits")
+    if len(commits) > 2:
+        say(f"bisecting the {len(commits) - 2} commits between {good[:12]} and {bad[:12]}")
+    return p.model_copy(update={"history": commits})

@@ -117,6 +117,50 @@ def test_the_bisect_command_names_a_daily_omni_culprit(db) -> None:
     }
 
 
+def test_two_endpoints_from_an_alert_bisect_every_commit_of_the_configured_repo(
+    db, tmp_path: Path, monkeypatch
+) -> None:
+    """An alert's Next line gives `omni-tasks bisect GOOD BAD` for its series: the command
+    reads the series' repository from the deployment config, as the bisect DAG's form does,
+    and bisects every commit between the two (here 6), naming the planted one."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from omni_tasks.cli import app
+    from tests.factories import git_repo
+
+    commits = git_repo(tmp_path / "repo", 8, "rebase")
+    config = tmp_path / "nightly.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "benchmark": "daily_omni",
+                "branches": ["main", "rebase"],
+                "baseline": "main",
+                "targets": {"main": "simulator:main", "rebase": "simulator:commit-history"},
+                "repo": str(tmp_path / "repo"),
+            }
+        )
+    )
+    monkeypatch.setenv("OMNI_NIGHTLY_CONFIG", str(config))
+    monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
+    args = ["bisect", commits[0], commits[-1], "--target", "simulator:commit-history"]
+    out = CliRunner().invoke(
+        app,
+        [*args, "--benchmark", "daily_omni", "--first-bad", commits[5], "--json"],
+    )
+    assert out.exit_code == 0, out.output
+    assert "bisecting the 6 commits between" in out.stderr
+    r = json.loads(out.stdout)
+    assert (r["first_bad"], r["last_good"]) == (commits[5], commits[4])
+    # A commit the repository does not hold is refused, naming git's complaint.
+    bad = CliRunner().invoke(
+        app, ["bisect", commits[0], "f" * 40, *args[3:], "--benchmark", "daily_omni"]
+    )
+    assert bad.exit_code == 1 and "bisect:" in bad.output
+
+
 def test_a_summary_only_family_is_refused_before_any_run(db) -> None:
     from typer.testing import CliRunner
 
