@@ -10,14 +10,15 @@ STAMP := $(VENV)/.installed
 
 # uv (the version `make lock` pins) installs the lock: it fetches and unpacks in parallel where
 # pip goes one package at a time (a fresh .venv from an empty cache: about 80 s, plus 70 CPU-s
-# of bytecode over both cores, against pip's 3.5 min). pip is brought up to date beside it, as
-# the tests run it; bytecode is compiled as pip does, so a process that imports through a
-# read-only view of the venv (the sandbox) does not compile each module again.
+# of bytecode over both cores, against pip's 3.5 min). pip upgrades itself as it installs uv
+# (the image tests run the venv's pip with options a fresh venv's pip 23.2 refuses); bytecode
+# is compiled as pip does, so a process that imports through a read-only view of the venv (the
+# sandbox) does not compile each module again.
 UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
-	$(UV_INSTALL) $(TORCH_CPU_SOURCE) -c constraints.txt -e '.[airflow,whisper,speaker,dev]' pip
+	$(BIN)/python -m pip install -q --upgrade pip uv==$(UV_VERSION)
+	$(UV_INSTALL) $(TORCH_CPU_SOURCE) -c constraints.txt -e '.[airflow,whisper,speaker,dev]'
 	$(UV_INSTALL) --no-deps resemblyzer==0.1.4  # pyproject.toml, `speaker`
 	touch $(STAMP)
 

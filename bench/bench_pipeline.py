@@ -117,7 +117,7 @@ def case(conn: Any, grader: Any, utts: list[Any], url: str, label: str) -> dict[
 
     ds = load_dataset("demo")
     req = BenchRequest(target=url, branch="main", commit="c0ffee", nightly=NIGHT, limit=len(utts))
-    cfg = client_config(req, url)
+    cfg = client_config(req, url, ds.lang)
     spec = run_spec(req, ds, len(utts))
 
     def synthesize_and_store(key: str) -> None:

@@ -598,6 +598,21 @@ def test_a_dead_server_is_reported_on_its_first_failed_try(af, db, tmp_path: Pat
         OMNI_GPUS="0,1",
         OMNI_TRUSTED_ROOTS=json.dumps([sys.prefix, str(tmp_path)]),
     )
+    metadata_db = Path(af["AIRFLOW_HOME"]) / "airflow.db"  # shared by this worker's tests
+
+    def run_branch_tries() -> set[tuple[str, str, int]]:
+        metadata = sqlite3.connect(metadata_db)
+        try:
+            return set(
+                metadata.execute(
+                    "SELECT run_id, state, try_number FROM task_instance "
+                    "WHERE task_id = 'run_branch' AND map_index = 1"
+                ).fetchall()
+            )
+        finally:
+            metadata.close()
+
+    earlier = {run_id for run_id, _, _ in run_branch_tries()}  # other tests' nights
     log = tmp_path / "dags-test.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -618,12 +633,7 @@ def test_a_dead_server_is_reported_on_its_first_failed_try(af, db, tmp_path: Pat
                 ("%|task|omni_nightly|%",),
             ).fetchall()
             db.commit()
-        metadata = sqlite3.connect(Path(af["AIRFLOW_HOME"]) / "airflow.db")
-        states = metadata.execute(
-            "SELECT state, try_number FROM task_instance WHERE task_id = 'run_branch' "
-            "AND map_index = 1"
-        ).fetchall()
-        metadata.close()
+        states = [(st, n) for run_id, st, n in run_branch_tries() if run_id not in earlier]
     finally:  # nothing runs while a retry waits (dags test would wait it out on SIGTERM)
         proc.kill()
         proc.wait(timeout=30)
