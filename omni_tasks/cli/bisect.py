@@ -34,13 +34,7 @@ def bisect_cmd(
     branch: opt.CandidateOpt = "rebase",
     baseline: opt.BaselineOpt = "main",
     variant: opt.VariantOpt = "default",
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR",
-            help="demo or a dataset root (default: the configured series', else demo)",
-        ),
-    ] = None,
+    dataset: opt.SeriesDatasetOpt = None,
     limit: opt.LimitOpt = None,
     first_bad: Annotated[
         str | None, typer.Option(help="simulator:commit-history only: the planted first bad")

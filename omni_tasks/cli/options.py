@@ -48,6 +48,9 @@ CandidateOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The candidate
 BaselineOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The baseline branch")]
 VariantOpt = Annotated[str, typer.Option(metavar="VARIANT", help="Variant")]
 DatasetOpt = Annotated[str, typer.Option(metavar="DIR", help="demo or the series' dataset root")]
+SeriesDatasetOpt = Annotated[
+    str | None, typer.Option(metavar="DIR", help="demo or a root (default: the configured series')")
+]
 LimitOpt = Annotated[int | None, typer.Option(help="Only the first N items")]
 NightlyOpt = Annotated[
     str | None,
