@@ -572,6 +572,18 @@ def test_a_dead_target_costs_its_branch_not_the_night(af, db, tmp_path: Path) ->
     assert escape("(target http://127.0.0.1:1)") in text and "connection failed" in text
 
 
+def _night_in_background(env: dict[str, str], night: str, log: Path) -> subprocess.Popen[bytes]:
+    """`airflow dags test omni_nightly NIGHT` left running, its output in `log`: for a test that
+    looks at the night while it runs and stops it."""
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [str(REPO / ".venv/bin/airflow"), "dags", "test", "omni_nightly", night],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
 def test_a_dead_server_is_reported_on_its_first_failed_try(af, db, tmp_path: Path) -> None:
     """rebase's launched server crashes at start: while its task waits out its retry delay
     (5 minutes: the night is stopped then), the first failed try's INFRA alert is already in
@@ -614,13 +626,7 @@ def test_a_dead_server_is_reported_on_its_first_failed_try(af, db, tmp_path: Pat
 
     earlier = {run_id for run_id, _, _ in run_branch_tries()}  # other tests' nights
     log = tmp_path / "dags-test.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(REPO / ".venv/bin/airflow"), "dags", "test", "omni_nightly", "2026-11-28"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    proc = _night_in_background(env, "2026-11-28", log)
     deadline, rows = time.monotonic() + 240, []
     try:
         while not rows:
@@ -661,13 +667,7 @@ def test_sigterm_stops_a_running_night_and_its_alert_still_goes_out(af, db, tmp_
     }  # real audio and ASR on 100 clips a branch: a night long enough to interrupt
     env = _with_config(af, tmp_path, config)
     log = tmp_path / "dags-test.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(REPO / ".venv/bin/airflow"), "dags", "test", "omni_nightly", "2026-11-27"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    proc = _night_in_background(env, "2026-11-27", log)
     deadline = time.monotonic() + 120
     while "synthesizing" not in log.read_text() and "run_branch" not in log.read_text():
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
