@@ -1,0 +1,142 @@
+"""History-aware evidence (pure): tonight's candidate against the baseline's per-item history
+instead of tonight's one baseline draw, the over-dispersion φ of run-level noise, and a
+restart-free CUSUM of the nightly z.
+
+Tonight's baseline is one noisy draw of a branch that runs every night. Against the mean of
+its last K nights the null variance of Δ̂ falls from 2V to about V(1/c + 1/K) (V = Σ p(1 − p),
+c candidate nights), so one night with history is worth about two nights of McNemar.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scipy.stats import norm
+
+ItemNights = Mapping[str, Sequence[tuple[dt.date, bool]]]  # item → (night, broken), oldest first
+
+
+@dataclass(frozen=True)
+class BaselineWindow:
+    """The baseline nights the history rests on (oldest first, tonight's included), each
+    item's broken share over them, each night's broken total, and why the window was refused
+    (None: it is used)."""
+
+    nights: tuple[dt.date, ...]
+    rates: dict[str, float]
+    totals: tuple[int, ...]
+    refused: str | None = None
+
+    @property
+    def variance(self) -> float:
+        """V = Σ p(1 − p) over the items: one night's null variance of the broken count."""
+        return sum(p * (1 - p) for p in self.rates.values())
+
+
+def baseline_window(
+    items: ItemNights, tonight: Mapping[str, bool], *, nights: int, drift_p: float, phi: float = 1.0
+) -> BaselineWindow:
+    """The last `nights` baseline nights with tonight's draw added, over the items tonight has.
+    Refused when the two halves' broken totals differ by more than run-level noise explains
+    (two-sided p < drift_p, the variance widened by φ): the baseline moved inside the window,
+    so its mean is not tonight's baseline."""
+    dates = sorted({d for rows in items.values() for d, _ in rows})[-nights:]
+    keep = set(dates)
+    counts: dict[str, list[int]] = {u: [0, 0] for u in tonight}  # broken, observed
+    per_night = dict.fromkeys(dates, 0)
+    for utt, rows in items.items():
+        if utt not in counts:
+            continue
+        for d, broken in rows:
+            if d in keep:
+                counts[utt][0] += broken
+                counts[utt][1] += 1
+                per_night[d] += broken
+    for utt, broken in tonight.items():
+        counts[utt][0] += broken
+        counts[utt][1] += 1
+    rates = {u: b / n for u, (b, n) in counts.items()}
+    totals = (*(per_night[d] for d in dates), sum(tonight.values()))
+    window = BaselineWindow(tuple(dates), rates, totals)
+    return BaselineWindow(window.nights, rates, totals, _drift(window, phi, drift_p))
+
+
+def _drift(window: BaselineWindow, phi: float, drift_p: float) -> str | None:
+    totals = window.totals
+    if len(totals) < 4:
+        return f"{len(totals)} baseline nights on record, fewer than 4"
+    half = len(totals) // 2
+    old, new = totals[:half], totals[half:]
+    diff = sum(new) / len(new) - sum(old) / len(old)
+    sd = math.sqrt(max(phi, 1.0) * window.variance * (1 / len(old) + 1 / len(new)))
+    p = 2 * float(norm.sf(abs(diff) / sd)) if sd > 0 else (1.0 if diff == 0 else 0.0)
+    if p < drift_p:
+        return (
+            f"the baseline drifted inside its {len(totals)}-night window "
+            f"({sum(old) / len(old):.1f} → {sum(new) / len(new):.1f} broken, p {p:.2g})"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Overdispersion:
+    """φ = var(B_t) / Σ p(1 − p) over a window of nightly totals (floor 1), and how many
+    nights it rests on; with fewer than `min_nights` the prior stands."""
+
+    phi: float
+    nights: int
+    estimated: bool
+
+
+def overdispersion(
+    totals: Sequence[int], variance: float, *, min_nights: int, prior: float = 1.0
+) -> Overdispersion:
+    if len(totals) < max(min_nights, 2) or variance <= 0:
+        return Overdispersion(max(prior, 1.0), len(totals), False)
+    mean = sum(totals) / len(totals)
+    var = sum((t - mean) ** 2 for t in totals) / (len(totals) - 1)
+    return Overdispersion(max(var / variance, 1.0), len(totals), True)
+
+
+@dataclass(frozen=True)
+class HistoryStat:
+    """The candidate's last `candidate_nights` nights against the baseline window's mean:
+    Δ̂ (a share of items) and its z under the null, widened by √φ."""
+
+    n: int
+    delta: float
+    z: float
+    candidate_nights: int
+
+
+def history_z(
+    candidate: Sequence[Mapping[str, bool]], window: BaselineWindow, phi: float = 1.0
+) -> HistoryStat:
+    """`candidate`: per night (newest last), item → broken. Items outside the window are left
+    out; an item a candidate night lacks counts over the nights that have it."""
+    items = [u for u in window.rates if any(u in night for night in candidate)]
+    n, c, k = len(items), len(candidate), len(window.totals)
+    if n == 0 or c == 0:
+        return HistoryStat(0, 0.0, 0.0, c)
+    cand = 0.0
+    for u in items:
+        seen = [night[u] for night in candidate if u in night]
+        cand += sum(seen) / len(seen)
+    base = sum(window.rates[u] for u in items)
+    delta = (cand - base) / n
+    var = sum(window.rates[u] * (1 - window.rates[u]) for u in items) * (1 / c + 1 / k)
+    sd = math.sqrt(max(phi, 1.0) * var) / n
+    z = delta / sd if sd > 0 else (math.inf if delta > 0 else 0.0)
+    return HistoryStat(n, delta, z, c)
+
+
+def cusum(zs: Sequence[float], k: float) -> float:
+    """The one-sided CUSUM of nightly z's with reference value k, restart-free: quiet nights
+    before a step cannot drag it below 0, as they drag a sequential test from a fixed start."""
+    s = 0.0
+    for z in zs:
+        s = max(0.0, s + z - k)
+    return s
