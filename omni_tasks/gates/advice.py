@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 from scipy.stats import chi2, genpareto
 from scipy.stats import t as student_t
 
@@ -386,8 +387,8 @@ class BrokenValues:
         if start is None:
             return cls(values, 0.0)
         over = values > start
-        shape, _, scale = genpareto.fit(values[over] - start, floc=0)
-        return cls(values[~over], float(over.mean()), start, float(shape), float(scale))
+        shape, scale = fit_gpd(values[over] - start)
+        return cls(values[~over], float(over.mean()), start, shape, scale)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         # A pool of exceedances only leaves no body: each draw is then the tail's.
@@ -399,21 +400,47 @@ class BrokenValues:
         return out
 
 
+def fit_gpd(x: np.ndarray) -> tuple[float, float]:
+    """Maximum-likelihood generalized Pareto (shape, scale) of exceedances `x` > 0, by the
+    profile likelihood in θ = shape / scale (Grimshaw 1993): for each θ the shape's estimate is
+    mean(log(1 + θx)), so the search is one-dimensional, on a grid then refined; scipy's
+    generic `genpareto.fit` took 0.24 s a fit, 23 fits an advice."""
+    n, top, mean = len(x), float(x.max()), float(x.mean())
+
+    def profile(theta: np.ndarray) -> np.ndarray:
+        shape = np.log1p(np.outer(theta, x)).mean(axis=1)
+        return -n * np.log(shape / theta) - n * (1 + shape)
+
+    # θ from just above -1/max (the support's end) to far positive; 0 (the exponential) apart.
+    grid = np.concatenate(
+        [-(1 - np.geomspace(1e-6, 1 - 1e-6, 200)) / top, np.geomspace(1e-6, 1e3, 300) / mean]
+    )
+    best = grid[int(np.argmax(profile(grid)))]
+    i = int(np.searchsorted(grid, best))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    theta = minimize_scalar(
+        lambda t: -float(profile(np.array([t]))[0]), bounds=(lo, hi), method="bounded"
+    ).x
+    shape = float(np.log1p(theta * x).mean())
+    if -n * math.log(mean) - n > float(profile(np.array([theta]))[0]):
+        return 0.0, mean  # the exponential (θ → 0) fits better than any θ on the grid
+    return shape, shape / float(theta)
+
+
 def tail_start(values: np.ndarray) -> float | None:
-    """Where the fitted tail starts among broken `values`: the runaways' 85th percentile (the
-    80th when that reaches TAIL_MIN exceedances and the 85th does not); None when there is no
-    tail to fit (no runaways, or the top ones tied at a cap)."""
+    """Where the fitted tail starts among broken `values`: below the runaways' top 15 % (20 %
+    when that reaches TAIL_MIN and 15 % does not), and below every value tied with them;
+    None when there is no tail to fit (no runaways, or the top ones one value: a cap)."""
     runaways = np.sort(values[values > RUNAWAY])
     if len(runaways) == 0:
         return None
-    k = max(
-        round(TAIL_FRACTION * len(runaways)),
-        min(TAIL_MIN, round(TAIL_FRACTION_MAX * len(runaways))),
-    )
-    start = float(runaways[-k - 1]) if k < len(runaways) else RUNAWAY
-    if not (runaways > start).any():
+    n = len(runaways)
+    k = max(round(TAIL_FRACTION * n), min(TAIL_MIN, round(TAIL_FRACTION_MAX * n)), 1)
+    first = runaways[-min(k, n)]  # the smallest of the top k
+    if first == runaways[-1]:
         return None  # the top runaways are one value: a length cap, drawn as seen
-    return start
+    below = runaways[runaways < first]
+    return float(below[-1]) if len(below) else RUNAWAY
 
 
 class TailTooThin(CannotAdvise):

@@ -15,7 +15,7 @@ import psycopg
 from omni_tasks import benchmarks
 from omni_tasks.analysis.noise import calibrate
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.gates.advice import GateAdvice, Night, TooFewNights, advise
+from omni_tasks.gates.advice import CannotAdvise, GateAdvice, Night, advise
 from omni_tasks.gates.references import Reference
 from omni_tasks.gates.table import UpstreamGate, gates_of
 from omni_tasks.jobs.statistics import load_graded_run
@@ -36,7 +36,8 @@ USABLE = ("complete", "summary_only")
 
 
 class NoHistory(ValueError):
-    """Too few stored nights to advise on; the message says what is there."""
+    """No advice from the stored nights (too few of them, or a runaway tail too thin to fit);
+    the message says why."""
 
 
 def default_gate(series: Series) -> UpstreamGate | None:
@@ -123,7 +124,7 @@ def advise_series(
             draws=draws,
             reference=reference,
         )
-    except TooFewNights as exc:  # any other error is a bug, never "no history"
+    except CannotAdvise as exc:  # too few nights, or a tail too thin: any other is a bug
         raise NoHistory(f"{series.label} on {branch}: {exc}") from None
     if len(clip_runs) >= 2 and len(clip_runs) == len(nights):
         cal = calibrate(clip_runs, tau, policy.alpha)

@@ -2,13 +2,15 @@
 nights of one commit from a clip-level model (a stochastic hard set, heavy-tailed runaways)
 give a false-fail chance for upstream's mean-WER ≤ 0.35 gate and a 1-in-50 threshold whose
 intervals hold the model's own values; a multiple-choice series gets the same advice from its
-per-question rows; `--markdown` is a PR description with the figures."""
+per-question rows; `--markdown` is a PR description with the figures; a runaway tail too thin
+to fit gets no advice, and says why."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -29,15 +31,19 @@ from tests.factories import write_json
 runner = CliRunner()
 D0 = dt.date(2026, 10, 1)
 COMMIT = "a1" * 20
+# Enough runaways (WER past 1) in twenty nights to fit their tail: about 230.
 MODEL = ClipModel(
     n=240,
-    hard=30,
+    hard=80,
     hard_rate=(0.3, 0.7),
-    runaway_alpha=1.6,
-    runaway_share=0.25,
-    runaway_scale=6,
+    runaway_alpha=2.5,
+    runaway_share=0.5,
+    runaway_scale=4,
     seed=11,
 )
+QUIET = replace(MODEL, runaway_share=0.0)  # no runaways: short histories with no tail to fit
+# Heavy runaways, but about four a night: too few past the tail's start to fit it.
+THIN = replace(MODEL, hard=30, runaway_alpha=1.6, runaway_share=0.25, runaway_scale=6)
 
 
 def import_nights(db: Any, tmp: Path, model: ClipModel, nights: int, seed: int) -> None:
@@ -88,10 +94,31 @@ def test_the_advice_holds_the_simulations_truth(db, tmp_path: Path) -> None:
     assert "as a TensorRT-LLM reference: α 2.0 %, β 20.0 %" in text and "n 240 →" in text
 
 
+def test_a_tail_too_thin_to_fit_is_refused_with_its_counts(db, tmp_path: Path) -> None:
+    """Six nights of heavy runaways, about four a night: no advice, and the reason names the
+    runaways past the tail's start against the thirty a fit needs; the nightly stores none."""
+    from omni_tasks.deployment.schema import NightlyParams
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.gate_advice import record_night
+
+    import_nights(db, tmp_path, THIN, 6, seed=3)
+    errors = THIN.errors(np.random.default_rng(3), 6) / THIN.layout()[0]
+    runaways = int((errors > 1.0).sum())  # what was imported, counted here
+    out = runner.invoke(app, ["gates", "advise", "--benchmark", "seed_tts_en", "--json"])
+    assert out.exit_code == 1 and "the runaway tail is too thin to fit" in out.output
+    assert f"of {runaways} runaways (WER past 1)" in out.output and "a fit needs 30" in out.output
+    assert (
+        record_night(
+            db, NightlyParams(benchmark="seed_tts_en"), D0 + dt.timedelta(days=5), load_policy()
+        )
+        == 0
+    )
+
+
 def test_a_gate_below_the_usual_figure_never_passes_and_says_it_protects_nothing(
     db, tmp_path: Path
 ) -> None:
-    import_nights(db, tmp_path, MODEL, 8, seed=6)
+    import_nights(db, tmp_path, QUIET, 8, seed=6)
     (a,) = json.loads(advise("--threshold", "0.01", "--json").stdout)
     assert a["p_fail"] > 0.99 and a["history"]["never_passed"]
     assert a["history"]["current_streak"] == 8 and a["detectable_shift"] < 0
@@ -101,7 +128,7 @@ def test_a_gate_below_the_usual_figure_never_passes_and_says_it_protects_nothing
 def test_a_reference_this_history_prints_is_then_judged_for_its_sku_and_protocol(
     db, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import_nights(db, tmp_path, MODEL, 8, seed=7)
+    import_nights(db, tmp_path, QUIET, 8, seed=7)
     empty = tmp_path / "references.yaml"
     empty.write_text("version: 1\nsuites: {}\n")
     monkeypatch.setenv("OMNI_GATE_REFERENCES", str(empty))
@@ -180,7 +207,7 @@ def test_a_multiple_choice_series_is_advised_from_its_questions(db, tmp_path: Pa
 
 
 def test_a_lanes_config_gate_replaces_the_tables(db, tmp_path: Path) -> None:
-    import_nights(db, tmp_path, MODEL, 6, seed=8)
+    import_nights(db, tmp_path, QUIET, 6, seed=8)
     config = tmp_path / "fleet.yaml"
     config.write_text(
         "version: 2\nlanes: {default: {queue: gpu, pool: gpu}}\nseries:\n"
@@ -214,7 +241,7 @@ def test_the_nightly_stores_the_advice_and_the_report_shows_it(db, tmp_path: Pat
     from omni_tasks.reports.html import nightly_report
     from omni_tasks.series import Series
 
-    import_nights(db, tmp_path, MODEL, 6, seed=9)
+    import_nights(db, tmp_path, QUIET, 6, seed=9)
     last = D0 + dt.timedelta(days=5)
     params = NightlyParams(benchmark="seed_tts_en")
     assert record_night(db, params, D0 + dt.timedelta(days=1), load_policy()) == 0  # 2 nights
@@ -234,7 +261,7 @@ def test_the_nightly_advice_reads_a_bounded_window_of_history(db, tmp_path: Path
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.jobs.gate_advice import NIGHTLY_WINDOW_DAYS, record_night
 
-    import_nights(db, tmp_path, MODEL, 8, seed=9)
+    import_nights(db, tmp_path, QUIET, 8, seed=9)
     params = NightlyParams(benchmark="seed_tts_en")
     late = D0 + dt.timedelta(days=1 + NIGHTLY_WINDOW_DAYS)  # two nights have left the window
     assert record_night(db, params, late, load_policy()) == 1
