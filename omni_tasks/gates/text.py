@@ -9,9 +9,9 @@ from omni_tasks.gates.advice import GateAdvice
 METHOD = (
     "Each night with nothing changed is simulated by drawing every item's outcome from its own "
     "outcomes over the stored nights (a broken one's value from all broken items' values, with "
-    "a fitted tail past WER 1, so a runaway can recur on any item and exceed the largest seen) "
-    "and taking upstream's figure over them; the intervals come from refitting with each night "
-    "left out (the jackknife)."
+    "a tail fitted to the top runaways, so a runaway can recur on any item and exceed the "
+    "largest seen) and taking upstream's figure over them; the intervals come from refitting "
+    "with each night left out (the jackknife)."
 )
 METHOD_SUMMARY = (
     "Each night with nothing changed is drawn from a normal model of the stored nightly figures "

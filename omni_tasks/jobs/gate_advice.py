@@ -158,7 +158,8 @@ def record_night(
 ) -> int:
     """The nightly's gate advice for one series: each of its upstream gates judged on its
     baseline branch's stored nights up to `nightly`, stored for the report and the dashboard
-    panel; a series with too few nights gets none. Returns how many gates were advised."""
+    panel; a series with too few nights, or a runaway tail too thin to fit, gets none.
+    Returns how many gates were advised."""
     stored = 0
     for gate in gates_of(params.series, params.upstream_gates()):
         try:
