@@ -15,7 +15,7 @@ really has. The baseline, on the same histories, is the nightly-figures-only mod
 summary-only series gets): its figures beside, its time as a ratio.
 
     .venv/bin/python bench/bench_gate_advice.py [--histories 50] [--nights 20] [--clips 1088]
-        [--jobs 2]
+        [--jobs 2] [--draws 1000]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from artifacts import ClipModel
 
 from omni_tasks.gates.advice import CannotAdvise, Night, advise
 from omni_tasks.gates.table import Threshold, UpstreamGate
+from omni_tasks.jobs.gate_advice import NIGHTLY_DRAWS
 
 TARGET = 0.02
 AT = 0.92  # the gate: where the truth fails 8 % of nights (the audit's 8.2 %)
@@ -67,7 +68,7 @@ def sized(model: ClipModel | RunawayMixture, clips: int) -> ClipModel | RunawayM
     )
 
 
-def calibrate(name: str, histories: int, nights: int, clips: int) -> dict[str, Any]:
+def calibrate(name: str, histories: int, nights: int, clips: int, draws: int) -> dict[str, Any]:
     """One generator's truth and the advisor's coverage of it over `histories` histories."""
     model = sized(MODELS[name], clips)
     words, _ = model.layout()
@@ -93,7 +94,9 @@ def calibrate(name: str, histories: int, nights: int, clips: int) -> dict[str, A
         for method, history in (("items", by_items), ("figures", by_figures)):
             t0 = time.perf_counter()
             try:
-                a = advise(history, gate, target=TARGET, broken=lambda v: v > 0.5, seed=h)
+                a = advise(
+                    history, gate, target=TARGET, broken=lambda v: v > 0.5, draws=draws, seed=h
+                )
             except CannotAdvise as exc:
                 refused.append(str(exc))
                 continue
@@ -140,11 +143,14 @@ def main() -> None:
     ap.add_argument("--nights", type=int, default=20)
     ap.add_argument("--clips", type=int, default=1088)
     ap.add_argument("--jobs", type=int, default=2, help="generators calibrated at once")
+    ap.add_argument(
+        "--draws", type=int, default=NIGHTLY_DRAWS, help="synthetic nights a fit (the nightly's)"
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
     args = ap.parse_args()
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = {
-            name: pool.submit(calibrate, name, args.histories, args.nights, args.clips)
+            name: pool.submit(calibrate, name, args.histories, args.nights, args.clips, args.draws)
             for name in MODELS
         }
         rows = {name: f.result() for name, f in futures.items()}
@@ -153,6 +159,7 @@ def main() -> None:
         "clips": args.clips,
         "histories": args.histories,
         "target": TARGET,
+        "draws": args.draws,
         "gate_at_true_false_fail": 1 - AT,
         "models": rows,
     }
