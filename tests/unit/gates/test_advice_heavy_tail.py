@@ -89,7 +89,10 @@ def test_a_runaway_seen_on_one_clip_can_recur_on_any_clip_that_breaks() -> None:
         )
         nights.append(
             Night(
-                dt.date(2026, 11, 1) + dt.timedelta(days=i), "c", sum(values.values()) / 10, values
+                dt.date(2026, 11, 1) + dt.timedelta(days=i),
+                "c",
+                sum(values.values()) / 10,
+                {**values},  # a new dict typed as Night's (values may be None there)
             )
         )
     gate = UpstreamGate("seed_tts_en", "m", "mean_wer", "<=", (Threshold(6.0),))
