@@ -19,7 +19,6 @@ commit, as analysis/bisect.py's `bisect_range` moves them.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -75,7 +74,9 @@ def change_night(flags: Sequence[bool], policy: LedgerPolicy, *, down: bool) -> 
         if down
         else (policy.min_before, n - policy.min_nights)
     )
-    if hi < lo or k == 0:
+    # The chronic side's best case is every broken night on it, over as few nights as allowed:
+    # an item that could not be chronic even so needs no test (most items, and cheaply).
+    if hi < lo or k == 0 or not is_chronic(k, max(k, policy.min_nights), policy):
         return None
     splits = np.arange(lo, hi + 1)
     before = np.cumsum(np.asarray(flags, dtype=int))[splits - 1]
@@ -135,8 +136,11 @@ def classify(
 
 def _dominant(values: Sequence[str | None]) -> str | None:
     """The most common value (the first seen on a tie); None when none is known."""
-    counts = Counter(v for v in values if v is not None)
-    return counts.most_common(1)[0][0] if counts else None
+    counts: dict[str, int] = {}
+    for v in values:
+        if v is not None:
+            counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 # A choice item's broken night: the answer was wrong (it has no transcript to diagnose).
