@@ -1,0 +1,5 @@
+-- Each decision keeps its history-aware evidence (issue 65): tonight's candidate against the
+-- baseline's per-item history {"z", "delta", "n", "nights", "refused", "phi", "phi_nights"},
+-- so the accumulating detector over a key's nights reads stored z's, never item rows again.
+-- NULL: decided before it was kept, or a pair with no history (INFRA, a non-default baseline).
+ALTER TABLE omni.gate_decision ADD COLUMN history jsonb;
