@@ -60,7 +60,9 @@ def graded(run_id: int, branch: str, broken: set[int]) -> tuple[NightlyRun, Grad
     row = NightlyRun(
         run_id=run_id,
         run_key=key,
-        **SERIES.args(),
+        benchmark=SERIES.benchmark,
+        model=SERIES.model,
+        lane=SERIES.lane,
         branch=branch,
         variant="default",
         seed=None,
@@ -95,7 +97,9 @@ def prior(days_before: int, z: float) -> KeyNight:
     pool of McNemar counts confirms), and a stored history z of `z` at Δ̂ 4 points."""
     return KeyNight(
         decision_id=10 + days_before,
-        **SERIES.args(),
+        benchmark=SERIES.benchmark,
+        model=SERIES.model,
+        lane=SERIES.lane,
         policy_version=POLICY.policy_version,
         nightly=TONIGHT - dt.timedelta(days=days_before),
         candidate_branch="rebase",
