@@ -1,6 +1,6 @@
 """The history evidence through the real store: `load` reads the baseline's nightly broken
 totals (from stored statistics) and the key's stored history objects, and `write` keeps each
-decision's history object, which the next night reads back."""
+decision's history object, which the next night reads back and the report shows."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from omni_tasks import night
 from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.gates.policy import load_policy
+from omni_tasks.reports.html import nightly_report
 from omni_tasks.series import Series
 from omni_tasks.store import night as store
 from tests.factories import D0, SAME, save_night, store_night
@@ -57,3 +58,7 @@ def test_load_reads_totals_and_history_and_write_stores_the_history(
     assert row.decision.history is not None
     assert written["history"] == row.decision.history.to_json()
     assert any(r.startswith("run-level noise φ") for r in written["reasons"])
+    # The report shows φ and its window with the decision.
+    page = nightly_report(db, SERIES, tonight, policy.primary_tau)
+    assert "run-level noise φ" in page
+    assert f"{written['history']['phi']:.2f} (6 nights)" in page
