@@ -75,7 +75,7 @@ def reasons(h: DecisionHistory | None) -> list[str]:
         return []
     if h.phi_nights < PHI_MIN_NIGHTS:
         noise = (
-            f"run-level noise φ {h.phi:.2f} assumed: {h.phi_nights} nights of baseline "
+            f"run-level noise φ {h.phi:.2f} assumed: {_nights(h.phi_nights)} of baseline "
             f"totals on record, fewer than {PHI_MIN_NIGHTS}"
         )
     else:
@@ -90,6 +90,10 @@ def reasons(h: DecisionHistory | None) -> list[str]:
         f"history evidence: Δ̂ {h.delta * 100:+.2f} points over {h.n} items against "
         f"{h.nights} baseline nights, z {h.z:.2f}",
     ]
+
+
+def _nights(n: int) -> str:
+    return f"{n} night" if n == 1 else f"{n} nights"
 
 
 def phi(k: KeyNight) -> float:
