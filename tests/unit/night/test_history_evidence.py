@@ -175,6 +175,18 @@ def test_the_history_confirms_a_night_mcnemar_alone_does_not() -> None:
     assert any(r.startswith("history evidence refused: ") for r in alone.reasons)
 
 
+def test_the_key_s_stored_z_accumulate_where_one_night_is_not_enough() -> None:
+    # 70 : 40 is REGRESSED (p ≈ 3e-3); against the history its 30 extra items are z ≈ 4,
+    # under the one-night bar (p 1e-5: z 4.26). Eight earlier nights' stored z of 3.5 carry
+    # the detector over its threshold; without them the same night stays unconfirmed.
+    earlier = tuple(prior(d, 3.5) for d in range(8, 0, -1))
+    d = tonight(inputs(30, history=earlier)).decision
+    assert d.history is not None and 3.5 < d.history.z < 4.26
+    assert d.verdict == "REGRESSED" and d.confirmed
+    assert any(r.startswith("confirmed by the history: CUSUM") for r in d.reasons)
+    assert not tonight(inputs(30)).decision.confirmed
+
+
 def test_a_drifted_window_is_refused_with_its_reason() -> None:
     # The hard set broke at .2 for seven nights, then at .6: 40 → 120 a night.
     drifted = item_history(
