@@ -3,6 +3,11 @@ simulation over the real decision code, at full size (issues 18, 32 and 45).
 
     .venv/bin/python bench/bench_statistics_sim.py [--nights 4000000] [--histories 3000]
         [--group-nights 200000] [--series 1000]
+    .venv/bin/python bench/bench_statistics_sim.py --clip-model bench/clip_models/greedy.py
+        --json OUT.json [--quick] [--n 544]
+
+With `--clip-model` only that model's figures are computed (bench/clip_model_sim.py: the
+item model as a plug-in, issue 65) and written to `--json` as one object.
 
 Every rate is simulated on a named clip model (bench/simlib.py: `SEED_TTS`,
 ψ ≈ .063, and `MULTIPLE_CHOICE`, ψ ≈ .17), with its 95 % Monte-Carlo bound where it is rare.
@@ -31,6 +36,7 @@ import math
 import time
 from pathlib import Path
 
+import clip_model_sim
 from scipy.stats import beta
 from simlib import (
     HELD_OUT,
@@ -47,6 +53,7 @@ from simlib import (
     range_misses,
 )
 
+from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.gates.policy import load_policy
 
 RESULTS = Path(__file__).parent / "results" / "statistics_sim.json"
@@ -86,8 +93,22 @@ def main() -> None:
     ap.add_argument("--group-nights", type=int, default=200_000)
     ap.add_argument("--series", type=int, default=1000)
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the figures go")
+    ap.add_argument("--clip-model", type=Path, help="a plug-in item model (clip_model_sim.py)")
+    ap.add_argument("--json", type=Path, help="with --clip-model: where its figures go")
+    ap.add_argument("--quick", action="store_true", help="with --clip-model: a smoke size")
+    ap.add_argument("--n", type=int, help="with --clip-model: override the model's N")
+    ap.add_argument("--workers", type=int, default=2, help="with --clip-model: processes")
+    ap.add_argument(
+        "--rerun-budget",
+        type=float,
+        default=clip_model_sim.RERUN_BUDGET,
+        help="with --clip-model: full runs one same-morning re-run may spend",
+    )
     args = ap.parse_args()
     policy = load_policy()
+    if args.clip_model is not None:
+        _clip_model(args, policy)
+        return
     out: dict[str, object] = {}
     t0 = time.perf_counter()
     for share in (0.0, 0.5):
@@ -275,6 +296,22 @@ def main() -> None:
     args.results.parent.mkdir(exist_ok=True)
     args.results.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.results} ({out['seconds']} s)")
+
+
+def _clip_model(args: argparse.Namespace, policy: GatePolicy) -> None:
+    t0 = time.perf_counter()
+    figures = clip_model_sim.run(
+        clip_model_sim.load(args.clip_model, args.n),
+        policy,
+        args.quick,
+        workers=args.workers,
+        budget=args.rerun_budget,
+    )
+    figures["seconds"] = round(time.perf_counter() - t0, 1)
+    text = json.dumps(figures, indent=2) + "\n"
+    if args.json is not None:
+        args.json.write_text(text)
+    print(text + f"wrote {args.json or 'stdout'} ({figures['seconds']} s)")
 
 
 if __name__ == "__main__":

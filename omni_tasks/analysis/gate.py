@@ -4,9 +4,12 @@ and confirmation over a key's nightly series."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+from scipy.stats import norm
 
 from omni_tasks.analysis.intervals import holm, mcnemar_exact
 from omni_tasks.analysis.noise import mde
@@ -118,6 +121,9 @@ class SeriesPoint:
     # A run-group night is decided by a permutation test and stores no paired table, so the
     # pooling rule skips it (it still counts as a consecutive REGRESSED night).
     paired: bool = True
+    # The run-level noise φ its confirmation z is widened by (√φ, floor 1): a night's items do
+    # not break independently when a run's hard set moves as one (issue 65).
+    phi: float = 1.0
 
 
 def consecutive(earlier: dt.date, later: dt.date, policy: GatePolicy) -> bool:
@@ -155,7 +161,7 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
                 (
                     point.paired
                     and point.p_regress_holm is not None
-                    and point.p_regress_holm < policy.confirm_p
+                    and widened(point.p_regress_holm, point.phi) < policy.confirm_p
                 )
                 or (
                     prev is not None
@@ -165,6 +171,14 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
                 or _pooled_confirms(streak, policy)
             )
     return confirmed
+
+
+def widened(p: float, phi: float) -> float:
+    """A one-sided p with its z widened by √φ (floor 1): what it would be under run-level
+    noise φ times the independent items' variance."""
+    if phi <= 1.0:
+        return p
+    return float(norm.sf(norm.isf(p) / math.sqrt(phi)))
 
 
 def _pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
@@ -186,7 +200,8 @@ def _pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
         p, _ = mcnemar_exact(reg, imp)
         # Not `alpha`: Δ ≥ min_effect binds only at ~1,000 items, so at 300 the pooled rule
         # would confirm A/A noise 13× as often as the goal (bench_statistics_sim, by size).
-        if min(1.0, p * newest.m) < policy.confirm_pool_p / pools and at_least(
+        p = widened(min(1.0, p * newest.m), newest.phi)
+        if p < policy.confirm_pool_p / pools and at_least(
             Fraction(reg - imp, n), policy.min_effect
         ):
             return True

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from scipy.stats import norm
 
+from omni_tasks.analysis.policy import GatePolicy
+
 ItemNights = Mapping[str, Sequence[tuple[dt.date, bool]]]  # item → (night, broken), oldest first
 
 
@@ -33,7 +35,14 @@ class BaselineWindow:
     @property
     def variance(self) -> float:
         """V = Σ p(1 − p) over the items: one night's null variance of the broken count."""
-        return sum(p * (1 - p) for p in self.rates.values())
+        return _unbiased(sum(p * (1 - p) for p in self.rates.values()), len(self.totals))
+
+
+def _unbiased(v: float, k: int) -> float:
+    """Σ r(1 − r) over rates r of k nights estimates Σ p(1 − p) low by the factor (k − 1)/k:
+    an item broken on none of 15 nights still breaks sometimes (72 % of seed-TTS' easy items
+    at p .0216)."""
+    return v * k / (k - 1) if k > 1 else v
 
 
 def baseline_window(
@@ -127,7 +136,9 @@ def history_z(
         cand += sum(seen) / len(seen)
     base = sum(window.rates[u] for u in items)
     delta = (cand - base) / n
-    var = sum(window.rates[u] * (1 - window.rates[u]) for u in items) * (1 / c + 1 / k)
+    var = _unbiased(sum(window.rates[u] * (1 - window.rates[u]) for u in items), k) * (
+        1 / c + 1 / k
+    )
     sd = math.sqrt(max(phi, 1.0) * var) / n
     z = delta / sd if sd > 0 else (math.inf if delta > 0 else 0.0)
     return HistoryStat(n, delta, z, c)
@@ -136,7 +147,49 @@ def history_z(
 def cusum(zs: Sequence[float], k: float) -> float:
     """The one-sided CUSUM of nightly z's with reference value k, restart-free: quiet nights
     before a step cannot drag it below 0, as they drag a sequential test from a fixed start."""
-    s = 0.0
+    return _excursion(zs, k)[0]
+
+
+def _excursion(zs: Sequence[float], k: float) -> tuple[float, int]:
+    """The CUSUM and how many nights its current excursion spans (the nights since it last
+    sat at 0): where a step most likely began."""
+    s, run = 0.0, 0
     for z in zs:
         s = max(0.0, s + z - k)
-    return s
+        run = run + 1 if s > 0 else 0
+    return s, run
+
+
+def confirms(nights: Sequence[HistoryStat], policy: GatePolicy) -> str | None:
+    """Why the history path confirms the newest of a key's consecutive nights (oldest first,
+    each night's history z of one candidate night), else None:
+
+    - tonight's z alone at one-sided p `history_p`, with Δ̂ ≥ min_effect; or
+    - the CUSUM of the nights' z (reference `cusum_k`) at `cusum_h` or more, with Δ̂ ≥
+      min_effect tonight or pooled over the last nights of the CUSUM's excursion (never over
+      the quiet nights before it began, which would drag a step's Δ̂ below the floor).
+
+    Both thresholds are calibrated on simulated A/A nights (bench/bench_statistics_sim.py
+    --clip-model), not set from Lorden's bound: the z's of consecutive nights share most of
+    their baseline window, so they are not independent."""
+    if not nights:
+        return None
+    tonight, floor = nights[-1], policy.min_effect
+    one = float(norm.isf(policy.history_p))
+    if tonight.z >= one and tonight.delta >= floor:
+        return (
+            f"history z {tonight.z:.1f} ≥ {one:.1f} (one-sided p {policy.history_p:g}), "
+            f"Δ̂ {tonight.delta * 100:+.2f} points over {tonight.n} items"
+        )
+    s, run = _excursion([night.z for night in nights], policy.cusum_k)
+    if s < policy.cusum_h:
+        return None
+    pooled = [(sum(x.delta for x in nights[-j:]) / j, j) for j in range(1, max(run, 1) + 1)]
+    delta, j = max(pooled)
+    if delta < floor:
+        return None
+    over = "tonight" if j == 1 else f"the last {j} nights"
+    return (
+        f"CUSUM of the history z {s:.1f} ≥ {policy.cusum_h:g} over {run} nights, Δ̂ "
+        f"{delta * 100:+.2f} points over {tonight.n} items ({over})"
+    )

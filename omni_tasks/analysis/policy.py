@@ -24,6 +24,12 @@ DECISION_FIELDS = {
     "confirm_window_days",
     "confirm_pool_p",
     "confirm_pool_nights",
+    "history_nights",
+    "history_p",
+    "cusum_k",
+    "cusum_h",
+    "drift_p",
+    "phi_nights",
 }
 ADDED_AFTER_LEGACY = {
     "max_same_margin",
@@ -33,6 +39,12 @@ ADDED_AFTER_LEGACY = {
     "confirm_pool_nights",
     "resolve_nights",
     "resolve_confidence",
+    "history_nights",
+    "history_p",
+    "cusum_k",
+    "cusum_h",
+    "drift_p",
+    "phi_nights",
 }
 
 
@@ -81,6 +93,19 @@ class GatePolicy(BaseModel):
     # decision field: it moves no verdict, so the policy version stays.
     resolve_nights: int = Field(default=3, ge=1)
     resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
+    # The history path (analysis/history.py `confirms`): tonight's candidate against the mean
+    # of the baseline's last `history_nights` nights and tonight's, z widened by √φ, φ from
+    # `phi_nights` nightly baseline totals; the window is refused when its halves differ at
+    # two-sided p < `drift_p`. A REGRESSED night confirms when tonight's z alone has one-sided
+    # p < `history_p`, or the restart-free CUSUM of the nights' z (reference `cusum_k`)
+    # reaches `cusum_h`, each with Δ̂ ≥ min_effect. Calibrated on simulated A/A nights (the
+    # shipped YAML says how); decision fields, since they confirm nights.
+    history_nights: int = Field(default=14, ge=3)
+    history_p: float = Field(default=1e-5, gt=0, lt=1)
+    cusum_k: float = Field(default=1.0, ge=0)
+    cusum_h: float = Field(default=8.0, gt=0)
+    drift_p: float = Field(default=1e-3, gt=0, lt=1)
+    phi_nights: int = Field(default=60, ge=2)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

@@ -227,6 +227,22 @@ class Comparison(PairedFigures):
 
 
 @dataclass(frozen=True)
+class DecisionHistory(Contract):
+    """A decision's history-aware evidence (night/history.py): tonight's candidate against the
+    baseline's per-item history, z widened by √φ, and the run-level noise φ (floor 1) with
+    the nights of baseline totals it rests on. `refused`: why the window was not used (the
+    baseline drifted inside it; too few nights), and then z confirms nothing."""
+
+    z: float
+    delta: float  # Δ̂, a share of items
+    n: int  # items compared
+    nights: int  # baseline nights in the window, tonight's included
+    refused: str | None
+    phi: float
+    phi_nights: int
+
+
+@dataclass(frozen=True)
 class Decision(Contract):
     """A night's gate decision for one candidate branch x variant against the baseline."""
 
@@ -249,6 +265,7 @@ class Decision(Contract):
     same_margin: float | None
     reported: dict[str, str] = field(default_factory=dict)
     group_test: dict[str, Any] | None = None
+    history: DecisionHistory | None = None
     model: str = DEFAULT_MODEL
     lane: str = DEFAULT_LANE
 

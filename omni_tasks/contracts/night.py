@@ -12,6 +12,7 @@ from omni_tasks.contracts import (
     Comparison,
     Contract,
     Decision,
+    DecisionHistory,
     JsonObject,
     RunStats,
     StoredAlert,
@@ -67,6 +68,7 @@ class KeyNight(StoredDecision):
     table: tuple[int, int, int, int] | None = None  # n11, n12, n21, n22
     commit_sha: str | None = None  # the candidate run's
     vllm: str | None = None  # its vLLM build, else version
+    history: DecisionHistory | None = None  # its history evidence: the z the CUSUM reads
 
     @property
     def pair(self) -> tuple[str, str, str]:
@@ -124,9 +126,12 @@ class NightInputs(NightQuestion):
     lone: tuple[GroupMemberRow, ...]  # regression alerts in no group, the pairs' ranges
     audio: dict[tuple[int, str], str]  # (run id, item) → audio URI of top regressed items
     next_alert_id: int  # the id the next alert gets (under the night's lock)
-    # Per baseline item, broken-or-not over the last K nights (oldest first); read for the
-    # evidence rules to come, unused by today's rule.
+    # Per baseline item, broken-or-not over the last `history_nights` nights before tonight
+    # (oldest first): the history the candidate is tested against (night/history.py).
     baseline_items: dict[str, tuple[tuple[dt.date, bool], ...]] = field(default_factory=dict)
+    # The baseline's broken total on each of the last `phi_nights` nights before tonight
+    # (oldest first), from its stored statistics: what run-level noise φ is estimated from.
+    baseline_totals: tuple[tuple[dt.date, int], ...] = ()
     triage_delay_s: int = 0  # how long a group member's opening post waits for the others
 
 

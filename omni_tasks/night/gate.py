@@ -47,6 +47,7 @@ from omni_tasks.contracts.night import (
     night_key,
 )
 from omni_tasks.formatting import pct
+from omni_tasks.night import history as night_history
 from omni_tasks.records import commonest_failure
 
 TOP_REGRESSED = 5
@@ -411,6 +412,11 @@ def _decision(
     s = inputs.series
     c = detail.comparison
     reported = _reported(c.candidate, policy) if c is not None else {}
+    found = (
+        None
+        if ev.infra_reasons
+        else night_history.evidence(inputs, p.baselines, p.candidates, policy)
+    )
     decision = Decision(
         benchmark=s.benchmark,
         model=s.model,
@@ -428,11 +434,12 @@ def _decision(
         regressed=ev.regressed,
         improved=ev.improved,
         n_paired=ev.n_paired,
-        reasons=v.reasons,
+        reasons=v.reasons + night_history.reasons(found),
         mde=v.mde,
         same_margin=v.margin,
         reported=reported,
         group_test=detail.group_test,
+        history=found,
     )
     return NightDecisionRow(
         decision=decision,
@@ -441,7 +448,7 @@ def _decision(
         else StoredComparison(detail.columns, c.to_json()),
         candidate_run_id=detail.candidate_run_id,
         baseline_run_id=detail.baseline_run_id,
-        reasons=v.reasons + [f"{k}: {x}" for k, x in reported.items()],
+        reasons=decision.reasons + [f"{k}: {x}" for k, x in reported.items()],
         policy={**policy.model_dump(), "policy_version": policy.policy_version, "m": m},
     )
 
@@ -505,6 +512,7 @@ def _tonight(inputs: NightInputs, rows: list[NightDecisionRow], m: int) -> list[
             table=None if c is None else (c.stable_broken, c.regressed, c.improved, c.stable_ok),
             commit_sha=None if cand is None else cand.commit_sha,
             vllm=None if cand is None else _vllm(cand.stack),
+            history=d.history,
         )
     return sorted(nights.values(), key=lambda k: (k.nightly, k.candidate_branch, k.variant))
 
@@ -535,6 +543,7 @@ def _confirm(
     w = dt.timedelta(days=policy.confirm_window_days * (policy.confirm_pool_nights - 1))
     night = inputs.nightly
     flags: dict[NightKey, bool] = {}
+    paths: dict[NightKey, list[str]] = {}  # tonight's and later nights': which path confirmed
     for row in rows:
         pair = night_key(row.decision)[1:]
         series = [k for k in nights if k.pair == pair and night - w <= k.nightly <= night + w]
@@ -548,15 +557,26 @@ def _confirm(
                 k.n_paired,
                 k.m,
                 k.paired,
+                night_history.phi(k),
             )
             for k in series
         ]
         for k, flag in zip(series, rules.confirmations(points, policy), strict=True):
             if k.nightly >= night:  # its own previous night may lie outside the window
-                flags[night_key(k)] = flag
+                by_history = night_history.confirms(
+                    [n for n in nights if n.pair == pair], k, policy
+                )
+                paths[night_key(k)] = night_history.paths(flag, by_history)
+                flags[night_key(k)] = flag or by_history is not None  # or the re-run's (rerun65)
     confirmed = [
         dataclasses.replace(
-            r, decision=dataclasses.replace(r.decision, confirmed=flags[night_key(r.decision)])
+            r,
+            decision=dataclasses.replace(
+                r.decision,
+                confirmed=flags[night_key(r.decision)],
+                reasons=r.decision.reasons + paths[night_key(r.decision)],
+            ),
+            reasons=r.reasons + paths[night_key(r.decision)],
         )
         for r in rows
     ]

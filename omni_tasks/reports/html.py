@@ -32,6 +32,7 @@ from omni_tasks.alerts import groups
 from omni_tasks.benchmarks.base import Words
 from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
+from omni_tasks.contracts import DecisionHistory, JsonObject
 from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.evidence.links import PLOTLY_JS, report_name
 from omni_tasks.formatting import MISSING, pts_ci
@@ -203,6 +204,14 @@ def _wer(x: float | None) -> str:
     return "no grade" if x is None else f"{x:.2f}"
 
 
+def _phi(history: JsonObject | None) -> str:
+    """The run-level noise φ a decision's confirmation was widened by, and its window."""
+    if history is None:
+        return ""
+    h = DecisionHistory.from_json(history)
+    return f"{h.phi:.2f} ({h.phi_nights} nights)"
+
+
 def _verdicts(rows: list[views.GateRow]) -> list[dict[str, object]]:
     return [
         {
@@ -212,6 +221,7 @@ def _verdicts(rows: list[views.GateRow]) -> list[dict[str, object]]:
             "counts": f"{r.regressed} : {r.improved}",
             "delta": pts_ci(r.delta_tail_fraction, (r.delta_tail_ci_low, r.delta_tail_ci_high)),
             "p_holm": "" if r.mcnemar_p_holm is None else f"{r.mcnemar_p_holm:.2g}",
+            "phi": _phi(r.history),
             # A missing or failed side, or an undecidable pair, says why on its own row.
             "why": "; ".join(str(x) for x in r.reasons or [])[:600]
             if r.verdict in ("INFRA", "UNKNOWN")

@@ -43,7 +43,8 @@ def upsert(
     conn: psycopg.Connection[Any], series: Series, row: NightDecisionRow, comparison_id: int | None
 ) -> int:
     """A night's decision for one key of the series (its reasons and the policy it was decided
-    under as JSON); its id."""
+    under as JSON, and its history evidence); its id."""
+    history = row.decision.history
     params = {
         **dataclasses.asdict(row.decision),  # the key's branches and variant, the verdict
         **series.args(),
@@ -53,5 +54,6 @@ def upsert(
         "baseline_run_id": row.baseline_run_id,
         "reasons": Jsonb(row.reasons),
         "policy": Jsonb(row.policy),
+        "history": None if history is None else Jsonb(history.to_json()),
     }
     return int(one(conn.execute(sql("upsert_gate_decision"), params))["decision_id"])

@@ -14,7 +14,13 @@ import psycopg
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.contracts import AlertDetails, Comparison, RunStats, StoredAlert
+from omni_tasks.contracts import (
+    AlertDetails,
+    Comparison,
+    DecisionHistory,
+    RunStats,
+    StoredAlert,
+)
 from omni_tasks.contracts.night import (
     AlertOp,
     GradedRun,
@@ -33,9 +39,6 @@ from omni_tasks.store import alerts, decisions, results
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
 
-# How many nights of the baseline's per-item history the night reads (the evidence rules to
-# come read it; a policy field once GatePolicy moves, so the stored policy stays as it is).
-ITEM_HISTORY_NIGHTS = 14
 Row = dict[str, Any]
 
 
@@ -45,7 +48,6 @@ def load(
     policy: GatePolicy,
     *,
     triage_delay_s: int = 0,
-    item_history_nights: int = ITEM_HISTORY_NIGHTS,
 ) -> NightInputs:
     """Everything one series' night is decided from. Takes the night's lock first (night_lock
     .sql), so the alert state and the next alert id cannot change before `write`."""
@@ -101,8 +103,9 @@ def load(
         audio=_audio(conn, [k for k in history if k.nightly > nightly]),
         next_alert_id=next_id,
         baseline_items=_baseline_items(
-            conn, series, baseline_branch, nightly, item_history_nights, policy.primary_tau
+            conn, series, baseline_branch, nightly, policy.history_nights, policy.primary_tau
         ),
+        baseline_totals=_baseline_totals(conn, series, baseline_branch, nightly, policy),
         triage_delay_s=triage_delay_s,
     )
 
@@ -117,13 +120,14 @@ def _rows(conn: psycopg.Connection[Any], query: str, **args: Any) -> list[Row]:
 def _key_night(r: Row, version: Row) -> KeyNight:
     """A window night of night_decisions.sql (the series and policy version it was read for)."""
     table = None if r["n11"] is None else (r["n11"], r["n12"], r["n21"], r["n22"])
-    comparison = r["comparison"]
-    doc = {k: v for k, v in r.items() if k not in ("n11", "n12", "n21", "n22", "comparison")}
+    comparison, history = r["comparison"], r["history"]
+    read = ("n11", "n12", "n21", "n22", "comparison", "history")
     return KeyNight(
-        **doc,
+        **{k: v for k, v in r.items() if k not in read},
         **version,
         table=table,
         comparison=None if comparison is None else Comparison.from_json(comparison),
+        history=None if history is None else DecisionHistory.from_json(history),
     )
 
 
@@ -220,6 +224,22 @@ def _baseline_items(
             )
             out.setdefault(r["utt_id"], []).append((run["nightly"], is_broken(clip, tau)))
     return {u: tuple(v) for u, v in out.items()}
+
+
+def _baseline_totals(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    nightly: dt.date,
+    policy: GatePolicy,
+) -> tuple[tuple[dt.date, int], ...]:
+    """The baseline's broken total on each of the last `phi_nights` nights, from its stored
+    statistics (one row a night; a night whose statistics were never stored is left out)."""
+    args = {**series.args(), "branch": branch, "nightly": nightly, "tau": policy.primary_tau}
+    args["first"] = nightly - dt.timedelta(days=policy.phi_nights)
+    args["policy_version"] = policy.policy_version
+    rows = conn.execute(sql("night_baseline_totals"), args).fetchall()
+    return tuple((r["nightly"], r["n_broken"]) for r in rows if r["n_broken"] is not None)
 
 
 def write(conn: psycopg.Connection[Any], outcome: NightOutcome) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from omni_tasks.contracts import DecisionRow
+from omni_tasks.contracts import DecisionRow, JsonObject
 from omni_tasks.series import Series
 from omni_tasks.store.db import typed as _typed
 from omni_tasks.store.queries import sql
@@ -36,6 +36,7 @@ class GateRow(DecisionRow):
     delta_capped_mean_wer: float | None
     baseline_run_key: str | None
     reasons: list[str] | None
+    history: JsonObject | None = None  # its DecisionHistory, as stored
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ SELECT d.decision_id, d.nightly, d.candidate_branch, d.baseline_branch, d.varian
        r.commit_sha, coalesce(r.stack ->> 'vllm_build', r.stack ->> 'vllm') AS vllm, c.tau,
        CASE WHEN d.nightly >= %(nightly)s THEN c.result END AS comparison,
        d.candidate_run_id, r.run_key AS candidate_run_key, d.baseline_run_id,
-       r.airflow_dag_id, r.airflow_run_id
+       r.airflow_dag_id, r.airflow_run_id, d.history
 FROM omni.gate_decision d
 LEFT JOIN omni.comparison c USING (comparison_id)
 LEFT JOIN omni.run r ON r.run_id = d.candidate_run_id

@@ -6,6 +6,7 @@ published figures come from `make bench`, at the scripts' own defaults."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,3 +93,56 @@ def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     assert expected in out.stdout, out.stdout[-2000:]
+
+
+def test_statistics_bench_takes_a_clip_model(tmp_path: Path) -> None:
+    """`--clip-model FILE --json OUT --quick` (issue 65) writes every key the issue names, and
+    the figures make sense: the step alerts far more often than A/A noise confirms."""
+    out = tmp_path / "figures.json"
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "bench_statistics_sim.py"),
+            "--clip-model",
+            str(BENCH / "clip_models" / "independent.py"),
+            "--json",
+            str(out),
+            "--quick",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "OMNI_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    keys = {
+        "aa_false_confirmed_per_series_night",
+        "aa_false_confirmed_upper95",
+        "alerted_by_night",
+        "median_nights_to_alert",
+        "p90_nights_to_alert",
+        "extra_full_runs_per_alert",
+        "extra_full_runs_per_quiet_night",
+        "aa_resolved_within_3",
+        "step_resolved_within_30",
+        "bisect_wrong_first_bad",
+        "bisect_wrong_first_bad_upper95",
+        "bisect_full_runs",
+        "n",
+        "kind",
+        "aa_series_nights",
+        "step_series",
+        "resolution_series",
+        "bisect_histories",
+    }
+    assert keys <= figures.keys()
+    assert (figures["n"], figures["kind"]) == (1088, "wer")
+    by_night = figures["alerted_by_night"]
+    assert set(by_night) == {"1", "2", "4"}
+    assert by_night["1"] <= by_night["2"] <= by_night["4"]
+    assert by_night["4"] > 10 * figures["aa_false_confirmed_upper95"]
+    assert figures["aa_resolved_within_3"] > figures["step_resolved_within_30"]
+    assert 0 <= figures["bisect_wrong_first_bad"] <= figures["bisect_wrong_first_bad_upper95"]

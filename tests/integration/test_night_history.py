@@ -1,0 +1,64 @@
+"""The history evidence through the real store: `load` reads the baseline's nightly broken
+totals (from stored statistics) and the key's stored history objects, and `write` keeps each
+decision's history object, which the next night reads back and the report shows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from omni_tasks import night
+from omni_tasks.contracts.night import NightQuestion
+from omni_tasks.gates.policy import load_policy
+from omni_tasks.reports.html import nightly_report
+from omni_tasks.series import Series
+from omni_tasks.store import night as store
+from tests.factories import D0, SAME, save_night, store_night
+
+SERIES = Series.of({"benchmark": "seed_tts_en"})
+# A SAME night's baseline breaks its stable-broken items and the ones the candidate improves.
+BASELINE_BROKEN = SAME.stable_broken + SAME.improved
+
+
+def test_load_reads_totals_and_history_and_write_stores_the_history(
+    db: Any, tmp_path: Path
+) -> None:
+    for i in range(5):
+        store_night(db, tmp_path, i, SAME)
+    tonight = save_night(db, tmp_path, 5, SAME)
+    policy = load_policy()
+    question = NightQuestion(SERIES, tonight, "main", ("main", "rebase"))
+    with db.transaction():
+        inputs = store.load(db, question, policy)
+        outcome = night.decide(inputs, policy)
+        store.write(db, outcome)
+
+    assert inputs.baseline_totals == tuple(
+        (D0 + dt.timedelta(days=i), BASELINE_BROKEN) for i in range(5)
+    )
+    assert len(inputs.baseline_items) == SAME.n
+    assert {len(v) for v in inputs.baseline_items.values()} == {5}
+    # Each earlier night's history, as stored and read back: its window is its own earlier
+    # nights and itself, refused under four nights.
+    stored = {k.nightly: k.history for k in inputs.history}
+    assert sorted(stored) == [D0 + dt.timedelta(days=i) for i in range(5)]
+    for i, h in enumerate(stored[D0 + dt.timedelta(days=i)] for i in range(5)):
+        assert h is not None and (h.n, h.nights, h.phi_nights) == (SAME.n, i + 1, i + 1)
+        assert (h.refused is None) == (i + 1 >= 4)
+
+    (row,) = outcome.decisions
+    written = db.execute(
+        "SELECT history, reasons FROM omni.gate_decision WHERE nightly = %s", (tonight,)
+    ).fetchone()
+    assert written["history"] is not None
+    assert set(written["history"]) == {"z", "delta", "n", "nights", "refused", "phi", "phi_nights"}
+    assert (written["history"]["n"], written["history"]["nights"]) == (SAME.n, 6)
+    assert written["history"]["phi_nights"] == 6
+    assert row.decision.history is not None
+    assert written["history"] == row.decision.history.to_json()
+    assert any(r.startswith("run-level noise φ") for r in written["reasons"])
+    # The report shows φ and its window with the decision.
+    page = nightly_report(db, SERIES, tonight, policy.primary_tau)
+    assert "run-level noise φ" in page
+    assert f"{written['history']['phi']:.2f} (6 nights)" in page
