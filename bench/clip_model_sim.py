@@ -88,7 +88,7 @@ def load(path: Path, n: int | None = None) -> Plugin:
     if module.kind not in ("wer", "mc"):
         raise ValueError(f"{path}: kind is 'wer' or 'mc', not {module.kind!r}")
     if n is not None:
-        setattr(module, "N", n)
+        module.__dict__["N"] = n  # models read N when they draw
     return Plugin(path, module)
 
 
@@ -454,11 +454,16 @@ def run(
     seed: int = 65,
     workers: int = 2,
     budget: float = RERUN_BUDGET,
+    scale: float = 1.0,
 ) -> dict[str, Any]:
-    """Every figure the issue asks of a model, under the kind's policy."""
+    """Every figure the issue asks of a model, under the kind's policy; `scale` multiplies
+    the numbers of series and histories (not the nights of a series)."""
     if model.kind == "mc":
         policy = policy.for_benchmark("daily_omni")
-    aa_series, aa_nights, steps, resolve, histories = SIZES["quick" if quick else "default"]
+    aa_series, aa_nights, steps, resolve, histories = (
+        max(1, round(k * scale)) if i != 1 else k
+        for i, k in enumerate(SIZES["quick" if quick else "default"])
+    )
     a = aa(model, policy, aa_series, aa_nights, seed, workers, budget)
     d = step(model, policy, steps, 12, seed + 1, workers, budget)
     b = bisections(model, histories, seed + 4)
