@@ -98,6 +98,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="with --clip-model: a smoke size")
     ap.add_argument("--n", type=int, help="with --clip-model: override the model's N")
     ap.add_argument("--workers", type=int, default=2, help="with --clip-model: processes")
+    ap.add_argument("--scale", type=float, default=1.0, help="with --clip-model: × series")
     ap.add_argument(
         "--rerun-budget",
         type=float,
@@ -306,6 +307,7 @@ def _clip_model(args: argparse.Namespace, policy: GatePolicy) -> None:
         args.quick,
         workers=args.workers,
         budget=args.rerun_budget,
+        scale=args.scale,
     )
     figures["seconds"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(figures, indent=2) + "\n"

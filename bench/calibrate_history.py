@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, required=True)
     args = ap.parse_args()
     policy = load_policy()
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, classes, n, run_sd in CASES:
         if args.cases and name not in args.cases.split(","):
             continue

@@ -88,7 +88,7 @@ def load(path: Path, n: int | None = None) -> Plugin:
     if module.kind not in ("wer", "mc"):
         raise ValueError(f"{path}: kind is 'wer' or 'mc', not {module.kind!r}")
     if n is not None:
-        module.N = n
+        module.__dict__["N"] = n  # models read N when they draw
     return Plugin(path, module)
 
 
@@ -383,12 +383,13 @@ def resolutions(
     resolved = 0
     for _ in range(series):
         state = model.series(rng)
-        quiet: list[np.ndarray] = []
+        quiet: list[tuple[int, ...]] = []
         for t in range(nights):
             b = model.draw(state, rng, "baseline", t, 0 if stepped else None, 1)[0]
             c = model.draw(state, rng, "candidate", t, 0 if stepped else None, 1)[0]
-            table = np.array([(b & c).sum(), (c & ~b).sum(), (b & ~c).sum(), (~b & ~c).sum()])
-            if paired_point(START, table, policy).verdict == "REGRESSED":
+            cells = ((b & c).sum(), (c & ~b).sum(), (b & ~c).sum(), (~b & ~c).sum())
+            table = tuple(int(x) for x in cells)
+            if paired_point(START, np.array(table), policy).verdict == "REGRESSED":
                 quiet = []
                 continue
             quiet.append(table)
@@ -443,7 +444,7 @@ def _evaluate(
 
 
 # (A/A series × nights, step series, resolution series, bisection histories)
-SIZES = {"quick": (40, 40, 40, 20, 3), "default": (6000, 200, 4000, 400, 600)}
+SIZES = {"quick": (40, 40, 40, 20, 3), "default": (3000, 200, 2000, 400, 400)}
 
 
 def run(
@@ -453,11 +454,16 @@ def run(
     seed: int = 65,
     workers: int = 2,
     budget: float = RERUN_BUDGET,
+    scale: float = 1.0,
 ) -> dict[str, Any]:
-    """Every figure the issue asks of a model, under the kind's policy."""
+    """Every figure the issue asks of a model, under the kind's policy; `scale` multiplies
+    the numbers of series and histories (not the nights of a series)."""
     if model.kind == "mc":
         policy = policy.for_benchmark("daily_omni")
-    aa_series, aa_nights, steps, resolve, histories = SIZES["quick" if quick else "default"]
+    aa_series, aa_nights, steps, resolve, histories = (
+        max(1, round(k * scale)) if i != 1 else k
+        for i, k in enumerate(SIZES["quick" if quick else "default"])
+    )
     a = aa(model, policy, aa_series, aa_nights, seed, workers, budget)
     d = step(model, policy, steps, 12, seed + 1, workers, budget)
     b = bisections(model, histories, seed + 4)

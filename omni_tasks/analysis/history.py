@@ -169,9 +169,10 @@ def confirms(nights: Sequence[HistoryStat], policy: GatePolicy) -> str | None:
       min_effect tonight or pooled over the last nights of the CUSUM's excursion (never over
       the quiet nights before it began, which would drag a step's Δ̂ below the floor).
 
-    Both thresholds are calibrated on simulated A/A nights (bench/bench_statistics_sim.py
-    --clip-model), not set from Lorden's bound: the z's of consecutive nights share most of
-    their baseline window, so they are not independent."""
+    Both thresholds are calibrated on simulated A/A nights (bench/calibrate_history.py; the
+    item-level check is bench_statistics_sim.py --clip-model), not set from Lorden's bound:
+    the z's of consecutive nights share most of their baseline window, so they are not
+    independent."""
     if not nights:
         return None
     tonight, floor = nights[-1], policy.min_effect

@@ -102,8 +102,8 @@ class GatePolicy(BaseModel):
     # shipped YAML says how); decision fields, since they confirm nights.
     history_nights: int = Field(default=14, ge=3)
     history_p: float = Field(default=1e-5, gt=0, lt=1)
-    cusum_k: float = Field(default=1.0, ge=0)
-    cusum_h: float = Field(default=8.0, gt=0)
+    cusum_k: float = Field(default=2.0, ge=0)
+    cusum_h: float = Field(default=2.5, gt=0)
     drift_p: float = Field(default=1e-3, gt=0, lt=1)
     phi_nights: int = Field(default=60, ge=2)
     slo_tail: float = Field(gt=0, le=1)

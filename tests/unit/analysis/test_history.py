@@ -116,3 +116,18 @@ def test_the_benchs_vectorised_history_z_is_the_products() -> None:
         assert phi[t] == pytest.approx(noise.phi)
         assert delta[t] == pytest.approx(stat.delta)
         assert z[t] == pytest.approx(stat.z)
+
+
+def test_the_history_thresholds_are_decision_fields() -> None:
+    # they confirm nights, so an edit is a new policy version; the pre-hash legacy version
+    # (migration 0004's map) does not move, since it never had them
+    shipped = load_policy()
+    for field, value in (
+        ("cusum_h", 9.0),
+        ("cusum_k", 0.5),
+        ("history_p", 1e-7),
+        ("phi_nights", 30),
+    ):
+        edited = shipped.model_copy(update={field: value})
+        assert edited.policy_version != shipped.policy_version, field
+        assert edited.legacy_policy_version == shipped.legacy_policy_version, field
