@@ -8,6 +8,7 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass
 
+from omni_tasks.formatting import pct
 from omni_tasks.ledger.model import Ledger, LedgerItem
 
 # The states a person counts as "broken every night" (new is chronic since a night).
@@ -78,11 +79,10 @@ def commit_range(item: LedgerItem) -> str:
 
 def rate(item: LedgerItem) -> str:
     """`12/14 (86 % [60 %, 98 %])`: the count, its rate and the rate's exact interval."""
-    return (
-        f"{item.broken}/{item.nights} ({item.rate:.0%} [{item.low:.0%}, {item.high:.0%}])"
-        if item.nights
-        else "no nights"
-    )
+    if not item.nights:
+        return "no nights"
+    interval = f"[{pct(item.low, 0)}, {pct(item.high, 0)}]"
+    return f"{item.broken}/{item.nights} ({pct(item.rate, 0)} {interval})"
 
 
 def headline(d: Digest) -> str:

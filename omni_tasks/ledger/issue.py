@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from omni_tasks.formatting import pct
 from omni_tasks.ledger.digest import CHRONIC, commit_range, mode_of, rate
 from omni_tasks.ledger.model import Ledger, LedgerItem
 from omni_tasks.series import Series
@@ -98,10 +99,14 @@ class Plan:
 
 
 def issue_sets(
-    benchmark: str, branch: str, ledgers: list[tuple[str, Ledger]], modes: set[str]
+    benchmark: str,
+    branch: str,
+    ledgers: list[tuple[str, Ledger]],
+    also: set[str] | frozenset[str] = frozenset(),
+    only: str | None = None,
 ) -> list[IssueSet]:
-    """The chronic items of `ledgers` (label, ledger: the benchmark's series) per mode, one set
-    per mode in `modes` (a mode with none is an empty set: its issue may close)."""
+    """The chronic items of `ledgers` (label, ledger: the benchmark's series) per mode, and
+    an empty set for each mode in `also` with none (its issue may close); `only` one mode."""
     standing: dict[str, tuple[str, LedgerItem]] = {}
     for label, ledger in ledgers:
         for item in ledger.items:
@@ -132,8 +137,8 @@ def issue_sets(
             tuple(e for _, e in sorted(chronic.get(mode, {}).items())),
             standing,
         )
-        for mode in sorted(modes | set(chronic))
-        if not modes or mode in modes
+        for mode in sorted({*also, *chronic})
+        if only is None or mode == only
     ]
 
 
@@ -231,7 +236,7 @@ def _row(e: Entry) -> str:
         _code(i.utt_id),
         rate(i),
         github_markdown(i.origin or "?"),
-        f"{i.leak_share:.0%}",
+        pct(i.leak_share, 0),
         str(i.first_broken or "?"),
         str(i.since or ""),
         where,

@@ -58,7 +58,7 @@ def ledger(*items: LedgerItem, night: dt.date = D) -> Ledger:
 
 
 def one(ledgers: list[tuple[str, Ledger]], mode: str = "answered") -> IssueSet:
-    (found,) = issue_sets("seed_tts_en", "main", ledgers, {mode})
+    (found,) = issue_sets("seed_tts_en", "main", ledgers, {mode}, only=mode)
     return found
 
 
