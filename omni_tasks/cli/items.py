@@ -12,6 +12,7 @@ from omni_tasks.cli import options as opt
 from omni_tasks.cli.common import console, fail, items_app, json_out, say
 from omni_tasks.formatting import pct
 from omni_tasks.ledger.digest import CHRONIC, commit_range, digest, headline, mode_of, rate
+from omni_tasks.ledger.issue import series_label
 from omni_tasks.ledger.model import GroupShare, ItemNight, Ledger, LedgerItem
 from omni_tasks.reports.tables import print_table
 
@@ -65,19 +66,24 @@ def ledger_json(label: str, key: str, ledger: Ledger, mode: str | None) -> dict[
         "first_night": ledger.first_night,
         "last_night": ledger.last_night,
         "headline": headline(digest(ledger, None)),
-        "items": [item_json(i) for i in ledger.state(*SHOWN) if wanted(i)],
+        "items": [item_json(i) for i in listed(ledger, mode)],
         "fixed": [item_json(i) for i in ledger.state("fixed") if wanted(i)],
         "groups": [dataclasses.asdict(g) for g in ledger.groups],
     }
 
 
-def chronic_rows(ledger: Ledger, mode: str | None) -> list[list[str]]:
-    """The table's rows: chronic and new first, then flaky; each by its broken rate."""
+def listed(ledger: Ledger, mode: str | None) -> list[LedgerItem]:
+    """What `chronic` lists: chronic and new first, then flaky; each by its lower bound."""
     order = {s: n for n, s in enumerate(SHOWN)}
-    items = sorted(
+    return sorted(
         (i for i in ledger.state(*SHOWN) if mode is None or mode_of(i) == mode),
         key=lambda i: (order[i.state], -i.low, i.utt_id),
     )
+
+
+def chronic_rows(ledger: Ledger, mode: str | None) -> list[list[str]]:
+    """The table's rows, in `listed`'s order."""
+    items = listed(ledger, mode)
     return [
         [
             i.utt_id,
@@ -88,7 +94,7 @@ def chronic_rows(ledger: Ledger, mode: str | None) -> list[list[str]]:
             pct(i.leak_share, 0),
             str(i.first_broken or ""),
             str(i.since or ""),
-            ", ".join(i.elsewhere),
+            ", ".join(map(series_label, i.elsewhere)),
         ]
         for i in items
     ]

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from omni_tasks.ledger.digest import Digest, commit_range, digest, headline, mode_of, rate
+from omni_tasks.ledger.issue import series_label
 from omni_tasks.ledger.model import LedgerItem
 from omni_tasks.series import Series
 from omni_tasks.store import ledger as store
@@ -36,7 +37,7 @@ def row(item: LedgerItem) -> dict[str, str]:
         "origin": item.origin or "?",
         "first": str(item.first_broken or ""),
         "since": str(item.since or ""),
-        "elsewhere": ", ".join(item.elsewhere),
+        "elsewhere": ", ".join(map(series_label, item.elsewhere)),
     }
 
 
