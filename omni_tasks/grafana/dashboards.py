@@ -374,7 +374,7 @@ def _ledger_panels() -> list[JsonValue]:
                 target(
                     "SELECT nightly::timestamptz AS time, branch || ' ' || coalesce(mode, "
                     "'unknown') AS metric, count(*) AS items FROM omni.v_ledger_chronic WHERE "
-                    f"$__timeFilter(nightly::timestamptz) AND {LEDGER_FILTER} GROUP BY 1, 2 "
+                    f"$__timeFilter(nightly) AND {LEDGER_FILTER} GROUP BY 1, 2 "
                     "ORDER BY 1"
                 )
             ],
