@@ -14,6 +14,7 @@ from omni_tasks.grafana.dashboards import trend_dashboard
 from omni_tasks.jobs.demo import standing_line
 from omni_tasks.jobs.ledger_digest import send_digests
 from omni_tasks.reports.html import nightly_report
+from omni_tasks.store import ledger
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.grafana_api import expand, panel_queries
 from tests.fakes.slack_api import SlackState, slack_app
@@ -26,6 +27,10 @@ LAST = 20  # nights 0..20: u00 always broken, u01 broken until 13, u02 broken fr
 def planted(n: int, utt: str) -> str:
     broken = utt == "u00" or (utt == "u01" and n < 14) or (utt == "u02" and n >= 14)
     return "over" if broken else "ok"
+
+
+def _section(page: str) -> str:
+    return page.split('id="standing"')[1].split("<h2>")[0]
 
 
 @pytest.fixture
@@ -57,11 +62,23 @@ def test_the_weekly_digest_goes_out_once_through_the_outbox(history) -> None:
 def test_the_report_section_the_panels_and_the_demo_line(history) -> None:
     night = D0 + dt.timedelta(days=LAST)
     page = nightly_report(history, H100, night, 0.5)
-    section = page.split('id="standing"')[1].split("<h2>")[0]
+    section = _section(page)
     assert "2 chronic (2 over_generation)" in section
-    # Since the last report (the night before): u02 became chronic (7 nights), u01 was fixed.
+    # Since the last report (the night before): u02 became chronic (7 nights of 7).
     assert "Joined since" in section and "u02 (over_generation" in section
-    assert "u01 (was over_generation; fixed in 13cccccccccc..14cccccccccc)" in section
+    # u01 is fixed on the first night the ledger says so: that night's report names it, the
+    # next night's does not (it was fixed before the last report).
+    fixed = next(
+        d
+        for d in (D0 + dt.timedelta(days=n) for n in range(14, LAST + 1))
+        if any(
+            i.utt_id == "u01" and i.state == "fixed"
+            for i in ledger.load(history, H100, branch="main", nights=28, until=d).items
+        )
+    )
+    said = "u01 (was over_generation; fixed in 13cccccccccc..14cccccccccc)"
+    assert said in _section(nightly_report(history, H100, fixed, 0.5))
+    assert said not in _section(nightly_report(history, H100, fixed + dt.timedelta(1), 0.5))
     history.commit()
     queries = panel_queries(trend_dashboard())
     variables = {
