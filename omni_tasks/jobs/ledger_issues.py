@@ -129,18 +129,17 @@ def _step(
 ) -> int:
     text = redact(step.text)  # transcripts and server text pass the redaction gate
     if step.op == "create":
-        data = {"title": issue.title, "body": text, "labels": [LABEL]}
-        return int(gh.rest.issues.create(owner, name, data=data).json()["number"])
+        made = gh.rest.issues.create(owner, name, title=issue.title, body=text, labels=[LABEL])
+        return int(made.json()["number"])
     assert number is not None  # every other step acts on the issue found or created
     if step.op == "comment":
-        gh.rest.issues.create_comment(owner, name, number, data={"body": text})
+        gh.rest.issues.create_comment(owner, name, number, body=text)
+    elif step.op == "edit":
+        gh.rest.issues.update(owner, name, number, title=issue.title, body=text)
+    elif step.op == "close":
+        gh.rest.issues.update(owner, name, number, state="closed", state_reason="completed")
     else:
-        data = {
-            "edit": {"title": issue.title, "body": text},
-            "close": {"state": "closed", "state_reason": "completed"},
-            "reopen": {"state": "open"},
-        }[step.op]
-        gh.rest.issues.update(owner, name, number, data=data)
+        gh.rest.issues.update(owner, name, number, state="open", state_reason="reopened")
     return number
 
 

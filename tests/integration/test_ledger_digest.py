@@ -81,7 +81,7 @@ def test_the_report_section_the_panels_and_the_demo_line(history) -> None:
     assert said not in _section(nightly_report(history, H100, fixed + dt.timedelta(1), 0.5))
     history.commit()
     queries = panel_queries(trend_dashboard())
-    variables = {
+    variables: dict[str, str | list[str]] = {
         "benchmark": H100.benchmark,
         "model": H100.model,
         "lane": H100.lane,

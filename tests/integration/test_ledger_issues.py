@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from omni_tasks.cli import app
 from omni_tasks.config import reset_settings
@@ -79,7 +79,7 @@ def store_nights(db, series: Series, nights: range, schedule: Schedule) -> None:
     db.commit()
 
 
-def chronic(*extra: str) -> object:
+def chronic(*extra: str) -> Result:
     out = runner.invoke(app, ["items", "chronic", "--benchmark", "seed_tts_en", *extra])
     assert out.exit_code == 0, out.output
     return out
