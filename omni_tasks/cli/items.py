@@ -12,9 +12,10 @@ from omni_tasks.cli import options as opt
 from omni_tasks.cli.common import console, fail, items_app, json_out, say
 from omni_tasks.formatting import pct
 from omni_tasks.ledger.digest import CHRONIC, commit_range, digest, headline, mode_of, rate
-from omni_tasks.ledger.issue import series_label
+from omni_tasks.ledger.issue import Plan, series_label
 from omni_tasks.ledger.model import GroupShare, ItemNight, Ledger, LedgerItem
 from omni_tasks.reports.tables import print_table
+from omni_tasks.series import Series
 
 SHOWN = (*CHRONIC, "flaky")  # what `chronic` lists (fixed items are in --json)
 BranchOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The branch whose nights count")]
@@ -45,7 +46,7 @@ CleanOpt = Annotated[
 ]
 
 
-def item_json(item: LedgerItem) -> dict[str, Any]:
+def item_json(item: LedgerItem) -> dict[str, object]:
     """An item as `--json` spells it: the ledger's fields, its rate and its range's text."""
     return {
         **dataclasses.asdict(item),
@@ -55,7 +56,7 @@ def item_json(item: LedgerItem) -> dict[str, Any]:
     }
 
 
-def ledger_json(label: str, key: str, ledger: Ledger, mode: str | None) -> dict[str, Any]:
+def ledger_json(label: str, key: str, ledger: Ledger, mode: str | None) -> dict[str, object]:
     def wanted(i: LedgerItem) -> bool:
         return mode is None or mode_of(i) == mode
 
@@ -173,7 +174,7 @@ def items_chronic(
         with opt.fails_on(ValueError, what="--file-issue", code=2):
             check_repo(file_issue)
 
-    def work(conn: Any) -> tuple[list[Any], list[Any], bool]:
+    def work(conn: Any) -> tuple[list[tuple[Series, Ledger]], list[Plan], bool]:
         series = store.series_for(conn, bench, model=model, lane=lane)
         if not series:
             fail(f"no stored series of {bench} matches (see `omni-tasks runs list`)")
@@ -207,7 +208,7 @@ def items_chronic(
         _show_plans(file_issue, plans, apply, read)
 
 
-def _plan_json(p: Any, applied: bool) -> dict[str, Any]:
+def _plan_json(p: Plan, applied: bool) -> dict[str, object]:
     return {
         "title": p.issue.title,
         "number": p.number,
@@ -218,7 +219,7 @@ def _plan_json(p: Any, applied: bool) -> dict[str, Any]:
     }
 
 
-def _show_plans(repo: str, plans: list[Any], apply: bool, read: bool) -> None:
+def _show_plans(repo: str, plans: list[Plan], apply: bool, read: bool) -> None:
     if not read:
         say(
             "no GitHub credentials (OMNI_GITHUB_TOKEN or a GitHub App): planned as if "

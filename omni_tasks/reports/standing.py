@@ -5,6 +5,7 @@ before: reports are nightly). Rows are plain data; the template escapes them."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -41,22 +42,34 @@ def row(item: LedgerItem) -> dict[str, str]:
     }
 
 
-def section(d: Digest) -> dict[str, Any]:
-    """What the template shows of one branch's digest."""
-    return {
-        "branch": d.branch,
-        "window": f"{d.first_night} – {d.last_night}",
-        "headline": headline(d),
-        "rows": [row(i) for i in d.chronic],
-        "joined": [f"{i.utt_id} ({mode_of(i)}, {rate(i)})" for i in d.joined],
-        "fixed": [f"{i.utt_id} (was {mode_of(i)}; fixed in {commit_range(i)})" for i in d.fixed],
-        "since": str(d.since) if d.since else None,
-    }
+@dataclass(frozen=True)
+class Section:
+    """One branch's standing failures as the template shows them."""
+
+    branch: str
+    window: str
+    headline: str
+    rows: list[dict[str, str]]
+    joined: list[str]
+    fixed: list[str]
+    since: str | None
+
+
+def section(d: Digest) -> Section:
+    return Section(
+        branch=d.branch,
+        window=f"{d.first_night} – {d.last_night}",
+        headline=headline(d),
+        rows=[row(i) for i in d.chronic],
+        joined=[f"{i.utt_id} ({mode_of(i)}, {rate(i)})" for i in d.joined],
+        fixed=[f"{i.utt_id} (was {mode_of(i)}; fixed in {commit_range(i)})" for i in d.fixed],
+        since=str(d.since) if d.since else None,
+    )
 
 
 def standing_failures(
     conn: psycopg.Connection[Any], series: Series, branches: set[str], nightly: dt.date
-) -> list[dict[str, Any]]:
+) -> list[Section]:
     """One section per branch (the night's baselines) with a graded night by `nightly`."""
     out = []
     for branch in sorted(branches):
