@@ -102,3 +102,21 @@ def test_the_report_section_the_panels_and_the_demo_line(history) -> None:
     ]
     line = standing_line(history, H100, "main")
     assert line.startswith(f"standing failures on main (21 night(s), {D0} – {night}): 2 chronic")
+
+
+def test_the_weekly_task_digests_only_the_series_the_config_opts_in(history, monkeypatch) -> None:
+    from omni_tasks.dag_support import tasks
+
+    monday = {"logical_date": dt.datetime(2026, 10, 26, 6, tzinfo=dt.UTC)}
+    monkeypatch.setenv("AIRFLOW_VAR_OMNI_NIGHTLY_CONFIG", "version: 2\nseries: []\n")
+    assert tasks.ledger_digest(monday) == []  # no `ledger_digest:` section: no series opted in
+    opted = f"version: 2\nseries: []\nledger_digest: {{series: ['{H100.key}'], nights: 21}}\n"
+    monkeypatch.setenv("AIRFLOW_VAR_OMNI_NIGHTLY_CONFIG", opted)
+    (line,) = tasks.ledger_digest(monday)
+    assert line.startswith(f"{H100.label} main: 2 chronic")
+    assert tasks.ledger_digest(monday) == [line]  # a retried task queues nothing twice
+    keys = [
+        r["idempotency_key"]
+        for r in history.execute("SELECT idempotency_key FROM omni.alert_outbox").fetchall()
+    ]
+    assert keys == [f"ledger-digest|{H100.key}|main|2026-W44"]
