@@ -37,6 +37,19 @@ class ProfileError(ValueError):
 
 
 @dataclass(frozen=True)
+class Planted:
+    """A profile's planted standing failures (issue 69's ledger acceptance)."""
+
+    chronic_statement: float  # share of statements in the chronic set
+    chronic_question: float  # share of questions in it
+    chronic_events: tuple[str, ...]  # the ways a chronic item fails (one each, by hash)
+    fixed: float = 0.0  # share of the chronic set this profile no longer fails
+    flaky: float = 0.0  # share of the other items that fail at `flaky_rate` a seed
+    flaky_rate: float = 0.0
+    flaky_event: str = "truncate"
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     easy: dict[str, float]
@@ -56,6 +69,37 @@ class Profile:
     # and of speech outputs voiced in another co-batched request's reference voice.
     batch_flip: float = 0.0
     batch_voice_leak: float = 0.0
+    # Planted standing failures (profiles.yaml `planted`): items that fail every night in one
+    # way, and items that fail at a rate per seed, each chosen by a hash of the text.
+    planted: Planted | None = None
+
+    def chronic_event(self, text: str) -> str | None:
+        """The planted way this item fails every night, or None (not planted, or fixed)."""
+        p = self.planted
+        if p is None or not p.chronic_events:
+            return None
+        share = p.chronic_question if is_question(text) else p.chronic_statement
+        if uniform("chronic", text) >= share or uniform("chronic-fixed", text) < p.fixed:
+            return None
+        return p.chronic_events[int(uniform("chronic-event", text) * len(p.chronic_events))]
+
+    def is_flaky(self, text: str) -> bool:
+        """A planted flaky item (never one of the chronic set, fixed or not)."""
+        p = self.planted
+        if p is None or uniform("flaky", text) >= p.flaky:
+            return False
+        share = p.chronic_question if is_question(text) else p.chronic_statement
+        return uniform("chronic", text) >= share
+
+    def planted_event(self, seed: int, text: str) -> str | None:
+        """What a planted item does at this seed: its chronic event every time, a flaky
+        item's event at its rate; None for the rest (the profile's rates decide)."""
+        if (chronic := self.chronic_event(text)) is not None:
+            return chronic
+        p = self.planted
+        if p is not None and self.is_flaky(text) and uniform(seed, text, "flaky") < p.flaky_rate:
+            return p.flaky_event
+        return None
 
     def rates(self, hard: bool, question: bool, text: str = "") -> dict[str, float]:
         base = dict(self.hard if hard else self.easy)
@@ -126,6 +170,26 @@ def load_profile(name: str) -> Profile:
         ),
         float(p.get("batch_flip", 0.0)),
         float(p.get("batch_voice_leak", 0.0)),
+        _planted(p.get("planted")),
+    )
+
+
+def _planted(doc: dict[str, Any] | None) -> Planted | None:
+    if doc is None:
+        return None
+    chronic, flaky = doc.get("chronic") or {}, doc.get("flaky") or {}
+    events = tuple(str(e) for e in chronic.get("events", ()))
+    unknown = [e for e in (*events, flaky.get("event", "truncate")) if e not in EVENTS]
+    if unknown:
+        raise ProfileError(f"planted events {unknown}: choose among {list(EVENTS)}")
+    return Planted(
+        float(chronic.get("statement", 0.0)),
+        float(chronic.get("question", 0.0)),
+        events,
+        float(chronic.get("fixed", 0.0)),
+        float(flaky.get("fraction", 0.0)),
+        float(flaky.get("rate", 0.0)),
+        str(flaky.get("event", "truncate")),
     )
 
 
@@ -139,6 +203,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def decide(profile: Profile, seed: int, text: str, system_prompt: str | None) -> Behaviour:
+    if (planted := profile.planted_event(seed, text)) is not None:
+        return _behave(planted, seed, text, system_prompt)
     rates = profile.rates(is_hard(text), is_question(text), text)
     for event in EVENTS:
         if uniform(seed, text, event) < rates.get(event, 0.0):

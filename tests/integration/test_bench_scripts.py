@@ -54,6 +54,10 @@ SMOKE = {
     ),
     "bench_grading_gpu.py": (["--shape", "tiny", "--n", "2", "--tokens", "2"], "tokens_per_clip"),
     "bench_voice_proxy.py": (["--clips", "3"], "ratio labelling / experiment"),  # 1 per voice
+    "bench_ledger.py": (
+        ["--nights", "9", "--items", "40", "--window", "8", "--reps", "1"],
+        "ratio full / incremental",
+    ),
 }
 
 

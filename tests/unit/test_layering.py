@@ -80,6 +80,7 @@ FLOORS = (
     "voice",
     "dataset",
     "analysis",
+    "ledger",
     "gates",
     "store",
     "grading",

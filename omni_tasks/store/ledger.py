@@ -1,0 +1,221 @@
+"""The standing-failure ledger in and out of the results DB.
+
+Incremental: each graded night of a series' branch is read once (its run's newest complete
+grading, the clip records the night itself read) into `omni.item_night`, one small row per
+item; a ledger over a window then reads the window's item rows, never clip records, so its
+cost follows the window, not the history. A night is read again only when its run, grading
+or tau changed (a re-grade). The states are the pure `ledger.states.classify`'s; loading a
+ledger stores its last night's states for the Grafana panels (`omni.v_ledger_chronic`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from omni_tasks.ledger.groups import item_groups, shares
+from omni_tasks.ledger.model import ItemNight, Ledger, LedgerItem
+from omni_tasks.ledger.states import LedgerPolicy, classify, outcome
+from omni_tasks.series import Series
+from omni_tasks.store.queries import sql
+from omni_tasks.store.runs import clip_records
+
+
+@dataclass(frozen=True)
+class NightRead:
+    """A night of a series' branch as the ledger reads it: its run and grading."""
+
+    nightly: dt.date
+    run_id: int
+    grading_id: int
+    commit_sha: str | None
+
+
+Window = list[tuple[NightRead, int]]  # the window's nights, oldest first, and their ledger ids
+
+
+def load(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    *,
+    branch: str,
+    nights: int,
+    until: dt.date | None = None,
+    policy: LedgerPolicy | None = None,
+) -> Ledger:
+    """The ledger of a series' branch over its last `nights` nights (up to `until`, else the
+    last stored night): every item's standing, the groups' shares and where else each item is
+    chronic. Reads any night of the window not read yet; stores the last night's states."""
+    policy = policy or LedgerPolicy()
+    window = _window(conn, series, branch, nights, until, policy.tau)
+    if not window:
+        raise LookupError(f"{series.label} {branch}: no graded night up to {until or 'now'}")
+    rows = _item_rows(conn, [i for _, i in window], None)
+    groups = {
+        r["utt_id"]: r["groups"]
+        for r in conn.execute(sql("ledger_groups"), series.args()).fetchall()
+    }
+    last = window[-1][0].nightly
+    elsewhere = _elsewhere(conn, series, branch, last)
+    items = tuple(
+        _with_elsewhere(classify(utt, history, policy, groups.get(utt)), elsewhere)
+        for utt, history in sorted(rows.items())
+    )
+    _write_states(conn, window[-1][1], items)
+    return Ledger(
+        series_key=series.key,
+        benchmark=series.benchmark,
+        branch=branch,
+        first_night=window[0][0].nightly,
+        last_night=last,
+        items=items,
+        groups=shares(items),
+    )
+
+
+def series_for(
+    conn: psycopg.Connection[Any],
+    benchmark: str,
+    *,
+    model: str | None = None,
+    lane: str | None = None,
+) -> list[Series]:
+    """The stored series of a benchmark, filtered by model and lane when given."""
+    args = {"benchmark": benchmark, "model": model, "lane": lane}
+    return [Series.of(r) for r in conn.execute(sql("ledger_series"), args)]
+
+
+def item_nights(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    *,
+    branch: str,
+    utt_id: str,
+    nights: int,
+    policy: LedgerPolicy | None = None,
+) -> list[ItemNight]:
+    """One item's nights over the branch's last `nights` nights, oldest first (the nights it
+    did not count on, infra, are left out)."""
+    tau = (policy or LedgerPolicy()).tau
+    window = _window(conn, series, branch, nights, None, tau)
+    return _item_rows(conn, [i for _, i in window], utt_id).get(utt_id, [])
+
+
+def _window(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    nights: int,
+    until: dt.date | None,
+    tau: float,
+) -> Window:
+    """The window's nights, oldest first, each read into the ledger's rows if it is not yet
+    (or was read from another run, grading or tau)."""
+    args = {**series.args(), "branch": branch, "nights": nights, "until": until}
+    found = conn.execute(sql("ledger_runs"), args).fetchall()
+    out = []
+    for i, r in enumerate(found):
+        night = NightRead(r["nightly"], r["run_id"], r["grading_id"], r["commit_sha"])
+        night_id = r["night_id"]
+        if (r["recorded_run_id"], r["recorded_grading_id"], r["recorded_tau"]) != (
+            night.run_id,
+            night.grading_id,
+            tau,
+        ):
+            night_id = record_night(conn, series, branch, night, tau, newest=i == len(found) - 1)
+        out.append((night, int(night_id)))
+    return out
+
+
+def record_night(
+    conn: psycopg.Connection[Any],
+    series: Series,
+    branch: str,
+    night: NightRead,
+    tau: float,
+    *,
+    newest: bool = True,
+) -> int:
+    """Read one night's run and grading into the ledger: one item row per item that counted,
+    and (for the newest night) each item's groups. Returns its ledger night's id."""
+    args = {
+        **series.args(),
+        "branch": branch,
+        "tau": tau,
+        "nightly": night.nightly,
+        "run_id": night.run_id,
+        "grading_id": night.grading_id,
+        "commit_sha": night.commit_sha,
+    }
+    found = conn.execute(sql("ledger_record_night"), args).fetchone()
+    assert found is not None  # an upsert RETURNING always returns its row
+    night_id = int(found["night_id"])
+    conn.execute(sql("ledger_clear_items"), {"night_id": night_id})
+    clips = clip_records(conn, night.grading_id)
+    with conn.cursor() as cur, cur.copy(sql("copy_item_night")) as cp:
+        for clip in clips:
+            if (o := outcome(clip, tau)) is not None:
+                cp.write_row((night_id, clip.utt_id, *o))
+    if newest:
+        conn.execute(
+            sql("ledger_upsert_items"),
+            {
+                **series.args(),
+                "utt_ids": [c.utt_id for c in clips],
+                "groups": [Jsonb(item_groups(c)) for c in clips],
+            },
+        )
+    return night_id
+
+
+def _item_rows(
+    conn: psycopg.Connection[Any], night_ids: list[int], utt_id: str | None
+) -> dict[str, list[ItemNight]]:
+    out: dict[str, list[ItemNight]] = {}
+    args = {"night_ids": night_ids, "utt_id": utt_id}
+    with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
+        for utt, nightly, sha, broken, mode, origin, leak in cur.execute(
+            sql("ledger_item_rows"), args
+        ):
+            out.setdefault(utt, []).append(ItemNight(nightly, sha, broken, mode, origin, leak))
+    return out
+
+
+def _elsewhere(
+    conn: psycopg.Connection[Any], series: Series, branch: str, until: dt.date
+) -> dict[str, tuple[str, ...]]:
+    """Per item, the other series of the benchmark (their keys) where it is chronic, each as
+    its newest ledger up to `until` read it."""
+    args = {**series.args(), "branch": branch, "until": until}
+    out: dict[str, list[str]] = {}
+    for r in conn.execute(sql("ledger_elsewhere"), args):
+        other = Series(series.benchmark, r["model"], r["lane"])
+        out.setdefault(r["utt_id"], []).append(other.key)
+    return {u: tuple(sorted(keys)) for u, keys in out.items()}
+
+
+def _with_elsewhere(item: LedgerItem, elsewhere: dict[str, tuple[str, ...]]) -> LedgerItem:
+    found = elsewhere.get(item.utt_id)
+    return replace(item, elsewhere=found) if found else item
+
+
+def _write_states(
+    conn: psycopg.Connection[Any], night_id: int, items: Sequence[LedgerItem]
+) -> None:
+    """A ledger night's states of the items that are not clean, replacing what was stored."""
+    conn.execute(sql("ledger_clear_states"), {"night_id": night_id})
+    kept = [i for i in items if i.state != "clean"]
+    conn.execute(
+        sql("ledger_write_states"),
+        {
+            "night_id": night_id,
+            "utt_ids": [i.utt_id for i in kept],
+            "states": [i.state for i in kept],
+            "modes": [i.mode for i in kept],
+        },
+    )

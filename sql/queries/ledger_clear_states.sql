@@ -1,0 +1,1 @@
+DELETE FROM omni.ledger_state WHERE night_id = %(night_id)s
