@@ -267,8 +267,6 @@ def standing_line(conn: Any, series: Series, branch: str, nights: int = 28) -> s
         f"{found.last_night}): {headline(digest(found, None))}"
     )
     need = LedgerPolicy().min_nights
-    if seen < need:
-        return (
-            line + f"; an item is chronic after {need} nights (`omni-tasks demo --nights {need}`)"
-        )
-    return line + "; `omni-tasks items chronic` lists them"
+    if seen < need:  # a hint, not a command: the demo's Next line names the commands to run
+        line += f"; an item is chronic after {need} nights (demo --nights {need})"
+    return line + "; `omni-tasks items chronic --json` lists them"
