@@ -12,7 +12,7 @@ from omni_tasks.cli import options as opt
 from omni_tasks.cli.common import console, fail, items_app, json_out, say
 from omni_tasks.formatting import pct
 from omni_tasks.ledger.digest import CHRONIC, commit_range, digest, headline, mode_of, rate
-from omni_tasks.ledger.issue import Plan, series_label
+from omni_tasks.ledger.issue import Plan, fresh_elsewhere, series_label
 from omni_tasks.ledger.model import GroupShare, ItemNight, Ledger, LedgerItem
 from omni_tasks.reports.tables import print_table
 from omni_tasks.series import Series
@@ -178,7 +178,11 @@ def items_chronic(
         series = store.series_for(conn, bench, model=model, lane=lane)
         if not series:
             fail(f"no stored series of {bench} matches (see `omni-tasks runs list`)")
-        ledgers = [(s, store.load(conn, s, branch=branch, nights=nights)) for s in series]
+        found = [(s, led) for s in series if (led := _ledger(conn, s, branch, nights))]
+        if not found:
+            fail(f"no graded night of {bench} on {branch} (see `omni-tasks runs list`)")
+        read = fresh_elsewhere([led for _, led in found])
+        ledgers = [(s, led) for (s, _), led in zip(found, read, strict=True)]
         if not file_issue:
             return ledgers, [], False
         plans, read = file_issues(
@@ -206,6 +210,16 @@ def items_chronic(
         _show_ledger(s.label, led, mode, wide)
     if file_issue:
         _show_plans(file_issue, plans, apply, read)
+
+
+def _ledger(conn: Any, series: Series, branch: str, nights: int) -> Ledger | None:
+    """The series' ledger, or None when the branch has no graded night of it."""
+    from omni_tasks.store import ledger as store
+
+    try:
+        return store.load(conn, series, branch=branch, nights=nights)
+    except LookupError:
+        return None
 
 
 def _plan_json(p: Plan, applied: bool) -> dict[str, object]:

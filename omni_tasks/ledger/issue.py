@@ -9,6 +9,7 @@ same set edits the body in place and never files a second issue."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import html
 import json
@@ -95,7 +96,8 @@ class Plan:
     def summary(self) -> str:
         where = f"#{self.number}" if self.number is not None else "a new issue"
         did = ", ".join(s.op for s in self.steps) or "nothing to do"
-        return f"{self.issue.title} ({len(self.issue.entries)} items): {where}: {did}"
+        n = len(self.issue.entries)
+        return f"{self.issue.title} ({n} item{'' if n == 1 else 's'}): {where}: {did}"
 
 
 def issue_sets(
@@ -139,6 +141,26 @@ def issue_sets(
         )
         for mode in sorted({*also, *chronic})
         if only is None or mode == only
+    ]
+
+
+def fresh_elsewhere(ledgers: list[Ledger]) -> list[Ledger]:
+    """The ledgers with each item's `elsewhere` (other series where it is chronic) answered
+    by the other ledgers read here, which are newer than the states stored when it was read;
+    series not read here keep what was stored."""
+    read = {led.series_key for led in ledgers}
+    chronic = {(led.series_key, i.utt_id) for led in ledgers for i in led.state(*CHRONIC)}
+
+    def where(led: Ledger, item: LedgerItem) -> tuple[str, ...]:
+        kept = {k for k in item.elsewhere if k not in read}
+        now = {k for k in read if k != led.series_key and (k, item.utt_id) in chronic}
+        return tuple(sorted(kept | now))
+
+    return [
+        dataclasses.replace(
+            led, items=tuple(dataclasses.replace(i, elsewhere=where(led, i)) for i in led.items)
+        )
+        for led in ledgers
     ]
 
 
@@ -216,6 +238,10 @@ def _clean(issue: IssueSet, utt_id: str, clean_nights: int) -> bool:
     return last is None or (issue.last_night - last).days >= clean_nights
 
 
+def _items(n: int) -> str:
+    return f"{n} item{'' if n == 1 else 's'}"
+
+
 def _code(text: str) -> str:
     """Data as a code span its backticks cannot close (and a table cell its pipes cannot
     split)."""
@@ -268,7 +294,7 @@ def render(
     doc = {"benchmark": issue.benchmark, "mode": issue.mode, "items": items}
     marker = f"<!-- {MARKER} {json.dumps(doc, sort_keys=True, separators=(',', ':'))} -->"
     head = (
-        f"## {len(issue.entries)} {github_markdown(issue.benchmark)} items broken night after "
+        f"## {_items(len(issue.entries))} of {github_markdown(issue.benchmark)} broken night after "
         f"night in mode {_code(issue.mode)} on {_code(issue.branch)}\n\n"
         f"As of the {issue.last_night} nightly. An item is chronic when the lower bound of "
         "its broken rate's exact interval is above the ledger policy's level over enough "

@@ -14,6 +14,7 @@ from omni_tasks.ledger.issue import (
     Existing,
     IssueSet,
     Plan,
+    fresh_elsewhere,
     issue_sets,
     marked_key,
     plan,
@@ -165,3 +166,17 @@ def test_transcripts_cannot_inject_markdown_mentions_or_a_marker() -> None:
     assert f"{fence}text\n{hostile}\n{fence}" in body
     assert "[Listen to the clip](https://omni.example/omni/audio/r/q1.wav)" in body
     assert LABEL == "standing-failure"
+
+
+def test_elsewhere_is_answered_by_the_ledgers_read_together() -> None:
+    other = "seed_tts_en|Qwen/Qwen3-Omni-30B-A3B-Instruct|mi300x"
+    gone = "seed_tts_en|Qwen/Qwen3-Omni-30B-A3B-Instruct|gone"
+    here = ledger(item("q1", elsewhere=(gone,)), item("q2", elsewhere=(other,)))
+    there = Ledger(other, "seed_tts_en", "main", D - dt.timedelta(days=13), D, (item("q1"),))
+    fresh_here, fresh_there = fresh_elsewhere([here, there])
+    # q1 is chronic on mi300x as read now; q2's stored "mi300x" is stale; `gone` was not read.
+    assert {i.utt_id: i.elsewhere for i in fresh_here.items} == {
+        "q1": tuple(sorted((other, gone))),
+        "q2": (),
+    }
+    assert fresh_there.items[0].elsewhere == (here.series_key,)
