@@ -181,8 +181,8 @@ def items_chronic(
         found = [(s, led) for s in series if (led := _ledger(conn, s, branch, nights))]
         if not found:
             fail(f"no graded night of {bench} on {branch} (see `omni-tasks runs list`)")
-        read = fresh_elsewhere([led for _, led in found])
-        ledgers = [(s, led) for (s, _), led in zip(found, read, strict=True)]
+        fresh = fresh_elsewhere([led for _, led in found])
+        ledgers = [(s, led) for (s, _), led in zip(found, fresh, strict=True)]
         if not file_issue:
             return ledgers, [], False
         plans, read = file_issues(

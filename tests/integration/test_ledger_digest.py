@@ -6,6 +6,7 @@ and the demo's line."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -19,6 +20,9 @@ from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.grafana_api import expand, panel_queries
 from tests.fakes.slack_api import SlackState, slack_app
 from tests.integration.test_ledger_issues import D0, H100, store_nights
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 TOKEN = "xoxb-planted-secret-0123456789"
 LAST = 20  # nights 0..20: u00 always broken, u01 broken until 13, u02 broken from 14
@@ -107,7 +111,7 @@ def test_the_report_section_the_panels_and_the_demo_line(history) -> None:
 def test_the_weekly_task_digests_only_the_series_the_config_opts_in(history, monkeypatch) -> None:
     from omni_tasks.dag_support import tasks
 
-    monday = {"logical_date": dt.datetime(2026, 10, 26, 6, tzinfo=dt.UTC)}
+    monday = cast("Context", {"logical_date": dt.datetime(2026, 10, 26, 6, tzinfo=dt.UTC)})
     monkeypatch.setenv("AIRFLOW_VAR_OMNI_NIGHTLY_CONFIG", "version: 2\nseries: []\n")
     assert tasks.ledger_digest(monday) == []  # no `ledger_digest:` section: no series opted in
     opted = f"version: 2\nseries: []\nledger_digest: {{series: ['{H100.key}'], nights: 21}}\n"
