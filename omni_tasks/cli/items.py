@@ -33,8 +33,8 @@ RepoOpt = Annotated[
     typer.Option(
         "--file-issue",
         metavar="OWNER/NAME",
-        help="File or update one GitHub issue per (benchmark, mode) of the chronic set "
-        "(a dry run printing what it would do, unless --apply)",
+        help="File or update one GitHub issue per (benchmark, mode) of the chronic set on every "
+        "series of the benchmark (a dry run printing what it would do, unless --apply)",
     ),
 ]
 ApplyFlag = Annotated[bool, typer.Option("--apply", help="With --file-issue: write to GitHub")]
@@ -168,6 +168,10 @@ def items_chronic(
     bench = benchmark or get_settings().benchmark
     if apply and not file_issue:
         fail("--apply writes the issues --file-issue names: give --file-issue OWNER/NAME", 2)
+    if file_issue and (model or lane):
+        # An issue is the benchmark's: a set read from some of its series would close it
+        # for items still broken on the others.
+        fail("--file-issue reads every series of the benchmark: leave out --model and --lane", 2)
     if file_issue:
         from omni_tasks.ab.checks import check_repo
 

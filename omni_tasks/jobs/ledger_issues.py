@@ -57,8 +57,9 @@ def with_evidence(
     return dataclasses.replace(issue, entries=entries)
 
 
-def existing_issues(repo: str, benchmark: str) -> dict[str, Existing]:
-    """The repository's standing-failure issues of `benchmark`, by mode (open or closed)."""
+def existing_issues(repo: str, benchmark: str, branch: str) -> dict[str, Existing]:
+    """The repository's standing-failure issues of a benchmark's branch, by mode (open or
+    closed)."""
     owner, name = check_repo(repo)
     found: dict[str, Existing] = {}
     try:
@@ -69,10 +70,9 @@ def existing_issues(repo: str, benchmark: str) -> dict[str, Existing]:
                 ).json()
                 for i in got:
                     key = marked_key(i.get("body") or "")
-                    if key is not None and key[0] == benchmark and "pull_request" not in i:
-                        found.setdefault(
-                            key[1], Existing(i["number"], i["state"] == "open", i["body"])
-                        )
+                    if key is None or key[:2] != (benchmark, branch) or "pull_request" in i:
+                        continue
+                    found.setdefault(key[2], Existing(i["number"], i["state"] == "open", i["body"]))
                 if len(got) < 100:
                     break
     except GitHubException as exc:
@@ -95,7 +95,7 @@ def file_issues(
     was read (a dry run without credentials plans as if the repository held no issue)."""
     check_repo(repo)
     try:
-        existing = existing_issues(repo, benchmark)
+        existing = existing_issues(repo, benchmark, branch)
         read = True
     except CheckRunError as exc:
         if apply:

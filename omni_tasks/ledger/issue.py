@@ -68,7 +68,8 @@ class IssueSet:
 
     @property
     def title(self) -> str:
-        return f"Standing failures: {self.benchmark} · {self.mode}"
+        on = "" if self.branch == "main" else f" on {self.branch}"
+        return f"Standing failures: {self.benchmark} · {self.mode}{on}"
 
 
 @dataclass(frozen=True)
@@ -187,14 +188,14 @@ def tracked(body: str) -> dict[str, list[str]] | None:
     return {str(k): [str(s) for s in v] for k, v in items.items() if isinstance(v, list)}
 
 
-def marked_key(body: str) -> tuple[str, str] | None:
-    """(benchmark, mode) of the issue a body's marker names."""
+def marked_key(body: str) -> tuple[str, str, str] | None:
+    """(benchmark, branch, mode) of the issue a body's marker names."""
     m = _MARKED.search(body)
     if m is None:
         return None
     try:
         doc = json.loads(m.group(1))
-        return str(doc["benchmark"]), str(doc["mode"])
+        return str(doc["benchmark"]), str(doc["branch"]), str(doc["mode"])
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -291,7 +292,7 @@ def render(
 ) -> str:
     """The issue body: the marker (the set it tracks), the chronic items' table, the items no
     longer chronic but not yet clean, and each chronic item's transcripts and audio."""
-    doc = {"benchmark": issue.benchmark, "mode": issue.mode, "items": items}
+    doc = {"benchmark": issue.benchmark, "branch": issue.branch, "mode": issue.mode, "items": items}
     marker = f"<!-- {MARKER} {json.dumps(doc, sort_keys=True, separators=(',', ':'))} -->"
     head = (
         f"## {_items(len(issue.entries))} of {github_markdown(issue.benchmark)} broken night after "

@@ -133,6 +133,10 @@ def test_files_once_updates_in_place_and_comments_on_a_new_item_or_lane(db, gith
     assert "joined: `u03`" in said
     assert "`u00` is now chronic on `seed_tts_en · Qwen3-Omni-30B-A3B-Instruct · mi300x`" in said
     assert len(github.issues) == 2
+    # An issue is the whole benchmark's: filing from one lane's set is refused.
+    one_lane = ["items", "chronic", "--benchmark", "seed_tts_en", "--lane", "mi300x"]
+    refused = runner.invoke(app, [*one_lane, "--file-issue", "o/r", "--apply"])
+    assert refused.exit_code == 2 and "every series of the benchmark" in refused.output
 
 
 def test_a_recovered_set_closes_with_evidence_and_a_returning_item_reopens(db, github) -> None:

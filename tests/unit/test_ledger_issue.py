@@ -86,7 +86,7 @@ def test_a_new_set_is_filed_once_and_the_same_set_edits_in_place() -> None:
     assert [s.op for s in p.steps] == ["create"]
     issue = apply(p, None)
     assert tracked(issue.body) == {"q1": [H100], "q2": [H100]}
-    assert marked_key(issue.body) == ("seed_tts_en", "answered")
+    assert marked_key(issue.body) == ("seed_tts_en", "main", "answered")
     again = plan(first, issue, clean_nights=14)
     assert again.steps == ()  # same set, same figures: nothing
     later = ledger(item("q1", low=0.7), item("q2"), night=D + dt.timedelta(days=1))
