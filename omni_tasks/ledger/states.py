@@ -134,6 +134,28 @@ def classify(
     )
 
 
+def clean(
+    utt_id: str, nights: int, policy: LedgerPolicy, groups: Mapping[str, str] | None = None
+) -> LedgerItem:
+    """An item never broken over its `nights` observed nights: what `classify` says of it,
+    without its nights (most items; a ledger reads only the broken ones' nights)."""
+    low, high = jeffreys(0, nights, policy.confidence)
+    return LedgerItem(
+        utt_id,
+        "clean",
+        0,
+        nights,
+        low,
+        high,
+        None,
+        None,
+        None,
+        None,
+        0.0,
+        groups=dict(groups or {}),
+    )
+
+
 def _dominant(values: Sequence[str | None]) -> str | None:
     """The most common value (the first seen on a tie); None when none is known."""
     counts: dict[str, int] = {}

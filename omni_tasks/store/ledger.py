@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from omni_tasks.ledger.groups import item_groups, shares
 from omni_tasks.ledger.model import ItemNight, Ledger, LedgerItem
-from omni_tasks.ledger.states import LedgerPolicy, classify, outcome
+from omni_tasks.ledger.states import LedgerPolicy, classify, clean, outcome
 from omni_tasks.series import Series
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
@@ -36,6 +36,7 @@ class NightRead:
     commit_sha: str | None
 
 
+Groups = dict[str, dict[str, str]]  # utt_id -> the item's groups
 Window = list[tuple[NightRead, int]]  # the window's nights, oldest first, and their ledger ids
 
 
@@ -55,16 +56,19 @@ def load(
     window = _window(conn, series, branch, nights, until, policy.tau)
     if not window:
         raise LookupError(f"{series.label} {branch}: no graded night up to {until or 'now'}")
-    rows = _item_rows(conn, [i for _, i in window], None)
-    groups = {
-        r["utt_id"]: r["groups"]
-        for r in conn.execute(sql("ledger_groups"), series.args()).fetchall()
-    }
+    rows = _item_rows(conn, window, None)
+    counts = conn.execute(sql("ledger_item_counts"), {"night_ids": [i for _, i in window]})
+    groups = _groups(conn, series)
     last = window[-1][0].nightly
     elsewhere = _elsewhere(conn, series, branch, last)
     items = tuple(
-        _with_elsewhere(classify(utt, history, policy, groups.get(utt)), elsewhere)
-        for utt, history in sorted(rows.items())
+        _with_elsewhere(
+            classify(u, rows[u], policy, groups.get(u))
+            if u in rows
+            else clean(u, n, policy, groups.get(u)),
+            elsewhere,
+        )
+        for u, n in sorted((r["utt_id"], r["nights"]) for r in counts)
     )
     _write_states(conn, window[-1][1], items)
     return Ledger(
@@ -103,7 +107,7 @@ def item_nights(
     did not count on, infra, are left out)."""
     tau = (policy or LedgerPolicy()).tau
     window = _window(conn, series, branch, nights, None, tau)
-    return _item_rows(conn, [i for _, i in window], utt_id).get(utt_id, [])
+    return _item_rows(conn, window, utt_id).get(utt_id, [])
 
 
 def _window(
@@ -119,7 +123,8 @@ def _window(
     args = {**series.args(), "branch": branch, "nights": nights, "until": until}
     found = conn.execute(sql("ledger_runs"), args).fetchall()
     out = []
-    for i, r in enumerate(found):
+    known: Groups | None = None
+    for i, r in enumerate(reversed(found)):  # newest first: it carries the items' groups
         night = NightRead(r["nightly"], r["run_id"], r["grading_id"], r["commit_sha"])
         night_id = r["night_id"]
         if (r["recorded_run_id"], r["recorded_grading_id"], r["recorded_tau"]) != (
@@ -127,9 +132,17 @@ def _window(
             night.grading_id,
             tau,
         ):
-            night_id = record_night(conn, series, branch, night, tau, newest=i == len(found) - 1)
+            if i == 0:
+                known = _groups(conn, series)
+            night_id = record_night(conn, series, branch, night, tau, known)
+            known = None
         out.append((night, int(night_id)))
-    return out
+    return out[::-1]
+
+
+def _groups(conn: psycopg.Connection[Any], series: Series) -> Groups:
+    found = conn.execute(sql("ledger_groups"), series.args()).fetchall()
+    return {r["utt_id"]: r["groups"] for r in found}
 
 
 def record_night(
@@ -138,11 +151,11 @@ def record_night(
     branch: str,
     night: NightRead,
     tau: float,
-    *,
-    newest: bool = True,
+    known: Groups | None = None,
 ) -> int:
-    """Read one night's run and grading into the ledger: one item row per item that counted,
-    and (for the newest night) each item's groups. Returns its ledger night's id."""
+    """Read one night's run and grading into the ledger: one item row per item that counted.
+    With the items' `known` groups (the newest night's reading), the groups that changed are
+    stored. Returns its ledger night's id."""
     args = {
         **series.args(),
         "branch": branch,
@@ -161,28 +174,37 @@ def record_night(
         for clip in clips:
             if (o := outcome(clip, tau)) is not None:
                 cp.write_row((night_id, clip.utt_id, *o))
-    if newest:
-        conn.execute(
-            sql("ledger_upsert_items"),
-            {
-                **series.args(),
-                "utt_ids": [c.utt_id for c in clips],
-                "groups": [Jsonb(item_groups(c)) for c in clips],
-            },
-        )
+    if known is not None:
+        changed = {c.utt_id: g for c in clips if known.get(c.utt_id) != (g := item_groups(c))}
+        if changed:  # the first night, or a changed suite: most nights store nothing
+            conn.execute(
+                sql("ledger_upsert_items"),
+                {
+                    **series.args(),
+                    "utt_ids": list(changed),
+                    "groups": [Jsonb(g) for g in changed.values()],
+                },
+            )
     return night_id
 
 
 def _item_rows(
-    conn: psycopg.Connection[Any], night_ids: list[int], utt_id: str | None
+    conn: psycopg.Connection[Any], window: Window, utt_id: str | None
 ) -> dict[str, list[ItemNight]]:
-    out: dict[str, list[ItemNight]] = {}
-    args = {"night_ids": night_ids, "utt_id": utt_id}
+    """Each item's nights of the window, oldest first: of the one item, if given, else of the
+    items broken on one of them."""
+    order = {night_id: (i, night) for i, (night, night_id) in enumerate(window)}
+    args = {"night_ids": list(order), "utt_id": utt_id}
+    query = sql("ledger_item_rows" if utt_id is None else "ledger_one_item_rows")
     with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
-        for utt, nightly, sha, broken, mode, origin, leak in cur.execute(
-            sql("ledger_item_rows"), args
-        ):
-            out.setdefault(utt, []).append(ItemNight(nightly, sha, broken, mode, origin, leak))
+        found = cur.execute(query, args).fetchall()
+    found.sort(key=lambda r: order[r[0]][0])  # stable: night order within each item
+    out: dict[str, list[ItemNight]] = {}
+    for night_id, utt, broken, mode, origin, leak in found:
+        night = order[night_id][1]
+        out.setdefault(utt, []).append(
+            ItemNight(night.nightly, night.commit_sha, broken, mode, origin, leak)
+        )
     return out
 
 

@@ -27,6 +27,8 @@ CREATE TABLE omni.item_night (
     leak     boolean NOT NULL DEFAULT false,
     PRIMARY KEY (night_id, utt_id)
 );
+-- The items broken on a night: a window's read starts from them (most items are clean).
+CREATE INDEX item_night_broken_idx ON omni.item_night (night_id, utt_id) WHERE broken;
 
 -- What the family knows about each item of a series (its groups), as its latest read night
 -- stored them.

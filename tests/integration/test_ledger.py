@@ -115,7 +115,7 @@ def test_the_ledger_recovers_the_planted_standing_failures(db, nights: Path) -> 
 
 def test_nights_are_read_once_and_again_only_when_their_reading_changes(db, tmp_path: Path) -> None:
     _run_nights(db, seed_tts_corpus(tmp_path / "small", 40), 3)
-    read = "SELECT night_id, tau, xmin::text AS xmin FROM omni.ledger_night ORDER BY night_id"
+    read = "SELECT night_id, tau, xmin::text AS xmin FROM omni.ledger_night ORDER BY nightly"
     ledger.load(db, SERIES, branch="main", nights=3)
     db.commit()
     first = db.execute(read).fetchall()
@@ -129,3 +129,31 @@ def test_nights_are_read_once_and_again_only_when_their_reading_changes(db, tmp_
     assert strict.first_night == D0 + dt.timedelta(1)
     assert ledger.series_for(db, "seed_tts_en") == [SERIES]
     assert ledger.series_for(db, "seed_tts_en", lane="rocm-mi300") == []
+
+
+def test_an_item_chronic_on_another_lane_says_so(db, tmp_path: Path) -> None:
+    corpus = seed_tts_corpus(tmp_path / "lanes", 120)
+    lanes = [Series("seed_tts_en", lane="cuda-h100x2"), Series("seed_tts_en", lane="rocm-mi300")]
+    for i in range(7):
+        for series in lanes:
+            req = BenchRequest(
+                target="simulator:ledger-planted",
+                branch="main",
+                dataset=str(corpus),
+                lane=series.lane,
+                commit=COMMITS[i],
+                seed=100 + i,
+                nightly=D0 + dt.timedelta(days=i),
+                trigger="nightly",
+                transcript_mode=True,
+            )
+            run_benchmark(db, req, None, show_progress=False)
+            db.commit()
+    first = ledger.load(db, lanes[0], branch="main", nights=7)
+    second = ledger.load(db, lanes[1], branch="main", nights=7)
+    on_first = {i.utt_id for i in first.state("chronic", "new")}
+    assert on_first  # the planted set is the same items on both lanes
+    for item in second.items:
+        assert item.elsewhere == ((lanes[0].key,) if item.utt_id in on_first else ()), item
+    assert all(i.elsewhere == () for i in first.items)  # the second lane's ledger came later
+    assert ledger.series_for(db, "seed_tts_en", lane="rocm-mi300") == [lanes[1]]

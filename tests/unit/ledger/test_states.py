@@ -11,7 +11,14 @@ import pytest
 
 from omni_tasks.ledger.groups import item_groups, shares
 from omni_tasks.ledger.model import ItemNight, LedgerItem
-from omni_tasks.ledger.states import LedgerPolicy, change_night, classify, jeffreys, outcome
+from omni_tasks.ledger.states import (
+    LedgerPolicy,
+    change_night,
+    classify,
+    clean,
+    jeffreys,
+    outcome,
+)
 from omni_tasks.records import ClipRecord
 
 D0 = dt.date(2026, 11, 1)
@@ -81,6 +88,12 @@ def test_half_broken_is_flaky_and_never_broken_is_clean() -> None:
     assert classify("u1", _nights("10" * 7), POLICY).state == "flaky"
     clean = classify("u1", _nights("0" * 14), POLICY)
     assert clean.state == "clean" and clean.mode is None and clean.leak_share == 0.0
+
+
+def test_a_clean_item_without_its_nights_reads_as_with_them() -> None:
+    assert clean("u1", 14, POLICY, {"kind": "statement"}) == classify(
+        "u1", _nights("0" * 14), POLICY, {"kind": "statement"}
+    )
 
 
 def test_a_fix_is_named_with_the_commits_either_side() -> None:
