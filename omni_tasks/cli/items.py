@@ -4,7 +4,7 @@ and a GitHub issue per benchmark and mode with `--file-issue`), and one item's n
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,9 @@ from omni_tasks.ledger.issue import Plan, fresh_elsewhere, series_label
 from omni_tasks.ledger.model import GroupShare, ItemNight, Ledger, LedgerItem
 from omni_tasks.reports.tables import print_table
 from omni_tasks.series import Series
+
+if TYPE_CHECKING:
+    from omni_tasks.store.item_evidence import ItemEvidence
 
 SHOWN = (*CHRONIC, "flaky")  # what `chronic` lists (fixed items are in --json)
 BranchOpt = Annotated[str, typer.Option(metavar="BRANCH", help="The branch whose nights count")]
@@ -163,7 +166,6 @@ def items_chronic(
     knows (questions, categories) against the suite."""
     from omni_tasks.config import get_settings
     from omni_tasks.jobs.ledger_issues import IssueFilingError, file_issues
-    from omni_tasks.store import ledger as store
 
     bench = benchmark or get_settings().benchmark
     if apply and not file_issue:
@@ -179,14 +181,7 @@ def items_chronic(
             check_repo(file_issue)
 
     def work(conn: Any) -> tuple[list[tuple[Series, Ledger]], list[Plan], bool]:
-        series = store.series_for(conn, bench, model=model, lane=lane)
-        if not series:
-            fail(f"no stored series of {bench} matches (see `omni-tasks runs list`)")
-        found = [(s, led) for s in series if (led := _ledger(conn, s, branch, nights))]
-        if not found:
-            fail(f"no graded night of {bench} on {branch} (see `omni-tasks runs list`)")
-        fresh = fresh_elsewhere([led for _, led in found])
-        ledgers = [(s, led) for (s, _), led in zip(found, fresh, strict=True)]
+        ledgers = _read(conn, bench, model, lane, branch, nights)
         if not file_issue:
             return ledgers, [], False
         plans, read = file_issues(
@@ -214,6 +209,23 @@ def items_chronic(
         _show_ledger(s.label, led, mode, wide)
     if file_issue:
         _show_plans(file_issue, plans, apply, read)
+
+
+def _read(
+    conn: Any, bench: str, model: str | None, lane: str | None, branch: str, nights: int
+) -> list[tuple[Series, Ledger]]:
+    """The ledgers of the benchmark's series the filters leave, each series' other series
+    where an item is chronic answered by the others read here."""
+    from omni_tasks.store import ledger as store
+
+    series = store.series_for(conn, bench, model=model, lane=lane)
+    if not series:
+        fail(f"no stored series of {bench} matches (see `omni-tasks runs list`)")
+    found = [(s, led) for s in series if (led := _ledger(conn, s, branch, nights))]
+    if not found:
+        fail(f"no graded night of {bench} on {branch} (see `omni-tasks runs list`)")
+    fresh = fresh_elsewhere([led for _, led in found])
+    return [(s, led) for (s, _), led in zip(found, fresh, strict=True)]
 
 
 def _ledger(conn: Any, series: Series, branch: str, nights: int) -> Ledger | None:
@@ -273,7 +285,7 @@ def items_show(
 
     series = opt.series_of(benchmark, model, lane)
 
-    def work(conn: Any) -> tuple[list[ItemNight], Any]:
+    def work(conn: Any) -> tuple[list[ItemNight], ItemEvidence | None]:
         rows = store.item_nights(conn, series, branch=branch, utt_id=item, nights=nights)
         broken = [r.nightly for r in rows if r.broken]
         if not broken:
@@ -296,6 +308,11 @@ def items_show(
             }
         )
         return
+    _show_nights(rows, f"{item} · {series.label} · {branch}")
+    _show_latest(evidence, audio, any(r.broken for r in rows))
+
+
+def _show_nights(rows: list[ItemNight], title: str) -> None:
     print_table(
         console,
         ["night", "commit", "broken", "mode", "origin", "task text"],
@@ -312,16 +329,16 @@ def items_show(
         ],
         keep="night",
         drop_first=["commit", "task text", "origin"],
-        title=f"{item} · {series.label} · {branch}",
+        title=title,
     )
-    broken = sum(r.broken for r in rows)
-    console.print(f"broken on {broken} of {len(rows)} nights")
+    console.print(f"broken on {sum(r.broken for r in rows)} of {len(rows)} nights")
+
+
+def _show_latest(evidence: ItemEvidence | None, audio: str | None, broken: bool) -> None:
+    """Both transcripts of the latest broken night, and where its audio is."""
     if evidence is None:
-        console.print(
-            "not broken on any of these nights"
-            if not broken
-            else "no stored clip of its latest broken night"
-        )
+        said = "no stored clip of its latest broken night" if broken else "never broken here"
+        console.print(said)
         return
     console.rule(f"latest broken night: {evidence.nightly}")
     console.print("asked to say (reference):", style="bold")
