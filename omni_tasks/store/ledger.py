@@ -53,12 +53,12 @@ def load(
     last stored night): every item's standing, the groups' shares and where else each item is
     chronic. Reads any night of the window not read yet; stores the last night's states."""
     policy = policy or LedgerPolicy()
-    window = _window(conn, series, branch, nights, until, policy.tau)
+    groups = _groups(conn, series)
+    window = _window(conn, series, branch, nights, until, policy.tau, groups)
     if not window:
         raise LookupError(f"{series.label} {branch}: no graded night up to {until or 'now'}")
     rows = _item_rows(conn, window, None)
     counts = conn.execute(sql("ledger_item_counts"), {"night_ids": [i for _, i in window]})
-    groups = _groups(conn, series)
     last = window[-1][0].nightly
     elsewhere = _elsewhere(conn, series, branch, last)
     items = tuple(
@@ -106,7 +106,7 @@ def item_nights(
     """One item's nights over the branch's last `nights` nights, oldest first (the nights it
     did not count on, infra, are left out)."""
     tau = (policy or LedgerPolicy()).tau
-    window = _window(conn, series, branch, nights, None, tau)
+    window = _window(conn, series, branch, nights, None, tau, _groups(conn, series))
     return _item_rows(conn, window, utt_id).get(utt_id, [])
 
 
@@ -117,13 +117,14 @@ def _window(
     nights: int,
     until: dt.date | None,
     tau: float,
+    groups: Groups,
 ) -> Window:
     """The window's nights, oldest first, each read into the ledger's rows if it is not yet
-    (or was read from another run, grading or tau)."""
+    (or was read from another run, grading or tau); the newest night read brings the items'
+    `groups` up to date (in place)."""
     args = {**series.args(), "branch": branch, "nights": nights, "until": until}
     found = conn.execute(sql("ledger_runs"), args).fetchall()
     out = []
-    known: Groups | None = None
     for i, r in enumerate(reversed(found)):  # newest first: it carries the items' groups
         night = NightRead(r["nightly"], r["run_id"], r["grading_id"], r["commit_sha"])
         night_id = r["night_id"]
@@ -132,10 +133,8 @@ def _window(
             night.grading_id,
             tau,
         ):
-            if i == 0:
-                known = _groups(conn, series)
+            known = groups if i == 0 else None
             night_id = record_night(conn, series, branch, night, tau, known)
-            known = None
         out.append((night, int(night_id)))
     return out[::-1]
 
@@ -176,6 +175,7 @@ def record_night(
                 cp.write_row((night_id, clip.utt_id, *o))
     if known is not None:
         changed = {c.utt_id: g for c in clips if known.get(c.utt_id) != (g := item_groups(c))}
+        known.update(changed)
         if changed:  # the first night, or a changed suite: most nights store nothing
             conn.execute(
                 sql("ledger_upsert_items"),

@@ -174,9 +174,12 @@ def load_profile(name: str) -> Profile:
     )
 
 
-def _planted(doc: dict[str, Any] | None) -> Planted | None:
+def _planted(doc: object) -> Planted | None:
+    """A profile's `planted` section (profiles.yaml), checked."""
     if doc is None:
         return None
+    if not isinstance(doc, dict):
+        raise ProfileError(f"planted: a mapping of chronic and flaky, got {doc!r}")
     chronic, flaky = doc.get("chronic") or {}, doc.get("flaky") or {}
     events = tuple(str(e) for e in chronic.get("events", ()))
     unknown = [e for e in (*events, flaky.get("event", "truncate")) if e not in EVENTS]
