@@ -537,6 +537,17 @@ def verdict_message(
     return _titled(head, body, *next_line(None, next_steps), *_links(links))
 
 
+def digest_message(title: str, paragraphs: list[tuple[str, list[str]]]) -> Message:
+    """A periodic digest (the weekly standing failures): a header, then each paragraph's
+    heading and its data lines, escaped (the first fifteen; the count of the rest)."""
+    shown = []
+    for heading, lines in paragraphs:
+        more = [f"… and {len(lines) - 15} more"] if len(lines) > 15 else []
+        body = _bullets([*lines[:15], *more], 16)
+        shown.append(section(f"*{escape(heading)}*" + (f"\n{body}" if body else "")))
+    return _titled(title, *shown)
+
+
 def infra_resolved(title: str) -> Message:
     return note(f":white_check_mark: {title}")
 

@@ -5,7 +5,7 @@ order `--help` lists them (the order of the work: import, synthesize, grade, dec
 # ruff: noqa: F401, I001
 from omni_tasks.cli import db, audio, benchmarks, imports, runs
 from omni_tasks.cli import synthesis, grading, statistics, gates, ab, bisect, ablate, concurrency
-from omni_tasks.cli import outputs
+from omni_tasks.cli import outputs, items
 from omni_tasks.cli import alerts, demo, doctor
 from omni_tasks.cli.common import app
 

@@ -106,6 +106,7 @@ import_app = group("import", "Import results produced elsewhere.")
 runs_app = group("runs", "Inspect stored runs.")
 audio_app = group("audio", "Stored clip audio: retention.")
 benchmarks_app = group("benchmarks", "The benchmarks omni-tasks tracks.")
+items_app = group("items", "Standing failures: the items broken night after night (the ledger).")
 doctor_app = group("doctor", "Check this host's setup.")
 
 Result = TypeVar("Result", bound=Contract)

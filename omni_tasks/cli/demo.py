@@ -27,7 +27,13 @@ def demo_cmd(
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
     from omni_tasks.grafana.dashboards import write_all
-    from omni_tasks.jobs.demo import BASELINE, CANDIDATE, night_summary, run_nights
+    from omni_tasks.jobs.demo import (
+        BASELINE,
+        CANDIDATE,
+        night_summary,
+        run_nights,
+        standing_line,
+    )
     from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
     from omni_tasks.store.db import resolve_dsn
@@ -90,6 +96,7 @@ def demo_cmd(
                 )
             console.print(gate)
         sent = alert_store.sent_messages(conn)
+        standing = standing_line(conn, Series(settings.benchmark), BASELINE)
     # The last night's candidate run: the one the Next line's `stats` reads.
     keys = [d.candidate_run_key for d in s.decisions if d.candidate_run_key] if runs else []
     dash = write_all(settings.home / "dashboards")
@@ -103,6 +110,7 @@ def demo_cmd(
         console.print(render_text(m["payload"]))
     for f in audio:
         console.print(f"audio in thread: {f}")
+    console.print(standing)
     console.rule("written")
     report = report_path(settings.benchmark, runs[-1].nightly)
     console.print(

@@ -337,6 +337,24 @@ def watch_upstream(context: Context) -> list[str]:
     return found
 
 
+def ledger_digest(context: Context) -> list[str]:
+    """The weekly standing-failures digest of each series the config's `ledger_digest:` opts
+    in (none listed: nothing queued)."""
+    from omni_tasks.deployment.reading import ConfigError
+    from omni_tasks.deployment.sections import ledger_digest as configured
+    from omni_tasks.jobs.ledger_digest import send_digests
+
+    with _fails_at_once(ConfigError, what="deployment config"):
+        wanted = configured(config_variable())
+    year, week, _ = nightly_of(context).isocalendar()
+    with results_db() as conn:
+        lines = send_digests(
+            conn, wanted.opted_in(), wanted.branch, wanted.nights, f"{year}-W{week:02d}"
+        )
+    log.info("standing-failures digests: %s", "; ".join(lines) or "no series opted in")
+    return lines
+
+
 @stops_on_sigterm
 def ab(context: Context) -> JsonObject:
     """Run the A/B the form asks for (checked against the config's `ab:`), report it as a

@@ -28,7 +28,7 @@ MERGED = ("server", "environment")
 # What the config offers a trigger form (deployment/forms.py).
 OFFERS = ("form_choices", "named_overrides")
 # A version 1 config's keys that are the config's, not its series'.
-CONFIG_WIDE = (*OFFERS, "retention", "slack_actions")
+CONFIG_WIDE = (*OFFERS, "retention", "slack_actions", "ledger_digest")
 FLEET_KEYS = ("version", "lanes", "defaults", "series", *CONFIG_WIDE, "ab", "buildkite")
 
 

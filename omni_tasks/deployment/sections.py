@@ -1,14 +1,17 @@
 """The config-wide sections of the deployment config: `retention:` (how long clip audio is
-kept), `slack_actions:` (who may use the alerts' buttons) and `buildkite:` (the pipelines the
-hourly Buildkite sync imports)."""
+kept), `slack_actions:` (who may use the alerts' buttons), `buildkite:` (the pipelines the
+hourly Buildkite sync imports) and `ledger_digest:` (the series whose standing failures are
+posted to Slack weekly)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from omni_tasks.deployment.reading import config_section, read
+from omni_tasks.series import Series
+from omni_tasks.trust.names import check_branch
 
 SlackId = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9]{2,24}$")]
 
@@ -67,3 +70,34 @@ class BuildkiteSync(BaseModel):
 def buildkite_sync(variable: str | None = None) -> BuildkiteSync:
     """The `buildkite:` section of the deployment config (version 2)."""
     return config_section(read(variable), "buildkite", BuildkiteSync, missing="nothing to sync")
+
+
+class LedgerDigest(BaseModel):
+    """The weekly standing-failures digest (jobs/ledger_digest.py), opt-in per series: each
+    listed series (`BENCHMARK|MODEL|LANE`) gets one Slack message a week; none listed, none."""
+
+    model_config = ConfigDict(extra="forbid")
+    series: list[str] = Field(default_factory=list, max_length=200)
+    branch: str = "main"
+    nights: int = Field(default=28, ge=7, le=400)  # the ledger's window
+
+    @field_validator("series")
+    @classmethod
+    def _series_keys(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            Series.parse(key)
+        return keys
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, branch: str) -> str:
+        check_branch(branch)
+        return branch
+
+    def opted_in(self) -> list[Series]:
+        return [Series.parse(k) for k in self.series]
+
+
+def ledger_digest(variable: str | None = None) -> LedgerDigest:
+    """The configured `ledger_digest:` (no series, no digest, without one)."""
+    return config_section(read(variable), "ledger_digest", LedgerDigest)

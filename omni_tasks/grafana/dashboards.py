@@ -106,7 +106,12 @@ def _split(view: str, by: str, column: str) -> list[JsonValue]:
 
 def panels(slo_tail: float) -> list[JsonValue]:
     """The trend dashboard's panels, top to bottom."""
-    return [*_trend_panels(slo_tail), *_decision_panels(), *_context_panels()]
+    return [
+        *_trend_panels(slo_tail),
+        *_decision_panels(),
+        *_context_panels(),
+        *_ledger_panels(),
+    ]
 
 
 def _trend_panels(slo_tail: float) -> list[JsonValue]:
@@ -349,6 +354,49 @@ def _context_panels() -> list[JsonValue]:
             "one's age), and each Buildkite pipeline's newest imported build and how long ago "
             "the sync imported it. A night with no decision by 09:00 UTC is an INFRA alert "
             "(omni_freshness).",
+        ),
+    ]
+
+
+LEDGER_FILTER = SERIES_FILTER + " AND branch IN ($branch)"
+
+
+def _ledger_panels() -> list[JsonValue]:
+    """The standing failures (the ledger, issue 69): the chronic set by mode night by night,
+    and the set as of the latest night the ledger was read."""
+    return [
+        panel(
+            14,
+            "Standing failures: chronic items by mode",
+            "timeseries",
+            (0, 72, 12, 9),
+            [
+                target(
+                    "SELECT nightly::timestamptz AS time, branch || ' ' || coalesce(mode, "
+                    "'unknown') AS metric, count(*) AS items FROM omni.v_ledger_chronic WHERE "
+                    f"$__timeFilter(nightly) AND {LEDGER_FILTER} GROUP BY 1, 2 "
+                    "ORDER BY 1"
+                )
+            ],
+            "Items broken night after night (chronic: the broken rate's exact lower bound "
+            "above the ledger policy's level over enough nights; new: chronic since a night), "
+            "per failure mode, on each night the ledger was read (the nightly report reads "
+            "it). `omni-tasks items chronic` lists them.",
+            custom=STACKED_BARS,
+        ),
+        table(
+            15,
+            "Standing failures: the current chronic set",
+            (12, 72, 12, 9),
+            "SELECT branch, utt_id, state, coalesce(mode, 'unknown') AS mode, nightly FROM "
+            f"omni.v_ledger_chronic c WHERE {LEDGER_FILTER} AND nightly = (SELECT "
+            "max(nightly) FROM omni.v_ledger_chronic l WHERE l.benchmark = c.benchmark AND "
+            "l.model = c.model AND l.lane = c.lane AND l.branch = c.branch) "
+            "ORDER BY branch, mode, utt_id",
+            "The chronic and new items of each branch as of its latest ledger night. "
+            "`omni-tasks items show ITEM` prints an item's nights and both transcripts of its "
+            "latest broken night.",
+            coloured("state", {"new": "orange", "chronic": "red"}),
         ),
     ]
 

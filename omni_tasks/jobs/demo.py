@@ -249,3 +249,24 @@ def night_summary(conn: Any, series: Series, night: dt.date) -> NightSummary:
         views.nightly_trend(conn, series, 0.5, night, night),
         views.gate_history(conn, series, night),
     )
+
+
+def standing_line(conn: Any, series: Series, branch: str, nights: int = 28) -> str:
+    """One line on the series' standing failures: the chronic set by mode on `branch`."""
+    from omni_tasks.ledger.digest import digest, headline
+    from omni_tasks.ledger.states import LedgerPolicy
+    from omni_tasks.store import ledger
+
+    try:
+        found = ledger.load(conn, series, branch=branch, nights=nights)
+    except LookupError:
+        return f"standing failures: no graded night of {branch} yet"
+    seen = max((i.nights for i in found.items), default=0)
+    line = (
+        f"standing failures on {branch} ({seen} night(s), {found.first_night} – "
+        f"{found.last_night}): {headline(digest(found, None))}"
+    )
+    need = LedgerPolicy().min_nights
+    if seen < need:  # a hint, not a command: the demo's Next line names the commands to run
+        line += f"; an item is chronic after {need} nights (demo --nights {need})"
+    return line + "; `omni-tasks items chronic --json` lists them"

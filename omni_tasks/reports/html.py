@@ -37,6 +37,8 @@ from omni_tasks.evidence.audio import AudioError, load_audio_bytes, opus_bytes
 from omni_tasks.evidence.links import PLOTLY_JS, report_name
 from omni_tasks.formatting import MISSING, pts_ci
 from omni_tasks.records import NightRun
+from omni_tasks.reports.standing import COLUMNS as STANDING_COLUMNS
+from omni_tasks.reports.standing import standing_failures
 from omni_tasks.series import PROTOCOLS, Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import clip_records, latest_grading, runs_of_night
@@ -514,7 +516,9 @@ def nightly_report(
             }
         )
     runs = runs_of_night(conn, benchmark, nightly)
+    baselines = {d.baseline_branch for d in decisions if d.nightly == nightly}
     return TEMPLATES.get_template("report.html").render(
+        standing=standing_failures(conn, benchmark, baselines or {"main"}, nightly),
         title=f"{benchmark.name} nightly {nightly}",
         css=Markup(CSS),
         plotly_js=PLOTLY_JS,
@@ -549,6 +553,7 @@ def nightly_report(
         comparisons=comparisons,
         generated=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}",
         broken=_broken_note(bench.judged == "wer", bench.broken_label(tau), words),
+        standing_columns=STANDING_COLUMNS,
     )
 
 

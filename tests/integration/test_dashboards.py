@@ -21,6 +21,8 @@ from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import D0, REGRESS, SAME, store_night
 from tests.fakes.grafana_api import GrafanaState, expand, grafana_app, panel_queries
 
+STANDING = "Standing failures"  # the ledger's panels, run on a planted history elsewhere
+
 
 def test_committed_dashboards_are_what_the_code_generates() -> None:
     for name, d in dashboards().items():
@@ -140,6 +142,8 @@ def test_every_panel_query_runs_and_returns_its_columns(history, tmp_path_factor
     published = "Accuracy and secondary scores (never gated)/D"
     summaries = "Summary-only figures (judge means and summaries without items; never gated)/A"
     for name, raw in queries.items():
+        if name.startswith(STANDING):  # 4 nights make no chronic item: test_ledger_digest.py
+            continue
         columns, rows = _run(history, expand(raw, variables, from_, to))
         if name == published:  # seed-TTS's published WERs are another protocol: no line
             assert rows == [], rows

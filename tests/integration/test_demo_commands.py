@@ -67,7 +67,8 @@ def test_every_command_the_demo_prints_exits_0(db, tmp_path: Path) -> None:
     verbs = [c[:2] if c[0] in ("alerts", "runs") else c[:1] for c in from_outbox]
     # The confirmed regression's Next line and its reproduce line.
     assert verbs == [["alerts", "ack"], ["alerts", "invalid"], ["report"], ["bench"]], verbs
-    assert [c[0] for c in from_terminal] == ["runs", "stats", "demo"], from_terminal
+    # The standing-failures line, then the Next line.
+    assert [c[0] for c in from_terminal] == ["items", "runs", "stats", "demo"], from_terminal
     runner = CliRunner()
     for args in from_outbox + from_terminal:
         if args[0] in PARSED_ONLY:
