@@ -20,9 +20,14 @@ then bisect with a sequential test per step, all within a budget counted in clip
    steps (Bonferroni). A step still undecided at the cap is decided by the ratio's sign and
    marked.
 
-The budget is in full-run equivalents (clips run / clips in a full run). The repeat cap is the
-most seeds whose worst case (both endpoints and every step's midpoint at each seed) fits what
-the selection left of it, at most MAX_REPEATS. When the chosen clips are too many for
+The budget is in full-run equivalents (clips run / clips in a full run): the configured one,
+raised where the observed step on a small suite needs more seeds on its chosen items than it
+buys (chosen_budget: from the run pair's MDE and Δ). The repeat cap is the most seeds whose
+worst case (both endpoints and every step's midpoint at each seed) fits what the selection
+left of it, at most MAX_REPEATS; a step still undecided there takes up to EXTRA_SEEDS more
+while the budget, less what the later steps may need, affords them. When the budget rather
+than the evidence ends the check, the result says "undecided, budget spent", not "no
+regression". When the chosen clips are too many for
 one seed (a regression that breaks most clips, or a small suite), a seeded sample of them
 (regressed first) sized for MIN_REPEATS seeds is bisected instead, never none.
 """
@@ -36,6 +41,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from scipy.stats import norm
+
 from omni_tasks.analysis.change_point import step_nights
 from omni_tasks.analysis.discriminating import Outcomes, Selection, choose_clips
 from omni_tasks.analysis.intervals import mcnemar_exact
@@ -45,6 +52,10 @@ Evaluate = Callable[[str, int, tuple[str, ...] | None], dict[str, bool]]  # comm
 MAX_REPEATS = 6
 MIN_REPEATS = 3  # seeds a step gets when the chosen clips are too many for one and are sampled
 MIN_CLIPS = 4  # below this a sample cannot discriminate: the budget is too small
+# The most full runs a budget chosen from the observed Δ may reach: a small suite's whole set
+# at MIN_REPEATS seeds for 16 commits (2 endpoints + 4 midpoints a seed), plus its selection.
+MAX_BUDGET = 24.0
+EXTRA_SEEDS = 2  # seeds past the cap a step still undecided may take, while the budget affords
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,7 @@ class BisectResult:
     selection: str  # "stored runs" | "fresh runs"
     endpoints: EndpointCheck | None
     repeat_cap: int
+    budget: float  # full runs this bisection ran on (chosen_budget)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -116,6 +128,43 @@ def steps_needed(n_commits: int) -> int:
     return max(1, math.ceil(math.log2(n_commits - 1))) if n_commits > 2 else 1
 
 
+def chosen_budget(
+    budget: float,
+    n_all: int,
+    n_chosen: int,
+    spent: int,
+    n_commits: int,
+    regressed: int,
+    improved: int,
+) -> tuple[float, str | None]:
+    """The budget a bisection runs on: the configured one, raised (up to MAX_BUDGET) where it
+    buys fewer than MIN_REPEATS seeds on the chosen items (a small suite) to what the observed Δ
+    needs, with a note saying so. One run pair of `n_all`
+    items shows Δ = (regressed − improved)/n with the MDE z · √(ψ/n) (ψ = (regressed +
+    improved)/n); k seeds pooled narrow it by √k, so the steps need ⌈(MDE/Δ)²⌉ seeds (at least
+    MIN_REPEATS) on the chosen items. On 1,088 clips that is below the default; on a 40-item
+    suite its whole set at three seeds costs 18 full runs, where the default's 4 sampled 4
+    items and ended "no regression" of a +45-point night (issue 65: 1 of 9 tries)."""
+    delta, psi = (regressed - improved) / max(n_all, 1), (regressed + improved) / max(n_all, 1)
+    steps = steps_needed(n_commits)
+    per_seed = (2 + steps) * n_chosen
+    if delta <= 0 or n_all <= 0 or spent + MIN_REPEATS * per_seed <= budget * n_all:
+        return budget, None  # no step, or the budget already buys MIN_REPEATS seeds
+    z = norm.ppf(1 - 0.05 / steps) + norm.ppf(0.95)
+    seeds = max(MIN_REPEATS, math.ceil((z * math.sqrt(psi / n_all) / delta) ** 2))
+    if seeds > MAX_REPEATS:  # below what the suite can show at MAX_REPEATS seeds: no raise
+        return budget, None
+    raised = min((spent + seeds * per_seed) / n_all, MAX_BUDGET)
+    if raised <= budget:
+        return budget, None
+    note = (
+        f"budget raised from {budget:g} to {raised:.3g} full runs: a {delta * 100:+.0f}-point step "
+        f"on {n_all} items (MDE {z * math.sqrt(psi / n_all) * 100:.0f} points a run pair) needs "
+        f"{seeds} seeds a step on its {n_chosen} chosen items"
+    )
+    return raised, note
+
+
 def repeat_cap(budget: float, n_clips: int, n_chosen: int, spent: int, n_commits: int) -> int:
     """Seeds per step whose worst case fits the budget (full-run equivalents) after `spent`
     clips: each seed runs both endpoints and at most one midpoint per step on the chosen clips."""
@@ -134,6 +183,14 @@ class _Runs:
     evaluations: int = 0
     clips_run: int = 0
     endpoint: dict[int, tuple[Outcomes, Outcomes]] = field(default_factory=dict)
+    limit: float = math.inf  # clips the budget allows in all
+    reserve: int = 0  # clips the later steps may still need at the capped seeds
+
+    def affords(self, s: int) -> bool:
+        """Whether one more seed of a step (its midpoint, and the endpoints if new at `s`)
+        fits the budget after what the later steps may need."""
+        runs = 1 if s in self.endpoint else 3
+        return self.clips_run + runs * len(self.clips) + self.reserve <= self.limit
 
     def run(self, commit: str, s: int, clips: tuple[str, ...] | None) -> Outcomes:
         out = self.evaluate(commit, s, clips)
@@ -148,12 +205,18 @@ class _Runs:
         g, b = self.endpoint[s]
         return sum(g.values()), sum(b.values())
 
-    def step(self, mid: int, seeds: list[int], upper: float, lower: float) -> BisectStep:
+    def step(
+        self, mid: int, seeds: list[int], upper: float, lower: float, extra: Sequence[int] = ()
+    ) -> BisectStep:
         """The midpoint `mid` judged by the sequential test, one seed at a time, until the log
-        likelihood ratio crosses a bound or the seeds run out (forced)."""
+        likelihood ratio crosses a bound or the seeds run out (forced). Still undecided at the
+        capped `seeds` (the endpoints' rates are close), it goes on to the `extra` seeds while
+        the budget affords them: at 8 → 10.1 % the forced steps were most wrong first-bads."""
         d = self.clips
         llr, used, counts = 0.0, [], []
-        for s in seeds:  # never a seed that chose the clips
+        for i, s in enumerate([*seeds, *extra]):  # never a seed that chose the clips
+            if i >= len(seeds) and not self.affords(s):
+                break
             self.ends_at(s)
             k = sum(self.run(self.history[mid], s, d).values())
             # The endpoints' rates over every seed they ran (the check's too): the test's error
@@ -226,9 +289,15 @@ def bisect(
         selection = "fresh runs"
     key = f"bisect|{history[0]}|{history[-1]}|{seed}"
     chosen = choose_clips(*outcomes, key, control)
+    budget, raised = chosen_budget(
+        budget, chosen.n_common, len(chosen.clips), runs.clips_run, len(history),
+        chosen.regressed, chosen.improved,
+    )  # fmt: skip
     runs.clips, cap, notes = _fit_to_budget(
         chosen, outcomes, key, budget, runs.clips_run, len(history)
     )
+    notes = [*([raised] if raised else []), *notes]
+    runs.limit = budget * chosen.n_common
 
     def ended(check: EndpointCheck | None, *why: str) -> BisectResult:
         return BisectResult(
@@ -244,6 +313,7 @@ def bisect(
             selection=selection,
             endpoints=check,
             repeat_cap=max(cap, 0),
+            budget=budget,
             notes=[*notes, *why],
         )
 
@@ -256,31 +326,51 @@ def bisect(
     if cap < 1:
         return ended(
             None,
-            f"the budget of {budget:g} full runs does not cover one seed of the endpoint check "
-            f"and {steps_needed(len(history))} steps on {len(runs.clips)} clips",
+            f"undecided, budget spent: the budget of {budget:g} full runs does not cover one "
+            f"seed of the endpoint check and {steps_needed(len(history))} steps on "
+            f"{len(runs.clips)} clips",
         )
-    fresh = list(
-        itertools.islice((s for s in itertools.count(seed + 1) if s not in used_seeds), cap)
-    )
+    unused = (s for s in itertools.count(seed + 1) if s not in used_seeds)
+    fresh = list(itertools.islice(unused, cap))
+    extra = list(itertools.islice(unused, EXTRA_SEEDS))
     check = _check_endpoints(runs, fresh, alpha)
     if not check.verified:
-        return ended(
-            check,
-            "no regression between these endpoints: fresh runs on the chosen clips do not show "
-            "the bad endpoint worse than the good one, so no commit is named",
-        )
-    a_step = alpha / steps_needed(len(history))
+        return ended(check, _unverified(check, cap, budget))
+    n_steps = steps_needed(len(history))
+    a_step = alpha / n_steps
     upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
     lo, hi = 0, len(history) - 1
     steps: list[BisectStep] = []
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        steps.append(runs.step(mid, fresh, upper, lower))
+        missing = sum(s not in runs.endpoint for s in fresh)
+        runs.reserve = len(runs.clips) * ((n_steps - len(steps) - 1) * cap + 2 * missing)
+        steps.append(runs.step(mid, fresh, upper, lower, extra))
         if steps[-1].decision == "bad":
             hi = mid
         else:
             lo = mid
     return replace(ended(check), first_bad=history[hi], last_good=history[lo], steps=steps)
+
+
+def _unverified(check: EndpointCheck, cap: int, budget: float) -> str:
+    """Why no commit is named after the check: the evidence (the bad endpoint not worse on
+    the fresh runs), or the budget: its z, projected to the MAX_REPEATS seeds a larger budget
+    would buy (√ of the seeds' ratio), would have verified it."""
+    pairs = check.worse + check.better
+    z = (check.worse - check.better) / math.sqrt(pairs) if pairs else 0.0
+    projected = z * math.sqrt(MAX_REPEATS / len(check.seeds))
+    if cap < MAX_REPEATS and projected >= norm.ppf(1 - check.alpha_per_look * cap / MAX_REPEATS):
+        return (
+            f"undecided, budget spent: fresh runs on the chosen clips show the bad endpoint "
+            f"worse ({check.worse}:{check.better}, p {check.p_worse:.2g}) but not beyond "
+            f"{check.alpha_per_look:.2g} within {len(check.seeds)} seeds, all that {budget:g} "
+            "full runs buy; a larger budget may name the commit"
+        )
+    return (
+        "no regression between these endpoints: fresh runs on the chosen clips do not show "
+        "the bad endpoint worse than the good one, so no commit is named"
+    )
 
 
 def fitted(clips: tuple[str, ...], regressed: set[str], size: int, key: str) -> tuple[str, ...]:

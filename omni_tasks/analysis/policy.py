@@ -34,6 +34,7 @@ ADDED_AFTER_LEGACY = {
     "resolve_nights",
     "resolve_confidence",
     "resolve_aa_share",
+    "resolve_confidence_min",
 }
 
 
@@ -76,12 +77,14 @@ class GatePolicy(BaseModel):
     confirm_pool_p: float = Field(default=9e-5, gt=0, lt=1)
     confirm_pool_nights: int = Field(default=3, ge=2)
     # When an open alert resolves (analysis/resolution.py): at least this many quiet nights
-    # whose pooled Δ tail bound, at this two-sided confidence, lies below the floor; the floor
-    # is chosen from the series' ψ/n so that A/A streaks of resolve_nights clear it at least
-    # resolve_aa_share of the time (never below min_effect). Not decision fields: they move no
-    # verdict, so the policy version stays.
+    # whose pooled Δ tail bound lies below a floor chosen from the series' ψ/n, so that A/A
+    # streaks clear it at least resolve_aa_share of the time; the bound's two-sided confidence
+    # is at most resolve_confidence, and where it would be below resolve_confidence_min the
+    # series is gated wider than min_effect. Not decision fields: they move no verdict, so the
+    # policy version stays.
     resolve_nights: int = Field(default=3, ge=1)
     resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
+    resolve_confidence_min: float = Field(default=0.98, gt=0.5, lt=1)
     resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)

@@ -2,20 +2,23 @@
 least the policy's resolve_nights in a row) whose paired tables, pooled, rule the regression
 out. The rule is chosen from the series' own ψ/n, not per family (issue 65).
 
-Ruling out means Δ tail's upper bound (two-sided at resolve_confidence: McNemar's normal
-bound on the pooled discordant counts) lies below the *floor*, the regression the alert
-tracks. With σ = √(ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled
-(ψ the noise discordance, which a real step does not inflate), an A/A streak clears a floor F
-within k nights with probability about Φ(F/σ − z_c), z_c the bound's z. The floor is
+Ruling out means Δ tail's upper bound (McNemar's normal bound on the pooled discordant counts,
+z_c standard errors above Δ̂) lies below the *floor*, the regression the alert tracks. With
+σ = √(ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled (ψ the noise
+discordance, which a real step does not inflate) and z_aa = z(resolve_aa_share), an A/A
+streak clears a floor F within k nights about Φ(F/σ − z_c) of the time, so:
 
-    F = max(min_effect, (z_c + z_aa) · σ),   z_aa = z(resolve_aa_share),
+- where min_effect is at least (z_min + z_aa)·σ (z_min from resolve_confidence_min), the floor
+  is min_effect and z_c is z_max (from resolve_confidence), so a persisting step just above
+  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve: at
+  z_c = min(z_max, min_effect/σ − z_aa), 2.43 there, 11 % of such steps resolved within 30
+  nights, 2 % at 2.58;
+- elsewhere the series is *gated wider*: its size cannot tell a min_effect step from noise in
+  k nights, so the floor is (z_min + z_aa)·σ, the step it tracks, and the alert's thread says
+  so (a smaller persisting step there may resolve).
 
-so A/A alerts resolve within k nights at least resolve_aa_share of the time (98 %: an A/A
-REGRESSED night, about 1 % a night, restarts the streak) at every size, and a persisting step
-at F or above must fall z_c standard errors below itself to clear it. Where the second term is
-the larger the series is *gated wider*: its size cannot tell a min_effect step from noise in k
-nights, so it tracks only steps of F or more and the alert's thread says so (a smaller
-persisting step there may resolve). The per-family rule this replaces (three nights at 99 %,
+A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 98 % for
+the goal of 95 % within three nights. The per-family rule this replaces (three nights at 99 %,
 two at 95 % for multiple choice, floor max(min_effect, one night's critical Δ)) resolved A/A
 alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and 45.5 % of
 persisting 5-point drops at 300 questions (issue 65). bench/bench_statistics_sim.py prints
@@ -60,32 +63,33 @@ class RuleOut:
         )
 
 
-def resolution_floor(psi: float, n: int, policy: GatePolicy) -> float:
-    """The regression a series of `n` items at noise discordance `psi` can track: the larger
-    of min_effect and the Δ that resolve_nights A/A nights pooled rule out at least
-    resolve_aa_share of the time (the module's F)."""
-    if n <= 0:
-        return 1.0
-    z_c = float(norm.ppf(0.5 + policy.resolve_confidence / 2))
+def _z(two_sided: float) -> float:
+    return float(norm.ppf(0.5 + two_sided / 2))
+
+
+def resolution_floor(psi: float, n: int, policy: GatePolicy) -> tuple[float, float]:
+    """(floor, z_c) for a series of `n` items a night at noise discordance `psi`: the
+    regression it tracks and the z of the bound that must fall below it (the module's rule)."""
+    sigma = math.sqrt(psi / (policy.resolve_nights * max(n, 1)))
     z_aa = float(norm.ppf(policy.resolve_aa_share))
-    sigma = math.sqrt(psi / (policy.resolve_nights * n))
-    return max(policy.min_effect, (z_c + z_aa) * sigma)
+    z_min, z_max = _z(policy.resolve_confidence_min), _z(policy.resolve_confidence)
+    if policy.min_effect >= (z_min + z_aa) * sigma:
+        return policy.min_effect, z_max
+    return (z_min + z_aa) * sigma, z_min
 
 
 def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
-    """The pooled bound (two-sided at the policy's resolve_confidence) and the floor of a
-    streak's paired tables (one per night)."""
+    """The pooled bound and the floor of a streak's paired tables (one per night)."""
     n11, n12, n21, n22 = (sum(int(t[i]) for t in tables) for i in range(4))
     total = max(n11 + n12 + n21 + n22, 1)
-    # McNemar's normal bound on the pooled discordant counts: the floor's σ is on the same
-    # scale, so an A/A streak clears the floor at the share the floor was chosen for (Newcombe's
-    # interval is wider at a few dozen discordant items: 89 % of A/A alerts at 200 clips).
-    z_c = float(norm.ppf(0.5 + policy.resolve_confidence / 2))
-    high = (n12 - n21 + z_c * math.sqrt(n12 + n21)) / total
+    # McNemar's normal bound on the pooled counts (below): the floor's σ is on its scale, so an
+    # A/A streak clears the floor at the share it was chosen for (Newcombe's interval is wider
+    # at a few dozen discordant items: 89 % of A/A alerts at 200 clips).
     # The noise discordance: twice the smaller count, which a step does not inflate, plus what
     # it falls short of b + c by under A/A (E|b − c| = √(2(b + c)/π)); without it the floor
     # at 200 clips sat low and 91 % of A/A streaks cleared it, not 97 %.
     psi = (2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)) / total
     items = round(total / max(len(tables), 1))
-    floor = resolution_floor(psi, items, policy)
+    floor, z_c = resolution_floor(psi, items, policy)
+    high = (n12 - n21 + z_c * math.sqrt(n12 + n21)) / total
     return RuleOut(high, floor, items, psi, floor > policy.min_effect)

@@ -15,8 +15,8 @@ POLICY = load_policy()
 
 
 def _floor_by_hand(psi: float, n: int) -> float:
-    """(z of the two-sided bound + z of the A/A share) standard errors of three nights."""
-    z = norm.ppf(0.5 + POLICY.resolve_confidence / 2) + norm.ppf(POLICY.resolve_aa_share)
+    """(z of the narrowest bound + z of the A/A share) standard errors of three nights."""
+    z = norm.ppf(0.5 + POLICY.resolve_confidence_min / 2) + norm.ppf(POLICY.resolve_aa_share)
     return float(z * math.sqrt(psi / (POLICY.resolve_nights * n)))
 
 
@@ -30,8 +30,9 @@ def test_at_seed_tts_size_the_floor_is_min_effect() -> None:
 def test_a_small_suite_is_gated_wider_and_says_so() -> None:
     """300 questions at ψ = .17: three nights' A/A noise is wider than 2 points, so the floor
     is what they can rule out, and the thread names the size and ψ."""
-    assert resolution_floor(0.17, 300, POLICY) == pytest.approx(_floor_by_hand(0.17, 300))
-    assert resolution_floor(0.17, 300, POLICY) > 0.05  # a 5-point drop is not tracked there
+    floor, _ = resolution_floor(0.17, 300, POLICY)
+    assert floor == pytest.approx(_floor_by_hand(0.17, 300))
+    assert floor > 0.05  # a 5-point drop is not tracked there
     quiet = [(60, 25, 26, 189)] * 3
     r = rule_out(quiet, POLICY)
     assert r.widened and r.floor > POLICY.min_effect
@@ -58,9 +59,12 @@ def test_a_step_does_not_raise_its_own_floor() -> None:
 
 
 def test_the_bound_is_mcnemars_normal_bound_on_the_pooled_counts() -> None:
+    """At 1,088 clips the floor is min_effect and the bound the widest (resolve_confidence):
+    a persisting 2.1-point step must fall that far below itself to resolve."""
     r = rule_out([(80, 40, 30, 938)] * 3, POLICY)
     z = norm.ppf(0.5 + POLICY.resolve_confidence / 2)
     assert r.high == pytest.approx((30 + z * math.sqrt(210)) / 3264)
+    assert _floor_by_hand(0.063, 1088) <= POLICY.min_effect  # 1,088 clips are not gated wider
 
 
 def test_the_resolve_rule_moves_no_verdict_so_the_policy_version_stays() -> None:
