@@ -15,9 +15,9 @@ then bisect with a sequential test per step, all within a budget counted in clip
    binomial sequential probability ratio test between the endpoints' broken rates over every
    seed they have run so far (one seed's counts as the rates made the per-step errors 2–4× the
    nominal on a harder clip model; bench/bench_statistics_sim.py's held-out rows):
-   bad when the log-likelihood ratio crosses log((1-β)/α_step), good when it crosses
-   log(β/(1-α_step)), else the next seed, up to the repeat cap; α is split over the ⌈log2 n⌉
-   steps (Bonferroni). A step still undecided at the cap is decided by the ratio's sign and
+   bad when the log-likelihood ratio crosses log((1-β_step)/α_step), good when it crosses
+   log(β_step/(1-α_step)), else the next seed, up to the repeat cap; α and β are split over
+   the ⌈log2 n⌉ steps (Bonferroni). A step still undecided at the cap is decided by the ratio's sign and
    marked.
 
 The budget is in full-run equivalents (clips run / clips in a full run): the configured one,
@@ -337,8 +337,11 @@ def bisect(
     if not check.verified:
         return ended(check, _unverified(check, cap, budget))
     n_steps = steps_needed(len(history))
-    a_step = alpha / n_steps
-    upper, lower = math.log((1 - beta) / a_step), math.log(beta / (1 - a_step))
+    # Both errors split over the steps: any wrong step names a wrong commit. With β whole a
+    # step (bad called good 0.58 % a step at 8 → 10.1 %), 1.3 % of bisections named a wrong
+    # first bad; split, 0.8 % (1,000 histories), at 1.84 full runs instead of 1.62.
+    a_step, b_step = alpha / n_steps, beta / n_steps
+    upper, lower = math.log((1 - b_step) / a_step), math.log(b_step / (1 - a_step))
     lo, hi = 0, len(history) - 1
     steps: list[BisectStep] = []
     while hi - lo > 1:
