@@ -17,8 +17,8 @@ then bisect with a sequential test per step, all within a budget counted in clip
    nominal on a harder clip model; bench/bench_statistics_sim.py's held-out rows):
    bad when the log-likelihood ratio crosses log((1-β_step)/α_step), good when it crosses
    log(β_step/(1-α_step)), else the next seed, up to the repeat cap; α and β are split over
-   the ⌈log2 n⌉ steps (Bonferroni). A step still undecided at the cap is decided by the ratio's sign and
-   marked.
+   the ⌈log2 n⌉ steps (Bonferroni). A step still undecided at the cap (and at the extra seeds
+   the budget affords) is decided by the ratio's sign and marked.
 
 The budget is in full-run equivalents (clips run / clips in a full run): the configured one,
 raised where the observed step on a small suite needs more seeds on its chosen items than it

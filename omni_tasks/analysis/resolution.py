@@ -14,10 +14,11 @@ streak clears a floor F within k nights about Φ(F/σ − z_c) of the time, so:
   z_c = min(z_max, min_effect/σ − z_aa), 2.43 there, 11 % of such steps resolved within 30
   nights, 2 % at 2.58;
 - elsewhere the series is *gated wider*: its size cannot tell a min_effect step from noise in
-  k nights, so the floor is (z_min + z_aa)·σ, the step it tracks, and the alert's thread says
-  so (a smaller persisting step there may resolve).
+  k nights, so the floor is (z_min + z_aa)·σ and the alert's thread says that such a series
+  does not hold a persisting step of that size open (refused: the bench measures a step at
+  the floor resolving within 30 nights in about half of the series at 200 and 544 clips).
 
-A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 98 % for
+A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 99 % for
 the goal of 95 % within three nights. The per-family rule this replaces (three nights at 99 %,
 two at 95 % for multiple choice, floor max(min_effect, one night's critical Δ)) resolved A/A
 alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and 45.5 % of
@@ -58,8 +59,8 @@ class RuleOut:
             return "the policy's min_effect"
         return (
             f"wider than min_effect {min_effect * 100:.1f} pts: at {self.items:,} items a night "
-            f"(ψ {self.psi:.3f}) quiet nights cannot tell less from noise, so a smaller "
-            "persisting step may resolve"
+            f"(ψ {self.psi:.3f}) quiet nights cannot rule out less, so this series does not "
+            "hold a persisting step of that size open: a smaller persisting step may resolve"
         )
 
 
