@@ -85,7 +85,7 @@ class GatePolicy(BaseModel):
     resolve_nights: int = Field(default=3, ge=1)
     resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
     resolve_confidence_min: float = Field(default=0.95, gt=0.5, lt=1)
-    resolve_aa_share: float = Field(default=0.99, gt=0.5, lt=1)
+    resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

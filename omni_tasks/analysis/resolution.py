@@ -10,15 +10,16 @@ streak clears a floor F within k nights about Φ(F/σ − z_c) of the time, so:
 
 - where min_effect is at least (z_min + z_aa)·σ (z_min from resolve_confidence_min), the floor
   is min_effect and z_c is z_max (from resolve_confidence), so a persisting step just above
-  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve: at
-  z_c = min(z_max, min_effect/σ − z_aa), 2.43 there, 11 % of such steps resolved within 30
-  nights, 2 % at 2.58;
+  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve (3.5 %
+  within 30 nights). 1,088 clips sit near the edge: where z_min + z_aa was larger (.98 and
+  .98, or .95 and .99), step streaks whose ψ̂ ran high were gated wider, and 11–19 % of
+  such steps resolved;
 - elsewhere the series is *gated wider*: its size cannot tell a min_effect step from noise in
   k nights, so the floor is (z_min + z_aa)·σ and the alert's thread says that such a series
   does not hold a persisting step of that size open (refused: the bench measures a step at
   the floor resolving within 30 nights in about half of the series at 200 and 544 clips).
 
-A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 99 % for
+A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 98 % for
 the goal of 95 % within three nights. The per-family rule this replaces (three nights at 99 %,
 two at 95 % for multiple choice, floor max(min_effect, one night's critical Δ)) resolved A/A
 alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and 45.5 % of

@@ -535,7 +535,7 @@ def test_a_small_suite_alert_resolves_once_its_quiet_nights_rule_out_what_it_can
 ) -> None:
     """300 items (a Daily-Omni-sized series) at ψ = .1: three quiet nights cannot tell 2
     points from noise, so the series is gated wider (analysis/resolution.py: the floor is
-    (z(.975) + z(.99)) standard errors of three nights, ≈ 4.7 points), not held to 2 points
+    (z(.975) + z(.98)) standard errors of three nights, ≈ 4.4 points), not held to 2 points
     (asking for 2 kept most A/A alerts open for weeks). A step of 4 points that is not
     REGRESSED on any night keeps it open; three quiet nights resolve it, and the thread says
     which effect they ruled out and why it is wider than min_effect."""
@@ -543,11 +543,11 @@ def test_a_small_suite_alert_resolves_once_its_quiet_nights_rule_out_what_it_can
     step = ABShape(n=300, stable_broken=30, regressed=35, improved=5)
     below = ABShape(n=300, stable_broken=30, regressed=21, improved=9)  # +4 pts, p ≈ .02
     quiet = ABShape(n=300, stable_broken=30, regressed=15, improved=15)
-    # The floor: z(.975) + z(.99) standard errors of three quiet nights pooled, at their noise
+    # The floor: z(.975) + z(.98) standard errors of three quiet nights pooled, at their noise
     # discordance (twice the smaller count, 45 of 900, plus its A/A shortfall √(2·90/π)).
     psi = (90 + math.sqrt(2 * 90 / math.pi)) / 900
-    floor = (norm.ppf(0.975) + norm.ppf(0.99)) * math.sqrt(psi / 900)
-    assert round(floor * 100, 1) == 4.7
+    floor = (norm.ppf(0.975) + norm.ppf(0.98)) * math.sqrt(psi / 900)
+    assert round(floor * 100, 1) == 4.4
     for i in (0, 1):
         store_night(db, tmp_path, i, step)
 
@@ -574,7 +574,7 @@ def test_a_small_suite_alert_resolves_once_its_quiet_nights_rule_out_what_it_can
     parent = state_.top_level()[0]["ts"]
     texts = [m["text"] for m in state_.replies(parent)]
     assert any("rule out a regression of +" in t and "wider than min_effect" in t for t in texts)
-    assert "3 nights in a row without a regression rule out one of +4.7 pts" in texts[-1]
+    assert "3 nights in a row without a regression rule out one of +4.4 pts" in texts[-1]
     assert "at 300 items a night" in texts[-1]
 
 
