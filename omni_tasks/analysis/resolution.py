@@ -93,5 +93,7 @@ def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
     psi = (2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)) / total
     items = round(total / max(len(tables), 1))
     floor, z_c = resolution_floor(psi, items, policy)
-    high = (n12 - n21 + z_c * math.sqrt(n12 + n21)) / total
+    # At least one discordant item's worth of width: no discordance at all (a deterministic
+    # small suite) is not certainty that Δ is 0.
+    high = (n12 - n21 + z_c * math.sqrt(max(n12 + n21, 1))) / total
     return RuleOut(high, floor, items, psi, floor > policy.min_effect)
