@@ -103,7 +103,7 @@ def _resolution_figures(policy: GatePolicy, series: int) -> dict[str, dict[str, 
             "aa_resolved_within_3": alert_resolutions(0.0, series, 3, 31, policy, n, model),
             "step_points": step * 100,
             "step_resolved_within_30": alert_resolutions(
-                model.tail + step, series // 2, 30, 31, policy, n, model
+                model.tail + step, max(1, series // 2), 30, 31, policy, n, model
             ),
         }
         said = (
@@ -112,11 +112,13 @@ def _resolution_figures(policy: GatePolicy, series: int) -> dict[str, dict[str, 
             f"a persisting {step * 100:g}-point step within 30 {row['step_resolved_within_30']:.1%}"
         )
         if floor > policy.min_effect:
-            at = alert_resolutions(model.tail + floor, series // 2, 30, 31, policy, n, model)
+            at = alert_resolutions(
+                model.tail + floor, max(1, series // 2), 30, 31, policy, n, model
+            )
             row["floor_step_resolved_within_30"] = at
             said += (
-                f" — gated wider: tracks steps of {floor * 100:.1f} pts (one at the floor "
-                f"resolves {at:.1%})"
+                f" — gated wider, refused for step tracking (a step at the "
+                f"{floor * 100:.1f}-pt floor resolves {at:.1%})"
             )
         else:
             said += " (goal ≤ 5 %)"
