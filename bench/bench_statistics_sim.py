@@ -20,9 +20,11 @@ Every rate is simulated on a named clip model (bench/simlib.py: `SEED_TTS`,
   clips; the same 2.1- and 6-point steps on `HELD_OUT`, a harder model the bench was not
   built on; with no regression and nightly seeds [s, s+1], how often a commit is named, with
   the check told the seeds on record and without.
-- Alert resolution: A/A alerts within 3 and 4 nights, persisting steps within 30 nights, at
-  seed-TTS 1,088 and 300 / 1,197 questions; the auto-bisect range after a persisting step
+- Alert resolution at every size (floor chosen from ψ/n): A/A alerts within 3 nights, the
+  family's persisting step (2.1 points seed-TTS, 5 multiple choice) within 30, and where the
+  size is gated wider a step at its floor; the auto-bisect range after a persisting step
   (8 → 10.1 % at 1,088 clips, a 5-point drop at 300 and 1,197 questions).
+- Bisection of a 40-item suite's +45-point step, its budget chosen from the MDE.
 - Detection delay: nights from a persisting 8 → 10.1 % (and 8 → 14 %) step to its alert.
 
 Rates, not timings. Writes bench/results/statistics_sim.json. Not a timed test.
@@ -54,6 +56,7 @@ from simlib import (
 )
 
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.resolution import resolution_floor
 from omni_tasks.gates.policy import load_policy
 
 RESULTS = Path(__file__).parent / "results" / "statistics_sim.json"
@@ -84,6 +87,50 @@ def _range_figures(r: RangeMisses) -> dict[str, float]:
         "width_nights_median": r.width(0.5),
         "width_nights_p90": r.width(0.9),
     }
+
+
+# The persisting step each family's alert must track (issue 65): 8 → 10.1 % on seed-TTS, a
+# 5-point drop on multiple choice.
+TRACKED_STEP = {"seed_tts": 0.021, "multiple_choice": 0.05}
+
+
+def _resolution_figures(policy: GatePolicy, series: int) -> dict[str, dict[str, float]]:
+    """A/A alerts resolved within 3 nights and the family's persisting step resolved within
+    30, at every size the fleet runs; where the size is gated wider (its floor above
+    min_effect), also a step at the floor, the one it tracks."""
+    out = {}
+    for family, model, n in SIZES:
+        floor, z_c = resolution_floor(model.psi, n, policy)
+        step = TRACKED_STEP[family]
+        row = {
+            "floor_points": floor * 100,
+            "bound_z": z_c,
+            "gated_wider": floor > policy.min_effect,
+            "aa_resolved_within_3": alert_resolutions(0.0, series, 3, 31, policy, n, model),
+            "step_points": step * 100,
+            "step_resolved_within_30": alert_resolutions(
+                model.tail + step, max(1, series // 2), 30, 31, policy, n, model
+            ),
+        }
+        said = (
+            f"alert resolution, {model.name} {n} (floor {floor * 100:.2f} pts, bound z "
+            f"{z_c:.2f}): A/A within 3 nights {row['aa_resolved_within_3']:.1%} (goal ≥ 95 %), "
+            f"a persisting {step * 100:g}-point step within 30 {row['step_resolved_within_30']:.1%}"
+        )
+        if floor > policy.min_effect:
+            at = alert_resolutions(
+                model.tail + floor, max(1, series // 2), 30, 31, policy, n, model
+            )
+            row["floor_step_resolved_within_30"] = at
+            said += (
+                f" — gated wider, refused for step tracking (a step at the "
+                f"{floor * 100:.1f}-pt floor resolves {at:.1%})"
+            )
+        else:
+            said += " (goal ≤ 5 %)"
+        out[f"{family}_{n}"] = row
+        print(said, flush=True)
+    return out
 
 
 def main() -> None:
@@ -181,10 +228,13 @@ def main() -> None:
         e = bisect_errors(tail, args.histories, seed=11).as_dict()
         fresh = bisect_errors(tail, args.histories // 3, seed=11, stored=False).as_dict()
         e["full_runs_mean_fresh_selection"] = fresh["full_runs_mean"]
+        wrong = round(e["wrong_first_bad_rate"] * args.histories)
+        e["wrong_first_bad_upper_95"] = upper(wrong, args.histories)
         out[f"bisect_{label}"] = e
         print(
             f"bisect {label.replace('_', ' ')} over {args.histories} histories of 16 commits: "
-            f"wrong first bad {e['wrong_first_bad_rate']:.2%}, no regression "
+            f"wrong first bad {e['wrong_first_bad_rate']:.2%} (95 % upper "
+            f"{e['wrong_first_bad_upper_95']:.2%}; goal ≤ 2 %), no regression "
             f"{e['no_regression_rate']:.2%}, good called bad "
             f"{e['good_called_bad_per_step']:.2%}/step, bad called good "
             f"{e['bad_called_good_per_step']:.2%}/step, undecided steps "
@@ -226,27 +276,16 @@ def main() -> None:
             f"commit {named:.2%} (95 % upper {upper(e.wrong_first_bad, e.histories):.2%}; "
             "goal: as with fresh seeds, about 2.5 %)"
         )
-    resolution: dict[str, float] = {}
+    out["alert_resolution"] = _resolution_figures(policy, args.series)
+    e = bisect_errors(SEED_TTS.tail + 0.45, 10 * max(1, args.histories // 300), seed=47, n=40)
+    named = e.histories - e.wrong_first_bad - e.no_regression
+    out["bisect_40_items_plus_45_points"] = {**e.as_dict(), "named_culprit": named}
+    print(
+        f"bisect a 40-item suite's +45-point step ({e.histories} histories of 16 commits, "
+        f"budget 4 raised from the MDE): culprit named {named} of {e.histories} (goal ≥ 9 of "
+        f"10), {e.as_dict()['full_runs_mean']:.1f} full runs of 40 items (most {max(e.full_runs):.1f})"
+    )
     mc_policy = policy.for_benchmark("daily_omni")
-    cases = [
-        ("seed_tts_1088_aa_within_3", 0.0, 3, policy, 1088, SEED_TTS),
-        ("seed_tts_1088_8_to_10.1_within_30", 0.101, 30, policy, 1088, SEED_TTS),
-        *(
-            (f"multiple_choice_{n}_aa_within_{k}", 0.0, k, mc_policy, n, MULTIPLE_CHOICE)
-            for n in (300, 1197)
-            for k in (3, 4)
-        ),
-        *(
-            (f"multiple_choice_{n}_5_point_drop_within_30", tail, 30, mc_policy, n, MULTIPLE_CHOICE)
-            for n in (300, 1197)
-            for tail in (MULTIPLE_CHOICE.tail + 0.05,)
-        ),
-    ]
-    for name, tail, nights, pol, n, model in cases:
-        resolution[name] = alert_resolutions(tail, args.series, nights, 31, pol, n, model)
-        goal = {0.0: " (goal ≥ 95 %)"}.get(tail, " (goal: few; a persisting step holds it)")
-        print(f"alert resolution, {name.replace('_', ' ')}: {resolution[name]:.1%}{goal}")
-    out["alert_resolution"] = resolution
     for n in (300, 1197):
         r = range_misses(
             MULTIPLE_CHOICE.tail + 0.05, args.series, 37, mc_policy, n=n, model=MULTIPLE_CHOICE

@@ -295,6 +295,7 @@ def bisect_errors(
     nightly_seeds: tuple[int, ...] = (NIGHTLY_SEED,),
     guard: bool = True,
     model: ClipModel = SEED_TTS,
+    n: int = N_CLIPS,
 ) -> BisectErrors:
     """Bisect `histories` simulated histories of `commits` commits whose first bad commit is
     drawn uniformly (`bad_tail` None: no commit is bad); count wrong answers, per-step errors
@@ -303,9 +304,7 @@ def bisect_errors(
     `guard` it is told the seeds on record (as the job tells it), else not (the old rule, whose
     check reran them)."""
     good_p, bad_p = (
-        step_probabilities(bad_tail, model=model)
-        if bad_tail
-        else (aa_probabilities(model=model),) * 2
+        step_probabilities(bad_tail, n, model) if bad_tail else (aa_probabilities(n, model),) * 2
     )
     rng = np.random.default_rng(seed)
     wrong = none = good_steps = good_bad = bad_steps = bad_good = forced = evaluations = 0

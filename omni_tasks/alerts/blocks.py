@@ -447,15 +447,21 @@ def regression_still(ctx: AlertContext) -> Message:
 
 
 def regression_held(
-    ctx: AlertContext, verdict: str, quiet: int, needed: int, high: float | None, floor: float
+    ctx: AlertContext,
+    verdict: str,
+    quiet: int,
+    needed: int,
+    high: float | None,
+    floor: float,
+    basis: str,
 ) -> Message:
-    """A night without a regression that does not yet resolve the alert, and why."""
+    """A night without a regression that does not yet resolve the alert, and why (`basis`:
+    why the floor is what it is, analysis/resolution.py)."""
     bound = "" if high is None else f" (the last ones pooled: Δ tail up to {pts(high)})"
     text = (
         f"{ctx.nightly}: {verdict}, still open — {quiet} night(s) without a regression in a "
         f"row; it resolves when {needed} in a row together rule out a regression of "
-        f"{pts(floor)} or more (the policy's min_effect, or what one night of this series can "
-        f"detect if that is larger){bound}"
+        f"{pts(floor)} or more ({basis}){bound}"
     )
     return note(text, *_links(ctx.links))
 
@@ -467,12 +473,12 @@ def regression_resolved_parent(ctx: AlertContext, opened: str) -> Message:
 
 
 def regression_resolved_reply(
-    ctx: AlertContext, quiet: int, high: float | None, floor: float
+    ctx: AlertContext, quiet: int, high: float | None, floor: float, basis: str
 ) -> Message:
     bound = "" if high is None else f" (pooled: Δ tail up to {pts(high)})"
     text = (
         f"{ctx.nightly}: {ctx.verdict} — {quiet} nights in a row without a regression rule out "
-        f"one of {pts(floor)} or more{bound}; alert resolved."
+        f"one of {pts(floor)} or more ({basis}){bound}; alert resolved."
     )
     return note(text)
 

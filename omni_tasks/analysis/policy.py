@@ -45,6 +45,8 @@ ADDED_AFTER_LEGACY = {
     "cusum_h",
     "drift_p",
     "phi_nights",
+    "resolve_aa_share",
+    "resolve_confidence_min",
 }
 
 
@@ -63,8 +65,6 @@ class BenchmarkOverrides(BaseModel):
     same_margin: float | None = Field(default=None, gt=0)
     max_same_margin: float | None = Field(default=None, gt=0, le=1)
     coverage_floor: float | None = Field(default=None, ge=0, le=1)
-    resolve_nights: int | None = Field(default=None, ge=1)
-    resolve_confidence: float | None = Field(default=None, gt=0.5, lt=1)
 
 
 class GatePolicy(BaseModel):
@@ -89,8 +89,11 @@ class GatePolicy(BaseModel):
     confirm_pool_p: float = Field(default=9e-5, gt=0, lt=1)
     confirm_pool_nights: int = Field(default=3, ge=2)
     # When an open alert resolves (analysis/resolution.py): at least this many quiet nights
-    # whose pooled Δ tail bound, at this two-sided confidence, rules the regression out. Not a
-    # decision field: it moves no verdict, so the policy version stays.
+    # whose pooled Δ tail bound lies below a floor chosen from the series' ψ/n, so that A/A
+    # streaks clear it at least resolve_aa_share of the time; the bound's two-sided confidence
+    # is at most resolve_confidence, and where it would be below resolve_confidence_min the
+    # series is gated wider than min_effect. Not decision fields: they move no verdict, so the
+    # policy version stays.
     resolve_nights: int = Field(default=3, ge=1)
     resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
     # The history path (analysis/history.py `confirms`): tonight's candidate against the mean
@@ -106,6 +109,8 @@ class GatePolicy(BaseModel):
     cusum_h: float = Field(default=2.5, gt=0)
     drift_p: float = Field(default=1e-3, gt=0, lt=1)
     phi_nights: int = Field(default=60, ge=2)
+    resolve_confidence_min: float = Field(default=0.95, gt=0.5, lt=1)
+    resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

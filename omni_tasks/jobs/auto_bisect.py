@@ -7,7 +7,8 @@ over the six weeks up to the alert, analysis/change_point.py via analysis/bisect
 regression at all. A bisect is planned when the repo shows more than
 one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
 one (no force-push) and the target can serve every commit (`vllm-serve` or the simulator; a
-fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents.
+fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents,
+raised where a small suite's observed step needs more (analysis/bisect.py `chosen_budget`).
 Whatever the outcome, the alert's thread says it once, and the alert's details keep it, so a
 later night or a re-run of this one plans nothing new. The trigger's run id is fixed per
 alert, so Airflow starts it once.
@@ -241,8 +242,9 @@ def _note(plan: BisectPlan) -> str:
     return (
         f"Auto-bisect started: {plan.commits} commits after {last_good} "
         f"(good on {plan.last_good_night}) up to {first_bad} (bad on "
-        f"{plan.first_bad_night}), within {plan.budget or 0:g} full-run equivalents of GPU "
-        "(clips from the endpoints' stored runs; the endpoints are checked first). Airflow run "
+        f"{plan.first_bad_night}), within {plan.budget or 0:g} full-run equivalents of GPU, "
+        "more where a small suite's step needs it (clips from the endpoints' stored runs; the "
+        "endpoints are checked first). Airflow run "
         f"`{BISECT_DAG}` / `{plan.trigger_run_id}`; its result is replied here."
     )
 

@@ -70,7 +70,8 @@ class BisectParams(HuntParams):
         default=4.0,
         gt=0,
         le=100,
-        description="GPU this bisection may use, in full-run equivalents (clips run / clips)",
+        description="GPU this bisection may use, in full-run equivalents (clips run / clips); "
+        "raised where a small suite's observed step needs more (analysis/bisect.chosen_budget)",
     )
     control: int = Field(default=50, ge=0, le=10_000)
 
@@ -206,7 +207,7 @@ def summary(p: BisectParams, r: BisectResult, selected_by: Sequence[str] = ()) -
         + f"): {found}; "
         f"{r.regressed} regressed : {r.improved} improved clips between the endpoints' "
         f"{r.selection}{chosen}, {len(r.discriminating)} clips per run, {r.evaluations} runs, "
-        f"{r.full_runs:.2f} full-run equivalents of {p.budget:g} (up to {r.repeat_cap} seeds "
+        f"{r.full_runs:.2f} full-run equivalents of {r.budget:g} (up to {r.repeat_cap} seeds "
         "a step)"
     ]
     if r.endpoints is not None:
@@ -284,7 +285,7 @@ def _record(
             "selected_by": list(selected_by),
             "endpoints": None if r.endpoints is None else dataclasses.asdict(r.endpoints),
             "full_runs": r.full_runs,
-            "budget": p.budget,
+            "budget": r.budget,
             "axis": p.axis,
             "omni_commit": p.omni_commit,
         },

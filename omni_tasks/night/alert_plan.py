@@ -231,10 +231,10 @@ def _quiet_night(
     policy: GatePolicy,
 ) -> None:
     night = d.nightly
-    # Resolved by the policy's resolve_nights (three; two for multiple choice) or more
-    # consecutive non-INFRA nights that together rule the regression out
-    # (analysis/resolution.py): their paired tables pooled, Δ tail's upper bound below
-    # max(min_effect, what one night can flag) (all IMPROVED also resolves; nights without a
+    # Resolved by the policy's resolve_nights (three) or more consecutive non-INFRA nights
+    # that together rule the regression out (analysis/resolution.py): their paired tables
+    # pooled, Δ tail's upper bound below a floor chosen from the series' ψ/n, min_effect or
+    # wider where the size cannot tell less from noise (all IMPROVED also resolves; nights without a
     # table, run groups, resolve only as that many SAME/IMPROVED). One quiet night cannot tell
     # a persisting small step from none, so until then the alert stays open and says so
     # (simulated in bench/bench_statistics_sim.py, "alert resolution").
@@ -259,8 +259,9 @@ def _quiet_night(
         ruled_out = shown.ruled_out or all(k.verdict == "IMPROVED" for k in last)
     floor = shown.floor if shown else pol.min_effect
     high = shown.high if shown else None
+    basis = shown.basis(pol.min_effect) if shown else "the policy's min_effect"
     if not (window and ruled_out):
-        held = blocks.regression_held(ctx, d.verdict, quiet, needed, high, floor)
+        held = blocks.regression_held(ctx, d.verdict, quiet, needed, high, floor, basis)
         book.say(f"{key}|{night}|held", alert.alert_id, "reply", held)
         book.moved("held", alert.alert_id, d, key, f"{quiet} of {needed} quiet nights")
         return
@@ -269,7 +270,7 @@ def _quiet_night(
     opened = str(alert.opened_nightly)
     parent = blocks.regression_resolved_parent(ctx, opened)
     book.say(f"{key}|{night}|resolve-update", alert.alert_id, "update", parent)
-    reply = blocks.regression_resolved_reply(ctx, quiet, high, floor)
+    reply = blocks.regression_resolved_reply(ctx, quiet, high, floor, basis)
     book.say(f"{key}|{night}|resolve-reply", alert.alert_id, "reply", reply)
     book.event("regression_resolved", d, f"resolved: {blocks.headline(ctx)}", key)
     book.moved("resolve", alert.alert_id, d, key)

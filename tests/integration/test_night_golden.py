@@ -375,8 +375,8 @@ def test_a_run_group_night(scenario: Scenario) -> None:
 def test_a_multiple_choice_series(scenario: Scenario) -> None:
     """daily_omni on its demo set, run by `bench` against the simulator's profiles: the
     rebase answering as main (UNKNOWN at 48 questions), then as the rebase profile (opens on
-    the second night), then as main again: held until the quiet nights pooled rule the drop
-    out, which at 48 questions takes four (the family's resolve_nights is two)."""
+    the second night), then as main again: held until three quiet nights pooled rule the
+    drop out (three for every family now: the floor is chosen from ψ/n, not per family)."""
     series = Series("daily_omni")
     profiles = ["simulator:main", "simulator:rebase", "simulator:rebase"]
     profiles += ["simulator:main"] * 4
