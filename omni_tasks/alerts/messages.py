@@ -17,6 +17,7 @@ from slack_sdk.models.blocks import Block, ContextBlock, SectionBlock
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView, Message
+from omni_tasks.analysis.rerun import SAME_MORNING
 from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision, TriageEntry
@@ -133,6 +134,7 @@ def context(d: StoredDecision, tau: float) -> AlertContext:
         multiple_choice=bench.judged == "incorrect",
         words=bench.words,
         buttons=get_settings().slack_signing_secret is not None,
+        same_morning=next((r for r in d.reasons if r.startswith(SAME_MORNING)), None),
     )
 
 
@@ -200,6 +202,8 @@ def member_line(ctx: AlertContext, confirm_p: float) -> str:
     how = (
         f"confirmed on one night (Holm p={ctx.p_holm:.1e})"
         if one_night
+        else SAME_MORNING
+        if ctx.same_morning
         else "confirmed by consecutive nights pooled"
     )
     variant = "" if ctx.variant == "default" else f" ({ctx.variant})"

@@ -24,6 +24,9 @@ DECISION_FIELDS = {
     "confirm_window_days",
     "confirm_pool_p",
     "confirm_pool_nights",
+    "rerun_alpha",
+    "rerun_seeds",
+    "rerun_budget",
 }
 ADDED_AFTER_LEGACY = {
     "max_same_margin",
@@ -33,6 +36,9 @@ ADDED_AFTER_LEGACY = {
     "confirm_pool_nights",
     "resolve_nights",
     "resolve_confidence",
+    "rerun_alpha",
+    "rerun_seeds",
+    "rerun_budget",
 }
 
 
@@ -81,6 +87,13 @@ class GatePolicy(BaseModel):
     # decision field: it moves no verdict, so the policy version stays.
     resolve_nights: int = Field(default=3, ge=1)
     resolve_confidence: float = Field(default=0.99, gt=0.5, lt=1)
+    # Same-morning confirmation (analysis/rerun.py): a REGRESSED, unconfirmed night's
+    # either-broken items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
+    # the item-level sign test's p is below `rerun_alpha`, unless that would spend more than
+    # `rerun_budget` full runs. Decision fields: a re-run confirms a night.
+    rerun_alpha: float = Field(default=0.005, gt=0, lt=1)
+    rerun_seeds: int = Field(default=2, ge=1, le=10)
+    rerun_budget: float = Field(default=0.5, ge=0)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

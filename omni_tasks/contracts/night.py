@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from omni_tasks.analysis.rerun import RerunResult
 from omni_tasks.contracts import (
     AlertDetails,
     Comparison,
@@ -128,6 +129,8 @@ class NightInputs(NightQuestion):
     # evidence rules to come, unused by today's rule.
     baseline_items: dict[str, tuple[tuple[dt.date, bool], ...]] = field(default_factory=dict)
     triage_delay_s: int = 0  # how long a group member's opening post waits for the others
+    # Same-morning re-runs stored for the window's nights (jobs/rerun.py), by night and pair.
+    reruns: dict[NightKey, RerunResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from omni_tasks.analysis.groups import (
 )
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.rerun import same_morning
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.contracts import (
     Comparison,
@@ -411,6 +412,8 @@ def _decision(
     s = inputs.series
     c = detail.comparison
     reported = _reported(c.candidate, policy) if c is not None else {}
+    rerun = inputs.reruns.get((inputs.nightly, p.candidate_branch, p.baseline_branch, p.variant))
+    reasons = v.reasons + ([rerun.text()] if rerun and v.verdict == "REGRESSED" else [])
     decision = Decision(
         benchmark=s.benchmark,
         model=s.model,
@@ -428,7 +431,7 @@ def _decision(
         regressed=ev.regressed,
         improved=ev.improved,
         n_paired=ev.n_paired,
-        reasons=v.reasons,
+        reasons=reasons,
         mde=v.mde,
         same_margin=v.margin,
         reported=reported,
@@ -441,7 +444,7 @@ def _decision(
         else StoredComparison(detail.columns, c.to_json()),
         candidate_run_id=detail.candidate_run_id,
         baseline_run_id=detail.baseline_run_id,
-        reasons=v.reasons + [f"{k}: {x}" for k, x in reported.items()],
+        reasons=reasons + [f"{k}: {x}" for k, x in reported.items()],
         policy={**policy.model_dump(), "policy_version": policy.policy_version, "m": m},
     )
 
@@ -553,7 +556,8 @@ def _confirm(
         ]
         for k, flag in zip(series, rules.confirmations(points, policy), strict=True):
             if k.nightly >= night:  # its own previous night may lie outside the window
-                flags[night_key(k)] = flag
+                rerun = inputs.reruns.get(night_key(k))  # …or a same-morning re-run confirms it
+                flags[night_key(k)] = flag or same_morning(k.verdict, rerun, policy)
     confirmed = [
         dataclasses.replace(
             r, decision=dataclasses.replace(r.decision, confirmed=flags[night_key(r.decision)])
