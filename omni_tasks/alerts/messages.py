@@ -17,11 +17,11 @@ from slack_sdk.models.blocks import Block, ContextBlock, SectionBlock
 from omni_tasks import benchmarks
 from omni_tasks.alerts import blocks
 from omni_tasks.alerts.blocks import AlertContext, GroupMember, GroupView, Message
-from omni_tasks.analysis.rerun import SAME_MORNING
 from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision, TriageEntry
 from omni_tasks.contracts.night import Event, GroupMemberRow
+from omni_tasks.contracts.rerun import SAME_MORNING
 from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.formatting import pts_ci
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from omni_tasks.analysis.rerun import RerunResult
 from omni_tasks.contracts import (
     AlertDetails,
     Comparison,
@@ -18,6 +17,7 @@ from omni_tasks.contracts import (
     StoredAlert,
     StoredDecision,
 )
+from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.records import ClipRecord, NightlyRun, NightRun, StoredRun
 from omni_tasks.series import Series
 

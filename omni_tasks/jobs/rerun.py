@@ -21,8 +21,8 @@ import psycopg
 
 from omni_tasks.analysis import rerun
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.analysis.rerun import RerunResult
 from omni_tasks.contracts.night import NightQuestion
+from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.bisect import outcomes
 from omni_tasks.jobs.decide import decide_series

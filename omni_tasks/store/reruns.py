@@ -10,8 +10,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from omni_tasks.analysis.rerun import RerunResult
 from omni_tasks.contracts.night import NightKey
+from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.series import Series
 from omni_tasks.store.db import typed
 from omni_tasks.store.queries import sql
