@@ -82,7 +82,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # Every table no foreign key ties to a run (TRUNCATE ... CASCADE empties the others).
 _ROOT_TABLES = (
-    "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice"
+    "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice, "
+    "omni.rerun"
 )
 
 

@@ -38,10 +38,11 @@ class RerunResult(Contract):
             f"{self.candidate_worse} of {self.items} re-run items broke again on "
             f"{self.candidate_branch}, {self.baseline_worse} on {self.baseline_branch}"
         )
+        below = "below" if self.confirmed else "not below"
         how = (
-            f"sign test p={self.p_value:.2g} < {self.alpha:g}, {len(self.seeds)} fresh seeds "
-            f"a branch, {self.full_runs:.2f} full runs"
+            f"sign test p={self.p_value:.2g}, {below} {self.alpha:g}; {len(self.seeds)} fresh "
+            f"seeds a branch, {self.full_runs:.2f} full runs"
         )
         if self.confirmed:
             return f"{SAME_MORNING}: {counts} ({how})"
-        return f"not confirmed by the same-morning re-run: {counts} ({how.replace('<', '≥')})"
+        return f"not confirmed by the same-morning re-run: {counts} ({how})"
