@@ -162,8 +162,9 @@ def headline(ctx: AlertContext) -> str:
 
 def _figures(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
+    rerun = [section(f"*{escape(ctx.same_morning)}*")] if ctx.same_morning else []
     if c is None:
-        return [section("No paired comparison stored for this decision.")]
+        return [section("No paired comparison stored for this decision."), *rerun]
     broken = ctx.words.broken
     head = (
         f"*{broken[:1].upper()}{broken[1:]}*"
@@ -181,7 +182,6 @@ def _figures(ctx: AlertContext) -> list[Block]:
         f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
     shifts = _shifts(c.mode_shift)
-    rerun = [section(f"*{escape(ctx.same_morning)}*")] if ctx.same_morning else []
     return [
         section(tail),
         section(paired),
