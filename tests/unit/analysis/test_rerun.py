@@ -154,3 +154,14 @@ def test_a_stored_re_run_confirms_a_regressed_night_that_nothing_else_confirms()
     other = {(D0 + dt.timedelta(days=1), *key[1:]): confirms}
     rows, _ = _confirm(inputs(0, [tonight], reruns=other), [_row("REGRESSED")], [tonight], POLICY)
     assert not rows[0].decision.confirmed
+
+
+def test_no_nightly_may_run_at_a_re_run_seed() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from omni_tasks.deployment.schema import NightlyParams
+
+    assert NightlyParams(seeds=[RERUN_SEED_BASE - 1]).seeds == [6_999_999]
+    with pytest.raises(ValidationError, match="seeds.0"):
+        NightlyParams(seeds=[42, 7_000_000])
