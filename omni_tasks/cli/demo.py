@@ -41,7 +41,7 @@ def demo_cmd(
         "simulator (omni_tasks/synthesis/simulator.py): it speaks each sentence of the 100-clip "
         "demo corpus with piper (a real neural TTS) and plants Qwen3-Omni's failures (babbling, "
         "truncating). `main` uses the `main-demo` profile (a few random failures); `rebase` the "
-        "`rebase-demo-rerun` profile, which also babbles on a fixed 8 % of clips: about 10 of "
+        "`rebase-demo-rerun` profile, which also babbles on a fixed 7 % of clips: about 8 of "
         "100 clips regress, REGRESSED but not confirmed on one night (a step that size on 100 "
         "clips), so the same-morning re-run task runs the items broken on either branch again "
         "on both, at fresh seeds, and confirms it. Everything else is the real thing: Airflow "
