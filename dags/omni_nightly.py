@@ -3,7 +3,9 @@ GPU workers, gate each series against its own baseline, refresh dashboards, aler
 
 Per series (its chain; series from the deployment config when this file is parsed):
 record_heads → run_branch (mapped over branch × seed on its lane's queue and pool) →
-summarize → decide (paired comparisons, gate, alert plan) → deliver (its alerts go out, held
+summarize → decide (paired comparisons, gate, alert plan) → rerun (a REGRESSED, unconfirmed
+night's either-broken items again on both branches at fresh seeds, on its lane's queue; the
+night decided again) → deliver (its alerts go out, held
 ones when its own triage hold ends: a sensor rescheduled every half minute); a
 series whose config sets `concurrency: [1, 8]` also gets check_concurrency after its runs (the
 same items alone and co-batched, jobs/concurrency.py), off its alert's path. A
@@ -62,6 +64,10 @@ def omni_nightly() -> None:
     def decide(unit: str | None) -> str:
         return tasks.decide(get_current_context(), unit)
 
+    @task(trigger_rule="all_done")
+    def rerun(unit: str | None) -> list[str]:
+        return tasks.rerun(get_current_context(), unit)
+
     @task.sensor(
         trigger_rule="all_done",
         mode="reschedule",  # no worker slot held while the hold runs
@@ -104,14 +110,17 @@ def omni_nightly() -> None:
         runs = run_branch.override(**u.on_gpu("run_branch")).expand(plan=heads)
         stats = summarize.override(task_id=u.task_id("summarize"))(u.key)
         night = decide.override(task_id=u.task_id("decide"))(u.key)
+        # A REGRESSED, unconfirmed night's same-morning re-run, on its lane's GPUs: it decides
+        # the night again, so what it confirms is delivered with the rest.
+        again = rerun.override(**u.on_gpu("rerun"))(u.key)
         sent = deliver.override(task_id=u.task_id("deliver"))(u.key)
-        runs >> stats >> night >> sent  # the gate reads the statistics summarize stored
-        chains += [heads, runs, stats, night, sent]
+        runs >> stats >> night >> again >> sent  # the gate reads the statistics summarize stored
+        chains += [heads, runs, stats, night, again, sent]
         if u.concurrency:  # after its runs, on its lane, off its alert's path
             checked = check_concurrency.override(**u.on_gpu("check_concurrency"))(u.key)
             runs >> checked
             chains.append(checked)
-        decided.append(night)
+        decided.append(again)
     # After every series has decided: gate advice → reports (never on an alert's path), and
     # the auto-bisects of the night's confirmed regressions.
     done = refresh()

@@ -28,7 +28,16 @@ GradeStatus = Literal["graded", "empty_transcript", "grader_error"]
 INFRA_STATUSES = frozenset({"request_failed", "timeout_no_output"})
 RunStatus = Literal["running", "complete", "partial", "failed", "summary_only"]
 Trigger = Literal[
-    "nightly", "backfill", "manual", "bisect", "import", "ab", "ablate", "retry", "concurrency"
+    "nightly",
+    "backfill",
+    "manual",
+    "bisect",
+    "import",
+    "ab",
+    "ablate",
+    "retry",
+    "concurrency",
+    "rerun",
 ]
 
 

@@ -83,7 +83,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Every table no foreign key ties to a run (TRUNCATE ... CASCADE empties the others).
 _ROOT_TABLES = (
     "omni.run, omni.alert, omni.alert_outbox, omni.branch_head, omni.event, omni.gate_advice,"
-    " omni.ledger_item"
+    " omni.ledger_item, omni.rerun"
 )
 
 

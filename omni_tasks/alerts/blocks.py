@@ -91,6 +91,7 @@ class AlertContext:
     next_steps: tuple[str, ...] = ()  # commands to run next, shown copyable
     group_id: int | None = None  # the alert group it belongs to (alerts/groups.py)
     buttons: bool = False  # the Slack app has interactivity (alerts/interactions.py)
+    same_morning: str | None = None  # how a same-morning re-run confirmed it (analysis/rerun.py)
 
     @property
     def broken(self) -> str:
@@ -161,8 +162,9 @@ def headline(ctx: AlertContext) -> str:
 
 def _figures(ctx: AlertContext) -> list[Block]:
     c = ctx.comparison
+    rerun = [section(f"*{escape(ctx.same_morning)}*")] if ctx.same_morning else []
     if c is None:
-        return [section("No paired comparison stored for this decision.")]
+        return [section("No paired comparison stored for this decision."), *rerun]
     broken = ctx.words.broken
     head = (
         f"*{broken[:1].upper()}{broken[1:]}*"
@@ -180,7 +182,12 @@ def _figures(ctx: AlertContext) -> list[Block]:
         f"p={_p(c.mcnemar_p)}, Holm p={_p(ctx.p_holm)}"
     )
     shifts = _shifts(c.mode_shift)
-    return [section(tail), section(paired), *([section("\n".join(shifts))] if shifts else [])]
+    return [
+        section(tail),
+        section(paired),
+        *rerun,
+        *([section("\n".join(shifts))] if shifts else []),
+    ]
 
 
 _SHIFT_TITLES = {"mode": "Failure modes", "origin": "Origin"}

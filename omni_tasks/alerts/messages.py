@@ -21,6 +21,7 @@ from omni_tasks.benchmarks.reproduce import Reproducible, reproduce_command
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import AlertDetails, JsonObject, StoredAlert, StoredDecision, TriageEntry
 from omni_tasks.contracts.night import Event, GroupMemberRow
+from omni_tasks.contracts.rerun import SAME_MORNING
 from omni_tasks.evidence.links import dashboard_path, report_url
 from omni_tasks.formatting import pts_ci
 
@@ -133,6 +134,7 @@ def context(d: StoredDecision, tau: float) -> AlertContext:
         multiple_choice=bench.judged == "incorrect",
         words=bench.words,
         buttons=get_settings().slack_signing_secret is not None,
+        same_morning=next((r for r in d.reasons if r.startswith(SAME_MORNING)), None),
     )
 
 
@@ -200,6 +202,8 @@ def member_line(ctx: AlertContext, confirm_p: float) -> str:
     how = (
         f"confirmed on one night (Holm p={ctx.p_holm:.1e})"
         if one_night
+        else SAME_MORNING
+        if ctx.same_morning
         else "confirmed by consecutive nights pooled"
     )
     variant = "" if ctx.variant == "default" else f" ({ctx.variant})"

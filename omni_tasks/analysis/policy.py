@@ -30,6 +30,9 @@ DECISION_FIELDS = {
     "cusum_h",
     "drift_p",
     "phi_nights",
+    "rerun_alpha",
+    "rerun_seeds",
+    "rerun_budget",
 }
 ADDED_AFTER_LEGACY = {
     "max_same_margin",
@@ -47,6 +50,9 @@ ADDED_AFTER_LEGACY = {
     "phi_nights",
     "resolve_aa_share",
     "resolve_confidence_min",
+    "rerun_alpha",
+    "rerun_seeds",
+    "rerun_budget",
 }
 
 
@@ -111,6 +117,13 @@ class GatePolicy(BaseModel):
     phi_nights: int = Field(default=60, ge=2)
     resolve_confidence_min: float = Field(default=0.95, gt=0.5, lt=1)
     resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
+    # Same-morning confirmation (analysis/rerun.py): a REGRESSED, unconfirmed night's
+    # either-broken items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
+    # the item-level sign test's p is below `rerun_alpha`, unless that would spend more than
+    # `rerun_budget` full runs. Decision fields: a re-run confirms a night.
+    rerun_alpha: float = Field(default=0.005, gt=0, lt=1)
+    rerun_seeds: int = Field(default=2, ge=1, le=10)
+    rerun_budget: float = Field(default=0.5, ge=0)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

@@ -26,6 +26,7 @@ def demo_cmd(
 ) -> None:
     """Run the nightly DAG (Airflow, in-process) end to end on simulated main vs rebase."""
     from omni_tasks.alerts.blocks import render_text
+    from omni_tasks.contracts.rerun import SAME_MORNING
     from omni_tasks.grafana.dashboards import write_all
     from omni_tasks.jobs.demo import (
         BASELINE,
@@ -44,11 +45,12 @@ def demo_cmd(
     console.print(
         "What is simulated: the two vLLM-Omni servers. `main` and `rebase` are the local "
         "simulator (omni_tasks/synthesis/simulator.py): it speaks each sentence of the 100-clip "
-        "demo corpus with piper (a real neural TTS) and plants Qwen3-Omni's failures — reading "
-        "its instructions aloud, answering questions, babbling, truncating, looping. `main` "
-        "fails ≈ 8 % of clips like the real main branch; `rebase` uses the `rebase-demo` "
-        "profile, whose failure rates are raised so that 100 clips show the step in one night "
-        "(the real 8 → 14 % step needs ~1088 clips). Everything else is the real thing: Airflow "
+        "demo corpus with piper (a real neural TTS) and plants Qwen3-Omni's failures (babbling, "
+        "truncating). `main` uses the `main-demo` profile (a few random failures); `rebase` the "
+        "`rebase-demo-rerun` profile, which also babbles on a fixed 7 % of clips: about 8 of "
+        "100 clips regress, REGRESSED but not confirmed on one night (a step that size on 100 "
+        "clips), so the same-morning re-run task runs the items broken on either branch again "
+        "on both, at fresh seeds, and confirms it. Everything else is the real thing: Airflow "
         "runs the nightly DAG; Whisper tiny.en grades every clip; Postgres stores every clip; "
         "the paired exact test gates; alerts go to the Slack outbox (no token set); dashboards "
         "JSON and the HTML report are written.",
@@ -95,6 +97,10 @@ def demo_cmd(
                     "" if p_holm is None else f"{p_holm:.2g}",
                 )
             console.print(gate)
+            for d in s.decisions:  # what the same-morning re-run found, when one ran
+                for reason in d.reasons or []:
+                    if "same-morning re-run" in reason or reason.startswith(SAME_MORNING):
+                        console.print(f"{d.candidate_branch} vs {d.baseline_branch}: {reason}")
         sent = alert_store.sent_messages(conn)
         standing = standing_line(conn, Series(settings.benchmark), BASELINE)
     # The last night's candidate run: the one the Next line's `stats` reads.
@@ -123,7 +129,8 @@ def demo_cmd(
         f"60 s cap); reg:imp = clips fine on {BASELINE} and broken on {CANDIDATE} : the reverse; "
         "p = exact McNemar on them (Holm over the night); confirmed = p < 1e-5 on one night, or "
         "a REGRESSED night that pooled with the one or two nights before gives p < 4.5e-5 "
-        "and Δ ≥ 2 points — only confirmed regressions post to Slack.\n"
+        "and Δ ≥ 2 points, or the same-morning re-run's sign test over items gives p < .005 — "
+        "only confirmed regressions post to Slack.\n"
         f"Next: `omni-tasks runs list`, `omni-tasks stats {keys[0] if keys else 'RUN_KEY'}`, "
         "`omni-tasks demo --nights 3`.",
     )

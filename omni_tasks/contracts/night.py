@@ -18,6 +18,7 @@ from omni_tasks.contracts import (
     StoredAlert,
     StoredDecision,
 )
+from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.records import ClipRecord, NightlyRun, NightRun, StoredRun
 from omni_tasks.series import Series
 
@@ -133,6 +134,8 @@ class NightInputs(NightQuestion):
     # (oldest first), from its stored statistics: what run-level noise φ is estimated from.
     baseline_totals: tuple[tuple[dt.date, int], ...] = ()
     triage_delay_s: int = 0  # how long a group member's opening post waits for the others
+    # Same-morning re-runs stored for the window's nights (jobs/rerun.py), by night and pair.
+    reruns: dict[NightKey, RerunResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,32 @@ def decide(context: Context, unit: str | None) -> str:
 
 
 @stops_on_sigterm
+def rerun(context: Context, unit: str | None) -> list[str]:
+    """One series' same-morning confirmation after its decision: its REGRESSED, unconfirmed
+    decisions' either-broken items re-run on both branches, then the night decided again
+    (jobs/rerun.py); skipped at once when the night has none."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from omni_tasks.gates.policy import load_policy
+    from omni_tasks.jobs.rerun import rerun_series
+
+    series = unit_series(night_of(context), unit)
+    with results_db() as conn:
+        lines = rerun_series(
+            conn,
+            series,
+            nightly_of(context),
+            load_policy(),
+            airflow_ids=(context["dag"].dag_id, context["run_id"]),
+        )
+    for line in lines:
+        log.info("same-morning re-run: %s", line)
+    if not lines:
+        raise AirflowSkipException("no REGRESSED, unconfirmed decision to re-run tonight")
+    return lines
+
+
+@stops_on_sigterm
 def advise_gates(context: Context) -> None:
     """What each series' upstream gate does with nothing changed (for the report and the
     panel), after the night is decided: never on the alerts' path, over a bounded window. Advice

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from omni_tasks import benchmarks
+from omni_tasks.analysis.rerun import RERUN_SEED_BASE
 from omni_tasks.series import DEFAULT_LANE
 
 
@@ -128,6 +129,7 @@ def _types(schema: Mapping[str, object]) -> list[object] | None:
 SHA = r"^[0-9a-fA-F]{7,40}$"
 FULL_SHA = r"^[0-9a-f]{40}$"
 SEED = number(0, 2**31 - 1, integer=True)
+NIGHTLY_SEED = number(0, RERUN_SEED_BASE - 1, integer=True)  # the re-run's seeds lie above
 LIMIT = number(1, 10_000_000, integer=True)
 BUDGET = number(0, 100, exclusive_low=True)
 NAME = text(200)
@@ -247,7 +249,7 @@ FIELDS: dict[str, dict[str, Schema]] = {
         "baseline": nullable(NAME),
         "dataset": nullable(text(4096)),
         "limit": nullable(LIMIT),
-        "seeds": {"type": ["null", "array"], "maxItems": MAX_LIST, "items": SEED},
+        "seeds": {"type": ["null", "array"], "maxItems": MAX_LIST, "items": NIGHTLY_SEED},
         "variant": nullable(NAME),
         **{k: nullable(v) for k, v in _OPTIONS.items()},
         "targets": {

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from omni_tasks.analysis.rerun import RERUN_SEED_BASE
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
 from omni_tasks.gates.table import Threshold, UpstreamGate
@@ -258,7 +259,9 @@ class NightlyParams(Serving):
     # branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE
     targets: dict[str, str | UrlTarget] = Field(default_factory=dict)
     variant: str = "default"
-    seeds: list[int] = Field(default_factory=lambda: [42])
+    # Below the same-morning re-run's seeds (analysis/rerun.py RERUN_SEED_BASE), which must
+    # never repeat a nightly's draw.
+    seeds: list[Annotated[int, Field(lt=RERUN_SEED_BASE)]] = Field(default_factory=lambda: [42])
     limit: int | None = Field(default=None, ge=1)  # unset: every item
     dataset: str = "demo"
     benchmark: str | None = None

@@ -27,6 +27,7 @@ from omni_tasks.analysis.groups import (
 )
 from omni_tasks.analysis.paired import comparability, mode_shift, paired_table
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.analysis.rerun import same_morning
 from omni_tasks.analysis.run_stats import run_stats
 from omni_tasks.contracts import (
     Comparison,
@@ -417,6 +418,9 @@ def _decision(
         if ev.infra_reasons
         else night_history.evidence(inputs, p.baselines, p.candidates, policy)
     )
+    rerun = inputs.reruns.get((inputs.nightly, p.candidate_branch, p.baseline_branch, p.variant))
+    said = [rerun.text()] if rerun and v.verdict == "REGRESSED" else []
+    reasons = v.reasons + night_history.reasons(found) + said
     decision = Decision(
         benchmark=s.benchmark,
         model=s.model,
@@ -434,7 +438,7 @@ def _decision(
         regressed=ev.regressed,
         improved=ev.improved,
         n_paired=ev.n_paired,
-        reasons=v.reasons + night_history.reasons(found),
+        reasons=reasons,
         mde=v.mde,
         same_margin=v.margin,
         reported=reported,
@@ -567,7 +571,10 @@ def _confirm(
                     [n for n in nights if n.pair == pair], k, policy
                 )
                 paths[night_key(k)] = night_history.paths(flag, by_history)
-                flags[night_key(k)] = flag or by_history is not None  # or the re-run's (rerun65)
+                rerun = inputs.reruns.get(night_key(k))  # …or a same-morning re-run confirms it
+                flags[night_key(k)] = (
+                    flag or by_history is not None or same_morning(k.verdict, rerun, policy)
+                )
     confirmed = [
         dataclasses.replace(
             r,

@@ -35,7 +35,7 @@ from omni_tasks.contracts.night import (
 )
 from omni_tasks.records import ClipRecord, NightRun, StoredRun
 from omni_tasks.series import Series
-from omni_tasks.store import alerts, decisions, results
+from omni_tasks.store import alerts, decisions, reruns, results
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
 
@@ -107,6 +107,7 @@ def load(
         ),
         baseline_totals=_baseline_totals(conn, series, baseline_branch, nightly, policy),
         triage_delay_s=triage_delay_s,
+        reruns=reruns.of_window(conn, series, first, last),
     )
 
 

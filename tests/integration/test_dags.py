@@ -81,6 +81,7 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
         "run_branch",
         "summarize",
         "decide",
+        "rerun",
         "deliver",
         "advise_gates",
         "plan_bisects",
@@ -98,8 +99,9 @@ def test_dags_parse_without_io_and_follow_conventions(monkeypatch) -> None:
     # out after it.
     assert not {"refresh", "advise_gates"} & nightly.get_task("dispatch_alerts").upstream_task_ids
     assert nightly.get_task("dispatch_late").upstream_task_ids == {"refresh"}
-    run = nightly.get_task("run_branch")
-    assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2)
+    for gpu in ("run_branch", "rerun"):  # the same-morning re-run on the lane's GPUs too
+        run = nightly.get_task(gpu)
+        assert (run.queue, run.pool, run.pool_slots) == ("gpu", "gpu", 2), gpu
     assert nightly.get_task("dispatch_alerts").trigger_rule == "all_done"
     trigger = nightly.get_task("auto_bisect")
     assert {k: trigger.partial_kwargs[k] for k in ("skip_when_already_exists",)} == {
@@ -713,9 +715,13 @@ def test_each_series_chain_waits_on_its_own_gpu_tasks_only(monkeypatch, tmp_path
     for suffix, queue in suffixes.items():
         run = nightly.get_task(f"run_branch__{suffix}")
         assert (run.queue, run.pool) == (queue, queue)
-        for task in ("summarize", "decide", "deliver"):
+        rerun = nightly.get_task(f"rerun__{suffix}")
+        assert (rerun.queue, rerun.pool) == (queue, queue)
+        for task in ("summarize", "decide", "rerun", "deliver"):
             upstream = nightly.get_task(f"{task}__{suffix}").get_flat_relative_ids(upstream=True)
-            gpu = {t for t in upstream if t.startswith("run_branch")}
-            assert gpu == {f"run_branch__{suffix}"}, (task, suffix, gpu)
-    # Only the night's after-work (bisects, advice, reports) waits for every series.
-    assert {f"decide__{s}" for s in suffixes} <= nightly.get_task("plan_bisects").upstream_task_ids
+            gpu = {t for t in upstream if t.startswith(("run_branch", "rerun"))}
+            own = {f"run_branch__{suffix}"} | ({f"rerun__{suffix}"} if task == "deliver" else set())
+            assert gpu == own, (task, suffix, gpu)
+    # Only the night's after-work (bisects, advice, reports) waits for every series (its
+    # re-runs too: a night the re-run confirms is bisected).
+    assert {f"rerun__{s}" for s in suffixes} <= nightly.get_task("plan_bisects").upstream_task_ids

@@ -4,7 +4,9 @@ three-series fleet night on two lanes where one lane's candidate server never st
 task fails and waits out Airflow's retry delay) while the other lane's two series' confirmed
 regressions are decided and delivered when their own triage hold ends (production holds
 1200 s; HOLD_S here keeps the test short, and is long enough to tell a held post from one sent
-at once). The dead lane is reported on its first failed try, before its retry."""
+at once). The dead lane is reported on its first failed try, before its retry. One healthy
+series' night is REGRESSED but not confirmed (the demo's pair): its `rerun` task, on its
+lane's queue, confirms it the same morning, and its alert joins the other's group and says so."""
 
 from __future__ import annotations
 
@@ -53,25 +55,35 @@ def _fleet(site: str) -> dict:
                 "server": {"startup_timeout_s": 10, "env": {"PYTHONPATH": site}},
             },
             {"model": QWEN, **regressing},
-            {"model": MINICPM, **regressing},
+            {  # REGRESSED, not confirmed on one night: the same-morning re-run confirms it
+                "model": MINICPM,
+                **regressing,
+                "targets": {"main": "simulator:main-demo", "rebase": "simulator:rebase-demo-rerun"},
+            },
         ],
     }
 
 
-def _delivered(db) -> dict[str, float]:
-    """Each healthy series' regression alert: seconds from its decision to its first message
-    sent (its own post, or its group's parent and its reply in the thread)."""
+def _delivered(db) -> dict[str, tuple[float, float]]:
+    """Each healthy series' regression alert: seconds from its own last decision (a
+    same-morning re-run decides again) to its first message sent (its own post, or its group's
+    parent and its reply in the thread), and how much later the group's last member was
+    decided (a member joining restarts the group's hold)."""
     rows = db.execute(
-        "SELECT d.model, extract(epoch FROM min(o.sent_at) - d.decided_at) AS after "
-        "FROM omni.gate_decision d JOIN omni.alert a "
+        "WITH last AS (SELECT d.model, greatest(d.decided_at, max(r.created_at)) AS t "
+        "FROM omni.gate_decision d LEFT JOIN omni.rerun r USING (model, lane, nightly) "
+        "WHERE d.nightly = %(night)s AND d.lane = %(lane)s GROUP BY d.model, d.decided_at) "
+        "SELECT d.model, extract(epoch FROM min(o.sent_at) - l.t) AS after, "
+        "extract(epoch FROM (SELECT max(t) FROM last) - l.t) AS later "
+        "FROM omni.gate_decision d JOIN last l USING (model) JOIN omni.alert a "
         "ON a.alert_key LIKE 'seed_tts_en|' || d.model || '|' || d.lane || '|%%' "
         "JOIN omni.alert_outbox o ON o.alert_id = a.alert_id "
-        "WHERE d.nightly = %s AND a.kind = 'regression' AND o.state = 'sent' "
-        "GROUP BY d.model, d.decided_at",
-        (NIGHT,),
+        "WHERE d.nightly = %(night)s AND a.kind = 'regression' AND o.state = 'sent' "
+        "GROUP BY d.model, l.t",
+        {"night": NIGHT, "lane": HEALTHY},
     ).fetchall()
     db.commit()
-    return {r["model"]: float(r["after"]) for r in rows}
+    return {r["model"]: (float(r["after"]), float(r["later"])) for r in rows}
 
 
 def _infra(db) -> list[dict[str, Any]]:
@@ -145,17 +157,48 @@ def test_a_lane_whose_server_never_starts_delays_no_other_lanes_alert(
             timeout=30,
         ).json()
         still_failing = _failing_tries(c, auth)
+        reruns = {
+            t["task_id"]: t["state"]
+            for t in httpx.get(
+                f"{c.api}/api/v2/dags/omni_nightly/dagRuns/{RUN}/taskInstances",
+                headers=auth,
+                params={"limit": 100},
+                timeout=30,
+            ).json()["task_instances"]
+            if t["task_id"].startswith("rerun__")
+        }
         decided = db.execute(
-            "SELECT model, lane, verdict, confirmed FROM omni.gate_decision WHERE nightly = %s",
+            "SELECT model, lane, verdict, confirmed, reasons FROM omni.gate_decision "
+            "WHERE nightly = %s",
             (NIGHT,),
         ).fetchall()
+        rerun_runs = db.execute(
+            "SELECT model, branch FROM omni.run WHERE trigger = 'rerun'"
+        ).fetchall()
+        said = db.execute(
+            "SELECT count(*) AS n FROM omni.alert_outbox o JOIN omni.alert a USING (alert_id) "
+            "WHERE a.alert_key LIKE %s AND o.payload::text LIKE '%%confirmed the same morning%%'",
+            (f"seed_tts_en|{MINICPM}|{HEALTHY}|%",),
+        ).fetchone()["n"]
     assert {(d["model"], d["lane"], d["verdict"], d["confirmed"]) for d in decided} == {
         (QWEN, HEALTHY, "REGRESSED", True),
         (MINICPM, HEALTHY, "REGRESSED", True),
     }
-    # Each held for its triage delay, then out within a minute of the hold's end.
+    # Confirmed by the scheduler's re-run task on its lane (the other's had nothing to do),
+    # on both branches, and its alert's message says so.
+    healthy = f"seed_tts_en.{{}}.{HEALTHY}"
+    assert reruns[f"rerun__{healthy.format('MiniCPM-o-4_5')}"] == "success", reruns
+    assert reruns[f"rerun__{healthy.format('Qwen3-Omni-30B-A3B-Instruct')}"] == "skipped"
+    (minicpm,) = [d for d in decided if d["model"] == MINICPM]
+    assert any(r.startswith("confirmed the same morning: ") for r in minicpm["reasons"])
+    assert sorted((r["model"], r["branch"]) for r in rerun_runs) == sorted(
+        [(MINICPM, "main"), (MINICPM, "rebase")] * 2
+    )
+    assert said >= 1
+    # Each held for its triage delay, then out within a minute of the hold's end (or of the
+    # group's, when a member decided later joined it while it was held).
     assert sent.keys() == {QWEN, MINICPM}, sent
-    assert all(HOLD_S <= after <= HOLD_S + 60 for after in sent.values()), sent
+    assert all(HOLD_S <= after <= HOLD_S + 60 + later for after, later in sent.values()), sent
     # The dead lane's candidate task was still within its retries, and the night's last
     # delivery (after every series) had not run: no healthy alert waited for it.
     assert any(state != "success" for _, state, _ in still_failing), still_failing

@@ -243,3 +243,22 @@ def test_a_range_says_how_it_was_found() -> None:
     alone = dataclasses.replace(commits, last_good=None, last_good_night=None, fitted_nights=1)
     text = blocks.render_text(blocks.regression_opened(_ctx([], commits=alone)).to_payload())
     assert "the step may precede every night among the 1 night fitted" in text
+
+
+def test_a_night_confirmed_the_same_morning_says_so_in_its_message_and_group_line() -> None:
+    from omni_tasks.alerts import messages
+
+    said = (
+        "confirmed the same morning: 10 of 12 re-run items broke again on rebase, 0 on main "
+        "(sign test p=0.00098, below 0.005; 2 fresh seeds a branch, 0.48 full runs)"
+    )
+    d = stored_decision(verdict="REGRESSED", confirmed=True, reasons=["REGRESSED: p", said])
+    ctx = messages.context(d, 0.5)
+    assert ctx.same_morning == said
+    text = "\n".join(_texts(blocks.regression_opened(ctx).to_payload()))
+    assert said in text
+    assert "confirmed the same morning, first bad night" in messages.member_line(ctx, 1e-5)
+    # A night confirmed otherwise says nothing of a re-run.
+    other = messages.context(dataclasses.replace(d, reasons=["REGRESSED: p"]), 0.5)
+    assert other.same_morning is None
+    assert "same morning" not in "\n".join(_texts(blocks.regression_opened(other).to_payload()))

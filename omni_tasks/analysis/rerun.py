@@ -1,0 +1,114 @@
+"""Same-morning confirmation (pure): when a night is REGRESSED but not confirmed, the items
+broken on either branch tonight run again on both branches at fresh seeds, and only the new
+runs are tested, item by item.
+
+- **Either-broken, never candidate-only.** Re-running only the candidate's broken items
+  confirms deterministic per-prompt differences (a prompt that always breaks on the candidate
+  and never on the baseline is no regression of the night's draw) 88 % of the time; the items
+  broken on either branch give the baseline the same chance to break again.
+- **Fresh seeds**, from a range no nightly uses (RERUN_SEED_BASE and up) and never on record
+  for those items, so tonight's draws are not counted twice.
+- **A sign test over items.** An item's seeds are not independent pairs (a greedy thinker
+  answers one prompt the same way at every seed), so each item is one sign: broken more often
+  on the candidate than on the baseline in the new runs, or the reverse; ties drop out. The
+  one-sided exact binomial p of the candidate's signs confirms below `rerun_alpha`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+
+from omni_tasks.analysis.intervals import mcnemar_exact
+from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.contracts.rerun import RerunResult
+
+# No nightly, bisection (1000 up) or A/B seed is this high; the seeds on record are skipped too.
+RERUN_SEED_BASE = 7_000_000
+
+Outcomes = Mapping[str, bool]  # item → broken
+
+
+def either_broken(baseline: Outcomes, candidate: Outcomes) -> tuple[str, ...]:
+    """The items both branches ran tonight that either one broke, sorted."""
+    return tuple(
+        sorted(u for u in baseline.keys() & candidate.keys() if baseline[u] or candidate[u])
+    )
+
+
+def fresh_seeds(on_record: Iterable[int], k: int, start: int = RERUN_SEED_BASE) -> tuple[int, ...]:
+    """The first `k` seeds from `start` up that no run of these items is on record with."""
+    used = set(on_record)
+    return tuple(itertools.islice((s for s in itertools.count(start) if s not in used), k))
+
+
+def cost(items: int, n: int, seeds: int) -> float:
+    """Full-run equivalents of re-running `items` of an `n`-item suite at `seeds` seeds on
+    both branches."""
+    return 2 * seeds * items / n if n else 0.0
+
+
+def sign_test(
+    baseline: Sequence[Outcomes], candidate: Sequence[Outcomes], items: Sequence[str]
+) -> tuple[int, int, float]:
+    """(candidate-worse items, baseline-worse items, one-sided exact p) over the new runs:
+    `baseline[i]` and `candidate[i]` are seed i's runs; an item counts at the seeds where both
+    branches judged it."""
+    worse = better = 0
+    for u in items:
+        both = [(b[u], c[u]) for b, c in zip(baseline, candidate, strict=True) if u in b and u in c]
+        diff = sum(c for _, c in both) - sum(b for b, _ in both)
+        worse += diff > 0
+        better += diff < 0
+    return worse, better, mcnemar_exact(worse, better)[0]
+
+
+def judge(
+    candidate_branch: str,
+    baseline_branch: str,
+    items: Sequence[str],
+    seeds: Sequence[int],
+    baseline: Sequence[Outcomes],
+    candidate: Sequence[Outcomes],
+    *,
+    n: int,
+    alpha: float,
+) -> RerunResult:
+    """The re-run's result from the new runs (seed i's baseline and candidate outcomes)."""
+    worse, better, p = sign_test(baseline, candidate, items)
+    return RerunResult(
+        candidate_branch,
+        baseline_branch,
+        len(items),
+        tuple(seeds),
+        worse,
+        better,
+        p,
+        alpha,
+        cost(len(items), n, len(seeds)),
+    )
+
+
+def over_budget(
+    candidate_branch: str, baseline_branch: str, items: int, n: int, seeds: int, budget: float
+) -> RerunResult | None:
+    """The skipped result when re-running `items` would spend more than `budget` full runs."""
+    spend = cost(items, n, seeds)
+    if spend <= budget:
+        return None
+    why = (
+        f"{items} either-broken items of {n} at {seeds} seeds on both branches would cost "
+        f"{spend:.2f} full runs, over the {budget:g} budget"
+    )
+    return RerunResult(candidate_branch, baseline_branch, items, full_runs=0.0, skipped=why)
+
+
+def same_morning(verdict: str, result: RerunResult | None, policy: GatePolicy) -> bool:
+    """Whether a night's stored re-run confirms it: a REGRESSED night whose re-run ran and
+    whose sign test's p is below the policy's `rerun_alpha`."""
+    return (
+        verdict == "REGRESSED"
+        and result is not None
+        and result.skipped is None
+        and result.p_value < policy.rerun_alpha
+    )

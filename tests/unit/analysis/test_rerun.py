@@ -1,0 +1,167 @@
+"""Same-morning confirmation, pure (analysis/rerun.py): which items re-run, which seeds, the
+sign test over items with its decision text, the budget, and the night's confirmation reading
+a stored re-run (night/gate.py `_confirm`). Expected p-values are summed by hand from the
+binomial, never by the function under test."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from math import comb
+
+from omni_tasks.analysis import rerun
+from omni_tasks.analysis.rerun import RERUN_SEED_BASE
+from omni_tasks.contracts import Decision
+from omni_tasks.contracts.night import NightDecisionRow, night_key
+from omni_tasks.contracts.rerun import RerunResult
+from omni_tasks.gates.policy import load_policy
+from omni_tasks.night.gate import _confirm
+from tests.factories import D0
+from tests.unit.night.test_alert_plan import inputs, night
+
+POLICY = load_policy().for_benchmark("seed_tts_en")
+
+
+def upper_tail(k: int, n: int) -> float:
+    """P(Binom(n, ½) ≥ k), summed term by term."""
+    return sum(comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def test_either_broken_takes_both_branches_broken_items_never_the_candidates_alone() -> None:
+    base = {"a": True, "b": False, "c": False, "d": True, "e": False, "only_base": True}
+    cand = {"a": False, "b": True, "c": False, "d": True, "e": False, "only_cand": True}
+    # a: baseline only, b: candidate only, d: both; c, e: neither; items one branch lacks drop.
+    assert rerun.either_broken(base, cand) == ("a", "b", "d")
+
+
+def test_fresh_seeds_start_above_every_nightly_and_skip_those_on_record() -> None:
+    on_record = {42, RERUN_SEED_BASE, RERUN_SEED_BASE + 2}
+    assert rerun.fresh_seeds(on_record, 3) == (
+        RERUN_SEED_BASE + 1,
+        RERUN_SEED_BASE + 3,
+        RERUN_SEED_BASE + 4,
+    )
+    assert rerun.fresh_seeds(set(), 2) == (RERUN_SEED_BASE, RERUN_SEED_BASE + 1)
+
+
+def test_sign_test_counts_each_item_once_over_its_seeds() -> None:
+    items = ["w1", "w2", "w3", "b1", "tie", "half"]
+    # Two seeds a branch: an item's sign is its broken count on the candidate minus the
+    # baseline's, over the seeds where both judged it.
+    base = [
+        {"w1": False, "w2": False, "w3": True, "b1": True, "tie": True, "half": False},
+        {"w1": False, "w2": False, "w3": False, "b1": True, "tie": False},
+    ]
+    cand = [
+        {"w1": True, "w2": True, "w3": True, "b1": False, "tie": False, "half": True},
+        {"w1": True, "w2": False, "w3": True, "b1": False, "tie": True, "half": True},
+    ]
+    worse, better, p = rerun.sign_test(base, cand, items)
+    # w1 2-0, w2 1-0, w3 2-1, half 1-0 (seed 2 lacks it on the baseline): candidate-worse;
+    # b1 0-2: baseline-worse; tie 1-1: no sign.
+    assert (worse, better) == (4, 1)
+    assert p == upper_tail(4, 5)
+
+
+def test_a_re_run_confirms_below_rerun_alpha_and_says_so_in_counts() -> None:
+    items = [f"u{i}" for i in range(12)]
+    # 10 items broken on the candidate at both seeds and never on the baseline; 1 the reverse;
+    # 1 broken on both.
+    cand_one = {u: i < 10 or i == 11 for i, u in enumerate(items)}
+    base_one = {u: i >= 10 for i, u in enumerate(items)}
+    result = rerun.judge(
+        "rebase",
+        "main",
+        items,
+        (RERUN_SEED_BASE, RERUN_SEED_BASE + 1),
+        [base_one, base_one],
+        [cand_one, cand_one],
+        n=100,
+        alpha=POLICY.rerun_alpha,
+    )
+    assert (result.candidate_worse, result.baseline_worse) == (10, 1)
+    assert result.p_value == upper_tail(10, 11)  # 12 / 2048 ≈ .0059 …
+    assert not result.confirmed  # … not below .005
+    assert result.text().startswith(
+        "not confirmed by the same-morning re-run: 10 of 12 re-run items broke again on "
+        "rebase, 1 on main"
+    )
+    stronger = dataclasses.replace(result, candidate_worse=11, p_value=upper_tail(11, 12))
+    assert stronger.confirmed
+    assert stronger.text().startswith(
+        "confirmed the same morning: 11 of 12 re-run items broke again on rebase, 1 on main"
+    )
+    # Cost: 12 items of 100, 2 seeds, both branches.
+    assert result.full_runs == 2 * 2 * 12 / 100
+
+
+def test_over_budget_is_skipped_and_says_why() -> None:
+    # 14 items of 100 at 2 seeds on both branches: 0.56 full runs, over 0.5.
+    skipped = rerun.over_budget("rebase", "main", 14, 100, 2, 0.5)
+    assert skipped is not None and not skipped.confirmed
+    assert "0.56 full runs, over the 0.5 budget" in skipped.text()
+    assert rerun.over_budget("rebase", "main", 12, 100, 2, 0.5) is None  # 0.48
+
+
+def test_the_result_keeps_one_json_spelling() -> None:
+    result = RerunResult("rebase", "main", 30, (7, 8), 12, 1, 0.0017, 0.005, 0.6)
+    assert RerunResult.from_json(result.to_json()) == result
+
+
+def _row(verdict: str) -> NightDecisionRow:
+    d = Decision(
+        benchmark="seed_tts_en",
+        nightly=D0,
+        candidate_branch="rebase",
+        baseline_branch="main",
+        variant="default",
+        verdict=verdict,
+        confirmed=False,
+        mcnemar_p=1e-3,
+        mcnemar_p_holm=1e-3,
+        delta_tail_fraction=0.05,
+        delta_tail_fraction_ci=(0.01, 0.09),
+        regressed=13,
+        improved=2,
+        n_paired=300,
+        reasons=[],
+        mde=None,
+        same_margin=None,
+    )
+    return NightDecisionRow(d, None, None, None, [], {})
+
+
+def test_a_stored_re_run_confirms_a_regressed_night_that_nothing_else_confirms() -> None:
+    # A night REGRESSED at Holm p 1e-3: above confirm_p, no earlier night to pool with.
+    tonight = night(0, "REGRESSED", mcnemar_p_holm=1e-3, regressed=13, improved=2, n_paired=300)
+    key = night_key(tonight)
+    confirms = RerunResult("rebase", "main", 30, (7, 8), 12, 0, upper_tail(12, 12), 0.005, 0.2)
+    fails = dataclasses.replace(confirms, candidate_worse=6, p_value=upper_tail(6, 6))  # .016
+
+    def confirmed(verdict: str, result: RerunResult | None) -> bool:
+        k = dataclasses.replace(tonight, verdict=verdict)
+        found = {key: result} if result else {}
+        rows, _ = _confirm(inputs(0, [k], reruns=found), [_row(verdict)], [k], POLICY)
+        return rows[0].decision.confirmed
+
+    assert not confirmed("REGRESSED", None)
+    assert confirmed("REGRESSED", confirms)
+    assert not confirmed("REGRESSED", fails)
+    assert not confirmed("UNKNOWN", confirms)  # a re-run confirms only a REGRESSED night
+    skipped = dataclasses.replace(confirms, skipped="over budget")
+    assert not confirmed("REGRESSED", skipped)
+    # Another night's re-run is not tonight's.
+    other = {(D0 + dt.timedelta(days=1), *key[1:]): confirms}
+    rows, _ = _confirm(inputs(0, [tonight], reruns=other), [_row("REGRESSED")], [tonight], POLICY)
+    assert not rows[0].decision.confirmed
+
+
+def test_no_nightly_may_run_at_a_re_run_seed() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from omni_tasks.deployment.schema import NightlyParams
+
+    assert NightlyParams(seeds=[RERUN_SEED_BASE - 1]).seeds == [6_999_999]
+    with pytest.raises(ValidationError, match=r"seeds\.1"):
+        NightlyParams(seeds=[42, 7_000_000])
