@@ -290,9 +290,14 @@ def bisect(
     key = f"bisect|{history[0]}|{history[-1]}|{seed}"
     chosen = choose_clips(*outcomes, key, control)
     budget, raised = chosen_budget(
-        budget, chosen.n_common, len(chosen.clips), runs.clips_run, len(history),
-        chosen.regressed, chosen.improved,
-    )  # fmt: skip
+        budget,
+        chosen.n_common,
+        len(chosen.clips),
+        runs.clips_run,
+        len(history),
+        chosen.regressed,
+        chosen.improved,
+    )
     runs.clips, cap, notes = _fit_to_budget(
         chosen, outcomes, key, budget, runs.clips_run, len(history)
     )

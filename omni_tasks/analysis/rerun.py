@@ -21,10 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from omni_tasks.analysis.intervals import mcnemar_exact
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.contracts.rerun import RerunResult
-
-# No nightly, bisection (1000 up) or A/B seed is this high; the seeds on record are skipped too.
-RERUN_SEED_BASE = 7_000_000
+from omni_tasks.contracts.rerun import RERUN_SEED_BASE, RerunResult
 
 Outcomes = Mapping[str, bool]  # item → broken
 

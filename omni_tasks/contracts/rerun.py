@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from omni_tasks.contracts import Contract
 
+# No nightly, bisection (1000 up) or A/B seed is this high; the seeds on record are skipped too.
+# Here, not in analysis/rerun.py: the config schema bounds nightly seeds by it, light to import.
+RERUN_SEED_BASE = 7_000_000
 SAME_MORNING = "confirmed the same morning"  # how a decision's reasons and Slack say it
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from omni_tasks import benchmarks
-from omni_tasks.analysis.rerun import RERUN_SEED_BASE
+from omni_tasks.contracts.rerun import RERUN_SEED_BASE
 from omni_tasks.series import DEFAULT_LANE
 
 

@@ -19,9 +19,9 @@ from pydantic import (
     model_validator,
 )
 
-from omni_tasks.analysis.rerun import RERUN_SEED_BASE
 from omni_tasks.config import get_settings
 from omni_tasks.contracts import JsonObject
+from omni_tasks.contracts.rerun import RERUN_SEED_BASE
 from omni_tasks.gates.table import Threshold, UpstreamGate
 from omni_tasks.series import DEFAULT_LANE, DEFAULT_MODEL, Series
 from omni_tasks.trust.commits import full_commit
@@ -259,7 +259,7 @@ class NightlyParams(Serving):
     # branch → vllm-serve, http(s)://…, {url, deploy_config} or simulator:PROFILE
     targets: dict[str, str | UrlTarget] = Field(default_factory=dict)
     variant: str = "default"
-    # Below the same-morning re-run's seeds (analysis/rerun.py RERUN_SEED_BASE), which must
+    # Below the same-morning re-run's seeds (contracts/rerun.py RERUN_SEED_BASE), which must
     # never repeat a nightly's draw.
     seeds: list[Annotated[int, Field(lt=RERUN_SEED_BASE)]] = Field(default_factory=lambda: [42])
     limit: int | None = Field(default=None, ge=1)  # unset: every item
