@@ -22,6 +22,7 @@ import yaml
 
 from omni_tasks.config import get_settings
 from omni_tasks.deployment.reading import ENV
+from omni_tasks.jobs.demo_history import store_history
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
@@ -76,6 +77,7 @@ def run_nights(
     home = get_settings().home
     (home / "demo").mkdir(parents=True, exist_ok=True)
     config = write_config(home / "demo" / "nightly.yaml", options)
+    store_history(home / "demo", last_night - dt.timedelta(days=nights - 1), dsn, on_line, options)
     out = []
     for i in range(nights):
         night = last_night - dt.timedelta(days=nights - 1 - i)

@@ -48,6 +48,32 @@ def _parses(args: list[str]) -> None:
     command.make_context(command.name or "", list(args))
 
 
+def _lists_the_simulators_hard_items(runner: CliRunner, stdout: str) -> None:
+    """The demo stores a week of history before its night, so `items chronic --json` on its
+    home lists chronic items on main, each with a mode and a rate, and each one the simulator
+    plants failures in: its shared hard set (`is_hard` on the item's text)."""
+    from omni_tasks.dataset import DEMO_META
+    from omni_tasks.synthesis.profiles import is_hard
+
+    assert "history " in stdout and "(seed 1000, transcript)" in stdout, stdout[:3000]
+    out = runner.invoke(app, ["items", "chronic", "--json"])
+    assert out.exit_code == 0, out.output[-2000:]
+    [main] = [s for s in json.loads(out.stdout)["series"] if s["branch"] == "main"]
+    chronic = [i for i in main["items"] if i["state"] == "chronic"]
+    assert chronic, main["headline"]
+    standing = next(line for line in stdout.splitlines() if "standing failures on main" in line)
+    assert f"{len(chronic)} chronic" in standing, standing
+    texts = {
+        row[0]: row[3]
+        for row in (line.split("|") for line in DEMO_META.read_text().splitlines())
+        if len(row) == 4
+    }
+    for item in chronic:
+        assert is_hard(texts[item["utt_id"]]), item
+        assert item["mode"] and item["nights"] >= 7, item  # the history's 6 + the DAG's night
+        assert item["rate"] == item["broken"] / item["nights"] > 0.5, item
+
+
 def test_every_command_the_demo_prints_exits_0(db, tmp_path: Path) -> None:
     home = Path(os.environ["OMNI_HOME"])
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "1000"}  # no wrapped command
@@ -70,6 +96,7 @@ def test_every_command_the_demo_prints_exits_0(db, tmp_path: Path) -> None:
     # The standing-failures line, then the Next line.
     assert [c[0] for c in from_terminal] == ["items", "runs", "stats", "demo"], from_terminal
     runner = CliRunner()
+    _lists_the_simulators_hard_items(runner, demo.stdout)
     for args in from_outbox + from_terminal:
         if args[0] in PARSED_ONLY:
             _parses(args)
