@@ -1,8 +1,8 @@
-"""The demo's week before: the nights before its first DAG night, stored so that the standing-
-failure ledger (`omni-tasks items chronic`) has the `LedgerPolicy().min_nights` it needs to call
-an item chronic. Each is the demo's own config and series, run in-process by the nightly's own
-steps (jobs.nightly.record_heads, run_branch) in transcript mode: the simulator's transcript, no
-audio to speak or grade, so a week costs seconds, not an Airflow night each.
+"""The demo's week before: the nights before its first DAG night, stored (after it) so that
+the standing-failure ledger (`omni-tasks items chronic`) has the `LedgerPolicy().min_nights` it
+needs to call an item chronic. Each is the demo's own config and series, run in-process by the
+nightly's own steps (jobs.nightly.record_heads, run_branch) in transcript mode: the simulator's
+transcript, no audio to speak or grade, so a week costs seconds, not an Airflow night each.
 """
 
 from __future__ import annotations

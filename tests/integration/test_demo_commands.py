@@ -48,12 +48,14 @@ def _parses(args: list[str]) -> None:
     command.make_context(command.name or "", list(args))
 
 
-def _lists_the_simulators_hard_items(runner: CliRunner, stdout: str) -> None:
+def _lists_the_planted_standing_failures(runner: CliRunner, stdout: str) -> None:
     """The demo stores a week of history before its night, so `items chronic --json` on its
-    home lists chronic items on main, each with a mode and a rate, and each one the simulator
-    plants failures in: its shared hard set (`is_hard` on the item's text)."""
+    home lists chronic items on main, each with a mode and a rate: exactly the standing failures
+    the demo's main profile plants (its `chronic_event` on the item's text)."""
     from omni_tasks.dataset import DEMO_META
-    from omni_tasks.synthesis.profiles import is_hard
+    from omni_tasks.synthesis.profiles import load_profile
+
+    planted = load_profile("main-demo")
 
     assert "history " in stdout and "(seed 1000, transcript)" in stdout, stdout[:3000]
     out = runner.invoke(app, ["items", "chronic", "--json"])
@@ -68,8 +70,10 @@ def _lists_the_simulators_hard_items(runner: CliRunner, stdout: str) -> None:
         for row in (line.split("|") for line in DEMO_META.read_text().splitlines())
         if len(row) == 4
     }
+    assert {i["utt_id"] for i in chronic} == {
+        utt for utt, text in texts.items() if planted.chronic_event(text)
+    }, chronic
     for item in chronic:
-        assert is_hard(texts[item["utt_id"]]), item
         assert item["mode"] and item["nights"] >= 7, item  # the history's 6 + the DAG's night
         assert item["rate"] == item["broken"] / item["nights"] > 0.5, item
 
@@ -95,8 +99,10 @@ def test_every_command_the_demo_prints_exits_0(db, tmp_path: Path) -> None:
     assert verbs == [["alerts", "ack"], ["alerts", "invalid"], ["report"], ["bench"]], verbs
     # The standing-failures line, then the Next line.
     assert [c[0] for c in from_terminal] == ["items", "runs", "stats", "demo"], from_terminal
+    # Its night is REGRESSED, not confirmed by the pooled rule, and the re-run task confirms it.
+    assert "*confirmed the same morning: " in demo.stdout, demo.stdout[-3000:]
     runner = CliRunner()
-    _lists_the_simulators_hard_items(runner, demo.stdout)
+    _lists_the_planted_standing_failures(runner, demo.stdout)
     for args in from_outbox + from_terminal:
         if args[0] in PARSED_ONLY:
             _parses(args)
