@@ -10,6 +10,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from omni_tasks.contracts import JsonObject
 
+# The history path's and the same-morning re-run's fields (issue 65): they confirm nights.
+CONFIRMING_PATHS = {
+    "history_nights",
+    "history_p",
+    "cusum_k",
+    "cusum_h",
+    "drift_p",
+    "phi_nights",
+    "rerun_alpha",
+    "rerun_seeds",
+    "rerun_budget",
+}
 # What decides a verdict or a confirmation; everything else is reported only.
 DECISION_FIELDS = {
     "primary_tau",
@@ -24,15 +36,7 @@ DECISION_FIELDS = {
     "confirm_window_days",
     "confirm_pool_p",
     "confirm_pool_nights",
-    "history_nights",
-    "history_p",
-    "cusum_k",
-    "cusum_h",
-    "drift_p",
-    "phi_nights",
-    "rerun_alpha",
-    "rerun_seeds",
-    "rerun_budget",
+    *CONFIRMING_PATHS,
 }
 ADDED_AFTER_LEGACY = {
     "max_same_margin",
@@ -42,17 +46,9 @@ ADDED_AFTER_LEGACY = {
     "confirm_pool_nights",
     "resolve_nights",
     "resolve_confidence",
-    "history_nights",
-    "history_p",
-    "cusum_k",
-    "cusum_h",
-    "drift_p",
-    "phi_nights",
     "resolve_aa_share",
     "resolve_confidence_min",
-    "rerun_alpha",
-    "rerun_seeds",
-    "rerun_budget",
+    *CONFIRMING_PATHS,
 }
 
 
