@@ -22,7 +22,7 @@ import yaml
 
 from omni_tasks.config import get_settings
 from omni_tasks.deployment.reading import ENV
-from omni_tasks.jobs.demo_history import store_history
+from omni_tasks.jobs.demo_history import TRANSCRIPT, store_history
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
@@ -88,7 +88,8 @@ def run_nights(
     # The week before, stored after the DAG nights (a backfill): stored first, the baseline's
     # history would confirm the demo's 8-point step at decide, and the night would not show
     # the same-morning re-run.
-    store_history(home / "demo", last_night - dt.timedelta(days=nights - 1), dsn, on_line, options)
+    history = write_config(home / "demo" / "history.yaml", {**options, **TRANSCRIPT})
+    store_history(history, last_night - dt.timedelta(days=nights - 1), dsn, on_line)
     return out
 
 

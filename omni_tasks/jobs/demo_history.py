@@ -8,7 +8,7 @@ transcript, no audio to speak or grade, so a week costs seconds, not an Airflow 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from omni_tasks.deployment.night import resolve_night
@@ -24,20 +24,12 @@ TRANSCRIPT = {"transcript_mode": True}
 
 
 def store_history(
-    folder: Path,
-    first_night: dt.date,
-    dsn: str,
-    on_line: Callable[[str], None],
-    options: Mapping[str, object],
+    history: Path, first_night: dt.date, dsn: str, on_line: Callable[[str], None]
 ) -> None:
     """Store the `min_nights - 1` nights before `first_night` of every series and branch of
-    the demo's config (written to `folder` with the DAG nights' run `options`, and transcript
-    mode), a new seed a night; a night a branch already has is skipped, so running the demo
-    again adds nothing."""
-    from omni_tasks.jobs.demo import write_config
-
+    the demo's config `history` (the DAG nights' run options and TRANSCRIPT), a new seed a
+    night; a night a branch already has is skipped, so running the demo again adds nothing."""
     days = LedgerPolicy().min_nights - 1
-    history = write_config(folder / "history.yaml", {**options, **TRANSCRIPT})
     with connection(dsn) as conn:
         migrate(conn)
         for i in range(days):

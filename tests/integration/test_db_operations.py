@@ -121,7 +121,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
         assert code == {
             "functions": 6,
             "triggers": 6,
-            "views": 17,
+            "views": 18,  # 0024 added omni.v_ledger_chronic
             "reader": True,
             "foreign_owned": 0,
         }, code

@@ -300,11 +300,12 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
                     break
                 time.sleep(3)
             assert state == "success", (state, stack.log("airflow-worker")[-3000:])
-            # The GPU task ran on the GPU worker's queue, the rest on the default worker.
+            # The GPU tasks (the runs, the same-morning re-run) ran on the GPU worker's queue,
+            # the rest on the default worker.
             with psycopg.connect(stack.meta_dsn) as meta:
                 queues = meta.execute(
-                    "SELECT DISTINCT task_id LIKE 'run_branch%%', queue FROM task_instance "
-                    "WHERE run_id = %s",
+                    "SELECT DISTINCT task_id LIKE 'run_branch%%' OR task_id LIKE 'rerun%%', queue"
+                    " FROM task_instance WHERE run_id = %s",
                     (run_id,),
                 ).fetchall()
             assert sorted(queues) == [(False, "default"), (True, "gpu")], queues
