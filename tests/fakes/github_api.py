@@ -41,16 +41,20 @@ def github_app(state: GitHubState) -> Starlette:
         state.check_runs[run_id] = {"id": run_id, **body, "repo": request.path_params["repo"]}
         return JSONResponse(state.check_runs[run_id], status_code=201)
 
-    async def update(request: Request) -> Response:
+    async def patch(request: Request, rows: dict[int, dict[str, Any]], key: str) -> Response:
+        """PATCH one stored row (a check run or an issue) by its id in the path."""
         if (no := refused(request)) is not None:
             return no
-        run_id = int(request.path_params["run_id"])
-        if run_id not in state.check_runs:
+        found = int(request.path_params[key])
+        if found not in rows:
             return JSONResponse({"message": "Not Found"}, status_code=404)
         body = await request.json()
         state.calls.append(("PATCH", request.url.path, body))
-        state.check_runs[run_id].update(body)
-        return JSONResponse(state.check_runs[run_id])
+        rows[found].update(body)
+        return JSONResponse(rows[found])
+
+    async def update(request: Request) -> Response:
+        return await patch(request, state.check_runs, "run_id")
 
     async def list_issues(request: Request) -> Response:
         if (no := refused(request)) is not None:
@@ -88,15 +92,7 @@ def github_app(state: GitHubState) -> Starlette:
         return JSONResponse(state.issues[number], status_code=201)
 
     async def update_issue(request: Request) -> Response:
-        if (no := refused(request)) is not None:
-            return no
-        number = int(request.path_params["number"])
-        if number not in state.issues:
-            return JSONResponse({"message": "Not Found"}, status_code=404)
-        body = await request.json()
-        state.calls.append(("PATCH", request.url.path, body))
-        state.issues[number].update(body)
-        return JSONResponse(state.issues[number])
+        return await patch(request, state.issues, "number")
 
     async def comment(request: Request) -> Response:
         if (no := refused(request)) is not None:
