@@ -146,12 +146,6 @@ def main() -> None:
     ap.add_argument("--n", type=int, help="with --clip-model: override the model's N")
     ap.add_argument("--workers", type=int, default=2, help="with --clip-model: processes")
     ap.add_argument("--scale", type=float, default=1.0, help="with --clip-model: × series")
-    ap.add_argument(
-        "--rerun-budget",
-        type=float,
-        default=clip_model_sim.RERUN_BUDGET,
-        help="with --clip-model: full runs one same-morning re-run may spend",
-    )
     args = ap.parse_args()
     policy = load_policy()
     if args.clip_model is not None:
@@ -345,7 +339,6 @@ def _clip_model(args: argparse.Namespace, policy: GatePolicy) -> None:
         policy,
         args.quick,
         workers=args.workers,
-        budget=args.rerun_budget,
         scale=args.scale,
     )
     figures["seconds"] = round(time.perf_counter() - t0, 1)

@@ -4,10 +4,12 @@
 `step_night` None for A/A; a commit at or after a bisection's culprit draws as the candidate).
 
 Nights are drawn through the model and decided by the product's code: analysis.gate
-(decide_night, confirmations: today's pooled rule), analysis.history.confirms (the history
-path), analysis.resolution.rule_out and analysis.bisect. Only the per-night history z is
-computed here in numpy, by history_z's formula (tests/unit/analysis/test_history.py checks the
-two agree), so that a million series-nights fit in minutes. Research code beside the benches.
+(decide_night, confirmations: today's pooled rule), night.history.lifted (REGRESSED by the
+history), analysis.history.confirms (the history path), analysis.rerun (the same-morning
+re-run's items, cost and sign test), analysis.resolution.rule_out and analysis.bisect. Only
+the per-night history z is computed here in numpy, by history_z's formula
+(tests/unit/analysis/test_history.py checks the two agree), so that a million series-nights
+fit in minutes. Research code beside the benches.
 """
 
 from __future__ import annotations
@@ -25,17 +27,16 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.stats import beta, binom, norm
 
-from omni_tasks.analysis import history
+from omni_tasks.analysis import history, rerun
 from omni_tasks.analysis.bisect import bisect
 from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import rule_out
+from omni_tasks.contracts import DecisionHistory
+from omni_tasks.night.history import lifted
 
 START = dt.date(2027, 1, 1)
-# The same-morning re-run as the issue states it (either-broken items, both branches, fresh
-# seeds, an item-level sign test); mirrored here until analysis/rerun.py is on main.
-RERUN_SEEDS, RERUN_ALPHA, RERUN_BUDGET = 2, 0.005, 0.5
 
 
 @dataclass(frozen=True)
@@ -173,40 +174,60 @@ def history_evidence(
     return z, delta, refused, phi
 
 
-def paired_point(when: dt.date, table: np.ndarray, policy: GatePolicy) -> SeriesPoint:
-    """A paired night as the gate decides it (decide_night on its table)."""
+def paired_point(
+    when: dt.date, table: np.ndarray, policy: GatePolicy, found: DecisionHistory | None = None
+) -> SeriesPoint:
+    """A paired night as the gate decides it (decide_night on its table, then lifted to
+    REGRESSED by its history evidence `found` where that says so)."""
     n11, n12, n21, n22 = (int(x) for x in table)
     delta, lo, hi = newcombe_paired(n11, n12, n21, n22)
     p_reg, p_imp = mcnemar_exact(n12, n21)
     ev = Evidence(n11 + n12 + n21 + n22, n12, n21, p_reg, p_imp, delta, (lo, hi))
-    v = decide_night([ev], policy)[0]
-    return SeriesPoint(when, v.verdict, v.p_regress_holm, n12, n21, ev.n_paired)
+    v = lifted(decide_night([ev], policy)[0], found, policy)
+    phi = 1.0 if found is None else found.phi
+    return SeriesPoint(when, v.verdict, v.p_regress_holm, n12, n21, ev.n_paired, phi=phi)
 
 
-def maybe_regressed(tables: np.ndarray, policy: GatePolicy) -> np.ndarray:
-    """Nights that can be REGRESSED (one comparison: Holm is the raw p); only these go
-    through decide_night, since no other night opens an alert."""
-    b, c, n = tables[:, 1], tables[:, 2], tables.sum(1)
+def stored(s: Series, t: int, policy: GatePolicy) -> DecisionHistory:
+    """Night t's history evidence as its decision stores it."""
+    return DecisionHistory(
+        z=float(s.z[t]),
+        delta=float(s.delta[t]),
+        n=s.base.shape[1],
+        nights=policy.history_nights + 1,
+        refused="drifted" if s.refused[t] else None,
+        phi=float(s.phi[t]),
+        phi_nights=policy.phi_nights,
+    )
+
+
+def maybe_regressed(s: Series, policy: GatePolicy) -> np.ndarray:
+    """Nights that can be REGRESSED (one comparison: Holm is the raw p), by McNemar or by the
+    history; only these go through decide_night, since no other night opens an alert."""
+    b, c, n = s.tables[:, 1], s.tables[:, 2], s.tables.sum(1)
     p = binom.sf(b - 1, b + c, 0.5)
-    return (p < policy.alpha) & ((b - c) >= policy.min_effect * n - 1e-9)
+    by_history = (~s.refused) & (s.z >= norm.isf(policy.history_regress_p))
+    return ((p < policy.alpha) | by_history) & (
+        np.maximum((b - c) / n, s.delta) >= policy.min_effect - 1e-9
+    )
 
 
 def same_morning_rerun(
-    model: Plugin, s: Series, t: int, rng: np.random.Generator, budget: float = RERUN_BUDGET
+    model: Plugin, s: Series, t: int, rng: np.random.Generator, policy: GatePolicy
 ) -> tuple[bool, float]:
-    """(confirmed, full runs spent): night t's either-broken items re-run on both branches at
-    RERUN_SEEDS fresh seeds, one sign per item (broken more often on the candidate in the new
-    runs, or the reverse), one-sided exact sign test at RERUN_ALPHA; skipped when it would
-    spend more than `budget` full runs. Once merged, call analysis/rerun.py's
-    `over_budget` and `sign_test` (through `judge`) instead."""
-    items = np.flatnonzero(s.base[t] | s.cand[t])
-    spend = 2 * RERUN_SEEDS * items.size / s.base.shape[1]
-    if items.size == 0 or spend > budget:
+    """(confirmed, full runs spent): night t's discordant items re-run on both branches at
+    rerun_seeds fresh seeds, one sign per item (broken more often on the candidate in the new
+    runs, or the reverse), analysis/rerun.py's sign test at rerun_alpha, its counts shrunk by
+    tonight's φ; skipped when it would spend more than rerun_budget full runs."""
+    items = np.flatnonzero(s.base[t] ^ s.cand[t])
+    k, n = policy.rerun_seeds, s.base.shape[1]
+    if items.size == 0 or rerun.over_budget("c", "b", items.size, n, k, policy.rerun_budget):
         return False, 0.0
-    rb = model.draw(s.state, rng, "baseline", t, s.step_night, RERUN_SEEDS)[:, items].sum(0)
-    rc = model.draw(s.state, rng, "candidate", t, s.step_night, RERUN_SEEDS)[:, items].sum(0)
+    rb = model.draw(s.state, rng, "baseline", t, s.step_night, k)[:, items].sum(0)
+    rc = model.draw(s.state, rng, "candidate", t, s.step_night, k)[:, items].sum(0)
     worse, better = int((rc > rb).sum()), int((rc < rb).sum())
-    return mcnemar_exact(worse, better)[0] < RERUN_ALPHA, spend
+    p = rerun.sign_p(worse, better, float(s.phi[t]))
+    return p < policy.rerun_alpha, rerun.cost(items.size, n, k)
 
 
 @dataclass(frozen=True)
@@ -224,13 +245,12 @@ def decide(
     t: int,
     policy: GatePolicy,
     rng: np.random.Generator,
-    rerun_budget: float | None = RERUN_BUDGET,
 ) -> Night:
     """Night t through the product's rules: decide_night, then today's pooled rule
     (confirmations over the night and the pool's nights before it), the history path
     (history.confirms over the chain since the last refused window), the re-run."""
     points: list[SeriesPoint] = [
-        paired_point(START + dt.timedelta(days=j), s.tables[j], policy)
+        paired_point(START + dt.timedelta(days=j), s.tables[j], policy, stored(s, j, policy))
         for j in range(max(0, t - policy.confirm_pool_nights + 1), t + 1)
     ]
     if points[-1].verdict != "REGRESSED":
@@ -245,9 +265,7 @@ def decide(
         ]
         if history.confirms(chain, policy) is not None:
             return Night(True, "history", 0.0)
-    if rerun_budget is None:
-        return Night(True, None, 0.0)
-    ok, spend = same_morning_rerun(model, s, t, rng, rerun_budget)
+    ok, spend = same_morning_rerun(model, s, t, rng, policy)
     return Night(True, "rerun" if ok else None, spend)
 
 
@@ -267,14 +285,10 @@ def _parallel(
     nights: int,
     seed: int,
     workers: int,
-    budget: float,
 ) -> list[dict[str, Any]]:
     """`fn` over `workers` processes, each a share of the series at a seed of its own."""
     shares = [series // workers + (i < series % workers) for i in range(workers)]
-    jobs = [
-        (model.path, model.n, policy, k, nights, seed * 1009 + i, budget)
-        for i, k in enumerate(shares)
-    ]
+    jobs = [(model.path, model.n, policy, k, nights, seed * 1009 + i) for i, k in enumerate(shares)]
     if workers == 1:
         return [fn(*jobs[0])]
     with ProcessPoolExecutor(workers) as pool:
@@ -288,11 +302,10 @@ def aa(
     nights: int,
     seed: int,
     workers: int = 1,
-    budget: float = RERUN_BUDGET,
 ) -> dict[str, Any]:
     """A/A series of `nights` nights each: false confirmations per series-night (each night
     counted, the first BURN left out), by path, and the re-run's GPU per quiet night."""
-    parts = _parallel(_aa_part, model, policy, series, nights, seed, workers, budget)
+    parts = _parallel(_aa_part, model, policy, series, nights, seed, workers)
     paths = {k: sum(p["paths"][k] for p in parts) for k in parts[0]["paths"]}
     confirmed = sum(paths.values())
     regressed, spend = sum(p["regressed"] for p in parts), sum(p["spend"] for p in parts)
@@ -309,16 +322,16 @@ def aa(
 
 
 def _aa_part(
-    path: Path, n: int, policy: GatePolicy, series: int, nights: int, seed: int, budget: float
+    path: Path, n: int, policy: GatePolicy, series: int, nights: int, seed: int
 ) -> dict[str, Any]:
     model, rng = load(path, n), np.random.default_rng(seed)
     paths, spend, regressed = dict.fromkeys(("pooled", "history", "rerun"), 0), 0.0, 0
     for _ in range(series):
         s = simulate(model, rng, policy, nights + BURN, None)
-        for t in np.flatnonzero(maybe_regressed(s.tables, policy)):
+        for t in np.flatnonzero(maybe_regressed(s, policy)):
             if t < BURN:
                 continue
-            night = decide(model, s, int(t), policy, rng, budget)
+            night = decide(model, s, int(t), policy, rng)
             regressed += night.regressed
             spend += night.full_runs
             if night.via is not None:
@@ -333,12 +346,11 @@ def step(
     horizon: int,
     seed: int,
     workers: int = 1,
-    budget: float = RERUN_BUDGET,
 ) -> dict[str, Any]:
     """Series whose candidate steps on night BURN and stays stepped: the night the alert
     opens (1 = the first bad night; horizon + 1 when it has not) and the re-run's GPU until
     then."""
-    parts = _parallel(_step_part, model, policy, series, horizon, seed, workers, budget)
+    parts = _parallel(_step_part, model, policy, series, horizon, seed, workers)
     d = np.concatenate([p["delays"] for p in parts])
     paths = {k: sum(p["paths"][k] for p in parts) for k in parts[0]["paths"]}
     return {
@@ -353,7 +365,7 @@ def step(
 
 
 def _step_part(
-    path: Path, n: int, policy: GatePolicy, series: int, horizon: int, seed: int, budget: float
+    path: Path, n: int, policy: GatePolicy, series: int, horizon: int, seed: int
 ) -> dict[str, Any]:
     model, rng = load(path, n), np.random.default_rng(seed)
     delays, spend = [], 0.0
@@ -361,10 +373,10 @@ def _step_part(
     for _ in range(series):
         s = simulate(model, rng, policy, BURN + horizon, BURN)
         delay = horizon + 1
-        for t in np.flatnonzero(maybe_regressed(s.tables, policy)):
+        for t in np.flatnonzero(maybe_regressed(s, policy)):
             if t < BURN:
                 continue
-            night = decide(model, s, int(t), policy, rng, budget)
+            night = decide(model, s, int(t), policy, rng)
             spend += night.full_runs
             if night.via is not None:
                 delay = int(t) - BURN + 1
@@ -453,7 +465,6 @@ def run(
     quick: bool,
     seed: int = 65,
     workers: int = 2,
-    budget: float = RERUN_BUDGET,
     scale: float = 1.0,
 ) -> dict[str, Any]:
     """Every figure the issue asks of a model, under the kind's policy; `scale` multiplies
@@ -464,8 +475,8 @@ def run(
         max(1, round(k * scale)) if i != 1 else k
         for i, k in enumerate(SIZES["quick" if quick else "default"])
     )
-    a = aa(model, policy, aa_series, aa_nights, seed, workers, budget)
-    d = step(model, policy, steps, 12, seed + 1, workers, budget)
+    a = aa(model, policy, aa_series, aa_nights, seed, workers)
+    d = step(model, policy, steps, 12, seed + 1, workers)
     b = bisections(model, histories, seed + 4)
     return {
         "model": model.name,
@@ -496,5 +507,10 @@ def run(
             k: getattr(policy, k)
             for k in ("history_nights", "history_p", "cusum_k", "cusum_h", "drift_p", "phi_nights")
         },
-        "rerun": {"seeds": RERUN_SEEDS, "alpha": RERUN_ALPHA, "budget": budget},
+        "rerun": {
+            "seeds": policy.rerun_seeds,
+            "alpha": policy.rerun_alpha,
+            "budget": policy.rerun_budget,
+            "history_regress_p": policy.history_regress_p,
+        },
     }

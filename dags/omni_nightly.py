@@ -4,7 +4,7 @@ GPU workers, gate each series against its own baseline, refresh dashboards, aler
 Per series (its chain; series from the deployment config when this file is parsed):
 record_heads → run_branch (mapped over branch × seed on its lane's queue and pool) →
 summarize → decide (paired comparisons, gate, alert plan) → rerun (a REGRESSED, unconfirmed
-night's either-broken items again on both branches at fresh seeds, on its lane's queue; the
+night's discordant items again on both branches at fresh seeds, on its lane's queue; the
 night decided again) → deliver (its alerts go out, held
 ones when its own triage hold ends: a sensor rescheduled every half minute); a
 series whose config sets `concurrency: [1, 8]` also gets check_concurrency after its runs (the

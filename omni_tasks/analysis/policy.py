@@ -14,6 +14,7 @@ from omni_tasks.contracts import JsonObject
 CONFIRMING_PATHS = {
     "history_nights",
     "history_p",
+    "history_regress_p",
     "cusum_k",
     "cusum_h",
     "drift_p",
@@ -107,6 +108,11 @@ class GatePolicy(BaseModel):
     # shipped YAML says how); decision fields, since they confirm nights.
     history_nights: int = Field(default=14, ge=3)
     history_p: float = Field(default=1e-5, gt=0, lt=1)
+    # A night McNemar leaves short of REGRESSED is REGRESSED by its history z at one-sided
+    # p < `history_regress_p` with Δ̂ ≥ min_effect: tonight's baseline draw adds as much noise
+    # as the candidate's, so McNemar flags a 2-point step on half its first nights; that alone
+    # confirms nothing, it makes the night eligible for the paths that do (the re-run).
+    history_regress_p: float = Field(default=1e-3, gt=0, lt=1)
     cusum_k: float = Field(default=2.0, ge=0)
     cusum_h: float = Field(default=2.5, gt=0)
     drift_p: float = Field(default=1e-3, gt=0, lt=1)
@@ -114,9 +120,9 @@ class GatePolicy(BaseModel):
     resolve_confidence_min: float = Field(default=0.95, gt=0.5, lt=1)
     resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
     # Same-morning confirmation (analysis/rerun.py): a REGRESSED, unconfirmed night's
-    # either-broken items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
-    # the item-level sign test's p is below `rerun_alpha`, unless that would spend more than
-    # `rerun_budget` full runs. Decision fields: a re-run confirms a night.
+    # discordant items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
+    # the item-level sign test's p (its counts shrunk by φ) is below `rerun_alpha`, unless that
+    # would spend more than `rerun_budget` full runs. Decision fields: a re-run confirms a night.
     rerun_alpha: float = Field(default=0.005, gt=0, lt=1)
     rerun_seeds: int = Field(default=2, ge=1, le=10)
     rerun_budget: float = Field(default=0.5, ge=0)

@@ -20,7 +20,7 @@ class RerunResult(Contract):
 
     candidate_branch: str
     baseline_branch: str
-    items: int  # the either-broken items (re-run, or that would have been)
+    items: int  # the discordant items (re-run, or that would have been)
     seeds: tuple[int, ...] = ()
     candidate_worse: int = 0  # items broken more often on the candidate in the new runs
     baseline_worse: int = 0  # … on the baseline

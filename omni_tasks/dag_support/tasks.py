@@ -171,7 +171,7 @@ def decide(context: Context, unit: str | None) -> str:
 @stops_on_sigterm
 def rerun(context: Context, unit: str | None) -> list[str]:
     """One series' same-morning confirmation after its decision: its REGRESSED, unconfirmed
-    decisions' either-broken items re-run on both branches, then the night decided again
+    decisions' discordant items re-run on both branches, then the night decided again
     (jobs/rerun.py); skipped at once when the night has none."""
     from airflow.sdk.exceptions import AirflowSkipException
 

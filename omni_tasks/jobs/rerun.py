@@ -1,5 +1,5 @@
 """Same-morning confirmation (the series' `rerun` task, after `decide`): each REGRESSED,
-unconfirmed decision of the night re-runs the items broken on either branch tonight, on both
+unconfirmed decision of the night re-runs the items exactly one branch broke tonight, on both
 branches at the night's commits, at fresh seeds, interleaved (seed by seed, the branches
 alternating first) with the same items, concurrency and request as the night; the runs are
 stored as trigger `rerun` (never a night's run), the result in `omni.rerun`; then the series'
@@ -83,7 +83,7 @@ def _rerun(
     except RunNotFoundError as exc:
         why = f"tonight's runs have no grading to choose items from ({exc})"
         return RerunResult(w.candidate_branch, w.baseline_branch, 0, skipped=why), []
-    items = rerun.either_broken(base, cand)
+    items = rerun.discordant(base, cand)
     n = len(base.keys() & cand.keys())
     k = policy.rerun_seeds
     skipped = rerun.over_budget(
@@ -117,6 +117,7 @@ def _rerun(
         sides[w.candidate_branch][1],
         n=n,
         alpha=policy.rerun_alpha,
+        phi=w.phi,
     )
     return result, keys
 

@@ -418,6 +418,7 @@ def _decision(
         if ev.infra_reasons
         else night_history.evidence(inputs, p.baselines, p.candidates, policy)
     )
+    v = night_history.lifted(v, found, policy)  # short of McNemar's REGRESSED, the history's
     rerun = inputs.reruns.get((inputs.nightly, p.candidate_branch, p.baseline_branch, p.variant))
     said = [rerun.text()] if rerun and v.verdict == "REGRESSED" else []
     reasons = v.reasons + night_history.reasons(found) + said

@@ -6,8 +6,11 @@ feeds them a night's inputs and words their answers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
+
+from scipy.stats import norm
 
 from omni_tasks.analysis import gate as rules
 from omni_tasks.analysis import history
@@ -61,6 +64,22 @@ def evidence(
         phi=noise.phi,
         phi_nights=noise.nights,
     )
+
+
+def lifted(v: rules.Verdict, h: DecisionHistory | None, policy: GatePolicy) -> rules.Verdict:
+    """A SAME or UNKNOWN verdict made REGRESSED by its history evidence alone (one-sided p
+    below `history_regress_p`, Δ̂ ≥ min_effect), else `v` as it is. REGRESSED confirms
+    nothing by itself: it makes the night one the confirming paths (the re-run) may confirm."""
+    if v.verdict not in ("SAME", "UNKNOWN") or h is None or h.refused is not None:
+        return v
+    cut = float(norm.isf(policy.history_regress_p))
+    if h.z < cut or h.delta < policy.min_effect:
+        return v
+    why = (
+        f"REGRESSED by the history: z {h.z:.2f} ≥ {cut:.2f} (one-sided p "
+        f"{policy.history_regress_p:g}), Δ̂ {h.delta * 100:+.2f} points over {h.n} items"
+    )
+    return dataclasses.replace(v, verdict="REGRESSED", reasons=[*v.reasons, why])
 
 
 def _broken(g: GradedRun, tau: float) -> dict[str, bool]:

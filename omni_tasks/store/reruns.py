@@ -27,6 +27,7 @@ class Wanted:
     candidate_commit: str | None
     baseline_run_key: str
     baseline_commit: str | None
+    phi: float  # the decision's run-level noise (1 when it has no history evidence)
 
 
 def wanted(

@@ -178,7 +178,8 @@ WALL_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?: UTC|Z
 
 def normalise(doc: Any, alert_ids: set[int], tmp: str) -> Any:
     """Ids → `A1`, `D1`, … by first appearance (walked in the order the file is written:
-    keys sorted), in text too; wall-clock times and tmp paths → placeholders."""
+    keys sorted), in text too; wall-clock times and tmp paths → placeholders; floats to 12
+    significant digits."""
     ordinals: dict[tuple[str, object], str] = {}
 
     def ordinal(ns: str, value: object) -> str:
@@ -205,6 +206,8 @@ def normalise(doc: Any, alert_ids: set[int], tmp: str) -> Any:
             return ordinal(ID_FIELDS[key], x)
         if isinstance(x, str):
             return text(x)
+        if isinstance(x, float):  # libm's last digit differs between machines' CPUs
+            return float(f"{x:.12g}")
         return x
 
     return walk(doc)

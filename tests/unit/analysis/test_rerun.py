@@ -27,11 +27,22 @@ def upper_tail(k: int, n: int) -> float:
     return sum(comb(n, i) for i in range(k, n + 1)) / 2**n
 
 
-def test_either_broken_takes_both_branches_broken_items_never_the_candidates_alone() -> None:
+def test_discordant_takes_each_branchs_lone_breaks_never_the_candidates_alone() -> None:
     base = {"a": True, "b": False, "c": False, "d": True, "e": False, "only_base": True}
     cand = {"a": False, "b": True, "c": False, "d": True, "e": False, "only_cand": True}
-    # a: baseline only, b: candidate only, d: both; c, e: neither; items one branch lacks drop.
-    assert rerun.either_broken(base, cand) == ("a", "b", "d")
+    # a: baseline only, b: candidate only; d broken on both, c and e on neither; items one
+    # branch lacks drop. Swapping the branches gives the same set: the test stays fair.
+    assert rerun.discordant(base, cand) == ("a", "b")
+    assert rerun.discordant(cand, base) == ("a", "b")
+
+
+def test_sign_p_is_the_exact_binomial_tail_and_shrinks_its_counts_by_phi() -> None:
+    for worse, better in [(4, 1), (9, 2), (30, 12), (0, 5), (6, 0)]:
+        assert abs(rerun.sign_p(worse, better) - upper_tail(worse, worse + better)) < 1e-12
+    # φ 2 halves both counts: 30:12 weighs as 15:6, whose tail is summed by hand.
+    assert abs(rerun.sign_p(30, 12, phi=2.0) - upper_tail(15, 21)) < 1e-12
+    assert rerun.sign_p(30, 12, phi=1.5) > rerun.sign_p(30, 12)
+    assert rerun.sign_p(30, 12, phi=0.5) == rerun.sign_p(30, 12)  # φ's floor is 1
 
 
 def test_fresh_seeds_start_above_every_nightly_and_skip_those_on_record() -> None:

@@ -225,3 +225,18 @@ def test_phi_is_assumed_one_on_too_few_nights_of_totals() -> None:
     d = tonight(inputs(40, baseline_totals=few)).decision
     assert d.history is not None and (d.history.phi, d.history.phi_nights) == (1.0, 2)
     assert any("φ 1.00 assumed: 2 nights of baseline totals" in r for r in d.reasons)
+
+
+def test_the_history_makes_regressed_a_night_mcnemar_leaves_short() -> None:
+    # 63 : 40 discordant items: McNemar p ≈ .015, over α .01, so not REGRESSED by the pair.
+    # Against the history the 23 extra items are z ≈ 23 / √(48 · (1 + 1/15)) ≈ 3.2, past
+    # history_regress_p's 3.09 with Δ̂ 2.3 points: REGRESSED, which confirms nothing alone.
+    d = tonight(inputs(23)).decision
+    assert d.verdict == "REGRESSED" and not d.confirmed
+    assert d.history is not None and 3.09 < d.history.z < 3.3
+    lifted = next(r for r in d.reasons if r.startswith("REGRESSED by the history"))
+    assert "Δ̂ +2.30 points over 1000 items" in lifted
+    # Without the baseline's history McNemar's verdict stands; 21 extra items (z ≈ 2.9) stay
+    # short of the history's bar too.
+    assert tonight(inputs(23, baseline_items={})).decision.verdict != "REGRESSED"
+    assert tonight(inputs(21)).decision.verdict != "REGRESSED"
