@@ -158,13 +158,16 @@ class UrlTarget(BaseModel):
     deploy_config: str | None = None
 
 
+# GPU one bisection or ablation may use, in full-run equivalents (clips run / clips).
+GpuBudget = Annotated[float, Field(gt=0, le=100)]
+
+
 class AutoBisect(BaseModel):
     """Bisect a confirmed regression's commit range automatically, within a GPU budget."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = False
-    # GPU one bisection may use, in full-run equivalents (clips run / clips)
-    budget: float = Field(default=4.0, gt=0, le=100)
+    budget: GpuBudget = 4.0
 
 
 class Serving(BaseModel):

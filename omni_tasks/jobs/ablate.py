@@ -36,9 +36,10 @@ from omni_tasks.analysis.stage_isolation import ThinkerDiff, compare_thinkers
 from omni_tasks.analysis.stage_isolation import verdict as stage_verdict
 from omni_tasks.contracts import JsonObject
 from omni_tasks.deployment.forms import form_of
+from omni_tasks.deployment.schema import GpuBudget
 from omni_tasks.formatting import pts_ci
 from omni_tasks.gates.policy import load_policy
-from omni_tasks.jobs.bisect import HuntParams, hunt_event, outcomes, reply_in_thread
+from omni_tasks.jobs.bisect import ControlClips, HuntParams, hunt_event, outcomes, reply_in_thread
 from omni_tasks.jobs.nightly import run_on_target, write_report
 from omni_tasks.store import alerts as store
 from omni_tasks.store.queries import sql
@@ -96,14 +97,12 @@ class AblateParams(HuntParams):
     baseline_target: str = Field(description="vllm-serve, http(s)://… or simulator:PROFILE")
     ablations: list[Ablation] = Field(default_factory=default_ablations)
     seed: int = Field(default=3000, ge=0, description="the first fresh seed (rounds count up)")
-    budget: float = Field(
+    budget: GpuBudget = Field(
         default=1.0,
-        gt=0,
-        le=100,
         description="GPU the ablations may use, in full-run equivalents (clips run / clips); "
         "the first round always runs",
     )
-    control: int = Field(default=25, ge=0, le=10_000)
+    control: ControlClips = 25
     stage_isolation: bool = Field(
         default=True, description="also compare both stacks' thinker texts (the talker skipped)"
     )

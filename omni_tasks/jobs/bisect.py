@@ -9,7 +9,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import psycopg
 from pydantic import Field, model_validator
@@ -19,13 +19,16 @@ from omni_tasks.alerts import blocks, keys
 from omni_tasks.analysis.accounting import is_broken
 from omni_tasks.analysis.bisect import BisectResult, bisect
 from omni_tasks.analysis.discriminating import Outcomes
-from omni_tasks.deployment.schema import Serving, VenvEnvironment
+from omni_tasks.deployment.schema import GpuBudget, Serving, VenvEnvironment
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.nightly import run_on_target
 from omni_tasks.store import alerts as store
 from omni_tasks.store import runs
 from omni_tasks.store.runs import clip_records
 from omni_tasks.trust.commits import full_commit, is_full_sha
+
+# Clips a hunt draws beside the regressed ones (analysis/discriminating.choose_clips).
+ControlClips = Annotated[int, Field(ge=0, le=10_000)]
 
 
 class HuntParams(Serving):
@@ -66,14 +69,12 @@ class BisectParams(HuntParams):
     limit: int | None = None
     seed: int = 1000
     alpha: float = 0.05
-    budget: float = Field(
+    budget: GpuBudget = Field(
         default=4.0,
-        gt=0,
-        le=100,
         description="GPU this bisection may use, in full-run equivalents (clips run / clips); "
         "raised where a small suite's observed step needs more (analysis/bisect.chosen_budget)",
     )
-    control: int = Field(default=50, ge=0, le=10_000)
+    control: ControlClips = 50
 
     @model_validator(mode="after")
     def _checked(self) -> BisectParams:

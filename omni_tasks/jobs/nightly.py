@@ -117,12 +117,8 @@ def run_branch(
 ) -> str:
     """Run, judge and store one series × branch × seed of the night (the series' benchmark
     builds its request and does both: Benchmark.request, Benchmark.run); returns its run key."""
-    from omni_tasks.benchmarks.request import RunRequest
-
     if plan.branch not in params.targets:
         raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
-    target = params.target_url(plan.branch)
-    deploy = params.target_deploy_config(plan.branch)
     nightly = dt.date.fromisoformat(plan.nightly)
     recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
     lineage: LineageFlags = {
@@ -131,28 +127,48 @@ def run_branch(
         else recorded.commit_sha != plan.commit,
         "reconstructed_head": plan.reconstructed,
     }
-    generic = RunRequest(
-        target=target,
-        branch=plan.branch,
-        dataset=params.dataset,
+    generic = night_request(
+        params,
+        plan.branch,
+        airflow_ids,
         commit=plan.commit,
         seed=plan.seed,
         limit=params.limit,
         nightly=nightly,
-        trigger=trigger,  # type: ignore[arg-type]
+        trigger=trigger,
+        observed_head=None if recorded is None else recorded.commit_sha,
+        lineage=lineage,
+    )
+    return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)
+
+
+def night_request(
+    params: NightlyParams,
+    branch: str,
+    airflow_ids: tuple[str | None, str | None],
+    **fields: Any,
+) -> RunRequest:
+    """A run of the night's for `branch` (the nightly's, a same-morning re-run's): its target,
+    dataset, variant, overrides, series, harness and Airflow run as `params` say; `fields`
+    the rest (commit, seed, night, trigger, which items…)."""
+    from omni_tasks.benchmarks.request import RunRequest
+
+    deploy = params.target_deploy_config(branch)
+    return RunRequest(
+        target=params.target_url(branch),
+        branch=branch,
+        dataset=params.dataset,
         variant=params.variant,
         overrides=params.overrides,
         benchmark=params.bench,
         model=params.series.model,
         lane=params.lane,
-        observed_head=None if recorded is None else recorded.commit_sha,
-        lineage=lineage,
         airflow_dag_id=airflow_ids[0],
         airflow_run_id=airflow_ids[1],
         harness_version=params.grader.get("harness_version"),
         deploy_config=Path(deploy) if deploy else None,
+        **fields,
     )
-    return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)
 
 
 def run_on_target(

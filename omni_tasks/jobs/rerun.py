@@ -14,8 +14,7 @@ own runs are not "on record" to it).
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -26,12 +25,9 @@ from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.bisect import outcomes
 from omni_tasks.jobs.decide import decide_series
-from omni_tasks.jobs.nightly import run_on_target
+from omni_tasks.jobs.nightly import night_request, run_on_target
 from omni_tasks.store import reruns
 from omni_tasks.store.runs import RunNotFoundError
-
-if TYPE_CHECKING:
-    from omni_tasks.benchmarks.request import RunRequest
 
 
 def rerun_series(
@@ -105,7 +101,17 @@ def _rerun(
         for branch in order:
             commit, found = sides[branch]
             key = f"{prefix}{branch}:seed{seed}"
-            request = _request(params, nightly, branch, commit, seed, items, key, airflow_ids)
+            request = night_request(
+                params,
+                branch,
+                airflow_ids,
+                commit=commit,
+                seed=seed,
+                only=items,
+                nightly=nightly,
+                trigger="rerun",
+                run_key=key,
+            )
             keys.append(run_on_target(conn, params, request, params.grader))
             found.append(outcomes(conn, key, tau))
     result = rerun.judge(
@@ -120,40 +126,3 @@ def _rerun(
         phi=w.phi,
     )
     return result, keys
-
-
-def _request(
-    params: NightlyParams,
-    nightly: dt.date,
-    branch: str,
-    commit: str | None,
-    seed: int,
-    items: tuple[str, ...],
-    run_key: str,
-    airflow_ids: tuple[str | None, str | None],
-) -> RunRequest:
-    """The night's request for `branch` (its target, dataset, variant, harness), on `items`
-    at `seed`, as a `rerun` run."""
-    from omni_tasks.benchmarks.request import RunRequest
-
-    deploy = params.target_deploy_config(branch)
-    return RunRequest(
-        target=params.target_url(branch),
-        branch=branch,
-        dataset=params.dataset,
-        commit=commit,
-        seed=seed,
-        only=items,
-        nightly=nightly,
-        trigger="rerun",
-        variant=params.variant,
-        overrides=params.overrides,
-        benchmark=params.bench,
-        model=params.series.model,
-        lane=params.lane,
-        run_key=run_key,
-        airflow_dag_id=airflow_ids[0],
-        airflow_run_id=airflow_ids[1],
-        harness_version=params.grader.get("harness_version"),
-        deploy_config=Path(deploy) if deploy else None,
-    )
