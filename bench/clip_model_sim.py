@@ -265,6 +265,8 @@ def decide(
         ]
         if history.confirms(chain, policy) is not None:
             return Night(True, "history", 0.0)
+    if rerun.disagrees("c", "b", stored(s, t, policy), policy):
+        return Night(True, None, 0.0)
     ok, spend = same_morning_rerun(model, s, t, rng, policy)
     return Night(True, "rerun" if ok else None, spend)
 

@@ -20,6 +20,7 @@ CONFIRMING_PATHS = {
     "drift_p",
     "phi_nights",
     "rerun_alpha",
+    "rerun_history_p",
     "rerun_seeds",
     "rerun_budget",
 }
@@ -123,7 +124,9 @@ class GatePolicy(BaseModel):
     # discordant items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
     # the item-level sign test's p (its counts shrunk by φ) is below `rerun_alpha`, unless that
     # would spend more than `rerun_budget` full runs. Decision fields: a re-run confirms a night.
-    rerun_alpha: float = Field(default=0.005, gt=0, lt=1)
+    rerun_alpha: float = Field(default=0.02, gt=0, lt=1)
+    # …and only when its usable history evidence agrees at one-sided p < `rerun_history_p`.
+    rerun_history_p: float = Field(default=0.01, gt=0, lt=1)
     rerun_seeds: int = Field(default=2, ge=1, le=10)
     rerun_budget: float = Field(default=0.5, ge=0)
     slo_tail: float = Field(gt=0, le=1)

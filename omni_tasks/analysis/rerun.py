@@ -27,8 +27,10 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from scipy.special import betainc
+from scipy.stats import norm
 
 from omni_tasks.analysis.policy import GatePolicy
+from omni_tasks.contracts import DecisionHistory
 from omni_tasks.contracts.rerun import RERUN_SEED_BASE, RerunResult
 
 Outcomes = Mapping[str, bool]  # item → broken
@@ -121,6 +123,22 @@ def over_budget(
         f"{spend:.2f} full runs, over the {budget:g} budget"
     )
     return RerunResult(candidate_branch, baseline_branch, items, full_runs=0.0, skipped=why)
+
+
+def disagrees(
+    candidate_branch: str, baseline_branch: str, h: DecisionHistory | None, policy: GatePolicy
+) -> RerunResult | None:
+    """The skipped result when the night's usable history evidence does not agree that it
+    regressed (one-sided p not below `rerun_history_p`). McNemar calls a night REGRESSED
+    on a lucky-low baseline draw too, which its history does not: without the check such A/A
+    nights are most of those re-run, each of which may confirm at `rerun_alpha`."""
+    if h is None or h.refused is not None:
+        return None
+    cut = float(norm.isf(policy.rerun_history_p))
+    if h.z >= cut:
+        return None
+    why = f"the night's history evidence does not agree (z {h.z:.2f} < {cut:.2f})"
+    return RerunResult(candidate_branch, baseline_branch, 0, full_runs=0.0, skipped=why)
 
 
 def same_morning(verdict: str, result: RerunResult | None, policy: GatePolicy) -> bool:

@@ -72,6 +72,10 @@ def _rerun(
     airflow_ids: tuple[str | None, str | None],
 ) -> tuple[RerunResult, list[str]]:
     """One decision's re-run: the items, the budget, the seeds, the runs, the sign test."""
+    evidence = w.evidence
+    disagrees = rerun.disagrees(w.candidate_branch, w.baseline_branch, evidence, policy)
+    if disagrees is not None:
+        return disagrees, []
     tau = policy.primary_tau
     try:
         base = outcomes(conn, w.baseline_run_key, tau)
@@ -123,6 +127,6 @@ def _rerun(
         sides[w.candidate_branch][1],
         n=n,
         alpha=policy.rerun_alpha,
-        phi=w.phi,
+        phi=1.0 if evidence is None else evidence.phi,
     )
     return result, keys

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from omni_tasks.contracts import DecisionHistory, JsonObject
 from omni_tasks.contracts.night import NightKey
 from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.series import Series
@@ -27,7 +28,11 @@ class Wanted:
     candidate_commit: str | None
     baseline_run_key: str
     baseline_commit: str | None
-    phi: float  # the decision's run-level noise (1 when it has no history evidence)
+    history: JsonObject | None  # the decision's history evidence, as stored
+
+    @property
+    def evidence(self) -> DecisionHistory | None:
+        return None if self.history is None else DecisionHistory.from_json(self.history)
 
 
 def wanted(

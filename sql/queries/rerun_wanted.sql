@@ -3,7 +3,7 @@
 SELECT d.candidate_branch, d.baseline_branch,
        c.run_key AS candidate_run_key, c.commit_sha AS candidate_commit,
        b.run_key AS baseline_run_key, b.commit_sha AS baseline_commit,
-       COALESCE((d.history ->> 'phi')::float8, 1.0) AS phi
+       d.history
 FROM omni.gate_decision d
 JOIN omni.run c ON c.run_id = d.candidate_run_id
 JOIN omni.run b ON b.run_id = d.baseline_run_id

@@ -1,6 +1,6 @@
 """Same-morning confirmation end to end, in-process on real Postgres and the simulator
 (transcript mode): the demo's night is REGRESSED but not confirmed; the series' `rerun` job
-re-runs the items broken on either branch on both branches at fresh seeds, stores the result,
+re-runs the items exactly one branch broke on both branches at fresh seeds, stores the result,
 decides the night again, and the alert opens saying "confirmed the same morning". The Airflow
 run of the same path is `make demo` (tests/integration/test_demo_commands.py) and the
 scheduler's, tests/reliability/test_series_isolation.py."""
@@ -61,9 +61,11 @@ def test_a_regressed_unconfirmed_night_is_confirmed_the_same_morning(db, tmp_pat
     assert before["mcnemar_p_holm"] > policy.confirm_p  # one night cannot confirm it
     assert db.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"] == 0
     night_runs = {r["run_key"]: r for r in db.execute("SELECT run_key, seed FROM omni.run")}
+    # The discordant items: broken in exactly one of the night's two gradings.
     broken = db.execute(
-        "SELECT count(DISTINCT c.utt_id) AS n FROM omni.clip_grade c "
-        "JOIN omni.grading g USING (grading_id) WHERE c.wer > 0.5 OR c.wer IS NULL"
+        "SELECT count(*) AS n FROM (SELECT c.utt_id FROM omni.clip_grade c "
+        "JOIN omni.grading g USING (grading_id) GROUP BY c.utt_id "
+        "HAVING count(*) FILTER (WHERE c.wer > 0.5 OR c.wer IS NULL) = 1) AS one"
     ).fetchone()["n"]
 
     lines = rerun_series(db, [params], NIGHT, policy)
@@ -73,7 +75,7 @@ def test_a_regressed_unconfirmed_night_is_confirmed_the_same_morning(db, tmp_pat
     assert after["verdict"] == "REGRESSED" and after["confirmed"], after
     (said,) = [r for r in after["reasons"] if r.startswith("confirmed the same morning: ")]
     assert said in line
-    # Both branches, rerun_seeds fresh seeds each, interleaved, on the either-broken items
+    # Both branches, rerun_seeds fresh seeds each, interleaved, on the discordant items
     # only; stored as their own trigger, so no night reads them.
     reruns = db.execute(
         "SELECT run_key, branch, seed, trigger, n_expected FROM omni.run "

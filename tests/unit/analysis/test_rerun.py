@@ -11,7 +11,7 @@ from math import comb
 
 from omni_tasks.analysis import rerun
 from omni_tasks.analysis.rerun import RERUN_SEED_BASE
-from omni_tasks.contracts import Decision
+from omni_tasks.contracts import Decision, DecisionHistory
 from omni_tasks.contracts.night import NightDecisionRow, night_key
 from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.gates.policy import load_policy
@@ -76,10 +76,10 @@ def test_sign_test_counts_each_item_once_over_its_seeds() -> None:
 
 def test_a_re_run_confirms_below_rerun_alpha_and_says_so_in_counts() -> None:
     items = [f"u{i}" for i in range(12)]
-    # 10 items broken on the candidate at both seeds and never on the baseline; 1 the reverse;
+    # 9 items broken on the candidate at both seeds and never on the baseline; 2 the reverse;
     # 1 broken on both.
-    cand_one = {u: i < 10 or i == 11 for i, u in enumerate(items)}
-    base_one = {u: i >= 10 for i, u in enumerate(items)}
+    cand_one = {u: i < 9 or i == 11 for i, u in enumerate(items)}
+    base_one = {u: i >= 9 for i, u in enumerate(items)}
     result = rerun.judge(
         "rebase",
         "main",
@@ -90,17 +90,19 @@ def test_a_re_run_confirms_below_rerun_alpha_and_says_so_in_counts() -> None:
         n=100,
         alpha=POLICY.rerun_alpha,
     )
-    assert (result.candidate_worse, result.baseline_worse) == (10, 1)
-    assert result.p_value == upper_tail(10, 11)  # 12 / 2048 ≈ .0059 …
-    assert not result.confirmed  # … not below .005
+    assert (result.candidate_worse, result.baseline_worse) == (9, 2)
+    assert result.p_value == upper_tail(9, 11)  # 67 / 2048 ≈ .033 …
+    assert not result.confirmed  # … not below .02
     assert result.text().startswith(
-        "not confirmed by the same-morning re-run: 10 of 12 re-run items broke again on "
-        "rebase, 1 on main"
+        "not confirmed by the same-morning re-run: 9 of 12 re-run items broke again on "
+        "rebase, 2 on main"
     )
-    stronger = dataclasses.replace(result, candidate_worse=11, p_value=upper_tail(11, 12))
-    assert stronger.confirmed
+    stronger = dataclasses.replace(
+        result, candidate_worse=10, baseline_worse=1, p_value=upper_tail(10, 11)
+    )
+    assert stronger.confirmed  # 12 / 2048 ≈ .0059
     assert stronger.text().startswith(
-        "confirmed the same morning: 11 of 12 re-run items broke again on rebase, 1 on main"
+        "confirmed the same morning: 10 of 12 re-run items broke again on rebase, 1 on main"
     )
     # Cost: 12 items of 100, 2 seeds, both branches.
     assert result.full_runs == 2 * 2 * 12 / 100
@@ -147,7 +149,7 @@ def test_a_stored_re_run_confirms_a_regressed_night_that_nothing_else_confirms()
     tonight = night(0, "REGRESSED", mcnemar_p_holm=1e-3, regressed=13, improved=2, n_paired=300)
     key = night_key(tonight)
     confirms = RerunResult("rebase", "main", 30, (7, 8), 12, 0, upper_tail(12, 12), 0.005, 0.2)
-    fails = dataclasses.replace(confirms, candidate_worse=6, p_value=upper_tail(6, 6))  # .016
+    fails = dataclasses.replace(confirms, candidate_worse=5, p_value=upper_tail(5, 5))  # .031
 
     def confirmed(verdict: str, result: RerunResult | None) -> bool:
         k = dataclasses.replace(tonight, verdict=verdict)
@@ -176,3 +178,19 @@ def test_no_nightly_may_run_at_a_re_run_seed() -> None:
     assert NightlyParams(seeds=[RERUN_SEED_BASE - 1]).seeds == [6_999_999]
     with pytest.raises(ValidationError, match=r"seeds\.1"):
         NightlyParams(seeds=[42, 7_000_000])
+
+
+def test_a_night_whose_history_does_not_agree_is_not_re_run() -> None:
+    # rerun_history_p .01 is z 2.326 (one-sided): a usable window at z 2.0 says no; z 2.5,
+    # a refused window, or no history evidence at all leave the re-run to McNemar's REGRESSED.
+    def evidence(z: float, refused: str | None = None) -> DecisionHistory:
+        return DecisionHistory(z, 0.021, 1088, 15, refused, 1.0, 60)
+
+    skipped = rerun.disagrees("rebase", "main", evidence(2.0), POLICY)
+    assert skipped is not None and skipped.full_runs == 0 and not skipped.confirmed
+    assert skipped.text() == (
+        "same-morning re-run skipped: the night's history evidence does not agree (z 2.00 < 2.33)"
+    )
+    assert rerun.disagrees("rebase", "main", evidence(2.5), POLICY) is None
+    assert rerun.disagrees("rebase", "main", evidence(0.0, "drifted"), POLICY) is None
+    assert rerun.disagrees("rebase", "main", None, POLICY) is None
