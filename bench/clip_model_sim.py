@@ -184,8 +184,10 @@ def paired_point(
     p_reg, p_imp = mcnemar_exact(n12, n21)
     ev = Evidence(n11 + n12 + n21 + n22, n12, n21, p_reg, p_imp, delta, (lo, hi))
     v = lifted(decide_night([ev], policy)[0], found, policy)
-    phi = 1.0 if found is None else found.phi
-    return SeriesPoint(when, v.verdict, v.p_regress_holm, n12, n21, ev.n_paired, phi=phi)
+    phi, nights = (1.0, 0) if found is None else (found.phi, found.phi_nights)
+    return SeriesPoint(
+        when, v.verdict, v.p_regress_holm, n12, n21, ev.n_paired, phi=phi, phi_nights=nights
+    )
 
 
 def stored(s: Series, t: int, policy: GatePolicy) -> DecisionHistory:

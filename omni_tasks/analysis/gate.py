@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from omni_tasks.analysis.intervals import holm, mcnemar_exact
 from omni_tasks.analysis.noise import mde
@@ -124,6 +125,7 @@ class SeriesPoint:
     # The run-level noise φ its confirmation z is widened by (√φ, floor 1): a night's items do
     # not break independently when a run's hard set moves as one (issue 65).
     phi: float = 1.0
+    phi_nights: int = 0  # the nightly totals φ was estimated from (0: not estimated)
 
 
 def consecutive(earlier: dt.date, later: dt.date, policy: GatePolicy) -> bool:
@@ -161,7 +163,8 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
                 (
                     point.paired
                     and point.p_regress_holm is not None
-                    and widened(point.p_regress_holm, point.phi) < policy.confirm_p
+                    and widened(point.p_regress_holm, point.phi, point.phi_nights)
+                    < policy.confirm_p
                 )
                 or (
                     prev is not None
@@ -173,12 +176,18 @@ def confirmations(series: Sequence[SeriesPoint], policy: GatePolicy) -> list[boo
     return confirmed
 
 
-def widened(p: float, phi: float) -> float:
+def widened(p: float, phi: float, nights: int = 0) -> float:
     """A one-sided p with its z widened by √φ (floor 1): what it would be under run-level
-    noise φ times the independent items' variance."""
+    noise φ times the independent items' variance. φ estimated from `nights` nightly totals
+    is itself a draw (relative sd √(2/(nights − 1)), 18 % at 60), so the widened z is read
+    on Student's t with nights − 1 degrees of freedom, as a z over an estimated sd is: on the
+    normal, a φ̂ 15 % low quadruples confirm_p's tail, and multiple choice with run-level
+    noise (φ ≈ 2) confirmed 1.2e-4 of A/A nights (bench_statistics_sim.py --clip-model
+    bench/clip_models/multiple_choice_run_noise.py)."""
     if phi <= 1.0:
         return p
-    return float(norm.sf(norm.isf(p) / math.sqrt(phi)))
+    z = norm.isf(p) / math.sqrt(phi)
+    return float(student_t.sf(z, nights - 1) if nights > 1 else norm.sf(z))
 
 
 def _pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
@@ -200,7 +209,7 @@ def _pooled_confirms(streak: Sequence[SeriesPoint], policy: GatePolicy) -> bool:
         p, _ = mcnemar_exact(reg, imp)
         # Not `alpha`: Δ ≥ min_effect binds only at ~1,000 items, so at 300 the pooled rule
         # would confirm A/A noise 13× as often as the goal (bench_statistics_sim, by size).
-        p = widened(min(1.0, p * newest.m), newest.phi)
+        p = widened(min(1.0, p * newest.m), newest.phi, newest.phi_nights)
         if p < policy.confirm_pool_p / pools and at_least(
             Fraction(reg - imp, n), policy.min_effect
         ):

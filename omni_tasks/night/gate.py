@@ -562,7 +562,7 @@ def _confirm(
                 k.n_paired,
                 k.m,
                 k.paired,
-                night_history.phi(k),
+                *night_history.noise(k),
             )
             for k in series
         ]

@@ -115,9 +115,13 @@ def _nights(n: int) -> str:
     return f"{n} night" if n == 1 else f"{n} nights"
 
 
-def phi(k: KeyNight) -> float:
-    """The run-level noise a stored night's confirmation is widened by (1 before φ was kept)."""
-    return 1.0 if k.history is None else k.history.phi
+def noise(k: KeyNight) -> tuple[float, int]:
+    """The run-level noise φ a stored night's confirmation is widened by, and the nightly
+    totals it was estimated from (1 and 0 before φ was kept, or while it is assumed)."""
+    h = k.history
+    if h is None or h.phi_nights < PHI_MIN_NIGHTS:
+        return 1.0, 0
+    return h.phi, h.phi_nights
 
 
 def confirms(series: Sequence[KeyNight], k: KeyNight, policy: GatePolicy) -> str | None:

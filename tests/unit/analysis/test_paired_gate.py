@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
-from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
+from omni_tasks.analysis.gate import (
+    Evidence,
+    SeriesPoint,
+    confirmations,
+    decide_night,
+    widened,
+)
 from omni_tasks.analysis.groups import compare_groups
 from omni_tasks.analysis.noise import calibrate, mde
 from omni_tasks.analysis.paired import comparability, paired_table
@@ -304,3 +314,20 @@ def test_a_group_night_whose_seeds_vary_beyond_their_clips_is_widened() -> None:
     even = compare_groups(rng.random((1000, 2)) < 0.125, rng.random((1000, 2)) < 0.175)
     assert even.dispersion is None and "widened" not in even.method
     assert even.p_regress < 1e-4
+
+
+def test_phi_widens_a_p_on_students_t_when_phi_was_estimated() -> None:
+    # z 4.2649 (one-sided p 1e-5) over √2 is 3.0157: on the normal p ≈ 1.28e-3; read on t
+    # with 59 degrees of freedom (φ from 60 nightly totals) the tail is heavier, ≈ 1.9e-3.
+    z = 4.264890793922825 / math.sqrt(2.0)
+    assert abs(widened(1e-5, 2.0) - norm.sf(z)) < 1e-12
+    assert abs(widened(1e-5, 2.0, 60) - student_t.sf(z, 59)) < 1e-12
+    assert widened(1e-5, 2.0, 60) > 1.4 * widened(1e-5, 2.0)
+    assert widened(1e-5, 1.0, 60) == 1e-5  # φ at its floor: nothing to widen
+    # A night at Holm p 1e-8 confirms alone at φ 1.2 on the normal (≈ 1.5e-7 < 1e-5) and on
+    # t with 59 degrees of freedom (≈ 1.7e-6); with 14 nights' totals (13: ≈ 9.8e-5) it does
+    # not.
+    night = SeriesPoint(dt.date(2026, 11, 1), "REGRESSED", 1e-8, 120, 20, 1088, phi=1.2)
+    assert confirmations([night], POLICY) == [True]
+    assert confirmations([dataclasses.replace(night, phi_nights=60)], POLICY) == [True]
+    assert confirmations([dataclasses.replace(night, phi_nights=14)], POLICY) == [False]
