@@ -144,6 +144,13 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="with --clip-model: where its figures go")
     ap.add_argument("--quick", action="store_true", help="with --clip-model: a smoke size")
     ap.add_argument("--n", type=int, help="with --clip-model: override the model's N")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --clip-model: set one of the model's constants (RUN_SD=0.015)",
+    )
     ap.add_argument("--workers", type=int, default=2, help="with --clip-model: processes")
     ap.add_argument("--scale", type=float, default=1.0, help="with --clip-model: × series")
     args = ap.parse_args()
@@ -332,10 +339,23 @@ def main() -> None:
     print(f"wrote {args.results} ({out['seconds']} s)")
 
 
+def _settings(args: argparse.Namespace) -> dict[str, float]:
+    settings = {} if args.n is None else {"N": float(args.n)}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        try:
+            settings[name] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise SystemExit(f"--set {item!r}: NAME=NUMBER, e.g. RUN_SD=0.015")
+    return settings
+
+
 def _clip_model(args: argparse.Namespace, policy: GatePolicy) -> None:
     t0 = time.perf_counter()
     figures = clip_model_sim.run(
-        clip_model_sim.load(args.clip_model, args.n),
+        clip_model_sim.load(args.clip_model, _settings(args)),
         policy,
         args.quick,
         workers=args.workers,

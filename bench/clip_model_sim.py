@@ -43,6 +43,7 @@ START = dt.date(2027, 1, 1)
 class Plugin:
     path: Path
     module: ModuleType
+    settings: dict[str, float]  # module constants set from the command line (N included)
 
     @property
     def name(self) -> str:
@@ -76,8 +77,9 @@ class Plugin:
         return out
 
 
-def load(path: Path, n: int | None = None) -> Plugin:
-    """The model in `path`; `n` overrides its N (models read N when they draw)."""
+def load(path: Path, settings: dict[str, float] | None = None) -> Plugin:
+    """The model in `path` with `settings` replacing its module constants (N, a noise level:
+    models read them when they draw); a name the model does not define is an error."""
     spec = importlib.util.spec_from_file_location(f"clip_model_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"{path}: not a Python file")
@@ -88,9 +90,11 @@ def load(path: Path, n: int | None = None) -> Plugin:
             raise ValueError(f"{path}: a clip model defines N, kind, series and draw; no {name}")
     if module.kind not in ("wer", "mc"):
         raise ValueError(f"{path}: kind is 'wer' or 'mc', not {module.kind!r}")
-    if n is not None:
-        module.__dict__["N"] = n  # models read N when they draw
-    return Plugin(path, module)
+    for name, value in (settings or {}).items():
+        if not name.isupper() or not hasattr(module, name):
+            raise ValueError(f"{path}: no module constant {name} to set")
+        module.__dict__[name] = int(value) if name == "N" else value
+    return Plugin(path, module, dict(settings or {}))
 
 
 @dataclass(frozen=True)
@@ -292,7 +296,10 @@ def _parallel(
 ) -> list[dict[str, Any]]:
     """`fn` over `workers` processes, each a share of the series at a seed of its own."""
     shares = [series // workers + (i < series % workers) for i in range(workers)]
-    jobs = [(model.path, model.n, policy, k, nights, seed * 1009 + i) for i, k in enumerate(shares)]
+    jobs = [
+        (model.path, model.settings, policy, k, nights, seed * 1009 + i)
+        for i, k in enumerate(shares)
+    ]
     if workers == 1:
         return [fn(*jobs[0])]
     with ProcessPoolExecutor(workers) as pool:
@@ -326,9 +333,9 @@ def aa(
 
 
 def _aa_part(
-    path: Path, n: int, policy: GatePolicy, series: int, nights: int, seed: int
+    path: Path, settings: dict[str, float], policy: GatePolicy, series: int, nights: int, seed: int
 ) -> dict[str, Any]:
-    model, rng = load(path, n), np.random.default_rng(seed)
+    model, rng = load(path, settings), np.random.default_rng(seed)
     paths, spend, regressed = dict.fromkeys(("pooled", "history", "rerun"), 0), 0.0, 0
     for _ in range(series):
         s = simulate(model, rng, policy, nights + BURN, None)
@@ -369,9 +376,9 @@ def step(
 
 
 def _step_part(
-    path: Path, n: int, policy: GatePolicy, series: int, horizon: int, seed: int
+    path: Path, settings: dict[str, float], policy: GatePolicy, series: int, horizon: int, seed: int
 ) -> dict[str, Any]:
-    model, rng = load(path, n), np.random.default_rng(seed)
+    model, rng = load(path, settings), np.random.default_rng(seed)
     delays, spend = [], 0.0
     paths = dict.fromkeys(("pooled", "history", "rerun"), 0)
     for _ in range(series):
@@ -485,6 +492,7 @@ def run(
     return {
         "model": model.name,
         "n": model.n,
+        "settings": model.settings,
         "kind": model.kind,
         "aa_false_confirmed_per_series_night": a["rate"],
         "aa_false_confirmed_upper95": a["upper95"],

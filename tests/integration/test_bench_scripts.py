@@ -146,3 +146,31 @@ def test_statistics_bench_takes_a_clip_model(tmp_path: Path) -> None:
     assert by_night["4"] > 10 * figures["aa_false_confirmed_upper95"]
     assert figures["aa_resolved_within_3"] > figures["step_resolved_within_30"]
     assert 0 <= figures["bisect_wrong_first_bad"] <= figures["bisect_wrong_first_bad_upper95"]
+
+
+def test_statistics_bench_sets_a_clip_models_constants(tmp_path: Path) -> None:
+    """`--set NAME=VALUE` replaces one of the model's constants (a noise level) and the figures
+    say so; a name the model does not define is refused, naming it."""
+
+    def bench(*extra: str) -> subprocess.CompletedProcess[str]:
+        model = str(BENCH / "clip_models" / "run_noise.py")
+        script = str(BENCH / "bench_statistics_sim.py")
+        return subprocess.run(
+            [sys.executable, script, "--clip-model", model, "--quick", "--n", "300", *extra],
+            cwd=tmp_path,
+            env={**os.environ, "OMNI_HOME": str(tmp_path / "home")},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+
+    out = tmp_path / "figures.json"
+    run = bench("--set", "RUN_SD=0.015", "--json", str(out))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert figures["n"] == 300
+    assert figures["settings"] == {"N": 300.0, "RUN_SD": 0.015}
+    refused = bench("--set", "NOISE=1")
+    assert refused.returncode != 0
+    assert "no module constant NOISE to set" in refused.stderr
