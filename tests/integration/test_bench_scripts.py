@@ -174,3 +174,39 @@ def test_statistics_bench_sets_a_clip_models_constants(tmp_path: Path) -> None:
     refused = bench("--set", "NOISE=1")
     assert refused.returncode != 0
     assert "no module constant NOISE to set" in refused.stderr
+
+
+def test_the_fleet_nights_false_alarms_sum_the_stored_series_figures(tmp_path: Path) -> None:
+    """bench/fleet_false_alarms.py adds each series' stored A/A rate (union bound); a result
+    file that is not at run-level noise 1.5 points is refused rather than summed."""
+    shipped = BENCH / "results"
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "fleet_false_alarms.py"), "--results", str(shipped)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    total = 0.0
+    for line in run.stdout.splitlines()[:-1]:  # "  2 × run_noise  1088: 4.2e-05 a series-night"
+        count, _, model, n = line.split()[:4]
+        stored = json.loads((shipped / f"clip_model_{model}_sd015_n{n[:-1]}.json").read_text())
+        total += int(count) * stored["aa_false_confirmed_per_series_night"]
+    assert f"≤ {total:.1e} false confirmations" in run.stdout.splitlines()[-1]
+    assert sum(int(line.split()[0]) for line in run.stdout.splitlines()[:-1]) == 12
+    copied = tmp_path / "results"
+    copied.mkdir()
+    for f in shipped.glob("clip_model_*_sd015_n*.json"):
+        (copied / f.name).write_text(f.read_text())
+    other = json.loads((copied / "clip_model_run_noise_sd015_n544.json").read_text())
+    other["settings"]["RUN_SD"] = 0.03
+    (copied / "clip_model_run_noise_sd015_n544.json").write_text(json.dumps(other))
+    refused = subprocess.run(
+        [sys.executable, str(BENCH / "fleet_false_alarms.py"), "--results", str(copied)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode != 0 and "not run-level noise 1.5 points" in refused.stderr
