@@ -40,14 +40,30 @@ def is_wer_scored(clip: ClipRecord) -> bool:
     return clip.incorrect is None
 
 
-def is_broken(clip: ClipRecord, tau: float, kind: Count | None = None) -> bool:
+def is_broken(clip: ClipRecord, tau: float) -> bool:
     """Broken at threshold tau: failed, ran past the audio cap, or WER > tau. A multiple-choice
     item is broken when its answer is wrong, whatever tau."""
-    kind = kind or count_of(clip)
-    if kind == "failed":
+    return broken_of(clip.synth_status, clip.grade_status, clip.wer, clip.incorrect, tau)
+
+
+def broken_of(
+    synth_status: str,
+    grade_status: str | None,
+    wer: float | None,
+    incorrect: bool | None,
+    tau: float,
+) -> bool:
+    """`is_broken` on a clip's stored columns: the baseline's per-item history reads a
+    window's thousands of rows a night, and building a ClipRecord for each cost a decision
+    more with a year of history than with a week (bench/bench_fleet_year.py)."""
+    if synth_status in _FAILED:
         return True
-    if kind != "scored":
-        return False
-    if clip.incorrect is not None:
-        return clip.incorrect
-    return clip.synth_status == "over_long" or error_of(clip, kind) > tau
+    if synth_status not in _AUDIO or grade_status not in _SCORED_GRADES:
+        return False  # infra: says nothing about the model
+    if incorrect is not None:
+        return incorrect
+    if synth_status == "over_long":
+        return True
+    if grade_status == "empty_transcript":
+        return (1.0 if wer is None else wer) > tau
+    return float(wer or 0.0) > tau

@@ -72,7 +72,7 @@ def _stats(
     # overflow whatever finite WERs are stored.
     scale = errors[0] if errors and errors[0] > 0 else 1.0
     total_error = math.fsum(e / scale for e in errors)
-    broken = [(c, e) for c, k, e in counted if is_broken(c, tau, k)]
+    broken = [(c, e) for c, k, e in counted if is_broken(c, tau)]
     runaway = [e for _, k, e in wer_counted if k == "scored" and e > 1.0]
     with_counts = [(c, e) for c, k, e in wer_counted if k == "scored" and c.ref_words]
     corpus_ref = sum(c.ref_words or 0 for c, _ in with_counts)

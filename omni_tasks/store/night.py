@@ -10,8 +10,9 @@ import datetime as dt
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
-from omni_tasks.analysis.accounting import is_broken
+from omni_tasks.analysis.accounting import broken_of
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.contracts import (
@@ -33,7 +34,7 @@ from omni_tasks.contracts.night import (
     NightQuestion,
     night_key,
 )
-from omni_tasks.records import ClipRecord, NightRun, StoredRun
+from omni_tasks.records import NightRun, StoredRun
 from omni_tasks.series import Series
 from omni_tasks.store import alerts, decisions, reruns, results
 from omni_tasks.store.queries import sql
@@ -212,18 +213,12 @@ def _baseline_items(
     args = {**series.args(), "branch": branch, "nightly": nightly}
     args["first"] = nightly - dt.timedelta(days=nights)
     out: dict[str, list[tuple[dt.date, bool]]] = {}
+    items = conn.cursor(row_factory=tuple_row)  # thousands of rows a night: no dict each
     for run in conn.execute(sql("night_baseline_runs"), args).fetchall():
         ids = {"run_id": run["run_id"], "grading_id": run["grading_id"]}
-        for r in conn.execute(sql("night_baseline_items"), ids):
-            clip = ClipRecord(
-                utt_id=r["utt_id"],
-                reference_text="",
-                synth_status=r["synth_status"],
-                grade_status=r["grade_status"],
-                wer=r["wer"],
-                incorrect=r["incorrect"],
-            )
-            out.setdefault(r["utt_id"], []).append((run["nightly"], is_broken(clip, tau)))
+        for utt, synth, grade, wer, incorrect in items.execute(sql("night_baseline_items"), ids):
+            broken = broken_of(synth, grade, wer, incorrect, tau)
+            out.setdefault(utt, []).append((run["nightly"], broken))
     return {u: tuple(v) for u, v in out.items()}
 
 
