@@ -95,26 +95,26 @@ def test_bench_script_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
     assert expected in out.stdout, out.stdout[-2000:]
 
 
-def test_statistics_bench_takes_a_clip_model(tmp_path: Path) -> None:
-    """`--clip-model FILE --json OUT --quick` (issue 65) writes every key the issue names, and
-    the figures make sense: the step alerts far more often than A/A noise confirms."""
-    out = tmp_path / "figures.json"
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "bench_statistics_sim.py"),
-            "--clip-model",
-            str(BENCH / "clip_models" / "independent.py"),
-            "--json",
-            str(out),
-            "--quick",
-        ],
+def bench(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`script` in bench/ with `args`, in `tmp_path` with a home of its own."""
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
         cwd=tmp_path,
         env={**os.environ, "OMNI_HOME": str(tmp_path / "home")},
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+    )
+
+
+def test_statistics_bench_takes_a_clip_model(tmp_path: Path) -> None:
+    """`--clip-model FILE --json OUT --quick` (issue 65) writes every key the issue names, and
+    the figures make sense: the step alerts far more often than A/A noise confirms."""
+    out = tmp_path / "figures.json"
+    model = str(BENCH / "clip_models" / "independent.py")
+    run = bench(
+        tmp_path, "bench_statistics_sim.py", "--clip-model", model, "--json", str(out), "--quick"
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     figures = json.loads(out.read_text())
@@ -152,26 +152,19 @@ def test_statistics_bench_sets_a_clip_models_constants(tmp_path: Path) -> None:
     """`--set NAME=VALUE` replaces one of the model's constants (a noise level) and the figures
     say so; a name the model does not define is refused, naming it."""
 
-    def bench(*extra: str) -> subprocess.CompletedProcess[str]:
-        model = str(BENCH / "clip_models" / "run_noise.py")
-        script = str(BENCH / "bench_statistics_sim.py")
-        return subprocess.run(
-            [sys.executable, script, "--clip-model", model, "--quick", "--n", "300", *extra],
-            cwd=tmp_path,
-            env={**os.environ, "OMNI_HOME": str(tmp_path / "home")},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+    model = str(BENCH / "clip_models" / "run_noise.py")
+
+    def noisy(*extra: str) -> subprocess.CompletedProcess[str]:
+        quick = ("--clip-model", model, "--quick", "--n", "300")
+        return bench(tmp_path, "bench_statistics_sim.py", *quick, *extra)
 
     out = tmp_path / "figures.json"
-    run = bench("--set", "RUN_SD=0.015", "--json", str(out))
+    run = noisy("--set", "RUN_SD=0.015", "--json", str(out))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     figures = json.loads(out.read_text())
     assert figures["n"] == 300
     assert figures["settings"] == {"N": 300.0, "RUN_SD": 0.015}
-    refused = bench("--set", "NOISE=1")
+    refused = noisy("--set", "NOISE=1")
     assert refused.returncode != 0
     assert "no module constant NOISE to set" in refused.stderr
 
@@ -180,13 +173,7 @@ def test_the_fleet_nights_false_alarms_sum_the_stored_series_figures(tmp_path: P
     """bench/fleet_false_alarms.py adds each series' stored A/A rate (union bound); a result
     file that is not at run-level noise 1.5 points is refused rather than summed."""
     shipped = BENCH / "results"
-    run = subprocess.run(
-        [sys.executable, str(BENCH / "fleet_false_alarms.py"), "--results", str(shipped)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = bench(tmp_path, "fleet_false_alarms.py", "--results", str(shipped))
     assert run.returncode == 0, run.stderr[-2000:]
     total = 0.0
     for line in run.stdout.splitlines()[:-1]:  # "  2 × run_noise  1088: 4.2e-05 a series-night"
@@ -202,11 +189,5 @@ def test_the_fleet_nights_false_alarms_sum_the_stored_series_figures(tmp_path: P
     other = json.loads((copied / "clip_model_run_noise_sd015_n544.json").read_text())
     other["settings"]["RUN_SD"] = 0.03
     (copied / "clip_model_run_noise_sd015_n544.json").write_text(json.dumps(other))
-    refused = subprocess.run(
-        [sys.executable, str(BENCH / "fleet_false_alarms.py"), "--results", str(copied)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    refused = bench(tmp_path, "fleet_false_alarms.py", "--results", str(copied))
     assert refused.returncode != 0 and "not run-level noise 1.5 points" in refused.stderr
