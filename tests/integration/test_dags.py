@@ -248,11 +248,26 @@ def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
     )
     first = dags_test(af, "omni_nightly", "2026-11-20", conf)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    runs = db.execute("SELECT branch, status, trigger, n_expected FROM omni.run ORDER BY branch")
+    runs = db.execute(
+        "SELECT branch, status, n_expected FROM omni.run WHERE trigger <> 'rerun' ORDER BY branch"
+    )
     assert [(r["branch"], r["status"], r["n_expected"]) for r in runs] == [
         ("main", "complete", 100),
         ("rebase", "complete", 100),
     ]
+    # The night is REGRESSED but too small to confirm alone: its `rerun` task re-ran the
+    # discordant items on both branches at fresh seeds, as runs of their own trigger.
+    (stored,) = db.execute("SELECT result FROM omni.rerun").fetchall()
+    reruns = db.execute(
+        "SELECT branch, status, n_expected FROM omni.run WHERE trigger = 'rerun'"
+    ).fetchall()
+    seeds = len(stored["result"]["seeds"])
+    assert seeds > 0 and len(reruns) == 2 * seeds
+    assert {(r["branch"], r["status"], r["n_expected"]) for r in reruns} == {
+        ("main", "complete", stored["result"]["items"]),
+        ("rebase", "complete", stored["result"]["items"]),
+    }
+    assert db.execute("SELECT count(*) AS n FROM omni.run").fetchone()["n"] == 2 + 2 * seeds
     decision = db.execute("SELECT verdict, candidate_branch FROM omni.gate_decision").fetchall()
     assert len(decision) == 1 and decision[0]["candidate_branch"] == "rebase"
     assert db.execute("SELECT count(*) AS n FROM omni.comparison").fetchone()["n"] == 1
