@@ -6,7 +6,7 @@ through the platform's own functions, per series as the nightly DAG's units call
 the runs, summarize, decide with alert plans), then the reports and alert delivery once;
 every baseline run also carries upstream's verdicts, as an import would, for the fleet panel.
 The week is then copied back in time, server-side, into a year of history (real rows: runs,
-items, gradings, statistics, comparisons, decisions). Printed:
+items, gradings, statistics, item sets, comparisons, decisions). Printed:
 
 - `decide` per series for the same night with a week of history and then with a year
   (goal ≤ 1.2×);
@@ -290,9 +290,10 @@ def grow_history(conn: psycopg.Connection[Any], weeks: int) -> int:
             "JOIN grading_map g ON g.old = t.grading_id",
             {"grading_id": "g.new"},
         )
-        _copy(
-            conn, "run_stats", "JOIN grading_map g ON g.old = t.grading_id", {"grading_id": "g.new"}
-        )
+        for table in ("run_stats", "item_set"):
+            _copy(
+                conn, table, "JOIN grading_map g ON g.old = t.grading_id", {"grading_id": "g.new"}
+            )
         _copy(
             conn,
             "comparison",

@@ -42,28 +42,16 @@ def is_wer_scored(clip: ClipRecord) -> bool:
 
 def is_broken(clip: ClipRecord, tau: float) -> bool:
     """Broken at threshold tau: failed, ran past the audio cap, or WER > tau. A multiple-choice
-    item is broken when its answer is wrong, whatever tau."""
-    return broken_of(clip.synth_status, clip.grade_status, clip.wer, clip.incorrect, tau)
-
-
-def broken_of(
-    synth_status: str,
-    grade_status: str | None,
-    wer: float | None,
-    incorrect: bool | None,
-    tau: float,
-) -> bool:
-    """`is_broken` on a clip's stored columns: the baseline's per-item history reads a
-    window's thousands of rows a night, and building a ClipRecord for each cost a decision
-    more with a year of history than with a week (bench/bench_fleet_year.py)."""
-    if synth_status in _FAILED:
+    item is broken when its answer is wrong, whatever tau. (The baseline's per-item history
+    reads the same rule in SQL: night_baseline_items.sql.)"""
+    if clip.synth_status in _FAILED:
         return True
-    if synth_status not in _AUDIO or grade_status not in _SCORED_GRADES:
+    if clip.synth_status not in _AUDIO or clip.grade_status not in _SCORED_GRADES:
         return False  # infra: says nothing about the model
-    if incorrect is not None:
-        return incorrect
-    if synth_status == "over_long":
+    if clip.incorrect is not None:
+        return clip.incorrect
+    if clip.synth_status == "over_long":
         return True
-    if grade_status == "empty_transcript":
-        return (1.0 if wer is None else wer) > tau
-    return float(wer or 0.0) > tau
+    if clip.grade_status == "empty_transcript":
+        return (1.0 if clip.wer is None else clip.wer) > tau
+    return float(clip.wer or 0.0) > tau

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from scipy.stats import norm
 
 from omni_tasks.analysis.policy import GatePolicy
-
-ItemNights = Mapping[str, Sequence[tuple[dt.date, bool]]]  # item → (night, broken), oldest first
+from omni_tasks.contracts.night import ItemHistory
 
 
 @dataclass(frozen=True)
@@ -46,31 +45,23 @@ def _unbiased(v: float, k: int) -> float:
 
 
 def baseline_window(
-    items: ItemNights, tonight: Mapping[str, bool], *, nights: int, drift_p: float, phi: float = 1.0
+    items: ItemHistory, tonight: Mapping[str, bool], *, drift_p: float, phi: float = 1.0
 ) -> BaselineWindow:
-    """The last `nights` baseline nights with tonight's draw added, over the items tonight has.
-    Refused when the two halves' broken totals differ by more than run-level noise explains
-    (two-sided p < drift_p, the variance widened by φ): the baseline moved inside the window,
-    so its mean is not tonight's baseline."""
-    dates = sorted({d for rows in items.values() for d, _ in rows})[-nights:]
-    keep = set(dates)
-    counts: dict[str, list[int]] = {u: [0, 0] for u in tonight}  # broken, observed
-    per_night = dict.fromkeys(dates, 0)
-    for utt, rows in items.items():
-        if utt not in counts:
-            continue
-        for d, broken in rows:
-            if d in keep:
-                counts[utt][0] += broken
-                counts[utt][1] += 1
-                per_night[d] += broken
-    for utt, broken in tonight.items():
-        counts[utt][0] += broken
-        counts[utt][1] += 1
-    rates = {u: b / n for u, (b, n) in counts.items()}
-    totals = (*(per_night[d] for d in dates), sum(tonight.values()))
-    window = BaselineWindow(tuple(dates), rates, totals)
-    return BaselineWindow(window.nights, rates, totals, _drift(window, phi, drift_p))
+    """The baseline's window (the nights `items` holds) with tonight's draw added, over the
+    items tonight has. Refused when the two halves' broken totals differ by more than run-level
+    noise explains (two-sided p < drift_p, the variance widened by φ): the baseline moved
+    inside the window, so its mean is not tonight's baseline."""
+    broken = dict.fromkeys(tonight, 0)
+    totals = []
+    for _, night in items.broken:
+        hits = [u for u in night if u in broken]
+        for u in hits:
+            broken[u] += 1
+        totals.append(len(hits))
+    totals.append(sum(tonight.values()))
+    rates = {u: (b + tonight[u]) / (items.observed.get(u, 0) + 1) for u, b in broken.items()}
+    window = BaselineWindow(tuple(d for d, _ in items.broken), rates, tuple(totals))
+    return BaselineWindow(window.nights, rates, window.totals, _drift(window, phi, drift_p))
 
 
 def _drift(window: BaselineWindow, phi: float, drift_p: float) -> str | None:

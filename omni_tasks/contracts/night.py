@@ -5,6 +5,7 @@ transaction. Nothing here reads or writes; a test builds NightInputs by hand."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from omni_tasks.contracts import (
@@ -109,6 +110,16 @@ class NightQuestion:
     sim_margin: float | None = None
 
 
+@dataclass(frozen=True)
+class ItemHistory:
+    """The baseline's items over the nights of its window: each night's broken items (oldest
+    first; a night with none broken is still listed) and on how many of those nights each item
+    was observed. Stored this way, a window costs its broken items, not every item a night."""
+
+    broken: tuple[tuple[dt.date, frozenset[str]], ...] = ()
+    observed: Mapping[str, int] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, kw_only=True)
 class NightInputs(NightQuestion):
     """Everything one series' night is decided from: the question, and what `store.night.load`
@@ -127,9 +138,9 @@ class NightInputs(NightQuestion):
     lone: tuple[GroupMemberRow, ...]  # regression alerts in no group, the pairs' ranges
     audio: dict[tuple[int, str], str]  # (run id, item) → audio URI of top regressed items
     next_alert_id: int  # the id the next alert gets (under the night's lock)
-    # Per baseline item, broken-or-not over the last `history_nights` nights before tonight
-    # (oldest first): the history the candidate is tested against (night/history.py).
-    baseline_items: dict[str, tuple[tuple[dt.date, bool], ...]] = field(default_factory=dict)
+    # The baseline's items over the last `history_nights` nights before tonight: the history
+    # the candidate is tested against (night/history.py).
+    baseline_items: ItemHistory = field(default_factory=ItemHistory)
     # The baseline's broken total on each of the last `phi_nights` nights before tonight
     # (oldest first), from its stored statistics: what run-level noise φ is estimated from.
     baseline_totals: tuple[tuple[dt.date, int], ...] = ()

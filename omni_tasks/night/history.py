@@ -37,9 +37,7 @@ def evidence(
         return None
     tau = policy.primary_tau
     tonight = _broken(base, tau)
-    first = history.baseline_window(
-        inputs.baseline_items, tonight, nights=policy.history_nights, drift_p=policy.drift_p
-    )
+    first = history.baseline_window(inputs.baseline_items, tonight, drift_p=policy.drift_p)
     stored = [total for _, total in inputs.baseline_totals][-(policy.phi_nights - 1) :]
     noise = history.overdispersion(
         [*stored, sum(tonight.values())], first.variance, min_nights=PHI_MIN_NIGHTS
@@ -47,7 +45,6 @@ def evidence(
     window = history.baseline_window(
         inputs.baseline_items,
         tonight,
-        nights=policy.history_nights,
         drift_p=policy.drift_p,
         phi=noise.phi,
     )

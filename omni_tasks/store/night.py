@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections import Counter
 from typing import Any
 
 import psycopg
-from psycopg.rows import tuple_row
 
-from omni_tasks.analysis.accounting import broken_of
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.contracts import (
@@ -27,6 +26,7 @@ from omni_tasks.contracts.night import (
     GradedRun,
     GroupMemberRow,
     GroupState,
+    ItemHistory,
     KeyNight,
     NightInputs,
     NightKey,
@@ -207,19 +207,30 @@ def _baseline_items(
     nightly: dt.date,
     nights: int,
     tau: float,
-) -> dict[str, tuple[tuple[dt.date, bool], ...]]:
-    """Per baseline item, broken or not on each of the last `nights` nights: the nights' runs
-    in one query, then each run's items (one query a run, as clip_records.sql)."""
+) -> ItemHistory:
+    """The baseline's items over its last `nights` nights: the nights' runs, their stored item
+    sets, and for a night read for the first time its set from its clips, stored (one query a
+    run, as clip_records.sql): a window then reads one row a night, not every item's."""
     args = {**series.args(), "branch": branch, "nightly": nightly}
     args["first"] = nightly - dt.timedelta(days=nights)
-    out: dict[str, list[tuple[dt.date, bool]]] = {}
-    items = conn.cursor(row_factory=tuple_row)  # thousands of rows a night: no dict each
-    for run in conn.execute(sql("night_baseline_runs"), args).fetchall():
-        ids = {"run_id": run["run_id"], "grading_id": run["grading_id"]}
-        for utt, synth, grade, wer, incorrect in items.execute(sql("night_baseline_items"), ids):
-            broken = broken_of(synth, grade, wer, incorrect, tau)
-            out.setdefault(utt, []).append((run["nightly"], broken))
-    return {u: tuple(v) for u, v in out.items()}
+    runs = conn.execute(sql("night_baseline_runs"), args).fetchall()
+    ids = [r["grading_id"] for r in runs]
+    stored = {
+        r["grading_id"]: (r["observed"], r["broken"])
+        for r in _rows(conn, "night_item_sets", grading_ids=ids, tau=tau)
+    }
+    broken: list[tuple[dt.date, frozenset[str]]] = []
+    observed: Counter[str] = Counter()
+    for run in runs:
+        got = stored.get(run["grading_id"])
+        if got is None:
+            new = {"run_id": run["run_id"], "grading_id": run["grading_id"], "tau": tau}
+            got = conn.execute(sql("night_baseline_items"), new).fetchone()
+            got = None if got is None else (got["observed"], got["broken"])
+        if got:  # a run with no clip stored observed nothing
+            observed.update(got[0])
+            broken.append((run["nightly"], frozenset(got[1])))
+    return ItemHistory(tuple(broken), observed)
 
 
 def _baseline_totals(

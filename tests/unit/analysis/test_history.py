@@ -12,6 +12,7 @@ import pytest
 
 from bench import clip_model_sim
 from omni_tasks.analysis.history import HistoryStat, baseline_window, confirms, history_z
+from omni_tasks.contracts.night import ItemHistory
 from omni_tasks.gates.policy import load_policy
 
 # One-night path at z ≥ 4.265 (one-sided p 1e-5); CUSUM k = 1, h = 5; floor 2 points.
@@ -19,6 +20,10 @@ POLICY = load_policy().model_copy(
     update={"history_p": 1e-5, "cusum_k": 1.0, "cusum_h": 5.0, "min_effect": 0.02}
 )
 D = [dt.date(2027, 1, d) for d in range(1, 5)]
+# a broken on the first of three nights, b on the first two; both observed on all three
+WINDOW = ItemHistory(
+    ((D[0], frozenset("ab")), (D[1], frozenset("b")), (D[2], frozenset())), {"a": 3, "b": 3}
+)
 
 
 def nights(zs: list[float], deltas: list[float]) -> list[HistoryStat]:
@@ -28,11 +33,7 @@ def nights(zs: list[float], deltas: list[float]) -> list[HistoryStat]:
 def test_window_variance_is_unbiased_over_its_nights() -> None:
     # a broken on 1 of 4 nights (r .25), b on 2 (r .5): Σ r(1 − r) = .1875 + .25 = .4375,
     # times 4/3 for the four nights: .58333
-    items = {
-        "a": [(D[0], True), (D[1], False), (D[2], False)],
-        "b": [(D[0], True), (D[1], True), (D[2], False)],
-    }
-    w = baseline_window(items, {"a": False, "b": False}, nights=14, drift_p=1e-9)
+    w = baseline_window(WINDOW, {"a": False, "b": False}, drift_p=1e-9)
     assert w.rates == {"a": 0.25, "b": 0.5}
     assert w.variance == pytest.approx(0.4375 * 4 / 3)
 
@@ -40,11 +41,7 @@ def test_window_variance_is_unbiased_over_its_nights() -> None:
 def test_history_z_against_the_window_mean() -> None:
     # the same window; the candidate breaks both: Δ̂ = (2 − .75) / 2 = .625;
     # sd = √(.58333 × (1 + 1/4)) / 2 = .42696; z = 1.4638
-    items = {
-        "a": [(D[0], True), (D[1], False), (D[2], False)],
-        "b": [(D[0], True), (D[1], True), (D[2], False)],
-    }
-    w = baseline_window(items, {"a": False, "b": False}, nights=14, drift_p=1e-9)
+    w = baseline_window(WINDOW, {"a": False, "b": False}, drift_p=1e-9)
     stat = history_z([{"a": True, "b": True}], w)
     assert stat.delta == pytest.approx(0.625)
     assert stat.z == pytest.approx(0.625 / (math.sqrt(0.4375 * 4 / 3 * 1.25) / 2))
@@ -105,13 +102,17 @@ def test_the_benchs_vectorised_history_z_is_the_products() -> None:
     day = [dt.date(2027, 1, 1) + dt.timedelta(d) for d in range(base.shape[0])]
     for t in range(4):
         row = 13 + t
-        items = {u: [(day[j], bool(base[j, i])) for j in range(row)] for i, u in enumerate(names)}
+        last = range(row - policy.history_nights, row)
+        items = ItemHistory(
+            tuple((day[j], frozenset(u for i, u in enumerate(names) if base[j, i])) for j in last),
+            dict.fromkeys(names, len(last)),
+        )
         tonight = {u: bool(base[row, i]) for i, u in enumerate(names)}
-        first = baseline_window(items, tonight, nights=5, drift_p=1e-12)
+        first = baseline_window(items, tonight, drift_p=1e-12)
         noise = overdispersion(
             base[row - 13 : row + 1].sum(1).tolist(), first.variance, min_nights=14
         )
-        window = baseline_window(items, tonight, nights=5, drift_p=1e-12, phi=noise.phi)
+        window = baseline_window(items, tonight, drift_p=1e-12, phi=noise.phi)
         stat = history_z([{u: bool(cand[t, i]) for i, u in enumerate(names)}], window, noise.phi)
         assert phi[t] == pytest.approx(noise.phi)
         assert delta[t] == pytest.approx(stat.delta)

@@ -13,7 +13,7 @@ import datetime as dt
 from typing import Any
 
 from omni_tasks.contracts import DecisionHistory
-from omni_tasks.contracts.night import GradedRun, KeyNight, NightInputs
+from omni_tasks.contracts.night import GradedRun, ItemHistory, KeyNight, NightInputs
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.night import decide
 from omni_tasks.records import ClipRecord, NightlyRun, StoredRun
@@ -78,15 +78,16 @@ def graded(run_id: int, branch: str, broken: set[int]) -> tuple[NightlyRun, Grad
     return row, GradedRun(run, run_id + 1000, "grader", clips)
 
 
-def item_history(patterns: list[set[int]]) -> dict[str, tuple[tuple[dt.date, bool], ...]]:
-    """Each item's broken flags over the nights before tonight, one broken set a night."""
+def item_history(patterns: list[set[int]]) -> ItemHistory:
+    """The baseline's items over the nights before tonight, one broken set a night."""
     first = TONIGHT - dt.timedelta(days=len(patterns))
-    return {
-        f"u{i:04d}": tuple(
-            (first + dt.timedelta(days=j), i in broken) for j, broken in enumerate(patterns)
-        )
-        for i in range(N)
-    }
+    return ItemHistory(
+        tuple(
+            (first + dt.timedelta(days=j), frozenset(f"u{i:04d}" for i in broken))
+            for j, broken in enumerate(patterns)
+        ),
+        {f"u{i:04d}": len(patterns) for i in range(N)},
+    )
 
 
 QUIET_HISTORY = item_history([broken_on(j) for j in range(14)])
@@ -169,7 +170,7 @@ def test_the_history_confirms_a_night_mcnemar_alone_does_not() -> None:
     assert abs(d.history.delta - 40 / N) < 1e-9  # the window's hard rates are exactly .4
     assert 5.0 < d.history.z < 6.0
     # Without the baseline's history the same night stays unconfirmed: McNemar alone.
-    alone = tonight(inputs(40, history=earlier, baseline_items={})).decision
+    alone = tonight(inputs(40, history=earlier, baseline_items=ItemHistory())).decision
     assert alone.verdict == "REGRESSED" and not alone.confirmed
     assert alone.history is not None and alone.history.refused is not None
     assert any(r.startswith("history evidence refused: ") for r in alone.reasons)
@@ -238,5 +239,5 @@ def test_the_history_makes_regressed_a_night_mcnemar_leaves_short() -> None:
     assert "Δ̂ +2.30 points over 1000 items" in lifted
     # Without the baseline's history McNemar's verdict stands; 21 extra items (z ≈ 2.9) stay
     # short of the history's bar too.
-    assert tonight(inputs(23, baseline_items={})).decision.verdict != "REGRESSED"
+    assert tonight(inputs(23, baseline_items=ItemHistory())).decision.verdict != "REGRESSED"
     assert tonight(inputs(21)).decision.verdict != "REGRESSED"
