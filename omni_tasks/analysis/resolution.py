@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from omni_tasks.analysis.policy import GatePolicy
 
@@ -49,6 +50,7 @@ class RuleOut:
     items: int  # items a night (the streak's mean)
     psi: float  # the noise discordance of the streak, pooled
     widened: bool  # the floor is above min_effect: this size cannot track a min_effect step
+    phi: float = 1.0  # the run-level noise both the floor's σ and the bound are widened by
 
     @property
     def ruled_out(self) -> bool:
@@ -58,30 +60,49 @@ class RuleOut:
         """Why the floor is what it is, in the thread's words."""
         if not self.widened:
             return "the policy's min_effect"
+        noise = f", run-level noise φ {self.phi:.2f}" if self.phi > 1.0 else ""
         return (
             f"wider than min_effect {min_effect * 100:.1f} pts: at {self.items:,} items a night "
-            f"(ψ {self.psi:.3f}) quiet nights cannot rule out less, so this series does not "
-            "hold a persisting step of that size open: a smaller persisting step may resolve"
+            f"(ψ {self.psi:.3f}{noise}) quiet nights cannot rule out less, so this series does "
+            "not hold a persisting step of that size open: a smaller persisting step may resolve"
         )
 
 
-def _z(two_sided: float) -> float:
-    return float(norm.ppf(0.5 + two_sided / 2))
+def _quantile(share: float, nights: int) -> float:
+    """The one-sided quantile at `share`: of Student's t with nights − 1 degrees of freedom
+    where the standard error carries an estimated φ (analysis/gate.py `widened`), else normal."""
+    if nights > 1:
+        return float(student_t.ppf(share, nights - 1))
+    return float(norm.ppf(share))
 
 
-def resolution_floor(psi: float, n: int, policy: GatePolicy) -> tuple[float, float]:
-    """(floor, z_c) for a series of `n` items a night at noise discordance `psi`: the
-    regression it tracks and the z of the bound that must fall below it (the module's rule)."""
+def resolution_floor(
+    psi: float, n: int, policy: GatePolicy, phi: float = 1.0, phi_nights: int = 0
+) -> tuple[float, float]:
+    """(floor, z_c) for a series of `n` items a night at noise discordance `psi` and run-level
+    noise `phi` (estimated from `phi_nights` nightly totals): the regression it tracks and the
+    z of the bound that must fall below it (the module's rule)."""
+    phi = max(phi, 1.0)
+    nights = phi_nights if phi > 1.0 else 0
     sigma = math.sqrt(psi / (policy.resolve_nights * max(n, 1)))
-    z_aa = float(norm.ppf(policy.resolve_aa_share))
-    z_min, z_max = _z(policy.resolve_confidence_min), _z(policy.resolve_confidence)
-    if policy.min_effect >= (z_min + z_aa) * sigma:
+    z_aa = _quantile(policy.resolve_aa_share, nights)
+    z_min = _quantile(0.5 + policy.resolve_confidence_min / 2, nights)
+    z_max = _quantile(0.5 + policy.resolve_confidence / 2, nights)
+    # φ̂ raises the floor only beyond its own estimation noise (one standard error, relative
+    # sd √(2/(nights − 1)), 18 % at 60): without run-level noise φ̂ still runs above its floor
+    # of 1 half the time, and on φ̂ itself a fifth of 1,088-clip series were gated wider.
+    credible = phi / (1 + math.sqrt(2 / (nights - 1))) if nights > 1 else 1.0
+    if policy.min_effect >= (z_min + z_aa) * sigma * math.sqrt(max(credible, 1.0)):
         return policy.min_effect, z_max
-    return (z_min + z_aa) * sigma, z_min
+    return (z_min + z_aa) * sigma * math.sqrt(phi), z_min
 
 
-def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
-    """The pooled bound and the floor of a streak's paired tables (one per night)."""
+def rule_out(
+    tables: Sequence[Table], policy: GatePolicy, phi: float = 1.0, phi_nights: int = 0
+) -> RuleOut:
+    """The pooled bound and the floor of a streak's paired tables (one per night), both
+    widened by the run-level noise `phi` estimated from `phi_nights` nightly baseline totals
+    (night/history.py `noise`; 1 and 0 where none is known)."""
     n11, n12, n21, n22 = (sum(int(t[i]) for t in tables) for i in range(4))
     total = max(n11 + n12 + n21 + n22, 1)
     # McNemar's normal bound on the pooled counts (below): the floor's σ is on its scale, so an
@@ -92,8 +113,11 @@ def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
     # at 200 clips sat low and 91 % of A/A streaks cleared it, not 97 %.
     psi = (2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)) / total
     items = round(total / max(len(tables), 1))
-    floor, z_c = resolution_floor(psi, items, policy)
+    phi = max(phi, 1.0)
+    floor, z_c = resolution_floor(psi, items, policy, phi, phi_nights)
     # At least one discordant item's worth of width: no discordance at all (a deterministic
-    # small suite) is not certainty that Δ is 0.
-    high = (n12 - n21 + z_c * math.sqrt(max(n12 + n21, 1))) / total
-    return RuleOut(high, floor, items, psi, floor > policy.min_effect)
+    # small suite) is not certainty that Δ is 0. Each night's run-level shift adds to its
+    # Δ̂ what item counts cannot show, φ times their variance (nights' shifts independent,
+    # so the pooled variance is φ times the pooled counts' too).
+    high = (n12 - n21 + z_c * math.sqrt(phi * max(n12 + n21, 1))) / total
+    return RuleOut(high, floor, items, psi, floor > policy.min_effect, phi)
