@@ -1,30 +1,40 @@
-"""When an open regression alert resolves: a streak of quiet nights (no REGRESSED night, at
-least the policy's resolve_nights in a row) whose paired tables, pooled, rule the regression
-out. The rule is chosen from the series' own ψ/n, not per family (issue 65).
+"""When an open regression alert resolves: a streak of quiet nights (no REGRESSED night beyond
+run-level noise, at least the policy's resolve_nights in a row) whose paired tables, pooled,
+rule the regression out. The rule is chosen from the series' own ψ/n and φ, not per family
+(issue 65).
 
 Ruling out means Δ tail's upper bound (McNemar's normal bound on the pooled discordant counts,
 z_c standard errors above Δ̂) lies below the *floor*, the regression the alert tracks. With
-σ = √(ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled (ψ the noise
-discordance, which a real step does not inflate) and z_aa = z(resolve_aa_share), an A/A
-streak clears a floor F within k nights about Φ(F/σ − z_c) of the time, so:
+σ = √(φ·ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled (ψ the noise
+discordance, which a real step does not inflate; φ the run-level noise, night/history.py
+`noise`: each night's shift adds φ − 1 times the counts' variance) and z_aa the z of
+resolve_aa_share, an A/A streak clears a floor F within k nights about Φ(F/σ − z_c) of the
+time, so:
 
 - where min_effect is at least (z_min + z_aa)·σ (z_min from resolve_confidence_min), the floor
   is min_effect and z_c is z_max (from resolve_confidence), so a persisting step just above
-  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve (3.5 %
-  within 30 nights). 1,088 clips sit near the edge: where z_min + z_aa was larger (.98 and
-  .98, or .95 and .99), step streaks whose ψ̂ ran high were gated wider, and 11–19 % of
-  such steps resolved;
+  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve. 1,088
+  clips sit at the edge (F/σ 4.56 against z_min + z_aa = 4.01): with sd-3 run-level noise
+  (φ ≈ 1.17) A/A streaks clear min_effect at the widened z_max only ~94 % of the time, and
+  the bench misses both goals there;
 - elsewhere the series is *gated wider*: its size cannot tell a min_effect step from noise in
   k nights, so the floor is (z_min + z_aa)·σ and the alert's thread says that such a series
   does not hold a persisting step of that size open (refused: the bench measures a step at
   the floor resolving within 30 nights in about half of the series at 200 and 544 clips).
+  φ̂ gates a series wider only beyond its own estimation noise (the choice takes φ̂ one
+  standard error down): with φ̂ itself, a series without run-level noise was gated wider
+  on a noise-high φ̂, and 9 % of 1,088-clip steps resolved, against 6.75 %.
 
-A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 98 % for
-the goal of 95 % within three nights. The per-family rule this replaces (three nights at 99 %,
-two at 95 % for multiple choice, floor max(min_effect, one night's critical Δ)) resolved A/A
-alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and 45.5 % of
-persisting 5-point drops at 300 questions (issue 65). bench/bench_statistics_sim.py prints
-both figures at every size.
+With φ̂ estimated from nights of totals, the z's are Student's t (as analysis/gate.py's
+`widened`); φ = 1 (none estimated, or at its floor) keeps the normal. A REGRESSED night beyond
+noise (confirmed, by the history, or p widened by φ below α), about 1 % of A/A nights,
+restarts a streak, hence resolve_aa_share 98 % for the goal of 95 % within three nights; on
+McNemar's raw p, multiple choice's run-level noise (φ ≈ 3.6 at 2,700 questions) restarted so
+many A/A streaks that 80 % resolved within 3 nights, not 96.75 %. The per-family rule this replaces (three
+nights at 99 %, two at 95 % for multiple choice, floor max(min_effect, one night's critical
+Δ)) resolved A/A alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and
+45.5 % of persisting 5-point drops at 300 questions (issue 65). bench/bench_statistics_sim.py
+prints both figures at every size; its --clip-model bench, with run-level noise.
 """
 
 from __future__ import annotations
@@ -90,7 +100,7 @@ def resolution_floor(
     z_max = _quantile(0.5 + policy.resolve_confidence / 2, nights)
     # φ̂ raises the floor only beyond its own estimation noise (one standard error, relative
     # sd √(2/(nights − 1)), 18 % at 60): without run-level noise φ̂ still runs above its floor
-    # of 1 half the time, and on φ̂ itself a fifth of 1,088-clip series were gated wider.
+    # of 1 half the time, and gated wider on φ̂ itself 9 % of 1,088-clip steps resolved.
     credible = phi / (1 + math.sqrt(2 / (nights - 1))) if nights > 1 else 1.0
     if policy.min_effect >= (z_min + z_aa) * sigma * math.sqrt(max(credible, 1.0)):
         return policy.min_effect, z_max
