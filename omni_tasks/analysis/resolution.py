@@ -30,11 +30,12 @@ With φ̂ estimated from nights of totals, the z's are Student's t (as analysis/
 noise (confirmed, by the history, or p widened by φ below α), about 1 % of A/A nights,
 restarts a streak, hence resolve_aa_share 98 % for the goal of 95 % within three nights; on
 McNemar's raw p, multiple choice's run-level noise (φ ≈ 3.6 at 2,700 questions) restarted so
-many A/A streaks that 80 % resolved within 3 nights, not 96.75 %. The per-family rule this replaces (three
-nights at 99 %, two at 95 % for multiple choice, floor max(min_effect, one night's critical
-Δ)) resolved A/A alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and
-45.5 % of persisting 5-point drops at 300 questions (issue 65). bench/bench_statistics_sim.py
-prints both figures at every size; its --clip-model bench, with run-level noise.
+many A/A streaks that 80 % resolved within 3 nights, not 96.75 %. The per-family rule this
+replaces (three nights at 99 %, two at 95 % for multiple choice, floor max(min_effect, one
+night's critical Δ)) resolved A/A alerts within 3 nights in only 81.9 % at 200 clips and
+86.7 % at 544, and 45.5 % of persisting 5-point drops at 300 questions (issue 65).
+bench/bench_statistics_sim.py prints both figures at every size, and its --clip-model bench
+with run-level noise.
 """
 
 from __future__ import annotations
