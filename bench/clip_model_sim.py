@@ -29,12 +29,12 @@ from scipy.stats import beta, binom, norm
 
 from omni_tasks.analysis import history, rerun
 from omni_tasks.analysis.bisect import bisect
-from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
+from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night, widened
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import rule_out
 from omni_tasks.contracts import DecisionHistory
-from omni_tasks.night.history import lifted
+from omni_tasks.night.history import by_history, lifted
 
 START = dt.date(2027, 1, 1)
 
@@ -401,22 +401,29 @@ def resolutions(
     model: Plugin, policy: GatePolicy, series: int, nights: int, stepped: bool, seed: int
 ) -> float:
     """The share of series (an alert open from night 0) that resolve within `nights` under
-    analysis/resolution.py's rule: A/A, or a step that persists from night 0."""
+    the lifecycle's rule: A/A, or a step that persists from night 0. As night/alert_plan.py
+    reads them: a REGRESSED night (McNemar's, or the history's) restarts the streak unless
+    run-level noise explains it (night/history.py `beyond_noise`; the alert is open, so no
+    night here is confirmed), and analysis/resolution.py's rule_out pools the streak's tables
+    under the newest night's φ, estimated from the baseline's totals before it."""
     rng = np.random.default_rng(seed)
     resolved = 0
     for _ in range(series):
-        state = model.series(rng)
+        s = simulate(model, rng, policy, nights, 0 if stepped else None)
         quiet: list[tuple[int, ...]] = []
         for t in range(nights):
-            b = model.draw(state, rng, "baseline", t, 0 if stepped else None, 1)[0]
-            c = model.draw(state, rng, "candidate", t, 0 if stepped else None, 1)[0]
-            cells = ((b & c).sum(), (c & ~b).sum(), (b & ~c).sum(), (~b & ~c).sum())
-            table = tuple(int(x) for x in cells)
-            if paired_point(START, np.array(table), policy).verdict == "REGRESSED":
+            found = stored(s, t, policy)
+            point = paired_point(START, s.tables[t], policy, found)
+            if point.verdict == "REGRESSED" and (
+                by_history(found, policy)
+                or point.p_regress_holm is None
+                or widened(point.p_regress_holm, found.phi, found.phi_nights) < policy.alpha
+            ):
                 quiet = []
                 continue
-            quiet.append(table)
-            if len(quiet) >= policy.resolve_nights and rule_out(quiet, policy).ruled_out:
+            quiet.append(tuple(int(x) for x in s.tables[t]))
+            enough = len(quiet) >= policy.resolve_nights
+            if enough and rule_out(quiet, policy, found.phi, found.phi_nights).ruled_out:
                 resolved += 1
                 break
     return resolved / series

@@ -1,30 +1,41 @@
-"""When an open regression alert resolves: a streak of quiet nights (no REGRESSED night, at
-least the policy's resolve_nights in a row) whose paired tables, pooled, rule the regression
-out. The rule is chosen from the series' own ψ/n, not per family (issue 65).
+"""When an open regression alert resolves: a streak of quiet nights (no REGRESSED night beyond
+run-level noise, at least the policy's resolve_nights in a row) whose paired tables, pooled,
+rule the regression out. The rule is chosen from the series' own ψ/n and φ, not per family
+(issue 65).
 
 Ruling out means Δ tail's upper bound (McNemar's normal bound on the pooled discordant counts,
 z_c standard errors above Δ̂) lies below the *floor*, the regression the alert tracks. With
-σ = √(ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled (ψ the noise
-discordance, which a real step does not inflate) and z_aa = z(resolve_aa_share), an A/A
-streak clears a floor F within k nights about Φ(F/σ − z_c) of the time, so:
+σ = √(φ·ψ/(k·n)) the standard error of k = resolve_nights nights of n items pooled (ψ the noise
+discordance, which a real step does not inflate; φ the run-level noise, night/history.py
+`noise`: each night's shift adds φ − 1 times the counts' variance) and z_aa the z of
+resolve_aa_share, an A/A streak clears a floor F within k nights about Φ(F/σ − z_c) of the
+time, so:
 
 - where min_effect is at least (z_min + z_aa)·σ (z_min from resolve_confidence_min), the floor
   is min_effect and z_c is z_max (from resolve_confidence), so a persisting step just above
-  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve (3.5 %
-  within 30 nights). 1,088 clips sit near the edge: where z_min + z_aa was larger (.98 and
-  .98, or .95 and .99), step streaks whose ψ̂ ran high were gated wider, and 11–19 % of
-  such steps resolved;
+  min_effect (8 → 10.1 % at 1,088 clips) must fall z_max σ below itself to resolve. 1,088
+  clips sit at the edge (F/σ 4.56 against z_min + z_aa = 4.01): with sd-3 run-level noise
+  (φ ≈ 1.17) A/A streaks clear min_effect at the widened z_max only ~94 % of the time, and
+  the bench misses both goals there;
 - elsewhere the series is *gated wider*: its size cannot tell a min_effect step from noise in
   k nights, so the floor is (z_min + z_aa)·σ and the alert's thread says that such a series
   does not hold a persisting step of that size open (refused: the bench measures a step at
   the floor resolving within 30 nights in about half of the series at 200 and 544 clips).
+  φ̂ gates a series wider only beyond its own estimation noise (the choice takes φ̂ one
+  standard error down): with φ̂ itself, a series without run-level noise was gated wider
+  on a noise-high φ̂, and 9 % of 1,088-clip steps resolved, against 6.75 %.
 
-A REGRESSED night, about 1 % of A/A nights, restarts a streak, hence resolve_aa_share 98 % for
-the goal of 95 % within three nights. The per-family rule this replaces (three nights at 99 %,
-two at 95 % for multiple choice, floor max(min_effect, one night's critical Δ)) resolved A/A
-alerts within 3 nights in only 81.9 % at 200 clips and 86.7 % at 544, and 45.5 % of
-persisting 5-point drops at 300 questions (issue 65). bench/bench_statistics_sim.py prints
-both figures at every size.
+With φ̂ estimated from nights of totals, the z's are Student's t (as analysis/gate.py's
+`widened`); φ = 1 (none estimated, or at its floor) keeps the normal. A REGRESSED night beyond
+noise (confirmed, by the history, or p widened by φ below α), about 1 % of A/A nights,
+restarts a streak, hence resolve_aa_share 98 % for the goal of 95 % within three nights; on
+McNemar's raw p, multiple choice's run-level noise (φ ≈ 3.6 at 2,700 questions) restarted so
+many A/A streaks that 80 % resolved within 3 nights, not 96.75 %. The per-family rule this
+replaces (three nights at 99 %, two at 95 % for multiple choice, floor max(min_effect, one
+night's critical Δ)) resolved A/A alerts within 3 nights in only 81.9 % at 200 clips and
+86.7 % at 544, and 45.5 % of persisting 5-point drops at 300 questions (issue 65).
+bench/bench_statistics_sim.py prints both figures at every size, and its --clip-model bench
+with run-level noise.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from omni_tasks.analysis.policy import GatePolicy
 
@@ -49,6 +61,7 @@ class RuleOut:
     items: int  # items a night (the streak's mean)
     psi: float  # the noise discordance of the streak, pooled
     widened: bool  # the floor is above min_effect: this size cannot track a min_effect step
+    phi: float = 1.0  # the run-level noise both the floor's σ and the bound are widened by
 
     @property
     def ruled_out(self) -> bool:
@@ -58,30 +71,49 @@ class RuleOut:
         """Why the floor is what it is, in the thread's words."""
         if not self.widened:
             return "the policy's min_effect"
+        noise = f", run-level noise φ {self.phi:.2f}" if self.phi > 1.0 else ""
         return (
             f"wider than min_effect {min_effect * 100:.1f} pts: at {self.items:,} items a night "
-            f"(ψ {self.psi:.3f}) quiet nights cannot rule out less, so this series does not "
-            "hold a persisting step of that size open: a smaller persisting step may resolve"
+            f"(ψ {self.psi:.3f}{noise}) quiet nights cannot rule out less, so this series does "
+            "not hold a persisting step of that size open: a smaller persisting step may resolve"
         )
 
 
-def _z(two_sided: float) -> float:
-    return float(norm.ppf(0.5 + two_sided / 2))
+def _quantile(share: float, nights: int) -> float:
+    """The one-sided quantile at `share`: of Student's t with nights − 1 degrees of freedom
+    where the standard error carries an estimated φ (analysis/gate.py `widened`), else normal."""
+    if nights > 1:
+        return float(student_t.ppf(share, nights - 1))
+    return float(norm.ppf(share))
 
 
-def resolution_floor(psi: float, n: int, policy: GatePolicy) -> tuple[float, float]:
-    """(floor, z_c) for a series of `n` items a night at noise discordance `psi`: the
-    regression it tracks and the z of the bound that must fall below it (the module's rule)."""
+def resolution_floor(
+    psi: float, n: int, policy: GatePolicy, phi: float = 1.0, phi_nights: int = 0
+) -> tuple[float, float]:
+    """(floor, z_c) for a series of `n` items a night at noise discordance `psi` and run-level
+    noise `phi` (estimated from `phi_nights` nightly totals): the regression it tracks and the
+    z of the bound that must fall below it (the module's rule)."""
+    phi = max(phi, 1.0)
+    nights = phi_nights if phi > 1.0 else 0
     sigma = math.sqrt(psi / (policy.resolve_nights * max(n, 1)))
-    z_aa = float(norm.ppf(policy.resolve_aa_share))
-    z_min, z_max = _z(policy.resolve_confidence_min), _z(policy.resolve_confidence)
-    if policy.min_effect >= (z_min + z_aa) * sigma:
+    z_aa = _quantile(policy.resolve_aa_share, nights)
+    z_min = _quantile(0.5 + policy.resolve_confidence_min / 2, nights)
+    z_max = _quantile(0.5 + policy.resolve_confidence / 2, nights)
+    # φ̂ raises the floor only beyond its own estimation noise (one standard error, relative
+    # sd √(2/(nights − 1)), 18 % at 60): without run-level noise φ̂ still runs above its floor
+    # of 1 half the time, and gated wider on φ̂ itself 9 % of 1,088-clip steps resolved.
+    credible = phi / (1 + math.sqrt(2 / (nights - 1))) if nights > 1 else 1.0
+    if policy.min_effect >= (z_min + z_aa) * sigma * math.sqrt(max(credible, 1.0)):
         return policy.min_effect, z_max
-    return (z_min + z_aa) * sigma, z_min
+    return (z_min + z_aa) * sigma * math.sqrt(phi), z_min
 
 
-def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
-    """The pooled bound and the floor of a streak's paired tables (one per night)."""
+def rule_out(
+    tables: Sequence[Table], policy: GatePolicy, phi: float = 1.0, phi_nights: int = 0
+) -> RuleOut:
+    """The pooled bound and the floor of a streak's paired tables (one per night), both
+    widened by the run-level noise `phi` estimated from `phi_nights` nightly baseline totals
+    (night/history.py `noise`; 1 and 0 where none is known)."""
     n11, n12, n21, n22 = (sum(int(t[i]) for t in tables) for i in range(4))
     total = max(n11 + n12 + n21 + n22, 1)
     # McNemar's normal bound on the pooled counts (below): the floor's σ is on its scale, so an
@@ -92,8 +124,11 @@ def rule_out(tables: Sequence[Table], policy: GatePolicy) -> RuleOut:
     # at 200 clips sat low and 91 % of A/A streaks cleared it, not 97 %.
     psi = (2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)) / total
     items = round(total / max(len(tables), 1))
-    floor, z_c = resolution_floor(psi, items, policy)
+    phi = max(phi, 1.0)
+    floor, z_c = resolution_floor(psi, items, policy, phi, phi_nights)
     # At least one discordant item's worth of width: no discordance at all (a deterministic
-    # small suite) is not certainty that Δ is 0.
-    high = (n12 - n21 + z_c * math.sqrt(max(n12 + n21, 1))) / total
-    return RuleOut(high, floor, items, psi, floor > policy.min_effect)
+    # small suite) is not certainty that Δ is 0. Each night's run-level shift adds to its
+    # Δ̂ what item counts cannot show, φ times their variance (nights' shifts independent,
+    # so the pooled variance is φ times the pooled counts' too).
+    high = (n12 - n21 + z_c * math.sqrt(phi * max(n12 + n21, 1))) / total
+    return RuleOut(high, floor, items, psi, floor > policy.min_effect, phi)

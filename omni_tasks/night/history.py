@@ -63,15 +63,30 @@ def evidence(
     )
 
 
+def by_history(h: DecisionHistory | None, policy: GatePolicy) -> bool:
+    """Whether history evidence `h` alone makes its night REGRESSED: usable, one-sided p below
+    `history_regress_p` (its z already widened by √φ), Δ̂ ≥ min_effect."""
+    if h is None or h.refused is not None:
+        return False
+    return h.z >= float(norm.isf(policy.history_regress_p)) and h.delta >= policy.min_effect
+
+
+def beyond_noise(k: KeyNight, policy: GatePolicy) -> bool:
+    """Whether REGRESSED night `k` holds up against run-level noise: confirmed, REGRESSED by
+    its history evidence, or its Holm p still below α once widened by the night's φ (a night
+    without a McNemar p, a run group's, is taken as it is)."""
+    if k.confirmed or by_history(k.history, policy) or k.mcnemar_p_holm is None:
+        return True
+    return rules.widened(k.mcnemar_p_holm, *noise(k)) < policy.alpha
+
+
 def lifted(v: rules.Verdict, h: DecisionHistory | None, policy: GatePolicy) -> rules.Verdict:
     """A SAME or UNKNOWN verdict made REGRESSED by its history evidence alone (one-sided p
     below `history_regress_p`, Δ̂ ≥ min_effect), else `v` as it is. REGRESSED confirms
     nothing by itself: it makes the night one the confirming paths (the re-run) may confirm."""
-    if v.verdict not in ("SAME", "UNKNOWN") or h is None or h.refused is not None:
+    if v.verdict not in ("SAME", "UNKNOWN") or h is None or not by_history(h, policy):
         return v
     cut = float(norm.isf(policy.history_regress_p))
-    if h.z < cut or h.delta < policy.min_effect:
-        return v
     why = (
         f"REGRESSED by the history: z {h.z:.2f} ≥ {cut:.2f} (one-sided p "
         f"{policy.history_regress_p:g}), Δ̂ {h.delta * 100:+.2f} points over {h.n} items"

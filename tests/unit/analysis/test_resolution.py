@@ -7,6 +7,7 @@ import math
 
 import pytest
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from omni_tasks.analysis.resolution import resolution_floor, rule_out
 from omni_tasks.gates.policy import load_policy
@@ -73,3 +74,43 @@ def test_the_resolve_rule_moves_no_verdict_so_the_policy_version_stays() -> None
     )
     assert looser.policy_version == POLICY.policy_version
     assert looser.legacy_policy_version == POLICY.legacy_policy_version
+
+
+def _t(share: float) -> float:
+    """Student's t quantile at 59 degrees of freedom: φ estimated from 60 nightly totals."""
+    return float(student_t.ppf(share, 59))
+
+
+def test_run_level_noise_widens_the_bound_by_root_phi_read_on_students_t() -> None:
+    """Each night's run-level shift adds φ − 1 times the counts' variance to its Δ̂, and
+    φ̂ is a draw (as analysis/gate.py `widened` reads it): z_max becomes t's, times √φ."""
+    r = rule_out([(80, 40, 30, 938)] * 3, POLICY, 1.3, 60)
+    assert r.high == pytest.approx((30 + _t(0.995) * math.sqrt(1.3 * 210)) / 3264)
+    assert r.floor == POLICY.min_effect and r.phi == 1.3
+    plain = rule_out([(80, 40, 30, 938)] * 3, POLICY)
+    assert plain.high < r.high and plain.phi == 1.0
+
+
+def test_phi_within_its_own_estimation_noise_keeps_the_floor_at_min_effect() -> None:
+    """1,088 clips at ψ .063: φ̂ 1.3 is within one standard error of 1 (relative sd √(2/59),
+    18 %), so the floor stays min_effect (a series without run-level noise is not gated wider
+    on φ̂'s noise) while the bound's z is t's; at φ̂ 1.6 the size is gated wider, its floor
+    the φ-widened (z_min + z_aa) σ."""
+    floor, z = resolution_floor(0.063, 1088, POLICY, 1.3, 60)
+    assert (floor, z) == (POLICY.min_effect, pytest.approx(_t(0.995)))
+    sigma = math.sqrt(0.063 / (3 * 1088))
+    assert 1.3 / (1 + math.sqrt(2 / 59)) < 1.1  # one standard error below: about 1
+    assert (_t(0.975) + _t(0.98)) * sigma * math.sqrt(1.3) > POLICY.min_effect  # φ̂ would gate
+    floor, z = resolution_floor(0.063, 1088, POLICY, 1.6, 60)
+    assert floor == pytest.approx((_t(0.975) + _t(0.98)) * sigma * math.sqrt(1.6))
+    assert z == pytest.approx(_t(0.975))
+
+
+def test_a_size_gated_wider_by_run_level_noise_says_so() -> None:
+    """Multiple choice's run-level noise (φ ≈ 2 at 1,197 questions): the thread names φ."""
+    quiet = [(180, 120, 118, 779)] * 3
+    r = rule_out(quiet, POLICY, 2.0, 60)
+    psi = (2 * 354 + math.sqrt(2 * 714 / math.pi)) / 3591
+    assert r.floor == pytest.approx((_t(0.975) + _t(0.98)) * math.sqrt(2.0 * psi / 3591))
+    assert r.widened and "run-level noise φ 2.00" in r.basis(POLICY.min_effect)
+    assert "φ" not in rule_out(quiet, POLICY).basis(POLICY.min_effect)

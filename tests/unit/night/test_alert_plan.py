@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from typing import Any
 
-from omni_tasks.contracts import AlertDetails, StoredAlert, Triage, TriageEntry
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from omni_tasks.contracts import (
+    AlertDetails,
+    DecisionHistory,
+    StoredAlert,
+    Triage,
+    TriageEntry,
+)
 from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.night import alert_plan
@@ -227,3 +237,26 @@ def test_a_regression_overlapping_another_series_lone_alert_forms_a_group() -> N
     assert group_post.idempotency_key == f"group|rebase|main|{D0}|post"
     assert "2 regressions in 2 series" in str(group_post.payload["text"])
     assert dataclasses.replace(book.transitions[0], detail="").group_id == 8
+
+
+def test_a_regressed_night_within_run_level_noise_joins_the_streak() -> None:
+    """Unconfirmed REGRESSED at Holm p .004 under φ 2 (60 nights of totals): widened by √φ on
+    Student's t, p is far above α, so the night neither restarts the streak nor is left out
+    of it; at p 1e-6 it holds up, and the alert is still regressed."""
+    noisy = DecisionHistory(
+        z=0.5, delta=0.01, n=1088, nights=15, refused=None, phi=2, phi_nights=60
+    )
+    assert student_t.sf(norm.isf(0.004) / math.sqrt(2), 59) > POLICY.alpha
+    assert student_t.sf(norm.isf(1e-6) / math.sqrt(2), 59) < POLICY.alpha
+    head = [night(0, "REGRESSED", True), night(1, "SAME"), night(2, "SAME")]
+    table = (80, 20, 6, 982)
+    explained = night(3, "REGRESSED", mcnemar_p_holm=0.004, history=noisy, table=table)
+    book = plan(3, [*head, explained], open_alerts={KEY: alert(3, KEY, 0, 0)})
+    assert [t.kind for t in book.transitions] == ["resolve"]
+    assert "REGRESSED within run-level noise" in str(book.messages[-1].payload)
+    beyond = night(3, "REGRESSED", mcnemar_p_holm=1e-6, history=noisy, table=table)
+    book = plan(3, [*head, beyond], open_alerts={KEY: alert(3, KEY, 0, 0)})
+    assert [t.kind for t in book.transitions] == ["still"]
+    quiet_phi = night(3, "REGRESSED", mcnemar_p_holm=0.004, table=table)  # no φ: McNemar's p
+    book = plan(3, [*head, quiet_phi], open_alerts={KEY: alert(3, KEY, 0, 0)})
+    assert [t.kind for t in book.transitions] == ["still"]
