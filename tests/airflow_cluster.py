@@ -77,17 +77,23 @@ class Cluster:
             f"{dag_id} {run_id} did not finish in {timeout:g} s; logs in {self.logs}"
         )
 
-    def trigger(self, dag_id: str, run_id: str, logical_date: str, conf: dict[str, object]) -> None:
+    def trigger(
+        self,
+        dag_id: str,
+        run_id: str,
+        logical_date: str | None,
+        conf: dict[str, object],
+        *,
+        gpu_slots: int = 4,
+    ) -> None:
         """As an operator does it, through the REST API: the GPU pool set, the DAG parsed and
         unpaused, a run posted. (Not the `airflow` CLI: each call is a Python start with every
         provider loaded, tens of seconds on a busy two-core machine.)"""
         headers = {"Authorization": f"Bearer {self.token()}"}
-        r = httpx.post(
-            f"{self.api}/api/v2/pools",
-            headers=headers,
-            timeout=30,
-            json={"name": "gpu", "slots": 4, "description": "GPU slots"},
-        )
+        pool = {"name": "gpu", "slots": gpu_slots, "description": "GPU slots"}
+        r = httpx.post(f"{self.api}/api/v2/pools", headers=headers, timeout=30, json=pool)
+        if r.status_code == 409:  # set before, on a cluster shared between tests
+            r = httpx.patch(f"{self.api}/api/v2/pools/gpu", headers=headers, timeout=30, json=pool)
         assert r.status_code in (200, 201), r.text
         self.wait_for_dag(dag_id)
         dag = f"{self.api}/api/v2/dags/{dag_id}"
