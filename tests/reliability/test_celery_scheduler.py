@@ -126,7 +126,7 @@ def test_nightly_through_rest_api_and_a_backfill_with_celery(
             db.commit()
             if len(decided) == 2:
                 break
-            time.sleep(3)
+            time.sleep(1)
         triggers = db.execute(
             "SELECT DISTINCT trigger FROM omni.run WHERE nightly IN ('2026-11-10', '2026-11-11')"
         ).fetchall()

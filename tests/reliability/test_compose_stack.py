@@ -155,8 +155,11 @@ def compose_stack(tmp: Path, compose: dict[str, Any], dotenv: dict[str, str]) ->
             AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{api_port}",
             AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(_port()),
             AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__GLOBAL_KEYPREFIX=f"{names['airflow']}:",
-            AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
             AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="1",
+            # Each DAG file parsed once, as in tests/airflow_cluster.py: nothing edits one while
+            # the stack runs, and a re-parse (a new process per file) only costs CPU here.
+            AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="3600",
+            AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="3600",
         )
         # The logs volume is the images' AIRFLOW_HOME/logs, Airflow's default log folder.
         if any(str(v).startswith("airflow-logs:/opt/airflow/logs") for v in service["volumes"]):
@@ -230,7 +233,7 @@ def _trigger(stack: Stack, headers: dict[str, str]) -> str:
         != 200
     ):
         assert time.monotonic() < deadline, "the nightly was not parsed"
-        time.sleep(2)
+        time.sleep(1)
     r = httpx.patch(
         f"{stack.api}/api/v2/dags/omni_nightly",
         json={"is_paused": False},
@@ -298,7 +301,7 @@ def test_the_compose_stack_runs_the_nightly_and_its_alert_reaches_slack(tmp_path
                 state = r.json().get("state")
                 if state in ("success", "failed"):
                     break
-                time.sleep(3)
+                time.sleep(1)
             assert state == "success", (state, stack.log("airflow-worker")[-3000:])
             # The GPU tasks (the runs, the same-morning re-run) ran on the GPU worker's queue,
             # the rest on the default worker.
@@ -343,7 +346,7 @@ def test_without_the_shared_jwt_secret_no_task_can_run(tmp_path: Path) -> None:
                 ]
             if any(s in ("up_for_retry", "failed", "success") for s in states):
                 break
-            time.sleep(3)
+            time.sleep(1)
         assert "success" not in states and any(s in ("up_for_retry", "failed") for s in states), (
             states
         )

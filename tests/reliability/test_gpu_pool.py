@@ -14,11 +14,7 @@ from tests.airflow_cluster import Cluster
 @pytest.mark.xdist_group("local_cluster")
 def test_two_servers_wait_for_the_pools_gpu_slots(local_cluster: Cluster) -> None:
     c = local_cluster
-    assert c.airflow("pools", "set", "gpu", "2", "GPU slots").returncode == 0
-    c.wait_for_dag("gpu_pool_probe")
-    assert c.airflow("dags", "unpause", "gpu_pool_probe").returncode == 0
-    out = c.airflow("dags", "trigger", "gpu_pool_probe", "--run-id", "probe1")
-    assert out.returncode == 0, out.stderr
+    c.trigger("gpu_pool_probe", "probe1", None, {}, gpu_slots=2)
     assert c.wait_for_run("gpu_pool_probe", "probe1", timeout=300) == "success"
     with psycopg.connect(c.meta_dsn) as meta:
         spans = meta.execute(

@@ -26,7 +26,7 @@ from tests.fakes.vllm_env import fake_vllm_env
 QWEN, MINICPM = "Qwen/Qwen3-Omni-30B-A3B-Instruct", "openbmb/MiniCPM-o-4_5"
 HEALTHY, DEAD = "cuda-h100x2", "rocm-mi300"
 FAILING = f"seed_tts_en.MiniCPM-o-4_5.{DEAD}"  # its task ids' series part
-HOLD_S = 60  # the alert groups' triage delay
+HOLD_S = 30  # the alert groups' triage delay
 RUN, NIGHT = "fleet-1", "2026-11-20"
 
 
@@ -147,7 +147,7 @@ def test_a_lane_whose_server_never_starts_delays_no_other_lanes_alert(
         assert r.status_code in (200, 201), r.text
         deadline, sent, infra, when_reported = time.monotonic() + 600, {}, [], []
         while time.monotonic() < deadline and len(sent) < 2:
-            time.sleep(3)
+            time.sleep(1)
             if not infra and (infra := _infra(db)):  # the dead lane's task, as it was reported
                 when_reported = _failing_tries(c, auth)
             sent = _delivered(db)
