@@ -19,8 +19,8 @@ def _bench(*args: str) -> dict:
 
 def test_40_demo_clips_with_real_speech_and_grading(db) -> None:
     """Real speech (piper) graded by real ASR (tiny.en), on the demo set's first 40 clips: each
-    costs about a second, and 40 show what 100 did (the same tail fraction, 0.2; 62 % of clips
-    read perfectly, against 63 % of 100)."""
+    costs about a second, and 40 show what 100 did (the same tail fraction, 0.2; 25 of 40 clips
+    read perfectly, against 63 of 100)."""
     args = ("--target", "simulator:rebase", "--branch", "rebase", "--seed", "3", "--limit", "40")
     result = _bench(*args)
     assert result["n_expected"] == 40 and result["simulated"]
@@ -39,7 +39,7 @@ def test_40_demo_clips_with_real_speech_and_grading(db) -> None:
         assert r["grade_status"] == "graded" or r["audio_uri"] is None
     assert 0.05 <= result["tail_fraction"] <= 0.35  # the rebase profile on a question-rich corpus
     clean = sum(r["wer"] is not None and r["wer"] == 0 for r in rows)
-    assert clean >= 24  # 60 %: piper + tiny.en read most untouched sentences perfectly
+    assert clean > len(rows) / 2  # piper + tiny.en read most untouched sentences perfectly
     stack = db.execute("SELECT stack FROM omni.run").fetchone()["stack"]
     assert stack["simulated"] is True and stack["simulator"] == "simulator:rebase"
 
