@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from omni_tasks.analysis.concurrency import ConcurrencyResult, ItemChange, VoiceLeak
 from omni_tasks.config import get_settings
-from omni_tasks.reports.html import CSS, MAX_AUDIO_CLIPS, TEMPLATES, audio_player
+from omni_tasks.reports.html import CSS, MAX_AUDIO_CLIPS, audio_player, render
 from omni_tasks.trust.names import path_component
 
 
@@ -35,7 +35,8 @@ def concurrency_report(result: ConcurrencyResult, title: str, simulated: bool) -
         )
         for c in result.comparisons
     ]
-    return TEMPLATES.get_template("concurrency.html").render(
+    return render(
+        "concurrency.html",
         title=title,
         css=Markup(CSS),
         simulated=simulated,

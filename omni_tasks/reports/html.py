@@ -18,6 +18,7 @@ import html
 import json
 import math
 from collections.abc import Iterable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from omni_tasks.series import PROTOCOLS, Series
 from omni_tasks.store import alerts, results, views
 from omni_tasks.store.runs import clip_records, latest_grading, runs_of_night
 from omni_tasks.store.views import ModeCount, PairedWer
-from omni_tasks.trust.redact import redact
+from omni_tasks.trust.redact import redact, secret_values
 
 MAX_AUDIO_CLIPS = 30
 TREND_DAYS = 90
@@ -445,14 +446,35 @@ def _clips(rows: list[views.RegressedClip], words: Words) -> dict[str, Any]:
     return {"title": f"Regressed {words.items} ({len(rows)})", "columns": columns, "rows": shown}
 
 
+# The secrets `render` read once for the page: read per value, they cost a fleet night's
+# reports half their time (bench/bench_fleet_year.py). A context variable, since values in an
+# imported macro do not see the page's template context.
+_SECRETS: ContextVar[list[str] | None] = ContextVar("report_secrets", default=None)
+
+
+def _redacted(v: object) -> object:
+    """The one redaction gate for every value shown (Markup is the report's own HTML)."""
+    if isinstance(v, str) and not isinstance(v, Markup):
+        return redact(v, _SECRETS.get())
+    return v
+
+
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("omni_tasks", "templates"),
     autoescape=True,  # every value is data unless report_html wraps it in Markup
-    # The one redaction gate for every value shown (Markup is the report's own HTML).
-    finalize=lambda v: redact(v) if isinstance(v, str) and not isinstance(v, Markup) else v,
+    finalize=_redacted,
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
 )
+
+
+def render(template: str, **values: Any) -> str:
+    """A report template rendered, the worker's secrets read once for all its values."""
+    token = _SECRETS.set(secret_values())
+    try:
+        return TEMPLATES.get_template(template).render(**values)
+    finally:
+        _SECRETS.reset(token)
 
 
 def _ablations(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -517,7 +539,8 @@ def nightly_report(
         )
     runs = runs_of_night(conn, benchmark, nightly)
     baselines = {d.baseline_branch for d in decisions if d.nightly == nightly}
-    return TEMPLATES.get_template("report.html").render(
+    return render(
+        "report.html",
         standing=standing_failures(conn, benchmark, baselines or {"main"}, nightly),
         title=f"{benchmark.name} nightly {nightly}",
         css=Markup(CSS),

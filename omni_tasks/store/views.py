@@ -184,11 +184,19 @@ def item_scores(
 def comparison_regressed_clips(
     conn: psycopg.Connection[Any], comparison_id: int
 ) -> list[RegressedClip]:
-    return _typed(conn, RegressedClip, "comparison_regressed_clips", comparison_id=comparison_id)
+    sides = _sides(conn, comparison_id)
+    return _typed(conn, RegressedClip, "comparison_regressed_clips", **sides) if sides else []
 
 
 def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[PairedWer]:
-    return _typed(conn, PairedWer, "paired_clip_wers", comparison_id=comparison_id)
+    sides = _sides(conn, comparison_id)
+    return _typed(conn, PairedWer, "paired_clip_wers", **sides) if sides else []
+
+
+def _sides(conn: psycopg.Connection[Any], comparison_id: int) -> dict[str, Any] | None:
+    """The comparison's gradings and runs, which its clip queries take as constants."""
+    found = _rows(conn, "comparison_sides", comparison_id=comparison_id)
+    return {**found[0], "comparison_id": comparison_id} if found else None
 
 
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:

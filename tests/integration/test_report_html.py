@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from bench.artifacts import ABShape
 from omni_tasks.cli import app
+from omni_tasks.config import reset_settings
 from omni_tasks.evidence.audio import write_audio
 from tests.chromium import screenshot
 from tests.factories import REGRESS, SAME, store_night
@@ -107,6 +108,24 @@ def test_a_100_clip_report_is_lean_and_loads_plotly_from_beside_it(db, tmp_path:
     assert len(re.findall(r'class="main-svg"', dom)) >= 3  # trend, modes, scatter drawn
     assert x_ticks(dom, "trend") == ["2026-11-01"]  # one night: one date, not hours around it
     assert x_ticks(dom, "modes")[0].startswith("main / ")  # the baseline's bars first
+
+
+def test_a_secret_the_worker_holds_never_reaches_the_page(db, tmp_path: Path, monkeypatch) -> None:
+    """A server that echoes a secret into what was heard: the regressed clips' table shows the
+    transcript with the secret the worker holds replaced, every value through the one gate."""
+    held = "held-but-not-a-known-shape-9876"
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", held)
+    reset_settings()
+    store_night(db, tmp_path, 0, ABShape(n=40, stable_broken=2, regressed=6, improved=1))
+    db.execute(
+        "UPDATE omni.clip_grade SET hypothesis = %s WHERE wer > 0.5", (f"it said {held} aloud",)
+    )
+    db.commit()
+    out = tmp_path / "secret.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--nightly", "2026-11-01"])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert held not in page and "it said [redacted] aloud" in page
 
 
 def test_report_without_decisions_is_a_clear_error(db, tmp_path: Path) -> None:
