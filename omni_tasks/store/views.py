@@ -13,6 +13,7 @@ import psycopg
 from omni_tasks.contracts import DecisionRow, JsonObject
 from omni_tasks.series import Series
 from omni_tasks.store.db import typed as _typed
+from omni_tasks.store.db import typed_one
 from omni_tasks.store.queries import sql
 
 Row = dict[str, Any]
@@ -181,22 +182,29 @@ def item_scores(
     return _typed(conn, ScoreRow, "item_scores_of_night", **args)
 
 
+@dataclass(frozen=True)
+class _Sides:
+    """A comparison's gradings and runs, which its clip queries take as constants."""
+
+    candidate_grading_id: int
+    candidate_run_id: int
+    baseline_grading_id: int
+    baseline_run_id: int
+
+
 def comparison_regressed_clips(
     conn: psycopg.Connection[Any], comparison_id: int
 ) -> list[RegressedClip]:
-    sides = _sides(conn, comparison_id)
-    return _typed(conn, RegressedClip, "comparison_regressed_clips", **sides) if sides else []
+    sides = typed_one(conn, _Sides, "comparison_sides", comparison_id=comparison_id)
+    if sides is None:
+        return []
+    args = {**vars(sides), "comparison_id": comparison_id}
+    return _typed(conn, RegressedClip, "comparison_regressed_clips", **args)
 
 
 def paired_clip_wers(conn: psycopg.Connection[Any], comparison_id: int) -> list[PairedWer]:
-    sides = _sides(conn, comparison_id)
-    return _typed(conn, PairedWer, "paired_clip_wers", **sides) if sides else []
-
-
-def _sides(conn: psycopg.Connection[Any], comparison_id: int) -> dict[str, Any] | None:
-    """The comparison's gradings and runs, which its clip queries take as constants."""
-    found = _rows(conn, "comparison_sides", comparison_id=comparison_id)
-    return {**found[0], "comparison_id": comparison_id} if found else None
+    sides = typed_one(conn, _Sides, "comparison_sides", comparison_id=comparison_id)
+    return [] if sides is None else _typed(conn, PairedWer, "paired_clip_wers", **vars(sides))
 
 
 def latest_night(conn: psycopg.Connection[Any], series: Series, *, decided: bool) -> dt.date | None:
