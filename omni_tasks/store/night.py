@@ -215,21 +215,18 @@ def _baseline_items(
     args["first"] = nightly - dt.timedelta(days=nights)
     runs = conn.execute(sql("night_baseline_runs"), args).fetchall()
     ids = [r["grading_id"] for r in runs]
-    stored = {
-        r["grading_id"]: (r["observed"], r["broken"])
-        for r in _rows(conn, "night_item_sets", grading_ids=ids, tau=tau)
-    }
+    stored = {r["grading_id"]: r for r in _rows(conn, "night_item_sets", grading_ids=ids, tau=tau)}
     broken: list[tuple[dt.date, frozenset[str]]] = []
     observed: Counter[str] = Counter()
     for run in runs:
-        got = stored.get(run["grading_id"])
-        if got is None:
-            new = {"run_id": run["run_id"], "grading_id": run["grading_id"], "tau": tau}
-            got = conn.execute(sql("night_baseline_items"), new).fetchone()
-            got = None if got is None else (got["observed"], got["broken"])
-        if got:  # a run with no clip stored observed nothing
-            observed.update(got[0])
-            broken.append((run["nightly"], frozenset(got[1])))
+        first_read = {"run_id": run["run_id"], "grading_id": run["grading_id"], "tau": tau}
+        row = (
+            stored.get(run["grading_id"])
+            or conn.execute(sql("night_baseline_items"), first_read).fetchone()
+        )
+        if row is not None:  # a run with no clip stores (and observed) nothing
+            observed.update(row["observed"])
+            broken.append((run["nightly"], frozenset(row["broken"])))
     return ItemHistory(tuple(broken), observed)
 
 
