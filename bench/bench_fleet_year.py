@@ -6,7 +6,7 @@ through the platform's own functions, per series as the nightly DAG's units call
 the runs, summarize, decide with alert plans), then the reports and alert delivery once;
 every baseline run also carries upstream's verdicts, as an import would, for the fleet panel.
 The week is then copied back in time, server-side, into a year of history (real rows: runs,
-items, gradings, statistics, item sets, comparisons, decisions). Printed:
+items, gradings, statistics, item sets, comparisons, decisions, the ledger's nights). Printed:
 
 - `decide` per series for the same night with a week of history and then with a year
   (goal ≤ 1.2×);
@@ -264,7 +264,12 @@ def grow_history(conn: psycopg.Connection[Any], weeks: int) -> int:
             "nextval(pg_get_serial_sequence('omni.comparison', 'comparison_id')) AS new "
             "FROM omni.comparison c JOIN grading_map m ON m.old = c.candidate_grading_id"
         )
-        for t in ("run_map", "grading_map", "comparison_map"):
+        conn.execute(
+            "CREATE TEMP TABLE ledger_map AS SELECT n.night_id AS old, m.k, "
+            "nextval(pg_get_serial_sequence('omni.ledger_night', 'night_id')) AS new "
+            "FROM omni.ledger_night n JOIN run_map m ON m.old = n.run_id"
+        )
+        for t in ("run_map", "grading_map", "comparison_map", "ledger_map"):
             conn.execute(f"CREATE INDEX ON {t} (old, k)")
         _copy(
             conn,
@@ -320,11 +325,38 @@ def grow_history(conn: psycopg.Connection[Any], weeks: int) -> int:
                 "baseline_run_id": "b.new",
             },
         )
-        for t in ("shift", "run_map", "grading_map", "comparison_map"):
+        # The ledger's nights, as each night's report left them: without them the first
+        # report after the copy would read 28 nights of clip records a series.
+        _copy(
+            conn,
+            "ledger_night",
+            "JOIN ledger_map l ON l.old = t.night_id JOIN shift s ON s.k = l.k "
+            "JOIN run_map m ON m.old = t.run_id AND m.k = l.k "
+            "JOIN grading_map g ON g.old = t.grading_id AND g.k = l.k",
+            {
+                "night_id": "l.new",
+                "nightly": "t.nightly - s.days",
+                "run_id": "m.new",
+                "grading_id": "g.new",
+            },
+        )
+        for table in ("item_night", "ledger_state"):
+            _copy(conn, table, "JOIN ledger_map l ON l.old = t.night_id", {"night_id": "l.new"})
+        for t in ("shift", "run_map", "grading_map", "comparison_map", "ledger_map"):
             conn.execute(f"DROP TABLE {t}")
-    conn.execute("ANALYZE")
-    conn.commit()
+    settle(conn)
     return int(conn.execute("SELECT count(*) AS n FROM omni.clip_grade").fetchone()["n"])
+
+
+def settle(conn: psycopg.Connection[Any]) -> None:
+    """VACUUM (ANALYZE) every table, as nightly maintenance leaves a history: its rows visible
+    to all and no autovacuum pass over the new rows left to compete with a timing."""
+    conn.commit()
+    conn.autocommit = True
+    try:
+        conn.execute("VACUUM (ANALYZE)")
+    finally:
+        conn.autocommit = False
 
 
 def panel(conn: psycopg.Connection[Any], query: str, reps: int = 30) -> float:
@@ -361,6 +393,7 @@ def main() -> None:
                 f"{time.perf_counter() - t0:.0f} s"
             )
             last = FIRST + dt.timedelta(days=WEEK - 1)
+            settle(conn)
             week = decide_each(dsn, series, last, args.reps)
             t0 = time.perf_counter()
             rows = grow_history(conn, args.weeks)
