@@ -86,12 +86,13 @@ class ABRequest:
         if "vllm-serve" in (self.base_target, self.head_target):
             return None
         limit = "" if self.limit is None else f" --limit {self.limit}"
-        transcript = " --transcript-mode" if self.options.get("transcript_mode") else ""
+        # A family's boolean run option is the flag of its name, hyphenated.
+        flags = "".join(f" --{k.replace('_', '-')}" for k, v in self.options.items() if v is True)
         return (
             f"omni-tasks ab --base-target {self.base_target} --head-target {self.head_target} "
             f"--base-sha {self.base_sha} --head-sha {self.head_sha} "
             f"--benchmark {self.benchmark} --model {self.model} --lane {self.lane} "
-            f"--dataset {self.dataset}{limit} --budget {self.budget}{transcript}"
+            f"--dataset {self.dataset}{limit} --budget {self.budget}{flags}"
         )
 
 

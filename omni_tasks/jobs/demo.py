@@ -22,7 +22,7 @@ import yaml
 
 from omni_tasks.config import get_settings
 from omni_tasks.deployment.reading import ENV
-from omni_tasks.jobs.demo_history import TRANSCRIPT, store_history
+from omni_tasks.jobs.demo_history import store_history
 from omni_tasks.series import Series
 from omni_tasks.store import views
 
@@ -69,10 +69,16 @@ def _airflow() -> list[str]:
 
 
 def run_nights(
-    nights: int, last_night: dt.date, options: Mapping[str, object], dsn: str, on_line: OnLine
+    nights: int,
+    last_night: dt.date,
+    options: Mapping[str, object],
+    history_options: Mapping[str, object],
+    dsn: str,
+    on_line: OnLine,
 ) -> list[NightRun]:
-    """The demo's nights: its own config, a new seed every night (the form overrides it). The
-    seeds are the demo's own (42, 43, …), not the calendar's, so `make demo` shows the same
+    """The demo's nights: its own config, a new seed every night (the form overrides it), then
+    the week before them with `history_options` (transcript mode: seconds, not Airflow nights).
+    The seeds are the demo's own (42, 43, …), not the calendar's, so `make demo` shows the same
     nights whatever day it runs."""
     home = get_settings().home
     (home / "demo").mkdir(parents=True, exist_ok=True)
@@ -88,7 +94,7 @@ def run_nights(
     # The week before, stored after the DAG nights (a backfill): stored first, the baseline's
     # history would confirm the demo's 8-point step at decide, and the night would not show
     # the same-morning re-run.
-    history = write_config(home / "demo" / "history.yaml", {**options, **TRANSCRIPT})
+    history = write_config(home / "demo" / "history.yaml", history_options)
     store_history(history, last_night - dt.timedelta(days=nights - 1), dsn, on_line)
     return out
 

@@ -19,15 +19,13 @@ from omni_tasks.store.db import connection
 from omni_tasks.store.migrate import migrate
 
 HISTORY_SEED = 1000  # the history's first seed: apart from the DAG nights' (42, 43, …)
-# seed-TTS's run option: the simulator's transcript, nothing spoken or graded by Whisper
-TRANSCRIPT = {"transcript_mode": True}
 
 
 def store_history(
     history: Path, first_night: dt.date, dsn: str, on_line: Callable[[str], None]
 ) -> None:
     """Store the `min_nights - 1` nights before `first_night` of every series and branch of
-    the demo's config `history` (the DAG nights' run options and TRANSCRIPT), a new seed a
+    the demo's config `history` (the DAG nights' run options in transcript mode), a new seed a
     night; a night a branch already has is skipped, so running the demo again adds nothing."""
     days = LedgerPolicy().min_nights - 1
     with connection(dsn) as conn:
