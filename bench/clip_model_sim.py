@@ -111,6 +111,7 @@ class Series:
     delta: np.ndarray
     refused: np.ndarray  # the baseline window drifted (the chain restarts)
     phi: np.ndarray
+    sd: np.ndarray  # Δ̂'s standard error under the null, widened by √φ
 
 
 def simulate(
@@ -130,7 +131,7 @@ def simulate(
     cand = np.concatenate(
         [model.draw(state, rng, "candidate", t, step_night, 1) for t in range(nights)]
     )
-    z, delta, refused, phi = history_evidence(base, cand, policy)
+    z, delta, refused, phi, sd = history_evidence(base, cand, policy)
     tonight = base[before:]
     tables = np.stack(
         [
@@ -141,13 +142,13 @@ def simulate(
         ],
         axis=1,
     )
-    return Series(state, step_night, tonight, cand, tables, z, delta, refused, phi)
+    return Series(state, step_night, tonight, cand, tables, z, delta, refused, phi, sd)
 
 
 def history_evidence(
     base: np.ndarray, cand: np.ndarray, policy: GatePolicy
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(z, Δ̂, refused, φ) of each candidate night (the last len(cand) rows of `base` are the
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(z, Δ̂, refused, φ, Δ̂'s standard error) of each candidate night (the last len(cand) rows of `base` are the
     same nights' baseline), as night/history.py computes them: the window is the last
     history_nights baseline nights and tonight's; φ = var(the last phi_nights totals) / V
     (floor 1; V unbiased over the window); refused when the window's halves differ at
@@ -173,9 +174,10 @@ def history_evidence(
     with np.errstate(divide="ignore", invalid="ignore"):
         p_drift = np.where(sd > 0, 2 * norm.sf(np.abs(diff) / sd), np.where(diff == 0, 1.0, 0.0))
         delta = (cand.sum(1) - rates.sum(1)) / n
-        z = np.where(var > 0, delta / (np.sqrt(phi * var * (1 + 1 / k)) / n), 0.0)
+        sd_delta = np.sqrt(phi * var * (1 + 1 / k)) / n
+        z = np.where(var > 0, delta / sd_delta, 0.0)
     refused = (p_drift < policy.drift_p) | (var <= 0)
-    return z, delta, refused, phi
+    return z, delta, refused, phi, sd_delta
 
 
 def paired_point(
@@ -204,6 +206,7 @@ def stored(s: Series, t: int, policy: GatePolicy) -> DecisionHistory:
         refused="drifted" if s.refused[t] else None,
         phi=float(s.phi[t]),
         phi_nights=policy.phi_nights,
+        sd=float(s.sd[t]),
     )
 
 
@@ -404,13 +407,15 @@ def resolutions(
     the lifecycle's rule: A/A, or a step that persists from night 0. As night/alert_plan.py
     reads them: a REGRESSED night (McNemar's, or the history's) restarts the streak unless
     run-level noise explains it (night/history.py `beyond_noise`; the alert is open, so no
-    night here is confirmed), and analysis/resolution.py's rule_out pools the streak's tables
+    night here is confirmed), and analysis/resolution.py's rule_out pools the streak's nights
+    against the baseline's history (or, where a night's window was refused, their tables)
     under the newest night's φ, estimated from the baseline's totals before it."""
     rng = np.random.default_rng(seed)
     resolved = 0
     for _ in range(series):
         s = simulate(model, rng, policy, nights, 0 if stepped else None)
         quiet: list[tuple[int, ...]] = []
+        histories: list[DecisionHistory] = []
         for t in range(nights):
             found = stored(s, t, policy)
             point = paired_point(START, s.tables[t], policy, found)
@@ -419,11 +424,13 @@ def resolutions(
                 or point.p_regress_holm is None
                 or widened(point.p_regress_holm, found.phi, found.phi_nights) < policy.alpha
             ):
-                quiet = []
+                quiet, histories = [], []
                 continue
             quiet.append(tuple(int(x) for x in s.tables[t]))
+            histories.append(found)
             enough = len(quiet) >= policy.resolve_nights
-            if enough and rule_out(quiet, policy, found.phi, found.phi_nights).ruled_out:
+            shown = rule_out(quiet, policy, found.phi, found.phi_nights, histories)
+            if enough and shown.ruled_out:
                 resolved += 1
                 break
     return resolved / series

@@ -110,6 +110,7 @@ class HistoryStat:
     delta: float
     z: float
     candidate_nights: int
+    sd: float = 0.0  # Δ̂'s standard error under the null, widened by √φ
 
 
 def history_z(
@@ -132,7 +133,7 @@ def history_z(
     )
     sd = math.sqrt(max(phi, 1.0) * var) / n
     z = delta / sd if sd > 0 else (math.inf if delta > 0 else 0.0)
-    return HistoryStat(n, delta, z, c)
+    return HistoryStat(n, delta, z, c, sd)
 
 
 def cusum(zs: Sequence[float], k: float) -> float:

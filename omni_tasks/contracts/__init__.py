@@ -248,6 +248,7 @@ class DecisionHistory(Contract):
     refused: str | None
     phi: float
     phi_nights: int
+    sd: float = 0.0  # Δ̂'s standard error, widened by √φ (0: a decision from before it was kept)
 
 
 @dataclass(frozen=True)

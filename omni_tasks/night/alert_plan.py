@@ -262,7 +262,8 @@ def _quiet_night(
     if not tables or any(t is None for t in tables):
         ruled_out = all(k.verdict in ("SAME", "IMPROVED") for k in last[-needed:])
     else:
-        shown = rule_out([t for t in tables if t is not None], pol, *noise(last[-1]))
+        histories = [k.history for k in last]
+        shown = rule_out([t for t in tables if t is not None], pol, *noise(last[-1]), histories)
         ruled_out = shown.ruled_out or all(k.verdict == "IMPROVED" for k in last)
     floor = shown.floor if shown else pol.min_effect
     high = shown.high if shown else None

@@ -60,6 +60,7 @@ def evidence(
         refused=refused,
         phi=noise.phi,
         phi_nights=noise.nights,
+        sd=stat.sd,
     )
 
 

@@ -97,7 +97,7 @@ def test_the_benchs_vectorised_history_z_is_the_products() -> None:
     p = np.linspace(0.02, 0.6, 40)
     base = rng.random((13 + 4, 40)) < p
     cand = rng.random((4, 40)) < p
-    z, delta, _, phi = clip_model_sim.history_evidence(base, cand, policy)
+    z, delta, _, phi, sd = clip_model_sim.history_evidence(base, cand, policy)
     names = [f"u{i}" for i in range(40)]
     day = [dt.date(2027, 1, 1) + dt.timedelta(d) for d in range(base.shape[0])]
     for t in range(4):
@@ -117,6 +117,7 @@ def test_the_benchs_vectorised_history_z_is_the_products() -> None:
         assert phi[t] == pytest.approx(noise.phi)
         assert delta[t] == pytest.approx(stat.delta)
         assert z[t] == pytest.approx(stat.z)
+        assert sd[t] == pytest.approx(stat.sd) and stat.sd > 0
 
 
 def test_the_history_thresholds_are_decision_fields() -> None:

@@ -9,7 +9,8 @@ import pytest
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from omni_tasks.analysis.resolution import resolution_floor, rule_out
+from omni_tasks.analysis.resolution import against, resolution_floor, rule_out
+from omni_tasks.contracts import DecisionHistory
 from omni_tasks.gates.policy import load_policy
 
 POLICY = load_policy()
@@ -114,3 +115,52 @@ def test_a_size_gated_wider_by_run_level_noise_says_so() -> None:
     assert r.floor == pytest.approx((_t(0.975) + _t(0.98)) * math.sqrt(2.0 * psi / 3591))
     assert r.widened and "run-level noise φ 2.00" in r.basis(POLICY.min_effect)
     assert "φ" not in rule_out(quiet, POLICY).basis(POLICY.min_effect)
+
+
+def _night(delta: float, sd: float = 0.0055, refused: str | None = None) -> DecisionHistory:
+    """A 1,088-clip night's history evidence: Δ̂, its standard error, a 15-night window."""
+    return DecisionHistory(delta / sd if sd else 0.0, delta, 1088, 15, refused, 1.0, 0, sd)
+
+
+def test_a_streaks_history_pools_its_candidates_but_not_its_shared_window() -> None:
+    """Three nights against nearly the same 15 baseline nights: the candidates' variance
+    shrinks by three, the window's does not (φV(1/c + 1/k)/n² against φV(1 + 1/k)/n²)."""
+    delta, sd = against([_night(0.01), _night(0.02, 0.0050), _night(0.0, 0.0060)])
+    assert delta == pytest.approx(0.01)
+    assert sd == pytest.approx(0.0055 * math.sqrt((1 / 3 + 1 / 15) / (1 + 1 / 15)))
+
+
+def test_a_night_without_usable_history_leaves_the_streak_to_mcnemar() -> None:
+    for missing in (None, _night(0.0, refused="drifted"), _night(0.0, sd=0.0)):
+        assert against([_night(0.0), missing, _night(0.0)]) is None
+    quiet = [(80, 40, 30, 938)] * 3
+    assert rule_out(quiet, POLICY, histories=[_night(0.0), None, _night(0.0)]) == rule_out(
+        quiet, POLICY
+    )
+
+
+def test_at_1088_clips_the_history_streak_holds_a_step_open_that_mcnemar_lets_go() -> None:
+    """Three nights of a persisting step that came out low, Δ̂ 0.74 points: McNemar's bound
+    (z 2.58, σ 0.42 points on these counts) clears min_effect, so the alert would resolve.
+    Against the baseline's history σ is 0.34 points, so z_c rises to what A/A can afford,
+    min_effect / σ − z_aa (5.9 − 2.05), and the bound stays above it. An A/A streak still
+    clears it."""
+    quiet = [(80, 37, 29, 942)] * 3
+    assert rule_out(quiet, POLICY).ruled_out
+    step = rule_out(quiet, POLICY, histories=[_night(8 / 1088)] * 3)
+    sd = 0.0055 * math.sqrt((1 / 3 + 1 / 15) / (1 + 1 / 15))
+    z_c = POLICY.min_effect / sd - norm.ppf(POLICY.resolve_aa_share)
+    assert z_c > norm.ppf(0.5 + POLICY.resolve_confidence / 2)
+    assert step.history and step.floor == POLICY.min_effect
+    assert step.high == pytest.approx(8 / 1088 + z_c * sd) and not step.ruled_out
+    assert "against the baseline's per-item history" in step.basis(POLICY.min_effect)
+    aa = rule_out([(80, 30, 30, 948)] * 3, POLICY, histories=[_night(0.0)] * 3)
+    assert aa.history and aa.ruled_out
+
+
+def test_a_short_windows_history_is_less_precise_so_mcnemar_bounds_the_streak() -> None:
+    """Two baseline nights in the window: each night's Δ̂ carries the window's whole variance,
+    wider than McNemar's on the same nights, so the streak is McNemar's."""
+    short = DecisionHistory(0.0, 0.0, 1088, 2, None, 1.0, 0, 0.012)
+    quiet = [(80, 30, 30, 948)] * 3
+    assert rule_out(quiet, POLICY, histories=[short] * 3) == rule_out(quiet, POLICY)
