@@ -227,10 +227,14 @@ def same_morning_rerun(
     """(confirmed, full runs spent): night t's discordant items re-run on both branches at
     rerun_seeds fresh seeds, one sign per item (broken more often on the candidate in the new
     runs, or the reverse), analysis/rerun.py's sign test at rerun_alpha, its counts shrunk by
-    tonight's φ; skipped when it would spend more than rerun_budget full runs."""
+    tonight's φ; skipped when it would spend more than rerun_budget full runs, or would confirm
+    a min_effect step less than rerun_power of the time (rerun.underpowered)."""
     items = np.flatnonzero(s.base[t] ^ s.cand[t])
     k, n = policy.rerun_seeds, s.base.shape[1]
     if items.size == 0 or rerun.over_budget("c", "b", items.size, n, k, policy.rerun_budget):
+        return False, 0.0
+    n12, n21, phi = int(s.tables[t][1]), int(s.tables[t][2]), float(s.phi[t])
+    if rerun.underpowered("c", "b", n12, n21, n, phi, policy, stored(s, t, policy)):
         return False, 0.0
     rb = model.draw(s.state, rng, "baseline", t, s.step_night, k)[:, items].sum(0)
     rc = model.draw(s.state, rng, "candidate", t, s.step_night, k)[:, items].sum(0)
@@ -535,6 +539,7 @@ def run(
         },
         "rerun": {
             "seeds": policy.rerun_seeds,
+            "power": policy.rerun_power,
             "alpha": policy.rerun_alpha,
             "budget": policy.rerun_budget,
             "history_regress_p": policy.history_regress_p,

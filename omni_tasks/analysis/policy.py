@@ -23,6 +23,7 @@ CONFIRMING_PATHS = {
     "rerun_history_p",
     "rerun_seeds",
     "rerun_budget",
+    "rerun_power",
 }
 # What decides a verdict or a confirmation; everything else is reported only.
 DECISION_FIELDS = {
@@ -129,6 +130,9 @@ class GatePolicy(BaseModel):
     rerun_history_p: float = Field(default=0.01, gt=0, lt=1)
     rerun_seeds: int = Field(default=2, ge=1, le=10)
     rerun_budget: float = Field(default=0.5, ge=0)
+    # …nor where it would confirm a min_effect step less than `rerun_power` of the time
+    # (analysis/rerun.py `power`: one night's evidence against one night's σ of Δ).
+    rerun_power: float = Field(default=0.2, ge=0, lt=1)
     slo_tail: float = Field(gt=0, le=1)
     legacy_mean_max: float = Field(gt=0)
     benchmarks: dict[str, BenchmarkOverrides] = {}

@@ -86,6 +86,15 @@ class RuleOut:
         )
 
 
+def noise_discordance(n12: int, n21: int) -> float:
+    """The discordant items noise explains, of `n12` candidate-only and `n21` baseline-only
+    (ψ·n): twice the smaller count, which a step does not inflate, plus what it falls short of
+    b + c by under A/A (E|b − c| = √(2(b + c)/π)); without that term the floor at 200 clips sat
+    low and 91 % of A/A streaks cleared it, not 97 %. The same-morning re-run reads it too
+    (analysis/rerun.py `night_sigma`)."""
+    return 2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)
+
+
 def _quantile(share: float, nights: int) -> float:
     """The one-sided quantile at `share`: of Student's t with nights − 1 degrees of freedom
     where the standard error carries an estimated φ (analysis/gate.py `widened`), else normal."""
@@ -137,10 +146,7 @@ def rule_out(
     # McNemar's normal bound on the pooled counts (below): the floor's σ is on its scale, so an
     # A/A streak clears the floor at the share it was chosen for (Newcombe's interval is wider
     # at a few dozen discordant items: 89 % of A/A alerts at 200 clips).
-    # The noise discordance: twice the smaller count, which a step does not inflate, plus what
-    # it falls short of b + c by under A/A (E|b − c| = √(2(b + c)/π)); without it the floor
-    # at 200 clips sat low and 91 % of A/A streaks cleared it, not 97 %.
-    psi = (2 * min(n12, n21) + math.sqrt(2 * (n12 + n21) / math.pi)) / total
+    psi = noise_discordance(n12, n21) / total
     items = round(total / max(len(tables), 1))
     phi = max(phi, 1.0)
     floor, z_c = resolution_floor(psi, items, policy, phi, phi_nights)

@@ -71,7 +71,8 @@ def _rerun(
     policy: GatePolicy,
     airflow_ids: tuple[str | None, str | None],
 ) -> tuple[RerunResult, list[str]]:
-    """One decision's re-run: the items, the budget, the seeds, the runs, the sign test."""
+    """One decision's re-run: the items, the budget, the power, the seeds, the runs, the sign
+    test."""
     evidence = w.evidence
     disagrees = rerun.disagrees(w.candidate_branch, w.baseline_branch, evidence, policy)
     if disagrees is not None:
@@ -88,6 +89,13 @@ def _rerun(
     k = policy.rerun_seeds
     skipped = rerun.over_budget(
         w.candidate_branch, w.baseline_branch, len(items), n, k, policy.rerun_budget
+    )
+    if skipped is not None:
+        return skipped, []
+    worse = sum(cand[u] for u in items)  # tonight's candidate-only items; the rest baseline-only
+    phi = 1.0 if evidence is None else evidence.phi
+    skipped = rerun.underpowered(
+        w.candidate_branch, w.baseline_branch, worse, len(items) - worse, n, phi, policy, evidence
     )
     if skipped is not None:
         return skipped, []
@@ -127,6 +135,6 @@ def _rerun(
         sides[w.candidate_branch][1],
         n=n,
         alpha=policy.rerun_alpha,
-        phi=1.0 if evidence is None else evidence.phi,
+        phi=phi,
     )
     return result, keys

@@ -126,3 +126,28 @@ def test_a_re_run_over_its_budget_is_skipped_and_says_so(db, tmp_path: Path) -> 
         == 0
     )
     assert db.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"] == 0
+
+
+def test_a_re_run_that_could_not_confirm_a_min_effect_step_is_skipped(db, tmp_path: Path) -> None:
+    # The demo's night (8 of 100 clips broke on the candidate alone, none on the baseline; its
+    # history window is refused, too few nights) confirms a 2-point step 23.5 % of the time
+    # (analysis/rerun.py `power`): at rerun_power .5 it is not re-run, and the decision says
+    # why.
+    params = _params(tmp_path)
+    policy = load_policy().model_copy(update={"rerun_power": 0.5})
+    _night(db, params, policy)
+    assert _decision(db)["verdict"] == "REGRESSED"
+    (line,) = rerun_series(db, [params], NIGHT, policy)
+    assert (
+        "same-morning re-run skipped: 8 discordant items of 100: one night's noise is 1.50 "
+        "points (from tonight's ψ 0.023), so a re-run would confirm a 2.0-point step "
+        "(p < 0.02) only 24 % of the time, below rerun_power 0.5"
+    ) in line
+    after = _decision(db)
+    assert not after["confirmed"]
+    assert any("cannot tell such a step from noise" in r for r in after["reasons"])
+    assert (
+        db.execute("SELECT count(*) AS n FROM omni.run WHERE trigger = 'rerun'").fetchone()["n"]
+        == 0
+    )
+    assert db.execute("SELECT count(*) AS n FROM omni.alert_outbox").fetchone()["n"] == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from math import comb
+from math import comb, erf, pi, sqrt
 
 from omni_tasks.analysis import rerun
 from omni_tasks.analysis.rerun import RERUN_SEED_BASE
@@ -194,3 +194,76 @@ def test_a_night_whose_history_does_not_agree_is_not_re_run() -> None:
     assert rerun.disagrees("rebase", "main", evidence(2.5), POLICY) is None
     assert rerun.disagrees("rebase", "main", evidence(0.0, "drifted"), POLICY) is None
     assert rerun.disagrees("rebase", "main", None, POLICY) is None
+
+
+def phi_cdf(x: float) -> float:
+    """The standard normal CDF, from the error function."""
+    return 0.5 * (1 + erf(x / sqrt(2)))
+
+
+Z_98 = 2.0537489106318225  # z(1 − rerun_alpha .02), from the normal table
+
+
+def test_one_nights_noise_from_the_baseline_window_else_from_tonights_discordance() -> None:
+    # No usable history: 200 items, 10 candidate-only and 6 baseline-only; noise explains
+    # 2·6 + √(2·16/π) = 15.19 of them (ψ .076), and σ = √(φ·ψ/n).
+    psi_n = 12 + sqrt(32 / pi)
+    sigma, basis = rerun.night_sigma(10, 6, 200, 1.0)
+    assert abs(sigma - sqrt(psi_n) / 200) < 1e-12 and basis == "tonight's ψ 0.076"
+    assert rerun.night_sigma(6, 10, 200, 1.0) == (sigma, basis)  # the smaller count, either
+    sigma, basis = rerun.night_sigma(10, 6, 200, 3.0)
+    assert abs(sigma - sqrt(3 * psi_n) / 200) < 1e-12 and basis == "tonight's ψ 0.076, φ 3.00"
+    assert rerun.night_sigma(10, 6, 200, 0.5)[0] == rerun.night_sigma(10, 6, 200, 1.0)[0]
+    # A usable window: its z 2.5 puts Δ̂ .03 at 1.2 points a standard error, √(φV(1 + 1/15))/n,
+    # so one paired night (two runs, 2φV) is √(2 · 1.2² / (16/15)) = 1.64 points, whatever
+    # tonight's counts.
+    h = DecisionHistory(2.5, 0.03, 200, 15, None, 1.2, 60)
+    sigma, basis = rerun.night_sigma(10, 6, 200, 1.2, h)
+    assert abs(sigma - sqrt(2 * 0.012**2 / (1 + 1 / 15))) < 1e-12
+    assert basis == "the baseline's 15 nights, φ 1.20"
+    assert rerun.night_sigma(3, 30, 200, 1.2, h) == (sigma, basis)
+    # A refused window (or none, or a z the re-run never runs on) leaves tonight's counts.
+    refused = DecisionHistory(2.5, 0.03, 200, 15, "drifted", 1.0, 60)
+    assert rerun.night_sigma(10, 6, 200, 1.0, refused) == rerun.night_sigma(10, 6, 200, 1.0)
+    flat = DecisionHistory(0.0, 0.0, 200, 15, None, 1.0, 60)
+    assert rerun.night_sigma(10, 6, 200, 1.0, flat) == rerun.night_sigma(10, 6, 200, 1.0)
+
+
+def test_power_is_one_nights_evidence_of_a_min_effect_step_at_rerun_alpha() -> None:
+    # σ 1.95 points: a 2-point step is 1.026 σ, confirmed at p < .02 15 % of the time.
+    sigma = sqrt(12 + sqrt(32 / pi)) / 200
+    assert abs(phi_cdf(0.02 / sigma - Z_98) - 0.1521) < 1e-3
+    assert abs(rerun.power(sigma, POLICY) - phi_cdf(0.02 / sigma - Z_98)) < 1e-9
+    assert abs(rerun.power(0.01, POLICY) - phi_cdf(2 - Z_98)) < 1e-9  # 48 %
+    assert rerun.power(0.0, POLICY) == 1.0  # no noise at all
+
+
+def test_an_underpowered_re_run_is_skipped_and_says_why() -> None:
+    assert POLICY.rerun_power == 0.2
+    skipped = rerun.underpowered("rebase", "main", 10, 6, 200, 1.0, POLICY)
+    assert skipped is not None and skipped.full_runs == 0 and not skipped.confirmed
+    assert skipped.items == 16
+    assert skipped.text() == (
+        "same-morning re-run skipped: 16 discordant items of 200: one night's noise is 1.95 "
+        "points (from tonight's ψ 0.076), so a re-run would confirm a 2.0-point step "
+        "(p < 0.02) only 15 % of the time, below rerun_power 0.2: at this size one re-run "
+        "cannot tell such a step from noise"
+    )
+    # seed-TTS at 200 items (ψ .063: σ √(.063/200) = 1.77 points) through its window: 18 %.
+    sigma = sqrt(0.063 / 200)
+    se = sigma / sqrt(2 / (1 + 1 / 15))  # the window's standard error of Δ̂
+    h = DecisionHistory(2.5, 2.5 * se, 200, 15, None, 1.0, 60)
+    skipped = rerun.underpowered("rebase", "main", 9, 4, 200, 1.0, POLICY, h)
+    assert skipped is not None
+    assert "one night's noise is 1.77 points (from the baseline's 15 nights)" in skipped.text()
+    assert f"only {phi_cdf(0.02 / sigma - Z_98) * 100:.0f} % of the time" in skipped.text()
+    assert "only 18 % of the time" in skipped.text()
+    # At 544 items (σ √(.063/544) = 1.08 points): 41 %, re-run.
+    sigma = sqrt(0.063 / 544)
+    h = DecisionHistory(3.0, 3.0 * sigma / sqrt(2 / (1 + 1 / 15)), 544, 15, None, 1.0, 60)
+    assert abs(phi_cdf(0.02 / sigma - Z_98) - 0.42) < 0.01
+    assert rerun.underpowered("rebase", "main", 24, 10, 544, 1.0, POLICY, h) is None
+    # The demo's night (8 of 100 candidate-only, none baseline-only, no usable window): noise
+    # explains √(16/π) = 2.26 items, a 2-point step is 1.33 σ, 23.5 % of the time: re-run.
+    assert abs(phi_cdf(2 / sqrt(sqrt(16 / pi)) - Z_98) - 0.235) < 1e-3
+    assert rerun.underpowered("rebase", "main", 8, 0, 100, 1.0, POLICY) is None
