@@ -139,15 +139,15 @@ def night_sigma(
     n12: int, n21: int, n: int, phi: float, h: DecisionHistory | None = None
 ) -> tuple[float, str]:
     """One paired night's standard error of Δ under noise, and what it rests on. From the
-    baseline's window where the night's history evidence is usable (its z is Δ̂ over
+    baseline's window where the night's history evidence is usable (its standard error is
     √(φV(1 + 1/k))/n; the difference of two runs varies 2φV): the size's noise over k nights,
     which tonight's draw of it does not move. Else from tonight's `n12` candidate-only and `n21`
     baseline-only items: √(φ·ψ/n), ψ·n the discordant items noise explains (analysis/
     resolution.py `noise_discordance`; a step does not inflate it)."""
     noise = f", φ {phi:.2f}" if phi > 1.0 else ""
-    if h is not None and h.refused is None and h.z > 0 and h.delta > 0:
+    if h is not None and h.refused is None and h.sd > 0:
         k = h.nights
-        return h.delta / h.z * math.sqrt(2 * k / (k + 1)), f"the baseline's {k} nights{noise}"
+        return h.sd * math.sqrt(2 * k / (k + 1)), f"the baseline's {k} nights{noise}"
     psi = noise_discordance(n12, n21) / max(n, 1)
     return math.sqrt(max(phi, 1.0) * psi / max(n, 1)), f"tonight's ψ {psi:.3f}{noise}"
 

@@ -214,19 +214,19 @@ def test_one_nights_noise_from_the_baseline_window_else_from_tonights_discordanc
     sigma, basis = rerun.night_sigma(10, 6, 200, 3.0)
     assert abs(sigma - sqrt(3 * psi_n) / 200) < 1e-12 and basis == "tonight's ψ 0.076, φ 3.00"
     assert rerun.night_sigma(10, 6, 200, 0.5)[0] == rerun.night_sigma(10, 6, 200, 1.0)[0]
-    # A usable window: its z 2.5 puts Δ̂ .03 at 1.2 points a standard error, √(φV(1 + 1/15))/n,
-    # so one paired night (two runs, 2φV) is √(2 · 1.2² / (16/15)) = 1.64 points, whatever
-    # tonight's counts.
-    h = DecisionHistory(2.5, 0.03, 200, 15, None, 1.2, 60)
+    # A usable window whose standard error of Δ̂, √(φV(1 + 1/15))/n, is 1.2 points: one paired
+    # night (two runs, 2φV) is √(2 · 1.2² / (16/15)) = 1.64 points, whatever tonight's counts.
+    h = DecisionHistory(2.5, 0.03, 200, 15, None, 1.2, 60, 0.012)
     sigma, basis = rerun.night_sigma(10, 6, 200, 1.2, h)
     assert abs(sigma - sqrt(2 * 0.012**2 / (1 + 1 / 15))) < 1e-12
     assert basis == "the baseline's 15 nights, φ 1.20"
     assert rerun.night_sigma(3, 30, 200, 1.2, h) == (sigma, basis)
-    # A refused window (or none, or a z the re-run never runs on) leaves tonight's counts.
-    refused = DecisionHistory(2.5, 0.03, 200, 15, "drifted", 1.0, 60)
+    # A refused window (or none, or one stored before its standard error was) leaves tonight's
+    # counts.
+    refused = DecisionHistory(2.5, 0.03, 200, 15, "drifted", 1.0, 60, 0.012)
     assert rerun.night_sigma(10, 6, 200, 1.0, refused) == rerun.night_sigma(10, 6, 200, 1.0)
-    flat = DecisionHistory(0.0, 0.0, 200, 15, None, 1.0, 60)
-    assert rerun.night_sigma(10, 6, 200, 1.0, flat) == rerun.night_sigma(10, 6, 200, 1.0)
+    older = DecisionHistory(2.5, 0.03, 200, 15, None, 1.0, 60)
+    assert rerun.night_sigma(10, 6, 200, 1.0, older) == rerun.night_sigma(10, 6, 200, 1.0)
 
 
 def test_power_is_one_nights_evidence_of_a_min_effect_step_at_rerun_alpha() -> None:
@@ -252,7 +252,7 @@ def test_an_underpowered_re_run_is_skipped_and_says_why() -> None:
     # seed-TTS at 200 items (ψ .063: σ √(.063/200) = 1.77 points) through its window: 18 %.
     sigma = sqrt(0.063 / 200)
     se = sigma / sqrt(2 / (1 + 1 / 15))  # the window's standard error of Δ̂
-    h = DecisionHistory(2.5, 2.5 * se, 200, 15, None, 1.0, 60)
+    h = DecisionHistory(2.5, 2.5 * se, 200, 15, None, 1.0, 60, se)
     skipped = rerun.underpowered("rebase", "main", 9, 4, 200, 1.0, POLICY, h)
     assert skipped is not None
     assert "one night's noise is 1.77 points (from the baseline's 15 nights)" in skipped.text()
