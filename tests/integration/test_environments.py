@@ -91,9 +91,6 @@ def test_venv_per_commit_is_built_cached_reused_and_served(tmp_path: Path) -> No
             assert models[0]["id"] == f"simulator:{profile}+transcript"
         assert provenance(spec).stack["vllm"] == version
     assert len(list((tmp_path / "envs").glob("*/READY"))) == 2
-    # Pruning by age removes environments nobody used recently.
-    assert strategy.prune(max_age_days=1, now=time.time() + 3 * 86400) != []
-    assert list((tmp_path / "envs").glob("*/READY")) == []
 
 
 def test_a_failed_build_says_which_step(tmp_path: Path) -> None:
