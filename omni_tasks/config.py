@@ -245,8 +245,3 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
-
-
-def reset_settings() -> None:
-    """Forget cached settings (tests change the environment between cases)."""
-    get_settings.cache_clear()
