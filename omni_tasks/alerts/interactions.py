@@ -43,8 +43,6 @@ RESPONSE_HOSTS = ("hooks.slack.com",)
 
 # alert id, triage verb, who → what was done (one line)
 Apply = Callable[[int, str, str], str]
-# response_url, text → a message only the clicking user sees
-Respond = Callable[[str, str], None]
 
 
 class Allows(Protocol):
@@ -119,14 +117,12 @@ def interactions_app(
     signing_secret: Callable[[], str],
     apply: Apply,
     allowed: Callable[[], Allows] | None = None,
-    respond: Respond | None = None,
 ) -> FastAPI:
     """The endpoint (`POST /actions`). `signing_secret` is read per request (empty: every
     request refused); `allowed`, the allow-list, too (default: the deployment config's
-    `slack_actions:`); `apply` performs one triage verb; `respond` tells a refused user
-    (default: Slack's response_url, ephemeral)."""
+    `slack_actions:`); `apply` performs one triage verb; a refused user is told through
+    Slack's response_url, ephemerally (`respond_ephemeral`)."""
     allowed = allowed or settings_allowed
-    respond = respond or respond_ephemeral
     app = FastAPI(title="omni-tasks Slack actions", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.post("/actions")
@@ -155,7 +151,7 @@ def interactions_app(
         if not allowed().permits(click.user_id, click.channel_id):
             said = refusal(click)
             if click.response_url:
-                await run_in_threadpool(respond, click.response_url, said)
+                await run_in_threadpool(respond_ephemeral, click.response_url, said)
             return JSONResponse({"done": [], "refused": said})  # Slack wants a 200
         return JSONResponse(
             {"done": [apply(alert_id, verb, click.who) for alert_id, verb in click.asked]}

@@ -232,13 +232,12 @@ def gates_on(
     series: Series,
     night: dt.date,
     protocol: str = CHAT,
-    configured: list[UpstreamGate] | None = None,
 ) -> list[tuple[UpstreamGate, Threshold]]:
     """Each of the series' gates that upstream's test asserted on `night` over `protocol`,
     with the history entry in force (value, since, until, PR); a gate not yet set, or ended,
     that night is left out: upstream asserted nothing for it."""
     out = []
-    for gate in gates_of(series, configured, protocol):
+    for gate in gates_of(series, None, protocol):
         entry = gate.entry_on(night)
         if entry is not None:
             out.append((gate, entry))
