@@ -1,7 +1,7 @@
 """Upstream's fixed gates as data (`upstream_gates.yaml`): which figure a series' upstream
 test asserts on over which protocol, which way, and the threshold's dated history (each entry
 `since` a night, `until` one where it ended, and the vllm-omni PR that set it), so that
-`threshold_on(series, night)` answers what upstream's test asserted that night without a
+`gates_on(series, night)` answers what upstream's test asserted that night without a
 checkout. A deployment config's series may replace its gates (`upstream_gate:`), or say it
 has none (`upstream_gate: none`)."""
 
@@ -242,16 +242,3 @@ def gates_on(
         if entry is not None:
             out.append((gate, entry))
     return out
-
-
-def threshold_on(
-    series: Series, night: dt.date, *, protocol: str = CHAT, figure: str | None = None
-) -> Threshold | None:
-    """The threshold upstream's test asserted for the series on `night`, from the dated
-    table alone (no checkout): None when it had no such gate that night. `figure` picks one
-    where the series has several gates (e.g. seed-TTS WER and SIM)."""
-    gates = [g for g in gates_of(series, None, protocol) if figure is None or g.figure == figure]
-    if len({g.figure for g in gates}) > 1:
-        figures = ", ".join(sorted({g.figure for g in gates}))
-        raise ValueError(f"{series.label} ({protocol}) has gates on {figures}: name a figure")
-    return gates[0].entry_on(night) if gates else None
