@@ -84,7 +84,8 @@ class VenvStrategy:
         if not is_full_sha(commit):
             raise EnvironmentBuildError(f"venv: {commit[:60]!r} is not a full commit SHA")
         root = self.root.resolve()
-        env_dir = (root / _env_name(commit, self.vllm)).resolve()
+        name = commit if self.vllm is None else f"{commit}.vllm-{self.vllm}"
+        env_dir = (root / name).resolve()
         if env_dir.parent != root:
             raise EnvironmentBuildError(f"venv: {env_dir} is not inside the env root {root}")
         return env_dir
@@ -181,7 +182,3 @@ class VenvStrategy:
         outlives the half-built directory)."""
         env_dir = self.path(commit)
         return env_dir.parent / "logs" / f"{env_dir.name}.build.log"
-
-
-def _env_name(commit: str, vllm: str | None) -> str:
-    return commit if vllm is None else f"{commit}.vllm-{vllm}"

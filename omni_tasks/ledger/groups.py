@@ -24,10 +24,6 @@ LONG = "long"
 CHRONIC_STATES = ("chronic", "new")
 
 
-def length_bucket(words: int) -> str:
-    return next((name for top, name in LENGTH_BUCKETS if words <= top), LONG)
-
-
 def item_groups(clip: ClipRecord) -> dict[str, str]:
     """The item's groups: its family's labels where its grade stores them, else (an item
     read aloud) question vs statement and the length bucket of its reference."""
@@ -35,9 +31,10 @@ def item_groups(clip: ClipRecord) -> dict[str, str]:
         return {k: str(v) for k, v in sorted(clip.breakdown.items())}
     if not clip.reference_text:
         return {}
+    words = len(clip.reference_text.split())
     return {
         "kind": "question" if clip.is_question else "statement",
-        "length": length_bucket(len(clip.reference_text.split())),
+        "length": next((name for top, name in LENGTH_BUCKETS if words <= top), LONG),
     }
 
 
