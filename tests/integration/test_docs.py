@@ -94,7 +94,7 @@ def test_the_command_reference_is_the_cli_as_it_is() -> None:
     is what the generator writes now (else `make docs` fails the same way)."""
     import typer
 
-    from omni_tasks.cli.reference import main, walk
+    from tests.cli_reference import main, walk
 
     page = (REPO / "docs" / "users" / "cli-reference.md").read_text(encoding="utf-8")
     for path, cmd in walk(typer.main.get_command(app)):
