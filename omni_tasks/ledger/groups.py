@@ -38,16 +38,14 @@ def item_groups(clip: ClipRecord) -> dict[str, str]:
     }
 
 
-def shares(
-    items: Sequence[LedgerItem], chronic: Sequence[str] = CHRONIC_STATES
-) -> tuple[GroupShare, ...]:
+def shares(items: Sequence[LedgerItem]) -> tuple[GroupShare, ...]:
     """Each group's count in the chronic set and in the suite (the ledger's items), with the
     exact one-sided p of drawing that many or more of it when the chronic set is a random
     draw from the suite (hypergeometric). Largest over-representation first."""
     suite = Counter((k, v) for i in items for k, v in i.groups.items())
-    hit = Counter((k, v) for i in items if i.state in chronic for k, v in i.groups.items())
+    hit = Counter((k, v) for i in items if i.state in CHRONIC_STATES for k, v in i.groups.items())
     total = len(items)
-    drawn = sum(1 for i in items if i.state in chronic)
+    drawn = sum(1 for i in items if i.state in CHRONIC_STATES)
     out = [
         GroupShare(
             key=k,
