@@ -73,7 +73,7 @@ system-deps:
 # counts only the warnings it logs, so -q let every broken link through. `make test` leaves it
 # out: tests/integration/test_docs.py runs both commands and asserts what they say.
 docs: install
-	$(BIN)/python -m omni_tasks.cli.reference docs/users/cli-reference.md --check
+	$(BIN)/python -m tests.cli_reference docs/users/cli-reference.md --check
 	$(BIN)/mkdocs build --strict -d "$$(mktemp -d)"
 
 # --dist loadgroup: tests that share one expensive fixture (an `xdist_group` mark, e.g. the

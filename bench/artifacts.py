@@ -1,7 +1,8 @@
 """Simulated vLLM-Omni results artifacts shaped like the reported A/B (REFERENCE.md §3).
 
-Used by the benches and the tests where a full synthesis run is not needed; nothing in
-omni_tasks runs it (scripts here import it as `artifacts`, tests as `bench.artifacts`).
+Used by the benches and the tests where a full synthesis run is not needed, with
+`parse_artifact` (a seed-TTS results file read by path, their shortcut); nothing in omni_tasks
+runs it (scripts here import it as `artifacts`, tests as `bench.artifacts`).
 Everything produced here is labelled simulated (``model_id``) and is deterministic per seed.
 """
 
@@ -9,10 +10,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import JsonValue
 
+from omni_tasks.benchmarks.artifact import ParsedArtifact, read_document
+from omni_tasks.benchmarks.base import ImportOptions
+from omni_tasks.benchmarks.seed_tts.artifact import parse_document
 from omni_tasks.contracts import JsonObject
 from omni_tasks.grading.wer import score
 
@@ -196,3 +202,8 @@ class ClipModel:
                 heard = " ".join(ref_words + ["again"] * int(e))
             hyps.append((heard, ref))
         return _artifact(refs, hyps, date)
+
+
+def parse_artifact(path: Path, **options: Any) -> ParsedArtifact:
+    """A results file as seed_tts_en's; `options`: its ImportOptions' fields (branch, …)."""
+    return parse_document(read_document(path), ImportOptions(**options))

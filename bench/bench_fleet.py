@@ -22,12 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from artifacts import ABShape, ab_artifacts
+from artifacts import ABShape, ab_artifacts, parse_artifact
 from common import scratch_db
 
 from omni_tasks.alerts.slack import default_sink, dispatch
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.config import reset_settings
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import decide, nightly
@@ -105,7 +105,7 @@ def main() -> None:
     policy = load_policy()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["OMNI_HOME"] = tmp
-        reset_settings()
+        get_settings.cache_clear()
         arts = []
         k = args.clips / 1088  # the default layout, scaled
         shape = ABShape(args.clips, int(80 * k), int(71 * k), int(9 * k))

@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from artifacts import ABShape, ab_artifacts
+from artifacts import ABShape, ab_artifacts, parse_artifact
 from common import p95, scratch_db
 from psycopg.rows import dict_row
 
 from omni_tasks.alerts.slack import default_sink, dispatch
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.config import reset_settings
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs import nightly
@@ -379,7 +379,7 @@ def main() -> None:
     series = fleet(args.lanes)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["OMNI_HOME"] = tmp
-        reset_settings()
+        get_settings.cache_clear()
         arts = artifacts(Path(tmp), args.scale)
         with scratch_db() as conn:
             dsn = conn.info.dsn

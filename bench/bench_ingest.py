@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from artifacts import ab_artifacts
+from artifacts import ab_artifacts, parse_artifact
 from common import bare_run, insert_row, raw_copy, scratch_db
 
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
 from omni_tasks.store.runs import save_run
 
 

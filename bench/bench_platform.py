@@ -15,12 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from artifacts import ab_artifacts
+from artifacts import ab_artifacts, parse_artifact
 from common import raw_copy, scratch_db
 
 from omni_tasks.alerts.slack import default_sink, dispatch
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.config import reset_settings
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
+from omni_tasks.config import get_settings
 from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.grafana.dashboards import write_all
@@ -34,7 +34,7 @@ def main() -> None:
     policy = load_policy()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["OMNI_HOME"] = tmp
-        reset_settings()
+        get_settings.cache_clear()
         arts = []
         for branch, doc in zip(("main", "rebase"), ab_artifacts(seed=3), strict=True):
             path = Path(tmp) / f"{branch}.json"

@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from artifacts import ABShape, ab_artifacts
+from artifacts import ABShape, ab_artifacts, parse_artifact
 from common import scratch_db
 
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
-from omni_tasks.config import reset_settings
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
+from omni_tasks.config import get_settings
 from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.gates.policy import load_policy
@@ -88,7 +88,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, scratch_db() as conn:
             os.environ["OMNI_HOME"] = tmp
             os.environ["OMNI_TRUSTED_ROOTS"] = json.dumps([tmp])
-            reset_settings()
+            get_settings.cache_clear()
             store(conn, Path(tmp), n)
             page = report.nightly_report(conn, SERIES, NIGHT, load_policy().primary_tau)
             opus = report.opus_bytes
@@ -104,7 +104,7 @@ def main() -> None:
                 f"{n} clips: report {size / mb:.2f} MB with {players} players ({made}); "
                 f"with WAV audio {base / mb:.2f} MB; ratio opus / wav {size / base:.2f}"
             )
-            reset_settings()
+            get_settings.cache_clear()
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from artifacts import ab_artifacts
+from artifacts import ab_artifacts, parse_artifact
 from scipy.stats import binomtest
 
 from omni_tasks.analysis.paired import paired_table
 from omni_tasks.analysis.run_stats import run_stats
-from omni_tasks.benchmarks.seed_tts.artifact import parse_artifact
 from omni_tasks.records import ClipRecord
 
 TAU = 0.5

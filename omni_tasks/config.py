@@ -11,7 +11,6 @@ works (a laptop, a test) and is scrubbed by `trust.child_env.seal`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -29,18 +28,17 @@ class SecretFileError(RuntimeError):
     """A `NAME_FILE` that names no readable file: a deployment error, said loudly."""
 
 
-def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+def read_secret(name: str) -> str | None:
     """The value of secret `name`: the file `NAME_FILE` names (one trailing newline dropped),
     else the variable `NAME`, else None (an empty value is none)."""
-    env = os.environ if environ is None else environ
-    path = env.get(f"{name}_FILE")
+    path = os.environ.get(f"{name}_FILE")
     if path:
         try:
             value = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise SecretFileError(f"{name}_FILE={path}: {exc.strerror or exc}") from None
         return (value[:-1] if value.endswith("\n") else value) or None
-    return env.get(name) or None
+    return os.environ.get(name) or None
 
 
 def configured_benchmark(config: str | None) -> str:
@@ -245,8 +243,3 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
-
-
-def reset_settings() -> None:
-    """Forget cached settings (tests change the environment between cases)."""
-    get_settings.cache_clear()

@@ -89,11 +89,6 @@ def whisper_tiny_en_dir() -> Path:
     return verified(WHISPER_TINY_EN).parent
 
 
-def whisper_tokenizer_file() -> Path:
-    """Whisper's English tokenizer (Hugging Face format) shipped with the tiny.en package."""
-    return whisper_tiny_en_dir() / "tokenizer.json"
-
-
 def piper_voice_files() -> tuple[Path, Path]:
     """(onnx model, its json config) of the simulator's voice."""
     onnx = verified(PIPER_JOE)

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.store.db import connect
 from omni_tasks.store.migrate import migrate
 
@@ -97,7 +97,7 @@ def scratch_database(prefix: str) -> Iterator[str]:
     try:
         yield make_conninfo(ADMIN_DSN, dbname=name)
     finally:
-        reset_settings()
+        get_settings.cache_clear()
         with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -120,10 +120,10 @@ def db(results_dsn: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[
     """A clean results DB; OMNI_DATABASE_URL points at it so CLI calls use it too."""
     monkeypatch.setenv("OMNI_DATABASE_URL", results_dsn)
     monkeypatch.setenv("OMNI_HOME", str(tmp_path / "omni-home"))
-    reset_settings()
+    get_settings.cache_clear()
     conn = connect(results_dsn)
     with conn.transaction():
         conn.execute(f"TRUNCATE {_ROOT_TABLES} RESTART IDENTITY CASCADE")
     yield conn
     conn.close()
-    reset_settings()
+    get_settings.cache_clear()

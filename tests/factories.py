@@ -55,7 +55,8 @@ def save_night(
     """Import night D0+i's main (+ rebase, unless shape is None) artifacts of a seed_tts_en
     series, undecided; with several `seeds`, one run a branch per seed (a run group), each
     seed's pair drawn apart."""
-    from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
+    from bench.artifacts import parse_artifact
+    from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
     from omni_tasks.store.runs import save_run
 
     date = D0 + dt.timedelta(days=i)

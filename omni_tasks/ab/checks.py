@@ -85,7 +85,7 @@ def start(repo: str, head_sha: str, title: str, details_url: str | None) -> Chec
         with client() as gh:
             got = gh.rest.checks.create(owner, name, data=data)
     except GitHubException as exc:
-        raise CheckRunError(f"creating the check run on {repo}: {_why(exc)}") from None
+        raise CheckRunError(f"creating the check run on {repo}: {why(exc)}") from None
     return CheckRun(repo, int(got.json()["id"]))  # the id alone: no full-schema parse
 
 
@@ -105,10 +105,11 @@ def complete(run: CheckRun, verdict: str, title: str, summary: str, text: str) -
         with client() as gh:
             gh.rest.checks.update(owner, name, run.check_run_id, data=data)
     except GitHubException as exc:
-        raise CheckRunError(f"completing check run {run.check_run_id}: {_why(exc)}") from None
+        raise CheckRunError(f"completing check run {run.check_run_id}: {why(exc)}") from None
 
 
-def _why(exc: GitHubException) -> str:
+def why(exc: GitHubException) -> str:
+    """A GitHub failure in a message: its HTTP status, else its kind (never its body)."""
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)
     return f"HTTP {status}" if status else type(exc).__name__

@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from omni_tasks.contracts import JsonObject
-from omni_tasks.trust.bodies import bounded_body
+from omni_tasks.trust.bodies import bounded_body, dig
 from omni_tasks.trust.commits import is_full_sha
 
 LABEL = "omni-ab"
@@ -46,16 +46,6 @@ def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(expected, header[len("sha256=") :])
 
 
-def _dig(value: Any, *keys: str) -> Any:
-    """value[k1][k2]… where each level is a mapping, else None (a signed payload can still
-    have any shape)."""
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
 class Fork(Exception):
     """A pull request whose head lives in another repository (a fork)."""
 
@@ -69,18 +59,18 @@ def labelled(event: str, payload: Any, allow_forks: bool = False) -> tuple[JsonO
     and the label is then the trust decision."""
     if event != "pull_request" or not isinstance(payload, dict):
         return None
-    if payload.get("action") != "labeled" or _dig(payload, "label", "name") != LABEL:
+    if payload.get("action") != "labeled" or dig(payload, "label", "name") != LABEL:
         return None
-    pr, repo = payload.get("pull_request"), _dig(payload, "repository", "full_name")
+    pr, repo = payload.get("pull_request"), dig(payload, "repository", "full_name")
     if not isinstance(pr, dict) or not isinstance(repo, str):
         return None
-    base, head = _dig(pr, "base", "sha"), _dig(pr, "head", "sha")
+    base, head = dig(pr, "base", "sha"), dig(pr, "head", "sha")
     number = pr.get("number")
     if not all(isinstance(sha, str) and is_full_sha(sha) for sha in (base, head)):
         return None
     if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
         return None
-    if _dig(pr, "head", "repo", "full_name") != repo and not allow_forks:
+    if dig(pr, "head", "repo", "full_name") != repo and not allow_forks:
         raise Fork(f"pull request #{number} comes from a fork; the deployment config allows none")
     conf: JsonObject = {"repo": repo, "pr": number, "base_sha": base, "head_sha": head}
     return conf, f"{repo}#{number}@{head}:{event}.labeled:{LABEL}"

@@ -286,11 +286,6 @@ def _commits(ctx: AlertContext) -> list[Block]:
     return [section(text)]
 
 
-def _next(ctx: AlertContext) -> list[Block]:
-    """The alert's id and what to run next, each command copyable."""
-    return next_line(ctx.alert_id, ctx.next_steps, ctx.group_id, ctx.buttons)
-
-
 def next_line(
     alert_id: int | None,
     steps: tuple[str, ...],
@@ -313,7 +308,7 @@ def next_line(
 
 def in_group(payload: JsonObject, alert_id: int, group_id: int) -> JsonObject:
     """An alert's opening post as its group's thread shows it: the Next line names the group
-    (`_next`'s words), as a post written before the group formed does not."""
+    (`next_line`'s words), as a post written before the group formed does not."""
     alone = f"Next: *Alert {alert_id}*"
     stored = json_objects(payload.get("blocks"))
     for i, b in enumerate(stored):
@@ -430,7 +425,7 @@ def regression_opened(ctx: AlertContext, since: str = "") -> Message:
     it has been open, after later REGRESSED nights)."""
     return _titled(
         _headline(ctx, ":rotating_light: ", since),
-        *_next(ctx),
+        *next_line(ctx.alert_id, ctx.next_steps, ctx.group_id, ctx.buttons),  # commands copyable
         *_commits(ctx),
         *_figures(ctx),
         *_clips(ctx),

@@ -24,12 +24,11 @@ def raise_infra(
     title: str,
     reasons: list[str],
     dedup: str,
-    ids: dict[str, str] | None = None,
     links: dict[str, str] | None = None,
 ) -> int | None:
     """An infra alert from outside the gate (a missing night, a broken import): one message
-    per `dedup` value, never twice; `ids` are shown copy-pasteable."""
-    payload = msg(blocks.infra(title, reasons, links, ids=ids), "post")
+    per `dedup` value, never twice."""
+    payload = msg(blocks.infra(title, reasons, links), "post")
     return enqueue(conn, f"{key}|{dedup}", None, "post", payload)
 
 

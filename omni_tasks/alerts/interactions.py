@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
-from omni_tasks.trust.bodies import bounded_body
+from omni_tasks.trust.bodies import bounded_body, dig
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,6 @@ RESPONSE_HOSTS = ("hooks.slack.com",)
 
 # alert id, triage verb, who → what was done (one line)
 Apply = Callable[[int, str, str], str]
-# response_url, text → a message only the clicking user sees
-Respond = Callable[[str, str], None]
 
 
 class Allows(Protocol):
@@ -71,14 +69,6 @@ class Click:
         return f"slack/{self.user_id}{label}"
 
 
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
 def _matched(value: Any, pattern: re.Pattern[str]) -> str | None:
     return value if isinstance(value, str) and pattern.match(value) else None
 
@@ -88,20 +78,20 @@ def clicked(payload: Any) -> Click:
     anything else. Raises ValueError for a payload without a Slack user id."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return Click()
-    user_id = _matched(_dig(payload, "user", "id"), _SLACK_ID)
+    user_id = _matched(dig(payload, "user", "id"), _SLACK_ID)
     if user_id is None:
         raise ValueError("no Slack user id in the payload")
     asked = []
     actions = payload.get("actions")
     for action in actions[:MAX_ACTIONS] if isinstance(actions, list) else []:
-        verb = ACTIONS.get(_dig(action, "action_id"))
-        if verb is not None and (value := _matched(_dig(action, "value"), _ID)):
+        verb = ACTIONS.get(dig(action, "action_id"))
+        if verb is not None and (value := _matched(dig(action, "value"), _ID)):
             asked.append((int(value), verb))
     response_url = payload.get("response_url")
     return Click(
         user_id,
-        _matched(_dig(payload, "user", "username"), _USER),
-        _matched(_dig(payload, "channel", "id"), _SLACK_ID),
+        _matched(dig(payload, "user", "username"), _USER),
+        _matched(dig(payload, "channel", "id"), _SLACK_ID),
         response_url if isinstance(response_url, str) else None,
         asked,
     )
@@ -119,14 +109,12 @@ def interactions_app(
     signing_secret: Callable[[], str],
     apply: Apply,
     allowed: Callable[[], Allows] | None = None,
-    respond: Respond | None = None,
 ) -> FastAPI:
     """The endpoint (`POST /actions`). `signing_secret` is read per request (empty: every
     request refused); `allowed`, the allow-list, too (default: the deployment config's
-    `slack_actions:`); `apply` performs one triage verb; `respond` tells a refused user
-    (default: Slack's response_url, ephemeral)."""
+    `slack_actions:`); `apply` performs one triage verb; a refused user is told through
+    Slack's response_url, ephemerally (`respond_ephemeral`)."""
     allowed = allowed or settings_allowed
-    respond = respond or respond_ephemeral
     app = FastAPI(title="omni-tasks Slack actions", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.post("/actions")
@@ -155,7 +143,7 @@ def interactions_app(
         if not allowed().permits(click.user_id, click.channel_id):
             said = refusal(click)
             if click.response_url:
-                await run_in_threadpool(respond, click.response_url, said)
+                await run_in_threadpool(respond_ephemeral, click.response_url, said)
             return JSONResponse({"done": [], "refused": said})  # Slack wants a 200
         return JSONResponse(
             {"done": [apply(alert_id, verb, click.who) for alert_id, verb in click.asked]}

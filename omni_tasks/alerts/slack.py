@@ -229,13 +229,12 @@ def config_error(exc: BaseException) -> str | None:
     return f"{code}: {CONFIG_ERRORS[code]}" + (f" (needed: {needed})" if needed else "")
 
 
-def default_sink(token: str | None = None, channel: str | None = None) -> Sink:
-    """Slack when a token and channel are configured (env or the caller), else the local outbox."""
+def default_sink() -> Sink:
+    """Slack when a token and channel are configured, else the local outbox."""
     s = get_settings()
-    token = token or (s.slack_token.get_secret_value() if s.slack_token else None)
-    channel = channel or s.slack_channel
-    if token and channel:
-        return SlackSink(token, channel, s.slack_base_url)
+    token = s.slack_token.get_secret_value() if s.slack_token else None
+    if token and s.slack_channel:
+        return SlackSink(token, s.slack_channel, s.slack_base_url)
     return LocalSink(s.outbox_dir)
 
 

@@ -136,15 +136,11 @@ def history_z(
     return HistoryStat(n, delta, z, c, sd)
 
 
-def cusum(zs: Sequence[float], k: float) -> float:
-    """The one-sided CUSUM of nightly z's with reference value k, restart-free: quiet nights
-    before a step cannot drag it below 0, as they drag a sequential test from a fixed start."""
-    return _excursion(zs, k)[0]
-
-
 def _excursion(zs: Sequence[float], k: float) -> tuple[float, int]:
-    """The CUSUM and how many nights its current excursion spans (the nights since it last
-    sat at 0): where a step most likely began."""
+    """The one-sided CUSUM of nightly z's (reference k), restart-free: quiet nights before a
+    step cannot drag it below 0, as they drag a sequential test from a fixed start; and how
+    many nights its current excursion spans (the nights since it last sat at 0): where a step
+    most likely began."""
     s, run = 0.0, 0
     for z in zs:
         s = max(0.0, s + z - k)

@@ -41,10 +41,6 @@ def register(benchmark: Benchmark) -> Benchmark:
     return benchmark
 
 
-def unregister(benchmark_id: str) -> None:
-    _REGISTRY.pop(benchmark_id, None)
-
-
 def _registry() -> dict[str, Benchmark]:
     """Every benchmark, the installed families' entry points loaded on the first call."""
     global _entry_points_loaded

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-log = logging.getLogger(__name__)
 _stopped = False  # this process got SIGTERM (one task per process on a worker; all, in dags test)
 
 

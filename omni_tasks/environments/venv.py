@@ -6,8 +6,7 @@ build named (a version, or a commit of vLLM whose wheel lies in `vllm_index/<com
 vLLM's per-commit wheel index lays them out) that build is installed last, over whatever the
 checkout's dependencies brought, so one repository can change while the other stays fixed.
 A finished environment has a READY marker (written last, so a crashed build is rebuilt, never
-half-used); builds of one environment are serialized by a file lock; `prune` removes
-environments unused for longer than a given age.
+half-used); builds of one environment are serialized by a file lock.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,7 +84,8 @@ class VenvStrategy:
         if not is_full_sha(commit):
             raise EnvironmentBuildError(f"venv: {commit[:60]!r} is not a full commit SHA")
         root = self.root.resolve()
-        env_dir = (root / _env_name(commit, self.vllm)).resolve()
+        name = commit if self.vllm is None else f"{commit}.vllm-{self.vllm}"
+        env_dir = (root / name).resolve()
         if env_dir.parent != root:
             raise EnvironmentBuildError(f"venv: {env_dir} is not inside the env root {root}")
         return env_dir
@@ -183,25 +182,3 @@ class VenvStrategy:
         outlives the half-built directory)."""
         env_dir = self.path(commit)
         return env_dir.parent / "logs" / f"{env_dir.name}.build.log"
-
-    def prune(self, max_age_days: float, now: float | None = None) -> list[Path]:
-        """Remove environments not used for `max_age_days`; returns what was removed."""
-        now = time.time() if now is None else now
-        removed = []
-        for ready in self.root.glob("*/READY"):
-            if ready.parent.is_symlink() or not _is_env_name(ready.parent.name):
-                continue  # not an environment of ours: never removed
-            if now - ready.stat().st_mtime > max_age_days * 86400:
-                with _locked(self.root / f".{ready.parent.name}.lock"):
-                    shutil.rmtree(ready.parent)
-                removed.append(ready.parent)
-        return removed
-
-
-def _env_name(commit: str, vllm: str | None) -> str:
-    return commit if vllm is None else f"{commit}.vllm-{vllm}"
-
-
-def _is_env_name(name: str) -> bool:
-    commit, _, build = name.partition(".vllm-")
-    return is_full_sha(commit) and (not build or bool(_VLLM_BUILD.fullmatch(build)))

@@ -1,7 +1,7 @@
 """Upstream's fixed gates as data (`upstream_gates.yaml`): which figure a series' upstream
 test asserts on over which protocol, which way, and the threshold's dated history (each entry
 `since` a night, `until` one where it ended, and the vllm-omni PR that set it), so that
-`threshold_on(series, night)` answers what upstream's test asserted that night without a
+`gates_on(series, night)` answers what upstream's test asserted that night without a
 checkout. A deployment config's series may replace its gates (`upstream_gate:`), or say it
 has none (`upstream_gate: none`)."""
 
@@ -232,27 +232,13 @@ def gates_on(
     series: Series,
     night: dt.date,
     protocol: str = CHAT,
-    configured: list[UpstreamGate] | None = None,
 ) -> list[tuple[UpstreamGate, Threshold]]:
     """Each of the series' gates that upstream's test asserted on `night` over `protocol`,
     with the history entry in force (value, since, until, PR); a gate not yet set, or ended,
     that night is left out: upstream asserted nothing for it."""
     out = []
-    for gate in gates_of(series, configured, protocol):
+    for gate in gates_of(series, None, protocol):
         entry = gate.entry_on(night)
         if entry is not None:
             out.append((gate, entry))
     return out
-
-
-def threshold_on(
-    series: Series, night: dt.date, *, protocol: str = CHAT, figure: str | None = None
-) -> Threshold | None:
-    """The threshold upstream's test asserted for the series on `night`, from the dated
-    table alone (no checkout): None when it had no such gate that night. `figure` picks one
-    where the series has several gates (e.g. seed-TTS WER and SIM)."""
-    gates = [g for g in gates_of(series, None, protocol) if figure is None or g.figure == figure]
-    if len({g.figure for g in gates}) > 1:
-        figures = ", ".join(sorted({g.figure for g in gates}))
-        raise ValueError(f"{series.label} ({protocol}) has gates on {figures}: name a figure")
-    return gates[0].entry_on(night) if gates else None

@@ -410,15 +410,12 @@ def _agreeing_rule(
             parsed = read[rule.benchmark]
             problem = identity_problem(rule.model, rule.protocol, parsed.spec.summary or {})
             if problem is None and not rule.in_force(parsed.spec.nightly):
-                problem = f"its night {parsed.spec.nightly} is outside the rule's ({_span(rule)})"
+                span = f"{rule.since or '…'} to {rule.until or '…'}"
+                problem = f"its night {parsed.spec.nightly} is outside the rule's ({span})"
             if problem is None:
                 return rule, parsed
             refusals.append(f"not {rule.model} · {rule.lane}: {problem}")
     raise BuildkiteError("refused (never relabelled): " + "; ".join(refusals))
-
-
-def _span(rule: ArtifactRule) -> str:
-    return f"{rule.since or '…'} to {rule.until or '…'}"
 
 
 def upstream_verdicts(

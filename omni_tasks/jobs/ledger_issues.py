@@ -13,7 +13,7 @@ import psycopg
 from githubkit import GitHub
 from githubkit.exception import GitHubException
 
-from omni_tasks.ab.checks import CheckRunError, check_repo, client
+from omni_tasks.ab.checks import CheckRunError, check_repo, client, why
 from omni_tasks.evidence.links import audio_url
 from omni_tasks.ledger.issue import (
     LABEL,
@@ -76,7 +76,7 @@ def existing_issues(repo: str, benchmark: str, branch: str) -> dict[str, Existin
                 if len(got) < 100:
                     break
     except GitHubException as exc:
-        raise IssueFilingError(f"listing the issues of {repo}: {_why(exc)}") from None
+        raise IssueFilingError(f"listing the issues of {repo}: {why(exc)}") from None
     return found
 
 
@@ -120,7 +120,7 @@ def _apply(repo: str, p: Plan) -> Plan:
             for step in p.steps:
                 number = _step(gh, owner, name, number, p.issue, step)
     except GitHubException as exc:
-        raise IssueFilingError(f"{p.issue.title} on {repo}: {_why(exc)}") from None
+        raise IssueFilingError(f"{p.issue.title} on {repo}: {why(exc)}") from None
     return dataclasses.replace(p, number=number)
 
 
@@ -141,9 +141,3 @@ def _step(
     else:
         gh.rest.issues.update(owner, name, number, state="open", state_reason="reopened")
     return number
-
-
-def _why(exc: GitHubException) -> str:
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    return f"HTTP {status}" if status else type(exc).__name__

@@ -24,10 +24,6 @@ LONG = "long"
 CHRONIC_STATES = ("chronic", "new")
 
 
-def length_bucket(words: int) -> str:
-    return next((name for top, name in LENGTH_BUCKETS if words <= top), LONG)
-
-
 def item_groups(clip: ClipRecord) -> dict[str, str]:
     """The item's groups: its family's labels where its grade stores them, else (an item
     read aloud) question vs statement and the length bucket of its reference."""
@@ -35,22 +31,21 @@ def item_groups(clip: ClipRecord) -> dict[str, str]:
         return {k: str(v) for k, v in sorted(clip.breakdown.items())}
     if not clip.reference_text:
         return {}
+    words = len(clip.reference_text.split())
     return {
         "kind": "question" if clip.is_question else "statement",
-        "length": length_bucket(len(clip.reference_text.split())),
+        "length": next((name for top, name in LENGTH_BUCKETS if words <= top), LONG),
     }
 
 
-def shares(
-    items: Sequence[LedgerItem], chronic: Sequence[str] = CHRONIC_STATES
-) -> tuple[GroupShare, ...]:
+def shares(items: Sequence[LedgerItem]) -> tuple[GroupShare, ...]:
     """Each group's count in the chronic set and in the suite (the ledger's items), with the
     exact one-sided p of drawing that many or more of it when the chronic set is a random
     draw from the suite (hypergeometric). Largest over-representation first."""
     suite = Counter((k, v) for i in items for k, v in i.groups.items())
-    hit = Counter((k, v) for i in items if i.state in chronic for k, v in i.groups.items())
+    hit = Counter((k, v) for i in items if i.state in CHRONIC_STATES for k, v in i.groups.items())
     total = len(items)
-    drawn = sum(1 for i in items if i.state in chronic)
+    drawn = sum(1 for i in items if i.state in CHRONIC_STATES)
     out = [
         GroupShare(
             key=k,

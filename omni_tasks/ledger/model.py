@@ -5,11 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-# chronic: the broken rate's lower bound is above the policy's level over enough nights;
-# flaky: broken at times, not chronic; fixed: chronic before, lower after by an exact test;
-# new: chronic since a night (with the range it started in); clean: none of these.
-STATES = ("chronic", "new", "flaky", "fixed", "clean")
-
 
 @dataclass(frozen=True)
 class ItemNight:
@@ -28,7 +23,10 @@ class LedgerItem:
     """One item's standing on a series' branch over the ledger's window."""
 
     utt_id: str
-    state: str  # one of STATES
+    # chronic: the broken rate's lower bound is above the policy's level over enough nights;
+    # flaky: broken at times, not chronic; fixed: chronic before, lower after by an exact test;
+    # new: chronic since a night (with the range it started in); clean: none of these.
+    state: str
     broken: int
     nights: int
     low: float  # exact interval of the broken rate

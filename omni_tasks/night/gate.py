@@ -102,10 +102,6 @@ def run_infra_reasons(side: str, g: GradedRun, stats: RunStats, policy: GatePoli
     return reasons
 
 
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
-
-
 def comparison(
     baseline: GradedRun,
     candidate: GradedRun,
@@ -142,10 +138,11 @@ def comparison(
         for u in table.regressed_clips[:TOP_REGRESSED]
     ]
     figures = {f.name: getattr(table, f.name) for f in dataclasses.fields(PairedFigures)}
+    cand_wer, base_wer = cand_stats.mean_wer, base_stats.mean_wer
     result = Comparison(
         **figures,
         tau=tau,
-        delta_mean_wer=_diff(cand_stats.mean_wer, base_stats.mean_wer),
+        delta_mean_wer=None if cand_wer is None or base_wer is None else cand_wer - base_wer,
         verdict=verdict.verdict,
         reasons=verdict.reasons,
         warnings=warnings,

@@ -7,7 +7,6 @@ reuse one server and the DSN printed by ``omni-tasks db url`` keeps working afte
 
 from __future__ import annotations
 
-import logging
 import re
 import warnings
 from collections.abc import Iterator
@@ -22,7 +21,6 @@ from omni_tasks.config import get_settings
 from omni_tasks.store.queries import sql
 from omni_tasks.trust.redact import redact_dsn
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 

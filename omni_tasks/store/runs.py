@@ -410,11 +410,10 @@ def clip_records(conn: psycopg.Connection[Any], grading_id: int) -> list[ClipRec
 
 
 def runs_of_night(
-    conn: psycopg.Connection[Any], series: Series, nightly: dt.date, run_id: int | None = None
+    conn: psycopg.Connection[Any], series: Series, nightly: dt.date
 ) -> list[NightRun]:
-    """A series' runs of a night (or the one `run_id`), each with the grader that reproduces
-    it."""
-    return typed(conn, NightRun, "runs_of_night", **series.args(), nightly=nightly, run_id=run_id)
+    """A series' runs of a night, each with the grader that reproduces it."""
+    return typed(conn, NightRun, "runs_of_night", **series.args(), nightly=nightly)
 
 
 def has_fresh_run(conn: psycopg.Connection[Any], series: Series, branch: str, nightly: Any) -> bool:

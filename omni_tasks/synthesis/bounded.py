@@ -112,9 +112,7 @@ async def body_pieces(r: httpx.Response, max_bytes: int) -> AsyncIterator[bytes]
         yield data
 
 
-async def sse_events(
-    r: httpx.Response, *, max_event: int = MAX_EVENT, max_bytes: int = MAX_STREAM_BYTES
-) -> AsyncIterator[str]:
+async def sse_events(r: httpx.Response) -> AsyncIterator[str]:
     """The response's SSE payloads, framed as vLLM's benchmark client frames them
     (`vllm/benchmarks/lib/endpoint_request_func.py: StreamedResponseHandler`, the same in every
     pinned release, and the omni request function's loop over it): an event ends at a blank
@@ -122,11 +120,11 @@ async def sse_events(
     `data: ` prefix is removed; the rest is the payload, whole (two `data:` lines make one
     payload that is no JSON). At the body's end a remainder counts only as the handler's own
     buffer check takes it: `data: ` and then JSON or `[DONE]`; else it is dropped. Text must be
-    UTF-8 (the handler's decoder is strict). An event is at most `max_event` bytes, the whole
-    at most `max_bytes` decoded; past either bound, or not UTF-8, ResponseRefused."""
+    UTF-8 (the handler's decoder is strict). An event is at most MAX_EVENT bytes, the whole
+    at most MAX_STREAM_BYTES decoded; past either bound, or not UTF-8, ResponseRefused."""
     buf = bytearray()
     scanned = 0
-    async for data in body_pieces(r, max_bytes):
+    async for data in body_pieces(r, MAX_STREAM_BYTES):
         buf += data
         start = 0
         while (end := buf.find(b"\n\n", scanned)) >= 0:
@@ -135,8 +133,8 @@ async def sse_events(
             start = scanned = end + 2
         del buf[:start]
         scanned = max(len(buf) - 1, 0)  # a separator may straddle the next piece
-        if len(buf) > max_event:
-            raise ResponseRefused(f"an SSE event over {max_event} bytes")
+        if len(buf) > MAX_EVENT:
+            raise ResponseRefused(f"an SSE event over {MAX_EVENT} bytes")
     tail = _payload(buf)
     if tail is not None and buf.startswith(b"data: ") and (tail == "[DONE]" or _is_json(tail)):
         yield tail

@@ -49,7 +49,7 @@ def answer(body: JsonObject, profile: Profile, seed: int) -> str:
     choices = dict(_CHOICE.findall(listed))
     if len(choices) < 2:
         raise UnreadableRequest(f"no lettered choices after {marker!r}")
-    if _has_audio(body):
+    if any(part_url(p, "audio_url") for _, parts in message_parts(body) for p in parts):
         samples, rate = _audio(body)
         heard = _best(choices, samples, rate, text)
     else:
@@ -68,10 +68,6 @@ def user_text(body: JsonObject) -> str:
         if role == "user":
             return "".join(part_text(p) for p in parts)
     return ""
-
-
-def _has_audio(body: JsonObject) -> bool:
-    return any(part_url(p, "audio_url") for _, parts in message_parts(body) for p in parts)
 
 
 def _audio(body: JsonObject) -> tuple[np.ndarray, int]:

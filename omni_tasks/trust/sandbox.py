@@ -336,10 +336,9 @@ def popen(
     paths: Paths,
     *,
     stdout: IO[Any],
-    pol: Policy | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `argv` in the sandbox in its own session; end it with `stop`."""
-    pol = policy() if pol is None else pol
+    pol = policy()
     _own(paths, pol)
     return subprocess.Popen(
         command(argv, env, paths, pol),

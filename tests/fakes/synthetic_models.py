@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from omni_tasks.offline_models import whisper_tokenizer_file
+from omni_tasks.offline_models import whisper_tiny_en_dir
 
 # Special-token ids of Whisper's tokenizer (identical in the English and multilingual ones up
 # to <|notimestamps|> for the ids used here).
@@ -66,7 +66,7 @@ def build_transformers_whisper(
     )
 
     shape = dict(TINY_HF if shape is None else shape)
-    tokenizer = WhisperTokenizerFast(tokenizer_file=str(whisper_tokenizer_file()))
+    tokenizer = WhisperTokenizerFast(tokenizer_file=str(whisper_tiny_en_dir() / "tokenizer.json"))
     config = WhisperConfig(
         vocab_size=vocab_size or len(tokenizer),
         max_target_positions=448,

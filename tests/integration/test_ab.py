@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.fakes.github_api import GitHubState, github_app
 
@@ -27,9 +27,9 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubState]:
     with serve_in_thread(github_app(state)) as url:
         monkeypatch.setenv("OMNI_GITHUB_API_URL", url)
         monkeypatch.setenv("OMNI_GITHUB_TOKEN", state.token)
-        reset_settings()
+        get_settings.cache_clear()
         yield state
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def ab(head: str, *extra: str, base: str = "simulator:main") -> object:
@@ -122,7 +122,7 @@ def test_an_ab_request_is_checked_before_anything_runs(
     assert out.exit_code == 2 and "OWNER/NAME" in out.output
     # No --benchmark: the configured default (OMNI_BENCHMARK), here one that does not exist.
     monkeypatch.setenv("OMNI_BENCHMARK", "no_such_benchmark")
-    reset_settings()
+    get_settings.cache_clear()
     sides = ["--base-target", "simulator:main", "--head-target", "simulator:main"]
     out = runner.invoke(app, ["ab", *sides, "--base-sha", BASE, "--head-sha", HEAD])
     assert out.exit_code == 2 and "unknown benchmark 'no_such_benchmark'" in out.output
@@ -162,9 +162,9 @@ def test_a_github_app_signs_a_jwt_for_its_installation_token(
         monkeypatch.setenv("OMNI_GITHUB_APP_ID", "4242")
         monkeypatch.setenv("OMNI_GITHUB_APP_PRIVATE_KEY", str(pem))
         monkeypatch.setenv("OMNI_GITHUB_INSTALLATION_ID", "77")
-        reset_settings()
+        get_settings.cache_clear()
         out = ab("simulator:main", "--limit", "10", "--json")
-    reset_settings()
+    get_settings.cache_clear()
     assert out.exit_code == 0, out.output
     paths = [c[1] for c in state.calls]
     assert paths[0] == "/app/installations/77/access_tokens"
@@ -187,7 +187,7 @@ def test_vllm_serve_sides_each_get_their_commits_own_server(
     monkeypatch.setenv("PATH", fake["PATH"])
     monkeypatch.setenv("OMNI_GPUS", "0,1")
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
-    reset_settings()
+    get_settings.cache_clear()
     serving = NightlyParams(
         benchmark="seed_tts_en",
         targets={"main": "vllm-serve", "rebase": "vllm-serve"},
@@ -214,4 +214,4 @@ def test_vllm_serve_sides_each_get_their_commits_own_server(
     ]
     assert {r["stack"]["vllm"] for r in rows} == {"0.11.0"}  # the launched server's provenance
     assert result.verdict in ("SAME", "UNKNOWN") and result.clips_spent >= 20
-    reset_settings()
+    get_settings.cache_clear()

@@ -21,10 +21,10 @@ CANDIDATE = "simulator:rebase-compiled-talker"
 
 @pytest.fixture
 def night(db, tmp_path: Path, monkeypatch) -> Path:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
-    reset_settings()
+    get_settings.cache_clear()
     dataset = seed_tts_corpus(tmp_path / "en", 1088)
     simulated_night(db, dataset, NIGHT, CANDIDATE)
     return dataset

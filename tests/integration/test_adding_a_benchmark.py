@@ -82,7 +82,7 @@ class PassFail(Benchmark):
 def toy() -> Iterator[Benchmark]:
     bench = benchmarks.register(PassFail())
     yield bench
-    benchmarks.unregister(bench.id)
+    benchmarks._REGISTRY.pop(bench.id)
 
 
 def toy_doc(failing: set[int]) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def toy_qa(tmp_path: Path) -> Iterator[Path]:
     bench = benchmarks.register(TOY_QA)
     root = write_dataset(tmp_path / "omni-home" / "toy_qa")  # under OMNI_HOME: a trusted root
     yield root
-    benchmarks.unregister(bench.id)
+    benchmarks._REGISTRY.pop(bench.id)
 
 
 def test_a_runnable_family_defined_in_test_code_runs_gates_and_is_bisected(

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from omni_tasks.alerts.slack import SlackSink, deliver_series, dispatch
 from omni_tasks.alerts.triage import triage
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.reports.html import nightly_report
 from omni_tasks.series import Series
 from omni_tasks.synthesis.simulator import serve_in_thread
@@ -149,7 +149,7 @@ def test_the_triage_delay_holds_opening_posts_until_the_group_can_form(
 ) -> None:
     state, sink = slack
     monkeypatch.setenv("OMNI_ALERT_TRIAGE_DELAY_S", "1200")
-    reset_settings()
+    get_settings.cache_clear()
     _night(db, tmp_path, -1, {S1: SAME, S2: SAME})
     _night(db, tmp_path, 0, {S1: REGRESS})
     report = dispatch(db, sink)  # S1 decided first: its alert waits for the other series
@@ -172,7 +172,7 @@ def test_a_series_is_delivered_when_its_own_hold_ends(
     the outbox (the posts it skipped as held would wait for the night's last delivery)."""
     state, sink = slack
     monkeypatch.setenv("OMNI_ALERT_TRIAGE_DELAY_S", "1200")
-    reset_settings()
+    get_settings.cache_clear()
     _night(db, tmp_path, -1, {S1: SAME, S2: SAME})
     _night(db, tmp_path, 0, {S1: REGRESS, S2: SAME})
     report, done = deliver_series(db, sink, S1)

@@ -337,16 +337,16 @@ def test_triage_updates_the_message_keeps_history_and_invalid_holds_until_a_new_
 def test_the_alert_names_the_commit_range_with_a_compare_link(
     db, tmp_path, slack, monkeypatch
 ) -> None:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_REPO_URL", "https://github.com/vllm-project/vllm-omni")
-    reset_settings()
+    get_settings.cache_clear()
     state, sink = slack
     good, bad = "a1" * 20, "b2" * 20
     store_night(db, tmp_path, 0, SAME, candidate_commit=good)
     store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)
     dispatch(db, sink)
-    reset_settings()
+    get_settings.cache_clear()
     (post,) = state.top_level()
     text = "\n".join(b["text"]["text"] for b in post["blocks"] if b.get("text"))
     night0, night1 = D0, D0 + dt.timedelta(days=1)
@@ -404,10 +404,10 @@ def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None
     """The first failed try of a series' night opens one INFRA alert (its id and what to run
     next in the message); every later try, of any of its tasks, replies in its thread."""
     from omni_tasks.alerts.infra import FailedTry, task_failed
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_AIRFLOW_URL", "https://airflow.example")
-    reset_settings()
+    get_settings.cache_clear()
     run_id = "scheduled__2026-11-30T02:00:00+00:00"
     night = dt.date(2026, 11, 30)
     lane = Series("daily_omni", "openbmb/MiniCPM-o-4_5", "rocm-mi300")
@@ -417,7 +417,7 @@ def test_a_task_failure_links_its_log_and_names_the_try(db, monkeypatch) -> None
         task_failed(db, FailedTry(s, "omni_nightly", "run_branch", run_id, night, n, "boom", i))
         for s, i, n in tries  # the fourth is the third again (a callback run twice)
     ]
-    reset_settings()
+    get_settings.cache_clear()
     assert ids[:4] == [ids[0]] * 4 and ids[4] != ids[0]  # one alert per series and night
     rows = db.execute(
         "SELECT idempotency_key, alert_id, kind, payload FROM omni.alert_outbox ORDER BY message_id"

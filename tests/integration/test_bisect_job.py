@@ -36,10 +36,10 @@ def _nightly(
 
 
 def test_stored_endpoint_runs_choose_the_clips(db, tmp_path: Path, monkeypatch) -> None:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
-    reset_settings()
+    get_settings.cache_clear()
     dataset = seed_tts_corpus(tmp_path / "en", 400)
     history = [f"{i:02d}" + "d" * 38 for i in range(8)]
     first_bad = history[5]
@@ -71,10 +71,10 @@ def test_endpoints_of_one_behaviour_name_no_commit(db, tmp_path: Path, monkeypat
     """A range whose ends behave alike (the step is before it: every commit is the rebase's
     behaviour): the stored runs differ on some clips by chance, fresh runs do not show the bad
     end worse, and the bisection names no commit."""
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
-    reset_settings()
+    get_settings.cache_clear()
     dataset = seed_tts_corpus(tmp_path / "en", 400)
     history = [f"{i:02d}" + "e" * 38 for i in range(8)]
     for seed, c in ((7, history[0]), (8, history[-1])):  # two nights, two seeds

@@ -13,7 +13,7 @@ import pytest
 from omni_tasks import benchmarks
 from omni_tasks.benchmarks.base import ImportOptions
 from omni_tasks.benchmarks.duplex_eval import PROTOCOL_PIN
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.grafana.dashboards import DASHBOARD_DIR, dashboards, render, trend_dashboard
 from omni_tasks.grafana.push import refresh
 from omni_tasks.store.runs import save_run
@@ -231,7 +231,7 @@ def test_push_is_idempotent_and_annotates_each_event_once(history, monkeypatch) 
     with serve_in_thread(grafana_app(state)) as url:
         monkeypatch.setenv("OMNI_GRAFANA_URL", url)
         monkeypatch.setenv("OMNI_GRAFANA_TOKEN", "glsa_planted_secret")
-        reset_settings()
+        get_settings.cache_clear()
         first = refresh(history)
         second = refresh(history)
     assert (first.dashboards_written, first.annotations_created) == (1, 1)  # regression_opened
@@ -246,7 +246,7 @@ def test_push_is_idempotent_and_annotates_each_event_once(history, monkeypatch) 
 
 def test_refresh_without_grafana_only_logs(history, monkeypatch) -> None:
     monkeypatch.delenv("OMNI_GRAFANA_URL", raising=False)
-    reset_settings()
+    get_settings.cache_clear()
     report = refresh(history)
     assert not report.configured and "not configured" in report.summary
 
@@ -256,7 +256,7 @@ def _grafana(monkeypatch, url: str, mode: str | None = None, token: str = "glsa_
     monkeypatch.setenv("OMNI_GRAFANA_TOKEN", token)
     if mode:
         monkeypatch.setenv("OMNI_GRAFANA_DASHBOARDS", mode)
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_one_mode_per_install_never_both_on_one_uid(history, monkeypatch) -> None:
@@ -281,7 +281,7 @@ def test_one_mode_per_install_never_both_on_one_uid(history, monkeypatch) -> Non
         _grafana(monkeypatch, url, "api")
         assert refresh(history).dashboards_written == 1
     assert FOLDER_UID in fresh.folders and FOLDER_UID != "omni-tasks"
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_a_refused_grafana_token_is_a_clear_error(history, monkeypatch) -> None:
@@ -300,7 +300,7 @@ def test_a_refused_grafana_token_is_a_clear_error(history, monkeypatch) -> None:
         ).fetchone()["n"]
         >= 1
     )
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_every_override_matches_a_series_the_queries_produce(history) -> None:

@@ -16,7 +16,7 @@ import psycopg
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.store.db import connect
 from omni_tasks.store.migrate import migrate
 from tests.conftest import scratch_database
@@ -55,7 +55,7 @@ def test_migrate_plan_lists_pending_migrations_and_applies_none(
     with scratch_database("omni_plan") as dsn:
         monkeypatch.setenv("OMNI_DATABASE_URL", dsn)
         monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
-        reset_settings()
+        get_settings.cache_clear()
         out = runner.invoke(app, ["db", "migrate", "--plan"])
         assert out.exit_code == 0, out.output
         planned = [
@@ -69,7 +69,7 @@ def test_migrate_plan_lists_pending_migrations_and_applies_none(
         assert runner.invoke(app, ["db", "migrate"]).exit_code == 0
         again = runner.invoke(app, ["db", "migrate", "--plan"])
         assert "schema is up to date" in again.output
-        reset_settings()
+        get_settings.cache_clear()
 
 
 def test_backup_and_restore_round_trip_a_gated_night(
@@ -82,7 +82,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
     (audio / "run-a").mkdir(parents=True)
     (audio / "run-a" / "u1.wav").write_bytes(b"RIFF" + bytes(100))
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(audio))
-    reset_settings()
+    get_settings.cache_clear()
     before = _snapshot(results_dsn)
     assert before["counts"]["run"] == 2 and before["stats"]
     dump = tmp_path / "backups" / "omni.dump"
@@ -94,7 +94,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
 
     with scratch_database("omni_restore") as target_dsn:
         monkeypatch.setenv("OMNI_DATABASE_URL", target_dsn)
-        reset_settings()
+        get_settings.cache_clear()
         refused = runner.invoke(app, ["db", "restore", str(dump)])
         assert refused.exit_code == 1 and "--yes" in refused.output
         (audio / "run-a" / "u1.wav").unlink()  # the audio root lost a file since
@@ -126,7 +126,7 @@ def test_backup_and_restore_round_trip_a_gated_night(
             "foreign_owned": 0,
         }, code
         assert "omni_restore_" in out.output and _restore_leftovers(out.output) == []
-        reset_settings()
+        get_settings.cache_clear()
 
 
 def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(
@@ -137,7 +137,7 @@ def test_audio_prune_keeps_recent_nights_and_what_an_open_alert_cites(
 
     audio = tmp_path / "audio"
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(audio))
-    reset_settings()
+    get_settings.cache_clear()
     store_night(db, tmp_path, 0, None)  # an old night (main only)
     recent = store_night(db, tmp_path, 1, None)
     db.execute("UPDATE omni.run SET nightly = current_date WHERE nightly = %s", (recent,))
@@ -233,7 +233,7 @@ def test_restore_of_a_truncated_dump_leaves_the_live_schema_untouched(
     db, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
-    reset_settings()
+    get_settings.cache_clear()
     simulated_night(
         db, seed_tts_corpus(tmp_path / "en", 60), dt.date(2026, 11, 20), "simulator:rebase"
     )
@@ -259,7 +259,7 @@ def test_restore_of_random_bytes_with_a_plausible_manifest_is_refused(
     db, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
-    reset_settings()
+    get_settings.cache_clear()
     before = _with_sentinel(db)
     manifest = _backup_of_live(tmp_path).with_name("omni.dump.manifest.json")
     bogus = tmp_path / "bogus.dump"
@@ -300,10 +300,10 @@ def test_restore_refuses_a_function_backed_materialized_view_and_runs_none_of_it
             )
             conn.commit()
         monkeypatch.setenv("OMNI_DATABASE_URL", source)
-        reset_settings()
+        get_settings.cache_clear()
         dump = _backup_of_live(tmp_path)
     monkeypatch.setenv("OMNI_DATABASE_URL", live_dsn)
-    reset_settings()
+    get_settings.cache_clear()
     out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
     assert out.exit_code == 1, out.output
     assert "FUNCTION omni leak()" in out.output and "MATERIALIZED VIEW" in out.output, out.output
@@ -330,7 +330,7 @@ def test_restore_refuses_objects_the_migrations_do_not_make(
             conn.execute("CREATE TABLE public.elsewhere (x int)")
             conn.commit()
         monkeypatch.setenv("OMNI_DATABASE_URL", source)
-        reset_settings()
+        get_settings.cache_clear()
         dump = _backup_of_live(tmp_path)
         other = tmp_path / "other.dump"
         from omni_tasks.store.backup import PG_BIN
@@ -344,7 +344,7 @@ def test_restore_refuses_objects_the_migrations_do_not_make(
             dump.with_name("omni.dump.manifest.json").read_text()
         )
     monkeypatch.setenv("OMNI_DATABASE_URL", live_dsn)
-    reset_settings()
+    get_settings.cache_clear()
     out = runner.invoke(app, ["db", "restore", str(dump), "--yes"])
     assert out.exit_code == 1, out.output
     assert "unexpected relation omni.extra" in out.output, out.output
@@ -366,7 +366,7 @@ def test_audio_prune_protects_cited_runs_by_id_not_by_substring(
 
     audio = tmp_path / "audio"
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(audio))
-    reset_settings()
+    get_settings.cache_clear()
     quoted_night = store_night(db, tmp_path, 0, None)
     db.execute(
         "UPDATE omni.run SET run_key = 'main \"quoted\" \\ ' || run_key WHERE nightly = %s",

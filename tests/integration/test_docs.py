@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from tests.conftest import scratch_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,13 +57,13 @@ def test_every_command_the_docs_show_runs_as_written(tmp_path: Path, monkeypatch
         monkeypatch.setenv("OMNI_DATABASE_URL", dsn)
         monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
         monkeypatch.delenv("OMNI_NIGHTLY_CONFIG", raising=False)
-        reset_settings()
+        get_settings.cache_clear()
         runner = CliRunner()
         for page, line in commands:
             args = shlex.split(line.replace("/backups/", f"{tmp_path}/backups/"))[1:]
             out = runner.invoke(app, args)
             assert out.exit_code == 0, (page.name, line, out.output[-2000:])
-        reset_settings()
+        get_settings.cache_clear()
 
 
 def _mkdocs(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -94,7 +94,7 @@ def test_the_command_reference_is_the_cli_as_it_is() -> None:
     is what the generator writes now (else `make docs` fails the same way)."""
     import typer
 
-    from omni_tasks.cli.reference import main, walk
+    from tests.cli_reference import main, walk
 
     page = (REPO / "docs" / "users" / "cli-reference.md").read_text(encoding="utf-8")
     for path, cmd in walk(typer.main.get_command(app)):

@@ -343,7 +343,7 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
 ) -> None:
     import yaml
 
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
     from omni_tasks.gates.policy import load_policy
     from omni_tasks.store import policy_versions
 
@@ -354,7 +354,7 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
     path = tmp_path / "policy-2026.11.yaml"
     path.write_text(yaml.safe_dump(old))
     monkeypatch.setenv("OMNI_GATE_POLICY", str(path))
-    reset_settings()
+    get_settings.cache_clear()
     policy = load_policy()
     # The version the code before issue 18 stored for that policy.
     assert policy.legacy_policy_version == "2026.11+3576947b" != policy.policy_version
@@ -383,7 +383,7 @@ def test_stored_policy_versions_move_to_the_decision_hash_and_keep_their_streak(
     later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
     assert later["verdict"] == "REGRESSED" and later["confirmed"]
     monkeypatch.delenv("OMNI_GATE_POLICY")
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_a_report_only_policy_edit_keeps_the_streak(
@@ -391,7 +391,7 @@ def test_a_report_only_policy_edit_keeps_the_streak(
 ) -> None:
     import yaml
 
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
     from omni_tasks.gates.policy import load_policy
 
     import_pair(tmp_path, WEAK, date="20261126-020000", seed=1)
@@ -400,12 +400,12 @@ def test_a_report_only_policy_edit_keeps_the_streak(
     edited = tmp_path / "policy.yaml"
     edited.write_text(yaml.safe_dump({**load_policy().model_dump(), "slo_tail": 0.2}))
     monkeypatch.setenv("OMNI_GATE_POLICY", str(edited))
-    reset_settings()
+    get_settings.cache_clear()
     try:
         later = json.loads(run("gate", "--nightly", "2026-11-27", "--json"))[0]
     finally:
         monkeypatch.delenv("OMNI_GATE_POLICY")
-        reset_settings()
+        get_settings.cache_clear()
     assert later["verdict"] == "REGRESSED" and later["confirmed"]
 
 
@@ -462,7 +462,8 @@ def test_bench_against_a_refusing_target_fails_and_says_why(db: psycopg.Connecti
 def _sim_night(db, tmp_path, drop: float | None, night: dt.date) -> None:
     """A night whose tails are the same on both branches; every clip carries SIM (or none,
     `drop=None`), the candidate's lower by `drop` on 60 % of the clips."""
-    from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
+    from bench.artifacts import parse_artifact
+    from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
     from omni_tasks.store.runs import save_run
     from tests.factories import SAME, write_json
 

@@ -20,10 +20,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from bench.artifacts import ClipModel
-from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER, parse_artifact
+from bench.artifacts import ClipModel, parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ARTIFACT_GRADER
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.series import DEFAULT_MODEL
 from omni_tasks.store.runs import save_run
 from tests.factories import write_json
@@ -132,20 +132,20 @@ def test_a_reference_this_history_prints_is_then_judged_for_its_sku_and_protocol
     empty = tmp_path / "references.yaml"
     empty.write_text("version: 1\nsuites: {}\n")
     monkeypatch.setenv("OMNI_GATE_REFERENCES", str(empty))
-    reset_settings()
+    get_settings.cache_clear()
     first = advise("--threshold", "0.35", "--sku", "H100").stdout
     assert "no reference registered for seed_tts_en" in first and "on H100 over chat" in first
     printed = first.split("in the references file:\n", 1)[1]
     mine = tmp_path / "mine.yaml"
     mine.write_text("version: 1\n" + printed)
     monkeypatch.setenv("OMNI_GATE_REFERENCES", str(mine))
-    reset_settings()
+    get_settings.cache_clear()
     try:
         (a,) = json.loads(advise("--threshold", "0.35", "--sku", "h100", "--json").stdout)
         other = advise("--threshold", "0.35", "--sku", "H100", "--protocol", "realtime").stdout
     finally:
         monkeypatch.delenv("OMNI_GATE_REFERENCES")
-        reset_settings()
+        get_settings.cache_clear()
     entry = yaml.safe_load(printed)["suites"]["seed_tts_en"]
     (ref,) = entry["models"][DEFAULT_MODEL]
     assert a["reference"].startswith(f"seed_tts_en · {DEFAULT_MODEL} · H100 · chat (8 nights")

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
 from omni_tasks.series import Series
 from omni_tasks.store.runs import save_run
@@ -36,9 +36,9 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubState]:
         monkeypatch.setenv("OMNI_GITHUB_API_URL", url)
         monkeypatch.setenv("OMNI_GITHUB_TOKEN", state.token)
         monkeypatch.setenv("OMNI_PUBLIC_URL", "https://omni.example")
-        reset_settings()
+        get_settings.cache_clear()
         yield state
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def reference(utt: str) -> str:

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from bench.artifacts import ABShape
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.series import Series
 from tests.factories import D0, gate_cli, save_night
 
@@ -263,7 +263,7 @@ def scenario(db, tmp_path, monkeypatch) -> Scenario:
     monkeypatch.setenv("OMNI_GRAFANA_PUBLIC_URL", "https://grafana.example.org")
     monkeypatch.setenv("OMNI_REPO_URL", "https://github.com/example/vllm-omni")
     monkeypatch.setenv("OMNI_ALERT_TRIAGE_DELAY_S", "0")
-    reset_settings()
+    get_settings.cache_clear()
     return Scenario(db, tmp_path)
 
 
@@ -350,7 +350,7 @@ def test_a_rebase_regressing_three_series_is_one_group(
     closes. With a triage delay the posts are held at dispatch, so later changes rewrite the
     pending post instead of updating a delivered one."""
     monkeypatch.setenv("OMNI_ALERT_TRIAGE_DELAY_S", str(delay))
-    reset_settings()
+    get_settings.cache_clear()
     everyone = (S1, S2, S3, S4)
     scenario.night(-1, dict.fromkeys(everyone, SAME), commit="0009abcd")
     scenario.night(0, {S1: REGRESS, S2: REGRESS, S3: REGRESS, S4: MISSING}, commit="0010abcd")

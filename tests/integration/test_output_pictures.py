@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from omni_tasks.alerts.slack import LocalSink, dispatch
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from tests.chromium import screenshot
 from tests.factories import REGRESS, SAME, store_night
 from tests.slack_html import page
@@ -38,7 +38,7 @@ def _text(dom: str) -> str:
 
 def test_a_confirmed_regression_alert_as_slack_draws_it(db, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("OMNI_REPO_URL", "https://github.com/vllm-project/vllm-omni")
-    reset_settings()
+    get_settings.cache_clear()
     good, bad = "a1b2c3d4e5" * 4, "f6e5d4c3b2" * 4
     store_night(db, tmp_path, 0, SAME, candidate_commit=good)
     store_night(db, tmp_path, 1, REGRESS, candidate_commit=bad)

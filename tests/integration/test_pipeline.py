@@ -82,12 +82,12 @@ class RecordingBackend:
 
 
 def test_batches_do_not_depend_on_arrival_order(tmp_path, monkeypatch, request) -> None:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
     from omni_tasks.evidence.audio import write_audio
 
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path))  # audio is read only under its root
-    reset_settings()
-    request.addfinalizer(reset_settings)
+    get_settings.cache_clear()
+    request.addfinalizer(get_settings.cache_clear)
 
     clips = []
     for i in range(10):

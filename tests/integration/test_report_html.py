@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from bench.artifacts import ABShape
 from omni_tasks.cli import app
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import write_audio
 from tests.chromium import screenshot
 from tests.factories import REGRESS, SAME, store_night
@@ -115,7 +115,7 @@ def test_a_secret_the_worker_holds_never_reaches_the_page(db, tmp_path: Path, mo
     transcript with the secret the worker holds replaced, every value through the one gate."""
     held = "held-but-not-a-known-shape-9876"
     monkeypatch.setenv("SOME_SERVICE_TOKEN", held)
-    reset_settings()
+    get_settings.cache_clear()
     store_night(db, tmp_path, 0, ABShape(n=40, stable_broken=2, regressed=6, improved=1))
     db.execute(
         "UPDATE omni.clip_grade SET hypothesis = %s WHERE wer > 0.5", (f"it said {held} aloud",)

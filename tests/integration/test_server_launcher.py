@@ -119,7 +119,7 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     and a free port, benchmarks it, records the stack, and stops it."""
     import datetime as dt
 
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
     from omni_tasks.deployment.schema import NightlyParams
     from omni_tasks.jobs.nightly import record_heads, run_branch
 
@@ -128,7 +128,7 @@ def test_nightly_serves_each_branch_from_its_own_environment(
     monkeypatch.setenv("OMNI_GPUS", "0,1")
     # The worker's own interpreter is a trusted executable here (trigger-form paths are not).
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
-    reset_settings()
+    get_settings.cache_clear()
     params = NightlyParams(
         branches=["main"],
         targets={"main": "vllm-serve"},
@@ -165,7 +165,7 @@ def test_minicpm_o_daily_omni_is_served_and_asked_by_its_recipe(
     import datetime as dt
 
     from omni_tasks import benchmarks
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
     from omni_tasks.deployment.schema import NightlyParams
     from omni_tasks.jobs.nightly import record_heads, run_branch
 
@@ -179,7 +179,7 @@ def test_minicpm_o_daily_omni_is_served_and_asked_by_its_recipe(
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.setenv("OMNI_GPUS", "0")
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([sys.prefix]))
-    reset_settings()
+    get_settings.cache_clear()
     params = NightlyParams(
         benchmark="daily_omni",
         branches=["main"],

@@ -9,7 +9,7 @@ import datetime as dt
 
 import pytest
 
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.records import ClipAudio, ClipGrade, Grader, RunSpec
 from omni_tasks.store.content import content_of
 from omni_tasks.store.runs import (
@@ -38,9 +38,9 @@ def _clips() -> list[ClipAudio]:
 @pytest.fixture
 def held(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("SOME_SERVICE_TOKEN", HELD)
-    reset_settings()
+    get_settings.cache_clear()
     yield
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def _stored_text(db) -> str:

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from omni_tasks.alerts.interactions import interactions_app
 from omni_tasks.alerts.triage import triage
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.reading import ConfigError
 from omni_tasks.deployment.sections import SlackActions, slack_actions
 from omni_tasks.synthesis.simulator import serve_in_thread
@@ -68,9 +68,9 @@ def hooks(monkeypatch: pytest.MonkeyPatch):
     found = Hooks()
     with serve_in_thread(found.app()) as url:
         monkeypatch.setenv("OMNI_SLACK_BASE_URL", f"{url}/api/")  # its origin may answer
-        reset_settings()
+        get_settings.cache_clear()
         yield found, f"{url}/actions/T0/1/abc"
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_only_listed_users_and_channels_may_click(db, tmp_path: Path, hooks) -> None:

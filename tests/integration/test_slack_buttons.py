@@ -17,7 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 from omni_tasks.alerts.interactions import interactions_app
 from omni_tasks.alerts.slack import SlackSink, dispatch
 from omni_tasks.alerts.triage import TriageError, triage
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.sections import SlackActions
 from omni_tasks.synthesis.simulator import serve_in_thread
 from tests.factories import REGRESS, store_night
@@ -49,11 +49,11 @@ def _signed(body: bytes, secret: str = SECRET, age_s: int = 0) -> dict[str, str]
 @pytest.fixture
 def slack(monkeypatch):
     monkeypatch.setenv("OMNI_SLACK_SIGNING_SECRET", SECRET)
-    reset_settings()
+    get_settings.cache_clear()
     state = SlackState()
     with serve_in_thread(slack_app(state)) as url:
         yield state, SlackSink("xoxb-test", "C0ALERTS", f"{url}/api/")
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_a_signed_click_acknowledges_as_the_slack_user(db, tmp_path: Path, slack) -> None:
@@ -108,7 +108,7 @@ def test_a_signed_click_acknowledges_as_the_slack_user(db, tmp_path: Path, slack
 
 
 def test_no_signing_secret_no_buttons_and_every_click_refused(db, tmp_path: Path) -> None:
-    reset_settings()
+    get_settings.cache_clear()
     store_night(db, tmp_path, 0, REGRESS)
     payload = db.execute("SELECT payload FROM omni.alert_outbox").fetchone()["payload"]
     assert all(b["type"] != "actions" for b in payload["blocks"])

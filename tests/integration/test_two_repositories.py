@@ -95,11 +95,11 @@ def _omni_repo(root: Path, pins: list[str]) -> list[str]:
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch):
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
     monkeypatch.setenv("OMNI_GPUS", "0,1")
-    reset_settings()
+    get_settings.cache_clear()
     index = tmp_path / "wheels"
     # Local versions: PyPI has the real 0.27.0 and 0.28.0, and no pin may resolve to them.
     _wheel(index, "0.27.0+test", planted=False)

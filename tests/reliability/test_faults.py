@@ -14,7 +14,7 @@ import pytest
 from starlette.responses import JSONResponse
 
 from omni_tasks.benchmarks.seed_tts.run import BenchRequest, run_benchmark
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.gates.policy import load_policy
 from omni_tasks.jobs.decide import decide_series
@@ -110,7 +110,7 @@ def test_full_audio_storage_fails_cleanly_and_the_rerun_converges(
     full = tmp_path / "full"
     full.write_text("not a directory: writes under it fail like a full disk")
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(full))
-    reset_settings()
+    get_settings.cache_clear()
     req = BenchRequest(target="simulator:main", branch="main", seed=3, limit=3, nightly=NIGHT)
     from omni_tasks.grading.asr import GraderSpec
     from omni_tasks.grading.backends import load_grader
@@ -126,7 +126,7 @@ def test_full_audio_storage_fails_cleanly_and_the_rerun_converges(
     assert db.execute("SELECT count(*) AS n FROM omni.clip_audio").fetchone()["n"] == 0
     assert db.execute("SELECT status FROM omni.grading").fetchone()["status"] == "running"
     monkeypatch.setenv("OMNI_AUDIO_ROOT", str(tmp_path / "audio"))
-    reset_settings()
+    get_settings.cache_clear()
     out = run_benchmark(db, req, grader, show_progress=False)
     assert out.run_status == "complete" and out.statuses == {"ok": 3}
 
@@ -137,7 +137,7 @@ def test_grafana_down_still_writes_the_report(db, tmp_path, monkeypatch) -> None
     night = store_night(db, tmp_path, 0, REGRESS)
     monkeypatch.setenv("OMNI_GRAFANA_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("OMNI_GRAFANA_TOKEN", "glsa_x")
-    reset_settings()
+    get_settings.cache_clear()
     with pytest.raises(Exception, match=r"(?i)connect|refused|grafana"):
         refresh_outputs(db, [Series("seed_tts_en")], night, 0.5)
     home = Path(__import__("os").environ["OMNI_HOME"])

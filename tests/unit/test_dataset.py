@@ -92,14 +92,14 @@ def test_non_utf8_and_missing_files_are_clear(tmp_path: Path) -> None:
 
 
 def test_demo_corpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_CACHE_DIR", str(tmp_path))
-    reset_settings()
+    get_settings.cache_clear()
     ds = load_dataset("demo")
     assert len(ds.utterances) == 100
     questions = sum(is_question(u.target_text) for u in ds.utterances)
     assert 20 <= questions <= 40  # about a quarter to a third questions or requests
     assert all(u.prompt_wav.is_file() for u in ds.utterances)
     assert load_dataset("demo").fingerprint == ds.fingerprint  # prompts spoken deterministically
-    reset_settings()
+    get_settings.cache_clear()

@@ -131,10 +131,10 @@ def test_the_variable_or_the_env_may_name_a_file(tmp_path: Path, monkeypatch) ->
 def test_a_url_target_carries_its_deploy_config(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_TRUSTED_ROOTS", json.dumps([str(tmp_path)]))
-    reset_settings()
+    get_settings.cache_clear()
     try:
         targets = {
             "main": {"url": "http://gpu-1:8091", "deploy_config": str(tmp_path / "d.yaml")},
@@ -148,7 +148,7 @@ def test_a_url_target_carries_its_deploy_config(tmp_path: Path, monkeypatch) -> 
         assert params.target_deploy_config("main") == str(tmp_path / "d.yaml")
         assert params.target_deploy_config("rebase") is None
     finally:
-        reset_settings()
+        get_settings.cache_clear()
 
 
 FLEET = {

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.deployment.schema import Serving
 from omni_tasks.environments import Environment
 from omni_tasks.synthesis import server as server_mod
@@ -41,9 +41,9 @@ stages:
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
-    reset_settings()
+    get_settings.cache_clear()
     yield tmp_path / "home"
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def _serve(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch, **server: Any) -> dict:

@@ -18,11 +18,11 @@ def _plugin():  # type: ignore[no-untyped-def]
 
 
 def test_links_and_macros(monkeypatch) -> None:
-    from omni_tasks.config import reset_settings
+    from omni_tasks.config import get_settings
 
     monkeypatch.setenv("OMNI_GRAFANA_URL", "https://grafana.example/")
     monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example/")
-    reset_settings()
+    get_settings.cache_clear()
     m = _plugin()
     key = SimpleNamespace(run_id="scheduled__2026-11-28T02:00:00+00:00", dag_id="omni_nightly")
     grafana, report = m.OmniLinksPlugin.global_operator_extra_links
@@ -39,7 +39,7 @@ def test_links_and_macros(monkeypatch) -> None:
     )
     assert {f.__name__ for f in m.OmniLinksPlugin.macros} == {"grafana_url", "report_url"}
     monkeypatch.setenv("OMNI_BENCHMARK", "daily_omni")  # the default benchmark, configured
-    reset_settings()
+    get_settings.cache_clear()
     assert grafana.get_link(None, ti_key=key).endswith("?var-benchmark=daily_omni")
     assert m.report_url("2026-11-28").endswith("/omni/reports/daily_omni_2026-11-28.html")
     evidence, webhook, slack = m.OmniLinksPlugin.fastapi_apps
@@ -47,5 +47,5 @@ def test_links_and_macros(monkeypatch) -> None:
     assert webhook["url_prefix"] == "/omni-github"  # GitHub's PR webhook, HMAC-checked
     assert slack["url_prefix"] == "/omni-slack"  # Slack's buttons, signature-checked
     monkeypatch.delenv("OMNI_PUBLIC_URL")
-    reset_settings()
+    get_settings.cache_clear()
     assert m.report_url("2026-11-28") == ""  # no public URL: no link, never file://

@@ -11,7 +11,7 @@ import pytest
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
-from omni_tasks.config import reset_settings
+from omni_tasks.config import get_settings
 from omni_tasks.evidence.audio import write_audio
 from omni_tasks.evidence.serving import evidence_app
 from tests.factories import stored_decision
@@ -26,7 +26,7 @@ def _token_required(request: Request) -> str:
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OMNI_HOME", str(tmp_path / "home"))
-    reset_settings()
+    get_settings.cache_clear()
     (tmp_path / "home" / "reports").mkdir(parents=True)
     (tmp_path / "home" / "reports" / "seed_tts_en_2026-11-20.html").write_text("<html>r</html>")
     write_audio(
@@ -40,7 +40,7 @@ def client(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
     os.symlink(tmp_path / "secret.html", tmp_path / "home" / "reports" / "planted.html")
     os.mkfifo(tmp_path / "home" / "reports" / "fifo.html")
     yield TestClient(evidence_app(auth=_token_required))
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_reports_and_audio_are_served_to_authenticated_callers(client) -> None:  # type: ignore[no-untyped-def]
@@ -77,14 +77,14 @@ def test_alert_links_use_the_served_report_and_never_file_urls(monkeypatch) -> N
 
     d = stored_decision(nightly=dt.date(2026, 11, 20))
     monkeypatch.delenv("OMNI_PUBLIC_URL", raising=False)
-    reset_settings()
+    get_settings.cache_clear()
     assert "Report" not in links_for(d) and "file://" not in str(links_for(d))
     monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example")
-    reset_settings()
+    get_settings.cache_clear()
     assert links_for(d)["Report"] == (
         "https://airflow.example/omni/reports/seed_tts_en_2026-11-20.html"
     )
-    reset_settings()
+    get_settings.cache_clear()
 
 
 def test_the_reports_shared_plotly_script_is_served_as_javascript(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -135,7 +135,7 @@ def test_a_server_log_is_served_as_inert_text_and_linked_from_its_error(
     assert r.headers["content-security-policy"] == "sandbox"
     assert client.get("/server-logs/..%2Freports%2Fx.html", headers=ok).status_code == 404
     monkeypatch.setenv("OMNI_PUBLIC_URL", "https://airflow.example")
-    reset_settings()
+    get_settings.cache_clear()
     assert server_log_url(str(logs / "main_2026-11-20_abc.log")) == (
         "https://airflow.example/omni/server-logs/main_2026-11-20_abc.log"
     )

@@ -25,7 +25,6 @@ from omni_tasks.benchmarks.artifact import (
     harness_setup,
     imported_spec,
     nightly_of,
-    read_document,
     require,
     short_number,
     summary_figures,
@@ -85,11 +84,6 @@ SUMMARY_KEYS = (
     "seed_tts_no_pcm",
     "seed_tts_asr_failed",
 )
-
-
-def parse_artifact(path: Path, **options: Any) -> ParsedArtifact:
-    """A results file as seed_tts_en's; `options`: its ImportOptions' fields (branch, …)."""
-    return parse_document(read_document(path), ImportOptions(**options))
 
 
 def parse_document(

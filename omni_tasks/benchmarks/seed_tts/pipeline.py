@@ -122,7 +122,6 @@ def run_pipelined(
     cfg: ClientConfig,
     grader: LoadedGrader,
     *,
-    queue_clips: int = QUEUE_CLIPS,
     on_clip: Callable[[str], None] | None = None,
 ) -> None:
     """Synthesize and grade `utterances` into run `run_key` at once (see the module doc)."""
@@ -131,7 +130,7 @@ def run_pipelined(
     grading_id, _ = runs.open_grading(conn, run_id, Grader(grader.grader_id, grader.description()))
     conn.commit()
     graded = runs.graded_utts(conn, grading_id)
-    worker = BatchGrader(grader, len(utterances), spec.system_prompt, queue_clips)
+    worker = BatchGrader(grader, len(utterances), spec.system_prompt, QUEUE_CLIPS)
     worker.start()
 
     def write_grades() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError, parse_artifact
+from bench.artifacts import parse_artifact
+from omni_tasks.benchmarks.seed_tts.artifact import ArtifactError
 from tests.factories import small_artifact, write_json
 
 

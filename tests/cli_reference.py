@@ -1,9 +1,10 @@
 """The docs' command reference (`docs/users/cli-reference.md`), generated from the CLI itself:
 every command and group with its help, usage and options. `make docs` runs `--check`, so a
-command, option or help text changed without regenerating the page fails the docs build.
+command, option or help text changed without regenerating the page fails the docs build. A
+docs tool, not part of the package (like `tests.conformance.latest`).
 
-    python -m omni_tasks.cli.reference docs/users/cli-reference.md           # write it
-    python -m omni_tasks.cli.reference docs/users/cli-reference.md --check   # or fail on drift
+    python -m tests.cli_reference docs/users/cli-reference.md           # write it
+    python -m tests.cli_reference docs/users/cli-reference.md --check   # or fail on drift
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ PROG = "omni-tasks"
 HEADER = (
     "# Command reference\n\n"
     "Every `omni-tasks` command with its options, generated from the CLI "
-    "(`python -m omni_tasks.cli.reference docs/users/cli-reference.md`; `make docs` fails when "
+    "(`python -m tests.cli_reference docs/users/cli-reference.md`; `make docs` fails when "
     "this page is stale). [Every command](commands.md) says what each is for, one line each.\n"
 )
 
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> int:
     text = render(app)
     if check:
         if not page.is_file() or page.read_text(encoding="utf-8") != text:
-            sys.stderr.write(f"{page} is stale: run `python -m omni_tasks.cli.reference {page}`\n")
+            sys.stderr.write(f"{page} is stale: run `python -m tests.cli_reference {page}`\n")
             return 1
         return 0
     page.write_text(text, encoding="utf-8")
