@@ -238,13 +238,14 @@ def _quiet_night(
     night = d.nightly
     # Resolved by the policy's resolve_nights (three) or more consecutive non-INFRA nights
     # that together rule the regression out (analysis/resolution.py): their paired tables
-    # pooled, Δ tail's upper bound below a floor chosen from the series' ψ/n, min_effect or
-    # wider where the size cannot tell less from noise (all IMPROVED also resolves; nights without a
-    # table, run groups, resolve only as that many SAME/IMPROVED), both widened by the newest
-    # night's run-level noise φ: the streak's φ̂ share all but a few of their nightly totals,
-    # and the pooled confirmation reads the newest's too. One quiet night cannot tell a
-    # persisting small step from none, so until then the alert stays open and says so
-    # (simulated in bench/bench_statistics_sim.py, "alert resolution").
+    # pooled (or, where each night has precise history evidence, the nights against the
+    # baseline's history), Δ tail's upper bound below a floor chosen from the series' ψ/n,
+    # min_effect or wider where the size cannot tell less from noise (all IMPROVED also
+    # resolves; nights without a table, run groups, resolve only as that many SAME/IMPROVED),
+    # both widened by the newest night's run-level noise φ: the streak's φ̂ share all but a
+    # few of their nightly totals, and the pooled confirmation reads the newest's too. One
+    # quiet night cannot tell a persisting small step from none, so until then the alert
+    # stays open and says so (simulated in bench/bench_statistics_sim.py, "alert resolution").
     pol = policy.for_benchmark(d.benchmark)
     needed = pol.resolve_nights
     recent = [k for k in book.verdicts_since(d, alert.last_nightly, night) if k.verdict != "INFRA"]
