@@ -58,7 +58,16 @@ def test_load_reads_totals_and_history_and_write_stores_the_history(
         "SELECT history, reasons FROM omni.gate_decision WHERE nightly = %s", (tonight,)
     ).fetchone()
     assert written["history"] is not None
-    assert set(written["history"]) == {"z", "delta", "n", "nights", "refused", "phi", "phi_nights"}
+    assert set(written["history"]) == {
+        "z",
+        "delta",
+        "n",
+        "nights",
+        "refused",
+        "phi",
+        "phi_nights",
+        "sd",
+    }
     assert (written["history"]["n"], written["history"]["nights"]) == (SAME.n, 6)
     assert written["history"]["phi_nights"] == 6
     assert row.decision.history is not None
