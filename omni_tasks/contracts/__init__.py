@@ -63,7 +63,7 @@ def _from_json(tp: Any, value: Any) -> Any:
 
 
 @functools.cache
-def _fields(cls: type) -> dict[str, Any]:
+def _fields(cls: type) -> dict[str, object]:
     """A dataclass's field types, resolved once: `get_type_hints` evaluates every string
     annotation on each call, which was a quarter of a night's `decide`."""
     hints = get_type_hints(cls)

@@ -239,13 +239,19 @@ def _checksum(db: psycopg.Connection) -> dict[str, str]:
     return out
 
 
-def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db) -> None:
+def test_nightly_runs_under_airflow_and_reruns_change_nothing(af, db, tmp_path: Path) -> None:
     conf = json.dumps(
         {
             "transcript_mode": True,
             "targets": {"main": "simulator:main", "rebase": "simulator:rebase"},
         }
     )
+    # This night's re-run would confirm a 2-point step at 100 clips less often than the
+    # shipped rerun_power asks, so it would be skipped; a policy without that floor shows the
+    # re-run task's runs under Airflow (test_same_morning covers the skip).
+    policy = yaml.safe_load((REPO / "omni_tasks/gates/gate_policy.yaml").read_text())
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump({**policy, "rerun_power": 0.0}))
+    af = {**af, "OMNI_GATE_POLICY": str(tmp_path / "policy.yaml")}
     first = dags_test(af, "omni_nightly", "2026-11-20", conf)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     runs = db.execute(
