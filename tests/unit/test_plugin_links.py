@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+import subprocess
+import sys
 from types import SimpleNamespace
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "omni_links.py"
@@ -42,10 +44,25 @@ def test_links_and_macros(monkeypatch) -> None:
     get_settings.cache_clear()
     assert grafana.get_link(None, ti_key=key).endswith("?var-benchmark=daily_omni")
     assert m.report_url("2026-11-28").endswith("/omni/reports/daily_omni_2026-11-28.html")
-    evidence, webhook, slack = m.OmniLinksPlugin.fastapi_apps
+    evidence, webhook, slack = m.OmniLinksPlugin().fastapi_apps  # Airflow reads an instance
     assert evidence["url_prefix"] == "/omni"
     assert webhook["url_prefix"] == "/omni-github"  # GitHub's PR webhook, HMAC-checked
     assert slack["url_prefix"] == "/omni-slack"  # Slack's buttons, signature-checked
     monkeypatch.delenv("OMNI_PUBLIC_URL")
     get_settings.cache_clear()
     assert m.report_url("2026-11-28") == ""  # no public URL: no link, never file://
+
+
+def test_loading_the_plugin_builds_no_app() -> None:
+    """Every Airflow process loads plugins (a worker's task, the CLI, the scheduler); only the
+    API server reads the apps and the middleware, so loading the plugin imports none of them."""
+    probe = (
+        f"import runpy, sys; m = runpy.run_path({str(PLUGIN)!r}); "
+        "print(sorted(n for n in sys.modules if n.startswith(('omni_tasks.', 'fastapi'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    for heavy in ("fastapi", "omni_tasks.evidence.serving", "omni_tasks.dag_support.submit"):
+        assert f"'{heavy}'" not in loaded, heavy
+    assert "'omni_tasks.evidence.links'" not in loaded  # links import theirs when asked
