@@ -79,7 +79,11 @@ docs: install
 # --dist loadgroup: tests that share one expensive fixture (an `xdist_group` mark, e.g. the
 # Celery night of tests/reliability/conftest.py) run on one worker, so it is built once; every
 # other test is handed out one at a time to whichever worker is free.
+# compileall first: where PYTHONDONTWRITEBYTECODE is set (the dev machines here set it)
+# or a process reads the tree read-only (the sandbox), every Airflow process, CLI call and
+# task compiled our modules from source again; a .pyc on disk is read either way.
 test: lint system-deps
+	$(BIN)/python -m compileall -q -j 2 omni_tasks dags plugins tests bench
 	$(BIN)/pytest -n 2 --dist loadgroup -q --durations=25
 
 unit: install
