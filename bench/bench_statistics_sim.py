@@ -153,6 +153,11 @@ def main() -> None:
     )
     ap.add_argument("--workers", type=int, default=2, help="with --clip-model: processes")
     ap.add_argument("--scale", type=float, default=1.0, help="with --clip-model: × series")
+    ap.add_argument(
+        "--resolution-series",
+        type=int,
+        help="with --clip-model: series of the two resolution figures (default 400 × scale)",
+    )
     args = ap.parse_args()
     policy = load_policy()
     if args.clip_model is not None:
@@ -360,6 +365,7 @@ def _clip_model(args: argparse.Namespace, policy: GatePolicy) -> None:
         args.quick,
         workers=args.workers,
         scale=args.scale,
+        resolution_series=args.resolution_series,
     )
     figures["seconds"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(figures, indent=2) + "\n"

@@ -495,15 +495,18 @@ def run(
     seed: int = 65,
     workers: int = 2,
     scale: float = 1.0,
+    resolution_series: int | None = None,
 ) -> dict[str, Any]:
     """Every figure the issue asks of a model, under the kind's policy; `scale` multiplies
-    the numbers of series and histories (not the nights of a series)."""
+    the numbers of series and histories (not the nights of a series); `resolution_series`
+    sets the resolution figures' own (their first 400 are the default's series)."""
     if model.kind == "mc":
         policy = policy.for_benchmark("daily_omni")
     aa_series, aa_nights, steps, resolve, histories = (
         max(1, round(k * scale)) if i != 1 else k
         for i, k in enumerate(SIZES["quick" if quick else "default"])
     )
+    resolve = resolution_series or resolve
     a = aa(model, policy, aa_series, aa_nights, seed, workers)
     d = step(model, policy, steps, 12, seed + 1, workers)
     b = bisections(model, histories, seed + 4)

@@ -543,7 +543,7 @@ def test_auto_bisect_triggers_the_bisect_dag_once(af, db, tmp_path: Path) -> Non
     }
     bad = {"commits": {"main": commits[0], "rebase": commits[4]}}
     for night, conf in (("2026-11-27", good), ("2026-11-28", bad), ("2026-11-28", bad)):
-        out = dags_test(env, "omni_nightly", night, json.dumps(conf))
+        out = dags_test(env, "omni_nightly", night, json.dumps(conf), every_dag=True)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         db.commit()
     verdicts = [
