@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "omni_links.py"
