@@ -234,3 +234,70 @@ def test_a_one_series_form_runs_only_on_a_lane_the_config_defines(kind: str) -> 
     assert one_series_form(kind, {**form, "lane": "default"}, None)["lane"] == "default"
     with pytest.raises(ConfigError, match="trigger form: lane"):
         one_series_form(kind, {**form, "lane": "cuda"}, None)
+
+
+def _keywords(schema: Any) -> set[str]:
+    """Every keyword of `schema` and its subschemas (property names are not keywords)."""
+    if isinstance(schema, list):
+        return set().union(*map(_keywords, schema)) if schema else set()
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, sub in schema.items():
+        if key in ("properties", "patternProperties", "$defs", "definitions"):
+            found |= set().union(*map(_keywords, sub.values())) if sub else set()
+        elif key not in ("enum", "const", "examples", "default", "required"):
+            found |= _keywords(sub)
+    return found
+
+
+def _values(conf: dict[str, Any], field: str) -> list[Any]:
+    return [conf[field]] if field in conf else []
+
+
+def test_every_form_reads_the_same_under_draft_7_as_under_2020_12() -> None:
+    """Each Param names JSON Schema draft 7 (dag_support/params.py: its metaschema check costs
+    a fifth of 2020-12's on every validation), so each field must mean under draft 7 what it
+    means under 2020-12: no keyword only 2020-12 knows (draft 7 would ignore it, and the field
+    would take what it refused), and every probe value, hostile or good, judged alike."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    from omni_tasks.dag_support import params
+
+    only_2020 = set(jsonschema.Draft202012Validator.VALIDATORS) - set(
+        jsonschema.Draft7Validator.VALIDATORS
+    )
+    assert "prefixItems" in only_2020 and "unevaluatedProperties" in only_2020
+    probes: list[Any] = [
+        *(None, "", "main", "a" * 500, "../../etc/passwd", "3f2a9c1", "2026-11-28"),
+        *(0, 1, -1, 7, 0.5, 1e308, math.nan, math.inf, True, False),
+        *([], [1, 2, 3], ["a"], HISTORY, [{"name": "x"}], {}, {"a": 1}, {"vllm": "0.11.0"}),
+        *({"model": "Qwen/Qwen3-Omni"}, {"rebase": "3f2a9c1"}, {"main": "simulator:main"}),
+        *({"stages": [EAGER]}, _stages(max_num_seqs=1e308)["overrides"]),
+    ]
+    forms_ = {kind: _form(kind) for kind in ("nightly", "bisect", "ablate", "ab")}
+    forms_["regrade"] = params.regrade_params()
+    checked = 0
+    for kind, form in forms_.items():
+        for field, param in form.items():
+            schema = param.schema
+            assert validator_for(schema) is jsonschema.Draft7Validator, (kind, field)
+            assert not _keywords(schema) & only_2020, (kind, field, _keywords(schema) & only_2020)
+            draft7, draft2020 = (
+                jsonschema.Draft7Validator(schema),
+                jsonschema.Draft202012Validator(
+                    {k: v for k, v in schema.items() if k != "$schema"}
+                ),
+            )
+            examples = schema.get("examples", [])
+            known = [c for k, c, *_ in [*HOSTILE, *GOOD] if k == kind]
+            for probe in [
+                *probes,
+                param.value,
+                *examples,
+                *(v for c in known for v in _values(c, field)),
+            ]:
+                assert draft7.is_valid(probe) == draft2020.is_valid(probe), (kind, field, probe)
+                checked += 1
+    assert checked > 1000
