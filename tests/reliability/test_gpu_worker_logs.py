@@ -30,9 +30,12 @@ def test_a_gpu_tasks_log_is_read_through_the_api_from_its_worker(
     read = night.logs[log_key(ti)]
     assert read.status_code == 200, read.text[:500]
     text = str(read.json())
-    # …and the API server fetched it from there: the task's own lines, not an error.
+    # …and the API server fetched it from there: the task's own lines, not an error. A 403 from
+    # the worker's log server reads as Airflow's secret_key advice (file_task_handler); a bare
+    # "403" also matched a timestamp's microseconds (…49.403759Z) and failed a green night.
     assert "Task instance is in running state" not in text
-    assert "Could not read served logs" not in text and "403" not in text, text[:2000]
+    assert "Could not read served logs" not in text, text[:2000]
+    assert "make sure that all your Airflow components" not in text, text[:2000]
     assert "Done. Returned value" in text, text[:2000]
     # Long work is not silent: the branch's progress, with counts, is in its log.
     progress = re.findall(r"\w+ [\w.-]+: \d+/\d+ \(\d+ %\)", text)
