@@ -426,7 +426,8 @@ def resolutions(
             if point.verdict == "REGRESSED" and (
                 by_history(found, policy)
                 or point.p_regress_holm is None
-                or widened(point.p_regress_holm, found.phi, found.phi_nights) < policy.alpha
+                or widened(point.p_regress_holm, found.phi, found.phi_nights)
+                < policy.resolve_restart_alpha
             ):
                 quiet, histories = [], []
                 continue

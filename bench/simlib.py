@@ -500,8 +500,9 @@ def alert_resolutions(
 ) -> float:
     """The share of `series` (an alert open from night 0) that resolve within `nights` under
     the lifecycle's rule (analysis/resolution.py: at least resolve_nights nights without a
-    regression whose pooled paired tables rule the regression out): with `bad_tail` 0 an A/A
-    pair, else the model's tail against a step to `bad_tail` that persists."""
+    restart, a REGRESSED night at Holm p < resolve_restart_alpha, whose pooled paired tables
+    rule the regression out): with `bad_tail` 0 an A/A pair, else the model's tail against a
+    step to `bad_tail` that persists."""
     good = model.probabilities(n)
     base_p, head_p = (good, good) if bad_tail == 0 else step_probabilities(bad_tail, n, model)
     rng = np.random.default_rng(seed)
@@ -510,7 +511,10 @@ def alert_resolutions(
         quiet: list[tuple[int, int, int, int]] = []
         for _night in range(nights):
             table = paired_night(rng, base_p, head_p)
-            if paired_point(dt.date(2027, 1, 1), table, policy).verdict == "REGRESSED":
+            point = paired_point(dt.date(2027, 1, 1), table, policy)
+            if point.verdict == "REGRESSED" and (
+                point.p_regress_holm is None or point.p_regress_holm < policy.resolve_restart_alpha
+            ):
                 quiet = []  # the alert is touched again: a new quiet streak starts after it
                 continue
             quiet.append(table)

@@ -51,6 +51,7 @@ ADDED_AFTER_LEGACY = {
     "resolve_confidence",
     "resolve_aa_share",
     "resolve_confidence_min",
+    "resolve_restart_alpha",
     *CONFIRMING_PATHS,
 }
 
@@ -121,6 +122,12 @@ class GatePolicy(BaseModel):
     phi_nights: int = Field(default=60, ge=2)
     resolve_confidence_min: float = Field(default=0.95, gt=0.5, lt=1)
     resolve_aa_share: float = Field(default=0.98, gt=0.5, lt=1)
+    # An open alert's quiet streak restarts on a REGRESSED night, unconfirmed and not
+    # REGRESSED by its history, only when its Holm p widened by φ is below this: φ̂ from 60
+    # nights runs low often enough that at `alpha` 5 % of A/A alerts at 2,700 questions with
+    # run-level noise did not resolve within three nights. A night short of it joins the
+    # streak, whose pooled rule-out still weighs it, so a persisting step does not resolve.
+    resolve_restart_alpha: float = Field(default=0.002, gt=0, lt=1)
     # Same-morning confirmation (analysis/rerun.py): a REGRESSED, unconfirmed night's
     # discordant items re-run on both branches at `rerun_seeds` fresh seeds confirm it when
     # the item-level sign test's p (its counts shrunk by φ) is below `rerun_alpha`, unless that

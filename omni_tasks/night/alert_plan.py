@@ -132,10 +132,10 @@ def _regression(book: Book, d: KeyNight, tau: float, policy: GatePolicy) -> None
         return
     if d.verdict == "INFRA" or d.nightly <= alert.last_nightly:
         return  # INFRA never moves an alert; an earlier or the same night was already planned
-    # A REGRESSED night that run-level noise explains (unconfirmed, McNemar's p not below α
-    # once widened by φ) neither restarts the streak nor is left out of it: restarted on
-    # McNemar's p, 80 % of A/A alerts at 2,700 questions with run-level noise (φ ≈ 3.6)
-    # resolved within three nights, not 96.75 % (issue 65).
+    # A REGRESSED night short of a restart (unconfirmed, McNemar's p not below
+    # resolve_restart_alpha once widened by φ) neither restarts the streak nor is left out of
+    # it: restarted on McNemar's p at α, 80 % of A/A alerts at 2,700 questions with run-level
+    # noise (φ ≈ 3.6) resolved within three nights; widened by φ, 94.975 % (issue 65).
     if d.verdict == "REGRESSED" and beyond_noise(d, policy.for_benchmark(d.benchmark)):
         _still_regressed(book, d, key, ctx, commit, alert)
     else:
@@ -249,7 +249,7 @@ def _quiet_night(
     pol = policy.for_benchmark(d.benchmark)
     needed = pol.resolve_nights
     recent = [k for k in book.verdicts_since(d, alert.last_nightly, night) if k.verdict != "INFRA"]
-    quiet = 1 if recent else 0  # nights in a row since the last REGRESSED beyond noise
+    quiet = 1 if recent else 0  # nights in a row since the last restart
     while quiet < len(recent) and consecutive(
         recent[-quiet - 1].nightly, recent[-quiet].nightly, policy
     ):
@@ -270,7 +270,7 @@ def _quiet_night(
     high = shown.high if shown else None
     basis = shown.basis(pol.min_effect) if shown else "the policy's min_effect"
     if d.verdict == "REGRESSED":
-        ctx = dataclasses.replace(ctx, verdict="REGRESSED within run-level noise")
+        ctx = dataclasses.replace(ctx, verdict="REGRESSED within noise")
     if not (window and ruled_out):
         held = blocks.regression_held(ctx, ctx.verdict, quiet, needed, high, floor, basis)
         book.say(f"{key}|{night}|held", alert.alert_id, "reply", held)

@@ -73,12 +73,12 @@ def by_history(h: DecisionHistory | None, policy: GatePolicy) -> bool:
 
 
 def beyond_noise(k: KeyNight, policy: GatePolicy) -> bool:
-    """Whether REGRESSED night `k` holds up against run-level noise: confirmed, REGRESSED by
-    its history evidence, or its Holm p still below α once widened by the night's φ (a night
-    without a McNemar p, a run group's, is taken as it is)."""
+    """Whether REGRESSED night `k` restarts an open alert's quiet streak: confirmed, REGRESSED
+    by its history evidence, or its Holm p still below `resolve_restart_alpha` once widened by
+    the night's φ (a night without a McNemar p, a run group's, is taken as it is)."""
     if k.confirmed or by_history(k.history, policy) or k.mcnemar_p_holm is None:
         return True
-    return rules.widened(k.mcnemar_p_holm, *noise(k)) < policy.alpha
+    return rules.widened(k.mcnemar_p_holm, *noise(k)) < policy.resolve_restart_alpha
 
 
 def lifted(v: rules.Verdict, h: DecisionHistory | None, policy: GatePolicy) -> rules.Verdict:

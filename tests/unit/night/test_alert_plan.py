@@ -239,24 +239,28 @@ def test_a_regression_overlapping_another_series_lone_alert_forms_a_group() -> N
     assert dataclasses.replace(book.transitions[0], detail="").group_id == 8
 
 
-def test_a_regressed_night_within_run_level_noise_joins_the_streak() -> None:
+def test_a_regressed_night_short_of_a_restart_joins_the_streak() -> None:
     """Unconfirmed REGRESSED at Holm p .004 under φ 2 (60 nights of totals): widened by √φ on
-    Student's t, p is far above α, so the night neither restarts the streak nor is left out
-    of it; at p 1e-6 it holds up, and the alert is still regressed."""
+    Student's t, p is far above the restart level, so the night neither restarts the streak
+    nor is left out of it; at p 1e-6 it holds up, and the alert is still regressed. Without
+    φ, p .004 is REGRESSED at α yet short of a restart; p .001 restarts."""
     noisy = DecisionHistory(
         z=0.5, delta=0.01, n=1088, nights=15, refused=None, phi=2, phi_nights=60
     )
+    restart = POLICY.resolve_restart_alpha
     assert student_t.sf(norm.isf(0.004) / math.sqrt(2), 59) > POLICY.alpha
-    assert student_t.sf(norm.isf(1e-6) / math.sqrt(2), 59) < POLICY.alpha
+    assert student_t.sf(norm.isf(1e-6) / math.sqrt(2), 59) < restart
+    assert 0.001 < restart < 0.004 < POLICY.alpha
     head = [night(0, "REGRESSED", True), night(1, "SAME"), night(2, "SAME")]
     table = (80, 20, 6, 982)
-    explained = night(3, "REGRESSED", mcnemar_p_holm=0.004, history=noisy, table=table)
-    book = plan(3, [*head, explained], open_alerts={KEY: alert(3, KEY, 0, 0)})
+
+    def planned(p: float, history: DecisionHistory | None) -> alert_plan.Book:
+        tonight = night(3, "REGRESSED", mcnemar_p_holm=p, history=history, table=table)
+        return plan(3, [*head, tonight], open_alerts={KEY: alert(3, KEY, 0, 0)})
+
+    book = planned(0.004, noisy)
     assert [t.kind for t in book.transitions] == ["resolve"]
-    assert "REGRESSED within run-level noise" in str(book.messages[-1].payload)
-    beyond = night(3, "REGRESSED", mcnemar_p_holm=1e-6, history=noisy, table=table)
-    book = plan(3, [*head, beyond], open_alerts={KEY: alert(3, KEY, 0, 0)})
-    assert [t.kind for t in book.transitions] == ["still"]
-    quiet_phi = night(3, "REGRESSED", mcnemar_p_holm=0.004, table=table)  # no φ: McNemar's p
-    book = plan(3, [*head, quiet_phi], open_alerts={KEY: alert(3, KEY, 0, 0)})
-    assert [t.kind for t in book.transitions] == ["still"]
+    assert "REGRESSED within noise" in str(book.messages[-1].payload)
+    assert [t.kind for t in planned(1e-6, noisy).transitions] == ["still"]
+    assert [t.kind for t in planned(0.004, None).transitions] == ["resolve"]
+    assert [t.kind for t in planned(0.001, None).transitions] == ["still"]
