@@ -29,12 +29,12 @@ from scipy.stats import beta, binom, norm
 
 from omni_tasks.analysis import history, rerun
 from omni_tasks.analysis.bisect import bisect
-from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night, widened
+from omni_tasks.analysis.gate import Evidence, SeriesPoint, confirmations, decide_night
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import rule_out
 from omni_tasks.contracts import DecisionHistory
-from omni_tasks.night.history import by_history, lifted
+from omni_tasks.night.history import lifted, restarts
 
 START = dt.date(2027, 1, 1)
 
@@ -409,9 +409,8 @@ def resolutions(
 ) -> float:
     """The share of series (an alert open from night 0) that resolve within `nights` under
     the lifecycle's rule: A/A, or a step that persists from night 0. As night/alert_plan.py
-    reads them: a REGRESSED night (McNemar's, or the history's) restarts the streak unless
-    run-level noise explains it (night/history.py `beyond_noise`; the alert is open, so no
-    night here is confirmed), and analysis/resolution.py's rule_out pools the streak's nights
+    reads them: a REGRESSED night (McNemar's, or the history's) restarts the streak only as
+    night/history.py `restarts` says (the alert is open, so no night here is confirmed), and analysis/resolution.py's rule_out pools the streak's nights
     against the baseline's history (or, where a night's window was refused, their tables)
     under the newest night's φ, estimated from the baseline's totals before it."""
     rng = np.random.default_rng(seed)
@@ -423,11 +422,8 @@ def resolutions(
         for t in range(nights):
             found = stored(s, t, policy)
             point = paired_point(START, s.tables[t], policy, found)
-            if point.verdict == "REGRESSED" and (
-                by_history(found, policy)
-                or point.p_regress_holm is None
-                or widened(point.p_regress_holm, found.phi, found.phi_nights)
-                < policy.resolve_restart_alpha
+            if point.verdict == "REGRESSED" and restarts(
+                point.p_regress_holm, found, False, policy
             ):
                 quiet, histories = [], []
                 continue

@@ -27,6 +27,7 @@ from omni_tasks.analysis.groups import compare_groups, distinct_runs
 from omni_tasks.analysis.intervals import mcnemar_exact, newcombe_paired
 from omni_tasks.analysis.policy import GatePolicy
 from omni_tasks.analysis.resolution import rule_out
+from omni_tasks.night.history import restarts
 
 N_CLIPS = 1088
 HARD_SHARE, HARD_P, EASY_P = 0.075, 0.8, 0.0216
@@ -512,9 +513,7 @@ def alert_resolutions(
         for _night in range(nights):
             table = paired_night(rng, base_p, head_p)
             point = paired_point(dt.date(2027, 1, 1), table, policy)
-            if point.verdict == "REGRESSED" and (
-                point.p_regress_holm is None or point.p_regress_holm < policy.resolve_restart_alpha
-            ):
+            if point.verdict == "REGRESSED" and restarts(point.p_regress_holm, None, False, policy):
                 quiet = []  # the alert is touched again: a new quiet streak starts after it
                 continue
             quiet.append(table)

@@ -32,7 +32,7 @@ from omni_tasks.contracts.night import GroupMemberRow, KeyNight, NightInputs, ni
 from omni_tasks.night import groups
 from omni_tasks.night.book import Book
 from omni_tasks.night.gate import NEW
-from omni_tasks.night.history import beyond_noise, noise
+from omni_tasks.night.history import noise, restarts
 
 TOP_AUDIO = 3
 
@@ -136,7 +136,8 @@ def _regression(book: Book, d: KeyNight, tau: float, policy: GatePolicy) -> None
     # resolve_restart_alpha once widened by φ) neither restarts the streak nor is left out of
     # it: restarted on McNemar's p at α, 80 % of A/A alerts at 2,700 questions with run-level
     # noise (φ ≈ 3.6) resolved within three nights; widened by φ, 94.975 % (issue 65).
-    if d.verdict == "REGRESSED" and beyond_noise(d, policy.for_benchmark(d.benchmark)):
+    pol = policy.for_benchmark(d.benchmark)
+    if d.verdict == "REGRESSED" and restarts(d.mcnemar_p_holm, d.history, d.confirmed, pol):
         _still_regressed(book, d, key, ctx, commit, alert)
     else:
         _quiet_night(book, d, key, ctx, alert, policy)
@@ -264,7 +265,9 @@ def _quiet_night(
         ruled_out = all(k.verdict in ("SAME", "IMPROVED") for k in last[-needed:])
     else:
         histories = [k.history for k in last]
-        shown = rule_out([t for t in tables if t is not None], pol, *noise(last[-1]), histories)
+        shown = rule_out(
+            [t for t in tables if t is not None], pol, *noise(last[-1].history), histories
+        )
         ruled_out = shown.ruled_out or all(k.verdict == "IMPROVED" for k in last)
     floor = shown.floor if shown else pol.min_effect
     high = shown.high if shown else None

@@ -559,7 +559,7 @@ def _confirm(
                 k.n_paired,
                 k.m,
                 k.paired,
-                *night_history.noise(k),
+                *night_history.noise(k.history),
             )
             for k in series
         ]

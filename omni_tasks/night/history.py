@@ -72,13 +72,16 @@ def by_history(h: DecisionHistory | None, policy: GatePolicy) -> bool:
     return h.z >= float(norm.isf(policy.history_regress_p)) and h.delta >= policy.min_effect
 
 
-def beyond_noise(k: KeyNight, policy: GatePolicy) -> bool:
-    """Whether REGRESSED night `k` restarts an open alert's quiet streak: confirmed, REGRESSED
-    by its history evidence, or its Holm p still below `resolve_restart_alpha` once widened by
-    the night's φ (a night without a McNemar p, a run group's, is taken as it is)."""
-    if k.confirmed or by_history(k.history, policy) or k.mcnemar_p_holm is None:
+def restarts(
+    p_holm: float | None, h: DecisionHistory | None, confirmed: bool, policy: GatePolicy
+) -> bool:
+    """Whether a REGRESSED night restarts an open alert's quiet streak: confirmed, REGRESSED by
+    its history evidence `h`, or its Holm p still below `resolve_restart_alpha` once widened by
+    the night's φ (a night without a McNemar p, a run group's, is taken as it is). The bench's
+    resolution figures call it too (bench/clip_model_sim.py, bench/simlib.py)."""
+    if confirmed or by_history(h, policy) or p_holm is None:
         return True
-    return rules.widened(k.mcnemar_p_holm, *noise(k)) < policy.resolve_restart_alpha
+    return rules.widened(p_holm, *noise(h)) < policy.resolve_restart_alpha
 
 
 def lifted(v: rules.Verdict, h: DecisionHistory | None, policy: GatePolicy) -> rules.Verdict:
@@ -128,10 +131,10 @@ def _nights(n: int) -> str:
     return f"{n} night" if n == 1 else f"{n} nights"
 
 
-def noise(k: KeyNight) -> tuple[float, int]:
-    """The run-level noise φ a stored night's confirmation is widened by, and the nightly
-    totals it was estimated from (1 and 0 before φ was kept, or while it is assumed)."""
-    h = k.history
+def noise(h: DecisionHistory | None) -> tuple[float, int]:
+    """The run-level noise φ a stored night's confirmation is widened by (its history
+    evidence `h`), and the nightly totals it was estimated from (1 and 0 before φ was kept, or
+    while it is assumed)."""
     if h is None or h.phi_nights < PHI_MIN_NIGHTS:
         return 1.0, 0
     return h.phi, h.phi_nights
