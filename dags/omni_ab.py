@@ -8,22 +8,13 @@ the repositories in the config's `ab.repos`, only its series.
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
-from omni_tasks.dag_support import callbacks, params, runtime, tasks
+from omni_tasks.dag_support import params, runtime, tasks
+from omni_tasks.dag_support.one_series import omni_dag
 
 
-@dag(
-    dag_id="omni_ab",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["omni", "ab"],
-    params=params.ab_params(),
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
-)
+@omni_dag("omni_ab", schedule=None, tags=["ab"], doc=__doc__, params=params.ab_params())
 def omni_ab() -> None:
     @task(
         queue="gpu",

@@ -9,21 +9,14 @@ artifact, so every hour and any backfill import each artifact once.
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
-from omni_tasks.dag_support import callbacks, runtime, tasks
+from omni_tasks.dag_support import tasks
+from omni_tasks.dag_support.one_series import omni_dag
 
 
-@dag(
-    dag_id="omni_buildkite_sync",
-    schedule="@hourly",
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["omni", "import"],
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
+@omni_dag(
+    "omni_buildkite_sync", schedule="@hourly", tags=["import"], doc=__doc__, max_active_runs=1
 )
 def omni_buildkite_sync() -> None:
     @task

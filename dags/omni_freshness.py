@@ -3,21 +3,14 @@ nightly run by the deadline is an INFRA alert."""
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
-from omni_tasks.dag_support import callbacks, runtime, tasks
+from omni_tasks.dag_support import tasks
+from omni_tasks.dag_support.one_series import omni_dag
 
 
-@dag(
-    dag_id="omni_freshness",
-    schedule="0 9 * * *",  # the nightly starts at 02:00 UTC; results are due by 09:00
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["omni", "seed-tts", "watchdog"],
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
-)
+# The nightly starts at 02:00 UTC; results are due by 09:00.
+@omni_dag("omni_freshness", schedule="0 9 * * *", tags=["seed-tts", "watchdog"], doc=__doc__)
 def omni_freshness() -> None:
     @task
     def check() -> list[str]:

@@ -23,26 +23,24 @@ Every task is idempotent, so retries and re-runs converge. Backfill:
 
 from __future__ import annotations
 
-import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
 from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
+from omni_tasks.dag_support.one_series import omni_dag
+from omni_tasks.deployment.night import dag_units
 
 
-@dag(
-    dag_id="omni_nightly",
+@omni_dag(
+    "omni_nightly",
     schedule="0 2 * * *",
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
+    tags=["nightly"],
+    doc=__doc__,
     max_active_runs=1,
-    tags=["omni", "nightly"],
     params=params.nightly_params(),
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
 )
 def omni_nightly() -> None:
-    units = runtime.units()
+    units = dag_units()  # the series the nightly has task chains for, read when parsed
 
     @task
     def record_heads(unit: str | None) -> list[dict]:
@@ -101,9 +99,7 @@ def omni_nightly() -> None:
     def watcher() -> None:
         callbacks.fail_the_run()
 
-    # One chain per series: its heads, its GPU runs (mapped over branch × seed on its lane's
-    # queue and pool), its statistics, decision and delivery. A chain waits on its own GPU
-    # tasks and their retries only: a series whose server never comes up delays no other's.
+    # One chain per series, as the docstring says: it waits on its own GPU tasks only.
     chains, decided = [], []
     for u in units:
         heads = record_heads.override(task_id=u.task_id("record_heads"))(u.key)

@@ -6,21 +6,18 @@ Adds a grading to the run (never a new run); compare it with the original throug
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
-from omni_tasks.dag_support import callbacks, params, renamed, runtime, tasks
+from omni_tasks.dag_support import params, renamed, runtime, tasks
+from omni_tasks.dag_support.one_series import omni_dag
 
 
-@dag(
-    dag_id="omni_regrade",
+@omni_dag(
+    "omni_regrade",
     schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["omni", "seed-tts", "regrade"],
+    tags=["seed-tts", "regrade"],
+    doc=__doc__,
     params=params.regrade_params(),
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
 )
 def omni_regrade() -> None:
     @task(

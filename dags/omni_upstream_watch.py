@@ -6,19 +6,18 @@ weekly standing-failures digest of each series the config's `ledger_digest:` opt
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
-from omni_tasks.dag_support import callbacks, runtime, tasks
+from omni_tasks.dag_support import tasks
+from omni_tasks.dag_support.one_series import omni_dag
 
 
-@dag(
-    dag_id="omni_upstream_watch",
+@omni_dag(
+    "omni_upstream_watch",
     schedule="0 6 * * 1",  # Mondays, before the week's triage
+    tags=["watchdog"],
+    doc=__doc__,
     start_date=pendulum.datetime(2026, 11, 2, tz="UTC"),
-    catchup=False,
-    tags=["omni", "watchdog"],
-    default_args={**runtime.DEFAULT_ARGS, **callbacks.ON_FAILED_TRY},
-    doc_md=__doc__,
 )
 def omni_upstream_watch() -> None:
     @task

@@ -212,10 +212,8 @@ class Settings(BaseSettings):
         if not isinstance(data, dict):
             return data
         for name in SECRET_FIELDS:
-            if data.get(name) is None:
-                value = read_secret(f"OMNI_{name.upper()}")
-                if value is not None:
-                    data = {**data, name: value}
+            if data.get(name) is None and (value := read_secret(f"OMNI_{name.upper()}")):
+                data = {**data, name: value}
         return data
 
     @property

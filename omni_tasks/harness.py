@@ -1,8 +1,7 @@
 """The reference harness by vllm-omni version: what each release's seed-TTS benchmark does that
 decides a clip's outcome — the window its Whisper hears (and so which gradings pair), and its
-client's rules: when it tries a
-request again, what counts as output already seen, whether an in-stream error chunk fails the
-request, which audio chunks it keeps, and how long it waits.
+client's rules: when it tries a request again, what counts as output already seen, whether an
+in-stream error chunk fails the request, which audio chunks it keeps, and how long it waits.
 
 Each row is read from that release's own code (`benchmarks/data_modules/seed_tts_eval.py` for
 the window, `benchmarks/patch/patch.py: async_request_openai_chat_omni_completions` and
@@ -151,7 +150,6 @@ HARNESS_WINDOW: dict[str, str] = {version: h.window for version, h in HARNESS.it
 
 
 def harness_window(version: str) -> str:
-    """The window policy of a reference-harness version."""
     return harness(version).window
 
 

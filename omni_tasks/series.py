@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from omni_tasks.trust.names import check_model, check_name, path_component
 
@@ -21,13 +21,7 @@ DEFAULT_LANE = "default"
 # per-unit duplex on /v1/realtime?duplex=1 (vllm-omni#7413): two protocols, two gates;
 # `audio-speech` a TTS model's /v1/audio/speech.
 Protocol = Literal["chat", "realtime", "realtime-duplex", "reference-as-input", "audio-speech"]
-PROTOCOLS: tuple[Protocol, ...] = (
-    "chat",
-    "realtime",
-    "realtime-duplex",
-    "reference-as-input",
-    "audio-speech",
-)
+PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
 
 __all__ = ["DEFAULT_LANE", "DEFAULT_MODEL", "PROTOCOLS", "Protocol", "Series"]
 

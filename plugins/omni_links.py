@@ -81,29 +81,6 @@ class ReportLink(BaseOperatorLink):
         return served_report(str(written["report"])) or ""
 
 
-def _evidence_app():  # type: ignore[no-untyped-def]
-    from omni_tasks.evidence.serving import evidence_app
-
-    return evidence_app()
-
-
-def _webhook_app():  # type: ignore[no-untyped-def]
-    from omni_tasks.ab.webhook import (
-        airflow_allow_forks,
-        airflow_secret,
-        airflow_trigger,
-        webhook_app,
-    )
-
-    return webhook_app(airflow_secret, airflow_trigger, airflow_allow_forks)
-
-
-def _slack_app():  # type: ignore[no-untyped-def]
-    from omni_tasks.alerts.interactions import db_apply, interactions_app, settings_secret
-
-    return interactions_app(settings_secret, db_apply)
-
-
 class OmniLinksPlugin(AirflowPlugin):
     name = "omni_links"
     global_operator_extra_links = [GrafanaLink(), ReportLink()]  # noqa: RUF012 (the plugin API)
@@ -114,12 +91,24 @@ class OmniLinksPlugin(AirflowPlugin):
     # scheduler) 2.3 s of imports: a quarter of an `airflow dags test`.
     @property
     def fastapi_apps(self) -> list[dict[str, object]]:  # type: ignore[override]
+        from omni_tasks.ab.webhook import (
+            airflow_allow_forks,
+            airflow_secret,
+            airflow_trigger,
+            webhook_app,
+        )
+        from omni_tasks.alerts.interactions import db_apply, interactions_app, settings_secret
+        from omni_tasks.evidence.serving import evidence_app
+
+        evidence = evidence_app()
+        # GitHub's PR webhook: its own HMAC check, not Airflow's token (GitHub has none).
+        webhook = webhook_app(airflow_secret, airflow_trigger, airflow_allow_forks)
+        # Slack's buttons: its own signature check (Slack holds no Airflow token).
+        slack = interactions_app(settings_secret, db_apply)
         return [
-            {"app": _evidence_app(), "url_prefix": "/omni", "name": "omni-tasks evidence"},
-            # GitHub's PR webhook: its own HMAC check, not Airflow's token (GitHub has none).
-            {"app": _webhook_app(), "url_prefix": "/omni-github", "name": "omni-tasks webhook"},
-            # Slack's buttons: its own signature check (Slack holds no Airflow token).
-            {"app": _slack_app(), "url_prefix": "/omni-slack", "name": "omni-tasks Slack actions"},
+            {"app": evidence, "url_prefix": "/omni", "name": "omni-tasks evidence"},
+            {"app": webhook, "url_prefix": "/omni-github", "name": "omni-tasks webhook"},
+            {"app": slack, "url_prefix": "/omni-slack", "name": "omni-tasks Slack actions"},
         ]
 
     @property

@@ -132,10 +132,6 @@ def _p(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2g}"
 
 
-def _wer(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
-
-
 def _tail(stats: RunStats) -> str:
     n = stats.n_scored + stats.n_failed
     return f"{pct_ci(stats.tail_fraction, stats.tail_fraction_ci)} n={n}"
@@ -231,7 +227,7 @@ def _clips(ctx: AlertContext) -> list[Block]:
             )
         else:
             said += (
-                f" {w.metric or 'figure'} {_wer(t.wer)}\n> reference: "
+                f" {w.metric or 'figure'} {t.wer:.2f}\n> reference: "
                 f"{escape(clip(t.reference, CLIP_TEXT))}\n"
                 f"> {escape(ctx.candidate)} {w.said}: "
                 f"{escape(clip(t.heard or '(nothing)', CLIP_TEXT))}\n"
@@ -242,14 +238,14 @@ def _clips(ctx: AlertContext) -> list[Block]:
     return blocks
 
 
-def _link(url: str, name: str) -> str:
+def link(url: str, name: str) -> str:
     return f"<{entities(url).replace('|', '%7C')}|{name}>"
 
 
 def _links(links: dict[str, str]) -> list[Block]:
     if not links:
         return []
-    return [context(" · ".join(_link(url, escape(name)) for name, url in links.items()))]
+    return [context(" · ".join(link(url, escape(name)) for name, url in links.items()))]
 
 
 def fit(blocks: list[Block]) -> list[Block]:
@@ -282,7 +278,7 @@ def _commits(ctx: AlertContext) -> list[Block]:
     if r.last_good == r.first_bad:
         text += " (the same commit: the change is not in this repository's code)"
     if r.compare_url:
-        text += f" · {_link(r.compare_url, 'compare')}"
+        text += f" · {link(r.compare_url, 'compare')}"
     return [section(text)]
 
 

@@ -32,20 +32,18 @@ def member_closed(conn: psycopg.Connection[Any], alert_id: int, night: dt.date) 
     if closes:
         store.resolve_alert(conn, group_id, night)
         view = _view(conn, group_id)
-        _event(conn, group_id, key, night, "group_resolved", f"alert group {group_id} resolved")
+        event = messages.group_event(
+            group_id, key, night, "group_resolved", f"alert group {group_id} resolved"
+        )
+        store.insert_event(conn, **dataclasses.asdict(event))
     payload = messages.group_payload(view)
     if store.replace_pending_post(conn, group_id, payload):
         return
     store.enqueue(conn, f"{key}|closed-{alert_id}-{night}", group_id, "update", payload)
     if closes:
         text = f"resolved on {night}: all {len(view.members)} members recovered or were closed"
-        store.enqueue(
-            conn,
-            f"{key}|resolved-{night}",
-            group_id,
-            "reply",
-            {"op": "reply", **blocks.note(text).to_payload()},
-        )
+        reply = messages.msg(blocks.note(text), "reply")
+        store.enqueue(conn, f"{key}|resolved-{night}", group_id, "reply", reply)
 
 
 def of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) -> list[GroupView]:
@@ -53,19 +51,7 @@ def of_night(conn: psycopg.Connection[Any], series: Series, nightly: dt.date) ->
     return [_view(conn, g) for g in store.groups_of_night(conn, series, nightly)]
 
 
-def members(conn: psycopg.Connection[Any], group_id: int) -> list[dict[str, Any]]:
-    """A group's member alerts (triage acts on each)."""
-    return store.group_members(conn, group_id)
-
-
 def _view(conn: psycopg.Connection[Any], group_id: int) -> GroupView:
     group = store.alert_for_update(conn, group_id)
     assert group is not None
     return messages.group_view(group, store.group_member_rows(conn, group_id))
-
-
-def _event(
-    conn: psycopg.Connection[Any], group_id: int, key: str, night: dt.date, kind: str, text: str
-) -> None:
-    event = messages.group_event(group_id, key, night, kind, text)
-    store.insert_event(conn, **dataclasses.asdict(event))

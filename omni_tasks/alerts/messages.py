@@ -71,14 +71,15 @@ def triage_steps(alert_id: int, details: AlertDetails, group: bool = False) -> t
     history = details.triage.history if details.triage else []
     if history and history[-1].status in CLOSING:
         return (f"omni-tasks alerts reopen {alert_id}",)
-    since = history
-    for i in range(len(history) - 1, -1, -1):
-        if history[i].status == "reopened":
-            since = history[i + 1 :]
-            break
-    owned = any(e.status == "acknowledged" for e in since)
+    owned = any(e.status == "acknowledged" for e in _since_reopened(history))
     steps = [] if owned else [f"omni-tasks alerts ack {alert_id} --note '…'"]
     return tuple(steps if group else [*steps, f"omni-tasks alerts invalid {alert_id} --note '…'"])
+
+
+def _since_reopened(history: list[TriageEntry]) -> list[TriageEntry]:
+    """The triage entries after the newest `reopened` (all of them when never reopened)."""
+    reopened = [i for i, e in enumerate(history) if e.status == "reopened"]
+    return history[reopened[-1] + 1 :] if reopened else history
 
 
 def _with_triage_steps(block: Block, details: AlertDetails) -> Block:
@@ -152,7 +153,7 @@ def status_line(entry: TriageEntry) -> str:
     if entry.note:
         text += f": {blocks.escape(entry.note)}"
     if entry.link:
-        text += f" · <{blocks.entities(entry.link).replace('|', '%7C')}|linked issue>"
+        text += f" · {blocks.link(entry.link, 'linked issue')}"
     return text
 
 
@@ -160,11 +161,7 @@ def current_entry(history: list[TriageEntry]) -> TriageEntry:
     """The newest action, carrying the newest note and link given since the alert last
     reopened: a second `ack` without `--note` keeps what the first one said, and says who said
     it (a note is never shown under another person's name)."""
-    since = history
-    for i in range(len(history) - 1, -1, -1):
-        if history[i].status == "reopened":
-            since = history[i + 1 :]
-            break
+    since = _since_reopened(history)
     newest = history[-1]
     noted = next((e for e in reversed(since) if e.note), None)
     note = newest.note
@@ -273,7 +270,7 @@ def group_next_steps(
 
 
 def group_payload(view: GroupView) -> JsonObject:
-    return {"op": "post", **blocks.group_parent(view).to_payload()}
+    return msg(blocks.group_parent(view), "post")
 
 
 def noon(night: dt.date) -> dt.datetime:

@@ -97,26 +97,20 @@ class SlackSink:
             retry_handlers=retry_handlers(retries),
         )
 
-    def _metadata(self, key: str) -> Metadata:
-        return Metadata(event_type=METADATA_TYPE, event_payload={"idempotency_key": key})
-
     def post(self, message: Message, key: str) -> str:
-        r = self.client.chat_postMessage(
-            channel=self.channel,
-            text=message.text,
-            blocks=message.blocks,
-            metadata=self._metadata(key),
-            unfurl_links=False,
-        )
-        return str(r["ts"])
+        return self._chat(message, key)
 
     def reply(self, parent_ts: str, message: Message, key: str) -> str:
+        return self._chat(message, key, thread_ts=parent_ts)
+
+    def _chat(self, message: Message, key: str, thread_ts: str | None = None) -> str:
+        """chat.postMessage with the key in its metadata (slack_sdk drops a None thread_ts)."""
         r = self.client.chat_postMessage(
             channel=self.channel,
             text=message.text,
             blocks=message.blocks,
-            thread_ts=parent_ts,
-            metadata=self._metadata(key),
+            thread_ts=thread_ts,
+            metadata=Metadata(event_type=METADATA_TYPE, event_payload={"idempotency_key": key}),
             unfurl_links=False,
         )
         return str(r["ts"])
@@ -179,26 +173,20 @@ class LocalSink:
                 print(shown)
         return f"local:{path.name}"
 
-    def post(self, message: Message, key: str) -> str:
+    def _message(self, op: str, message: Message, key: str, **at: str) -> str:
         payload = message.to_payload()
-        doc: JsonObject = {"op": "post", "idempotency_key": key, "payload": payload}
+        doc: JsonObject = {"op": op, **at, "idempotency_key": key, "payload": payload}
         return self._write(doc, key, render_text(payload))
+
+    def post(self, message: Message, key: str) -> str:
+        return self._message("post", message, key)
 
     def reply(self, parent_ts: str, message: Message, key: str) -> str:
-        payload = message.to_payload()
-        doc: JsonObject = {
-            "op": "reply",
-            "thread_ts": parent_ts,
-            "idempotency_key": key,
-            "payload": payload,
-        }
-        return self._write(doc, key, render_text(payload))
+        return self._message("reply", message, key, thread_ts=parent_ts)
 
     def update(self, ts: str, message: Message) -> None:
-        payload = message.to_payload()
-        key = f"update|{ts}|{hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]}"
-        doc: JsonObject = {"op": "update", "ts": ts, "idempotency_key": key, "payload": payload}
-        self._write(doc, key, render_text(payload))
+        digest = hashlib.sha256(json.dumps(message.to_payload()).encode()).hexdigest()[:12]
+        self._message("update", message, f"update|{ts}|{digest}", ts=ts)
 
     def upload(self, parent_ts: str, file_uri: str, title: str) -> None:
         key = f"upload|{parent_ts}|{file_uri}"
@@ -256,12 +244,6 @@ class DispatchReport:
         )
 
 
-def _pending(conn: psycopg.Connection[Any]) -> list[OutboxMessage]:
-    rows = store.pending_messages(conn)
-    conn.commit()
-    return rows
-
-
 def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5) -> DispatchReport:
     """Deliver pending outbox messages in order (one dispatcher at a time)."""
     register(getattr(sink, "_token", None))  # a token given directly, not from the env
@@ -271,7 +253,9 @@ def dispatch(conn: psycopg.Connection[Any], sink: Sink, *, max_attempts: int = 5
         return DispatchReport(0, 0, 0, 0, busy=True)
     sent = recovered = waiting = failed = 0
     try:
-        for m in _pending(conn):
+        pending = store.pending_messages(conn)
+        conn.commit()
+        for m in pending:
             op, key = m.kind, m.idempotency_key
             route = _route(conn, m)
             if route.group is not None:  # held or not: the outbox shows what will go out

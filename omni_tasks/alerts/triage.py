@@ -89,26 +89,18 @@ def triage(
         raise TriageError("--note is limited to 1000 characters")
     now = now or dt.datetime.now(dt.UTC)
     with conn.transaction():
-        done = _apply(conn, alert_id, action, by, note, link, of, now)
-        if done.kind == "group":
-            for member in groups.members(conn, alert_id):
+        done, kind = _apply(conn, alert_id, action, by, note, link, of, now)
+        if kind == "group":
+            for member in store.group_members(conn, alert_id):
                 if _applies(action, member["state"], member["details"].triage_status):
                     _apply(conn, member["alert_id"], action, by, note, link, of, now)
-    return Triaged(alert_id, done.alert_key, done.status, done.state)
+    return done
 
 
 def _applies(action: str, state: str, current: str | None) -> bool:
     if action == "reopen":
         return state != "open" and current in CLOSING
     return state == "open"
-
-
-@dataclass(frozen=True)
-class _Done:
-    alert_key: str
-    kind: str
-    status: str
-    state: str
 
 
 def _apply(
@@ -120,7 +112,8 @@ def _apply(
     link: str | None,
     of: int | None,
     now: dt.datetime,
-) -> _Done:
+) -> tuple[Triaged, str]:
+    """One alert's action (the group's or a member's), and the alert's kind."""
     alert = store.alert_for_update(conn, alert_id)
     if alert is None:
         raise TriageError(f"no alert #{alert_id} (see `omni-tasks alerts list`)")
@@ -149,7 +142,7 @@ def _apply(
     _announce(conn, alert, details, entry, len(history))
     if state == "resolved" and alert.kind != "group":
         groups.member_closed(conn, alert_id, alert.last_nightly)
-    return _Done(alert.alert_key, alert.kind, status, state)
+    return Triaged(alert_id, alert.alert_key, status, state), alert.kind
 
 
 def _announce(

@@ -66,16 +66,6 @@ class AblationBudget:
         left = self.clips - self.arms * self.n_clips
         return 1 + max(0, left // (min(3, self.arms) * self.n_clips))
 
-    def arithmetic(self, clips_run: int, seeds: int) -> str:
-        """The budget's arithmetic, for the result."""
-        return (
-            f"budget {self.full_runs:g} full runs = {self.clips:,} clips; the first round is "
-            f"{self.arms} arms x {self.n_clips} clips ({self.arms * self.n_clips / self.n_full:.2f}"
-            f" full runs), a later one the references and the undecided; {self.rounds} planned "
-            f"(α split over them), {seeds} run: {clips_run:,} clips = "
-            f"{clips_run / self.n_full:.2f} full runs"
-        )
-
 
 @dataclass(frozen=True)
 class Reproduced:
@@ -126,7 +116,15 @@ class Ablated:
 
     @property
     def arithmetic(self) -> str:
-        return self.budget.arithmetic(self.clips_run, len(self.seeds))
+        """The budget's arithmetic, for the result."""
+        b, run = self.budget, self.clips_run
+        return (
+            f"budget {b.full_runs:g} full runs = {b.clips:,} clips; the first round is "
+            f"{b.arms} arms x {b.n_clips} clips ({b.arms * b.n_clips / b.n_full:.2f}"
+            f" full runs), a later one the references and the undecided; {b.rounds} planned "
+            f"(α split over them), {len(self.seeds)} run: {run:,} clips = "
+            f"{run / b.n_full:.2f} full runs"
+        )
 
 
 def _table(a: Outcomes, b: Outcomes, pairs: Sequence[str]) -> tuple[int, int, int, int]:

@@ -50,8 +50,4 @@ def is_broken(clip: ClipRecord, tau: float) -> bool:
         return False  # infra: says nothing about the model
     if clip.incorrect is not None:
         return clip.incorrect
-    if clip.synth_status == "over_long":
-        return True
-    if clip.grade_status == "empty_transcript":
-        return (1.0 if clip.wer is None else clip.wer) > tau
-    return float(clip.wer or 0.0) > tau
+    return clip.synth_status == "over_long" or error_of(clip, "scored") > tau

@@ -27,9 +27,9 @@ worst case (both endpoints and every step's midpoint at each seed) fits what the
 left of it, at most MAX_REPEATS; a step still undecided there takes up to EXTRA_SEEDS more
 while the budget, less what the later steps may need, affords them. When the budget rather
 than the evidence ends the check, the result says "undecided, budget spent", not "no
-regression". When the chosen clips are too many for
-one seed (a regression that breaks most clips, or a small suite), a seeded sample of them
-(regressed first) sized for MIN_REPEATS seeds is bisected instead, never none.
+regression". When the chosen clips are too many for one seed (a regression that breaks most
+clips, or a small suite), a seeded sample of them (regressed first) sized for MIN_REPEATS seeds
+is bisected instead, never none.
 """
 
 from __future__ import annotations
@@ -249,10 +249,8 @@ def _fit_to_budget(
     keeps regressed clips first; the rest stay its controls."""
     d, n_all = chosen.clips, chosen.n_common
     cap = repeat_cap(budget, n_all, len(d), spent, n_commits)
-    if cap >= 1 or not chosen.regressed:
-        return d, cap, []
     fit = int((budget * n_all - spent) // ((2 + steps_needed(n_commits)) * MIN_REPEATS))
-    if fit < MIN_CLIPS:
+    if cap >= 1 or not chosen.regressed or fit < MIN_CLIPS:
         return d, cap, []
     good, bad = outcomes
     d = fitted(d, {u for u in d if bad[u] and not good[u]}, fit, key)

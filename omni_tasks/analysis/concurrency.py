@@ -123,12 +123,8 @@ class LevelComparison:
     voice: VoiceCheck | None = None  # speech-out runs with mixed reference voices
 
     @property
-    def deterministic(self) -> bool:
-        return not self.control_flips
-
-    @property
     def verdict(self) -> str:
-        identity = bool(self.flipped) and self.deterministic
+        identity = bool(self.flipped) and not self.control_flips  # judged on a deterministic server
         leaked = self.voice is not None and bool(self.voice.leaks)
         return "BATCH-VARIANT" if identity or leaked or self.p_regressed < ALPHA else "SAME"
 
@@ -173,29 +169,23 @@ def compare_levels(
     """Pair the items of a c = 1 run and a c = N run (same items, seeds, order)."""
     a = {c.utt_id: c for c in alone if count_of(c) != "infra"}
     b = {c.utt_id: c for c in batched if count_of(c) != "infra"}
-    ids = [u for u in a if u in b]
-    changed: list[ItemChange] = []
-    regressed = improved = 0
-    for u in ids:
-        ab, bb = is_broken(a[u], tau), is_broken(b[u], tau)
-        regressed += bb and not ab
-        improved += ab and not bb
-        if _output(a[u]) != _output(b[u]):
-            changed.append(
-                ItemChange(
-                    u, a[u].hypothesis, b[u].hypothesis, ab, bb, a[u].audio_uri, b[u].audio_uri
-                )
-            )
+    broken = {u: (is_broken(a[u], tau), is_broken(b[u], tau)) for u in a if u in b}
+    regressed = sum(bb and not ab for ab, bb in broken.values())
+    improved = sum(ab and not bb for ab, bb in broken.values())
+    changed = [
+        ItemChange(u, a[u].hypothesis, b[u].hypothesis, *broken[u], a[u].audio_uri, b[u].audio_uri)
+        for u in flips(alone, batched)
+    ]
     p_regressed, _ = mcnemar_exact(regressed, improved)
     return LevelComparison(
         alone=levels[0],
         batched=levels[1],
-        n=len(ids),
+        n=len(broken),
         flipped=tuple(changed),
         regressed=regressed,
         improved=improved,
         p_regressed=p_regressed,
-        flip_upper=clopper_pearson_upper(len(changed), len(ids)),
+        flip_upper=clopper_pearson_upper(len(changed), len(broken)),
         control_flips=None if control is None else len(flips(alone, control)),
         voice=voice,
     )

@@ -49,12 +49,9 @@ def distinct_runs(fingerprints: Sequence[str]) -> tuple[list[int], dict[int, int
     takes its seeds as independent; a copy would count one outcome twice (two imports of one
     artifact per side turn a paired p of .0067 into 6e-6), so it is counted once."""
     first: dict[str, int] = {}
-    copies: dict[int, int] = {}
     for i, f in enumerate(fingerprints):
-        if f in first:
-            copies[i] = first[f]
-        else:
-            first[f] = i
+        first.setdefault(f, i)
+    copies = {i: first[f] for i, f in enumerate(fingerprints) if first[f] != i}
     return sorted(first.values()), copies
 
 

@@ -84,8 +84,8 @@ def disagreements(
     reported: JsonObject, recomputed: JsonObject, figures: Sequence[str] = FIGURES
 ) -> list[str]:
     """The artifact's own figures that its items do not reproduce, named with both values."""
-    out = []
-    for key in figures:
-        if key in reported and reported[key] != recomputed[key]:
-            out.append(f"{key}: artifact {reported[key]!r}, items give {recomputed[key]!r}")
-    return out
+    return [
+        f"{key}: artifact {reported[key]!r}, items give {recomputed[key]!r}"
+        for key in figures
+        if key in reported and reported[key] != recomputed[key]
+    ]

@@ -34,26 +34,19 @@ def paired_table(
     """Clips counted (scored or failed) in both runs only; infra on either side is excluded."""
     base = {c.utt_id: c for c in baseline if count_of(c) != "infra"}
     cand = {c.utt_id: c for c in candidate if count_of(c) != "infra"}
-    ids = [u for u in cand if u in base]
-    n11 = n12 = n21 = n22 = 0
-    regressed, improved = [], []
-    diffs = []
-    for u in ids:
-        bb, cb = is_broken(base[u], tau), is_broken(cand[u], tau)
-        if bb and cb:
-            n11 += 1
-        elif cb:
-            n12 += 1
-            regressed.append(u)
-        elif bb:
-            n21 += 1
-            improved.append(u)
-        else:
-            n22 += 1
-        if is_wer_scored(base[u]) and is_wer_scored(cand[u]):
-            diffs.append(min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0))
+    broken = {u: (is_broken(base[u], tau), is_broken(cand[u], tau)) for u in cand if u in base}
+    n11 = sum(bb and cb for bb, cb in broken.values())
+    regressed = [u for u, (bb, cb) in broken.items() if cb and not bb]
+    improved = [u for u, (bb, cb) in broken.items() if bb and not cb]
+    n22 = len(broken) - n11 - len(regressed) - len(improved)
+    diffs = [
+        min(error_of(cand[u]), 1.0) - min(error_of(base[u]), 1.0)
+        for u in broken
+        if is_wer_scored(base[u]) and is_wer_scored(cand[u])
+    ]
+    figures = paired_figures(n11, len(regressed), len(improved), n22, diffs)
     return PairedTable(
-        **dataclasses.asdict(paired_figures(n11, n12, n21, n22, diffs)),
+        **dataclasses.asdict(figures),
         regressed_clips=sorted(regressed, key=lambda u: -error_of(cand[u])),  # worst first
         improved_clips=improved,
     )

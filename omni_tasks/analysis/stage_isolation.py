@@ -7,6 +7,7 @@ on every clip put the regression after the thinker (the talker or code2wav)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,13 +23,8 @@ class ThinkerDiff:
 
 def first_difference(a: str, b: str) -> tuple[int, str | None, str | None] | None:
     """(position, a's token, b's token) where the token sequences first differ; None if equal."""
-    ta, tb = a.split(), b.split()
-    for i in range(max(len(ta), len(tb))):
-        x = ta[i] if i < len(ta) else None
-        y = tb[i] if i < len(tb) else None
-        if x != y:
-            return i, x, y
-    return None
+    pairs = enumerate(itertools.zip_longest(a.split(), b.split()))
+    return next(((i, x, y) for i, (x, y) in pairs if x != y), None)
 
 
 def compare_thinkers(

@@ -39,10 +39,9 @@ def change_points(
         idx = next((i for i, d in enumerate(days) if d >= b), None)
         if idx not in (None, 0):
             cuts.add(idx)
-    known = set(cuts) - {0, len(days)}
+    known = cuts - {0, len(days)}
     found: set[int] = set()
-    bounds = sorted(cuts)
-    for lo, hi in itertools.pairwise(bounds):
+    for lo, hi in itertools.pairwise(sorted(cuts)):
         seg = ys[lo:hi]
         if len(seg) < 2 * min_segment:
             continue
@@ -50,11 +49,8 @@ def change_points(
         pen = 4 * sigma2 * math.log(len(seg))
         algo = ruptures.Pelt(model="l2", min_size=min_segment, jump=1).fit(seg)
         found.update(lo + b for b in algo.predict(pen=pen)[:-1])
-    out = []
-    all_cuts = sorted(found | known)
-    edges = [0, *all_cuts, len(days)]
-    for i, c in enumerate(all_cuts):
-        before = ys[edges[i] : c]
-        after = ys[c : edges[i + 2]]
-        out.append(ChangePoint(days[c], float(before.mean()), float(after.mean()), c in known))
-    return out
+    edges = [0, *sorted(found | known), len(days)]
+    return [
+        ChangePoint(days[c], float(ys[lo:c].mean()), float(ys[c:hi].mean()), c in known)
+        for lo, c, hi in zip(edges, edges[1:], edges[2:], strict=False)
+    ]

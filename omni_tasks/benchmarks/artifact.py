@@ -124,12 +124,9 @@ DATES = (dt.date(2000, 1, 1), dt.date(2100, 12, 31))
 def parse_artifact_date(value: str) -> dt.date:
     """The harness writes ``YYYYmmdd-HHMMSS``; ISO dates and datetimes are accepted too; the
     night must lie within DATES."""
-    day = None
-    for pattern in (r"^(\d{8})-\d{6}$", r"^(\d{8})$"):
-        m = re.match(pattern, value)
-        if m:
-            day = dt.datetime.strptime(m.group(1), "%Y%m%d").date()
-    if day is None:
+    if m := re.match(r"^(\d{8})(?:-\d{6})?$", value):
+        day = dt.datetime.strptime(m.group(1), "%Y%m%d").date()
+    else:
         try:
             day = dt.datetime.fromisoformat(value).date()
         except ValueError:

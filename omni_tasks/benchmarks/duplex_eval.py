@@ -98,10 +98,9 @@ class DuplexEval(Benchmark):
                 continue
             require(isinstance(block, dict), path, f"{part!r} must be an object")
             for key, (low, high) in SCALES.items():
-                if key.startswith(f"{part}.") and key.split(".", 1)[1] in block:
-                    summary[key] = bounded_number(
-                        block[key.split(".", 1)[1]], low, high, path, repr(key)
-                    )
+                head, _, name = key.partition(".")
+                if head == part and name in block:
+                    summary[key] = bounded_number(block[name], low, high, path, repr(key))
             summary.update(_by_task(part, block.get("by_task"), path))
         warnings = []
         if pin != self.protocol_pin:
@@ -140,9 +139,8 @@ def _by_task(part: str, by_task: Any, path: Any) -> dict[str, float]:
             f"'{part}.by_task': task name {printable(task[:60])!r} is not a plain name",
         )
         if part == "pr":
-            out[f"pr.by_task.{task}"] = bounded_number(
-                value, 0.0, 1.0, path, repr(f"pr.by_task.{task}")
-            )
+            key = f"pr.by_task.{task}"
+            out[key] = bounded_number(value, 0.0, 1.0, path, repr(key))
             continue
         require(isinstance(value, dict), path, f"'rtd.by_task.{task}' must be an object")
         for name in ("mean_content_score", "mean_avg_temporal_score"):

@@ -33,9 +33,8 @@ def inputs(run: RunSpec, own: Mapping[str, str]) -> dict[str, object]:
 
 def _short(value: object) -> str:
     """A fingerprint as its head and what follows it (`c98b6e85…:first5`)."""
-    text = repr(value)
     head, colon, tail = str(value).partition(":")
-    return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else text
+    return f"{head[:8]}…{colon}{tail}" if isinstance(value, str) and len(head) > 24 else repr(value)
 
 
 def differences(stored: RunSpec, spec: RunSpec, own: Mapping[str, str]) -> list[str]:

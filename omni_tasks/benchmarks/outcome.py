@@ -50,10 +50,7 @@ def run_outcome(
     clips = runs.clip_records(conn, grading_id)
     stats = run_stats(clips, load_policy().primary_tau, run.n_expected)
     commonest = commonest_failure(clips)
-    failure = None
-    if commonest:
-        reason, n = commonest
-        failure = f"{n} of {len(clips)} clips: {reason}"
+    failure = f"{commonest[1]} of {len(clips)} clips: {commonest[0]}" if commonest else None
     return RunOutcome(
         key,
         run.status,

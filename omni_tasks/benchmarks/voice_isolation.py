@@ -118,15 +118,8 @@ class VoiceIsolation(Benchmark):
             utt = f"req{idx:04d}"
             require(len(utt) <= MAX_UTT_ID, path, f"{where}: 'idx' too large")
             text = texts.get(idx)
-            clips.append(
-                ClipAudio(
-                    utt,
-                    i,
-                    text if isinstance(text, str) else "",
-                    "ok",
-                    audio_uri=_wav(path, test, idx, options),
-                )
-            )
+            ref = text if isinstance(text, str) else ""
+            clips.append(ClipAudio(utt, i, ref, "ok", audio_uri=_wav(path, test, idx, options)))
             grades.append(
                 ClipGrade(
                     utt,

@@ -56,7 +56,6 @@ def ablate_cmd(
     the baseline at the same seeds, adding a seed per round until each ablation is decided
     (regression gone, partial or unchanged) or the budget's rounds are spent; say what was
     decided, with the budget's arithmetic. Exit 1 on an error."""
-
     import yaml
 
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary

@@ -18,7 +18,6 @@ from omni_tasks.config import get_settings
 from omni_tasks.reports.tables import print_table
 
 
-# ---------------------------------------------------------------- alerts
 @alerts_app.command("dispatch")
 def alerts_dispatch(as_json: opt.JsonFlag = False) -> None:
     """Deliver queued alert messages: to Slack when OMNI_SLACK_TOKEN and OMNI_SLACK_CHANNEL are
@@ -166,9 +165,7 @@ def alerts_list(
     if as_json:
         json_out(rows)
         return
-    headers = ["id", "key", "kind", "group", "state", "triage", "opened", "last", "resolved"]
-    headers.append("msgs")
-    headers.append("undelivered")
+    headers = "id key kind group state triage opened last resolved msgs undelivered".split()
     cells = [[str(v) if v is not None else "" for v in r.values()] for r in rows]
     if not wide:  # the id is what triage commands take: the key is shortened, never the id
         at = headers.index("key")

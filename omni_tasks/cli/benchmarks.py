@@ -7,7 +7,6 @@ from omni_tasks.cli.common import benchmarks_app, console, json_out
 from omni_tasks.reports.tables import print_table
 
 
-# ---------------------------------------------------------------- benchmarks
 @benchmarks_app.command("list")
 def benchmarks_list(wide: opt.WideFlag = False, as_json: opt.JsonFlag = False) -> None:
     """Each benchmark: its id, family, per-item metric, what makes an item broken, the labels

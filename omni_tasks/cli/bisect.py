@@ -3,7 +3,6 @@ form runs the same job)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -55,10 +54,10 @@ def bisect_cmd(
     those items at repeated seeds until a sequential test decides good or bad. Any family with
     the bisect capability (`benchmarks list`). Exit 1 when it cannot run."""
     from omni_tasks.benchmarks.request import BenchError
-    from omni_tasks.jobs.bisect import BisectParams, run_bisect, summary
+    from omni_tasks.jobs.bisect import run_bisect, summary
 
     p = opt.validated(
-        _configured(BisectParams),
+        _configured,
         "bisect",
         history=history,
         target=target,
@@ -94,23 +93,19 @@ def bisect_cmd(
     console.print(summary(p, result), soft_wrap=True)
 
 
-def _configured(build: Callable[..., BisectParams]) -> Callable[..., BisectParams]:
-    """The command's fields over the serving of the configured series they name (its repo,
-    environment, server and grader; OMNI_NIGHTLY_CONFIG), as the bisect DAG's form is: a
-    `vllm-serve` bisect from an alert's Next line serves each commit the nightly's way."""
+def _configured(**given: Any) -> BisectParams:
+    """The params of the command's fields over the serving of the configured series they name
+    (its repo, environment, server and grader; OMNI_NIGHTLY_CONFIG), as the bisect DAG's form
+    is: a `vllm-serve` bisect from an alert's Next line serves each commit the nightly's way."""
     from omni_tasks.deployment.one_series import config_defaults, series_config, with_serving
+    from omni_tasks.jobs.bisect import BisectParams
 
-    def build_configured(**given: Any) -> BisectParams:
-        fields = {k: v for k, v in given.items() if v is not None}  # the model's defaults
-        server = fields.get("server") or {}
-        config = series_config(
-            None, fields.get("benchmark"), fields.get("lane"), server.get("model")
-        )
-        return build(
-            **{**config_defaults("bisect", fields, config), **with_serving(fields, config)}
-        )
-
-    return build_configured
+    fields = {k: v for k, v in given.items() if v is not None}  # the model's defaults
+    server = fields.get("server") or {}
+    config = series_config(None, fields.get("benchmark"), fields.get("lane"), server.get("model"))
+    return BisectParams.model_validate(
+        {**config_defaults("bisect", fields, config), **with_serving(fields, config)}
+    )
 
 
 def _filled_in(p: BisectParams) -> BisectParams:

@@ -13,7 +13,6 @@ from omni_tasks.cli.common import console, db_app, fail
 from omni_tasks.config import get_settings
 
 
-# ---------------------------------------------------------------- db
 @db_app.command("url")
 def db_url(
     show_password: Annotated[bool, typer.Option(help="Print the password instead of ***")] = False,

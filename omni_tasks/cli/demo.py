@@ -16,7 +16,6 @@ from omni_tasks.formatting import pct_ci, pts_ci
 from omni_tasks.series import Series
 
 
-# ---------------------------------------------------------------- demo
 @app.command("demo")
 def demo_cmd(
     nights: Annotated[
@@ -28,13 +27,7 @@ def demo_cmd(
     from omni_tasks.alerts.blocks import render_text
     from omni_tasks.contracts.rerun import SAME_MORNING
     from omni_tasks.grafana.dashboards import write_all
-    from omni_tasks.jobs.demo import (
-        BASELINE,
-        CANDIDATE,
-        night_summary,
-        run_nights,
-        standing_line,
-    )
+    from omni_tasks.jobs.demo import BASELINE, CANDIDATE, night_summary, run_nights, standing_line
     from omni_tasks.reports.html import report_path
     from omni_tasks.store import alerts as alert_store
     from omni_tasks.store.db import resolve_dsn
@@ -61,8 +54,7 @@ def demo_cmd(
     options = opt.run_options({opt.TRANSCRIPT: transcript})
     history = {**options, opt.TRANSCRIPT: True}  # the week before: no audio to speak or grade
     runs = run_nights(nights, last, options, history, dsn, console.print)
-    failed = [r for r in runs if r.returncode != 0]
-    if failed:
+    if failed := [r for r in runs if r.returncode != 0]:
         fail(f"the nightly DAG failed for {failed[0].nightly}:{failed[0].failure()}")
     with opt.open_db() as conn:
         for r in runs:
@@ -87,14 +79,12 @@ def demo_cmd(
                 title="gate",
             )
             for d in s.decisions:
-                ci = (d.delta_tail_ci_low, d.delta_tail_ci_high)
                 p_holm = d.mcnemar_p_holm
-                verdict = d.verdict + (" (confirmed)" if d.confirmed else "")
                 gate.add_row(
                     f"{d.candidate_branch} vs {d.baseline_branch}",
-                    verdict,
+                    d.verdict + (" (confirmed)" if d.confirmed else ""),
                     f"{d.regressed}:{d.improved}",
-                    pts_ci(d.delta_tail_fraction, ci),
+                    pts_ci(d.delta_tail_fraction, (d.delta_tail_ci_low, d.delta_tail_ci_high)),
                     "" if p_holm is None else f"{p_holm:.2g}",
                 )
             console.print(gate)
@@ -137,7 +127,6 @@ def demo_cmd(
     )
 
 
-# ---------------------------------------------------------------- nightly
 @app.command("nightly")
 def nightly_cmd(
     config: Annotated[

@@ -161,12 +161,7 @@ def _registered(
 ) -> dict[str, Reference]:
     """The reference registered for the series on (sku, protocol), by the figure it gates."""
     from omni_tasks.config import get_settings
-    from omni_tasks.gates.references import (
-        TABLE,
-        NotRegistered,
-        ReferenceError,
-        reference_for,
-    )
+    from omni_tasks.gates.references import TABLE, NotRegistered, ReferenceError, reference_for
     from omni_tasks.series import PROTOCOLS
 
     if protocol not in PROTOCOLS:
@@ -294,9 +289,7 @@ def zero_cmd(
         as_json,
     )
     for z in rows or ():
-        console.print(
-            f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time",
-        )
+        console.print(f"0 wrong of {z.n}: catches a {z.rate:.1%} leak {z.power:.1%} of the time")
 
 
 def _design(design: Callable[[], T], as_json: bool) -> T | None:

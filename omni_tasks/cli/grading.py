@@ -10,7 +10,6 @@ from omni_tasks.cli import options as opt
 from omni_tasks.cli.common import app, console, json_out
 
 
-# ---------------------------------------------------------------- wer
 @app.command("wer")
 def wer_cmd(
     reference: Annotated[str, typer.Argument(help="Reference (target) text")],
@@ -71,7 +70,6 @@ def wer_cmd(
         )
 
 
-# ---------------------------------------------------------------- grading
 @app.command("grade")
 def grade_cmd(
     run_key: Annotated[

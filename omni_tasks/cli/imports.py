@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from omni_tasks.importers.buildkite import ImportReport
 
 
-# ---------------------------------------------------------------- import
 @import_app.command("vllm-omni")
 def import_vllm_omni(
     files: Annotated[
@@ -196,7 +195,6 @@ def import_buildkite(
 
     The token comes from BUILDKITE_API_TOKEN (scopes read_builds, read_artifacts).
     """
-
     from omni_tasks.importers.buildkite import (
         ARTIFACT_HOSTS,
         BuildkiteError,

@@ -60,9 +60,6 @@ def item_json(item: LedgerItem) -> dict[str, object]:
 
 
 def ledger_json(label: str, key: str, ledger: Ledger, mode: str | None) -> dict[str, object]:
-    def wanted(i: LedgerItem) -> bool:
-        return mode is None or mode_of(i) == mode
-
     return {
         "series": key,
         "label": label,
@@ -71,7 +68,7 @@ def ledger_json(label: str, key: str, ledger: Ledger, mode: str | None) -> dict[
         "last_night": ledger.last_night,
         "headline": headline(digest(ledger, None)),
         "items": [item_json(i) for i in listed(ledger, mode)],
-        "fixed": [item_json(i) for i in ledger.state("fixed") if wanted(i)],
+        "fixed": [item_json(i) for i in ledger.state("fixed") if mode in (None, mode_of(i))],
         "groups": [dataclasses.asdict(g) for g in ledger.groups],
     }
 
@@ -80,14 +77,13 @@ def listed(ledger: Ledger, mode: str | None) -> list[LedgerItem]:
     """What `chronic` lists: chronic and new first, then flaky; each by its lower bound."""
     order = {s: n for n, s in enumerate(SHOWN)}
     return sorted(
-        (i for i in ledger.state(*SHOWN) if mode is None or mode_of(i) == mode),
+        (i for i in ledger.state(*SHOWN) if mode in (None, mode_of(i))),
         key=lambda i: (order[i.state], -i.low, i.utt_id),
     )
 
 
 def chronic_rows(ledger: Ledger, mode: str | None) -> list[list[str]]:
     """The table's rows, in `listed`'s order."""
-    items = listed(ledger, mode)
     return [
         [
             i.utt_id,
@@ -100,7 +96,7 @@ def chronic_rows(ledger: Ledger, mode: str | None) -> list[list[str]]:
             str(i.since or ""),
             ", ".join(map(series_label, i.elsewhere)),
         ]
-        for i in items
+        for i in listed(ledger, mode)
     ]
 
 
@@ -129,7 +125,6 @@ DROP = ["chronic elsewhere", "chronic since", "task text", "first broken", "orig
 
 
 def _show_ledger(label: str, ledger: Ledger, mode: str | None, wide: bool) -> None:
-    title = f"{label} · {ledger.branch} · {ledger.first_night} – {ledger.last_night}"
     print_table(
         console,
         HEADERS,
@@ -137,7 +132,7 @@ def _show_ledger(label: str, ledger: Ledger, mode: str | None, wide: bool) -> No
         keep="item",
         drop_first=DROP,
         wide=wide,
-        title=title,
+        title=f"{label} · {ledger.branch} · {ledger.first_night} – {ledger.last_night}",
     )
     console.print(headline(digest(ledger, None)))
     for g in ledger.groups:

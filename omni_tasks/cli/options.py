@@ -165,12 +165,12 @@ def series_fields(
     """A job's series and run options, as its params (a form's fields) spell them."""
     from omni_tasks.series import DEFAULT_LANE
 
-    fields: dict[str, object] = {
+    return {
         "benchmark": benchmark,
         "lane": lane or DEFAULT_LANE,
         **run_options({TRANSCRIPT: transcript}),
+        **({"server": {"model": model}} if model else {}),
     }
-    return fields | ({"server": {"model": model}} if model else {})
 
 
 def validated(build: Callable[..., Params], what: str, /, **fields: object) -> Params:

@@ -12,7 +12,6 @@ from omni_tasks.cli.common import app, console, dashboards_app, fail
 from omni_tasks.contracts import JsonObject
 
 
-# ---------------------------------------------------------------- dashboards
 @dashboards_app.command("build")
 def dashboards_build(
     check: Annotated[
@@ -28,8 +27,7 @@ def dashboards_build(
             path = DASHBOARD_DIR / name
             return path.is_file() and path.read_text(encoding="utf-8") == render(d)
 
-        stale = [n for n, d in dashboards().items() if not current(n, d)]
-        if stale:
+        if stale := [n for n, d in dashboards().items() if not current(n, d)]:
             fail(f"out of date: {', '.join(stale)}; run `omni-tasks dashboards build`")
         console.print("dashboards up to date")
         return

@@ -102,10 +102,7 @@ def runs_delete(
 
 
 @runs_app.command("show")
-def runs_show(
-    run_key: opt.RunKeyArg,
-    as_json: opt.JsonFlag = False,
-) -> None:
+def runs_show(run_key: opt.RunKeyArg, as_json: opt.JsonFlag = False) -> None:
     """Show one run: provenance, clips by status, gradings, and the command that
     reproduces it."""
     import dataclasses

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from omni_tasks.contracts import JsonObject
 
 
-# ---------------------------------------------------------------- synthesis
 @app.command("bench")
 def bench_cmd(
     target: opt.TargetOpt,

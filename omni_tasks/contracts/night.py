@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from omni_tasks.contracts import (
     AlertDetails,
@@ -35,9 +35,7 @@ class GradedRun:
 
     @property
     def meta(self) -> dict[str, object]:
-        import dataclasses
-
-        return {**dataclasses.asdict(self.run), "grader_id": self.grader_id}
+        return {**asdict(self.run), "grader_id": self.grader_id}
 
 
 NightKey = tuple[dt.date, str, str, str]  # nightly, candidate branch, baseline branch, variant

@@ -1,7 +1,7 @@
-"""The shape of a one-series manual DAG (bisect, ablate): one GPU task that runs the job on
-the form's series, the alert dispatch after it, and the watcher that fails the run when either
-failed. The DAG files name the job, its form and their words, and build the DAG (the
-function returned, as `@dag` returns it)."""
+"""The shape of our DAGs: what every one shares (`omni_dag`), and a one-series manual DAG
+(bisect, ablate): one GPU task that runs the job on the form's series, the alert dispatch after
+it, and the watcher that fails the run when either failed. The DAG files name the job, its form
+and their words, and build the DAG (the function returned, as `@dag` returns it)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,34 @@ if TYPE_CHECKING:
     from omni_tasks.contracts import JsonObject
 
 
+def omni_dag(
+    dag_id: str,
+    *,
+    schedule: str | None,
+    tags: list[str],
+    doc: str | None,
+    start_date: Any = None,
+    retries: int = runtime.DEFAULT_ARGS["retries"],
+    **kwargs: Any,
+) -> Any:
+    """Airflow's `@dag` with what every DAG of ours shares: tagged `omni`, never catching up,
+    started 2026-11-01 UTC unless `start_date` says, each task's default args and failure
+    callbacks."""
+    import pendulum
+    from airflow.sdk import dag
+
+    return dag(
+        dag_id=dag_id,
+        schedule=schedule,
+        start_date=start_date or pendulum.datetime(2026, 11, 1, tz="UTC"),
+        catchup=False,
+        tags=["omni", *tags],
+        default_args={**runtime.DEFAULT_ARGS, "retries": retries, **callbacks.ON_FAILED_TRY},
+        doc_md=doc,
+        **kwargs,
+    )
+
+
 def one_series_dag(
     dag_id: str,
     doc: str,
@@ -23,23 +51,9 @@ def one_series_dag(
     form: dict[str, Param],
     job: Callable[[Context], JsonObject],
 ) -> Any:
-    import pendulum
-    from airflow.sdk import dag, get_current_context, task
+    from airflow.sdk import get_current_context, task
 
-    @dag(
-        dag_id=dag_id,
-        schedule=None,
-        start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-        catchup=False,
-        tags=["omni", *tags],
-        params=form,
-        default_args={
-            **runtime.DEFAULT_ARGS,
-            "retries": 1,
-            **callbacks.ON_FAILED_TRY,
-        },
-        doc_md=doc,
-    )
+    @omni_dag(dag_id, schedule=None, tags=tags, doc=doc, params=form, retries=1)
     def one_series() -> None:
         @task(
             task_id=job.__name__,

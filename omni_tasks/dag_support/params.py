@@ -5,6 +5,7 @@ default and words (title, section, description, proposals), and may only narrow 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -120,16 +121,14 @@ def _examples(values: tuple[str, ...]) -> dict[str, list[str]]:
 def _serving_params(kind: str) -> dict[str, Param]:
     """The serving choices a one-series form (bisect, ablate) may make; the rest is the
     configured series' (docs/operators/security.md)."""
+    field = functools.partial(form_param, kind)
     return {
-        "grader": form_param(kind, "grader", {}, description="Grader choices"),
-        "environment": form_param(
-            kind, "environment", {}, description="{vllm: BUILD} among the config's form_choices"
+        "grader": field("grader", {}, description="Grader choices"),
+        "environment": field(
+            "environment", {}, description="{vllm: BUILD} among the config's form_choices"
         ),
-        "server": form_param(
-            kind, "server", {}, description="{model: NAME} among the config's form_choices"
-        ),
-        "overrides": form_param(
-            kind,
+        "server": field("server", {}, description="{model: NAME} among the config's form_choices"),
+        "overrides": field(
             "overrides",
             {},
             description="A named override of the config, or eager/batching/sampling keys",
@@ -149,10 +148,9 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param
     from omni_tasks import benchmarks
 
     able = [b.id for b in benchmarks.all_benchmarks() if capability in b.capabilities]
-    kind = capability
+    field = functools.partial(form_param, capability)  # the form's kind: bisect, ablate
     return {
-        "benchmark": form_param(
-            kind,
+        "benchmark": field(
             "benchmark",
             title="Benchmark",
             section=what,
@@ -161,28 +159,24 @@ def one_series_fields(capability: str, what: str, where: str) -> dict[str, Param
             description=f"A benchmark whose family has the {capability} capability "
             "(`omni-tasks benchmarks list`)",
         ),
-        "lane": form_param(
-            kind,
+        "lane": field(
             "lane",
             "default",
             title="Lane",
             section=what,
             description="Hardware lane: the lane of a configured series (default: the series')",
         ),
-        "branch": form_param(kind, "branch", "rebase", title="Candidate branch", section=what),
-        "baseline": form_param(kind, "baseline", "main", title="Baseline branch", section=what),
-        "variant": form_param(kind, "variant", "default", title="Variant", section=what),
-        "dataset": form_param(
-            kind,
+        "branch": field("branch", "rebase", title="Candidate branch", section=what),
+        "baseline": field("baseline", "main", title="Baseline branch", section=what),
+        "variant": field("variant", "default", title="Variant", section=what),
+        "dataset": field(
             "dataset",
             title="Dataset",
             section=where,
             description="Empty: the series' configured dataset",
         ),
         **{
-            name: form_param(
-                kind, name, o.default, title=o.title, section=where, description=o.description
-            )
+            name: field(name, o.default, title=o.title, section=where, description=o.description)
             for name, o in benchmarks.form_options().items()
         },
     }
@@ -199,12 +193,12 @@ def _target(kind: str, field: str, title: str, section: str) -> Param:
     )
 
 
-def _alert(kind: str, section: str) -> Param:
+def _alert(kind: str) -> Param:
     return form_param(
         kind,
         "alert_id",
         title="Alert",
-        section=section,
+        section="Afterwards",
         description="The alert whose Slack thread gets the result",
     )
 
@@ -213,9 +207,9 @@ def bisect_params() -> dict[str, Param]:
     """The bisect form, in sections. Its target and dataset default to the deployment
     config's for the series and branch; the simulator is only what the demo names."""
     what, where, how = "What to bisect", "Where it runs", "How hard to look"
+    field = functools.partial(form_param, "bisect")
     return {
-        "history": form_param(
-            "bisect",
+        "history": field(
             "history",
             [],
             title="Commits",
@@ -223,43 +217,36 @@ def bisect_params() -> dict[str, Param]:
             description="Oldest (good) to newest (bad); the alert's range when it came from one",
         ),
         **one_series_fields("bisect", what, where),
-        "axis": form_param(
-            "bisect",
+        "axis": field(
             "axis",
             "vllm-omni",
             title="Repository bisected",
             section=what,
             description="vllm-omni commits, or vLLM commits with vllm-omni at omni_commit",
         ),
-        "omni_commit": form_param(
-            "bisect",
-            "omni_commit",
-            title="vllm-omni commit held",
-            section=what,
-            description="axis vllm only",
+        "omni_commit": field(
+            "omni_commit", title="vllm-omni commit held", section=what, description="axis vllm only"
         ),
         "target": _target("bisect", "target", "Target", where),
-        "first_bad": form_param(
-            "bisect",
+        "first_bad": field(
             "first_bad",
             title="Planted first bad commit",
             section=where,
             description="simulator:commit-history only",
         ),
-        "limit": form_param("bisect", "limit", title="Only the first N items", section=how),
-        "seed": form_param("bisect", "seed", 1000, title="Seed", section=how),
-        "alpha": form_param("bisect", "alpha", 0.05, title="α", section=how),
-        "budget": form_param(
-            "bisect",
+        "limit": field("limit", title="Only the first N items", section=how),
+        "seed": field("seed", 1000, title="Seed", section=how),
+        "alpha": field("alpha", 0.05, title="α", section=how),
+        "budget": field(
             "budget",
             4.0,
             title="GPU budget",
             section=how,
             description="In full-run equivalents (clips run / clips)",
         ),
-        "control": form_param("bisect", "control", 50, title="Control clips", section=how),
+        "control": field("control", 50, title="Control clips", section=how),
         **_serving_params("bisect"),
-        "alert_id": _alert("bisect", "Afterwards"),
+        "alert_id": _alert("bisect"),
     }
 
 
@@ -267,25 +254,24 @@ def ablate_params() -> dict[str, Param]:
     """The ablation form, in sections. Its targets and dataset default to the deployment
     config's for the series' candidate and baseline branches."""
     what, where, how = "Which night", "Where it runs", "What to try"
+    field = functools.partial(form_param, "ablate")
     return {
-        "nightly": form_param(
-            "ablate", "nightly", "", title="Night", section=what, description="The confirmed night"
+        "nightly": field(
+            "nightly", "", title="Night", section=what, description="The confirmed night"
         ),
         **one_series_fields("ablate", what, where),
         "candidate_target": _target("ablate", "candidate_target", "Candidate target", where),
         "baseline_target": _target("ablate", "baseline_target", "Baseline target", where),
-        "ablations": form_param(
-            "ablate",
+        "ablations": field(
             "ablations",
             title="Ablations",
             section=how,
             description="Names of the config's named_overrides, or [{name, overrides, why}] "
             "with eager/batching/sampling keys (empty: the shipped four)",
         ),
-        "seed": form_param("ablate", "seed", 3000, title="First seed", section=how),
-        "control": form_param("ablate", "control", 25, title="Control clips", section=how),
-        "budget": form_param(
-            "ablate",
+        "seed": field("seed", 3000, title="First seed", section=how),
+        "control": field("control", 25, title="Control clips", section=how),
+        "budget": field(
             "budget",
             1.0,
             title="GPU budget",
@@ -293,8 +279,7 @@ def ablate_params() -> dict[str, Param]:
             description="In full-run equivalents (clips run / clips): seeds are added until "
             "every ablation is decided or the budget's rounds are spent",
         ),
-        "stage_isolation": form_param(
-            "ablate",
+        "stage_isolation": field(
             "stage_isolation",
             True,
             title="Stage isolation",
@@ -302,7 +287,7 @@ def ablate_params() -> dict[str, Param]:
             description="Also compare both stacks' thinker texts (the talker skipped)",
         ),
         **_serving_params("ablate"),
-        "alert_id": _alert("ablate", "Afterwards"),
+        "alert_id": _alert("ablate"),
     }
 
 
@@ -364,17 +349,14 @@ def regrade_params() -> dict[str, Param]:
 def ab_params() -> dict[str, Param]:
     """The A/B form (the webhook fills it from a labelled PR); the config's `ab:` section
     decides the repositories, series and budget (deployment.resolve_ab)."""
+    field = functools.partial(form_param, "ab")
     return {
-        "repo": form_param(
-            "ab", "repo", "", description="OWNER/NAME (one of the config's ab.repos)"
+        "repo": field("repo", "", description="OWNER/NAME (one of the config's ab.repos)"),
+        "pr": field("pr"),
+        "base_sha": field("base_sha", ""),
+        "head_sha": field("head_sha", ""),
+        "series": field(
+            "series", description="BENCHMARK|MODEL|LANE of a config series (default: ab.series)"
         ),
-        "pr": form_param("ab", "pr"),
-        "base_sha": form_param("ab", "base_sha", ""),
-        "head_sha": form_param("ab", "head_sha", ""),
-        "series": form_param(
-            "ab",
-            "series",
-            description="BENCHMARK|MODEL|LANE of a config series (default: ab.series)",
-        ),
-        "budget": form_param("ab", "budget"),
+        "budget": field("budget"),
     }

@@ -118,23 +118,31 @@ def config_variable() -> str | None:
     return cast("str | None", Variable.get(VARIABLE, default=None))
 
 
+@contextmanager
+def fails_at_once(*errors: type[Exception], what: str = "") -> Iterator[None]:
+    """`errors` fail the task without retries (a bad form or config, what cannot run: a
+    retry would fail the same way), their message prefixed with `what`."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    try:
+        yield
+    except errors as exc:
+        raise AirflowFailException(f"{what}: {exc}" if what else str(exc)) from None
+
+
 def night_of(context: Context) -> Any:
     """The night's lanes and series (deployment config + trigger form). A config error fails
     the task at once, without retries, naming the field."""
-    from airflow.sdk.exceptions import AirflowFailException
-
     from omni_tasks.deployment.night import resolve_night
     from omni_tasks.deployment.reading import ConfigError
 
     run_type = str(getattr(context["dag_run"], "run_type", "")).lower()
-    try:
+    with fails_at_once(ConfigError, what="deployment config"):
         return resolve_night(
             dict(context["params"]),
             config_variable(),
             scheduled=run_type.endswith(("scheduled", "backfill")),
         )
-    except ConfigError as exc:
-        raise AirflowFailException(f"deployment config: {exc}") from None
 
 
 def nightly_of(context: Context) -> dt.date:
@@ -213,10 +221,3 @@ def _stoppable(runs_after_stop: bool) -> Callable[[F], F]:
 
 stops_on_sigterm = _stoppable(runs_after_stop=False)
 delivers_after_sigterm = _stoppable(runs_after_stop=True)
-
-
-def units() -> list[Any]:
-    """The series the nightly has task chains for (deployment.dag_units: read when parsed)."""
-    from omni_tasks.deployment.night import dag_units
-
-    return dag_units()

@@ -60,13 +60,10 @@ def _nightly(form: Form, variable: str | None) -> None:
     resolve_night(form, variable)  # tasks.record_heads → runtime.night_of
 
 
-def _one_series(kind: str) -> Check:
-    def check(form: Form, variable: str | None) -> None:
-        from omni_tasks.deployment.one_series import one_series_form
+def _one_series(kind: str, form: Form, variable: str | None) -> None:
+    from omni_tasks.deployment.one_series import one_series_form
 
-        one_series_form(kind, form, variable)  # tasks.bisect / tasks.ablate
-
-    return check
+    one_series_form(kind, form, variable)  # tasks.bisect / tasks.ablate
 
 
 def _ab(form: Form, variable: str | None) -> None:
@@ -83,8 +80,8 @@ def _regrade(form: Form, variable: str | None) -> None:
 
 FORMS: dict[str, tuple[str, Check]] = {
     "omni_nightly": ("nightly_params", _nightly),
-    "omni_bisect": ("bisect_params", _one_series("bisect")),
-    "omni_ablate": ("ablate_params", _one_series("ablate")),
+    "omni_bisect": ("bisect_params", functools.partial(_one_series, "bisect")),
+    "omni_ablate": ("ablate_params", functools.partial(_one_series, "ablate")),
     "omni_ab": ("ab_params", _ab),
     "omni_regrade": ("regrade_params", _regrade),
 }

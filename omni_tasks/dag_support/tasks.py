@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -16,6 +15,7 @@ from omni_tasks.dag_support.runtime import (
     config_variable,
     deadline,
     delivers_after_sigterm,
+    fails_at_once,
     is_backfill,
     night_of,
     nightly_of,
@@ -32,18 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Params = TypeVar("Params", bound="BaseModel")
-
-
-@contextmanager
-def _fails_at_once(*errors: type[Exception], what: str = "") -> Iterator[None]:
-    """`errors` fail the task without retries (a bad form or config, what cannot run: a
-    retry would fail the same way), their message prefixed with `what`."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    try:
-        yield
-    except errors as exc:
-        raise AirflowFailException(f"{what}: {exc}" if what else str(exc)) from None
 
 
 @stops_on_sigterm
@@ -91,11 +79,11 @@ def run_branch(context: Context, plan: JsonObject) -> str:
     cast("dict[str, Any]", context)["branch_label"] = label
     scheduled = str(context["dag_run"].run_type).lower().endswith("scheduled")
     trigger = "backfill" if is_backfill(context) else ("nightly" if scheduled else "manual")
-    with _fails_at_once(ConfigError, what="deployment config changed during the night"):
+    with fails_at_once(ConfigError, what="deployment config changed during the night"):
         params = night_of(context).find(branch.series, branch.variant)
     timeout = deadline(params.gpu_task_timeout_s, f"run_branch {label}")
     # BenchError: what was asked cannot run.
-    with timeout, results_db() as conn, _fails_at_once(BenchError, what=label):
+    with timeout, results_db() as conn, fails_at_once(BenchError, what=label):
         return nightly.run_branch(
             conn,
             params,
@@ -245,7 +233,7 @@ def dispatch_alerts(context: Context, *, last: bool = False) -> str:
 
     sink = slack_sink()
     log.info("alerts go to %s", getattr(sink, "channel", None) or f"the local outbox ({sink.name})")
-    with results_db() as conn, _fails_at_once(SlackConfigError):
+    with results_db() as conn, fails_at_once(SlackConfigError):
         report = (dispatch_all if last else dispatch)(conn, sink)
     log.info("alerts: %s", report.summary)
     return report.summary
@@ -260,7 +248,7 @@ def deliver(context: Context, unit: str | None) -> bool:
     from omni_tasks.alerts.slack import SlackConfigError, deliver_series
     from omni_tasks.series import Series
 
-    with results_db() as conn, _fails_at_once(SlackConfigError):
+    with results_db() as conn, fails_at_once(SlackConfigError):
         report, done = deliver_series(conn, slack_sink(), Series.parse(unit) if unit else None)
     log.info("alerts: %s", report.summary)
     return done
@@ -271,7 +259,7 @@ def _one_series_params(job: str, params: type[Params], context: Context) -> Para
     validated as its parameters; a bad form fails the task without retries."""
     from omni_tasks.deployment.one_series import one_series_form
 
-    with _fails_at_once(ValueError, what=f"{job} parameters"):  # ConfigError is a ValueError
+    with fails_at_once(ValueError, what=f"{job} parameters"):  # ConfigError is a ValueError
         form = one_series_form(job, dict(context["params"]), config_variable())
         return params.model_validate(form)
 
@@ -298,7 +286,7 @@ def ablate(context: Context) -> JsonObject:
     from omni_tasks.jobs.ablate import AblateError, AblateParams, run_ablations, summary
 
     p = _one_series_params("ablate", AblateParams, context)
-    with results_db() as conn, _fails_at_once(AblateError):
+    with results_db() as conn, fails_at_once(AblateError):
         result = run_ablations(conn, p, nightly_of(context))
     log.info("%s", summary(p, result))
     return {
@@ -315,7 +303,7 @@ def regrade(context: Context) -> JsonObject:
     from omni_tasks.jobs.regrade import regrade as run
     from omni_tasks.store.runs import RunNotFoundError
 
-    with results_db() as conn, _fails_at_once(RegradeFormError, RunNotFoundError):
+    with results_db() as conn, fails_at_once(RegradeFormError, RunNotFoundError):
         # It checks the form first; empty fields are the config's grader for the run.
         out = run(conn, context["params"], config_variable())
     return {"grading_id": out.grading_id, "grader_id": out.grader_id, "created": out.created}
@@ -330,7 +318,7 @@ def check_freshness(context: Context) -> list[str]:
     from omni_tasks.jobs.freshness import check_decided
     from omni_tasks.jobs.freshness import check_freshness as check
 
-    with _fails_at_once(ConfigError, what="deployment config"):
+    with fails_at_once(ConfigError, what="deployment config"):
         fleet = resolve_night({}, config_variable(), scheduled=True)
     night = nightly_of(context)
     with results_db() as conn:
@@ -349,6 +337,12 @@ def check_freshness(context: Context) -> list[str]:
     return missing
 
 
+def _iso_week(context: Context) -> str:
+    """The run's ISO week (`2026-W45`): a weekly task's idempotency key."""
+    year, week, _ = nightly_of(context).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
 def watch_upstream(context: Context) -> list[str]:
     """vllm-omni releases newer than the harness table (an INFRA alert per week that has any;
     the conformance suite runs against the newest where a checkout is configured)."""
@@ -356,9 +350,8 @@ def watch_upstream(context: Context) -> list[str]:
     from omni_tasks.jobs.upstream_watch import watch
 
     settings = get_settings()
-    year, week, _ = nightly_of(context).isocalendar()
     with results_db() as conn:
-        found = watch(conn, settings.pypi_url, settings.conformance_checkout, f"{year}-W{week:02d}")
+        found = watch(conn, settings.pypi_url, settings.conformance_checkout, _iso_week(context))
     log.info("vllm-omni releases the harness table lacks: %s", ", ".join(found) or "none")
     return found
 
@@ -370,12 +363,11 @@ def ledger_digest(context: Context) -> list[str]:
     from omni_tasks.deployment.sections import ledger_digest as configured
     from omni_tasks.jobs.ledger_digest import send_digests
 
-    with _fails_at_once(ConfigError, what="deployment config"):
+    with fails_at_once(ConfigError, what="deployment config"):
         wanted = configured(config_variable())
-    year, week, _ = nightly_of(context).isocalendar()
     with results_db() as conn:
         lines = send_digests(
-            conn, wanted.opted_in(), wanted.branch, wanted.nights, f"{year}-W{week:02d}"
+            conn, wanted.opted_in(), wanted.branch, wanted.nights, _iso_week(context)
         )
     log.info("standing-failures digests: %s", "; ".join(lines) or "no series opted in")
     return lines
@@ -391,7 +383,7 @@ def ab(context: Context) -> JsonObject:
     from omni_tasks.jobs.ab import run_ab
 
     form = {k: v for k, v in dict(context["params"]).items() if v not in (None, "")}
-    with _fails_at_once(ConfigError, what="A/B request"):
+    with fails_at_once(ConfigError, what="A/B request"):
         req = resolve_ab(form, config_variable())
     with results_db() as conn:
         result = run_ab(conn, req, load_policy())
@@ -409,6 +401,7 @@ def buildkite_sync(context: Context) -> JsonObject:
     """Import the configured pipelines' builds of the run's window (plus the config's
     lookback, so a build that finished late is still seen); idempotent, so hourly runs and
     backfills never import an artifact twice."""
+    from airflow.sdk import BaseHook
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
     from omni_tasks.deployment.reading import ConfigError
@@ -420,22 +413,18 @@ def buildkite_sync(context: Context) -> JsonObject:
     )
     from omni_tasks.importers.identity import RULES, load_rules, pipeline_slugs
 
-    with _fails_at_once(ConfigError, what="deployment config"):
+    with fails_at_once(ConfigError, what="deployment config"):
         cfg = sync_config(config_variable())
     token = read_secret("BUILDKITE_API_TOKEN")
-    try:
-        from airflow.sdk import BaseHook
-
+    with suppress(AirflowNotFoundException):
         token = BaseHook.get_connection(BUILDKITE_CONN).password or token
-    except AirflowNotFoundException:
-        pass
     if not token:
         raise AirflowFailException(
             f"no Buildkite token: the connection {BUILDKITE_CONN}'s password or BUILDKITE_API_TOKEN"
         )
     since = nightly_of(context) - dt.timedelta(days=cfg.lookback_days)
     out: JsonObject = {}
-    with results_db() as conn, _fails_at_once(BuildkiteError):
+    with results_db() as conn, fails_at_once(BuildkiteError):
         path = Path(cfg.rules) if cfg.rules else RULES  # the operator's, else the shipped
         rules, roles = tuple(load_rules(path, cfg.slugs)), pipeline_slugs(path, cfg.slugs)
         for pipeline in (roles.get(p, p) for p in cfg.pipelines):

@@ -510,21 +510,15 @@ def _listed(field: str, config: Mapping[str, Any]) -> list[object]:
 
 def _offered(field: str, value: Any, config: Mapping[str, Any]) -> bool:
     """The config's own value of `field` (`section.name`), one listed under `form_choices`,
-    or for `environment.vllm` a build of the config's `vllm_index`."""
+    or for `environment.vllm` a build name when the config's environment names a `vllm_index`
+    (installed from there alone: --no-index, binary wheels only)."""
     section, name = field.split(".")
     if value == (config.get(section) or {}).get(name) or value in _listed(field, config):
         return True
-    return field == "environment.vllm" and vllm_offered(value, config)
-
-
-_VLLM_BUILD = re.compile(VLLM_BUILD)
-
-
-def vllm_offered(value: Any, config: Mapping[str, Any]) -> bool:
-    """A vLLM build is offered when the config's environment names a `vllm_index` (installed
-    from there alone: --no-index, binary wheels only) and the value is a build name."""
-    index = (config.get("environment") or {}).get("vllm_index")
-    return bool(index) and isinstance(value, str) and bool(_VLLM_BUILD.fullmatch(value))
+    if field != "environment.vllm":
+        return False
+    index = (config.get(section) or {}).get("vllm_index")
+    return bool(index) and isinstance(value, str) and bool(re.fullmatch(VLLM_BUILD, value))
 
 
 def resolve_override(field: str, value: Any, config: Mapping[str, Any]) -> dict[str, object]:

@@ -91,8 +91,7 @@ class LedgerDigest(BaseModel):
     @field_validator("branch")
     @classmethod
     def _branch(cls, branch: str) -> str:
-        check_branch(branch)
-        return branch
+        return check_branch(branch)
 
     def opted_in(self) -> list[Series]:
         return [Series.parse(k) for k in self.series]

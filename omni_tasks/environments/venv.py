@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from filelock import FileLock
@@ -42,14 +41,6 @@ def _run(argv: Sequence[str], what: str, paths: Paths, log: Path, timeout: float
     if out.returncode != 0:
         raise EnvironmentBuildError(f"{what} failed (exit {out.returncode}); build log: {log}")
     return out.stdout
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One builder per environment across processes (released if the holder dies)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path):
-        yield
 
 
 class VenvStrategy:
@@ -92,7 +83,9 @@ class VenvStrategy:
 
     def prepare(self, commit: str) -> Environment:
         env_dir = self.path(commit)
-        with _locked(env_dir.parent / f".{env_dir.name}.lock"):
+        env_dir.parent.mkdir(parents=True, exist_ok=True)
+        # One builder per environment across processes (released if the holder dies).
+        with FileLock(env_dir.parent / f".{env_dir.name}.lock"):
             if not (env_dir / "READY").is_file():
                 self._build(commit, env_dir)
             (env_dir / "READY").touch()  # last use, for pruning

@@ -90,8 +90,13 @@ def load_audio_bytes(uri: str, roots: list[str] | None = None) -> bytes:
     """The bytes of the clip at `uri`, after `check_audio_uri`, at most MAX_AUDIO_BYTES."""
     check_audio_uri(uri, roots)
     local = _local_path(uri)
-    if local is not None:
-        return _read_local(local)
+    data = _read_local(local) if local is not None else _read_url(uri)
+    if len(data) > MAX_AUDIO_BYTES:  # grew since its size was read
+        raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
+    return data
+
+
+def _read_url(uri: str) -> bytes:
     try:
         fs, path = fsspec.core.url_to_fs(uri)
         if fs.size(path) > MAX_AUDIO_BYTES:
@@ -100,8 +105,6 @@ def load_audio_bytes(uri: str, roots: list[str] | None = None) -> bytes:
             data: bytes = fh.read(MAX_AUDIO_BYTES + 1)
     except (OSError, ValueError) as exc:
         raise AudioUnavailable(f"cannot read: {type(exc).__name__}") from exc
-    if len(data) > MAX_AUDIO_BYTES:
-        raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
     return data
 
 
@@ -118,10 +121,7 @@ def _read_local(path: str) -> bytes:
             raise AudioUnavailable("not a regular file")
         if info.st_size > MAX_AUDIO_BYTES:
             raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
-        data = fh.read(MAX_AUDIO_BYTES + 1)
-    if len(data) > MAX_AUDIO_BYTES:
-        raise AudioUnavailable(f"larger than {MAX_AUDIO_BYTES} bytes")
-    return data
+        return fh.read(MAX_AUDIO_BYTES + 1)
 
 
 def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:

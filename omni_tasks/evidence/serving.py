@@ -25,13 +25,12 @@ from omni_tasks.evidence.links import PLOTLY_JS, dashboard_path
 from omni_tasks.trust.names import InvalidName, path_component
 
 
-def _component(value: str) -> str:
+def _component(value: str) -> None:
     try:
         if path_component(value) != value:
             raise InvalidName(value)
     except InvalidName:
         raise HTTPException(status_code=404, detail="not found") from None
-    return value
 
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024

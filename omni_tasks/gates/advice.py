@@ -129,8 +129,7 @@ def advise(
         raise TooFewNights(
             f"gate advice needs at least 3 nights with the figure; {len(usable)} have"
         )
-    per_item = all(n.values is not None for n in usable)
-    if per_item:
+    if all(n.values is not None for n in usable):
         model: _Model = _ItemModel(usable, broken)
     else:
         model = _NormalModel(np.array([n.figure for n in usable], dtype=float))
@@ -325,12 +324,10 @@ class _ItemModel(_Model):
             return None
         finite = self.v[np.isfinite(self.v)]
         bad = np.array([broken(float(x)) for x in finite], dtype=bool)
-        fine_mean = float(finite[~bad].mean()) if (~bad).any() else 0.0
-        bad_mean = float(finite[bad].mean()) if bad.any() else None
-        if bad_mean is None:
+        if not bad.any():
             return None
-        step = abs(bad_mean - fine_mean) / self.items
-        return step or None
+        fine_mean = float(finite[~bad].mean()) if (~bad).any() else 0.0
+        return abs(float(finite[bad].mean()) - fine_mean) / self.items or None
 
     def _figures(self, cols: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
         sub = self.v[:, cols]

@@ -59,17 +59,7 @@ def load_published(path: Path = TABLE) -> list[Published]:
         comparable = raw.get("comparable")
         if comparable is not None and not isinstance(comparable, str):
             raise PublishedError(f"{where}: comparable must be a figure name or null")
-        out.append(
-            Published(
-                raw["benchmark"],
-                raw["model"],
-                float(value),
-                raw["unit"],
-                raw["protocol"],
-                raw["source"],
-                comparable,
-            )
-        )
+        out.append(Published(**{**raw, "value": float(value), "comparable": comparable}))
     return out
 
 

@@ -7,6 +7,7 @@ has none (`upstream_gate: none`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import itertools
@@ -101,31 +102,17 @@ class UpstreamGate:
         return f"{self.figure} {self.comparator} {limit:g}"
 
     def with_threshold(self, value: float) -> UpstreamGate:
-        return UpstreamGate(
-            self.benchmark,
-            self.model,
-            self.figure,
-            self.comparator,
-            (*self.history, Threshold(value, None, "given on the command line")),
-            self.constant,
-            None,  # no test_file: a threshold given by hand is not read back from upstream
-            self.protocol,
+        return dataclasses.replace(
+            self,
+            history=(*self.history, Threshold(value, None, "given on the command line")),
+            test_file=None,  # a threshold given by hand is not read back from upstream
         )
 
 
 def parse_gate(raw: Any, where: str) -> UpstreamGate:
     if not isinstance(raw, dict):
         raise GateTableError(f"{where}: must be a mapping")
-    unknown = set(raw) - {
-        "benchmark",
-        "model",
-        "figure",
-        "comparator",
-        "history",
-        "constant",
-        "test_file",
-        "protocol",
-    }
+    unknown = set(raw) - set(UpstreamGate.__dataclass_fields__)
     if unknown:
         raise GateTableError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     for name in ("benchmark", "model", "figure"):
@@ -159,16 +146,7 @@ def parse_gate(raw: Any, where: str) -> UpstreamGate:
         raise GateTableError(f"{where}: test_file must be a .py path inside vllm-omni")
     if test_file is not None and constant is None:
         raise GateTableError(f"{where}: test_file needs the constant it defines")
-    return UpstreamGate(
-        raw["benchmark"],
-        raw["model"],
-        raw["figure"],
-        raw["comparator"],
-        tuple(thresholds),
-        constant,
-        test_file,
-        protocol,
-    )
+    return UpstreamGate(**{**raw, "history": tuple(thresholds)})
 
 
 _ENTRY_FIELDS = {"threshold", "since", "until", "pr", "source"}
@@ -236,9 +214,8 @@ def gates_on(
     """Each of the series' gates that upstream's test asserted on `night` over `protocol`,
     with the history entry in force (value, since, until, PR); a gate not yet set, or ended,
     that night is left out: upstream asserted nothing for it."""
-    out = []
-    for gate in gates_of(series, None, protocol):
-        entry = gate.entry_on(night)
-        if entry is not None:
-            out.append((gate, entry))
-    return out
+    return [
+        (gate, entry)
+        for gate in gates_of(series, None, protocol)
+        if (entry := gate.entry_on(night)) is not None
+    ]

@@ -65,9 +65,9 @@ def lines(a: GateAdvice, what: str = "broken items") -> list[str]:
         )
     h = a.history
     record = (
-        f"  history: {h.failing} of {h.nights} nights failed; longest streak {h.longest_streak}"
+        f"  history: {h.failing} of {h.nights} nights failed; longest streak {h.longest_streak}, "
+        f"current streak {h.current_streak}"
     )
-    record += f", current streak {h.current_streak}"
     if h.never_passed:
         record += "; never passed under the current threshold"
     out.append(record)

@@ -161,15 +161,9 @@ class GraderSpec:
         """`backend[==runtime]/model/precision/window/decoding/normalizer`. The runtime is the
         library version where the decoding path depends on it."""
         backend = self.backend if runtime is None else f"{self.backend}=={runtime}"
-        return "/".join(
-            (
-                backend,
-                model_label,
-                str(self.precision),
-                str(self.window),
-                self.decoding,
-                NORMALIZER_VERSION,
-            )
+        return (
+            f"{backend}/{model_label}/{self.precision}/{self.window}/{self.decoding}/"
+            f"{NORMALIZER_VERSION}"
         )
 
 
@@ -186,15 +180,13 @@ class LoadedGrader:
         return self.spec.grader_id(self.model_label, self.backend.runtime)
 
     def description(self) -> JsonObject:
-        described = asdict(self.spec)
-        described.update(
-            model_label=self.model_label,
-            runtime=self.backend.runtime,
-            normalizer=NORMALIZER_VERSION,
-            decoding=self.spec.decoding,
-            harness_versions_matched=harnesses_of(str(self.spec.window)),
-        )
-        return described
+        return asdict(self.spec) | {
+            "model_label": self.model_label,
+            "runtime": self.backend.runtime,
+            "normalizer": NORMALIZER_VERSION,
+            "decoding": self.spec.decoding,
+            "harness_versions_matched": harnesses_of(str(self.spec.window)),
+        }
 
 
 class Transcriber(Protocol):

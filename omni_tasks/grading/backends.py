@@ -7,7 +7,6 @@ from omni_tasks.grading.asr import GraderSpec, LoadedGrader
 
 
 def load_grader(spec: GraderSpec) -> LoadedGrader:
-    """Load the backend a spec names (models from local paths or the offline packages)."""
     spec = spec.resolved()
     if spec.backend == "faster-whisper":
         from omni_tasks.grading.whisper_ct2 import FasterWhisperBackend as Impl

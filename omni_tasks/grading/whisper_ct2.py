@@ -48,11 +48,9 @@ class FasterWhisperBackend:
             source, device=spec.device, compute_type=str(spec.precision), cpu_threads=0
         )
         multilingual = self._model.model.is_multilingual
+        self._language = spec.language if multilingual else None
         self._tokenizer = Tokenizer(
-            self._model.hf_tokenizer,
-            multilingual,
-            task="transcribe",
-            language=spec.language if multilingual else None,
+            self._model.hf_tokenizer, multilingual, task="transcribe", language=self._language
         )
         self._prompt = [*self._tokenizer.sot_sequence, self._tokenizer.no_timestamps]
 
@@ -86,7 +84,7 @@ class FasterWhisperBackend:
     def _longform(self, audio: np.ndarray) -> str:
         segments, _ = self._model.transcribe(
             audio,
-            language=self.spec.language if self._model.model.is_multilingual else None,
+            language=self._language,
             beam_size=self.spec.beam_size,
             temperature=0.0,
             condition_on_previous_text=False,

@@ -38,6 +38,7 @@ from transformers import WhisperForConditionalGeneration, WhisperProcessor
 from omni_tasks.grading.asr import WINDOW_SAMPLES, GraderSpec, weights_label
 
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+_LONG_FORM: dict[str, Any] = {"truncation": False, "padding": "longest"}  # the harness's call
 
 
 def _label(model: str) -> str:
@@ -67,15 +68,11 @@ class TransformersBackend:
         self._multilingual = bool(getattr(self._model.generation_config, "is_multilingual", True))
 
     def features(self, audio: np.ndarray) -> np.ndarray:
+        extract = _LONG_FORM if is_long(audio, self.spec.window) else {}
         out = self._processor.feature_extractor(
-            audio, sampling_rate=16_000, return_tensors="np", **self._extract_kwargs(audio)
+            audio, sampling_rate=16_000, return_tensors="np", **extract
         )
         return np.asarray(out.input_features[0])
-
-    def _extract_kwargs(self, clip: np.ndarray) -> dict[str, str | bool]:
-        return (
-            {"truncation": False, "padding": "longest"} if is_long(clip, self.spec.window) else {}
-        )
 
     def transcribe(self, clips: Sequence[np.ndarray]) -> list[str]:
         """One transcript per clip; short and long clips are decoded in separate calls."""
@@ -94,7 +91,7 @@ class TransformersBackend:
 
     @torch.inference_mode()
     def _decode(self, clips: list[np.ndarray], long_form: bool) -> list[str]:
-        extract: dict[str, Any] = {"truncation": False, "padding": "longest"} if long_form else {}
+        extract = _LONG_FORM if long_form else {}
         inputs = self._processor.feature_extractor(
             clips, sampling_rate=16_000, return_tensors="pt", return_attention_mask=True, **extract
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,9 +25,6 @@ class OpenAIWhisperBackend:
         path = Path(str(spec.model))
         self.model_label = weights_label(path.stem, [path]) if path.is_file() else str(spec.model)
         self._model = whisper.load_model(str(spec.model), device=spec.device)
-        self._fp16 = spec.precision == "fp16"
-        # English-only models ignore the language; None would trigger language detection.
-        self._language = spec.language
 
     def features(self, audio: np.ndarray) -> np.ndarray:
         heard = window(audio, self.spec.window)
@@ -40,29 +38,26 @@ class OpenAIWhisperBackend:
         if not clips:
             return []
         beam = self.spec.beam_size if self.spec.beam_size > 1 else None
+        # English-only models ignore the language; None would trigger language detection.
+        decoding: dict[str, Any] = {
+            "language": self.spec.language,
+            "fp16": self.spec.precision == "fp16",
+            "temperature": 0.0,
+            "beam_size": beam,
+        }
         if self.spec.window == "longform":
             return [
                 str(
-                    self._model.transcribe(
-                        c,
-                        language=self._language,
-                        fp16=self._fp16,
-                        temperature=0.0,
-                        beam_size=beam,
-                        condition_on_previous_text=False,
-                    )["text"]
+                    self._model.transcribe(c, condition_on_previous_text=False, **decoding)["text"]
                 ).strip()
                 for c in clips
             ]
         mel = torch.from_numpy(np.stack([self.features(c) for c in clips])).to(self._model.device)
         options = whisper.DecodingOptions(
             task="transcribe",
-            language=self._language,
-            temperature=0.0,
-            beam_size=beam,
             sample_len=self.spec.max_new_tokens,
             without_timestamps=True,
-            fp16=self._fp16,
+            **decoding,
         )
         results = whisper.decode(self._model, mel, options)
         return [r.text.strip() for r in results]

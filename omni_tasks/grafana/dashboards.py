@@ -495,9 +495,7 @@ def render(d: JsonObject) -> str:
 
 def write_all(out_dir: Path = DASHBOARD_DIR) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, d in dashboards().items():
-        path = out_dir / name
+    written = {out_dir / name: d for name, d in dashboards().items()}
+    for path, d in written.items():
         path.write_text(render(d), encoding="utf-8")
-        written.append(path)
-    return written
+    return list(written)

@@ -95,15 +95,15 @@ def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
     written = unchanged = 0
     _ensure_folder(api)
     for d in dashboards().values():
-        found = _found(api, str(d["uid"]))
-        meta = found.get("meta") if found is not None else None
+        found = _found(api, str(d["uid"])) or {}
+        meta = found.get("meta")
         if isinstance(meta, dict) and meta.get("provisioned"):
             raise GrafanaError(
                 f"dashboard {d['uid']} is file-provisioned in this Grafana, which refuses API "
                 "saves of it: set OMNI_GRAFANA_DASHBOARDS=provisioned (the compose mode), or "
                 "remove its provisioning to push through the API"
             )
-        stored = found.get("dashboard") if found is not None else None
+        stored = found.get("dashboard")
         if (
             isinstance(stored, dict)
             and {k: v for k, v in stored.items() if k not in _VOLATILE} == d
@@ -123,9 +123,8 @@ def push_dashboards(api: GrafanaApi) -> tuple[int, int]:
 
 
 def annotate_events(conn: psycopg.Connection[Any], api: GrafanaApi) -> int:
-    rows = store.unannotated_events(conn)
     created = 0
-    for e in rows:
+    for e in store.unannotated_events(conn):
         ms = int(e["time"].timestamp() * 1000)
         answer = api.annotations.add_annotation(
             dashboard_uid=TREND_UID,

@@ -169,8 +169,7 @@ class JobProvenance:
 
     def to_json(self) -> JsonObject:
         """The fields it has (the run's `source.buildkite` carries them)."""
-        out: JsonObject = {k: v for k, v in dataclasses.asdict(self).items() if v}
-        return out
+        return {k: v for k, v in dataclasses.asdict(self).items() if v}
 
 
 def _provenance(build: Build, job: JsonObject) -> JobProvenance:

@@ -279,10 +279,8 @@ class BuildkiteClient:
         if not isinstance(url, str):
             raise BuildkiteError("the artifact has no download_url")
         try:
-            _, body = self._get(
-                url, cap=MAX_ARTIFACT_BYTES, deadline_s=self.src.download_deadline_s
-            )
-            return body
+            deadline = self.src.download_deadline_s
+            return self._get(url, cap=MAX_ARTIFACT_BYTES, deadline_s=deadline)[1]
         except BuildkiteError as exc:
             if "404" in str(exc):
                 raise BuildkiteError("the artifact is gone (404: expired or deleted)") from None

@@ -50,10 +50,5 @@ def sku_of(job: Mapping[str, Any]) -> str | None:
     """The job's hardware SKU (H100, B200, MI300, A3, B60, …), or None when its agent does not
     say."""
     tags = list(_tags(job))
-    for tag in TAGS:
-        for k, v in tags:
-            if k == tag:
-                for pattern, sku in SKUS:
-                    if pattern.search(v[:200]):
-                        return sku
-    return None
+    values = (v[:200] for tag in TAGS for k, v in tags if k == tag)
+    return next((sku for v in values for pattern, sku in SKUS if pattern.search(v)), None)

@@ -177,8 +177,9 @@ class AblateError(ValueError):
     pass
 
 
-def _night_runs(conn: psycopg.Connection[Any], p: AblateParams) -> dict[str, Any]:
-    policy = load_policy().for_benchmark(p.bench)
+def _night_runs(
+    conn: psycopg.Connection[Any], p: AblateParams, policy_version: str
+) -> dict[str, Any]:
     row = conn.execute(
         sql("night_decision_runs"),
         {
@@ -187,7 +188,7 @@ def _night_runs(conn: psycopg.Connection[Any], p: AblateParams) -> dict[str, Any
             "candidate_branch": p.branch,
             "baseline_branch": p.baseline,
             "variant": p.variant,
-            "policy_version": policy.policy_version,
+            "policy_version": policy_version,
         },
     ).fetchone()
     if row is None:
@@ -205,7 +206,7 @@ def run_ablations(conn: psycopg.Connection[Any], p: AblateParams, today: dt.date
     family = benchmarks.get(p.bench)
     policy = load_policy().for_benchmark(p.bench)
     tau = policy.primary_tau
-    night = _night_runs(conn, p)
+    night = _night_runs(conn, p, policy.policy_version)
     chosen = choose_clips(
         outcomes(conn, night["baseline_key"], tau),
         outcomes(conn, night["candidate_key"], tau),

@@ -3,15 +3,14 @@
 For each open regression alert without a bisect yet, the range is the candidate branch's head
 on the nights around where a single step fits the series (the change point's confidence set
 over the six weeks up to the alert, analysis/change_point.py via analysis/bisect.py
-`bisect_range`); the bisection's endpoint check then says whether the range holds a
-regression at all. A bisect is planned when the repo shows more than
-one commit in `last_good..first_bad`, the last good commit is an ancestor of the first bad
-one (no force-push) and the target can serve every commit (`vllm-serve` or the simulator; a
-fixed URL serves one). The bisection keeps to the configured budget in full-run equivalents,
-raised where a small suite's observed step needs more (analysis/bisect.py `chosen_budget`).
-Whatever the outcome, the alert's thread says it once, and the alert's details keep it, so a
-later night or a re-run of this one plans nothing new. The trigger's run id is fixed per
-alert, so Airflow starts it once.
+`bisect_range`); the bisection's endpoint check then says whether the range holds a regression
+at all. A bisect is planned when the repo shows more than one commit in `last_good..first_bad`,
+the last good commit is an ancestor of the first bad one (no force-push) and the target can
+serve every commit (`vllm-serve` or the simulator; a fixed URL serves one). The bisection keeps
+to the configured budget in full-run equivalents, raised where a small suite's observed step
+needs more (analysis/bisect.py `chosen_budget`). Whatever the outcome, the alert's thread says
+it once, and the alert's details keep it, so a later night or a re-run of this one plans
+nothing new. The trigger's run id is fixed per alert, so Airflow starts it once.
 """
 
 from __future__ import annotations

@@ -64,9 +64,8 @@ class ConcurrencyRequest:
                 f"levels: {list(self.levels)}: give 1 first (each item sent alone), then the "
                 "levels to compare with it, e.g. 1,8"
             )
-        if any(not 1 <= c <= MAX_LEVEL for c in self.levels) or len(set(self.levels)) != len(
-            self.levels
-        ):
+        distinct = len(set(self.levels)) == len(self.levels)
+        if not distinct or any(not 1 <= c <= MAX_LEVEL for c in self.levels):
             raise ConcurrencyError(
                 f"levels: {list(self.levels)}: distinct concurrencies from 1 to {MAX_LEVEL}"
             )

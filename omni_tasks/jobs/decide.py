@@ -38,6 +38,13 @@ class SeriesNight:
         return [row.decision for row in self.outcome.decisions]
 
 
+def night_question(params: NightlyParams, nightly: dt.date) -> NightQuestion:
+    """What deciding a configured series' night asks: its branches against its baseline."""
+    return NightQuestion(
+        params.series, nightly, params.baseline, tuple(params.branches), params.sim_margin
+    )
+
+
 def decide_series(
     conn: psycopg.Connection[Any], question: NightQuestion, policy: GatePolicy
 ) -> SeriesNight:
@@ -68,21 +75,8 @@ def decide_fleet(
     decided, failed = [], {}
     for params in series:
         try:
-            decided.append(
-                decide_series(
-                    conn,
-                    NightQuestion(
-                        params.series,
-                        nightly,
-                        params.baseline,
-                        tuple(params.branches),
-                        params.sim_margin,
-                    ),
-                    policy,
-                )
-            )
+            decided.append(decide_series(conn, night_question(params, nightly), policy))
         except (psycopg.Error, ValueError, ArithmeticError, LookupError) as exc:
             conn.rollback()
             failed[f"{params.series.label} ({params.variant})"] = f"{type(exc).__name__}: {exc}"
-            continue
     return FleetDecision(decided, failed)

@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 
 import yaml
@@ -144,7 +144,7 @@ def run_night(
     on_line(f"nightly {night}: airflow dags test omni_nightly (log: {log})")
     labels = _plan_labels(config, conf)
     argv = [*_airflow(), "dags", "test", "omni_nightly", night.isoformat(), "-c", json.dumps(conf)]
-    with log.open("w") as fh, _TaskLogs(home / "demo" / f"airflow_{night}") as tasks:
+    with log.open("w") as fh, closing(_TaskLogs(home / "demo" / f"airflow_{night}")) as tasks:
         proc = subprocess.Popen(
             argv,
             env=env,
@@ -216,14 +216,6 @@ class _TaskLogs:
         if self._out is not None:
             self._out.close()
         self._out, self._task = None, None
-
-    def __enter__(self) -> _TaskLogs:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _plan_labels(config: Path, conf: dict[str, object]) -> dict[tuple[str, str], str]:

@@ -22,18 +22,16 @@ def check_freshness(
 ) -> list[str]:
     """A series' branches without a complete run for `nightly`; each missing one raises an
     INFRA alert."""
-    missing = []
+    missing = [b for b in branches if not has_fresh_run(conn, series, b, nightly)]
     name = series.name
-    for branch in branches:
-        if not has_fresh_run(conn, series, branch, nightly):
-            missing.append(branch)
-            raise_infra(
-                conn,
-                keys.freshness(series.key, branch),
-                f"INFRA no {branch} results for the {nightly} nightly ({name})",
-                [f"no complete {name} run of {branch} for {nightly} by the deadline"],
-                dedup=nightly.isoformat(),
-            )
+    for branch in missing:
+        raise_infra(
+            conn,
+            keys.freshness(series.key, branch),
+            f"INFRA no {branch} results for the {nightly} nightly ({name})",
+            [f"no complete {name} run of {branch} for {nightly} by the deadline"],
+            dedup=nightly.isoformat(),
+        )
     conn.commit()
     return missing
 

@@ -93,7 +93,6 @@ def file_issues(
 ) -> tuple[list[Plan], bool]:
     """The plan for each (benchmark, mode) issue, applied with `apply`; and whether GitHub
     was read (a dry run without credentials plans as if the repository held no issue)."""
-    check_repo(repo)
     try:
         existing = existing_issues(repo, benchmark, branch)
         read = True

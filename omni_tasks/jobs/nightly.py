@@ -121,10 +121,9 @@ def run_branch(
         raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
     nightly = dt.date.fromisoformat(plan.nightly)
     recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
+    observed = None if recorded is None else recorded.commit_sha
     lineage: LineageFlags = {
-        "differs_from_recorded_head": None
-        if recorded is None
-        else recorded.commit_sha != plan.commit,
+        "differs_from_recorded_head": None if observed is None else observed != plan.commit,
         "reconstructed_head": plan.reconstructed,
     }
     generic = night_request(
@@ -136,7 +135,7 @@ def run_branch(
         limit=params.limit,
         nightly=nightly,
         trigger=trigger,
-        observed_head=None if recorded is None else recorded.commit_sha,
+        observed_head=observed,
         lineage=lineage,
     )
     return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)
@@ -238,11 +237,8 @@ def served(
         else ExistingStrategy(env_cfg.python)
     )
     env = strategy.prepare(str(req.commit))
-    log = (
-        get_settings().home
-        / "server-logs"
-        / f"{path_component(f'{req.branch}_{req.nightly}_{str(req.commit)[:12]}')}.log"
-    )
+    name = path_component(f"{req.branch}_{req.nightly}_{str(req.commit)[:12]}")
+    log = get_settings().home / "server-logs" / f"{name}.log"
     deploy = Path(srv.deploy_config) if srv.deploy_config else None
     # The Qwen3-Omni deploy as upstream's accuracy test serves it on the lane's platform.
     lane = lane_deploy(deploy, srv.gpu_resource, params.overrides)

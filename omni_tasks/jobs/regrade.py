@@ -22,15 +22,7 @@ from omni_tasks.grading.grade import GradingOutcome, grade_run
 from omni_tasks.store.runs import get_run
 
 # The trigger form's fields that make the grader (the rest name the run).
-GRADER_FIELDS = (
-    "backend",
-    "precision",
-    "window",
-    "device",
-    "batch_size",
-    "harness_version",
-)
-
+GRADER_FIELDS = ("backend", "precision", "window", "device", "batch_size", "harness_version")
 
 DEVICE = re.compile(r"^(cpu|cuda|npu)(:[0-9]{1,2})?$")
 

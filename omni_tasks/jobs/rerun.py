@@ -20,11 +20,10 @@ import psycopg
 
 from omni_tasks.analysis import rerun
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.contracts.night import NightQuestion
 from omni_tasks.contracts.rerun import RerunResult
 from omni_tasks.deployment.schema import NightlyParams
 from omni_tasks.jobs.bisect import outcomes
-from omni_tasks.jobs.decide import decide_series
+from omni_tasks.jobs.decide import decide_series, night_question
 from omni_tasks.jobs.nightly import night_request, run_on_target
 from omni_tasks.store import reruns
 from omni_tasks.store.runs import RunNotFoundError
@@ -56,10 +55,7 @@ def rerun_series(
             conn.commit()
             lines.append(f"{params.series.label} {w.candidate_branch}: {result.text()}")
         if todo:
-            question = NightQuestion(
-                params.series, nightly, params.baseline, tuple(params.branches), params.sim_margin
-            )
-            decide_series(conn, question, policy)
+            decide_series(conn, night_question(params, nightly), policy)
     return lines
 
 

@@ -139,10 +139,9 @@ def trend(
         "policy_version": policy.policy_version,
         "baseline": baseline,
     }
-    if metric == "official_mean":
-        rows = results.series(conn, "official_series", key)
-    elif metric == "paired_delta":
-        rows = results.series(conn, "paired_delta_series", key)
+    stored = {"official_mean": "official_series", "paired_delta": "paired_delta_series"}
+    if metric in stored:
+        rows = results.series(conn, stored[metric], key)
     else:
         rows = [r for r in results.series(conn, "nightly_series", key) if r[metric] is not None]
     breaks = results.known_breaks(conn, key)

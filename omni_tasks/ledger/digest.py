@@ -51,6 +51,7 @@ def digest(now: Ledger, before: Ledger | None) -> Digest:
     was_chronic = {i.utt_id for i in before.state(*CHRONIC)} if before else set()
     was_fixed = {i.utt_id for i in before.state("fixed")} if before else set()
     chronic = tuple(sorted(now.state(*CHRONIC), key=lambda i: (mode_of(i), i.utt_id)))
+    fixed = sorted(now.state("fixed"), key=lambda i: i.utt_id)
     return Digest(
         series_key=now.series_key,
         branch=now.branch,
@@ -60,12 +61,7 @@ def digest(now: Ledger, before: Ledger | None) -> Digest:
         chronic=chronic,
         flaky=len(now.state("flaky")),
         joined=tuple(i for i in chronic if i.utt_id not in was_chronic),
-        fixed=tuple(
-            sorted(
-                (i for i in now.state("fixed") if i.utt_id not in was_fixed),
-                key=lambda i: i.utt_id,
-            )
-        ),
+        fixed=tuple(i for i in fixed if i.utt_id not in was_fixed),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from scipy.stats import hypergeom
 
+from omni_tasks.ledger.digest import CHRONIC
 from omni_tasks.ledger.model import GroupShare, LedgerItem
 from omni_tasks.records import ClipRecord
 
@@ -21,7 +22,6 @@ from omni_tasks.records import ClipRecord
 # sentences run from a few words to about forty.
 LENGTH_BUCKETS = ((8, "short"), (16, "medium"))
 LONG = "long"
-CHRONIC_STATES = ("chronic", "new")
 
 
 def item_groups(clip: ClipRecord) -> dict[str, str]:
@@ -43,9 +43,9 @@ def shares(items: Sequence[LedgerItem]) -> tuple[GroupShare, ...]:
     exact one-sided p of drawing that many or more of it when the chronic set is a random
     draw from the suite (hypergeometric). Largest over-representation first."""
     suite = Counter((k, v) for i in items for k, v in i.groups.items())
-    hit = Counter((k, v) for i in items if i.state in CHRONIC_STATES for k, v in i.groups.items())
+    hit = Counter((k, v) for i in items if i.state in CHRONIC for k, v in i.groups.items())
     total = len(items)
-    drawn = sum(1 for i in items if i.state in CHRONIC_STATES)
+    drawn = sum(1 for i in items if i.state in CHRONIC)
     out = [
         GroupShare(
             key=k,

@@ -97,8 +97,7 @@ class Plan:
     def summary(self) -> str:
         where = f"#{self.number}" if self.number is not None else "a new issue"
         did = ", ".join(s.op for s in self.steps) or "nothing to do"
-        n = len(self.issue.entries)
-        return f"{self.issue.title} ({n} item{'' if n == 1 else 's'}): {where}: {did}"
+        return f"{self.issue.title} ({_items(len(self.issue.entries))}): {where}: {did}"
 
 
 def issue_sets(
@@ -114,9 +113,8 @@ def issue_sets(
     for label, ledger in ledgers:
         for item in ledger.items:
             seen = standing.get(item.utt_id)
-            if seen is None or (item.last_broken or dt.date.min) > (
-                seen[1].last_broken or dt.date.min
-            ):
+            last = item.last_broken or dt.date.min
+            if seen is None or last > (seen[1].last_broken or dt.date.min):
                 standing[item.utt_id] = (label, item)
     chronic: dict[str, dict[str, Entry]] = {}
     for label, ledger in ledgers:
@@ -176,13 +174,8 @@ def series_label(name: str) -> str:
 def tracked(body: str) -> dict[str, list[str]] | None:
     """The item set an issue's body tracks (item → series where chronic), or None when the
     body carries no marker of ours."""
-    m = _MARKED.search(body)
-    if m is None:
-        return None
-    try:
-        items = json.loads(m.group(1)).get("items")
-    except (ValueError, AttributeError):
-        return None
+    doc = _marker(body)
+    items = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(items, dict):
         return None
     return {str(k): [str(s) for s in v] for k, v in items.items() if isinstance(v, list)}
@@ -190,13 +183,18 @@ def tracked(body: str) -> dict[str, list[str]] | None:
 
 def marked_key(body: str) -> tuple[str, str, str] | None:
     """(benchmark, branch, mode) of the issue a body's marker names."""
-    m = _MARKED.search(body)
-    if m is None:
-        return None
-    try:
-        doc = json.loads(m.group(1))
+    doc = _marker(body)
+    if isinstance(doc, dict) and {"benchmark", "branch", "mode"} <= doc.keys():
         return str(doc["benchmark"]), str(doc["branch"]), str(doc["mode"])
-    except (ValueError, KeyError, TypeError):
+    return None
+
+
+def _marker(body: str) -> object:
+    """The JSON document in a body's marker of ours; None without one (or unreadable)."""
+    m = _MARKED.search(body)
+    try:
+        return None if m is None else json.loads(m.group(1))
+    except ValueError:
         return None
 
 

@@ -31,11 +31,12 @@ class LedgerItem:
     nights: int
     low: float  # exact interval of the broken rate
     high: float
-    first_broken: dt.date | None
-    last_broken: dt.date | None
-    mode: str | None  # dominant failure mode over its broken nights
-    origin: str | None
-    leak_share: float  # share of its broken nights that spoke the task text
+    # The defaults are a never-broken item's.
+    first_broken: dt.date | None = None
+    last_broken: dt.date | None = None
+    mode: str | None = None  # dominant failure mode over its broken nights
+    origin: str | None = None
+    leak_share: float = 0.0  # share of its broken nights that spoke the task text
     since: dt.date | None = None  # new: the first chronic night
     # fixed: (last bad commit, first good commit); new: (last good, first bad)
     commit_range: tuple[str | None, str | None] | None = None

@@ -19,6 +19,7 @@ commit, as analysis/bisect.py's `bisect_range` moves them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -69,11 +70,8 @@ def change_night(flags: Sequence[bool], policy: LedgerPolicy, *, down: bool) -> 
     Fisher's one-sided test of the 2×2 table is the hypergeometric tail of the broken count
     before the split, so every split is tested in one vectorised call."""
     n, k = len(flags), int(sum(flags))
-    lo, hi = (
-        (policy.min_nights, n - policy.min_before)
-        if down
-        else (policy.min_before, n - policy.min_nights)
-    )
+    chronic, other = policy.min_nights, policy.min_before  # nights each side of a split needs
+    lo, hi = (chronic, n - other) if down else (other, n - chronic)
     # The chronic side's best case is every broken night on it, over as few nights as allowed:
     # an item that could not be chronic even so needs no test (most items, and cheaply).
     if hi < lo or k == 0 or not is_chronic(k, max(k, policy.min_nights), policy):
@@ -140,28 +138,12 @@ def clean(
     """An item never broken over its `nights` observed nights: what `classify` says of it,
     without its nights (most items; a ledger reads only the broken ones' nights)."""
     low, high = jeffreys(0, nights, policy.confidence)
-    return LedgerItem(
-        utt_id,
-        "clean",
-        0,
-        nights,
-        low,
-        high,
-        None,
-        None,
-        None,
-        None,
-        0.0,
-        groups=dict(groups or {}),
-    )
+    return LedgerItem(utt_id, "clean", 0, nights, low, high, groups=dict(groups or {}))
 
 
 def _dominant(values: Sequence[str | None]) -> str | None:
     """The most common value (the first seen on a tie); None when none is known."""
-    counts: dict[str, int] = {}
-    for v in values:
-        if v is not None:
-            counts[v] = counts.get(v, 0) + 1
+    counts = Counter(v for v in values if v is not None)
     return max(counts, key=counts.__getitem__) if counts else None
 
 

@@ -33,7 +33,6 @@ def join(
         else range_to - dt.timedelta(days=1)
     )
     cand, base = d.candidate_branch, d.baseline_branch
-    delay = book.inputs.triage_delay_s
     ends = AlertDetails(
         summary=messages.member_line(ctx, confirm_p),
         last_good=None if r is None else r.last_good,
@@ -55,7 +54,7 @@ def join(
             details=ends,
             range_from=range_from,
             range_to=range_to,
-            delay_s=delay,
+            delay_s=book.inputs.triage_delay_s,
         )
     )
     group = _group_for_range(book, cand, base, range_from, range_to)
@@ -70,15 +69,15 @@ def join(
         book.update(group_id, range_from=first, range_to=last)
         book.ops[-1] = dataclasses.replace(book.ops[-1], range_from=first, range_to=last)
         book.groups[group_id] = []
-        _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to, delay)
-        _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
+        _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to)
+        _join_group(book, group_id, alert_id, night, range_from, range_to)
         _group_event(book, group_id, key, night, "group_opened", f"alert group {group_id} formed")
         book.enqueue(f"{key}|post", group_id, "post", messages.group_payload(_view(book, group_id)))
         book.pending_posts.add(group_id)
         return group_id
     group_id, key = group.alert_id, group.alert_key
     reopened = group.state != "open"
-    _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
+    _join_group(book, group_id, alert_id, night, range_from, range_to)
     view = _view(book, group_id)
     # The pending parent rewritten, else the delivered one updated with a reply naming the
     # new member.
@@ -148,7 +147,6 @@ def _join_group(
     night: dt.date,
     range_from: dt.date,
     range_to: dt.date,
-    delay: int,
 ) -> None:
     g = book.alerts[group_id]
     book.update(
@@ -168,7 +166,7 @@ def _join_group(
             nightly=night,
             range_from=range_from,
             range_to=range_to,
-            delay_s=delay,
+            delay_s=book.inputs.triage_delay_s,
             group_id=group_id,
         )
     )

@@ -43,10 +43,7 @@ def evidence(
         [*stored, sum(tonight.values())], first.variance, min_nights=PHI_MIN_NIGHTS
     )
     window = history.baseline_window(
-        inputs.baseline_items,
-        tonight,
-        drift_p=policy.drift_p,
-        phi=noise.phi,
+        inputs.baseline_items, tonight, drift_p=policy.drift_p, phi=noise.phi
     )
     stat = history.history_z([_broken(cand, tau)], window, noise.phi)
     refused = window.refused

@@ -559,11 +559,7 @@ def nightly_report(
             trend_figure(views.nightly_trend(conn, benchmark, tau, first, nightly)), "trend"
         ),
         modes=_fig(
-            modes_figure(
-                views.failure_modes(conn, benchmark, tau, nightly),
-                {d.baseline_branch for d in decisions if d.nightly == nightly},
-            ),
-            "modes",
+            modes_figure(views.failure_modes(conn, benchmark, tau, nightly), baselines), "modes"
         ),
         reproduce=[
             {

@@ -12,7 +12,7 @@ import psycopg
 
 from omni_tasks.ledger.digest import Digest, commit_range, digest, headline, mode_of, rate
 from omni_tasks.ledger.issue import series_label
-from omni_tasks.ledger.model import LedgerItem
+from omni_tasks.ledger.model import Ledger, LedgerItem
 from omni_tasks.series import Series
 from omni_tasks.store import ledger as store
 
@@ -71,17 +71,15 @@ def standing_failures(
     conn: psycopg.Connection[Any], series: Series, branches: set[str], nightly: dt.date
 ) -> list[Section]:
     """One section per branch (the night's baselines) with a graded night by `nightly`."""
+
+    def load(branch: str, until: dt.date) -> Ledger | None:
+        try:
+            return store.load(conn, series, branch=branch, nights=WINDOW, until=until)
+        except LookupError:  # no graded night of this branch by then: nothing stands
+            return None
+
     out = []
     for branch in sorted(branches):
-        try:
-            now = store.load(conn, series, branch=branch, nights=WINDOW, until=nightly)
-        except LookupError:
-            continue  # no graded night of this branch yet: nothing stands
-        try:
-            before = store.load(
-                conn, series, branch=branch, nights=WINDOW, until=now.last_night - dt.timedelta(1)
-            )
-        except LookupError:
-            before = None
-        out.append(section(digest(now, before)))
+        if (now := load(branch, nightly)) is not None:
+            out.append(section(digest(now, load(branch, now.last_night - dt.timedelta(1)))))
     return out

@@ -127,7 +127,6 @@ def parent_payload(conn: psycopg.Connection[Any], alert_id: int) -> Row | None:
 
 
 def alert_route(conn: psycopg.Connection[Any], alert_id: int) -> AlertRoute | None:
-    """Where an alert's messages go."""
     return typed_one(conn, AlertRoute, "alert_route", alert_id=alert_id)
 
 
@@ -210,13 +209,10 @@ def held_until(conn: psycopg.Connection[Any], series: Series | None = None) -> d
 
 
 def record_bisect(conn: psycopg.Connection[Any], alert_id: int, plan: BisectPlan) -> None:
-    """The auto-bisect planned for an alert, kept in its details (planned once)."""
-    merge_details(conn, alert_id, {"bisect": plan.to_json()})
-
-
-def merge_details(conn: psycopg.Connection[Any], alert_id: int, doc: JsonObject) -> None:
-    """Set top-level keys of an alert's details (AlertDetails' fields)."""
-    conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": Jsonb(doc)})
+    """The auto-bisect planned for an alert, kept in its details (planned once: merged as a
+    top-level key of AlertDetails)."""
+    doc = Jsonb({"bisect": plan.to_json()})
+    conn.execute(sql("merge_alert_details"), {"alert_id": alert_id, "details": doc})
 
 
 @dataclass(frozen=True)

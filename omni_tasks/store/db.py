@@ -7,6 +7,7 @@ reuse one server and the DSN printed by ``omni-tasks db url`` keeps working afte
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -47,15 +48,9 @@ def stop_embedded(pgdata: Path) -> bool:
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
     if info is None or not info.is_running():
         return False
-    user = "pgserver" if _is_root() else None
-    pg_ctl(["-w", "stop"], pgdata=pgdata, user=user)
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    pg_ctl(["-w", "stop"], pgdata=pgdata, user="pgserver" if is_root else None)
     return True
-
-
-def _is_root() -> bool:
-    import os
-
-    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def one(cursor: psycopg.Cursor[Any]) -> dict[str, Any]:

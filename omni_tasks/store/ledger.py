@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import psycopg
@@ -22,6 +22,7 @@ from omni_tasks.ledger.groups import item_groups, shares
 from omni_tasks.ledger.model import ItemNight, Ledger, LedgerItem
 from omni_tasks.ledger.states import LedgerPolicy, classify, clean, outcome
 from omni_tasks.series import Series
+from omni_tasks.store.db import one
 from omni_tasks.store.queries import sql
 from omni_tasks.store.runs import clip_records
 
@@ -61,15 +62,13 @@ def load(
     counts = conn.execute(sql("ledger_item_counts"), {"night_ids": [i for _, i in window]})
     last = window[-1][0].nightly
     elsewhere = _elsewhere(conn, series, branch, last)
-    items = tuple(
-        _with_elsewhere(
-            classify(u, rows[u], policy, groups.get(u))
-            if u in rows
-            else clean(u, n, policy, groups.get(u)),
-            elsewhere,
-        )
-        for u, n in sorted((r["utt_id"], r["nights"]) for r in counts)
-    )
+
+    def standing(u: str, n: int) -> LedgerItem:
+        g = groups.get(u)
+        item = classify(u, rows[u], policy, g) if u in rows else clean(u, n, policy, g)
+        return replace(item, elsewhere=elsewhere[u]) if u in elsewhere else item
+
+    items = tuple(standing(u, n) for u, n in sorted((r["utt_id"], r["nights"]) for r in counts))
     _write_states(conn, window[-1][1], items)
     return Ledger(
         series_key=series.key,
@@ -128,11 +127,8 @@ def _window(
     for i, r in enumerate(reversed(found)):  # newest first: it carries the items' groups
         night = NightRead(r["nightly"], r["run_id"], r["grading_id"], r["commit_sha"])
         night_id = r["night_id"]
-        if (r["recorded_run_id"], r["recorded_grading_id"], r["recorded_tau"]) != (
-            night.run_id,
-            night.grading_id,
-            tau,
-        ):
+        recorded = (r["recorded_run_id"], r["recorded_grading_id"], r["recorded_tau"])
+        if recorded != (night.run_id, night.grading_id, tau):
             known = groups if i == 0 else None
             night_id = record_night(conn, series, branch, night, tau, known)
         out.append((night, int(night_id)))
@@ -155,18 +151,8 @@ def record_night(
     """Read one night's run and grading into the ledger: one item row per item that counted.
     With the items' `known` groups (the newest night's reading), the groups that changed are
     stored. Returns its ledger night's id."""
-    args = {
-        **series.args(),
-        "branch": branch,
-        "tau": tau,
-        "nightly": night.nightly,
-        "run_id": night.run_id,
-        "grading_id": night.grading_id,
-        "commit_sha": night.commit_sha,
-    }
-    found = conn.execute(sql("ledger_record_night"), args).fetchone()
-    assert found is not None  # an upsert RETURNING always returns its row
-    night_id = int(found["night_id"])
+    args = {**series.args(), **asdict(night), "branch": branch, "tau": tau}
+    night_id = int(one(conn.execute(sql("ledger_record_night"), args))["night_id"])
     conn.execute(sql("ledger_clear_items"), {"night_id": night_id})
     clips = clip_records(conn, night.grading_id)
     with conn.cursor() as cur, cur.copy(sql("copy_item_night")) as cp:
@@ -219,11 +205,6 @@ def _elsewhere(
         other = Series(series.benchmark, r["model"], r["lane"])
         out.setdefault(r["utt_id"], []).append(other.key)
     return {u: tuple(sorted(keys)) for u, keys in out.items()}
-
-
-def _with_elsewhere(item: LedgerItem, elsewhere: dict[str, tuple[str, ...]]) -> LedgerItem:
-    found = elsewhere.get(item.utt_id)
-    return replace(item, elsewhere=found) if found else item
 
 
 def _write_states(

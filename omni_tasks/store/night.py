@@ -14,13 +14,7 @@ import psycopg
 
 from omni_tasks.analysis.bisect import RANGE_WINDOW_DAYS
 from omni_tasks.analysis.policy import GatePolicy
-from omni_tasks.contracts import (
-    AlertDetails,
-    Comparison,
-    DecisionHistory,
-    RunStats,
-    StoredAlert,
-)
+from omni_tasks.contracts import AlertDetails, Comparison, DecisionHistory, RunStats, StoredAlert
 from omni_tasks.contracts.night import (
     AlertOp,
     GradedRun,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Unpack
 
@@ -150,19 +151,21 @@ def redacted_grades(grades: list[ClipGrade]) -> list[ClipGrade]:
     return _redacted(grades, ("error_detail",))
 
 
-def _copy_row(head: int, row: ClipAudio | ClipGrade) -> tuple[object, ...]:
-    """A COPY row: the run's or grading's id, then the clip row's fields in declaration order,
+def _copy(
+    conn: psycopg.Connection[Any], name: str, head: int, rows: Sequence[ClipAudio | ClipGrade]
+) -> None:
+    """COPY rows: the run's or grading's id, then the clip row's fields in declaration order,
     the column order of copy_clip_audio.sql and copy_clip_grade.sql (a dict field, a grade's
     breakdown, as JSON)."""
-    values = (getattr(row, f.name) for f in dataclasses.fields(row))
-    return (head, *(Jsonb(v) if isinstance(v, dict) else v for v in values))
+    with conn.cursor() as cur, cur.copy(sql(name)) as cp:
+        for row in rows:
+            values = (getattr(row, f.name) for f in dataclasses.fields(row))
+            cp.write_row((head, *(Jsonb(v) if isinstance(v, dict) else v for v in values)))
 
 
 def copy_clip_audio(conn: psycopg.Connection[Any], run_id: int, clips: list[ClipAudio]) -> None:
     """Clip rows as given (save_run redacts them first, before their content hash)."""
-    with conn.cursor() as cur, cur.copy(sql("copy_clip_audio")) as cp:
-        for c in clips:
-            cp.write_row(_copy_row(run_id, c))
+    _copy(conn, "copy_clip_audio", run_id, clips)
 
 
 def _grading_args(run_id: int, grader: Grader) -> dict[str, object]:
@@ -182,9 +185,7 @@ def insert_grading(
 def copy_clip_grades(
     conn: psycopg.Connection[Any], grading_id: int, grades: list[ClipGrade]
 ) -> None:
-    with conn.cursor() as cur, cur.copy(sql("copy_clip_grade")) as cp:
-        for g in redacted_grades(grades):
-            cp.write_row(_copy_row(grading_id, g))
+    _copy(conn, "copy_clip_grade", grading_id, redacted_grades(grades))
 
 
 def start_run(conn: psycopg.Connection[Any], run_key: str, spec: RunSpec) -> tuple[int, bool]:
@@ -442,7 +443,6 @@ def endpoint_run(
 
 
 def imported_buildkite_artifact(conn: psycopg.Connection[Any], artifact_id: str) -> bool:
-    """Whether a run was already imported from this Buildkite artifact."""
     args = {"artifact_id": artifact_id}
     return conn.execute(sql("imported_buildkite_artifact"), args).fetchone() is not None
 
@@ -461,6 +461,5 @@ def run_key_status(conn: psycopg.Connection[Any], run_key: str) -> StoredKey | N
 
 
 def clips_by_status(conn: psycopg.Connection[Any], run_id: int) -> dict[str, int]:
-    """A run's clip count per synthesis status."""
     rows = conn.execute(sql("clips_by_status"), {"run_id": run_id})
     return {r["synth_status"]: int(r["n"]) for r in rows}

@@ -62,11 +62,8 @@ class _Body:
     says it did not fit)."""
 
     def __init__(self, r: httpx.Response, cap: int) -> None:
-        self.decoder, self.cap, self.data = (
-            _Decoder(r.headers.get("content-encoding")),
-            cap,
-            bytearray(),
-        )
+        self.decoder = _Decoder(r.headers.get("content-encoding"))
+        self.cap, self.data = cap, bytearray()
 
     def over(self, raw: bytes) -> bool:
         self.data += self.decoder.feed(raw, self.cap - len(self.data))

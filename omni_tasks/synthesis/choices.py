@@ -72,11 +72,10 @@ def user_text(body: JsonObject) -> str:
 
 def _audio(body: JsonObject) -> tuple[np.ndarray, int]:
     """The request's inline WAV parts joined in order (one rate)."""
+    wavs = inline_wavs(body)
     try:
-        pieces = [decode_wav(w, "inline audio") for w in inline_wavs(body)]
+        pieces = [decode_wav(w, "inline audio") for w in wavs]
     except (ValueError, AudioUnavailable) as exc:
-        if isinstance(exc, UnreadableRequest):
-            raise
         raise UnreadableRequest(f"unreadable audio: {exc}") from None
     if len({rate for _, rate in pieces}) != 1:
         raise UnreadableRequest("inline audio parts at more than one rate")
@@ -148,11 +147,6 @@ def _beep_count(samples: np.ndarray, rate: int) -> float:
     n = len(samples) // frame
     loud = np.abs(samples[: n * frame]).reshape(n, frame).max(axis=1) > 0.05
     return float(np.count_nonzero(loud[1:] & ~loud[:-1]) + int(loud[0]) if n else 0)
-
-
-def inline_wav(body: JsonObject) -> bytes:
-    """The request's first inline WAV."""
-    return inline_wavs(body)[0]
 
 
 def inline_wavs(body: JsonObject) -> list[bytes]:

@@ -134,8 +134,7 @@ class _Stream:
         choices = chunk.get("choices") or [{}]
         if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
             raise Malformed("'choices' is not a list of objects")
-        if self.rules.any_visible and any(_visible(c) for c in choices):
-            self.visible = True
+        self.visible |= self.rules.any_visible and any(_visible(c) for c in choices)
         delta = choices[0].get("delta") or {}
         audio = (delta.get("audio") or {}) if isinstance(delta, dict) else None
         if not isinstance(delta, dict) or not isinstance(audio, dict):
@@ -179,19 +178,16 @@ class _Stream:
         import base64
         import binascii
 
-        if self.rules.reading.lenient_base64:
-            # As the harness decodes: stray characters skipped, and outside the chunk's try,
-            # so a chunk that still does not decode fails the request (never retried).
-            try:
-                raw = base64.b64decode(data)
-            except binascii.Error as exc:
+        lenient = self.rules.reading.lenient_base64
+        try:
+            raw = base64.b64decode(data, validate=not lenient)
+        except binascii.Error as exc:
+            # Lenient, as the harness decodes: stray characters skipped, and outside the chunk's
+            # try, so a chunk that still does not decode fails the request (never retried).
+            if lenient:
                 raise Malformed(f"an audio chunk that is not base64 ({exc})") from None
-        else:
-            try:
-                raw = base64.b64decode(data, validate=True)
-            except binascii.Error:
-                self.dropped += 1
-                return
+            self.dropped += 1
+            return
         try:
             if self.rules.strict_wav:  # read as the harness reads it: Python's wave, PCM only
                 with wave.open(io.BytesIO(raw), "rb") as w:

@@ -116,9 +116,7 @@ class Profile:
             return self
         stage, wanted, other = self.vanishes_with
         args = engine_args[stage] if stage < len(engine_args) else {}
-        if all(args.get(k) == v for k, v in wanted):
-            return load_profile(other)
-        return self
+        return load_profile(other) if all(args.get(k) == v for k, v in wanted) else self
 
 
 @dataclass(frozen=True)
@@ -182,8 +180,7 @@ def _planted(doc: object) -> Planted | None:
         raise ProfileError(f"planted: a mapping of chronic and flaky, got {doc!r}")
     chronic, flaky = doc.get("chronic") or {}, doc.get("flaky") or {}
     events = tuple(str(e) for e in chronic.get("events", ()))
-    unknown = [e for e in (*events, flaky.get("event", "truncate")) if e not in EVENTS]
-    if unknown:
+    if unknown := [e for e in (*events, flaky.get("event", "truncate")) if e not in EVENTS]:
         raise ProfileError(f"planted events {unknown}: choose among {list(EVENTS)}")
     return Planted(
         float(chronic.get("statement", 0.0)),

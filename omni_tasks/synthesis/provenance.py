@@ -78,14 +78,7 @@ def nvidia_smi(*fields: str) -> list[list[str]]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
-    out = subprocess.run(
-        [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=child_env(),  # a trusted child still gets no secret (its /proc block is readable)
-    )
+    out = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"], timeout=30)
     rows = (line.split(",", len(fields) - 1) for line in out.stdout.splitlines() if line.strip())
     return [[p.strip() for p in row] for row in rows]
 
@@ -100,15 +93,15 @@ def gpu_inventory(visible: str | None = None) -> list[dict[str, str]]:
     ]
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """A trusted child's output; it still gets no secret (its /proc block is readable)."""
     return subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=child_env(),
+        argv, capture_output=True, text=True, timeout=timeout, check=False, env=child_env()
     )
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run(["git", "-C", str(repo), *args], timeout=60)
 
 
 def commit_time(repo: Path, commit: str) -> dt.datetime | None:

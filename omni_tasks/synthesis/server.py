@@ -139,13 +139,6 @@ def command(spec: ServerSpec, port: int) -> list[str]:
     return argv + list(spec.extra_args)
 
 
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def sandbox_paths(spec: ServerSpec, argv: list[str]) -> sandbox.Paths:
     """What the server may read (its interpreter and executable, the deploy config, a local
     model, the paths its trusted `env` names) and write (a scratch directory beside its log)."""
@@ -188,7 +181,10 @@ def launched(spec: ServerSpec) -> Iterator[RunningServer]:
             raise ServerStartError(
                 f"server exited with {proc.returncode} before it was healthy; {where}"
             )
-        return _healthy(url)
+        try:
+            return httpx.get(url + "/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     try:
         try:

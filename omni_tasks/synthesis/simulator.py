@@ -134,25 +134,16 @@ async def _audio_chunks(
         await asyncio.sleep(0)
 
 
-def _transcript_chunks(b: Behaviour, cfg: SimulatorConfig) -> list[JsonObject]:
-    words = b.spoken_text.split()
-    per_chunk = max(1, int(cfg.chunk_seconds / protocol.SECONDS_PER_WORD))
-    return [
-        protocol.transcript_chunk(
-            " ".join(words[i : i + per_chunk]),
-            len(words[i : i + per_chunk]) * protocol.SECONDS_PER_WORD,
-            cfg.model_name,
-        )
-        for i in range(0, len(words), per_chunk)
-    ]
-
-
 async def _content(
     b: Behaviour, cfg: SimulatorConfig, w: protocol.StreamWriter, voice: float
 ) -> AsyncIterator[bytes]:
     if cfg.transcript:
-        for chunk in _transcript_chunks(b, cfg):
-            yield protocol.sse(chunk)
+        words = b.spoken_text.split()
+        per_chunk = max(1, int(cfg.chunk_seconds / protocol.SECONDS_PER_WORD))
+        for i in range(0, len(words), per_chunk):
+            said = words[i : i + per_chunk]
+            seconds = len(said) * protocol.SECONDS_PER_WORD
+            yield protocol.sse(protocol.transcript_chunk(" ".join(said), seconds, cfg.model_name))
         return
     async for samples in _audio_chunks(b, cfg, voice):
         yield w.audio(wav_bytes(samples, STORE_RATE), STORE_RATE)
@@ -200,32 +191,17 @@ def _answer_response(
         "created": int(time.time()),
         "model": cfg.model_name,
     }
+    message = {"role": "assistant", "content": text}
     if body.get("stream"):  # as vLLM streams text: one delta, its finish, then [DONE]
-        delta = {"role": "assistant", "content": text}
-        chunks = [
-            {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]},
-            {
-                **head,
-                "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            },
+        choices = [
+            {"index": 0, "delta": message},
+            {"index": 0, "delta": {}, "finish_reason": "stop"},
         ]
+        chunks = [{**head, "object": "chat.completion.chunk", "choices": [c]} for c in choices]
         text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
         return Response(text, media_type="text/event-stream", headers=headers)
-    return JSONResponse(
-        {
-            **head,
-            "object": "chat.completion",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                }
-            ],
-        },
-        headers=headers,
-    )
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return JSONResponse({**head, "object": "chat.completion", "choices": [choice]}, headers=headers)
 
 
 async def _speech(
@@ -274,28 +250,6 @@ async def _pcm(
             raise RuntimeError("EngineCore encountered an issue: stage 1 died")
         yield (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
         sent += 1
-
-
-def _speech_response(
-    body: JsonObject, cfg: SimulatorConfig, profile: Profile, headers: dict[str, str]
-) -> Response:
-    """`POST /v1/audio/speech` as a TTS model's server answers the seed-TTS client: streamed
-    PCM at the rate it announces. What it cannot serve it refuses with the server's 400."""
-    text = body.get("input")
-    if not isinstance(text, str) or not text.strip():
-        return _bad_request("input: the text to speak is required", headers)
-    if cfg.transcript:
-        return _bad_request("transcript mode answers chat completions only", headers)
-    if body.get("response_format") != "pcm" or not body.get("stream"):
-        return _bad_request("the simulator streams response_format pcm only", headers)
-    seed = 42  # the speech request carries no seed: the server's default sampling
-    behaviour = decide(profile, seed, text, None)
-    broken_off = uniform(seed, text, "stream_error") < profile.stream_error
-    voice = cloned_factor(protocol.ref_audio_of(body))
-    pcm_headers = {**headers, "X-Audio-Sample-Rate": str(STORE_RATE), "X-Audio-Channels": "1"}
-    return StreamingResponse(
-        _pcm(behaviour, cfg, voice, broken_off), media_type="audio/pcm", headers=pcm_headers
-    )
 
 
 def create_app(cfg: SimulatorConfig) -> Starlette:
@@ -361,13 +315,28 @@ def create_app(cfg: SimulatorConfig) -> Starlette:
         return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
     async def speech(request: Request) -> Response:
+        """`POST /v1/audio/speech` as a TTS model's server answers the seed-TTS client: streamed
+        PCM at the rate it announces. What it cannot serve it refuses with the server's 400."""
         try:
             body = await request.json()
         except json.JSONDecodeError:
             return _bad_request("body is not JSON", headers)
         if not isinstance(body, dict):
             return _bad_request("body is not a JSON object", headers)
-        return _speech_response(body, cfg, profile, headers)
+        text = body.get("input")
+        if not isinstance(text, str) or not text.strip():
+            return _bad_request("input: the text to speak is required", headers)
+        if cfg.transcript:
+            return _bad_request("transcript mode answers chat completions only", headers)
+        if body.get("response_format") != "pcm" or not body.get("stream"):
+            return _bad_request("the simulator streams response_format pcm only", headers)
+        seed = 42  # the speech request carries no seed: the server's default sampling
+        behaviour = decide(profile, seed, text, None)
+        broken_off = uniform(seed, text, "stream_error") < profile.stream_error
+        voice = cloned_factor(protocol.ref_audio_of(body))
+        pcm = _pcm(behaviour, cfg, voice, broken_off)
+        rate = {"X-Audio-Sample-Rate": str(STORE_RATE), "X-Audio-Channels": "1"}
+        return StreamingResponse(pcm, media_type="audio/pcm", headers={**headers, **rate})
 
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "simulator": cfg.model_name}, headers=headers)
@@ -424,6 +393,5 @@ def serve_forever(cfg: SimulatorConfig, port: int) -> None:
     """Run in the foreground (the CLI and the fake `vllm serve`)."""
     sock = loopback_socket(port)
     print(f"{cfg.model_name} listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    uvicorn.Server(uvicorn.Config(create_app(cfg), log_level="warning", lifespan="off")).run(
-        sockets=[sock]
-    )
+    app = create_app(cfg)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off")).run(sockets=[sock])

@@ -200,8 +200,7 @@ class StageDefaults:
                 raise DeployConfigError(
                     f"{source}: stage {i} ({STAGE_NAMES[i]}) has no default_sampling_params"
                 )
-            unknown = sorted(set(params) - SAMPLING_FIELDS)
-            if unknown:
+            if unknown := sorted(set(params) - SAMPLING_FIELDS):
                 raise DeployConfigError(
                     f"{source}: stage {i} default_sampling_params has fields vLLM's "
                     f"SamplingParams does not take: {', '.join(unknown)}"
@@ -232,10 +231,7 @@ MAX_BASE_DEPTH = 8
 def read_deploy(path: Path, depth: int = 0) -> JsonObject:
     """A deploy yaml as vLLM-Omni resolves it: a `base_config` (relative to the file) is read
     first and this file's stages merge into it by `stage_id` (`resolve_deploy_yaml`)."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
+    doc = _read_yaml(path)
     if not isinstance(doc, dict) or "base_config" not in doc:
         return doc if isinstance(doc, dict) else {"stages": None}
     if depth >= MAX_BASE_DEPTH:
@@ -258,14 +254,11 @@ def effective(body: Mapping[str, Any], defaults: StageDefaults) -> list[JsonObje
         return [{**VLLM_DEFAULTS, **s} for s in defaults.applied(body)]
     if not isinstance(entries, Sequence) or not all(isinstance(e, Mapping) for e in entries):
         raise InvalidStageSettings("sampling_params_list must be a list of objects")
-    out = []
     for i, entry in enumerate(entries):
-        unknown = sorted(set(entry) - SAMPLING_FIELDS)
-        if unknown:
+        if unknown := sorted(set(entry) - SAMPLING_FIELDS):
             raise InvalidStageSettings(f"stage {i}: unknown sampling fields {', '.join(unknown)}")
-        out.append({**VLLM_DEFAULTS, **entry})  # replaces: no merge with the deploy defaults
-    tail = [{**VLLM_DEFAULTS, **s} for s in defaults.stages[len(entries) :]]
-    return out + tail
+    # An entry replaces its stage's deploy defaults (no merge); later stages keep theirs.
+    return [{**VLLM_DEFAULTS, **s} for s in (*entries, *defaults.stages[len(entries) :])]
 
 
 def _describe(value: Any) -> str:
@@ -333,8 +326,8 @@ def lane_deploy(
     own section for that platform merged into the stages (the server merges it too; here the
     stage defaults the run seeds against see it). The variant's overrides come last. Any other
     deploy is served as configured."""
-    doc = _raw_deploy(deploy) if deploy is not None else {}
-    if doc.get("base_config") != QWEN3_OMNI_BASE:
+    doc = _read_yaml(deploy) if deploy is not None else None
+    if not isinstance(doc, dict) or doc.get("base_config") != QWEN3_OMNI_BASE:
         vendor = str(gpu_resource or "nvidia.com").split("/", 1)[0]
         return LaneDeploy(PLATFORMS.get(vendor, str(gpu_resource)), dict(variant), None)
     platform = lane_platform(gpu_resource)  # the switch needs it: an unknown one is an error
@@ -347,9 +340,8 @@ def lane_deploy(
     return LaneDeploy(platform, merge_deploy(lane, variant, new_stages=True), QWEN3_OMNI_SOURCE)
 
 
-def _raw_deploy(path: Path) -> JsonObject:
+def _read_yaml(path: Path) -> Any:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise DeployConfigError(f"{path}: cannot read deploy config: {exc}") from exc
-    return doc if isinstance(doc, dict) else {}

@@ -35,16 +35,12 @@ async def _one(
         async with client.stream("POST", url.rstrip("/") + "/v1/chat/completions", json=body) as r:
             if r.status_code != 200:
                 return None
-            await _read_stream(r, s)
+            async for data in sse_events(r):
+                if data != "[DONE]":
+                    s.feed(parse_json(data, "stream chunk"))
     except (httpx.HTTPError, Malformed, ResponseRefused, ValueError):
         return None
     return None if s.error else printable("".join(s.text).strip())
-
-
-async def _read_stream(r: httpx.Response, s: _Stream) -> None:
-    async for data in sse_events(r):
-        if data != "[DONE]":
-            s.feed(parse_json(data, "stream chunk"))
 
 
 def thinker_texts(

@@ -12,7 +12,7 @@ import soundfile as sf
 
 from omni_tasks.contracts import JsonObject
 from omni_tasks.evidence.audio import AudioUnavailable, decode_wav
-from omni_tasks.synthesis.choices import inline_wav, user_text
+from omni_tasks.synthesis.choices import inline_wavs, user_text
 from omni_tasks.synthesis.profiles import Profile, uniform
 from omni_tasks.synthesis.simulator import UnreadableRequest
 
@@ -22,7 +22,7 @@ def is_transcription_request(body: JsonObject) -> bool:
 
 
 def answer(body: JsonObject, profile: Profile, seed: int) -> str:
-    wav = inline_wav(body)
+    wav = inline_wavs(body)[0]
     try:
         decode_wav(wav, "inline audio")  # a WAV with a sane header, or refused
         heard = sf.SoundFile(io.BytesIO(wav)).comment or ""

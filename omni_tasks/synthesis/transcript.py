@@ -20,10 +20,8 @@ def transcript_grades(
     results: list[ClipResult], clips: list[ClipAudio], system_prompt: str | None, lang: str
 ) -> list[ClipGrade]:
     words_in_window = int(WINDOW_SAMPLES / 16_000 / protocol.SECONDS_PER_WORD)
-    grades = []
-    for r, c in zip(results, clips, strict=True):
-        if r.heard is None or r.status not in ("ok", "over_long"):
-            continue
-        heard = " ".join(r.heard.split()[:words_in_window])
-        grades.append(grade_transcript(c, heard, system_prompt, lang))
-    return grades
+    return [
+        grade_transcript(c, " ".join(r.heard.split()[:words_in_window]), system_prompt, lang)
+        for r, c in zip(results, clips, strict=True)
+        if r.heard is not None and r.status in ("ok", "over_long")
+    ]

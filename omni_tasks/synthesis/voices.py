@@ -80,10 +80,8 @@ def cloned_factor(ref_audio: bytes | None) -> float:
             comment = f.comment or ""
     except (sf.LibsndfileError, RuntimeError):
         return 1.0
-    if not comment.startswith(TAG):
-        return 1.0
     try:
-        factor = float(comment[len(TAG) :])
+        factor = float(comment.removeprefix(TAG)) if comment.startswith(TAG) else 1.0
     except ValueError:
         return 1.0
     return factor if factor in FACTORS else 1.0

@@ -69,8 +69,7 @@ def secret_values(environ: Iterable[tuple[str, str]] | None = None) -> list[str]
             found.add(value)
             found.update(_dsn_passwords(value))
         found.update(url_passwords(value))
-    for value in _settings_secrets():
-        found.add(value)
+    found.update(_settings_secrets())
     values = {v for v in found if len(v) >= MIN_SECRET}
     values |= {quote(v, safe="") for v in values}
     return sorted(values, key=len, reverse=True)
@@ -83,11 +82,8 @@ def _settings_secrets() -> list[str]:
         s = get_settings()
     except Exception:  # settings that do not load hold nothing we could remove
         return []
-    out = []
-    for name in ("slack_token", "grafana_token", "github_token"):
-        value = getattr(s, name, None)
-        if value is not None:
-            out.append(value.get_secret_value())
+    tokens = (getattr(s, name, None) for name in ("slack_token", "grafana_token", "github_token"))
+    out = [token.get_secret_value() for token in tokens if token is not None]
     if s.database_url:
         out += _dsn_passwords(s.database_url)
     return out
@@ -145,8 +141,7 @@ def redact(text: object, secrets: list[str] | None = None) -> str:
     shape replaced by [redacted]."""
     out = str(text)
     for secret in secret_values() if secrets is None else secrets:
-        if secret in out:
-            out = out.replace(secret, MASK)
+        out = out.replace(secret, MASK)
     for shape in _SHAPES:
         out = shape.sub(MASK, out)
     out = _DSN_URL.sub(lambda m: m.group(1) + MASK + m.group(2), out)

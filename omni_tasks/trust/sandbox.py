@@ -161,10 +161,7 @@ def interpreter_roots(python: str | os.PathLike[str]) -> tuple[Path, ...]:
     """What running `python` needs to read: its environment (a venv's root) and the
     installation its symlinks lead to."""
     exe = Path(python)
-    roots = {exe.absolute().parent.parent}
-    with_links = exe.resolve()
-    roots.add(with_links.parent.parent)
-    return tuple(sorted(roots))
+    return tuple(sorted({exe.absolute().parent.parent, exe.resolve().parent.parent}))
 
 
 def named_paths(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -310,16 +307,8 @@ def run(
     """Run `argv` to completion in the sandbox, capturing its output as text; past `timeout`,
     the sandbox is ended (everything in it) and subprocess.TimeoutExpired raised."""
     pol = policy() if pol is None else pol
-    _own(paths, pol)
-    args = command(argv, env, paths, pol)
-    with subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(env) if pol.mode == "none" else {},
-        cwd=paths.cwd if pol.mode == "none" else None,
-        start_new_session=True,
+    with _start(
+        argv, env, paths, pol, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -327,7 +316,7 @@ def run(
             stop(proc, grace_s=0)
             proc.communicate()
             raise
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def popen(
@@ -338,15 +327,21 @@ def popen(
     stdout: IO[Any],
 ) -> subprocess.Popen[bytes]:
     """Start `argv` in the sandbox in its own session; end it with `stop`."""
-    pol = policy()
+    return _start(argv, env, paths, policy(), stdout=stdout, stderr=subprocess.STDOUT)
+
+
+def _start(
+    argv: Sequence[str], env: Mapping[str, str], paths: Paths, pol: Policy, **popen_args: Any
+) -> subprocess.Popen[Any]:
+    """`argv` started in the sandbox in its own session, its scratch the sandbox uid's; with
+    OMNI_SANDBOX=none, directly with exactly `env` in `paths.cwd`."""
     _own(paths, pol)
     return subprocess.Popen(
         command(argv, env, paths, pol),
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
         env=dict(env) if pol.mode == "none" else {},
         cwd=paths.cwd if pol.mode == "none" else None,
         start_new_session=True,
+        **popen_args,
     )
 
 
@@ -389,7 +384,6 @@ def report(pol: Policy | None = None) -> Report:
     """The sandbox in effect (raises SandboxUnavailable naming the missing piece)."""
     pol = policy() if pol is None else pol
     runs_as = pol.uid if pol.uid is not None and os.geteuid() == 0 else os.geteuid()
-    probe = Paths(writable=())
     readable = (*_existing(SYSTEM_DIRS), *_existing([*_own_code(), *pol.readable]))
     if pol.mode == "none":
         return Report(
@@ -406,7 +400,7 @@ def report(pol: Policy | None = None) -> Report:
         )
     bwrap = tool()
     version = _probe(bwrap)
-    command(["/bin/true"], {}, probe, pol)
+    command(["/bin/true"], {}, Paths(), pol)
     return Report(
         "bwrap",
         bwrap,

@@ -10,7 +10,6 @@ upstream's own functions."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
@@ -27,6 +26,7 @@ from omni_tasks.benchmarks.multiple_choice.family import (
     MultipleChoice,
     QuestionSetError,
     Recipe,
+    data_url,
     demo_mp4,
     omni_chat_body,
 )
@@ -138,16 +138,14 @@ def messages(q: Question, recipe: Recipe = QWEN) -> list[JsonValue]:
     audio whole."""
 
     def inline(kind: str, mime: str, path: Path) -> JsonValue:
-        b64 = base64.b64encode(path.read_bytes()).decode("ascii")
-        return {"type": kind, kind: {"url": f"data:{mime};base64,{b64}"}}
+        return {"type": kind, kind: {"url": data_url(mime, path.read_bytes())}}
 
     media = [inline("audio_url", "audio/wav", q.audio)]
-    mode = "audio"
+    mode = "audio" if q.video is None else "all"
     if q.video is not None and recipe.pack == MINICPM.pack:
-        media, mode = interleave.parts(q.video, q.audio), "all"
+        media = interleave.parts(q.video, q.audio)
     elif q.video is not None:
         media.insert(0, inline("video_url", "video/mp4", q.video))
-        mode = "all"
     system: list[JsonValue] = (
         [{"role": "system", "content": [{"type": "text", "text": recipe.system_text}]}]
         if recipe.system_text
@@ -168,18 +166,14 @@ def extract_choice(text: str | None) -> str | None:
     """The answer letter by upstream's official rule (`extract_choice_letter_official`): after
     an `assistant` marker if any, a leading A-D, else a lone A-D word, else the last A-D
     between non-letters (CJK answers such as 答案：B)."""
-    if not text:
-        return None
-    raw = str(text).strip()
+    raw = str(text).strip() if text else ""
     if not raw:
         return None
     match = re.search(r"assistant\s*([\s\S]*)$", raw, flags=re.IGNORECASE)
     candidate = match.group(1).strip() if match else raw
-    direct = re.match(r"(?i)^\s*([A-D])(?:[\s\.\):：]|$)", candidate)
-    if direct:
+    if direct := re.match(r"(?i)^\s*([A-D])(?:[\s\.\):：]|$)", candidate):
         return direct.group(1).upper()
-    fallback = re.search(r"\b([A-D])\b", candidate.upper())
-    if fallback:
+    if fallback := re.search(r"\b([A-D])\b", candidate.upper()):
         return fallback.group(1)
     loose = list(re.finditer(r"(?:[^A-Za-z]|^)([A-D])(?:[^A-Za-z]|$)", candidate, re.IGNORECASE))
     return loose[-1].group(1).upper() if loose else None

@@ -10,6 +10,7 @@ question instead (Video-MME: `question_id`; Daily-Omni has none, so video and ta
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -97,10 +98,8 @@ class ChoiceSuite(ItemSuite):
     def load(self, dataset: str) -> ItemSet:
         from omni_tasks.config import get_settings
 
-        demo = dataset == "demo"
-        return self.load_questions(
-            self.demo_root(get_settings().cache_dir) if demo else Path(dataset)
-        )
+        root = self.demo_root(get_settings().cache_dir) if dataset == "demo" else Path(dataset)
+        return self.load_questions(root)
 
     def reference(self, item: Any) -> str:
         return str(item.answer)
@@ -144,6 +143,11 @@ def demo_mp4(frames: Iterable[np.ndarray], fps: int, size: int) -> bytes:
             out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         out.mux(stream.encode())
     return buf.getvalue()
+
+
+def data_url(mime: str, data: bytes) -> str:
+    """Media inlined in a request, as upstream's `--*-inline-local-video` sends it."""
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def omni_chat_body(
@@ -218,7 +222,6 @@ class MultipleChoice(Benchmark):
                 out.append(None if c.incorrect is None else float(not c.incorrect))
         return out
 
-    # ------------------------------------------------------------------ official summary
     def official_summary(self, clips: Sequence[ClipRecord]) -> JsonObject:
         """Upstream's figures from the items: accuracy over successful responses (failed
         requests excluded), and with them counted wrong; a wrong answer with no letter found
@@ -228,7 +231,7 @@ class MultipleChoice(Benchmark):
         ok = [c for c in clips if c.synth_status not in INFRA_STATUSES and c.incorrect is not None]
         correct = sum(1 for c in ok if not c.incorrect)
         evaluated = len(ok) + len(failed)
-        out: JsonObject = {
+        return {
             f"{p}_accuracy": correct / len(ok) if ok else None,
             f"{p}_accuracy_incl_http_fail": correct / evaluated if evaluated else None,
             f"{p}_correct": correct,
@@ -237,13 +240,11 @@ class MultipleChoice(Benchmark):
             f"{p}_request_failed": len(failed),
             f"{p}_parse_failed": sum(1 for c in ok if not c.hypothesis),
         }
-        return out
 
     @property
     def figures(self) -> tuple[str, ...]:
         return tuple(self.official_summary(()))
 
-    # ------------------------------------------------------------------ import
     def parse(self, document: Document, options: ImportOptions) -> ParsedArtifact:
         path, doc = document.path, document.doc
         require(

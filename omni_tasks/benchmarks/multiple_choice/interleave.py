@@ -9,7 +9,6 @@ The conformance suite checks every part against upstream's own code."""
 
 from __future__ import annotations
 
-import base64
 import io
 import math
 import wave
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
-from omni_tasks.benchmarks.multiple_choice.videomme import JPEG_QUALITY, uniform_indices
+from omni_tasks.benchmarks.multiple_choice.family import data_url
+from omni_tasks.benchmarks.multiple_choice.videomme import jpeg_bytes, uniform_indices
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,8 +34,9 @@ def parts(video: Path, audio: Path) -> list[JsonValue]:
     frames, segments = frames_and_segments(video, audio)
     out: list[JsonValue] = []
     for jpeg, segment in zip(frames, segments, strict=True):
-        out.append({"type": "image_url", "image_url": {"url": _data("image/jpeg", jpeg)}})
-        out.append({"type": "audio_url", "audio_url": {"url": _data("audio/wav", wav16(segment))}})
+        out.append({"type": "image_url", "image_url": {"url": data_url("image/jpeg", jpeg)}})
+        wav = data_url("audio/wav", wav16(segment))
+        out.append({"type": "audio_url", "audio_url": {"url": wav}})
     return out
 
 
@@ -45,14 +46,11 @@ def frames_and_segments(video: Path, audio: Path) -> tuple[list[bytes], list[np.
 
     n, fps = _probe(video)
     duration = n / fps
-    if duration > MAX_FRAMES:
-        grid = [round(i * 0.1, 1) for i in range(int(duration / 0.1))]
-        picked = uniform_indices(len(grid), MAX_FRAMES)
-        times = [grid[i] for i in picked]
-        index = [min(int(t * fps), n - 1) for t in times]
+    if duration > MAX_FRAMES:  # the picks of a 0.1 s grid
+        times = [round(i * 0.1, 1) for i in uniform_indices(int(duration / 0.1), MAX_FRAMES)]
     else:
         times = [float(i) for i in range(max(1, math.ceil(duration)))]
-        index = [min(int(t * fps), n - 1) for t in times]
+    index = [min(int(t * fps), n - 1) for t in times]
     samples = read_audio(audio)
     segments = []
     for i, start in enumerate(times):
@@ -113,12 +111,7 @@ def _frames(video: Path, index: list[int]) -> list[bytes]:
     if not decoded:
         raise ValueError(f"decoded no frames from {video}")
     last = decoded[max(decoded)]
-    jpegs = []
-    for i in index:
-        buf = io.BytesIO()
-        decoded.get(i, last).save(buf, format="JPEG", quality=JPEG_QUALITY)
-        jpegs.append(buf.getvalue())
-    return jpegs
+    return [jpeg_bytes(decoded.get(i, last)) for i in index]
 
 
 def read_audio(path: Path) -> np.ndarray:
@@ -166,7 +159,3 @@ def wav16(samples: np.ndarray) -> bytes:
         out.setframerate(AUDIO_RATE)
         out.writeframes(pcm.tobytes())
     return buf.getvalue()
-
-
-def _data(mime: str, data: bytes) -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"

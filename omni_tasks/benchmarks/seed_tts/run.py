@@ -373,8 +373,6 @@ def run_benchmark(
     # errors) is redone and replaced, so re-running a failed task converges to a clean run; a
     # `running` one (the task crashed) is resumed where it stopped.
     synthesized = existing is None or existing.status in ("partial", "failed", "running")
-    if not req.transcript_mode and grader is None:
-        raise BenchError("a grader is needed for audio runs")
     if req.transcript_mode:
         if synthesized:
             results = synthesize(req, ds, show_progress)
@@ -385,7 +383,8 @@ def run_benchmark(
             runs.save_run(conn, spec, clips, grading, run_key=key, replace=existing is not None)
         grader_id = TRANSCRIPT_GRADER.grader_id
     else:
-        assert grader is not None
+        if grader is None:
+            raise BenchError("a grader is needed for audio runs")
         grader_id = grader.grader_id
         if synthesized:
             _pipelined(conn, req, ds, key, spec, grader, show_progress)
