@@ -121,9 +121,10 @@ def run_branch(
         raise ValueError(f"no target for branch {plan.branch!r} (params.targets)")
     nightly = dt.date.fromisoformat(plan.nightly)
     recorded = heads.recorded_head(conn, params.bench, plan.branch, nightly)
-    observed = None if recorded is None else recorded.commit_sha
     lineage: LineageFlags = {
-        "differs_from_recorded_head": None if observed is None else observed != plan.commit,
+        "differs_from_recorded_head": None
+        if recorded is None
+        else recorded.commit_sha != plan.commit,
         "reconstructed_head": plan.reconstructed,
     }
     generic = night_request(
@@ -135,7 +136,7 @@ def run_branch(
         limit=params.limit,
         nightly=nightly,
         trigger=trigger,
-        observed_head=observed,
+        observed_head=None if recorded is None else recorded.commit_sha,
         lineage=lineage,
     )
     return run_on_target(conn, params, generic, params.grader, show_progress=show_progress)

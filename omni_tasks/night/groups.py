@@ -33,6 +33,7 @@ def join(
         else range_to - dt.timedelta(days=1)
     )
     cand, base = d.candidate_branch, d.baseline_branch
+    delay = book.inputs.triage_delay_s
     ends = AlertDetails(
         summary=messages.member_line(ctx, confirm_p),
         last_good=None if r is None else r.last_good,
@@ -54,7 +55,7 @@ def join(
             details=ends,
             range_from=range_from,
             range_to=range_to,
-            delay_s=book.inputs.triage_delay_s,
+            delay_s=delay,
         )
     )
     group = _group_for_range(book, cand, base, range_from, range_to)
@@ -69,15 +70,15 @@ def join(
         book.update(group_id, range_from=first, range_to=last)
         book.ops[-1] = dataclasses.replace(book.ops[-1], range_from=first, range_to=last)
         book.groups[group_id] = []
-        _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to)
-        _join_group(book, group_id, alert_id, night, range_from, range_to)
+        _join_group(book, group_id, other.alert_id, night, other.range_from, other.range_to, delay)
+        _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
         _group_event(book, group_id, key, night, "group_opened", f"alert group {group_id} formed")
         book.enqueue(f"{key}|post", group_id, "post", messages.group_payload(_view(book, group_id)))
         book.pending_posts.add(group_id)
         return group_id
     group_id, key = group.alert_id, group.alert_key
     reopened = group.state != "open"
-    _join_group(book, group_id, alert_id, night, range_from, range_to)
+    _join_group(book, group_id, alert_id, night, range_from, range_to, delay)
     view = _view(book, group_id)
     # The pending parent rewritten, else the delivered one updated with a reply naming the
     # new member.
@@ -147,6 +148,7 @@ def _join_group(
     night: dt.date,
     range_from: dt.date,
     range_to: dt.date,
+    delay: int,
 ) -> None:
     g = book.alerts[group_id]
     book.update(
@@ -166,7 +168,7 @@ def _join_group(
             nightly=night,
             range_from=range_from,
             range_to=range_to,
-            delay_s=book.inputs.triage_delay_s,
+            delay_s=delay,
             group_id=group_id,
         )
     )
